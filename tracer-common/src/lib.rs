@@ -1,0 +1,313 @@
+//! Wire types shared by the eBPF probes (`tracer-ebpf`) and userspace (`tracer-user`).
+//!
+//! Every record in the ring buffer starts with a [`Header`]; `Header::kind` says which record
+//! follows and `Header::size` its full length, so the reader can check the length before it casts.
+//! All structs are `#[repr(C)]`, `Copy`, and laid out without implicit padding (explicit `_pad`
+//! fields, `u32` flags instead of `bool`) so the bytes the kernel writes are fully defined.
+#![no_std]
+
+pub const TASK_COMM_LEN: usize = 16;
+/// Bytes kept of an exec filename (path), NUL included.
+pub const FILENAME_LEN: usize = 256;
+/// Bytes kept of each argv entry (NUL included).
+pub const ARG_LEN: usize = 128;
+/// argv entries captured at most.
+pub const MAX_ARGS: usize = 16;
+/// Marker for "this tracepoint has no such field on this kernel".
+pub const NO_OFFSET: u32 = u32::MAX;
+/// Default ring-buffer size in bytes (must be a power of two multiple of the page size).
+pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
+
+/// Record kinds (`Header::kind`).
+pub mod kind {
+    /// sys_enter of clone / clone3 / fork / vfork.
+    pub const CLONE_ENTER: u32 = 1;
+    /// sys_exit of any traced syscall that returns.
+    pub const SYS_EXIT: u32 = 2;
+    /// sys_enter of execve / execveat.
+    pub const EXEC_ENTER: u32 = 3;
+    /// sys_enter of exit / exit_group (they never return).
+    pub const EXIT_ENTER: u32 = 4;
+    /// sys_enter of prctl.
+    pub const PRCTL_ENTER: u32 = 5;
+    /// sched:sched_process_fork — authoritative creation of a task.
+    pub const SCHED_FORK: u32 = 6;
+    /// sched:sched_process_exec — a successful exec.
+    pub const SCHED_EXEC: u32 = 7;
+    /// sched:sched_process_exit — the final exit of a task.
+    pub const SCHED_EXIT: u32 = 8;
+}
+
+/// Syscall identifiers used on the wire (independent of the architecture's numbers).
+pub mod syscall {
+    pub const UNKNOWN: u32 = 0;
+    pub const CLONE: u32 = 1;
+    pub const CLONE3: u32 = 2;
+    pub const FORK: u32 = 3;
+    pub const VFORK: u32 = 4;
+    pub const EXECVE: u32 = 5;
+    pub const EXECVEAT: u32 = 6;
+    pub const EXIT: u32 = 7;
+    pub const EXIT_GROUP: u32 = 8;
+    pub const PRCTL: u32 = 9;
+}
+
+/// Bits of the `flags` fields that describe captured strings.
+pub mod strflag {
+    /// The filename did not fit and was cut.
+    pub const FILENAME_TRUNCATED: u32 = 1;
+    /// argv had more entries than captured, or an entry was cut.
+    pub const ARGV_TRUNCATED: u32 = 2;
+    /// The filename could not be read from user memory.
+    pub const FILENAME_FAULT: u32 = 4;
+    /// argv could not be read (fully) from user memory.
+    pub const ARGV_FAULT: u32 = 8;
+    /// The PR_SET_NAME name could not be read from user memory.
+    pub const NAME_FAULT: u32 = 16;
+}
+
+/// Linux clone flags (include/uapi/linux/sched.h).
+pub mod clone_flags {
+    pub const CSIGNAL: u64 = 0x0000_00ff;
+    pub const CLONE_VM: u64 = 0x0000_0100;
+    pub const CLONE_FS: u64 = 0x0000_0200;
+    pub const CLONE_FILES: u64 = 0x0000_0400;
+    pub const CLONE_SIGHAND: u64 = 0x0000_0800;
+    pub const CLONE_PIDFD: u64 = 0x0000_1000;
+    pub const CLONE_PTRACE: u64 = 0x0000_2000;
+    pub const CLONE_VFORK: u64 = 0x0000_4000;
+    pub const CLONE_PARENT: u64 = 0x0000_8000;
+    pub const CLONE_THREAD: u64 = 0x0001_0000;
+    pub const CLONE_NEWNS: u64 = 0x0002_0000;
+    pub const CLONE_SYSVSEM: u64 = 0x0004_0000;
+    pub const CLONE_SETTLS: u64 = 0x0008_0000;
+    pub const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
+    pub const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
+    pub const CLONE_DETACHED: u64 = 0x0040_0000;
+    pub const CLONE_UNTRACED: u64 = 0x0080_0000;
+    pub const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+    pub const CLONE_NEWCGROUP: u64 = 0x0200_0000;
+    pub const CLONE_NEWUTS: u64 = 0x0400_0000;
+    pub const CLONE_NEWIPC: u64 = 0x0800_0000;
+    pub const CLONE_NEWUSER: u64 = 0x1000_0000;
+    pub const CLONE_NEWPID: u64 = 0x2000_0000;
+    pub const CLONE_NEWNET: u64 = 0x4000_0000;
+    pub const CLONE_IO: u64 = 0x8000_0000;
+    pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+    pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    pub const CLONE_NEWTIME: u64 = 0x0000_0080;
+}
+
+/// prctl options the tracer cares about (include/uapi/linux/prctl.h).
+pub mod prctl {
+    pub const PR_SET_PDEATHSIG: u32 = 1;
+    pub const PR_SET_NAME: u32 = 15;
+    pub const PR_GET_NAME: u32 = 16;
+    pub const PR_SET_CHILD_SUBREAPER: u32 = 36;
+    pub const PR_GET_CHILD_SUBREAPER: u32 = 37;
+}
+
+/// Common prefix of every ring-buffer record. 64 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// One of [`kind`].
+    pub kind: u32,
+    /// Size in bytes of the whole record, header included.
+    pub size: u32,
+    /// Global sequence number: taken before the ring-buffer reserve, so a failed reserve shows
+    /// up as a gap as well as in the drop counter.
+    pub seq: u64,
+    /// `bpf_ktime_get_boot_ns()`.
+    pub ktime_ns: u64,
+    pub cgroup_id: u64,
+    pub tgid: u32,
+    pub tid: u32,
+    /// tgid of the current task's real parent at the time of the event (0 if unreadable).
+    pub ppid: u32,
+    pub uid: u32,
+    pub comm: [u8; TASK_COMM_LEN],
+}
+
+/// sys_enter of clone / clone3 / fork / vfork.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CloneEnter {
+    pub hdr: Header,
+    pub syscall: u32,
+    /// Signal sent to the parent on exit (`flags & CSIGNAL` for clone, `exit_signal` for clone3).
+    pub exit_signal: u32,
+    /// Clone flags without the exit signal. fork = 0, vfork = CLONE_VM|CLONE_VFORK.
+    pub flags: u64,
+}
+
+/// sys_exit of clone, clone3, fork, vfork, execve, execveat, prctl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysExit {
+    pub hdr: Header,
+    pub syscall: u32,
+    pub _pad: u32,
+    pub ret: i64,
+}
+
+/// sys_enter of execve / execveat: the path and the first argv entries.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecEnter {
+    pub hdr: Header,
+    pub syscall: u32,
+    /// Number of argv entries stored in `argv`.
+    pub argc: u32,
+    /// [`strflag`] bits.
+    pub flags: u32,
+    /// execveat's flags (AT_*), 0 for execve.
+    pub at_flags: u32,
+    /// execveat's dirfd, AT_FDCWD (-100) for execve.
+    pub dirfd: i64,
+    /// NUL-terminated path.
+    pub filename: [u8; FILENAME_LEN],
+    /// The first `argc` argv entries, each NUL-terminated in its own slot.
+    pub argv: [[u8; ARG_LEN]; MAX_ARGS],
+}
+
+/// sys_enter of exit / exit_group.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExitEnter {
+    pub hdr: Header,
+    pub syscall: u32,
+    pub code: i32,
+}
+
+/// sys_enter of prctl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrctlEnter {
+    pub hdr: Header,
+    pub option: u32,
+    /// [`strflag`] bits (NAME_FAULT).
+    pub flags: u32,
+    pub arg2: u64,
+    /// PR_SET_NAME's new name (the kernel keeps 15 bytes + NUL, so it is never truncated).
+    pub name: [u8; TASK_COMM_LEN],
+}
+
+/// sched:sched_process_fork, fired in the creator's context.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedFork {
+    pub hdr: Header,
+    pub child_tid: u32,
+    /// The child's tgid: the creator's with CLONE_THREAD, else `child_tid`.
+    pub child_tgid: u32,
+    /// The child's real parent: the creator's real parent with CLONE_PARENT or CLONE_THREAD
+    /// (read from task_struct), else the creator's tgid — copy_process()'s rule.
+    pub child_ppid: u32,
+    /// The syscall that created it (`syscall::UNKNOWN` for kernel-internal creation).
+    pub syscall: u32,
+    /// Clone flags seen at sys_enter (valid when `flags_known` is 1).
+    pub clone_flags: u64,
+    pub flags_known: u32,
+    pub _pad: u32,
+}
+
+/// sched:sched_process_exec: a successful exec. `hdr` describes the task after the exec.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedExec {
+    pub hdr: Header,
+    /// The tid that called exec (differs from `hdr.tid` when a non-leader thread exec'd).
+    pub old_tid: u32,
+    /// [`strflag`] bits.
+    pub flags: u32,
+    pub filename: [u8; FILENAME_LEN],
+}
+
+/// sched:sched_process_exit: a task is gone.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedExit {
+    pub hdr: Header,
+    /// `task_struct::exit_code`: `(status << 8) | signal`, as wait(2) reports it.
+    pub exit_code: u32,
+    /// 1 when this was the last live thread of its process.
+    pub group_dead: u32,
+}
+
+/// Load-time configuration, written into the probe's `.rodata` by userspace.
+///
+/// Offsets of non-syscall tracepoint fields come from tracefs `format` files, task_struct
+/// member offsets from the kernel's BTF. [`NO_OFFSET`] means "absent on this kernel".
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeConfig {
+    /// 1: trace every process; 0: only tgids in the FOLLOWED map (and what they create).
+    pub follow_all: u32,
+    /// The tracer's own tgid, never traced.
+    pub self_tgid: u32,
+    pub fork_parent_pid: u32,
+    pub fork_child_pid: u32,
+    pub exec_filename_loc: u32,
+    pub exec_pid: u32,
+    pub exec_old_pid: u32,
+    pub exit_pid: u32,
+    pub exit_group_dead: u32,
+    pub task_real_parent: u32,
+    pub task_tgid: u32,
+    pub task_exit_code: u32,
+    pub task_signal: u32,
+    pub signal_live: u32,
+}
+
+impl ProbeConfig {
+    pub const EMPTY: ProbeConfig = ProbeConfig {
+        follow_all: 0,
+        self_tgid: 0,
+        fork_parent_pid: NO_OFFSET,
+        fork_child_pid: NO_OFFSET,
+        exec_filename_loc: NO_OFFSET,
+        exec_pid: NO_OFFSET,
+        exec_old_pid: NO_OFFSET,
+        exit_pid: NO_OFFSET,
+        exit_group_dead: NO_OFFSET,
+        task_real_parent: NO_OFFSET,
+        task_tgid: NO_OFFSET,
+        task_exit_code: NO_OFFSET,
+        task_signal: NO_OFFSET,
+        signal_live: NO_OFFSET,
+    };
+}
+
+/// Value stored per thread between sys_enter of a clone-family call and sched_process_fork.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingClone {
+    pub flags: u64,
+    pub syscall: u32,
+    pub _pad: u32,
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    use super::*;
+    // SAFETY: all of these are repr(C), Copy, without padding or pointers.
+    unsafe impl aya::Pod for ProbeConfig {}
+    unsafe impl aya::Pod for PendingClone {}
+    unsafe impl aya::Pod for Header {}
+}
+
+// Layout is part of the wire format: fail the build if it changes by accident.
+const _: () = {
+    assert!(core::mem::size_of::<Header>() == 64);
+    assert!(core::mem::size_of::<CloneEnter>() == 80);
+    assert!(core::mem::size_of::<SysExit>() == 80);
+    assert!(core::mem::size_of::<ExecEnter>() == 88 + FILENAME_LEN + MAX_ARGS * ARG_LEN);
+    assert!(core::mem::size_of::<ExitEnter>() == 72);
+    assert!(core::mem::size_of::<PrctlEnter>() == 96);
+    assert!(core::mem::size_of::<SchedFork>() == 96);
+    assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
+    assert!(core::mem::size_of::<SchedExit>() == 72);
+    assert!(core::mem::size_of::<ProbeConfig>() == 56);
+    assert!(core::mem::size_of::<PendingClone>() == 16);
+};

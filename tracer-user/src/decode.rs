@@ -1,0 +1,1 @@
+//! Decoding of ring-buffer records into [`crate::Event`].

@@ -1,0 +1,334 @@
+//! The decoded event model: what the probes report, what strace import produces, what the
+//! lineage engine consumes and what trace files store. Owned, plain data, no OS access.
+
+use serde::Serialize;
+use std::fmt;
+
+pub use tracer_common::{clone_flags, prctl as prctl_opt};
+
+/// Which syscall an event belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Syscall {
+    Clone,
+    Clone3,
+    Fork,
+    Vfork,
+    Execve,
+    Execveat,
+    Exit,
+    ExitGroup,
+    Prctl,
+}
+
+impl Syscall {
+    /// From the wire id in `tracer_common::syscall`; `None` for unknown ids.
+    pub fn from_wire(id: u32) -> Option<Syscall> {
+        use tracer_common::syscall as s;
+        Some(match id {
+            s::CLONE => Syscall::Clone,
+            s::CLONE3 => Syscall::Clone3,
+            s::FORK => Syscall::Fork,
+            s::VFORK => Syscall::Vfork,
+            s::EXECVE => Syscall::Execve,
+            s::EXECVEAT => Syscall::Execveat,
+            s::EXIT => Syscall::Exit,
+            s::EXIT_GROUP => Syscall::ExitGroup,
+            s::PRCTL => Syscall::Prctl,
+            _ => return None,
+        })
+    }
+
+    pub fn to_wire(self) -> u32 {
+        use tracer_common::syscall as s;
+        match self {
+            Syscall::Clone => s::CLONE,
+            Syscall::Clone3 => s::CLONE3,
+            Syscall::Fork => s::FORK,
+            Syscall::Vfork => s::VFORK,
+            Syscall::Execve => s::EXECVE,
+            Syscall::Execveat => s::EXECVEAT,
+            Syscall::Exit => s::EXIT,
+            Syscall::ExitGroup => s::EXIT_GROUP,
+            Syscall::Prctl => s::PRCTL,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Syscall::Clone => "clone",
+            Syscall::Clone3 => "clone3",
+            Syscall::Fork => "fork",
+            Syscall::Vfork => "vfork",
+            Syscall::Execve => "execve",
+            Syscall::Execveat => "execveat",
+            Syscall::Exit => "exit",
+            Syscall::ExitGroup => "exit_group",
+            Syscall::Prctl => "prctl",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Syscall> {
+        Some(match name {
+            "clone" => Syscall::Clone,
+            "clone3" => Syscall::Clone3,
+            "fork" => Syscall::Fork,
+            "vfork" => Syscall::Vfork,
+            "execve" => Syscall::Execve,
+            "execveat" => Syscall::Execveat,
+            "exit" => Syscall::Exit,
+            "exit_group" => Syscall::ExitGroup,
+            "prctl" => Syscall::Prctl,
+            _ => return None,
+        })
+    }
+
+    /// clone, clone3, fork or vfork.
+    pub fn creates_task(self) -> bool {
+        matches!(self, Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork)
+    }
+}
+
+impl fmt::Display for Syscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A task name as the kernel keeps it: at most 15 bytes. Stored inline (no allocation per event).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Comm {
+    len: u8,
+    bytes: [u8; 16],
+}
+
+impl Comm {
+    /// From a NUL-padded kernel buffer; stops at the first NUL.
+    pub fn from_bytes(raw: &[u8]) -> Comm {
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len()).min(16);
+        let mut bytes = [0u8; 16];
+        bytes[..end].copy_from_slice(&raw[..end]);
+        Comm { len: end as u8, bytes }
+    }
+
+    /// From a string, cut to 15 bytes like the kernel does (on a char boundary).
+    pub fn new(s: &str) -> Comm {
+        let mut end = s.len().min(15);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        Comm::from_bytes(&s.as_bytes()[..end])
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Lossy text form (kernel comms are bytes, not necessarily UTF-8).
+    pub fn to_str_lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.as_bytes())
+    }
+}
+
+impl fmt::Display for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_str_lossy())
+    }
+}
+
+impl fmt::Debug for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.to_str_lossy())
+    }
+}
+
+impl Serialize for Comm {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_str_lossy())
+    }
+}
+
+/// A string captured from the kernel or a log, with whether it was cut short.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CapturedStr {
+    pub value: String,
+    pub truncated: bool,
+}
+
+impl CapturedStr {
+    pub fn new(value: impl Into<String>) -> Self {
+        CapturedStr { value: value.into(), truncated: false }
+    }
+}
+
+/// Clone flags (without the exit signal), rendered by name in JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CloneFlags(pub u64);
+
+impl CloneFlags {
+    pub fn contains(self, bit: u64) -> bool {
+        self.0 & bit == bit
+    }
+}
+
+impl Serialize for CloneFlags {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::names::clone_flags(self.0))
+    }
+}
+
+/// One lifecycle event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Global sequence number; consecutive unless events were lost.
+    pub seq: u64,
+    /// Boot-time nanoseconds (CLOCK_BOOTTIME). 0 when the source had no timestamps.
+    pub ts_ns: u64,
+    /// Process id (thread-group id) of the task the event happened in.
+    pub tgid: u32,
+    /// Thread id of that task.
+    pub tid: u32,
+    /// Its real parent's tgid at the time, 0 when unknown (strace logs do not say).
+    pub ppid: u32,
+    /// Real uid; `u32::MAX` when unknown.
+    pub uid: u32,
+    /// cgroup v2 id; 0 when unknown.
+    pub cgroup_id: u64,
+    /// Task name at the time of the event (empty when unknown).
+    pub comm: Comm,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened. Enter/exit pairs are matched by `tid` (exec success by `Exec::old_tid`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A clone-family call starts. For fork `flags` is empty; for vfork CLONE_VM|CLONE_VFORK.
+    CloneEnter { syscall: Syscall, flags: CloneFlags, exit_signal: u32 },
+    /// A traced syscall returned (`ret` < 0 is -errno). In a new child, clone returns 0.
+    SyscallExit { syscall: Syscall, ret: i64 },
+    /// An exec starts: the path asked for and the first argv entries.
+    ExecEnter {
+        syscall: Syscall,
+        dirfd: i64,
+        at_flags: u32,
+        filename: CapturedStr,
+        argv: Vec<String>,
+        argv_truncated: bool,
+    },
+    /// exit / exit_group called with `code` (these never return).
+    ExitEnter { syscall: Syscall, code: i32 },
+    /// prctl(option, arg2, ...) called; `name` is PR_SET_NAME's new name.
+    PrctlEnter { option: u32, arg2: u64, name: Option<CapturedStr> },
+    /// A task was created (sched_process_fork, or an strace clone + attach notice).
+    /// The event's own tgid/tid are the creator's (the caller).
+    Fork {
+        child_tid: u32,
+        child_tgid: u32,
+        /// The child's real parent tgid (0 if the source could not tell).
+        child_ppid: u32,
+        syscall: Option<Syscall>,
+        flags: Option<CloneFlags>,
+    },
+    /// A successful exec (sched_process_exec). The event's tid is the task after the exec;
+    /// `old_tid` the thread that called exec (they differ for a non-leader thread).
+    Exec { old_tid: u32, filename: CapturedStr },
+    /// A task ended (sched_process_exit). `exit_code` is wait(2)'s status word:
+    /// `(status << 8) | signal`. `group_dead`: it was the last thread of its process.
+    TaskExit { exit_code: u32, group_dead: bool },
+}
+
+impl EventKind {
+    /// Short name, as in the JSON `event` field.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::CloneEnter { .. } => "clone_enter",
+            EventKind::SyscallExit { .. } => "syscall_exit",
+            EventKind::ExecEnter { .. } => "exec_enter",
+            EventKind::ExitEnter { .. } => "exit_enter",
+            EventKind::PrctlEnter { .. } => "prctl_enter",
+            EventKind::Fork { .. } => "fork",
+            EventKind::Exec { .. } => "exec",
+            EventKind::TaskExit { .. } => "task_exit",
+        }
+    }
+}
+
+/// How a task ended, decoded from a wait(2) status word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum ExitStatus {
+    Exited { code: i32 },
+    Killed { signal: i32, core_dumped: bool },
+}
+
+impl ExitStatus {
+    pub fn from_wait_status(status: u32) -> ExitStatus {
+        let sig = (status & 0x7f) as i32;
+        if sig == 0 {
+            ExitStatus::Exited { code: ((status >> 8) & 0xff) as i32 }
+        } else {
+            ExitStatus::Killed { signal: sig, core_dumped: status & 0x80 != 0 }
+        }
+    }
+
+    pub fn to_wait_status(self) -> u32 {
+        match self {
+            ExitStatus::Exited { code } => ((code as u32) & 0xff) << 8,
+            ExitStatus::Killed { signal, core_dumped } => {
+                (signal as u32 & 0x7f) | if core_dumped { 0x80 } else { 0 }
+            }
+        }
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ExitStatus::Exited { code } => write!(f, "exited with {code}"),
+            ExitStatus::Killed { signal, core_dumped } => {
+                write!(f, "killed by {}", crate::names::signal(signal))?;
+                if core_dumped {
+                    f.write_str(" (core dumped)")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comm_stops_at_nul_and_caps_at_16() {
+        assert_eq!(Comm::from_bytes(b"sh\0garbage").to_string(), "sh");
+        assert_eq!(Comm::from_bytes(&[b'a'; 20]).as_bytes().len(), 16);
+        assert_eq!(Comm::new("runc:[2:INIT]xxxxxxxx").to_string(), "runc:[2:INIT]xx");
+    }
+
+    #[test]
+    fn wait_status_round_trips() {
+        for s in [ExitStatus::Exited { code: 3 }, ExitStatus::Killed { signal: 9, core_dumped: false }] {
+            assert_eq!(ExitStatus::from_wait_status(s.to_wait_status()), s);
+        }
+        assert_eq!(ExitStatus::from_wait_status(0x8b), ExitStatus::Killed { signal: 11, core_dumped: true });
+    }
+
+    #[test]
+    fn syscall_wire_ids_round_trip() {
+        for id in 1..=9 {
+            let s = Syscall::from_wire(id).unwrap();
+            assert_eq!(s.to_wire(), id);
+            assert_eq!(Syscall::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Syscall::from_wire(0), None);
+        assert_eq!(Syscall::from_wire(99), None);
+    }
+}

@@ -1,0 +1,261 @@
+//! Symbolic names for clone flags, prctl options, signals and errnos, as strace prints them.
+
+use tracer_common::clone_flags as cf;
+
+const CLONE_FLAG_NAMES: &[(u64, &str)] = &[
+    (cf::CLONE_VM, "CLONE_VM"),
+    (cf::CLONE_FS, "CLONE_FS"),
+    (cf::CLONE_FILES, "CLONE_FILES"),
+    (cf::CLONE_SIGHAND, "CLONE_SIGHAND"),
+    (cf::CLONE_PIDFD, "CLONE_PIDFD"),
+    (cf::CLONE_PTRACE, "CLONE_PTRACE"),
+    (cf::CLONE_VFORK, "CLONE_VFORK"),
+    (cf::CLONE_PARENT, "CLONE_PARENT"),
+    (cf::CLONE_THREAD, "CLONE_THREAD"),
+    (cf::CLONE_NEWNS, "CLONE_NEWNS"),
+    (cf::CLONE_SYSVSEM, "CLONE_SYSVSEM"),
+    (cf::CLONE_SETTLS, "CLONE_SETTLS"),
+    (cf::CLONE_PARENT_SETTID, "CLONE_PARENT_SETTID"),
+    (cf::CLONE_CHILD_CLEARTID, "CLONE_CHILD_CLEARTID"),
+    (cf::CLONE_DETACHED, "CLONE_DETACHED"),
+    (cf::CLONE_UNTRACED, "CLONE_UNTRACED"),
+    (cf::CLONE_CHILD_SETTID, "CLONE_CHILD_SETTID"),
+    (cf::CLONE_NEWCGROUP, "CLONE_NEWCGROUP"),
+    (cf::CLONE_NEWUTS, "CLONE_NEWUTS"),
+    (cf::CLONE_NEWIPC, "CLONE_NEWIPC"),
+    (cf::CLONE_NEWUSER, "CLONE_NEWUSER"),
+    (cf::CLONE_NEWPID, "CLONE_NEWPID"),
+    (cf::CLONE_NEWNET, "CLONE_NEWNET"),
+    (cf::CLONE_IO, "CLONE_IO"),
+    (cf::CLONE_CLEAR_SIGHAND, "CLONE_CLEAR_SIGHAND"),
+    (cf::CLONE_INTO_CGROUP, "CLONE_INTO_CGROUP"),
+    (cf::CLONE_NEWTIME, "CLONE_NEWTIME"),
+];
+
+/// `CLONE_VM|CLONE_VFORK`, unknown bits as hex, `0` when empty. The exit signal is not included.
+pub fn clone_flags(flags: u64) -> String {
+    let mut out = String::new();
+    let mut rest = flags & !cf::CSIGNAL;
+    for &(bit, name) in CLONE_FLAG_NAMES {
+        if rest & bit != 0 {
+            if !out.is_empty() {
+                out.push('|');
+            }
+            out.push_str(name);
+            rest &= !bit;
+        }
+    }
+    if rest != 0 {
+        if !out.is_empty() {
+            out.push('|');
+        }
+        out.push_str(&format!("{rest:#x}"));
+    }
+    if out.is_empty() {
+        out.push('0');
+    }
+    out
+}
+
+/// Clone flags plus the exit signal, as strace prints `flags=`: `CLONE_PARENT|SIGCHLD`.
+pub fn clone_flags_with_signal(flags: u64, exit_signal: u32) -> String {
+    let base = flags & !cf::CSIGNAL;
+    if exit_signal == 0 {
+        return clone_flags(base);
+    }
+    let sig = signal(exit_signal as i32);
+    if base == 0 {
+        sig
+    } else {
+        format!("{}|{}", clone_flags(base), sig)
+    }
+}
+
+/// Parses `CLONE_VM|CLONE_VFORK|SIGCHLD` (strace syntax, hex numbers allowed) into
+/// `(flags, exit_signal)`. Unknown names yield `None`.
+pub fn parse_clone_flags(text: &str) -> Option<(u64, u32)> {
+    let mut flags = 0u64;
+    let mut sig = 0u32;
+    for part in text.split('|').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(&(bit, _)) = CLONE_FLAG_NAMES.iter().find(|(_, n)| *n == part) {
+            flags |= bit;
+        } else if let Some(n) = signal_number(part) {
+            sig = n as u32;
+        } else if let Some(hex) = part.strip_prefix("0x") {
+            let v = u64::from_str_radix(hex, 16).ok()?;
+            flags |= v & !cf::CSIGNAL;
+            if v & cf::CSIGNAL != 0 {
+                sig = (v & cf::CSIGNAL) as u32;
+            }
+        } else if let Ok(v) = part.parse::<u64>() {
+            flags |= v & !cf::CSIGNAL;
+            if v & cf::CSIGNAL != 0 {
+                sig = (v & cf::CSIGNAL) as u32;
+            }
+        } else {
+            return None;
+        }
+    }
+    Some((flags, sig))
+}
+
+const PRCTL_NAMES: &[(u32, &str)] = &[
+    (1, "PR_SET_PDEATHSIG"),
+    (2, "PR_GET_PDEATHSIG"),
+    (3, "PR_GET_DUMPABLE"),
+    (4, "PR_SET_DUMPABLE"),
+    (8, "PR_SET_KEEPCAPS"),
+    (15, "PR_SET_NAME"),
+    (16, "PR_GET_NAME"),
+    (22, "PR_SET_SECCOMP"),
+    (23, "PR_CAPBSET_READ"),
+    (24, "PR_CAPBSET_DROP"),
+    (35, "PR_SET_MM"),
+    (36, "PR_SET_CHILD_SUBREAPER"),
+    (37, "PR_GET_CHILD_SUBREAPER"),
+    (38, "PR_SET_NO_NEW_PRIVS"),
+    (39, "PR_GET_NO_NEW_PRIVS"),
+    (47, "PR_CAP_AMBIENT"),
+    (0x5961_6d61, "PR_SET_PTRACER"),
+];
+
+/// `PR_SET_NAME`, or the number for options without a name here.
+pub fn prctl_option(option: u32) -> String {
+    PRCTL_NAMES
+        .iter()
+        .find(|(n, _)| *n == option)
+        .map(|(_, s)| (*s).to_string())
+        .unwrap_or_else(|| option.to_string())
+}
+
+pub fn parse_prctl_option(text: &str) -> Option<u32> {
+    PRCTL_NAMES
+        .iter()
+        .find(|(_, s)| *s == text)
+        .map(|(n, _)| *n)
+        .or_else(|| parse_int(text).and_then(|v| u32::try_from(v).ok()))
+}
+
+const SIGNALS: &[&str] = &[
+    "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
+    "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD",
+    "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ",
+    "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+];
+
+/// `SIGKILL`, `SIGRT_3`, or the number.
+pub fn signal(sig: i32) -> String {
+    match sig {
+        1..=31 => SIGNALS[sig as usize].to_string(),
+        32..=64 => format!("SIGRT_{}", sig - 32),
+        _ => sig.to_string(),
+    }
+}
+
+/// `SIGKILL` → 9; also accepts `SIGRT_n`, `SIGRTMIN`, `SIGIOT`, `SIGPOLL`, `SIGCLD`.
+pub fn signal_number(name: &str) -> Option<i32> {
+    if let Some(i) = SIGNALS.iter().position(|s| !s.is_empty() && *s == name) {
+        return Some(i as i32);
+    }
+    match name {
+        "SIGIOT" => Some(6),
+        "SIGPOLL" => Some(29),
+        "SIGCLD" => Some(17),
+        "SIGRTMIN" => Some(32),
+        _ => name.strip_prefix("SIGRT_").and_then(|n| n.parse::<i32>().ok()).map(|n| n + 32),
+    }
+}
+
+const ERRNOS: &[(i64, &str)] = &[
+    (1, "EPERM"),
+    (2, "ENOENT"),
+    (3, "ESRCH"),
+    (4, "EINTR"),
+    (5, "EIO"),
+    (7, "E2BIG"),
+    (8, "ENOEXEC"),
+    (9, "EBADF"),
+    (10, "ECHILD"),
+    (11, "EAGAIN"),
+    (12, "ENOMEM"),
+    (13, "EACCES"),
+    (14, "EFAULT"),
+    (16, "EBUSY"),
+    (17, "EEXIST"),
+    (20, "ENOTDIR"),
+    (21, "EISDIR"),
+    (22, "EINVAL"),
+    (24, "EMFILE"),
+    (26, "ETXTBSY"),
+    (28, "ENOSPC"),
+    (36, "ENAMETOOLONG"),
+    (38, "ENOSYS"),
+    (40, "ELOOP"),
+    (95, "EOPNOTSUPP"),
+];
+
+/// `ENOENT` for 2, the number otherwise.
+pub fn errno(e: i64) -> String {
+    ERRNOS
+        .iter()
+        .find(|(n, _)| *n == e)
+        .map(|(_, s)| (*s).to_string())
+        .unwrap_or_else(|| e.to_string())
+}
+
+pub fn errno_number(name: &str) -> Option<i64> {
+    ERRNOS.iter().find(|(_, s)| *s == name).map(|(n, _)| *n)
+}
+
+/// Decimal or 0x-hex integer.
+pub fn parse_int(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let v = if let Some(hex) = t.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16).ok()?
+    } else {
+        t.parse::<i64>().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clone_flags_render_like_strace() {
+        assert_eq!(clone_flags_with_signal(cf::CLONE_PARENT, 17), "CLONE_PARENT|SIGCHLD");
+        assert_eq!(clone_flags_with_signal(0, 17), "SIGCHLD");
+        assert_eq!(clone_flags(cf::CLONE_VM | cf::CLONE_VFORK), "CLONE_VM|CLONE_VFORK");
+        assert_eq!(clone_flags(0), "0");
+        assert_eq!(clone_flags(1 << 40), "0x10000000000");
+    }
+
+    #[test]
+    fn clone_flags_parse_back() {
+        assert_eq!(
+            parse_clone_flags("CLONE_VM|CLONE_VFORK|SIGCHLD"),
+            Some((cf::CLONE_VM | cf::CLONE_VFORK, 17))
+        );
+        assert_eq!(parse_clone_flags("CLONE_BOGUS"), None);
+        assert_eq!(parse_clone_flags("0x11"), Some((0, 17)));
+    }
+
+    #[test]
+    fn signals_and_options() {
+        assert_eq!(signal(9), "SIGKILL");
+        assert_eq!(signal(34), "SIGRT_2");
+        assert_eq!(signal_number("SIGTERM"), Some(15));
+        assert_eq!(signal_number("SIGRT_2"), Some(34));
+        assert_eq!(prctl_option(36), "PR_SET_CHILD_SUBREAPER");
+        assert_eq!(prctl_option(999), "999");
+        assert_eq!(parse_prctl_option("PR_SET_NAME"), Some(15));
+        assert_eq!(errno(2), "ENOENT");
+        assert_eq!(parse_int("0x10"), Some(16));
+        assert_eq!(parse_int("-2"), Some(-2));
+    }
+}

@@ -1,0 +1,1 @@
+//! strace-like one-line rendering of events.
