@@ -115,8 +115,8 @@ pub struct Header {
     pub kind: u32,
     /// Size in bytes of the whole record, header included.
     pub size: u32,
-    /// Global sequence number: taken before the ring-buffer reserve, so a failed reserve shows
-    /// up as a gap as well as in the drop counter.
+    /// Global sequence number, starting at 1. A failed ring-buffer reserve also takes one, so
+    /// a loss shows up as a gap as well as in the drop counter.
     pub seq: u64,
     /// `bpf_ktime_get_boot_ns()`.
     pub ktime_ns: u64,

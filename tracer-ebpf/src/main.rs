@@ -1,2 +1,536 @@
+//! tracer's probes: process-lifecycle syscalls and sched tracepoints into one ring buffer.
+//!
+//! Every entry point is a thin wrapper over a `try_*` function. Filtering (follow mode, the
+//! tracer itself) happens before anything is reserved, so untraced processes cost a map lookup.
 #![no_std]
 #![no_main]
+// atomic_xadd: the BPF target has no CAS, so core's AtomicU64::fetch_add is not offered, but
+// BPF_ATOMIC fetch-add exists (kernel >= 5.12) and LLVM emits it for this intrinsic.
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
+
+use core::{
+    intrinsics::{atomic_xadd, AtomicOrdering},
+    ptr::{addr_of_mut, read_volatile},
+};
+
+use aya_ebpf::{
+    helpers::{
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_boot_ns,
+        bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
+        bpf_probe_read_user_str_bytes,
+    },
+    macros::{map, tracepoint},
+    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    programs::TracePointContext,
+    EbpfContext,
+};
+use aya_log_ebpf::warn;
+use tracer_common::{
+    clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
+    kind, prctl, strflag, syscall, CloneEnter, ExecEnter, ExitEnter, Header, PendingClone,
+    PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARG_LEN, DEFAULT_RING_BYTES,
+    FILENAME_LEN, NO_OFFSET,
+};
+
+/// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
+#[unsafe(no_mangle)]
+static CONFIG: ProbeConfig = ProbeConfig::EMPTY;
+
+/// Size is overridden at load time (`--ring-bytes`).
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(DEFAULT_RING_BYTES, 0);
+
+/// tgids being followed (follow mode). Seeded by userspace, grown at fork.
+#[map]
+static FOLLOWED: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
+
+/// Clone flags seen at sys_enter, keyed by tid, read back in sched_process_fork.
+#[map]
+static PENDING: HashMap<u32, PendingClone> = HashMap::with_max_entries(16384, 0);
+
+/// Failed ring-buffer reserves, per CPU.
+#[map]
+static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// The global sequence counter (index 0).
+#[map]
+static SEQ: Array<u64> = Array::with_max_entries(1, 0);
+
+// Syscall tracepoints have a stable layout: 8 bytes of common header + __syscall_nr, then the
+// arguments (or the return value) as 8-byte slots from offset 16.
+const ARG0: usize = 16;
+const ARG1: usize = 24;
+const ARG2: usize = 32;
+const ARG4: usize = 48;
+const RET: usize = 16;
+
+#[inline(always)]
+fn cfg(field: &u32) -> u32 {
+    // SAFETY: CONFIG lives in .rodata; volatile keeps the compiler from folding the defaults.
+    unsafe { read_volatile(field) }
+}
+
+#[inline(always)]
+fn current_tgid() -> u32 {
+    (bpf_get_current_pid_tgid() >> 32) as u32
+}
+
+#[inline(always)]
+fn traced(tgid: u32) -> bool {
+    if tgid == cfg(&CONFIG.self_tgid) {
+        return false;
+    }
+    if cfg(&CONFIG.follow_all) != 0 {
+        return true;
+    }
+    // SAFETY: the value is not used beyond this check.
+    unsafe { FOLLOWED.get(&tgid).is_some() }
+}
+
+#[inline(always)]
+fn next_seq() -> u64 {
+    match SEQ.get_ptr_mut(0) {
+        // SAFETY: map values are 8-byte aligned and live as long as the map.
+        Some(p) => (unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(p, 1) }) + 1,
+        None => 0,
+    }
+}
+
+#[inline(always)]
+fn count_drop() {
+    if let Some(p) = DROPS.get_ptr_mut(0) {
+        // SAFETY: per-CPU slot, only this CPU writes it while preemption is off.
+        unsafe { *p += 1 };
+    }
+}
+
+/// Reads `task->field` at a BTF-resolved offset.
+#[inline(always)]
+fn task_read<T>(task: *const u8, off: u32) -> Option<T> {
+    if task.is_null() || off == NO_OFFSET {
+        return None;
+    }
+    // SAFETY: bpf_probe_read_kernel tolerates bad pointers.
+    unsafe { bpf_probe_read_kernel(task.add(off as usize) as *const T) }.ok()
+}
+
+/// tgid of the current task's real parent (0 when unreadable).
+#[inline(always)]
+fn current_ppid() -> u32 {
+    // SAFETY: returns the current task pointer; only dereferenced through probe reads.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let parent: Option<u64> = task_read(task, cfg(&CONFIG.task_real_parent));
+    match parent {
+        Some(p) => task_read::<i32>(p as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0) as u32,
+        None => 0,
+    }
+}
+
+/// Reserves a record of type `T`, fills its header and hands it to `fill`.
+/// A failed reserve is counted per CPU and leaves a gap in the sequence.
+#[inline(always)]
+fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
+    let Some(mut entry) = EVENTS.reserve::<T>(0) else {
+        count_drop();
+        // Burn a sequence number so the loss also shows as a gap in the stream.
+        next_seq();
+        return;
+    };
+    // Taken after the reserve so sequence order follows ring order as closely as possible.
+    let seq = next_seq();
+    let rec = entry.as_mut_ptr();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    // Every record starts with a Header (checked by the layout asserts in tracer-common).
+    let hdr = rec as *mut Header;
+    // SAFETY: `rec` points at a reserved, writable record of size_of::<T>() bytes.
+    unsafe {
+        addr_of_mut!((*hdr).kind).write(kind);
+        addr_of_mut!((*hdr).size).write(core::mem::size_of::<T>() as u32);
+        addr_of_mut!((*hdr).seq).write(seq);
+        addr_of_mut!((*hdr).ktime_ns).write(bpf_ktime_get_boot_ns());
+        addr_of_mut!((*hdr).cgroup_id).write(bpf_get_current_cgroup_id());
+        addr_of_mut!((*hdr).tgid).write((pid_tgid >> 32) as u32);
+        addr_of_mut!((*hdr).tid).write(pid_tgid as u32);
+        addr_of_mut!((*hdr).ppid).write(current_ppid());
+        addr_of_mut!((*hdr).uid).write(bpf_get_current_uid_gid() as u32);
+        addr_of_mut!((*hdr).comm).write(bpf_get_current_comm().unwrap_or([0; 16]));
+    }
+    fill(rec);
+    entry.submit(0);
+}
+
+// ---- clone family -------------------------------------------------------------------------
+
+#[inline(always)]
+fn clone_enter(sc: u32, flags: u64, exit_signal: u32) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let pending = PendingClone {
+        flags,
+        syscall: sc,
+        _pad: 0,
+    };
+    let _ = PENDING.insert(&tid, &pending, 0);
+    emit::<CloneEnter>(kind::CLONE_ENTER, |r| unsafe {
+        addr_of_mut!((*r).syscall).write(sc);
+        addr_of_mut!((*r).exit_signal).write(exit_signal);
+        addr_of_mut!((*r).flags).write(flags);
+    });
+    Ok(0)
+}
+
+fn try_enter_clone(ctx: &TracePointContext) -> Result<u32, i32> {
+    // SAFETY: syscall tracepoint argument slot.
+    let raw: u64 = unsafe { ctx.read_at(ARG0)? };
+    clone_enter(syscall::CLONE, raw & !CSIGNAL, (raw & CSIGNAL) as u32)
+}
+
+fn try_enter_clone3(ctx: &TracePointContext) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    // SAFETY: syscall tracepoint argument slot; user memory is read with probe reads.
+    let uargs: u64 = unsafe { ctx.read_at(ARG0)? };
+    let flags: u64 = unsafe { bpf_probe_read_user(uargs as *const u64) }.unwrap_or(0);
+    // struct clone_args { flags, pidfd, child_tid, parent_tid, exit_signal, ... }
+    let sig: u64 = unsafe { bpf_probe_read_user((uargs + 32) as *const u64) }.unwrap_or(0);
+    clone_enter(syscall::CLONE3, flags, sig as u32)
+}
+
+#[tracepoint]
+pub fn sys_enter_clone(ctx: TracePointContext) -> u32 {
+    try_enter_clone(&ctx).unwrap_or(1)
+}
+
+#[tracepoint]
+pub fn sys_enter_clone3(ctx: TracePointContext) -> u32 {
+    try_enter_clone3(&ctx).unwrap_or(1)
+}
+
+#[tracepoint]
+pub fn sys_enter_fork(_ctx: TracePointContext) -> u32 {
+    clone_enter(syscall::FORK, 0, 17).unwrap_or(1)
+}
+
+#[tracepoint]
+pub fn sys_enter_vfork(_ctx: TracePointContext) -> u32 {
+    clone_enter(syscall::VFORK, CLONE_VM | CLONE_VFORK, 17).unwrap_or(1)
+}
+
+// ---- syscall exits -------------------------------------------------------------------------
+
+fn try_sys_exit(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if matches!(
+        sc,
+        syscall::CLONE | syscall::CLONE3 | syscall::FORK | syscall::VFORK
+    ) {
+        // Always clean up, even if the process stopped being traced meanwhile.
+        let _ = PENDING.remove(&(pid_tgid as u32));
+    }
+    if !traced((pid_tgid >> 32) as u32) {
+        return Ok(0);
+    }
+    // SAFETY: syscall exit tracepoint return-value slot.
+    let ret: i64 = unsafe { ctx.read_at(RET)? };
+    emit::<SysExit>(kind::SYS_EXIT, |r| unsafe {
+        addr_of_mut!((*r).syscall).write(sc);
+        addr_of_mut!((*r)._pad).write(0);
+        addr_of_mut!((*r).ret).write(ret);
+    });
+    Ok(0)
+}
+
+macro_rules! sys_exit_probe {
+    ($name:ident, $sc:expr) => {
+        #[tracepoint]
+        pub fn $name(ctx: TracePointContext) -> u32 {
+            try_sys_exit(&ctx, $sc).unwrap_or(1)
+        }
+    };
+}
+
+sys_exit_probe!(sys_exit_clone, syscall::CLONE);
+sys_exit_probe!(sys_exit_clone3, syscall::CLONE3);
+sys_exit_probe!(sys_exit_fork, syscall::FORK);
+sys_exit_probe!(sys_exit_vfork, syscall::VFORK);
+sys_exit_probe!(sys_exit_execve, syscall::EXECVE);
+sys_exit_probe!(sys_exit_execveat, syscall::EXECVEAT);
+sys_exit_probe!(sys_exit_prctl, syscall::PRCTL);
+
+// ---- exec ----------------------------------------------------------------------------------
+
+fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    // execve(filename, argv, envp); execveat(dirfd, filename, argv, envp, flags)
+    let (dirfd, fname_off, argv_off) = if sc == syscall::EXECVEAT {
+        // SAFETY: syscall tracepoint argument slot.
+        (unsafe { ctx.read_at::<i64>(ARG0)? }, ARG1, ARG2)
+    } else {
+        (-100, ARG0, ARG1)
+    };
+    let at_flags: u64 = if sc == syscall::EXECVEAT {
+        unsafe { ctx.read_at(ARG4)? }
+    } else {
+        0
+    };
+    let filename: u64 = unsafe { ctx.read_at(fname_off)? };
+    let argv: u64 = unsafe { ctx.read_at(argv_off)? };
+    emit::<ExecEnter>(kind::EXEC_ENTER, |r| unsafe {
+        let mut flags = 0u32;
+        addr_of_mut!((*r).syscall).write(sc);
+        addr_of_mut!((*r).at_flags).write(at_flags as u32);
+        addr_of_mut!((*r).dirfd).write(dirfd);
+        let fname = &mut *addr_of_mut!((*r).filename);
+        match bpf_probe_read_user_str_bytes(filename as *const u8, fname) {
+            Ok(s) if s.len() >= FILENAME_LEN - 1 => flags |= strflag::FILENAME_TRUNCATED,
+            Ok(_) => {}
+            Err(_) => {
+                fname[0] = 0;
+                flags |= strflag::FILENAME_FAULT;
+            }
+        }
+        let slots = &mut *addr_of_mut!((*r).argv);
+        let mut argc = 0u32;
+        let mut more = true;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let p: u64 = match bpf_probe_read_user((argv as *const u64).wrapping_add(i)) {
+                Ok(p) => p,
+                Err(_) => {
+                    flags |= strflag::ARGV_FAULT;
+                    more = false;
+                    break;
+                }
+            };
+            if p == 0 {
+                more = false;
+                break;
+            }
+            match bpf_probe_read_user_str_bytes(p as *const u8, slot) {
+                Ok(s) if s.len() >= ARG_LEN - 1 => flags |= strflag::ARGV_TRUNCATED,
+                Ok(_) => {}
+                Err(_) => {
+                    slot[0] = 0;
+                    flags |= strflag::ARGV_FAULT;
+                }
+            }
+            argc += 1;
+        }
+        if more {
+            // All slots used: truncated only if another entry follows.
+            let next: u64 =
+                bpf_probe_read_user((argv as *const u64).wrapping_add(slots.len())).unwrap_or(0);
+            if next != 0 {
+                flags |= strflag::ARGV_TRUNCATED;
+            }
+        }
+        addr_of_mut!((*r).argc).write(argc);
+        addr_of_mut!((*r).flags).write(flags);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn sys_enter_execve(ctx: TracePointContext) -> u32 {
+    try_exec_enter(&ctx, syscall::EXECVE).unwrap_or(1)
+}
+
+#[tracepoint]
+pub fn sys_enter_execveat(ctx: TracePointContext) -> u32 {
+    try_exec_enter(&ctx, syscall::EXECVEAT).unwrap_or(1)
+}
+
+// ---- exit / prctl --------------------------------------------------------------------------
+
+fn try_exit_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    // SAFETY: syscall tracepoint argument slot.
+    let code: u64 = unsafe { ctx.read_at(ARG0)? };
+    emit::<ExitEnter>(kind::EXIT_ENTER, |r| unsafe {
+        addr_of_mut!((*r).syscall).write(sc);
+        addr_of_mut!((*r).code).write(code as i32);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn sys_enter_exit(ctx: TracePointContext) -> u32 {
+    try_exit_enter(&ctx, syscall::EXIT).unwrap_or(1)
+}
+
+#[tracepoint]
+pub fn sys_enter_exit_group(ctx: TracePointContext) -> u32 {
+    try_exit_enter(&ctx, syscall::EXIT_GROUP).unwrap_or(1)
+}
+
+fn try_prctl_enter(ctx: &TracePointContext) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    // SAFETY: syscall tracepoint argument slots.
+    let option: u64 = unsafe { ctx.read_at(ARG0)? };
+    let arg2: u64 = unsafe { ctx.read_at(ARG1)? };
+    emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
+        addr_of_mut!((*r).option).write(option as u32);
+        addr_of_mut!((*r).arg2).write(arg2);
+        let name = &mut *addr_of_mut!((*r).name);
+        name[0] = 0;
+        let mut flags = 0;
+        if option as u32 == prctl::PR_SET_NAME
+            && bpf_probe_read_user_str_bytes(arg2 as *const u8, name).is_err()
+        {
+            name[0] = 0;
+            flags |= strflag::NAME_FAULT;
+        }
+        addr_of_mut!((*r).flags).write(flags);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn sys_enter_prctl(ctx: TracePointContext) -> u32 {
+    try_prctl_enter(&ctx).unwrap_or(1)
+}
+
+// ---- sched tracepoints (offsets from tracefs format files) ---------------------------------
+
+fn try_sched_fork(ctx: &TracePointContext) -> Result<u32, i32> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let parent_tgid = (pid_tgid >> 32) as u32;
+    if !traced(parent_tgid) {
+        return Ok(0);
+    }
+    let off = cfg(&CONFIG.fork_child_pid);
+    if off == NO_OFFSET {
+        return Err(1);
+    }
+    // SAFETY: offset from this kernel's format file.
+    let child_pid: i32 = unsafe { ctx.read_at(off as usize)? };
+    let child_pid = child_pid as u32;
+    // SAFETY: value copied out immediately.
+    let pending = unsafe { PENDING.get(&(pid_tgid as u32)) }.copied();
+    let (flags, sc, known) = match pending {
+        Some(p) => (p.flags, p.syscall, 1u32),
+        None => (0, syscall::UNKNOWN, 0u32),
+    };
+    let is_thread = flags & CLONE_THREAD != 0;
+    let child_tgid = if is_thread { parent_tgid } else { child_pid };
+    if !is_thread && cfg(&CONFIG.follow_all) == 0 && FOLLOWED.insert(&child_tgid, &1, 0).is_err() {
+        warn!(
+            ctx,
+            "tracer: FOLLOWED map full; pid {} not followed", child_tgid
+        );
+    }
+    let ppid_rule = flags & (CLONE_PARENT | CLONE_THREAD) != 0;
+    emit::<SchedFork>(kind::SCHED_FORK, |r| unsafe {
+        // copy_process(): CLONE_PARENT/CLONE_THREAD children get the creator's real parent.
+        let child_ppid = if ppid_rule {
+            (*r).hdr.ppid
+        } else {
+            parent_tgid
+        };
+        addr_of_mut!((*r).child_tid).write(child_pid);
+        addr_of_mut!((*r).child_tgid).write(child_tgid);
+        addr_of_mut!((*r).child_ppid).write(child_ppid);
+        addr_of_mut!((*r).syscall).write(sc);
+        addr_of_mut!((*r).clone_flags).write(flags);
+        addr_of_mut!((*r).flags_known).write(known);
+        addr_of_mut!((*r)._pad).write(0);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
+    try_sched_fork(&ctx).unwrap_or(1)
+}
+
+fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    let old_off = cfg(&CONFIG.exec_old_pid);
+    let loc_off = cfg(&CONFIG.exec_filename_loc);
+    if old_off == NO_OFFSET || loc_off == NO_OFFSET {
+        return Err(1);
+    }
+    // SAFETY: offsets from this kernel's format file.
+    let old_pid: i32 = unsafe { ctx.read_at(old_off as usize)? };
+    let loc: u32 = unsafe { ctx.read_at(loc_off as usize)? };
+    // __data_loc: low 16 bits offset from the record start, high 16 bits length.
+    let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
+    emit::<SchedExec>(kind::SCHED_EXEC, |r| unsafe {
+        addr_of_mut!((*r).old_tid).write(old_pid as u32);
+        let fname = &mut *addr_of_mut!((*r).filename);
+        let flags = match bpf_probe_read_kernel_str_bytes(src, fname) {
+            Ok(s) if s.len() >= FILENAME_LEN - 1 => strflag::FILENAME_TRUNCATED,
+            Ok(_) => 0,
+            Err(_) => {
+                fname[0] = 0;
+                strflag::FILENAME_FAULT
+            }
+        };
+        addr_of_mut!((*r).flags).write(flags);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn sched_process_exec(ctx: TracePointContext) -> u32 {
+    try_sched_exec(&ctx).unwrap_or(1)
+}
+
+fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
+    let tgid = current_tgid();
+    if !traced(tgid) {
+        return Ok(0);
+    }
+    // SAFETY: the current task; fields read through probe reads at BTF offsets.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let exit_code: i32 = task_read(task, cfg(&CONFIG.task_exit_code)).unwrap_or(0);
+    let gd_off = cfg(&CONFIG.exit_group_dead);
+    let group_dead = if gd_off != NO_OFFSET {
+        // SAFETY: offset from this kernel's format file.
+        (unsafe { ctx.read_at::<u8>(gd_off as usize)? } != 0) as u32
+    } else {
+        // Older kernels: the signal struct's live count is already decremented here.
+        let sig: Option<u64> = task_read(task, cfg(&CONFIG.task_signal));
+        match sig {
+            Some(s) => {
+                (task_read::<i32>(s as *const u8, cfg(&CONFIG.signal_live)) == Some(0)) as u32
+            }
+            None => 0,
+        }
+    };
+    emit::<SchedExit>(kind::SCHED_EXIT, |r| unsafe {
+        addr_of_mut!((*r).exit_code).write(exit_code as u32);
+        addr_of_mut!((*r).group_dead).write(group_dead);
+    });
+    if group_dead != 0 && cfg(&CONFIG.follow_all) == 0 {
+        let _ = FOLLOWED.remove(&tgid);
+    }
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
+    try_sched_exit(&ctx).unwrap_or(1)
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

@@ -1,1 +1,389 @@
-//! Decoding of ring-buffer records into [`crate::Event`].
+//! Decoding of ring-buffer records (the `tracer-common` wire types) into [`Event`]s.
+//!
+//! Every length is checked before any cast; a record that is short, oversized for its kind or
+//! of an unknown kind is an error, never a panic.
+
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use std::mem::size_of;
+use tracer_common::{
+    kind, strflag, CloneEnter, ExecEnter, ExitEnter, Header, PrctlEnter, SchedExec, SchedExit,
+    SchedFork, SysExit, ARG_LEN, MAX_ARGS,
+};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("record of {len} bytes is shorter than its {need}-byte {what}")]
+    Short {
+        what: &'static str,
+        len: usize,
+        need: usize,
+    },
+    #[error("unknown record kind {0}")]
+    UnknownKind(u32),
+    #[error("record kind {kind} claims {claimed} bytes but {len} were delivered")]
+    BadSize { kind: u32, claimed: u32, len: usize },
+    #[error("unknown syscall id {0}")]
+    UnknownSyscall(u32),
+}
+
+/// Copies a `T` out of the front of `bytes` after checking the length.
+fn read<T: Copy>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
+    if bytes.len() < size_of::<T>() {
+        return Err(DecodeError::Short {
+            what,
+            len: bytes.len(),
+            need: size_of::<T>(),
+        });
+    }
+    // SAFETY: the length was checked above; T is one of tracer-common's plain-old-data
+    // records (repr(C), integers and byte arrays only, every bit pattern valid);
+    // read_unaligned copes with any alignment of `bytes`.
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+/// Text up to the first NUL of a fixed buffer.
+fn cstr(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn syscall(id: u32) -> Result<Syscall, DecodeError> {
+    Syscall::from_wire(id).ok_or(DecodeError::UnknownSyscall(id))
+}
+
+/// Decodes one ring-buffer record.
+pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let hdr: Header = read(bytes, "header")?;
+    let need = match hdr.kind {
+        kind::CLONE_ENTER => size_of::<CloneEnter>(),
+        kind::SYS_EXIT => size_of::<SysExit>(),
+        kind::EXEC_ENTER => size_of::<ExecEnter>(),
+        kind::EXIT_ENTER => size_of::<ExitEnter>(),
+        kind::PRCTL_ENTER => size_of::<PrctlEnter>(),
+        kind::SCHED_FORK => size_of::<SchedFork>(),
+        kind::SCHED_EXEC => size_of::<SchedExec>(),
+        kind::SCHED_EXIT => size_of::<SchedExit>(),
+        other => return Err(DecodeError::UnknownKind(other)),
+    };
+    // The probe writes size_of::<T>(); anything else means a mismatched probe object.
+    if hdr.size as usize != need || bytes.len() < need {
+        return Err(DecodeError::BadSize {
+            kind: hdr.kind,
+            claimed: hdr.size,
+            len: bytes.len(),
+        });
+    }
+    let kind = match hdr.kind {
+        kind::CLONE_ENTER => {
+            let r: CloneEnter = read(bytes, "clone record")?;
+            EventKind::CloneEnter {
+                syscall: syscall(r.syscall)?,
+                flags: CloneFlags(r.flags),
+                exit_signal: r.exit_signal,
+            }
+        }
+        kind::SYS_EXIT => {
+            let r: SysExit = read(bytes, "syscall exit record")?;
+            EventKind::SyscallExit {
+                syscall: syscall(r.syscall)?,
+                ret: r.ret,
+            }
+        }
+        kind::EXEC_ENTER => {
+            let r: ExecEnter = read(bytes, "exec record")?;
+            let argc = (r.argc as usize).min(MAX_ARGS);
+            let argv = r.argv[..argc]
+                .iter()
+                .map(|slot| cstr(&slot[..ARG_LEN]))
+                .collect();
+            EventKind::ExecEnter {
+                syscall: syscall(r.syscall)?,
+                dirfd: r.dirfd,
+                at_flags: r.at_flags,
+                filename: CapturedStr {
+                    value: cstr(&r.filename),
+                    truncated: r.flags & strflag::FILENAME_TRUNCATED != 0,
+                },
+                argv,
+                argv_truncated: r.flags & (strflag::ARGV_TRUNCATED | strflag::ARGV_FAULT) != 0,
+            }
+        }
+        kind::EXIT_ENTER => {
+            let r: ExitEnter = read(bytes, "exit record")?;
+            EventKind::ExitEnter {
+                syscall: syscall(r.syscall)?,
+                code: r.code,
+            }
+        }
+        kind::PRCTL_ENTER => {
+            let r: PrctlEnter = read(bytes, "prctl record")?;
+            let name = (r.option == tracer_common::prctl::PR_SET_NAME).then(|| CapturedStr {
+                value: cstr(&r.name),
+                // A fault means we could not read it at all; mark it rather than guess.
+                truncated: r.flags & strflag::NAME_FAULT != 0,
+            });
+            EventKind::PrctlEnter {
+                option: r.option,
+                arg2: r.arg2,
+                name,
+            }
+        }
+        kind::SCHED_FORK => {
+            let r: SchedFork = read(bytes, "fork record")?;
+            let known = r.flags_known != 0;
+            EventKind::Fork {
+                child_tid: r.child_tid,
+                child_tgid: r.child_tgid,
+                child_ppid: r.child_ppid,
+                syscall: if known {
+                    Syscall::from_wire(r.syscall)
+                } else {
+                    None
+                },
+                flags: known.then_some(CloneFlags(r.clone_flags)),
+            }
+        }
+        kind::SCHED_EXEC => {
+            let r: SchedExec = read(bytes, "exec record")?;
+            EventKind::Exec {
+                old_tid: r.old_tid,
+                filename: CapturedStr {
+                    value: cstr(&r.filename),
+                    truncated: r.flags & strflag::FILENAME_TRUNCATED != 0,
+                },
+            }
+        }
+        kind::SCHED_EXIT => {
+            let r: SchedExit = read(bytes, "exit record")?;
+            EventKind::TaskExit {
+                exit_code: r.exit_code,
+                group_dead: r.group_dead != 0,
+            }
+        }
+        other => return Err(DecodeError::UnknownKind(other)),
+    };
+    Ok(Event {
+        seq: hdr.seq,
+        ts_ns: hdr.ktime_ns,
+        tgid: hdr.tgid,
+        tid: hdr.tid,
+        ppid: hdr.ppid,
+        uid: hdr.uid,
+        cgroup_id: hdr.cgroup_id,
+        comm: Comm::from_bytes(&hdr.comm),
+        kind,
+    })
+}
+
+/// Raw bytes of a wire record, for tests and synthetic sources.
+pub fn to_bytes<T: Copy>(rec: &T) -> Vec<u8> {
+    // SAFETY: T is a tracer-common record: repr(C) without padding, so every byte is
+    // initialized and may be viewed as u8.
+    unsafe { std::slice::from_raw_parts((rec as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_common::{clone_flags as cf, syscall as sc, FILENAME_LEN};
+
+    fn header(kind: u32, size: usize) -> Header {
+        let mut comm = [0u8; 16];
+        comm[..4].copy_from_slice(b"runc");
+        Header {
+            kind,
+            size: size as u32,
+            seq: 7,
+            ktime_ns: 1_000,
+            cgroup_id: 42,
+            tgid: 100,
+            tid: 101,
+            ppid: 1,
+            uid: 0,
+            comm,
+        }
+    }
+
+    fn fork_record() -> SchedFork {
+        SchedFork {
+            hdr: header(kind::SCHED_FORK, size_of::<SchedFork>()),
+            child_tid: 102,
+            child_tgid: 102,
+            child_ppid: 1,
+            syscall: sc::CLONE,
+            clone_flags: cf::CLONE_PARENT,
+            flags_known: 1,
+            _pad: 0,
+        }
+    }
+
+    #[test]
+    fn decodes_fork_with_header_fields() {
+        let ev = decode(&to_bytes(&fork_record())).unwrap();
+        assert_eq!(
+            (ev.seq, ev.tgid, ev.tid, ev.ppid, ev.cgroup_id),
+            (7, 100, 101, 1, 42)
+        );
+        assert_eq!(ev.comm.to_string(), "runc");
+        assert_eq!(
+            ev.kind,
+            EventKind::Fork {
+                child_tid: 102,
+                child_tgid: 102,
+                child_ppid: 1,
+                syscall: Some(Syscall::Clone),
+                flags: Some(CloneFlags(cf::CLONE_PARENT)),
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_flags_stay_unknown() {
+        let mut r = fork_record();
+        r.flags_known = 0;
+        let ev = decode(&to_bytes(&r)).unwrap();
+        assert!(matches!(
+            ev.kind,
+            EventKind::Fork {
+                syscall: None,
+                flags: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn every_short_prefix_is_an_error() {
+        let bytes = to_bytes(&fork_record());
+        for len in 0..bytes.len() {
+            assert!(
+                decode(&bytes[..len]).is_err(),
+                "prefix of {len} bytes decoded"
+            );
+        }
+    }
+
+    #[test]
+    fn lying_size_and_unknown_kind_are_errors() {
+        let mut r = fork_record();
+        r.hdr.size = 10_000;
+        assert!(matches!(
+            decode(&to_bytes(&r)),
+            Err(DecodeError::BadSize { .. })
+        ));
+        let mut r = fork_record();
+        r.hdr.kind = 99;
+        assert_eq!(decode(&to_bytes(&r)), Err(DecodeError::UnknownKind(99)));
+        let mut r = SysExit {
+            hdr: header(kind::SYS_EXIT, 80),
+            syscall: 77,
+            _pad: 0,
+            ret: 0,
+        };
+        assert_eq!(decode(&to_bytes(&r)), Err(DecodeError::UnknownSyscall(77)));
+        r.syscall = sc::EXECVE;
+        r.ret = -2;
+        let ev = decode(&to_bytes(&r)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::SyscallExit {
+                syscall: Syscall::Execve,
+                ret: -2
+            }
+        );
+    }
+
+    #[test]
+    fn exec_strings_and_truncation_flags() {
+        let mut r = ExecEnter {
+            hdr: header(kind::EXEC_ENTER, size_of::<ExecEnter>()),
+            syscall: sc::EXECVE,
+            argc: 2,
+            flags: strflag::ARGV_TRUNCATED,
+            at_flags: 0,
+            dirfd: -100,
+            filename: [0; FILENAME_LEN],
+            argv: [[0; ARG_LEN]; MAX_ARGS],
+        };
+        r.filename[..9].copy_from_slice(b"/bin/runc");
+        r.argv[0][..4].copy_from_slice(b"runc");
+        r.argv[1][..4].copy_from_slice(b"init");
+        r.argv[2][..5].copy_from_slice(b"stale"); // beyond argc: ignored
+        let ev = decode(&to_bytes(&r)).unwrap();
+        let EventKind::ExecEnter {
+            filename,
+            argv,
+            argv_truncated,
+            ..
+        } = ev.kind
+        else {
+            panic!("wrong kind");
+        };
+        assert_eq!(
+            filename,
+            CapturedStr {
+                value: "/bin/runc".into(),
+                truncated: false
+            }
+        );
+        assert_eq!(argv, vec!["runc", "init"]);
+        assert!(argv_truncated);
+
+        // A lying argc is capped at the slots that exist.
+        r.argc = 1_000;
+        let ev = decode(&to_bytes(&r)).unwrap();
+        let EventKind::ExecEnter { argv, .. } = ev.kind else {
+            panic!("wrong kind")
+        };
+        assert_eq!(argv.len(), MAX_ARGS);
+    }
+
+    #[test]
+    fn prctl_name_only_for_set_name() {
+        let mut r = PrctlEnter {
+            hdr: header(kind::PRCTL_ENTER, size_of::<PrctlEnter>()),
+            option: tracer_common::prctl::PR_SET_NAME,
+            flags: 0,
+            arg2: 0xdead,
+            name: [0; 16],
+        };
+        r.name[..15].copy_from_slice(b"runc:[1:CHILD]\0");
+        let ev = decode(&to_bytes(&r)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::PrctlEnter {
+                option: 15,
+                arg2: 0xdead,
+                name: Some(CapturedStr::new("runc:[1:CHILD]"))
+            }
+        );
+        r.option = tracer_common::prctl::PR_SET_CHILD_SUBREAPER;
+        r.arg2 = 1;
+        let ev = decode(&to_bytes(&r)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::PrctlEnter {
+                option: 36,
+                arg2: 1,
+                name: None
+            }
+        );
+    }
+
+    #[test]
+    fn exit_record_keeps_wait_status() {
+        let r = SchedExit {
+            hdr: header(kind::SCHED_EXIT, 72),
+            exit_code: 9,
+            group_dead: 1,
+        };
+        let ev = decode(&to_bytes(&r)).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::TaskExit {
+                exit_code: 9,
+                group_dead: true
+            }
+        );
+    }
+}

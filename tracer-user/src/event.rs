@@ -85,7 +85,10 @@ impl Syscall {
 
     /// clone, clone3, fork or vfork.
     pub fn creates_task(self) -> bool {
-        matches!(self, Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork)
+        matches!(
+            self,
+            Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork
+        )
     }
 }
 
@@ -105,10 +108,17 @@ pub struct Comm {
 impl Comm {
     /// From a NUL-padded kernel buffer; stops at the first NUL.
     pub fn from_bytes(raw: &[u8]) -> Comm {
-        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len()).min(16);
+        let end = raw
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(raw.len())
+            .min(16);
         let mut bytes = [0u8; 16];
         bytes[..end].copy_from_slice(&raw[..end]);
-        Comm { len: end as u8, bytes }
+        Comm {
+            len: end as u8,
+            bytes,
+        }
     }
 
     /// From a string, cut to 15 bytes like the kernel does (on a char boundary).
@@ -161,7 +171,10 @@ pub struct CapturedStr {
 
 impl CapturedStr {
     pub fn new(value: impl Into<String>) -> Self {
-        CapturedStr { value: value.into(), truncated: false }
+        CapturedStr {
+            value: value.into(),
+            truncated: false,
+        }
     }
 }
 
@@ -209,7 +222,11 @@ pub struct Event {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     /// A clone-family call starts. For fork `flags` is empty; for vfork CLONE_VM|CLONE_VFORK.
-    CloneEnter { syscall: Syscall, flags: CloneFlags, exit_signal: u32 },
+    CloneEnter {
+        syscall: Syscall,
+        flags: CloneFlags,
+        exit_signal: u32,
+    },
     /// A traced syscall returned (`ret` < 0 is -errno). In a new child, clone returns 0.
     SyscallExit { syscall: Syscall, ret: i64 },
     /// An exec starts: the path asked for and the first argv entries.
@@ -224,7 +241,11 @@ pub enum EventKind {
     /// exit / exit_group called with `code` (these never return).
     ExitEnter { syscall: Syscall, code: i32 },
     /// prctl(option, arg2, ...) called; `name` is PR_SET_NAME's new name.
-    PrctlEnter { option: u32, arg2: u64, name: Option<CapturedStr> },
+    PrctlEnter {
+        option: u32,
+        arg2: u64,
+        name: Option<CapturedStr>,
+    },
     /// A task was created (sched_process_fork, or an strace clone + attach notice).
     /// The event's own tgid/tid are the creator's (the caller).
     Fork {
@@ -271,18 +292,24 @@ impl ExitStatus {
     pub fn from_wait_status(status: u32) -> ExitStatus {
         let sig = (status & 0x7f) as i32;
         if sig == 0 {
-            ExitStatus::Exited { code: ((status >> 8) & 0xff) as i32 }
+            ExitStatus::Exited {
+                code: ((status >> 8) & 0xff) as i32,
+            }
         } else {
-            ExitStatus::Killed { signal: sig, core_dumped: status & 0x80 != 0 }
+            ExitStatus::Killed {
+                signal: sig,
+                core_dumped: status & 0x80 != 0,
+            }
         }
     }
 
     pub fn to_wait_status(self) -> u32 {
         match self {
             ExitStatus::Exited { code } => ((code as u32) & 0xff) << 8,
-            ExitStatus::Killed { signal, core_dumped } => {
-                (signal as u32 & 0x7f) | if core_dumped { 0x80 } else { 0 }
-            }
+            ExitStatus::Killed {
+                signal,
+                core_dumped,
+            } => (signal as u32 & 0x7f) | if core_dumped { 0x80 } else { 0 },
         }
     }
 }
@@ -291,7 +318,10 @@ impl fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             ExitStatus::Exited { code } => write!(f, "exited with {code}"),
-            ExitStatus::Killed { signal, core_dumped } => {
+            ExitStatus::Killed {
+                signal,
+                core_dumped,
+            } => {
                 write!(f, "killed by {}", crate::names::signal(signal))?;
                 if core_dumped {
                     f.write_str(" (core dumped)")?;
@@ -310,15 +340,30 @@ mod tests {
     fn comm_stops_at_nul_and_caps_at_16() {
         assert_eq!(Comm::from_bytes(b"sh\0garbage").to_string(), "sh");
         assert_eq!(Comm::from_bytes(&[b'a'; 20]).as_bytes().len(), 16);
-        assert_eq!(Comm::new("runc:[2:INIT]xxxxxxxx").to_string(), "runc:[2:INIT]xx");
+        assert_eq!(
+            Comm::new("runc:[2:INIT]xxxxxxxx").to_string(),
+            "runc:[2:INIT]xx"
+        );
     }
 
     #[test]
     fn wait_status_round_trips() {
-        for s in [ExitStatus::Exited { code: 3 }, ExitStatus::Killed { signal: 9, core_dumped: false }] {
+        for s in [
+            ExitStatus::Exited { code: 3 },
+            ExitStatus::Killed {
+                signal: 9,
+                core_dumped: false,
+            },
+        ] {
             assert_eq!(ExitStatus::from_wait_status(s.to_wait_status()), s);
         }
-        assert_eq!(ExitStatus::from_wait_status(0x8b), ExitStatus::Killed { signal: 11, core_dumped: true });
+        assert_eq!(
+            ExitStatus::from_wait_status(0x8b),
+            ExitStatus::Killed {
+                signal: 11,
+                core_dumped: true
+            }
+        );
     }
 
     #[test]

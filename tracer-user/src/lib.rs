@@ -10,6 +10,7 @@ pub mod event;
 pub mod lineage;
 pub mod names;
 pub mod render;
+pub mod stats;
 pub mod strace;
 
 #[cfg(feature = "capture")]

@@ -137,10 +137,38 @@ pub fn parse_prctl_option(text: &str) -> Option<u32> {
 }
 
 const SIGNALS: &[&str] = &[
-    "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
-    "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD",
-    "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ",
-    "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+    "",
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
 ];
 
 /// `SIGKILL`, `SIGRT_3`, or the number.
@@ -162,7 +190,10 @@ pub fn signal_number(name: &str) -> Option<i32> {
         "SIGPOLL" => Some(29),
         "SIGCLD" => Some(17),
         "SIGRTMIN" => Some(32),
-        _ => name.strip_prefix("SIGRT_").and_then(|n| n.parse::<i32>().ok()).map(|n| n + 32),
+        _ => name
+            .strip_prefix("SIGRT_")
+            .and_then(|n| n.parse::<i32>().ok())
+            .map(|n| n + 32),
     }
 }
 
@@ -228,9 +259,15 @@ mod tests {
 
     #[test]
     fn clone_flags_render_like_strace() {
-        assert_eq!(clone_flags_with_signal(cf::CLONE_PARENT, 17), "CLONE_PARENT|SIGCHLD");
+        assert_eq!(
+            clone_flags_with_signal(cf::CLONE_PARENT, 17),
+            "CLONE_PARENT|SIGCHLD"
+        );
         assert_eq!(clone_flags_with_signal(0, 17), "SIGCHLD");
-        assert_eq!(clone_flags(cf::CLONE_VM | cf::CLONE_VFORK), "CLONE_VM|CLONE_VFORK");
+        assert_eq!(
+            clone_flags(cf::CLONE_VM | cf::CLONE_VFORK),
+            "CLONE_VM|CLONE_VFORK"
+        );
         assert_eq!(clone_flags(0), "0");
         assert_eq!(clone_flags(1 << 40), "0x10000000000");
     }

@@ -1,1 +1,501 @@
-//! strace-like one-line rendering of events.
+//! strace-like one-line rendering of events, with enter/exit pairing per thread.
+//!
+//! A syscall's enter is held until its exit so the usual case prints as one line
+//! (`[pid 4085] clone(flags=CLONE_PARENT|SIGCHLD) = 4086`). When another thread's event comes
+//! in between, the held call is printed `<unfinished ...>` and its exit later as
+//! `<... clone resumed>) = 4086`, exactly as strace does.
+
+use crate::event::{Event, EventKind, ExitStatus, Syscall};
+use crate::names;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// Arguments of a held syscall enter, already formatted.
+struct Held {
+    syscall: Syscall,
+    args: String,
+    /// Printed as `<unfinished ...>` already.
+    flushed: bool,
+    /// Host pid of the child, from the fork event (it may differ from the return value,
+    /// which is in the caller's pid namespace).
+    child: Option<u32>,
+}
+
+/// Turns events into strace-like lines. Feed events in order with [`LineRenderer::render`].
+#[derive(Default)]
+pub struct LineRenderer {
+    held: HashMap<u32, Held>,
+    /// Thread whose enter is held and printed nothing yet (at most one at a time).
+    open: Option<u32>,
+    /// Prefix each line with the event's sequence number.
+    pub show_seq: bool,
+}
+
+fn quote(s: &str, truncated: bool) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    if truncated {
+        out.push_str("...");
+    }
+    out
+}
+
+fn ret_text(syscall: Syscall, ret: i64, child: Option<u32>) -> String {
+    if ret < 0 {
+        return format!("-1 {}", names::errno(-ret));
+    }
+    match child {
+        Some(host) if syscall.creates_task() && ret > 0 && host as i64 != ret => {
+            format!("{ret} (host pid {host})")
+        }
+        _ => ret.to_string(),
+    }
+}
+
+impl LineRenderer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn prefix(&self, out: &mut String, ev: &Event, tid: u32) {
+        if self.show_seq {
+            let _ = write!(out, "#{:<6} ", ev.seq);
+        }
+        let _ = write!(out, "[pid {tid:>6}] ");
+    }
+
+    /// Prints the held enter of another thread as `<unfinished ...>` before `ev`'s line.
+    fn flush_open(&mut self, ev: &Event, lines: &mut Vec<String>) {
+        let Some(tid) = self.open.take() else { return };
+        if tid == ev.tid {
+            self.open = Some(tid);
+            return;
+        }
+        if let Some(h) = self.held.get_mut(&tid) {
+            let mut line = String::new();
+            if self.show_seq {
+                line.push_str("        ");
+            }
+            let _ = write!(
+                line,
+                "[pid {tid:>6}] {}({} <unfinished ...>",
+                h.syscall, h.args
+            );
+            h.flushed = true;
+            lines.push(line);
+        }
+    }
+
+    fn hold(&mut self, ev: &Event, syscall: Syscall, args: String, lines: &mut Vec<String>) {
+        self.flush_open(ev, lines);
+        if let Some(old) = self.held.insert(
+            ev.tid,
+            Held {
+                syscall,
+                args,
+                flushed: false,
+                child: None,
+            },
+        ) {
+            // An enter without exit (lost event): say so rather than drop it silently.
+            if !old.flushed {
+                let mut line = String::new();
+                self.prefix(&mut line, ev, ev.tid);
+                let _ = write!(line, "{}({} <no exit seen>", old.syscall, old.args);
+                lines.push(line);
+            }
+        }
+        self.open = Some(ev.tid);
+    }
+
+    /// Renders one event; returns zero or more finished lines.
+    pub fn render(&mut self, ev: &Event) -> Vec<String> {
+        let mut lines = Vec::new();
+        match &ev.kind {
+            EventKind::CloneEnter {
+                syscall,
+                flags,
+                exit_signal,
+            } => {
+                let args = match syscall {
+                    Syscall::Fork | Syscall::Vfork => String::new(),
+                    Syscall::Clone3 => format!(
+                        "{{flags={}, exit_signal={}}}",
+                        names::clone_flags(flags.0),
+                        names::signal(*exit_signal as i32)
+                    ),
+                    _ => format!(
+                        "flags={}",
+                        names::clone_flags_with_signal(flags.0, *exit_signal)
+                    ),
+                };
+                self.hold(ev, *syscall, args, &mut lines);
+            }
+            EventKind::ExecEnter {
+                syscall,
+                dirfd,
+                at_flags,
+                filename,
+                argv,
+                argv_truncated,
+            } => {
+                let mut args = String::new();
+                if *syscall == Syscall::Execveat {
+                    if *dirfd == -100 {
+                        args.push_str("AT_FDCWD, ");
+                    } else {
+                        let _ = write!(args, "{dirfd}, ");
+                    }
+                }
+                args.push_str(&quote(&filename.value, filename.truncated));
+                args.push_str(", [");
+                for (i, a) in argv.iter().enumerate() {
+                    if i > 0 {
+                        args.push_str(", ");
+                    }
+                    args.push_str(&quote(a, false));
+                }
+                if *argv_truncated {
+                    args.push_str(", ...");
+                }
+                args.push(']');
+                if *syscall == Syscall::Execveat {
+                    let _ = write!(args, ", {at_flags:#x}");
+                }
+                self.hold(ev, *syscall, args, &mut lines);
+            }
+            EventKind::PrctlEnter { option, arg2, name } => {
+                let opt = names::prctl_option(*option);
+                let args = match (name, *option) {
+                    (Some(n), _) => format!("{opt}, {}", quote(&n.value, n.truncated)),
+                    (None, tracer_common::prctl::PR_SET_PDEATHSIG) => {
+                        format!("{opt}, {}", names::signal(*arg2 as i32))
+                    }
+                    (None, _) => format!("{opt}, {arg2}"),
+                };
+                self.hold(ev, Syscall::Prctl, args, &mut lines);
+            }
+            EventKind::SyscallExit { syscall, ret } => {
+                self.flush_open(ev, &mut lines);
+                if self.open == Some(ev.tid) {
+                    self.open = None;
+                }
+                let mut line = String::new();
+                self.prefix(&mut line, ev, ev.tid);
+                match self.held.remove(&ev.tid) {
+                    Some(h) if h.syscall == *syscall && !h.flushed => {
+                        let _ = write!(
+                            line,
+                            "{}({}) = {}",
+                            h.syscall,
+                            h.args,
+                            ret_text(*syscall, *ret, h.child)
+                        );
+                    }
+                    Some(h) if h.syscall == *syscall => {
+                        let _ = write!(
+                            line,
+                            "<... {} resumed>) = {}",
+                            h.syscall,
+                            ret_text(*syscall, *ret, h.child)
+                        );
+                    }
+                    // A new child returning from clone, or an exit whose enter we missed.
+                    _ => {
+                        let _ = write!(
+                            line,
+                            "<... {syscall} resumed>) = {}",
+                            ret_text(*syscall, *ret, None)
+                        );
+                    }
+                }
+                lines.push(line);
+            }
+            EventKind::ExitEnter { syscall, code } => {
+                self.flush_open(ev, &mut lines);
+                let mut line = String::new();
+                self.prefix(&mut line, ev, ev.tid);
+                let _ = write!(line, "{syscall}({code}) = ?");
+                lines.push(line);
+            }
+            EventKind::Fork {
+                child_tid,
+                child_tgid,
+                child_ppid,
+                ..
+            } => {
+                if let Some(h) = self.held.get_mut(&ev.tid) {
+                    h.child = Some(*child_tid);
+                }
+                // Held line of the creator stays open: the fork happens inside its syscall.
+                let mut line = String::new();
+                if self.show_seq {
+                    let _ = write!(line, "#{:<6} ", ev.seq);
+                }
+                if child_tgid != child_tid {
+                    let _ = write!(line, "Thread {child_tid} attached (process {child_tgid})");
+                } else {
+                    let _ = write!(line, "Process {child_tid} attached (parent {child_ppid})");
+                }
+                self.flush_open(ev, &mut lines);
+                lines.push(line);
+            }
+            EventKind::Exec { old_tid, filename } => {
+                if *old_tid != ev.tid {
+                    self.flush_open(ev, &mut lines);
+                    let mut line = String::new();
+                    self.prefix(&mut line, ev, *old_tid);
+                    let _ = write!(
+                        line,
+                        "+++ superseded by execve in pid {} ({}) +++",
+                        ev.tid, filename.value
+                    );
+                    lines.push(line);
+                    // The exec's exit is reported in the leader's tid: move the held enter.
+                    if let Some(h) = self.held.remove(old_tid) {
+                        self.held.insert(ev.tid, h);
+                    }
+                }
+            }
+            EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            } => {
+                self.flush_open(ev, &mut lines);
+                self.held.remove(&ev.tid);
+                let mut line = String::new();
+                self.prefix(&mut line, ev, ev.tid);
+                let status = ExitStatus::from_wait_status(*exit_code);
+                if *group_dead {
+                    let _ = write!(line, "+++ {status} +++");
+                } else {
+                    let _ = write!(line, "+++ thread {status} +++");
+                }
+                lines.push(line);
+            }
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{CapturedStr, CloneFlags, Comm};
+    use tracer_common::clone_flags as cf;
+
+    fn ev(seq: u64, tid: u32, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts_ns: 0,
+            tgid: tid,
+            tid,
+            ppid: 1,
+            uid: 0,
+            cgroup_id: 0,
+            comm: Comm::new("x"),
+            kind,
+        }
+    }
+
+    fn all(events: &[Event]) -> Vec<String> {
+        let mut r = LineRenderer::new();
+        events.iter().flat_map(|e| r.render(e)).collect()
+    }
+
+    #[test]
+    fn clone_parent_line_like_strace() {
+        let lines = all(&[
+            ev(
+                1,
+                4085,
+                EventKind::CloneEnter {
+                    syscall: Syscall::Clone,
+                    flags: CloneFlags(cf::CLONE_PARENT),
+                    exit_signal: 17,
+                },
+            ),
+            ev(
+                2,
+                4085,
+                EventKind::Fork {
+                    child_tid: 4086,
+                    child_tgid: 4086,
+                    child_ppid: 4084,
+                    syscall: Some(Syscall::Clone),
+                    flags: Some(CloneFlags(cf::CLONE_PARENT)),
+                },
+            ),
+            ev(
+                3,
+                4085,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Clone,
+                    ret: 4086,
+                },
+            ),
+        ]);
+        assert_eq!(
+            lines,
+            vec![
+                "Process 4086 attached (parent 4084)",
+                "[pid   4085] clone(flags=CLONE_PARENT|SIGCHLD) = 4086",
+            ]
+        );
+    }
+
+    #[test]
+    fn namespace_pid_is_shown_with_host_pid() {
+        let lines = all(&[
+            ev(
+                1,
+                50,
+                EventKind::CloneEnter {
+                    syscall: Syscall::Fork,
+                    flags: CloneFlags(0),
+                    exit_signal: 17,
+                },
+            ),
+            ev(
+                2,
+                50,
+                EventKind::Fork {
+                    child_tid: 51,
+                    child_tgid: 51,
+                    child_ppid: 50,
+                    syscall: Some(Syscall::Fork),
+                    flags: Some(CloneFlags(0)),
+                },
+            ),
+            ev(
+                3,
+                50,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Fork,
+                    ret: 7,
+                },
+            ),
+        ]);
+        assert_eq!(lines[1], "[pid     50] fork() = 7 (host pid 51)");
+    }
+
+    #[test]
+    fn interleaving_prints_unfinished_and_resumed() {
+        let lines = all(&[
+            ev(
+                1,
+                10,
+                EventKind::ExecEnter {
+                    syscall: Syscall::Execve,
+                    dirfd: -100,
+                    at_flags: 0,
+                    filename: CapturedStr::new("/nope"),
+                    argv: vec!["nope".into()],
+                    argv_truncated: false,
+                },
+            ),
+            ev(
+                2,
+                11,
+                EventKind::ExitEnter {
+                    syscall: Syscall::ExitGroup,
+                    code: 3,
+                },
+            ),
+            ev(
+                3,
+                10,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Execve,
+                    ret: -2,
+                },
+            ),
+            ev(
+                4,
+                11,
+                EventKind::TaskExit {
+                    exit_code: 3 << 8,
+                    group_dead: true,
+                },
+            ),
+            ev(
+                5,
+                12,
+                EventKind::TaskExit {
+                    exit_code: 9,
+                    group_dead: true,
+                },
+            ),
+        ]);
+        assert_eq!(
+            lines,
+            vec![
+                "[pid     10] execve(\"/nope\", [\"nope\"] <unfinished ...>",
+                "[pid     11] exit_group(3) = ?",
+                "[pid     10] <... execve resumed>) = -1 ENOENT",
+                "[pid     11] +++ exited with 3 +++",
+                "[pid     12] +++ killed by SIGKILL +++",
+            ]
+        );
+    }
+
+    #[test]
+    fn prctl_forms() {
+        let lines = all(&[
+            ev(
+                1,
+                5,
+                EventKind::PrctlEnter {
+                    option: 15,
+                    arg2: 0,
+                    name: Some(CapturedStr::new("runc:[0:PARENT]")),
+                },
+            ),
+            ev(
+                2,
+                5,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Prctl,
+                    ret: 0,
+                },
+            ),
+            ev(
+                3,
+                5,
+                EventKind::PrctlEnter {
+                    option: 36,
+                    arg2: 1,
+                    name: None,
+                },
+            ),
+            ev(
+                4,
+                5,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Prctl,
+                    ret: 0,
+                },
+            ),
+        ]);
+        assert_eq!(
+            lines,
+            vec![
+                "[pid      5] prctl(PR_SET_NAME, \"runc:[0:PARENT]\") = 0",
+                "[pid      5] prctl(PR_SET_CHILD_SUBREAPER, 1) = 0",
+            ]
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! Kernel layouts resolved at load time: tracefs `format` files for sched tracepoints and
+//! BTF member offsets for the task_struct fields no tracepoint carries.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use tracer_common::{ProbeConfig, NO_OFFSET};
+
+use super::CaptureError;
+
+/// One field of a tracepoint record, from its `format` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub offset: u32,
+    pub size: u32,
+    /// `__data_loc`: the slot holds (len << 16 | offset) of dynamic data.
+    pub data_loc: bool,
+}
+
+/// Parses a tracefs `format` file into field name → [`Field`].
+pub fn parse_format(text: &str) -> HashMap<String, Field> {
+    let mut fields = HashMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some(rest) = line.strip_prefix("field:") else {
+            continue;
+        };
+        let mut decl = "";
+        let mut offset = None;
+        let mut size = None;
+        for (i, part) in rest.split(';').enumerate() {
+            let part = part.trim();
+            if i == 0 {
+                decl = part;
+            } else if let Some(v) = part.strip_prefix("offset:") {
+                offset = v.trim().parse().ok();
+            } else if let Some(v) = part.strip_prefix("size:") {
+                size = v.trim().parse().ok();
+            }
+        }
+        let (Some(offset), Some(size)) = (offset, size) else {
+            continue;
+        };
+        // The name is the last token, without an array suffix: `char comm[16]`,
+        // `__data_loc char[] filename`, `int * ptr`.
+        let last = decl.split_whitespace().last().unwrap_or("");
+        let name = last.split('[').next().unwrap_or("").trim_start_matches('*');
+        if !name.is_empty() {
+            fields.insert(
+                name.to_string(),
+                Field {
+                    offset,
+                    size,
+                    data_loc: decl.contains("__data_loc"),
+                },
+            );
+        }
+    }
+    fields
+}
+
+/// Where tracefs is mounted, or a clear error.
+pub fn tracefs_root() -> Result<PathBuf, CaptureError> {
+    for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        if Path::new(root).join("events").is_dir() {
+            return Ok(PathBuf::from(root));
+        }
+    }
+    Err(CaptureError::KernelFeature(
+        "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)".into(),
+    ))
+}
+
+/// The tracefs layouts the probes use, kept so trace files can record them.
+#[derive(Clone, Debug, Default)]
+pub struct TracepointLayouts {
+    /// "sched/sched_process_fork" → format file text.
+    pub formats: Vec<(String, String)>,
+}
+
+fn read_format(root: &Path, cat: &str, name: &str) -> Result<String, CaptureError> {
+    let path = root.join("events").join(cat).join(name).join("format");
+    std::fs::read_to_string(&path).map_err(|e| {
+        CaptureError::KernelFeature(format!(
+            "tracepoint {cat}:{name} unavailable ({}: {e})",
+            path.display()
+        ))
+    })
+}
+
+fn need(fields: &HashMap<String, Field>, tp: &str, name: &str) -> Result<u32, CaptureError> {
+    fields.get(name).map(|f| f.offset).ok_or_else(|| {
+        CaptureError::KernelFeature(format!("tracepoint {tp} has no field `{name}`"))
+    })
+}
+
+/// Fills the tracepoint offsets of `cfg` from the running kernel's format files.
+pub fn tracepoint_offsets(
+    root: &Path,
+    cfg: &mut ProbeConfig,
+) -> Result<TracepointLayouts, CaptureError> {
+    let mut layouts = TracepointLayouts::default();
+    let fork = read_format(root, "sched", "sched_process_fork")?;
+    let f = parse_format(&fork);
+    cfg.fork_parent_pid = need(&f, "sched_process_fork", "parent_pid")?;
+    cfg.fork_child_pid = need(&f, "sched_process_fork", "child_pid")?;
+    layouts
+        .formats
+        .push(("sched/sched_process_fork".into(), fork));
+
+    let exec = read_format(root, "sched", "sched_process_exec")?;
+    let f = parse_format(&exec);
+    let filename = f.get("filename").ok_or_else(|| {
+        CaptureError::KernelFeature("tracepoint sched_process_exec has no field `filename`".into())
+    })?;
+    if !filename.data_loc {
+        return Err(CaptureError::KernelFeature(
+            "sched_process_exec filename is not a __data_loc field on this kernel".into(),
+        ));
+    }
+    cfg.exec_filename_loc = filename.offset;
+    cfg.exec_pid = need(&f, "sched_process_exec", "pid")?;
+    cfg.exec_old_pid = need(&f, "sched_process_exec", "old_pid")?;
+    layouts
+        .formats
+        .push(("sched/sched_process_exec".into(), exec));
+
+    let exit = read_format(root, "sched", "sched_process_exit")?;
+    let f = parse_format(&exit);
+    cfg.exit_pid = need(&f, "sched_process_exit", "pid")?;
+    // group_dead only exists on newer kernels; older ones fall back to signal->live via BTF.
+    cfg.exit_group_dead = f.get("group_dead").map_or(NO_OFFSET, |g| g.offset);
+    layouts
+        .formats
+        .push(("sched/sched_process_exit".into(), exit));
+    Ok(layouts)
+}
+
+/// Byte offset of `path` (e.g. `["real_parent"]`) inside struct `strukt`, searching
+/// anonymous unions/structs the way C field access does.
+fn member_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u32, CaptureError> {
+    use btf_rs::Type;
+    let err = |what: String| CaptureError::KernelFeature(format!("BTF: {what}"));
+    let types = btf
+        .resolve_types_by_name(strukt)
+        .map_err(|e| err(format!("struct {strukt} not found ({e})")))?;
+    let s = types
+        .into_iter()
+        .find_map(|t| match t {
+            Type::Struct(s) => Some(s),
+            _ => None,
+        })
+        .ok_or_else(|| err(format!("{strukt} is not a struct")))?;
+
+    fn search(btf: &btf_rs::Btf, s: &btf_rs::Struct, member: &str, depth: u32) -> Option<u32> {
+        if depth > 8 {
+            return None;
+        }
+        for m in &s.members {
+            let name = btf.resolve_name(m).unwrap_or_default();
+            if name == member {
+                return Some(m.bit_offset());
+            }
+            if name.is_empty() {
+                if let Ok(Type::Struct(inner) | Type::Union(inner)) = btf.resolve_chained_type(m) {
+                    if let Some(off) = search(btf, &inner, member, depth + 1) {
+                        return Some(m.bit_offset() + off);
+                    }
+                }
+            }
+        }
+        None
+    }
+    let bits = search(btf, &s, member, 0)
+        .ok_or_else(|| err(format!("{strukt} has no member `{member}`")))?;
+    if bits % 8 != 0 {
+        return Err(err(format!("{strukt}.{member} is a bitfield")));
+    }
+    Ok(bits / 8)
+}
+
+/// Fills the task_struct offsets of `cfg` from the kernel's BTF.
+pub fn btf_offsets(path: &Path, cfg: &mut ProbeConfig) -> Result<(), CaptureError> {
+    let btf = btf_rs::Btf::from_file(path).map_err(|e| {
+        CaptureError::KernelFeature(format!(
+            "kernel BTF unavailable at {} ({e})",
+            path.display()
+        ))
+    })?;
+    cfg.task_real_parent = member_offset(&btf, "task_struct", "real_parent")?;
+    cfg.task_tgid = member_offset(&btf, "task_struct", "tgid")?;
+    cfg.task_exit_code = member_offset(&btf, "task_struct", "exit_code")?;
+    // Only needed where sched_process_exit lacks group_dead.
+    if cfg.exit_group_dead == NO_OFFSET {
+        cfg.task_signal = member_offset(&btf, "task_struct", "signal")?;
+        cfg.signal_live = member_offset(&btf, "signal_struct", "live")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORK: &str = "name: sched_process_fork
+ID: 366
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:__data_loc char[] parent_comm;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:pid_t parent_pid;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] child_comm;\toffset:16;\tsize:4;\tsigned:0;
+\tfield:pid_t child_pid;\toffset:20;\tsize:4;\tsigned:1;
+
+print fmt: \"comm=%s pid=%d\"";
+
+    #[test]
+    fn parses_data_loc_and_plain_fields() {
+        let f = parse_format(FORK);
+        assert_eq!(
+            f["child_pid"],
+            Field {
+                offset: 20,
+                size: 4,
+                data_loc: false
+            }
+        );
+        assert_eq!(
+            f["parent_comm"],
+            Field {
+                offset: 8,
+                size: 4,
+                data_loc: true
+            }
+        );
+        assert_eq!(f["common_pid"].offset, 4);
+    }
+
+    #[test]
+    fn parses_arrays_and_older_layouts() {
+        // Older kernels: comm inline as char[16], no group_dead.
+        let f = parse_format("\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;");
+        assert_eq!(
+            f["comm"],
+            Field {
+                offset: 8,
+                size: 16,
+                data_loc: false
+            }
+        );
+        assert_eq!(f["pid"].offset, 24);
+        assert!(!f.contains_key("group_dead"));
+    }
+
+    #[test]
+    fn garbage_yields_nothing() {
+        assert!(parse_format("field:\nfield:int x; offset:zz; size:4;\n\u{0}").is_empty());
+    }
+}

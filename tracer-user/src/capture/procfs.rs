@@ -1,0 +1,99 @@
+//! /proc snapshot of the processes that exist when tracing starts.
+
+use serde::Serialize;
+use std::fs;
+use std::path::Path;
+
+/// One process as /proc shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProcInfo {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    pub exe: String,
+    pub argv: Vec<String>,
+    /// Thread ids, the leader included.
+    pub threads: Vec<u32>,
+}
+
+/// `pid`'s ppid and comm from /proc/PID/stat (comm may contain spaces and parentheses).
+pub fn parse_stat(stat: &str) -> Option<(String, u32)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let mut rest = stat.get(close + 1..)?.split_whitespace();
+    let _state = rest.next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((comm, ppid))
+}
+
+/// Reads one process; `None` if it vanished meanwhile.
+pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
+    let dir = root.join(pid.to_string());
+    let (comm, ppid) = parse_stat(&fs::read_to_string(dir.join("stat")).ok()?)?;
+    let exe = fs::read_link(dir.join("exe"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let argv = fs::read(dir.join("cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut threads: Vec<u32> = fs::read_dir(dir.join("task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    threads.sort_unstable();
+    Some(ProcInfo {
+        pid,
+        ppid,
+        comm,
+        exe,
+        argv,
+        threads,
+    })
+}
+
+/// Every process under `/proc`, sorted by pid.
+pub fn snapshot() -> Vec<ProcInfo> {
+    snapshot_at(Path::new("/proc"))
+}
+
+pub fn snapshot_at(root: &Path) -> Vec<ProcInfo> {
+    let mut pids: Vec<u32> = fs::read_dir(root)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    pids.sort_unstable();
+    pids.into_iter()
+        .filter_map(|p| read_process(root, p))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_spaces_and_parens_in_comm() {
+        let stat = "4086 (runc:[2:INIT] (x)) S 4074 4086 4086 0 -1 4194560";
+        assert_eq!(parse_stat(stat), Some(("runc:[2:INIT] (x)".into(), 4074)));
+        assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_stat("1 (a) S notanumber"), None);
+    }
+
+    #[test]
+    fn reads_own_process() {
+        let me = read_process(Path::new("/proc"), std::process::id()).expect("own /proc entry");
+        assert_eq!(me.pid, std::process::id());
+        assert!(me.threads.contains(&me.pid));
+        assert!(!me.argv.is_empty());
+    }
+}

@@ -1,0 +1,103 @@
+//! Argument parsing and dispatch for the `tracer` binary.
+
+#[cfg(feature = "capture")]
+mod trace;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tracer",
+    version,
+    about = "eBPF process-lineage tracer for container hosts"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Which processes a live command follows.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// Follow this process and everything it creates from now on.
+    #[arg(short, long, conflicts_with = "all")]
+    pub pid: Option<u32>,
+    /// Trace every process on the host.
+    #[arg(short, long)]
+    pub all: bool,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Ring-buffer size in bytes (power of two, at least a page).
+    #[arg(long, value_name = "BYTES", default_value_t = tracer_common::DEFAULT_RING_BYTES)]
+    pub ring_bytes: u32,
+    /// Command to start and follow from its first instruction (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print lifecycle events as they happen, like `strace -f -e trace=clone,execve,exit_group,prctl`.
+    Trace {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// text: strace-like lines; json: one JSON object per event.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+        /// Prefix text lines with the event sequence number.
+        #[arg(long)]
+        seq: bool,
+        /// Write events here instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
+}
+
+/// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
+pub fn exit_code_for(e: &anyhow::Error) -> u8 {
+    #[cfg(feature = "capture")]
+    if let Some(c) = e.downcast_ref::<tracer::capture::CaptureError>() {
+        use tracer::capture::CaptureError as C;
+        if matches!(
+            c,
+            C::MissingPrivilege(_) | C::KernelFeature(_) | C::NoProbes
+        ) {
+            return 2;
+        }
+    }
+    let _ = e;
+    1
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        None => {
+            anyhow::bail!("no subcommand given; see `tracer --help`")
+        }
+        Some(Command::Trace {
+            target,
+            format,
+            seq,
+            output,
+        }) => {
+            #[cfg(feature = "capture")]
+            {
+                trace::run(target, format, seq, output)
+            }
+            #[cfg(not(feature = "capture"))]
+            {
+                let _ = (target, format, seq, output);
+                anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
+            }
+        }
+    }
+}
