@@ -180,7 +180,8 @@ pub struct ExitEnter {
     pub code: i32,
 }
 
-/// sys_enter of prctl.
+/// A prctl call. Emitted at sys_enter, except PR_SET_NAME: emitted just before its sys_exit,
+/// once the kernel has faulted in the page holding the name.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrctlEnter {
@@ -189,7 +190,8 @@ pub struct PrctlEnter {
     /// [`strflag`] bits (NAME_FAULT).
     pub flags: u32,
     pub arg2: u64,
-    /// PR_SET_NAME's new name (the kernel keeps 15 bytes + NUL, so it is never truncated).
+    /// PR_SET_NAME's new name (the kernel keeps 15 bytes + NUL, as this does). Read from user
+    /// memory; if that faults after a successful call, the task's comm, which is the new name.
     pub name: [u8; TASK_COMM_LEN],
 }
 

@@ -50,6 +50,10 @@ static FOLLOWED: HashMap<u32, u32> = HashMap::with_max_entries(65536, 0);
 #[map]
 static PENDING: HashMap<u32, PendingClone> = HashMap::with_max_entries(16384, 0);
 
+/// PR_SET_NAME's user pointer, keyed by tid, between sys_enter and sys_exit of prctl.
+#[map]
+static PENDING_NAME: HashMap<u32, u64> = HashMap::with_max_entries(4096, 0);
+
 /// Failed ring-buffer reserves, per CPU.
 #[map]
 static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
@@ -93,7 +97,9 @@ fn traced(tgid: u32) -> bool {
 fn next_seq() -> u64 {
     match SEQ.get_ptr_mut(0) {
         // SAFETY: map values are 8-byte aligned and live as long as the map.
-        Some(p) => (unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(p, 1) }) + 1,
+        // SeqCst, not Relaxed: LLVM 22 lowers a relaxed fetch-add to a plain `lock +=` and
+        // then uses the addend as the "fetched" value (every event got seq 2).
+        Some(p) => (unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::SeqCst }>(p, 1) }) + 1,
         None => 0,
     }
 }
@@ -260,7 +266,6 @@ sys_exit_probe!(sys_exit_fork, syscall::FORK);
 sys_exit_probe!(sys_exit_vfork, syscall::VFORK);
 sys_exit_probe!(sys_exit_execve, syscall::EXECVE);
 sys_exit_probe!(sys_exit_execveat, syscall::EXECVEAT);
-sys_exit_probe!(sys_exit_prctl, syscall::PRCTL);
 
 // ---- exec ----------------------------------------------------------------------------------
 
@@ -378,21 +383,61 @@ fn try_prctl_enter(ctx: &TracePointContext) -> Result<u32, i32> {
     // SAFETY: syscall tracepoint argument slots.
     let option: u64 = unsafe { ctx.read_at(ARG0)? };
     let arg2: u64 = unsafe { ctx.read_at(ARG1)? };
+    if option as u32 == prctl::PR_SET_NAME {
+        // The name's page may not be mapped yet (runc's CHILD renames itself right after
+        // clone, before touching that page), and a tracepoint cannot fault it in. The kernel
+        // will have faulted it by sys_exit: report the call from there.
+        let tid = bpf_get_current_pid_tgid() as u32;
+        if PENDING_NAME.insert(&tid, &arg2, 0).is_ok() {
+            return Ok(0);
+        }
+    }
+    emit_prctl(option as u32, arg2, false);
+    Ok(0)
+}
+
+/// Emits a PrctlEnter; for PR_SET_NAME the name is read from user memory, falling back to
+/// the task's comm (which *is* the new name) after a successful call.
+#[inline(always)]
+fn emit_prctl(option: u32, arg2: u64, succeeded: bool) {
     emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
-        addr_of_mut!((*r).option).write(option as u32);
+        addr_of_mut!((*r).option).write(option);
         addr_of_mut!((*r).arg2).write(arg2);
         let name = &mut *addr_of_mut!((*r).name);
         name[0] = 0;
         let mut flags = 0;
-        if option as u32 == prctl::PR_SET_NAME
+        if option == prctl::PR_SET_NAME
             && bpf_probe_read_user_str_bytes(arg2 as *const u8, name).is_err()
         {
-            name[0] = 0;
-            flags |= strflag::NAME_FAULT;
+            match bpf_get_current_comm() {
+                Ok(comm) if succeeded => *name = comm,
+                _ => {
+                    name[0] = 0;
+                    flags |= strflag::NAME_FAULT;
+                }
+            }
         }
         addr_of_mut!((*r).flags).write(flags);
     });
-    Ok(0)
+}
+
+fn try_prctl_exit(ctx: &TracePointContext) -> Result<u32, i32> {
+    let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: value copied out immediately.
+    if let Some(arg2) = unsafe { PENDING_NAME.get(&tid) }.copied() {
+        let _ = PENDING_NAME.remove(&tid);
+        if traced(current_tgid()) {
+            // SAFETY: syscall exit tracepoint return-value slot.
+            let ret: i64 = unsafe { ctx.read_at(RET)? };
+            emit_prctl(prctl::PR_SET_NAME, arg2, ret == 0);
+        }
+    }
+    try_sys_exit(ctx, syscall::PRCTL)
+}
+
+#[tracepoint]
+pub fn sys_exit_prctl(ctx: TracePointContext) -> u32 {
+    try_prctl_exit(&ctx).unwrap_or(1)
 }
 
 #[tracepoint]

@@ -425,6 +425,17 @@ impl Capture {
         }
     }
 
+    /// Sequence numbers handed out so far: every event emitted or dropped takes one.
+    pub fn seq_issued(&self) -> u64 {
+        let Some(map) = self.ebpf.map("SEQ") else {
+            return 0;
+        };
+        match aya::maps::Array::<_, u64>::try_from(map) {
+            Ok(a) => a.get(&0, 0).unwrap_or(0),
+            Err(_) => 0,
+        }
+    }
+
     pub fn decode_errors(&self) -> u64 {
         self.decode_errors
     }

@@ -1,0 +1,139 @@
+//! A process that makes exactly the lifecycle syscalls it is told to, so root tests can
+//! trace it and assert exact results. Each step prints nothing; the exit codes are fixed.
+//!
+//! Usage: actor STEP...   Steps:
+//!   fork            glibc fork() (the clone syscall); child exits 3
+//!   sysfork         the fork syscall itself; child exits 8
+//!   vfork           vfork(); child exits 4
+//!   clone-parent    clone(CLONE_PARENT|SIGCHLD); child exits 5 (its parent is our parent)
+//!   clone3          clone3({exit_signal=SIGCHLD}); child exits 6
+//!   thread          a pthread (CLONE_THREAD) that exits
+//!   name            prctl(PR_SET_NAME, "actor-renamed")
+//!   subreaper       prctl(PR_SET_CHILD_SUBREAPER, 1)
+//!   exec-fail       execve("/nonexistent/actor") → ENOENT
+//!   storm:N         N × fork() whose children exit at once
+//!   exit:N          exit_group(N)
+//!   sigkill         kill(getpid(), SIGKILL)
+//!   exec:PATH       execve(PATH, [PATH]) (ends the step list)
+
+use std::ffi::CString;
+
+fn wait_child(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: plain waitpid on our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+}
+
+fn main() {
+    let steps: Vec<String> = std::env::args().skip(1).collect();
+    for step in &steps {
+        // SAFETY (whole match): raw syscalls in a single-threaded process (the thread step
+        // joins before returning); children only call _exit.
+        unsafe {
+            match step.as_str() {
+                "fork" => {
+                    let pid = libc::fork();
+                    if pid == 0 {
+                        libc::_exit(3);
+                    }
+                    wait_child(pid);
+                }
+                "sysfork" => {
+                    let pid = libc::syscall(libc::SYS_fork);
+                    if pid == 0 {
+                        libc::_exit(8);
+                    }
+                    wait_child(pid as libc::pid_t);
+                }
+                "sigkill" => {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+                "vfork" => {
+                    #[allow(deprecated)]
+                    let pid = libc::vfork();
+                    if pid == 0 {
+                        libc::_exit(4);
+                    }
+                    wait_child(pid);
+                }
+                "clone-parent" => {
+                    let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
+                    let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
+                    if pid == 0 {
+                        libc::_exit(5);
+                    }
+                    // Not our child: our parent reaps it. Give it time to exit first.
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                "clone3" => {
+                    #[repr(C)]
+                    #[derive(Default)]
+                    struct CloneArgs {
+                        flags: u64,
+                        pidfd: u64,
+                        child_tid: u64,
+                        parent_tid: u64,
+                        exit_signal: u64,
+                        stack: u64,
+                        stack_size: u64,
+                        tls: u64,
+                    }
+                    let args = CloneArgs {
+                        exit_signal: libc::SIGCHLD as u64,
+                        ..Default::default()
+                    };
+                    let pid = libc::syscall(
+                        libc::SYS_clone3,
+                        &args as *const CloneArgs,
+                        std::mem::size_of::<CloneArgs>(),
+                    );
+                    if pid == 0 {
+                        libc::_exit(6);
+                    }
+                    wait_child(pid as libc::pid_t);
+                }
+                "thread" => {
+                    std::thread::spawn(|| ()).join().expect("thread");
+                }
+                "name" => {
+                    let name = CString::new("actor-renamed").expect("no NUL");
+                    libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
+                }
+                "subreaper" => {
+                    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+                }
+                "exec-fail" => {
+                    let path = CString::new("/nonexistent/actor").expect("no NUL");
+                    let argv = [path.as_ptr(), std::ptr::null()];
+                    let envp = [std::ptr::null()];
+                    libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                }
+                s if s.starts_with("storm:") => {
+                    let n: u32 = s[6..].parse().expect("storm:N");
+                    for _ in 0..n {
+                        let pid = libc::fork();
+                        if pid == 0 {
+                            libc::_exit(0);
+                        }
+                        wait_child(pid);
+                    }
+                }
+                s if s.starts_with("exit:") => {
+                    let code: i32 = s[5..].parse().expect("exit:N");
+                    libc::syscall(libc::SYS_exit_group, code);
+                }
+                s if s.starts_with("exec:") => {
+                    let path = CString::new(&s[5..]).expect("no NUL");
+                    let argv = [path.as_ptr(), std::ptr::null()];
+                    let envp = [std::ptr::null()];
+                    libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                    libc::_exit(126);
+                }
+                other => {
+                    eprintln!("actor: unknown step {other}");
+                    libc::_exit(2);
+                }
+            }
+        }
+    }
+}

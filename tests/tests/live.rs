@@ -1,0 +1,321 @@
+//! Root tests: load the real probes, trace a child that makes known syscalls, assert exactly
+//! what the kernel reported. Run by `cargo xtask test` as root (`--ignored`).
+#![cfg(feature = "capture")]
+
+use tests::{busybox_bundle, capture_command, temp_dir, which, Captured};
+use tracer::event::{clone_flags as cf, CapturedStr, CloneFlags};
+use tracer::{EventKind, Syscall};
+
+const ACTOR: &str = env!("CARGO_BIN_EXE_actor");
+const RING: u32 = 8 << 20;
+
+/// (syscall, flags, child_tid, child_tgid, child_ppid) of every Fork made by `tgid`.
+fn forks_by(c: &Captured, tgid: u32) -> Vec<(Option<Syscall>, Option<CloneFlags>, u32, u32, u32)> {
+    c.events
+        .iter()
+        .filter(|e| e.tgid == tgid)
+        .filter_map(|e| match &e.kind {
+            EventKind::Fork {
+                syscall,
+                flags,
+                child_tid,
+                child_tgid,
+                child_ppid,
+            } => Some((*syscall, *flags, *child_tid, *child_tgid, *child_ppid)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (wait status, group_dead) of the last TaskExit of `tid`.
+fn exit_of(c: &Captured, tid: u32) -> Option<(u32, bool)> {
+    c.events.iter().rev().find_map(|e| match e.kind {
+        EventKind::TaskExit {
+            exit_code,
+            group_dead,
+        } if e.tid == tid => Some((exit_code, group_dead)),
+        _ => None,
+    })
+}
+
+fn assert_no_gaps(c: &Captured) {
+    assert_eq!(c.drops, 0, "events were dropped");
+    assert_eq!(
+        c.seq_issued,
+        c.events.len() as u64,
+        "sequence numbers issued vs received"
+    );
+    let mut seqs: Vec<u64> = c.events.iter().map(|e| e.seq).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=c.events.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+#[ignore = "root"]
+fn lifecycle_syscalls_are_reported_exactly() {
+    let steps = [
+        ACTOR,
+        "fork",
+        "sysfork",
+        "vfork",
+        "clone-parent",
+        "clone3",
+        "thread",
+        "name",
+        "subreaper",
+        "exec-fail",
+        "exec:/bin/true",
+    ];
+    let c = capture_command(&steps, RING, true).expect("capture");
+    assert_no_gaps(&c);
+    let actor = c.pid;
+    let me = std::process::id();
+    assert_eq!(c.status.and_then(|s| s.code()), Some(0));
+
+    let forks = forks_by(&c, actor);
+    assert_eq!(forks.len(), 6, "forks: {forks:#?}");
+    let glibc_fork = cf::CLONE_CHILD_CLEARTID | cf::CLONE_CHILD_SETTID;
+    // glibc fork(): the clone syscall.
+    assert_eq!(forks[0].0, Some(Syscall::Clone));
+    assert_eq!(forks[0].1, Some(CloneFlags(glibc_fork)));
+    assert_eq!((forks[0].3, forks[0].4), (forks[0].2, actor));
+    assert_eq!(
+        (forks[1].0, forks[1].1),
+        (Some(Syscall::Fork), Some(CloneFlags(0)))
+    );
+    assert_eq!(forks[1].4, actor);
+    assert_eq!(forks[2].0, Some(Syscall::Vfork));
+    assert_eq!(forks[2].1, Some(CloneFlags(cf::CLONE_VM | cf::CLONE_VFORK)));
+    // CLONE_PARENT: created by the actor, but its parent is the actor's parent (this test).
+    assert_eq!(
+        (forks[3].0, forks[3].1),
+        (Some(Syscall::Clone), Some(CloneFlags(cf::CLONE_PARENT)))
+    );
+    assert_eq!(forks[3].4, me, "CLONE_PARENT child's real parent");
+    assert_eq!(
+        (forks[4].0, forks[4].1),
+        (Some(Syscall::Clone3), Some(CloneFlags(0)))
+    );
+    assert_eq!(forks[4].4, actor);
+    // A thread: same tgid, parent is the creator's parent.
+    let (sc, flags, tid, tgid, ppid) = forks[5];
+    assert_eq!(sc, Some(Syscall::Clone3));
+    assert!(
+        flags.is_some_and(|f| f.contains(cf::CLONE_THREAD | cf::CLONE_VM)),
+        "{flags:?}"
+    );
+    assert_eq!((tgid, ppid), (actor, me));
+    assert_ne!(tid, actor);
+
+    // Exit codes of the children, and the thread's exit is not a process death.
+    for (i, code) in [(0usize, 3u32), (1, 8), (2, 4), (3, 5), (4, 6)] {
+        assert_eq!(
+            exit_of(&c, forks[i].2),
+            Some((code << 8, true)),
+            "child {i}"
+        );
+    }
+    assert_eq!(exit_of(&c, tid), Some((0, false)));
+
+    // prctl: name and subreaper, with their results; later events carry the new comm.
+    let prctls: Vec<_> = c
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PrctlEnter { option, arg2, name } => Some((*option, *arg2, name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prctls.len(), 2, "{prctls:?}");
+    assert_eq!(
+        (prctls[0].0, prctls[0].2.clone()),
+        (15, Some(CapturedStr::new("actor-renamed")))
+    );
+    assert_eq!(
+        (prctls[1].0, prctls[1].1, prctls[1].2.clone()),
+        (36, 1, None)
+    );
+    let prctl_rets = c
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Prctl,
+                    ret: 0
+                }
+            )
+        })
+        .count();
+    assert_eq!(prctl_rets, 2);
+
+    // exec failure then success.
+    let execs: Vec<_> = c
+        .events
+        .iter()
+        .filter(|e| e.tgid == actor)
+        .filter_map(|e| match &e.kind {
+            EventKind::ExecEnter { filename, .. } => Some(format!("enter {}", filename.value)),
+            EventKind::SyscallExit {
+                syscall: Syscall::Execve,
+                ret,
+            } => Some(format!("ret {ret}")),
+            EventKind::Exec { filename, old_tid } => {
+                Some(format!("exec {} {}", filename.value, *old_tid == actor))
+            }
+            _ => None,
+        })
+        .collect();
+    let start = format!("enter {ACTOR}");
+    let started = format!("exec {ACTOR} true");
+    assert_eq!(
+        execs,
+        [
+            start.as_str(),
+            started.as_str(),
+            "ret 0",
+            "enter /nonexistent/actor",
+            "ret -2",
+            "enter /bin/true",
+            "exec /bin/true true",
+            "ret 0"
+        ]
+    );
+    let renamed_before_exec = c
+        .events
+        .iter()
+        .any(|e| e.tgid == actor && e.comm.to_string() == "actor-renamed");
+    assert!(renamed_before_exec);
+
+    // Only the actor and what it created were traced.
+    let mut known: Vec<u32> = forks.iter().map(|f| f.3).collect();
+    known.push(actor);
+    for e in &c.events {
+        assert!(
+            known.contains(&e.tgid),
+            "event from untraced process: {e:?}"
+        );
+    }
+    assert_eq!(exit_of(&c, actor), Some((0, true)));
+}
+
+#[test]
+#[ignore = "root"]
+fn exit_codes_and_signals() {
+    let c = capture_command(&[ACTOR, "exit:7"], RING, true).expect("capture");
+    assert_no_gaps(&c);
+    let enter = c.events.iter().find_map(|e| match e.kind {
+        EventKind::ExitEnter { syscall, code } => Some((syscall, code)),
+        _ => None,
+    });
+    assert_eq!(enter, Some((Syscall::ExitGroup, 7)));
+    assert_eq!(exit_of(&c, c.pid), Some((7 << 8, true)));
+
+    let c = capture_command(&[ACTOR, "sigkill"], RING, true).expect("capture");
+    assert_eq!(exit_of(&c, c.pid), Some((libc::SIGKILL as u32, true)));
+    assert!(!c
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::ExitEnter { .. })));
+}
+
+#[test]
+#[ignore = "root"]
+fn ring_overflow_drops_are_counted_exactly() {
+    // One page of ring, nothing read while 400 forks happen: most events cannot fit.
+    let c = capture_command(&[ACTOR, "storm:400"], 4096, false).expect("capture");
+    assert!(c.drops > 0, "expected drops with a one-page ring");
+    assert_eq!(
+        c.drops,
+        c.seq_issued - c.events.len() as u64,
+        "drops == issued - delivered"
+    );
+    // Gaps inside the delivered stream are drops too (trailing drops leave no gap).
+    let mut stats = tracer::stats::StreamStats::default();
+    c.events.iter().for_each(|e| stats.observe(e));
+    assert!(stats.gaps() <= c.drops);
+    assert_eq!(stats.max_seq - stats.gaps(), c.events.len() as u64);
+}
+
+#[test]
+#[ignore = "root"]
+fn runc_run_shows_init_stages_and_clone_parent() {
+    if which("runc").is_none() {
+        panic!("runc is not installed (cargo xtask setup installs it)");
+    }
+    let dir = temp_dir("runc").expect("temp dir");
+    let bundle = busybox_bundle(&dir, &["/bin/true"]).expect("bundle");
+    let id = format!("tracer-test-{}", std::process::id());
+    let bundle_s = bundle.to_string_lossy().to_string();
+    let c = capture_command(&["runc", "run", "--bundle", &bundle_s, &id], RING, true);
+    let _ = std::process::Command::new("runc")
+        .args(["delete", "--force", &id])
+        .status();
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = c.expect("capture");
+    assert_eq!(c.drops, 0);
+    assert_eq!(c.status.and_then(|s| s.code()), Some(0), "runc run failed");
+    let runc = c.pid;
+
+    let names: Vec<(u32, String)> = c
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PrctlEnter {
+                option: 15,
+                name: Some(n),
+                ..
+            } => Some((e.tgid, n.value.clone())),
+            _ => None,
+        })
+        .collect();
+    let stage = |s: &str| names.iter().find(|(_, n)| n == s).map(|(p, _)| *p);
+    let parent = stage("runc:[0:PARENT]").expect("PARENT rename");
+    let child = stage("runc:[1:CHILD]").expect("CHILD rename");
+    let init = stage("runc:[2:INIT]").expect("INIT rename");
+
+    // PARENT clones CHILD and CHILD clones INIT, both with CLONE_PARENT: real parent = runc run.
+    let cp: Vec<_> = c
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fork {
+                flags: Some(f),
+                child_tgid,
+                child_ppid,
+                ..
+            } if f.contains(cf::CLONE_PARENT) && !f.contains(cf::CLONE_THREAD) => {
+                Some((e.tgid, *child_tgid, *child_ppid))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cp.len(), 2, "CLONE_PARENT clones: {cp:?}");
+    assert_eq!(cp[0].0, parent);
+    assert_eq!(cp[0].1, child);
+    assert_eq!(cp[1].0, child);
+    assert_eq!(cp[1].1, init);
+    assert!(
+        cp.iter().all(|&(_, _, ppid)| ppid == runc),
+        "{cp:?} vs runc {runc}"
+    );
+
+    // runc run makes itself a subreaper.
+    assert!(c.events.iter().any(|e| e.tgid == runc
+        && matches!(
+            e.kind,
+            EventKind::PrctlEnter {
+                option: 36,
+                arg2: 1,
+                ..
+            }
+        )));
+
+    // The container's process execs the workload.
+    let exec = c.events.iter().find(|e| {
+        e.tgid == init
+            && matches!(&e.kind, EventKind::Exec { filename, .. } if filename.value == "/bin/true")
+    });
+    assert!(exec.is_some(), "no exec of /bin/true by INIT {init}");
+}
