@@ -1,1 +1,116 @@
-fn main() {}
+//! Project tasks: `cargo xtask setup | run | test | bench`.
+
+mod bench;
+mod setup;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Parser)]
+#[command(name = "xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what is missing: apt packages, the eBPF nightly + rust-src, bpf-linker; mount tracefs.
+    Setup,
+    /// Set up, build, and run `tracer` as root (arguments after `--` go to tracer).
+    Run {
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Set up, then run every test: unit, engine-only build, and (as root) the live probe tests.
+    Test,
+    /// Fork/exec storm: untraced vs tracer follow mode vs --all vs strace (root).
+    Bench {
+        /// Processes per run.
+        #[arg(long, default_value_t = 1000)]
+        n: u32,
+        /// Paired runs per configuration.
+        #[arg(long, default_value_t = 7)]
+        runs: u32,
+    },
+}
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(PathBuf::from).unwrap_or_default()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    println!("xtask: {cmd:?}");
+    let status = cmd.status().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}
+
+fn test() -> Result<()> {
+    setup::setup()?;
+    // Everything that does not need root: unit tests, doc tests, the actor-free tests.
+    run(cargo().args(["test", "--workspace"]))?;
+    // The trainee build: no aya, no BPF toolchain, no root.
+    run(cargo().args(["test", "-p", "tracer-user", "--no-default-features"]).env("AYA_BUILD_SKIP", "1"))?;
+    if setup::is_root() {
+        // Live probe tests, one at a time (they share the host's tracepoints and runc state).
+        run(cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]))?;
+    } else {
+        println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
+    }
+    Ok(())
+}
+
+fn run_tracer(args: Vec<String>) -> Result<()> {
+    setup::setup()?;
+    run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
+    let bin = workspace_root().join("target/release/tracer");
+    let args = if args.is_empty() { default_args() } else { args };
+    let mut cmd = if setup::is_root() {
+        Command::new(&bin)
+    } else {
+        let mut c = Command::new("sudo");
+        c.arg("-E").arg(&bin);
+        c
+    };
+    cmd.args(&args);
+    run(&mut cmd)
+}
+
+/// Follow the container runtime if one runs, else trace the whole host.
+fn default_args() -> Vec<String> {
+    for daemon in ["containerd", "crio", "dockerd"] {
+        if let Ok(out) = Command::new("pidof").arg("-s").arg(daemon).output() {
+            let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && !pid.is_empty() {
+                println!("xtask: following {daemon} (pid {pid})");
+                return vec!["trace".into(), "--pid".into(), pid];
+            }
+        }
+    }
+    println!("xtask: no container runtime running: tracing the whole host (Ctrl-C to stop)");
+    vec!["trace".into(), "--all".into()]
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::Setup => setup::setup(),
+        Task::Run { args } => run_tracer(args),
+        Task::Test => test(),
+        Task::Bench { n, runs } => {
+            setup::setup()?;
+            run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
+            bench::storm(&workspace_root(), n, runs)
+        }
+    }
+}
