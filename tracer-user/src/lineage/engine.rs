@@ -5,9 +5,13 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::event::{clone_flags as cf, prctl_opt, CloneFlags, Comm, Event, EventKind, ExitStatus, Syscall};
+use crate::event::{
+    clone_flags as cf, prctl_opt, CloneFlags, Comm, Event, EventKind, ExitStatus, Syscall,
+};
 
-use super::process::{basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread};
+use super::process::{
+    basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
+};
 use super::roles::{classify, Role};
 
 /// Warnings kept in full; later ones are only counted.
@@ -75,16 +79,35 @@ pub enum WarningKind {
 impl fmt::Display for WarningKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            WarningKind::UnknownPid { pid } => write!(f, "unknown pid {pid}: placeholder synthesized"),
-            WarningKind::UnknownThread { pid, tid } => write!(f, "unknown thread {tid} of pid {pid}"),
-            WarningKind::PidReuse { pid } => write!(f, "pid {pid} reused while still alive: exit missed"),
-            WarningKind::DuplicateThread { pid, tid } => write!(f, "thread {tid} of pid {pid} created twice"),
-            WarningKind::ParentMismatch { pid, engine, kernel } => {
-                write!(f, "pid {pid}: kernel reports parent {kernel}, engine had {engine}")
+            WarningKind::UnknownPid { pid } => {
+                write!(f, "unknown pid {pid}: placeholder synthesized")
+            }
+            WarningKind::UnknownThread { pid, tid } => {
+                write!(f, "unknown thread {tid} of pid {pid}")
+            }
+            WarningKind::PidReuse { pid } => {
+                write!(f, "pid {pid} reused while still alive: exit missed")
+            }
+            WarningKind::DuplicateThread { pid, tid } => {
+                write!(f, "thread {tid} of pid {pid} created twice")
+            }
+            WarningKind::ParentMismatch {
+                pid,
+                engine,
+                kernel,
+            } => {
+                write!(
+                    f,
+                    "pid {pid}: kernel reports parent {kernel}, engine had {engine}"
+                )
             }
             WarningKind::SeqBackwards { prev } => write!(f, "seq went backwards (previous {prev})"),
-            WarningKind::LostEvents { after, missing } => write!(f, "{missing} events lost after seq {after}"),
-            WarningKind::PendingExecOverflow => f.write_str("too many unmatched exec enters; dropped"),
+            WarningKind::LostEvents { after, missing } => {
+                write!(f, "{missing} events lost after seq {after}")
+            }
+            WarningKind::PendingExecOverflow => {
+                f.write_str("too many unmatched exec enters; dropped")
+            }
         }
     }
 }
@@ -141,12 +164,17 @@ impl Engine {
 
     /// Current children of `pid`'s newest record, exited ones included, by pid then seq.
     pub fn children(&self, pid: u32) -> Vec<&Process> {
-        self.process(pid).map_or_else(Vec::new, |p| self.children_of(p))
+        self.process(pid)
+            .map_or_else(Vec::new, |p| self.children_of(p))
     }
 
     /// Current children of a record, by pid then birth seq.
     pub fn children_of(&self, p: &Process) -> Vec<&Process> {
-        let mut v: Vec<&Process> = p.children.iter().filter_map(|&c| self.procs.get(c)).collect();
+        let mut v: Vec<&Process> = p
+            .children
+            .iter()
+            .filter_map(|&c| self.procs.get(c))
+            .collect();
         v.sort_by_key(|c| (c.pid, c.start_seq));
         v
     }
@@ -212,7 +240,11 @@ impl Engine {
             p.threads[0].comm = p.comm;
             for &tid in &s.threads {
                 if tid != s.pid {
-                    p.threads.push(Thread { tid, comm: p.comm, alive: true });
+                    p.threads.push(Thread {
+                        tid,
+                        comm: p.comm,
+                        alive: true,
+                    });
                 }
             }
             p.lineage[0].parent = s.ppid;
@@ -258,11 +290,20 @@ impl Engine {
         self.events += 1;
         self.track_seq(ev.seq);
         match &ev.kind {
-            EventKind::Fork { child_tid, child_tgid, child_ppid, syscall, flags } => {
-                self.on_fork(ev, *child_tid, *child_tgid, *child_ppid, *syscall, *flags)
-            }
+            EventKind::Fork {
+                child_tid,
+                child_tgid,
+                child_ppid,
+                syscall,
+                flags,
+            } => self.on_fork(ev, *child_tid, *child_tgid, *child_ppid, *syscall, *flags),
             EventKind::Exec { old_tid, filename } => self.on_exec(ev, *old_tid, &filename.value),
-            EventKind::ExecEnter { filename, argv, argv_truncated, .. } => {
+            EventKind::ExecEnter {
+                filename,
+                argv,
+                argv_truncated,
+                ..
+            } => {
                 self.task(ev);
                 if self.pending_exec.len() >= MAX_PENDING_EXECS {
                     self.pending_exec.clear();
@@ -305,7 +346,10 @@ impl Engine {
             EventKind::CloneEnter { .. } => {
                 self.task(ev);
             }
-            EventKind::TaskExit { exit_code, group_dead } => self.on_task_exit(ev, *exit_code, *group_dead),
+            EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            } => self.on_task_exit(ev, *exit_code, *group_dead),
         }
     }
 
@@ -315,7 +359,13 @@ impl Engine {
             Some(prev) if seq <= prev => self.warn(seq, WarningKind::SeqBackwards { prev }),
             Some(prev) => {
                 if seq > prev + 1 {
-                    self.warn(seq, WarningKind::LostEvents { after: prev, missing: seq - prev - 1 });
+                    self.warn(
+                        seq,
+                        WarningKind::LostEvents {
+                            after: prev,
+                            missing: seq - prev - 1,
+                        },
+                    );
                 }
                 self.last_seq = Some(seq);
             }
@@ -387,7 +437,11 @@ impl Engine {
                 let id = self.placeholder(ev.tgid, ev.ppid, ev.seq, ev.ts_ns);
                 let p = &mut self.procs[id];
                 if ev.tid != ev.tgid {
-                    p.threads.push(Thread { tid: ev.tid, comm: ev.comm, alive: true });
+                    p.threads.push(Thread {
+                        tid: ev.tid,
+                        comm: ev.comm,
+                        alive: true,
+                    });
                 } else {
                     p.comm = ev.comm;
                     p.threads[0].comm = ev.comm;
@@ -395,12 +449,26 @@ impl Engine {
                 return id;
             }
         };
-        if !self.procs[id].threads.iter().any(|t| t.tid == ev.tid && t.alive) {
-            self.warn(ev.seq, WarningKind::UnknownThread { pid: ev.tgid, tid: ev.tid });
+        if !self.procs[id]
+            .threads
+            .iter()
+            .any(|t| t.tid == ev.tid && t.alive)
+        {
+            self.warn(
+                ev.seq,
+                WarningKind::UnknownThread {
+                    pid: ev.tgid,
+                    tid: ev.tid,
+                },
+            );
             let p = &mut self.procs[id];
             match p.threads.iter_mut().find(|t| t.tid == ev.tid) {
                 Some(t) => t.alive = true,
-                None => p.threads.push(Thread { tid: ev.tid, comm: ev.comm, alive: true }),
+                None => p.threads.push(Thread {
+                    tid: ev.tid,
+                    comm: ev.comm,
+                    alive: true,
+                }),
             }
         }
         self.check_parent(id, ev.ppid, ev.seq);
@@ -420,7 +488,14 @@ impl Engine {
             None => self.placeholder(kernel, 0, seq, 0),
         };
         let pid = self.procs[id].pid;
-        self.warn(seq, WarningKind::ParentMismatch { pid, engine: have, kernel });
+        self.warn(
+            seq,
+            WarningKind::ParentMismatch {
+                pid,
+                engine: have,
+                kernel,
+            },
+        );
         self.set_parent(id, Some(parent), kernel);
         self.procs[id].lineage.push(LineageEntry {
             how: How::Adopted,
@@ -443,16 +518,28 @@ impl Engine {
         flags: Option<CloneFlags>,
     ) {
         let creator = self.task(ev);
-        let child_tgid = if child_tgid == 0 { child_tid } else { child_tgid };
+        let child_tgid = if child_tgid == 0 {
+            child_tid
+        } else {
+            child_tgid
+        };
         let thread_flag = flags.is_some_and(|f| f.contains(cf::CLONE_THREAD));
         let comm = if ev.comm.is_empty() {
-            self.procs[creator].threads.iter().find(|t| t.tid == ev.tid).map_or(self.procs[creator].comm, |t| t.comm)
+            self.procs[creator]
+                .threads
+                .iter()
+                .find(|t| t.tid == ev.tid)
+                .map_or(self.procs[creator].comm, |t| t.comm)
         } else {
             ev.comm
         };
 
         if thread_flag || child_tgid != child_tid {
-            let pid = if child_tgid != child_tid { child_tgid } else { ev.tgid };
+            let pid = if child_tgid != child_tid {
+                child_tgid
+            } else {
+                ev.tgid
+            };
             let id = if pid == self.procs[creator].pid {
                 creator
             } else {
@@ -467,12 +554,22 @@ impl Engine {
                     false
                 }
                 None => {
-                    p.threads.push(Thread { tid: child_tid, comm, alive: true });
+                    p.threads.push(Thread {
+                        tid: child_tid,
+                        comm,
+                        alive: true,
+                    });
                     false
                 }
             };
             if dup {
-                self.warn(ev.seq, WarningKind::DuplicateThread { pid, tid: child_tid });
+                self.warn(
+                    ev.seq,
+                    WarningKind::DuplicateThread {
+                        pid,
+                        tid: child_tid,
+                    },
+                );
             }
             return;
         }
@@ -501,7 +598,9 @@ impl Engine {
         } else {
             (cpid, Some(creator))
         };
-        let how = if syscall == Some(Syscall::Vfork) || flags.is_some_and(|f| f.contains(cf::CLONE_VFORK)) {
+        let how = if syscall == Some(Syscall::Vfork)
+            || flags.is_some_and(|f| f.contains(cf::CLONE_VFORK))
+        {
             How::Vfork
         } else if clone_parent || (flags.is_none() && parent_pid != cpid && parent_pid != 0) {
             How::CloneParent
@@ -514,7 +613,13 @@ impl Engine {
         let id = self.new_record(child_tid, how, ev.seq, ev.ts_ns);
         let (exe, argv, trunc, role, cid) = {
             let c = &self.procs[creator];
-            (c.exe.clone(), c.argv.clone(), c.argv_truncated, c.role, c.container_id.clone())
+            (
+                c.exe.clone(),
+                c.argv.clone(),
+                c.argv_truncated,
+                c.role,
+                c.container_id.clone(),
+            )
         };
         let p = &mut self.procs[id];
         p.comm = comm;
@@ -527,8 +632,15 @@ impl Engine {
         p.born_syscall = syscall;
         p.creator = Some(creator);
         p.birth_parent = parent_id;
-        p.lineage[0] =
-            LineageEntry { how, parent: parent_pid, caller: Some(cpid), flags, syscall, reason: None, seq: ev.seq };
+        p.lineage[0] = LineageEntry {
+            how,
+            parent: parent_pid,
+            caller: Some(cpid),
+            flags,
+            syscall,
+            reason: None,
+            seq: ev.seq,
+        };
         self.set_parent(id, parent_id, parent_pid);
         self.inherit_subreaper(id);
     }
@@ -571,7 +683,11 @@ impl Engine {
                 t.alive = true;
                 t.comm = comm;
             }
-            None => p.threads.push(Thread { tid: leader, comm, alive: true }),
+            None => p.threads.push(Thread {
+                tid: leader,
+                comm,
+                alive: true,
+            }),
         }
         p.comm = comm;
         p.exe = exe.clone();
@@ -584,13 +700,17 @@ impl Engine {
         let classified = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
         let new_role = match classified.as_ref().map(|c| c.role) {
             Some(r) => Some(r),
-            None if matches!(prev, Some(Role::OciInit { .. }) | Some(Role::Container)) => Some(Role::Container),
+            None if matches!(prev, Some(Role::OciInit { .. }) | Some(Role::Container)) => {
+                Some(Role::Container)
+            }
             None => None,
         };
         if matches!(new_role, Some(Role::OciInit { .. })) && p.init_exec_seq.is_none() {
             p.init_exec_seq = Some(ev.seq);
         }
-        if matches!(prev, Some(Role::OciInit { .. })) && matches!(new_role, Some(Role::Container | Role::Sandbox)) {
+        if matches!(prev, Some(Role::OciInit { .. }))
+            && matches!(new_role, Some(Role::Container | Role::Sandbox))
+        {
             p.workload_exec_seq = Some(ev.seq);
         }
         p.role = new_role;
@@ -655,7 +775,12 @@ impl Engine {
         self.pending_exec.remove(&ev.tid);
         let p = &self.procs[id];
         if group_dead || p.exit_group_code.is_some() || !p.threads.iter().any(|t| t.alive) {
-            self.end_process(id, Some(ExitStatus::from_wait_status(exit_code)), ev.seq, ev.ts_ns);
+            self.end_process(
+                id,
+                Some(ExitStatus::from_wait_status(exit_code)),
+                ev.seq,
+                ev.ts_ns,
+            );
         }
         // Otherwise a thread ended: the process's children stay (they belong to the process).
     }
@@ -671,11 +796,19 @@ impl Engine {
             t.alive = false;
         }
         let dead_pid = p.pid;
-        if !self.procs[id].children.iter().any(|&c| !self.procs[c].exited) {
+        if !self.procs[id]
+            .children
+            .iter()
+            .any(|&c| !self.procs[c].exited)
+        {
             return;
         }
-        let mut orphans: Vec<ProcId> =
-            self.procs[id].children.iter().copied().filter(|&c| !self.procs[c].exited).collect();
+        let mut orphans: Vec<ProcId> = self.procs[id]
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| !self.procs[c].exited)
+            .collect();
         orphans.sort_by_key(|&c| (self.procs[c].pid, c));
         let Some((reaper_id, reaper)) = self.find_new_reaper(id, seq) else {
             return;
@@ -689,7 +822,10 @@ impl Engine {
                 caller: None,
                 flags: None,
                 syscall: None,
-                reason: Some(Reason::ParentExited { parent: dead_pid, reaper }),
+                reason: Some(Reason::ParentExited {
+                    parent: dead_pid,
+                    reaper,
+                }),
                 seq,
             });
         }

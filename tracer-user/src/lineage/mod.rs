@@ -15,7 +15,9 @@ pub mod view;
 mod tests;
 
 pub use engine::{replay_until, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS};
-pub use process::{basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread};
+pub use process::{
+    basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
+};
 pub use roles::{classify, Classified, InitStage, OciCommand, Role};
 pub use story::{StepKind, Story, StoryKind, StoryStep};
 pub use view::{node_label, story_json, story_text, tree_json, tree_text, TreeOpts};

@@ -59,21 +59,34 @@ pub enum Reaper {
 /// Why an adoption happened. Structured (no allocation per exit); rendered on demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reason {
-    ParentExited { parent: u32, reaper: Reaper },
+    ParentExited {
+        parent: u32,
+        reaper: Reaper,
+    },
     /// The kernel reported a different parent than the engine had (a missed event).
-    KernelReports { parent: u32 },
+    KernelReports {
+        parent: u32,
+    },
 }
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Reason::ParentExited { parent, reaper: Reaper::Subreaper(s) } => {
+            Reason::ParentExited {
+                parent,
+                reaper: Reaper::Subreaper(s),
+            } => {
                 write!(f, "parent {parent} exited; nearest subreaper {s}")
             }
-            Reason::ParentExited { parent, reaper: Reaper::Init } => {
+            Reason::ParentExited {
+                parent,
+                reaper: Reaper::Init,
+            } => {
                 write!(f, "parent {parent} exited; no subreaper ancestor: init")
             }
-            Reason::KernelReports { parent } => write!(f, "kernel reports parent {parent} (missed event)"),
+            Reason::KernelReports { parent } => {
+                write!(f, "kernel reports parent {parent} (missed event)")
+            }
         }
     }
 }
@@ -184,7 +197,11 @@ impl Process {
             exe: None,
             argv: Arc::from(Vec::new()),
             argv_truncated: false,
-            threads: vec![Thread { tid: pid, comm: Comm::default(), alive: true }],
+            threads: vec![Thread {
+                tid: pid,
+                comm: Comm::default(),
+                alive: true,
+            }],
             is_subreaper: false,
             has_child_subreaper: false,
             exited: false,
@@ -237,7 +254,11 @@ impl Process {
 
     /// The last adoption, if any.
     pub fn last_adoption(&self) -> Option<&LineageEntry> {
-        self.lineage.iter().skip(1).rev().find(|l| l.how == How::Adopted)
+        self.lineage
+            .iter()
+            .skip(1)
+            .rev()
+            .find(|l| l.how == How::Adopted)
     }
 
     /// Stages of `runc init` this process renamed itself to, with the seq.

@@ -113,7 +113,10 @@ impl OciCommand {
 
     /// Subcommands whose first positional argument is a container id.
     fn takes_id(self) -> bool {
-        !matches!(self, OciCommand::List | OciCommand::Features | OciCommand::Spec | OciCommand::Other)
+        !matches!(
+            self,
+            OciCommand::List | OciCommand::Features | OciCommand::Spec | OciCommand::Other
+        )
     }
 }
 
@@ -180,30 +183,52 @@ pub struct Classified {
 /// Classifies by comm, exe and argv; `None` when nothing matches.
 pub fn classify(comm: &[u8], exe: Option<&str>, argv: &[String]) -> Option<Classified> {
     if let Some(stage) = InitStage::from_comm(comm) {
-        return Some(Classified { role: Role::OciInit { stage: Some(stage) }, container_id: None });
+        return Some(Classified {
+            role: Role::OciInit { stage: Some(stage) },
+            container_id: None,
+        });
     }
     let comm = std::str::from_utf8(comm).unwrap_or("");
-    let names = [exe.map(basename), argv.first().map(|a| basename(a)), Some(comm)];
+    let names = [
+        exe.map(basename),
+        argv.first().map(|a| basename(a)),
+        Some(comm),
+    ];
     let any = |f: &dyn Fn(&str) -> bool| names.iter().flatten().any(|n| !n.is_empty() && f(n));
 
     if any(&|n| n.starts_with("containerd-shim")) {
-        return Some(Classified { role: Role::Shim, container_id: opt_value(argv, &["-id", "--id"]) });
+        return Some(Classified {
+            role: Role::Shim,
+            container_id: opt_value(argv, &["-id", "--id"]),
+        });
     }
     if any(&|n| n == "conmon") {
-        return Some(Classified { role: Role::Shim, container_id: opt_value(argv, &["-c", "--cid"]) });
+        return Some(Classified {
+            role: Role::Shim,
+            container_id: opt_value(argv, &["-c", "--cid"]),
+        });
     }
     if any(&|n| matches!(n, "containerd" | "crio" | "dockerd")) {
-        return Some(Classified { role: Role::RuntimeDaemon, container_id: None });
+        return Some(Classified {
+            role: Role::RuntimeDaemon,
+            container_id: None,
+        });
     }
     if any(&|n| matches!(n, "runc" | "crun")) {
         return Some(classify_oci(argv));
     }
     if any(&|n| n == "pause") {
-        return Some(Classified { role: Role::Sandbox, container_id: None });
+        return Some(Classified {
+            role: Role::Sandbox,
+            container_id: None,
+        });
     }
     let cni = |p: &str| p.starts_with("/opt/cni/bin/");
     if exe.is_some_and(cni) || argv.first().is_some_and(|a| cni(a)) {
-        return Some(Classified { role: Role::CniPlugin, container_id: None });
+        return Some(Classified {
+            role: Role::CniPlugin,
+            container_id: None,
+        });
     }
     None
 }
@@ -225,7 +250,14 @@ fn opt_value(argv: &[String], names: &[&str]) -> Option<String> {
 }
 
 /// Global runc/crun options that take a value.
-const GLOBAL_VALUE_OPTS: &[&str] = &["--root", "--log", "--log-format", "--criu", "--rootless", "--cgroup-manager"];
+const GLOBAL_VALUE_OPTS: &[&str] = &[
+    "--root",
+    "--log",
+    "--log-format",
+    "--criu",
+    "--rootless",
+    "--cgroup-manager",
+];
 /// Subcommand options that take a value.
 const SUB_VALUE_OPTS: &[&str] = &[
     "--bundle",
@@ -275,10 +307,16 @@ fn classify_oci(argv: &[String]) -> Classified {
         break;
     }
     let Some(sub) = sub else {
-        return Classified { role: Role::OciRuntime { subcommand: None }, container_id: None };
+        return Classified {
+            role: Role::OciRuntime { subcommand: None },
+            container_id: None,
+        };
     };
     if sub == "init" {
-        return Classified { role: Role::OciInit { stage: None }, container_id: None };
+        return Classified {
+            role: Role::OciInit { stage: None },
+            container_id: None,
+        };
     }
     let cmd = OciCommand::parse(sub);
     let mut bundle = None;
@@ -307,5 +345,10 @@ fn classify_oci(argv: &[String]) -> Classified {
     } else {
         None
     };
-    Classified { role: Role::OciRuntime { subcommand: Some(cmd) }, container_id }
+    Classified {
+        role: Role::OciRuntime {
+            subcommand: Some(cmd),
+        },
+        container_id,
+    }
 }

@@ -84,7 +84,9 @@ fn label(p: &Process) -> String {
 pub(crate) fn detect(e: &Engine) -> Vec<Story> {
     let mut anchors: Vec<&Process> = e
         .processes()
-        .filter(|p| p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq.is_some())
+        .filter(|p| {
+            p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq.is_some()
+        })
         .collect();
     anchors.sort_by_key(|p| (p.start_seq, p.id));
     anchors.into_iter().map(|init| build(e, init)).collect()
@@ -92,7 +94,14 @@ pub(crate) fn detect(e: &Engine) -> Vec<Story> {
 
 fn build(e: &Engine, init: &Process) -> Story {
     let mut steps = Vec::new();
-    let mut step = |kind, seq, pid, text: String| steps.push(StoryStep { kind, seq, pid, text });
+    let mut step = |kind, seq, pid, text: String| {
+        steps.push(StoryStep {
+            kind,
+            seq,
+            pid,
+            text,
+        })
+    };
 
     let creator = |p: &Process| p.creator.and_then(|c| e.get(c));
     let child = creator(init).filter(|c| c.was_oci_init() && c.id != init.id);
@@ -103,7 +112,10 @@ fn build(e: &Engine, init: &Process) -> Story {
         .birth_parent
         .and_then(|r| e.get(r))
         .filter(|r| matches!(r.role, Some(Role::OciRuntime { .. })));
-    let shim = runtime.and_then(|r| r.birth_parent).and_then(|s| e.get(s)).filter(|s| s.role == Some(Role::Shim));
+    let shim = runtime
+        .and_then(|r| r.birth_parent)
+        .and_then(|s| e.get(s))
+        .filter(|s| s.role == Some(Role::Shim));
 
     if let Some(shim) = shim {
         let by = shim.lineage.first().and_then(|l| l.caller);
@@ -111,11 +123,21 @@ fn build(e: &Engine, init: &Process) -> Story {
             Some(c) => format!(" by {}", label(c)),
             None => by.map(|b| format!(" by {b}")).unwrap_or_default(),
         };
-        step(StepKind::ShimStarted, shim.start_seq, shim.pid, format!("shim {} started{by_text}", label(shim)));
+        step(
+            StepKind::ShimStarted,
+            shim.start_seq,
+            shim.pid,
+            format!("shim {} started{by_text}", label(shim)),
+        );
         let sp = shim.birth_parent.and_then(|p| e.get(p));
         if let Some(sp) = sp {
             if let Some(x) = sp.exit_seq {
-                step(StepKind::ShimParentExited, x, sp.pid, format!("shim's parent {} exited", label(sp)));
+                step(
+                    StepKind::ShimParentExited,
+                    x,
+                    sp.pid,
+                    format!("shim's parent {} exited", label(sp)),
+                );
             }
             let adoption = shim.lineage.iter().find(|l| {
                 matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == sp.pid)
@@ -131,35 +153,70 @@ fn build(e: &Engine, init: &Process) -> Story {
             }
         }
         if let Some(s) = shim.subreaper_seq {
-            step(StepKind::ShimSubreaper, s, shim.pid, format!("shim {} set PR_SET_CHILD_SUBREAPER", shim.pid));
+            step(
+                StepKind::ShimSubreaper,
+                s,
+                shim.pid,
+                format!("shim {} set PR_SET_CHILD_SUBREAPER", shim.pid),
+            );
         }
     }
 
     if let Some(rt) = runtime {
         let seq = rt.execs.last().map_or(rt.start_seq, |x| x.seq);
-        let by = shim.map(|s| format!(" by shim {}", s.pid)).unwrap_or_default();
+        let by = shim
+            .map(|s| format!(" by shim {}", s.pid))
+            .unwrap_or_default();
         let role = rt.role.map(|r| r.to_string()).unwrap_or_default();
-        step(StepKind::RuntimeStarted, seq, rt.pid, format!("{} ({role}) started{by}", label(rt)));
+        step(
+            StepKind::RuntimeStarted,
+            seq,
+            rt.pid,
+            format!("{} ({role}) started{by}", label(rt)),
+        );
     }
 
-    let stages = [(parent, InitStage::Parent), (child, InitStage::Child), (Some(init), InitStage::Init)];
+    let stages = [
+        (parent, InitStage::Parent),
+        (child, InitStage::Child),
+        (Some(init), InitStage::Init),
+    ];
     for p in [parent, child, Some(init)].into_iter().flatten() {
         if let Some(s) = p.init_exec_seq {
-            let from = runtime.map(|r| format!("{} ", label(r))).unwrap_or_default();
-            step(StepKind::InitExec, s, p.pid, format!("{from}child {} exec'd runc init", p.pid));
+            let from = runtime
+                .map(|r| format!("{} ", label(r)))
+                .unwrap_or_default();
+            step(
+                StepKind::InitExec,
+                s,
+                p.pid,
+                format!("{from}child {} exec'd runc init", p.pid),
+            );
             break;
         }
     }
     for (p, stage) in stages {
         let Some(p) = p else { continue };
         if let Some((_, r)) = p.stage_renames().find(|(s, _)| *s == stage) {
-            step(StepKind::StageRenamed, r.seq, p.pid, format!("{} renamed itself {}", p.pid, stage.comm()));
+            step(
+                StepKind::StageRenamed,
+                r.seq,
+                p.pid,
+                format!("{} renamed itself {}", p.pid, stage.comm()),
+            );
         }
     }
     let clone_text = |p: &Process| {
         let l = p.lineage.first();
-        let caller = l.and_then(|l| l.caller).map(|c| c.to_string()).unwrap_or_else(|| "?".into());
-        let how = if l.is_some_and(|l| l.how == How::CloneParent) { " with CLONE_PARENT" } else { "" };
+        let caller = l
+            .and_then(|l| l.caller)
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "?".into());
+        let how = if l.is_some_and(|l| l.how == How::CloneParent) {
+            " with CLONE_PARENT"
+        } else {
+            ""
+        };
         let parent = l.map_or(0, |l| l.parent);
         format!("{caller} cloned {}{how}: parent {parent}", p.pid)
     };
@@ -167,25 +224,55 @@ fn build(e: &Engine, init: &Process) -> Story {
         if parent.is_some() {
             step(StepKind::ChildCloned, c.start_seq, c.pid, clone_text(c));
         }
-        step(StepKind::InitCloned, init.start_seq, init.pid, clone_text(init));
+        step(
+            StepKind::InitCloned,
+            init.start_seq,
+            init.pid,
+            clone_text(init),
+        );
     }
     for p in [child, parent].into_iter().flatten() {
         if let Some(x) = p.exit_seq {
-            step(StepKind::IntermediateExited, x, p.pid, format!("{} exited", label(p)));
+            step(
+                StepKind::IntermediateExited,
+                x,
+                p.pid,
+                format!("{} exited", label(p)),
+            );
         }
     }
     if let Some(rt) = runtime {
         if let Some(x) = rt.exit_seq {
-            step(StepKind::RuntimeExited, x, rt.pid, format!("{} exited", label(rt)));
+            step(
+                StepKind::RuntimeExited,
+                x,
+                rt.pid,
+                format!("{} exited", label(rt)),
+            );
         }
     }
     if let Some(a) = init.lineage.iter().skip(1).find(|l| l.how == How::Adopted) {
         let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
-        step(StepKind::InitAdopted, a.seq, init.pid, format!("init {} adopted by {} ({reason})", init.pid, a.parent));
+        step(
+            StepKind::InitAdopted,
+            a.seq,
+            init.pid,
+            format!("init {} adopted by {} ({reason})", init.pid, a.parent),
+        );
     }
     if let Some(s) = init.workload_exec_seq {
-        let exe = init.execs.iter().find(|x| x.seq == s).map(|x| x.exe.to_string()).unwrap_or_default();
-        step(StepKind::WorkloadExec, s, init.pid, format!("init {} exec'd {exe}", init.pid));
+        let exe = init
+            .execs
+            .iter()
+            .find(|x| x.seq == s)
+            .map(|x| x.exe.to_string())
+            .unwrap_or_default();
+        step(
+            StepKind::WorkloadExec,
+            s,
+            init.pid,
+            format!("init {} exec'd {exe}", init.pid),
+        );
     }
     steps.sort_by_key(|s| s.seq);
 
@@ -204,8 +291,15 @@ fn build(e: &Engine, init: &Process) -> Story {
         container_id,
         kind,
         runtime: runtime.map(|r| {
-            let sub = r.role.and_then(|x| x.detail()).map(|d| format!(" {d}")).unwrap_or_default();
-            let name = r.argv.first().map_or_else(|| r.name(), |a| super::process::basename(a).to_string());
+            let sub = r
+                .role
+                .and_then(|x| x.detail())
+                .map(|d| format!(" {d}"))
+                .unwrap_or_default();
+            let name = r
+                .argv
+                .first()
+                .map_or_else(|| r.name(), |a| super::process::basename(a).to_string());
             format!("{name}{sub}")
         }),
         shim_pid: shim.map(|s| s.pid),

@@ -19,7 +19,10 @@ pub struct TreeOpts {
 
 impl Default for TreeOpts {
     fn default() -> Self {
-        TreeOpts { show_exited: true, show_threads: true }
+        TreeOpts {
+            show_exited: true,
+            show_threads: true,
+        }
     }
 }
 
@@ -62,7 +65,9 @@ pub fn node_label(p: &Process, opts: TreeOpts) -> String {
             Some(Reason::ParentExited { parent, .. }) => {
                 let _ = write!(s, " ⤴ adopted ← {parent} exited");
             }
-            Some(Reason::KernelReports { .. }) | None => s.push_str(" ⤴ adopted (kernel-reported parent)"),
+            Some(Reason::KernelReports { .. }) | None => {
+                s.push_str(" ⤴ adopted (kernel-reported parent)")
+            }
         }
     }
     if p.exited {
