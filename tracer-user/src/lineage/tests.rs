@@ -36,6 +36,7 @@ impl B {
         seq
     }
 
+    #[allow(clippy::too_many_arguments)] // mirrors the Fork event's fields
     fn fork_full(
         &mut self,
         caller: u32,
