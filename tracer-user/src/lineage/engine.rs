@@ -488,6 +488,17 @@ impl Engine {
             None => self.placeholder(kernel, 0, seq, 0),
         };
         let pid = self.procs[id].pid;
+        let p = &mut self.procs[id];
+        if have == 0
+            && p.lineage.len() == 1
+            && matches!(p.lineage[0].how, How::Unknown | How::Snapshot)
+        {
+            // Not a change of parent: the parent was simply not known yet.
+            p.lineage[0].parent = kernel;
+            self.set_parent(id, Some(parent), kernel);
+            self.inherit_subreaper(id);
+            return;
+        }
         self.warn(
             seq,
             WarningKind::ParentMismatch {

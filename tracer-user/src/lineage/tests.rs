@@ -826,6 +826,29 @@ fn kernel_reported_parent_corrects_the_engine() {
 }
 
 #[test]
+fn an_unknown_parent_is_filled_in_without_an_adoption() {
+    let mut e = Engine::new();
+    let mut b = B::default();
+    b.exec_enter(500, 500, "/bin/x", &["x"]);
+    b.exec_enter(500, 500, "/bin/y", &["y"]);
+    b.events[1].ppid = 42;
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    let p = e.process(500).unwrap();
+    assert_eq!(p.ppid, 42);
+    assert_eq!(p.lineage.len(), 1);
+    assert_eq!(p.lineage[0].parent, 42);
+    assert_eq!(
+        e.warnings().iter().map(|w| w.kind).collect::<Vec<_>>(),
+        vec![
+            WarningKind::UnknownPid { pid: 500 },
+            WarningKind::UnknownPid { pid: 42 }
+        ]
+    );
+}
+
+#[test]
 fn seq_gaps_and_backwards_seqs_are_warned() {
     let mut b = B::default();
     b.fork(1, 100);
