@@ -825,7 +825,12 @@ impl Engine {
             return;
         };
         let reaper_pid = self.procs[reaper_id].pid;
+        // Detach all orphans at once (set_parent per orphan would rescan the list each time).
+        let mut kept = std::mem::take(&mut self.procs[id].children);
+        kept.retain(|&c| self.procs[c].exited);
+        self.procs[id].children = kept;
         for c in orphans {
+            self.procs[c].parent = None;
             self.set_parent(c, Some(reaper_id), reaper_pid);
             self.procs[c].lineage.push(LineageEntry {
                 how: How::Adopted,

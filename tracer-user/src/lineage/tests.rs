@@ -719,6 +719,24 @@ fn dying_subreaper_never_adopts_its_own_orphans() {
 }
 
 #[test]
+fn many_orphans_are_adopted_together_in_pid_order() {
+    let mut b = B::default();
+    b.fork(1, 10);
+    for pid in (100..400).rev() {
+        b.fork(10, pid);
+    }
+    b.exit(150, 0);
+    let s = b.exit(10, 0);
+    let e = b.engine();
+    let kids = child_pids(&e, 1);
+    assert_eq!(kids.len(), 300);
+    assert_eq!(kids.first(), Some(&10));
+    assert!(!kids.contains(&150));
+    assert_eq!(child_pids(&e, 10), vec![150]);
+    assert!(e.process(399).unwrap().lineage[1].seq == s);
+}
+
+#[test]
 fn exited_children_stay_with_their_dead_parent() {
     let mut b = B::default();
     b.fork(1, 10);
@@ -1655,6 +1673,7 @@ fn throughput() {
             },
         );
         b.fork(p, p + 2);
+        b.exec(p + 2, "/bin/true", &["true", "--flag"]);
         b.task_exit(p, p + 1, 0, false);
         b.task_exit(p + 2, p + 2, 0, true);
         b.task_exit(p, p, 0, true);
