@@ -20,6 +20,18 @@ pub enum StoryKind {
     Unknown,
 }
 
+impl StoryKind {
+    /// As in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoryKind::Containerd => "containerd",
+            StoryKind::Conmon => "conmon",
+            StoryKind::Direct => "direct",
+            StoryKind::Unknown => "unknown",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
@@ -183,14 +195,14 @@ fn build(e: &Engine, init: &Process) -> Story {
     ];
     for p in [parent, child, Some(init)].into_iter().flatten() {
         if let Some(s) = p.init_exec_seq {
-            let from = runtime
-                .map(|r| format!("{} ", label(r)))
+            let of = runtime
+                .map(|r| format!(" of {}", label(r)))
                 .unwrap_or_default();
             step(
                 StepKind::InitExec,
                 s,
                 p.pid,
-                format!("{from}child {} exec'd runc init", p.pid),
+                format!("child {}{of} exec'd runc init", p.pid),
             );
             break;
         }

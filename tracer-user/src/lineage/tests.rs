@@ -1426,6 +1426,10 @@ fn containerd_story_has_every_step_in_order() {
         "init 1013 adopted by 1001 (parent 1010 exited; nearest subreaper 1001)"
     );
     assert_eq!(text(K::WorkloadExec), "init 1013 exec'd /bin/sleep");
+    assert_eq!(
+        text(K::InitExec),
+        "child 1011 of runc 1010 exec'd runc init"
+    );
 
     // The final tree: the workload under the shim, the shim under init.
     assert_eq!(ppid(&e, 1013), 1001);
@@ -1636,7 +1640,7 @@ fn story_views_render() {
     let t = story_text(&stories);
     assert!(
         t.starts_with(&format!(
-            "container {CID} (Containerd, runc create) → sleep\n"
+            "container {CID} (containerd, runc create) → sleep\n"
         )),
         "{t}"
     );

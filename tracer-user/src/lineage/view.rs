@@ -198,7 +198,7 @@ pub fn story_text(stories: &[Story]) -> String {
         }
         let cid = s.container_id.as_deref().unwrap_or("?");
         let _ = write!(out, "container {cid}");
-        let _ = write!(out, " ({:?}", s.kind);
+        let _ = write!(out, " ({}", s.kind.as_str());
         if let Some(r) = &s.runtime {
             let _ = write!(out, ", {r}");
         }
