@@ -358,7 +358,7 @@ impl Engine {
             None => self.last_seq = Some(seq),
             Some(prev) if seq <= prev => self.warn(seq, WarningKind::SeqBackwards { prev }),
             Some(prev) => {
-                if seq > prev + 1 {
+                if seq - prev > 1 {
                     self.warn(
                         seq,
                         WarningKind::LostEvents {

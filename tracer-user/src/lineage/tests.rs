@@ -890,6 +890,20 @@ fn seq_gaps_and_backwards_seqs_are_warned() {
 }
 
 #[test]
+fn extreme_seqs_do_not_overflow() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(1, 101);
+    b.fork(1, 102);
+    b.events[0].seq = u64::MAX - 1;
+    b.events[1].seq = u64::MAX;
+    b.events[2].seq = 0;
+    let e = b.engine();
+    assert_eq!(e.last_seq(), Some(u64::MAX));
+    assert_eq!(e.warning_count(), 1);
+}
+
+#[test]
 fn out_of_order_exec_before_fork_does_not_panic() {
     let mut b = B::default();
     b.exec(300, "/bin/sleep", &["sleep"]);
@@ -1588,6 +1602,32 @@ fn tree_text_is_pstree_like() {
         "{full}"
     );
     assert!(full.contains("1012 runc:[1:CHILD] [oci-init 1:CHILD] {cid:0123456789ab} (CLONE_PARENT via 1011) (exited with 0)"), "{full}");
+}
+
+#[test]
+fn tree_text_survives_deep_chains_and_marks_placeholders() {
+    let mut b = B::default();
+    b.fork(1, 2);
+    for pid in 2..3000 {
+        b.fork(pid, pid + 1);
+    }
+    b.push(
+        9000,
+        9000,
+        "ghost",
+        EventKind::CloneEnter {
+            syscall: Syscall::Clone,
+            flags: CloneFlags(0),
+            exit_signal: 17,
+        },
+    );
+    let t = tree_text(&b.engine(), TreeOpts::default());
+    assert!(t.contains("└─ …\n"));
+    assert!(
+        t.ends_with("9000 ghost (placeholder)\n"),
+        "{}",
+        &t[t.len() - 200..]
+    );
 }
 
 #[test]

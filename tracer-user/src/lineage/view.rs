@@ -8,6 +8,9 @@ use super::engine::Engine;
 use super::process::{How, Process, Reason};
 use super::story::Story;
 
+/// Indentation kept at most (about 1000 levels); deeper subtrees are shown as `…`.
+const MAX_PREFIX_BYTES: usize = 4096;
+
 /// Options for [`tree_text`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TreeOpts {
@@ -46,6 +49,9 @@ pub fn node_label(p: &Process, opts: TreeOpts) -> String {
     let n = p.live_thread_count();
     if opts.show_threads && n > 1 {
         let _ = write!(s, " {{{n} threads}}");
+    }
+    if p.born_how() == How::Unknown {
+        s.push_str(" (placeholder)");
     }
     if p.is_subreaper {
         s.push_str(" (subreaper)");
@@ -129,8 +135,12 @@ fn write_children(e: &Engine, p: &Process, opts: TreeOpts, prefix: &str, out: &m
         out.push_str(&node_label(c, opts));
         out.push('\n');
         let next = format!("{prefix}{}", if last { "   " } else { "│  " });
-        if next.len() < 4096 {
+        // Bounds the recursion (and the line width) on absurdly deep chains.
+        if next.len() < MAX_PREFIX_BYTES {
             write_children(e, c, opts, &next, out);
+        } else if !c.child_ids().is_empty() {
+            out.push_str(&next);
+            out.push_str("└─ …\n");
         }
     }
 }
