@@ -1,1 +1,23 @@
 //! Lineage engine: turns lifecycle events into the kernel's process tree (see issue 3).
+//!
+//! [`Engine`] is a pure state machine: [`Engine::apply`] takes events in seq order (it copes
+//! with gaps, reordering and unknown pids, turning them into [`Warning`]s), and the queries
+//! give the current tree with each process's lineage history, runtime [`Role`]s and the
+//! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
+
+mod engine;
+mod process;
+mod roles;
+mod story;
+pub mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use engine::{replay_until, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS};
+pub use process::{
+    basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
+};
+pub use roles::{classify, Classified, InitStage, OciCommand, Role};
+pub use story::{StepKind, Story, StoryKind, StoryStep};
+pub use view::{node_label, story_json, story_text, tree_json, tree_text, TreeOpts};

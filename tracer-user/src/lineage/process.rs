@@ -1,0 +1,293 @@
+//! Process records and their lineage history.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::event::{CloneFlags, Comm, ExitStatus, Syscall};
+
+use super::roles::{InitStage, Role};
+
+/// Index of a process record inside an [`super::Engine`]. Stable for the engine's lifetime;
+/// unlike a pid it is never reused.
+pub type ProcId = usize;
+
+/// How a process got its current (or an earlier) parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum How {
+    Clone,
+    /// Created with CLONE_PARENT: the parent is the caller's parent.
+    CloneParent,
+    Fork,
+    Vfork,
+    /// Reparented after its parent exited (or corrected from a kernel report).
+    Adopted,
+    /// Existed before tracing started (from a /proc snapshot).
+    Snapshot,
+    /// Synthesized because an event named a pid the engine had never seen.
+    Unknown,
+}
+
+impl How {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            How::Clone => "clone",
+            How::CloneParent => "clone_parent",
+            How::Fork => "fork",
+            How::Vfork => "vfork",
+            How::Adopted => "adopted",
+            How::Snapshot => "snapshot",
+            How::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for How {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who took the orphans (kernel/exit.c find_new_reaper).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reaper {
+    /// The nearest live ancestor that set PR_SET_CHILD_SUBREAPER.
+    Subreaper(u32),
+    /// The pid namespace's init.
+    Init,
+}
+
+/// Why an adoption happened. Structured (no allocation per exit); rendered on demand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    ParentExited {
+        parent: u32,
+        reaper: Reaper,
+    },
+    /// The kernel reported a different parent than the engine had (a missed event).
+    KernelReports {
+        parent: u32,
+    },
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Reason::ParentExited {
+                parent,
+                reaper: Reaper::Subreaper(s),
+            } => {
+                write!(f, "parent {parent} exited; nearest subreaper {s}")
+            }
+            Reason::ParentExited {
+                parent,
+                reaper: Reaper::Init,
+            } => {
+                write!(f, "parent {parent} exited; no subreaper ancestor: init")
+            }
+            Reason::KernelReports { parent } => {
+                write!(f, "kernel reports parent {parent} (missed event)")
+            }
+        }
+    }
+}
+
+/// One step of a process's history: its birth, then every change of parent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineageEntry {
+    pub how: How,
+    /// The parent (tgid) from this point on; 0 when unknown.
+    pub parent: u32,
+    /// The process that called clone/fork (differs from `parent` with CLONE_PARENT).
+    pub caller: Option<u32>,
+    /// Clone flags of the creating call, when known.
+    pub flags: Option<CloneFlags>,
+    pub syscall: Option<Syscall>,
+    pub reason: Option<Reason>,
+    pub seq: u64,
+}
+
+impl LineageEntry {
+    /// `CLONE_VM|CLONE_VFORK`, or `None` when the flags are unknown.
+    pub fn flags_text(&self) -> Option<String> {
+        self.flags.map(|f| crate::names::clone_flags(f.0))
+    }
+
+    pub fn reason_text(&self) -> Option<String> {
+        self.reason.map(|r| r.to_string())
+    }
+}
+
+/// A thread of a process. The comm is per thread; a process shows its leader's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thread {
+    pub tid: u32,
+    pub comm: Comm,
+    pub alive: bool,
+}
+
+/// A successful exec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecRecord {
+    pub seq: u64,
+    pub exe: Arc<str>,
+}
+
+/// A PR_SET_NAME.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rename {
+    pub seq: u64,
+    pub tid: u32,
+    pub comm: Comm,
+}
+
+/// One process (thread group) as the engine knows it. Exited processes are kept.
+#[derive(Clone, Debug)]
+pub struct Process {
+    pub id: ProcId,
+    pub pid: u32,
+    /// Current parent tgid (0 = unknown).
+    pub ppid: u32,
+    /// Current parent's record.
+    pub parent: Option<ProcId>,
+    /// The leader thread's name.
+    pub comm: Comm,
+    pub exe: Option<Arc<str>>,
+    /// Shared with the creator until the next exec (fork copies without allocating).
+    pub argv: Arc<[String]>,
+    pub argv_truncated: bool,
+    pub threads: Vec<Thread>,
+    pub is_subreaper: bool,
+    pub has_child_subreaper: bool,
+    pub exited: bool,
+    pub exit_status: Option<ExitStatus>,
+    /// Code passed to exit_group, if it was seen.
+    pub exit_group_code: Option<i32>,
+    pub role: Option<Role>,
+    pub container_id: Option<Arc<str>>,
+    /// Birth first, then adoptions, oldest first.
+    pub lineage: Vec<LineageEntry>,
+    /// The syscall that created it, when known.
+    pub born_syscall: Option<Syscall>,
+    pub start_seq: u64,
+    pub birth_ts_ns: u64,
+    pub exit_seq: Option<u64>,
+    pub exit_ts_ns: Option<u64>,
+    /// The process that called clone/fork.
+    pub creator: Option<ProcId>,
+    /// The parent at birth.
+    pub birth_parent: Option<ProcId>,
+    pub subreaper_seq: Option<u64>,
+    pub execs: Vec<ExecRecord>,
+    pub renames: Vec<Rename>,
+    /// The exec that made it an oci-init (`runc init`).
+    pub init_exec_seq: Option<u64>,
+    /// The exec from an oci-init stage into the workload.
+    pub workload_exec_seq: Option<u64>,
+    pub(crate) children: Vec<ProcId>,
+}
+
+impl Process {
+    pub(crate) fn blank(id: ProcId, pid: u32, how: How, seq: u64, ts_ns: u64) -> Process {
+        Process {
+            id,
+            pid,
+            ppid: 0,
+            parent: None,
+            comm: Comm::default(),
+            exe: None,
+            argv: Arc::from(Vec::new()),
+            argv_truncated: false,
+            threads: vec![Thread {
+                tid: pid,
+                comm: Comm::default(),
+                alive: true,
+            }],
+            is_subreaper: false,
+            has_child_subreaper: false,
+            exited: false,
+            exit_status: None,
+            exit_group_code: None,
+            role: None,
+            container_id: None,
+            lineage: vec![LineageEntry {
+                how,
+                parent: 0,
+                caller: None,
+                flags: None,
+                syscall: None,
+                reason: None,
+                seq,
+            }],
+            born_syscall: None,
+            start_seq: seq,
+            birth_ts_ns: ts_ns,
+            exit_seq: None,
+            exit_ts_ns: None,
+            creator: None,
+            birth_parent: None,
+            subreaper_seq: None,
+            execs: Vec::new(),
+            renames: Vec::new(),
+            init_exec_seq: None,
+            workload_exec_seq: None,
+            children: Vec::new(),
+        }
+    }
+
+    /// How it was born (the first lineage entry).
+    pub fn born_how(&self) -> How {
+        self.lineage.first().map_or(How::Unknown, |l| l.how)
+    }
+
+    /// Current children, exited ones included (they stay where they died).
+    pub fn child_ids(&self) -> &[ProcId] {
+        &self.children
+    }
+
+    pub fn live_tids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.threads.iter().filter(|t| t.alive).map(|t| t.tid)
+    }
+
+    pub fn live_thread_count(&self) -> usize {
+        self.threads.iter().filter(|t| t.alive).count()
+    }
+
+    /// The last adoption, if any.
+    pub fn last_adoption(&self) -> Option<&LineageEntry> {
+        self.lineage
+            .iter()
+            .skip(1)
+            .rev()
+            .find(|l| l.how == How::Adopted)
+    }
+
+    /// Stages of `runc init` this process renamed itself to, with the seq.
+    pub fn stage_renames(&self) -> impl Iterator<Item = (InitStage, &Rename)> {
+        self.renames
+            .iter()
+            .filter_map(|r| InitStage::from_comm(r.comm.as_bytes()).map(|s| (s, r)))
+    }
+
+    /// Was (or is) part of a `runc init` chain.
+    pub fn was_oci_init(&self) -> bool {
+        self.init_exec_seq.is_some()
+            || matches!(self.role, Some(Role::OciInit { .. }))
+            || self.stage_renames().next().is_some()
+    }
+
+    /// Display name: the comm, else the exe's basename, else `?`.
+    pub fn name(&self) -> String {
+        if !self.comm.is_empty() {
+            return self.comm.to_string();
+        }
+        match &self.exe {
+            Some(e) => basename(e).to_string(),
+            None => "?".to_string(),
+        }
+    }
+}
+
+/// The last path component (`/usr/bin/runc` → `runc`).
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

@@ -1,0 +1,354 @@
+//! Container-runtime roles and container ids, from names, exe paths and argv alone.
+
+use std::fmt;
+
+use super::process::basename;
+
+/// The three stages of `runc init` (libcontainer/nsenter), named by PR_SET_NAME.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InitStage {
+    Parent,
+    Child,
+    Init,
+}
+
+impl InitStage {
+    /// `runc:[0:PARENT]` → Parent, etc.
+    pub fn from_comm(comm: &[u8]) -> Option<InitStage> {
+        match comm {
+            b"runc:[0:PARENT]" => Some(InitStage::Parent),
+            b"runc:[1:CHILD]" => Some(InitStage::Child),
+            b"runc:[2:INIT]" => Some(InitStage::Init),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InitStage::Parent => "0:PARENT",
+            InitStage::Child => "1:CHILD",
+            InitStage::Init => "2:INIT",
+        }
+    }
+
+    /// The comm runc gives the stage.
+    pub fn comm(self) -> &'static str {
+        match self {
+            InitStage::Parent => "runc:[0:PARENT]",
+            InitStage::Child => "runc:[1:CHILD]",
+            InitStage::Init => "runc:[2:INIT]",
+        }
+    }
+}
+
+/// An OCI runtime subcommand. `Copy` so roles are copied on fork without allocating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OciCommand {
+    Create,
+    Start,
+    Run,
+    Exec,
+    Delete,
+    Kill,
+    State,
+    Ps,
+    Pause,
+    Resume,
+    Update,
+    Events,
+    List,
+    Features,
+    Checkpoint,
+    Restore,
+    Spec,
+    Other,
+}
+
+impl OciCommand {
+    fn parse(s: &str) -> OciCommand {
+        match s {
+            "create" => OciCommand::Create,
+            "start" => OciCommand::Start,
+            "run" => OciCommand::Run,
+            "exec" => OciCommand::Exec,
+            "delete" => OciCommand::Delete,
+            "kill" => OciCommand::Kill,
+            "state" => OciCommand::State,
+            "ps" => OciCommand::Ps,
+            "pause" => OciCommand::Pause,
+            "resume" => OciCommand::Resume,
+            "update" => OciCommand::Update,
+            "events" => OciCommand::Events,
+            "list" => OciCommand::List,
+            "features" => OciCommand::Features,
+            "checkpoint" => OciCommand::Checkpoint,
+            "restore" => OciCommand::Restore,
+            "spec" => OciCommand::Spec,
+            _ => OciCommand::Other,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OciCommand::Create => "create",
+            OciCommand::Start => "start",
+            OciCommand::Run => "run",
+            OciCommand::Exec => "exec",
+            OciCommand::Delete => "delete",
+            OciCommand::Kill => "kill",
+            OciCommand::State => "state",
+            OciCommand::Ps => "ps",
+            OciCommand::Pause => "pause",
+            OciCommand::Resume => "resume",
+            OciCommand::Update => "update",
+            OciCommand::Events => "events",
+            OciCommand::List => "list",
+            OciCommand::Features => "features",
+            OciCommand::Checkpoint => "checkpoint",
+            OciCommand::Restore => "restore",
+            OciCommand::Spec => "spec",
+            OciCommand::Other => "other",
+        }
+    }
+
+    /// Subcommands whose first positional argument is a container id.
+    fn takes_id(self) -> bool {
+        !matches!(
+            self,
+            OciCommand::List | OciCommand::Features | OciCommand::Spec | OciCommand::Other
+        )
+    }
+}
+
+/// What a process is in the container machinery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// containerd, crio, dockerd.
+    RuntimeDaemon,
+    /// containerd-shim*, conmon.
+    Shim,
+    /// runc / crun with a subcommand (`None` when argv shows none).
+    OciRuntime { subcommand: Option<OciCommand> },
+    /// `runc init` and its stages (`None` before the first rename).
+    OciInit { stage: Option<InitStage> },
+    /// The pause container.
+    Sandbox,
+    /// What an oci-init stage exec'd into (and whatever that then runs).
+    Container,
+    /// /opt/cni/bin/*.
+    CniPlugin,
+}
+
+impl Role {
+    /// `oci-runtime` etc., as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::RuntimeDaemon => "runtime-daemon",
+            Role::Shim => "shim",
+            Role::OciRuntime { .. } => "oci-runtime",
+            Role::OciInit { .. } => "oci-init",
+            Role::Sandbox => "sandbox",
+            Role::Container => "container",
+            Role::CniPlugin => "cni-plugin",
+        }
+    }
+
+    /// The subcommand or stage, when there is one.
+    pub fn detail(self) -> Option<&'static str> {
+        match self {
+            Role::OciRuntime { subcommand } => subcommand.map(OciCommand::as_str),
+            Role::OciInit { stage } => stage.map(InitStage::as_str),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())?;
+        if let Some(d) = self.detail() {
+            write!(f, " {d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A role and, when argv shows it, a container id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Classified {
+    pub role: Role,
+    pub container_id: Option<String>,
+}
+
+/// Classifies by comm, exe and argv; `None` when nothing matches.
+pub fn classify(comm: &[u8], exe: Option<&str>, argv: &[String]) -> Option<Classified> {
+    if let Some(stage) = InitStage::from_comm(comm) {
+        return Some(Classified {
+            role: Role::OciInit { stage: Some(stage) },
+            container_id: None,
+        });
+    }
+    let comm = std::str::from_utf8(comm).unwrap_or("");
+    let names = [
+        exe.map(basename),
+        argv.first().map(|a| basename(a)),
+        Some(comm),
+    ];
+    let any = |f: &dyn Fn(&str) -> bool| names.iter().flatten().any(|n| !n.is_empty() && f(n));
+
+    if any(&|n| n.starts_with("containerd-shim")) {
+        return Some(Classified {
+            role: Role::Shim,
+            container_id: opt_value(argv, &["-id", "--id"]),
+        });
+    }
+    if any(&|n| n == "conmon") {
+        return Some(Classified {
+            role: Role::Shim,
+            container_id: opt_value(argv, &["-c", "--cid"]),
+        });
+    }
+    if any(&|n| matches!(n, "containerd" | "crio" | "dockerd")) {
+        return Some(Classified {
+            role: Role::RuntimeDaemon,
+            container_id: None,
+        });
+    }
+    if any(&|n| matches!(n, "runc" | "crun")) {
+        return Some(classify_oci(argv));
+    }
+    if any(&|n| n == "pause") {
+        return Some(Classified {
+            role: Role::Sandbox,
+            container_id: None,
+        });
+    }
+    let cni = |p: &str| p.starts_with("/opt/cni/bin/");
+    if exe.is_some_and(cni) || argv.first().is_some_and(|a| cni(a)) {
+        return Some(Classified {
+            role: Role::CniPlugin,
+            container_id: None,
+        });
+    }
+    None
+}
+
+/// The value of `-id X`, `--id X` or `--id=X`.
+fn opt_value(argv: &[String], names: &[&str]) -> Option<String> {
+    let mut it = argv.iter().skip(1);
+    while let Some(a) = it.next() {
+        if names.contains(&a.as_str()) {
+            return it.next().filter(|v| !v.is_empty()).cloned();
+        }
+        if let Some((k, v)) = a.split_once('=') {
+            if names.contains(&k) && !v.is_empty() {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Global runc/crun options that take a value.
+const GLOBAL_VALUE_OPTS: &[&str] = &[
+    "--root",
+    "--log",
+    "--log-format",
+    "--criu",
+    "--rootless",
+    "--cgroup-manager",
+];
+/// Subcommand options that take a value.
+const SUB_VALUE_OPTS: &[&str] = &[
+    "--bundle",
+    "-b",
+    "--console-socket",
+    "--pid-file",
+    "--preserve-fds",
+    "--process",
+    "-p",
+    "--cwd",
+    "--env",
+    "-e",
+    "--user",
+    "-u",
+    "--cap",
+    "-c",
+    "--apparmor",
+    "--process-label",
+    "--additional-gids",
+    "-g",
+    "--image-path",
+    "--work-path",
+    "--parent-path",
+    "--page-server",
+    "--manage-cgroups-mode",
+    "--empty-ns",
+    "--format",
+    "-f",
+    "--interval",
+];
+
+/// runc/crun argv: `runc [global opts] SUBCOMMAND [opts] ID ...`.
+fn classify_oci(argv: &[String]) -> Classified {
+    let mut i = 1;
+    let mut sub = None;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a.starts_with('-') {
+            if !a.contains('=') && GLOBAL_VALUE_OPTS.contains(&a) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        sub = Some(a);
+        i += 1;
+        break;
+    }
+    let Some(sub) = sub else {
+        return Classified {
+            role: Role::OciRuntime { subcommand: None },
+            container_id: None,
+        };
+    };
+    if sub == "init" {
+        return Classified {
+            role: Role::OciInit { stage: None },
+            container_id: None,
+        };
+    }
+    let cmd = OciCommand::parse(sub);
+    let mut bundle = None;
+    let mut id = None;
+    while i < argv.len() {
+        let a = argv[i].as_str();
+        if a.starts_with('-') && a.len() > 1 {
+            if let Some(v) = a.strip_prefix("--bundle=") {
+                bundle = Some(v);
+            } else if !a.contains('=') && SUB_VALUE_OPTS.contains(&a) {
+                if matches!(a, "--bundle" | "-b") {
+                    bundle = argv.get(i + 1).map(String::as_str);
+                }
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        id = Some(a);
+        break;
+    }
+    let container_id = if cmd.takes_id() {
+        id.or_else(|| bundle.map(|b| basename(b.trim_end_matches('/'))))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    } else {
+        None
+    };
+    Classified {
+        role: Role::OciRuntime {
+            subcommand: Some(cmd),
+        },
+        container_id,
+    }
+}

@@ -1,0 +1,1739 @@
+//! Unit tests: one per semantic rule, roles, container ids, stories and views.
+
+use super::*;
+use crate::event::{
+    clone_flags as cf, prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind, ExitStatus,
+    Syscall,
+};
+
+/// Writes events concisely; every method returns the seq of the (last) event it added.
+#[derive(Default)]
+struct B {
+    events: Vec<Event>,
+}
+
+const THREAD_FLAGS: u64 = cf::CLONE_VM
+    | cf::CLONE_FS
+    | cf::CLONE_FILES
+    | cf::CLONE_SIGHAND
+    | cf::CLONE_THREAD
+    | cf::CLONE_SYSVSEM;
+
+impl B {
+    fn push(&mut self, tgid: u32, tid: u32, comm: &str, kind: EventKind) -> u64 {
+        let seq = self.events.len() as u64 + 1;
+        self.events.push(Event {
+            seq,
+            ts_ns: seq * 1000,
+            tgid,
+            tid,
+            ppid: 0,
+            uid: 0,
+            cgroup_id: 0,
+            comm: Comm::new(comm),
+            kind,
+        });
+        seq
+    }
+
+    #[allow(clippy::too_many_arguments)] // mirrors the Fork event's fields
+    fn fork_full(
+        &mut self,
+        caller: u32,
+        caller_tid: u32,
+        child: u32,
+        child_tgid: u32,
+        child_ppid: u32,
+        syscall: Option<Syscall>,
+        flags: Option<u64>,
+    ) -> u64 {
+        self.push(
+            caller,
+            caller_tid,
+            "",
+            EventKind::Fork {
+                child_tid: child,
+                child_tgid,
+                child_ppid,
+                syscall,
+                flags: flags.map(CloneFlags),
+            },
+        )
+    }
+
+    fn fork(&mut self, caller: u32, child: u32) -> u64 {
+        self.fork_full(
+            caller,
+            caller,
+            child,
+            child,
+            0,
+            Some(Syscall::Fork),
+            Some(0),
+        )
+    }
+
+    fn clone(&mut self, caller: u32, child: u32, flags: u64) -> u64 {
+        self.fork_full(
+            caller,
+            caller,
+            child,
+            child,
+            0,
+            Some(Syscall::Clone),
+            Some(flags),
+        )
+    }
+
+    fn thread(&mut self, pid: u32, caller_tid: u32, tid: u32) -> u64 {
+        self.fork_full(
+            pid,
+            caller_tid,
+            tid,
+            pid,
+            0,
+            Some(Syscall::Clone),
+            Some(THREAD_FLAGS),
+        )
+    }
+
+    fn exec_enter(&mut self, pid: u32, tid: u32, filename: &str, argv: &[&str]) -> u64 {
+        self.push(
+            pid,
+            tid,
+            "",
+            EventKind::ExecEnter {
+                syscall: Syscall::Execve,
+                dirfd: -100,
+                at_flags: 0,
+                filename: CapturedStr::new(filename),
+                argv: argv.iter().map(|s| s.to_string()).collect(),
+                argv_truncated: false,
+            },
+        )
+    }
+
+    /// Exec enter + success, the exec'd comm given by the kernel (`""` = unknown).
+    fn exec_comm(&mut self, pid: u32, tid: u32, filename: &str, argv: &[&str], comm: &str) -> u64 {
+        self.exec_enter(pid, tid, filename, argv);
+        self.push(
+            pid,
+            pid,
+            comm,
+            EventKind::Exec {
+                old_tid: tid,
+                filename: CapturedStr::new(filename),
+            },
+        )
+    }
+
+    fn exec(&mut self, pid: u32, filename: &str, argv: &[&str]) -> u64 {
+        self.exec_comm(pid, pid, filename, argv, "")
+    }
+
+    fn rename(&mut self, pid: u32, tid: u32, name: &str) -> u64 {
+        self.push(
+            pid,
+            tid,
+            "",
+            EventKind::PrctlEnter {
+                option: prctl_opt::PR_SET_NAME,
+                arg2: 0,
+                name: Some(CapturedStr::new(name)),
+            },
+        )
+    }
+
+    fn subreaper(&mut self, pid: u32, tid: u32, on: bool) -> u64 {
+        self.push(
+            pid,
+            tid,
+            "",
+            EventKind::PrctlEnter {
+                option: prctl_opt::PR_SET_CHILD_SUBREAPER,
+                arg2: on as u64,
+                name: None,
+            },
+        )
+    }
+
+    fn task_exit(&mut self, pid: u32, tid: u32, code: i32, group_dead: bool) -> u64 {
+        let exit_code = ExitStatus::Exited { code }.to_wait_status();
+        self.push(
+            pid,
+            tid,
+            "",
+            EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            },
+        )
+    }
+
+    fn exit(&mut self, pid: u32, code: i32) -> u64 {
+        self.push(
+            pid,
+            pid,
+            "",
+            EventKind::ExitEnter {
+                syscall: Syscall::ExitGroup,
+                code,
+            },
+        );
+        self.task_exit(pid, pid, code, true)
+    }
+
+    fn engine(&self) -> Engine {
+        let mut e = Engine::new();
+        e.seed_snapshot(&[snap(1, 0, "systemd")]);
+        for ev in &self.events {
+            e.apply(ev);
+        }
+        e
+    }
+}
+
+fn snap(pid: u32, ppid: u32, comm: &str) -> SnapshotProcess {
+    SnapshotProcess {
+        pid,
+        ppid,
+        comm: comm.into(),
+        threads: vec![pid],
+        ..Default::default()
+    }
+}
+
+fn ppid(e: &Engine, pid: u32) -> u32 {
+    e.process(pid).map(|p| p.ppid).unwrap_or(u32::MAX)
+}
+
+fn child_pids(e: &Engine, pid: u32) -> Vec<u32> {
+    e.children(pid).iter().map(|p| p.pid).collect()
+}
+
+fn live_tids(e: &Engine, pid: u32) -> Vec<u32> {
+    e.process(pid)
+        .map(|p| p.live_tids().collect())
+        .unwrap_or_default()
+}
+
+fn reasons(e: &Engine, pid: u32) -> Vec<String> {
+    e.process(pid)
+        .map(|p| p.lineage.iter().filter_map(|l| l.reason_text()).collect())
+        .unwrap_or_default()
+}
+
+// ---- threads vs processes ----
+
+#[test]
+fn clone_thread_adds_a_thread_not_a_process() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    let e = b.engine();
+    assert!(e.process(101).is_none());
+    assert_eq!(live_tids(&e, 100), vec![100, 101]);
+    assert_eq!(child_pids(&e, 1), vec![100]);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+#[test]
+fn child_tgid_differing_from_tid_means_thread_even_without_flags() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork_full(100, 100, 101, 100, 0, None, None);
+    let e = b.engine();
+    assert!(e.process(101).is_none());
+    assert_eq!(live_tids(&e, 100), vec![100, 101]);
+}
+
+#[test]
+fn threads_subreaper_prctl_marks_the_whole_process() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    let s = b.subreaper(100, 101, true);
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert!(p.is_subreaper);
+    assert_eq!(p.subreaper_seq, Some(s));
+}
+
+#[test]
+fn subreaper_cleared_with_zero() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.subreaper(100, 100, true);
+    b.subreaper(100, 100, false);
+    assert!(!b.engine().process(100).unwrap().is_subreaper);
+}
+
+#[test]
+fn threads_exit_group_ends_all_threads() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(100, 200);
+    b.thread(100, 100, 101);
+    b.thread(100, 100, 102);
+    b.push(
+        100,
+        101,
+        "",
+        EventKind::ExitEnter {
+            syscall: Syscall::ExitGroup,
+            code: 3,
+        },
+    );
+    let first = b.task_exit(100, 100, 3, false);
+    b.task_exit(100, 102, 3, false);
+    b.task_exit(100, 101, 3, true);
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert!(p.exited);
+    assert_eq!(p.exit_status, Some(ExitStatus::Exited { code: 3 }));
+    assert_eq!(p.exit_seq, Some(first));
+    assert_eq!(p.live_thread_count(), 0);
+    // Its child was orphaned once, when the process ended.
+    assert_eq!(ppid(&e, 200), 1);
+    assert_eq!(e.process(200).unwrap().lineage.len(), 2);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+#[test]
+fn group_dead_ends_the_process_even_with_unseen_thread_exits() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    b.task_exit(100, 101, 0, true);
+    let e = b.engine();
+    assert!(e.process(100).unwrap().exited);
+    assert!(live_tids(&e, 100).is_empty());
+}
+
+#[test]
+fn a_threads_exit_keeps_the_process_and_its_children() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    b.fork_full(100, 101, 200, 200, 0, Some(Syscall::Fork), Some(0));
+    // The leader ends, another thread lives on: the process (and its children) stay.
+    b.task_exit(100, 100, 0, false);
+    let e = b.engine();
+    assert!(!e.process(100).unwrap().exited);
+    assert_eq!(live_tids(&e, 100), vec![101]);
+    assert_eq!(ppid(&e, 200), 100);
+    assert_eq!(e.process(200).unwrap().lineage.len(), 1);
+}
+
+#[test]
+fn last_known_thread_exit_ends_the_process() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.task_exit(100, 100, 7, false);
+    let e = b.engine();
+    assert_eq!(
+        e.process(100).unwrap().exit_status,
+        Some(ExitStatus::Exited { code: 7 })
+    );
+}
+
+#[test]
+fn exit_status_keeps_signals() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.push(
+        100,
+        100,
+        "",
+        EventKind::TaskExit {
+            exit_code: 9,
+            group_dead: true,
+        },
+    );
+    let e = b.engine();
+    assert_eq!(
+        e.process(100).unwrap().exit_status,
+        Some(ExitStatus::Killed {
+            signal: 9,
+            core_dumped: false
+        })
+    );
+}
+
+// ---- creation ----
+
+#[test]
+fn fork_parent_is_the_caller() {
+    let mut b = B::default();
+    let s = b.fork(1, 100);
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert_eq!(p.ppid, 1);
+    assert_eq!(
+        p.lineage,
+        vec![LineageEntry {
+            how: How::Fork,
+            parent: 1,
+            caller: Some(1),
+            flags: Some(CloneFlags(0)),
+            syscall: Some(Syscall::Fork),
+            reason: None,
+            seq: s,
+        }]
+    );
+    assert_eq!(p.start_seq, s);
+    assert_eq!(p.birth_ts_ns, s * 1000);
+}
+
+#[test]
+fn clone_parent_makes_the_callers_parent_the_parent() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(100, 200);
+    b.clone(200, 300, cf::CLONE_PARENT);
+    let e = b.engine();
+    let p = e.process(300).unwrap();
+    assert_eq!(p.ppid, 100);
+    assert_eq!(p.lineage[0].how, How::CloneParent);
+    assert_eq!(p.lineage[0].caller, Some(200));
+    assert_eq!(p.lineage[0].parent, 100);
+    assert_eq!(p.lineage[0].flags_text().as_deref(), Some("CLONE_PARENT"));
+    assert_eq!(child_pids(&e, 100), vec![200, 300]);
+    assert!(child_pids(&e, 200).is_empty());
+}
+
+#[test]
+fn kernel_child_ppid_wins_and_implies_clone_parent_when_flags_unknown() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(100, 200);
+    b.fork_full(200, 200, 300, 300, 100, Some(Syscall::Clone), None);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 300), 100);
+    assert_eq!(e.process(300).unwrap().lineage[0].how, How::CloneParent);
+    assert_eq!(e.process(300).unwrap().lineage[0].flags, None);
+}
+
+#[test]
+fn vfork_and_clone_vfork_are_vfork_clone_is_clone() {
+    let mut b = B::default();
+    b.fork_full(
+        1,
+        1,
+        100,
+        100,
+        0,
+        Some(Syscall::Vfork),
+        Some(cf::CLONE_VM | cf::CLONE_VFORK),
+    );
+    b.clone(1, 101, cf::CLONE_VM | cf::CLONE_VFORK);
+    b.fork_full(1, 1, 102, 102, 0, Some(Syscall::Clone3), Some(0));
+    b.fork_full(1, 1, 103, 103, 0, None, None);
+    let e = b.engine();
+    let how = |pid| e.process(pid).unwrap().lineage[0].how;
+    assert_eq!(how(100), How::Vfork);
+    assert_eq!(how(101), How::Vfork);
+    assert_eq!(how(102), How::Clone);
+    assert_eq!(how(103), How::Clone);
+    assert_eq!(e.process(101).unwrap().born_syscall, Some(Syscall::Clone));
+}
+
+#[test]
+fn fork_copies_name_exe_argv_role_and_container_id() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(
+        100,
+        "/usr/bin/runc",
+        &["runc", "create", "--bundle", "/b/x", "cid1"],
+    );
+    b.fork(100, 101);
+    let e = b.engine();
+    let c = e.process(101).unwrap();
+    assert_eq!(c.comm.to_string(), "runc");
+    assert_eq!(c.exe.as_deref(), Some("/usr/bin/runc"));
+    assert_eq!(c.argv.len(), 5);
+    assert_eq!(c.container_id.as_deref(), Some("cid1"));
+    assert_eq!(
+        c.role,
+        Some(Role::OciRuntime {
+            subcommand: Some(OciCommand::Create)
+        })
+    );
+}
+
+// ---- exec ----
+
+#[test]
+fn exec_replaces_name_exe_and_argv() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    let s = b.exec(
+        100,
+        "/usr/bin/averyveryverylongname",
+        &["averyveryverylongname", "-x"],
+    );
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert_eq!(p.comm.to_string(), "averyveryverylo");
+    assert_eq!(p.exe.as_deref(), Some("/usr/bin/averyveryverylongname"));
+    assert_eq!(
+        &*p.argv,
+        &["averyveryverylongname".to_string(), "-x".to_string()]
+    );
+    assert_eq!(p.execs.len(), 1);
+    assert_eq!(p.execs[0].seq, s);
+}
+
+#[test]
+fn exec_prefers_the_kernels_comm() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec_comm(100, 100, "/proc/self/exe", &["runc", "init"], "exe");
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert_eq!(p.comm.to_string(), "exe");
+    assert_eq!(p.role, Some(Role::OciInit { stage: None }));
+}
+
+#[test]
+fn exec_from_a_non_leader_thread_takes_the_leaders_pid() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    b.thread(100, 100, 102);
+    b.exec_enter(100, 101, "/bin/true", &["true"]);
+    // de_thread: the other threads (the old leader included) exit first.
+    b.task_exit(100, 102, 0, false);
+    b.task_exit(100, 100, 0, false);
+    b.push(
+        100,
+        100,
+        "true",
+        EventKind::Exec {
+            old_tid: 101,
+            filename: CapturedStr::new("/bin/true"),
+        },
+    );
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert!(!p.exited);
+    assert_eq!(live_tids(&e, 100), vec![100]);
+    assert_eq!(p.comm.to_string(), "true");
+    assert_eq!(&*p.argv, &["true".to_string()]);
+    assert!(e.process(101).is_none());
+}
+
+#[test]
+fn exec_kills_other_threads() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    b.exec(100, "/bin/sh", &["sh"]);
+    assert_eq!(live_tids(&b.engine(), 100), vec![100]);
+}
+
+#[test]
+fn failed_exec_changes_nothing() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/bin/sh", &["sh", "-c", "x"]);
+    b.exec_enter(100, 100, "/nonexistent", &["nope"]);
+    b.push(
+        100,
+        100,
+        "",
+        EventKind::SyscallExit {
+            syscall: Syscall::Execve,
+            ret: -2,
+        },
+    );
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert_eq!(p.comm.to_string(), "sh");
+    assert_eq!(p.exe.as_deref(), Some("/bin/sh"));
+    assert_eq!(p.argv.len(), 3);
+    assert_eq!(p.execs.len(), 1);
+    // The failed enter was dropped: a later exec without an enter has no argv from it.
+    let mut b2 = B {
+        events: b.events.clone(),
+    };
+    b2.push(
+        100,
+        100,
+        "",
+        EventKind::Exec {
+            old_tid: 100,
+            filename: CapturedStr::new("/bin/ls"),
+        },
+    );
+    let e2 = b2.engine();
+    assert!(e2.process(100).unwrap().argv.is_empty());
+    assert_eq!(e2.process(100).unwrap().comm.to_string(), "ls");
+}
+
+#[test]
+fn pr_set_name_renames_the_thread_and_the_leader_names_the_process() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/usr/bin/app", &["app"]);
+    b.thread(100, 100, 101);
+    b.rename(100, 101, "worker");
+    let e = b.engine();
+    assert_eq!(e.process(100).unwrap().comm.to_string(), "app");
+    assert_eq!(
+        e.process(100).unwrap().threads[1].comm.to_string(),
+        "worker"
+    );
+    b.rename(100, 100, "renamed-app");
+    let e = b.engine();
+    assert_eq!(e.process(100).unwrap().comm.to_string(), "renamed-app");
+    assert_eq!(e.process(100).unwrap().renames.len(), 2);
+}
+
+// ---- orphans ----
+
+/// 1 → 10 (subreaper) → 20 (subreaper) → 30 → 40
+fn subreaper_chain() -> B {
+    let mut b = B::default();
+    b.fork(1, 10);
+    b.subreaper(10, 10, true);
+    b.fork(10, 20);
+    b.subreaper(20, 20, true);
+    b.fork(20, 30);
+    b.fork(30, 40);
+    b
+}
+
+#[test]
+fn orphans_go_to_the_nearest_live_subreaper() {
+    let mut b = subreaper_chain();
+    let s = b.exit(30, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 40), 20);
+    let last = e.process(40).unwrap().lineage.last().cloned().unwrap();
+    assert_eq!(last.how, How::Adopted);
+    assert_eq!(last.seq, s);
+    assert_eq!(last.caller, None);
+    assert_eq!(
+        reasons(&e, 40),
+        vec!["parent 30 exited; nearest subreaper 20"]
+    );
+    assert!(e
+        .process(20)
+        .unwrap()
+        .child_ids()
+        .contains(&e.process(40).unwrap().id));
+}
+
+#[test]
+fn exited_subreapers_are_skipped() {
+    let mut b = subreaper_chain();
+    b.exit(20, 0);
+    b.exit(30, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 30), 10);
+    assert_eq!(ppid(&e, 40), 10);
+    assert_eq!(
+        reasons(&e, 40),
+        vec!["parent 30 exited; nearest subreaper 10"],
+        "{:?}",
+        e.process(40).unwrap().lineage
+    );
+}
+
+#[test]
+fn subreaper_set_later_propagates_has_child_subreaper_to_descendants() {
+    let mut b = B::default();
+    b.fork(1, 10);
+    b.fork(10, 20);
+    b.fork(20, 30);
+    b.subreaper(10, 10, true);
+    b.exit(20, 0);
+    let e = b.engine();
+    assert!(e.process(30).unwrap().has_child_subreaper);
+    assert_eq!(ppid(&e, 30), 10);
+}
+
+#[test]
+fn without_has_child_subreaper_orphans_go_to_init_even_past_a_subreaper() {
+    // 10 forks 20 before it becomes a subreaper, but propagation covers it; a process
+    // created under a non-subreaper branch does not have it.
+    let mut b = B::default();
+    b.fork(1, 10);
+    b.fork(1, 11);
+    b.subreaper(10, 10, true);
+    b.fork(11, 21);
+    b.fork(21, 31);
+    b.exit(21, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 31), 1);
+    assert_eq!(
+        reasons(&e, 31),
+        vec!["parent 21 exited; no subreaper ancestor: init"]
+    );
+}
+
+#[test]
+fn init_is_synthesized_when_unknown() {
+    let mut e = Engine::new();
+    let mut b = B::default();
+    b.fork(50, 60);
+    b.fork(60, 70);
+    b.exit(60, 0);
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    let init = e.process(1).expect("synthesized init");
+    assert_eq!(init.lineage[0].how, How::Unknown);
+    assert_eq!(ppid(&e, 70), 1);
+    assert_eq!(
+        reasons(&e, 70),
+        vec!["parent 60 exited; no subreaper ancestor: init"]
+    );
+}
+
+#[test]
+fn dying_subreaper_never_adopts_its_own_orphans() {
+    let mut b = B::default();
+    b.fork(1, 5);
+    b.subreaper(5, 5, true);
+    b.fork(5, 10);
+    b.subreaper(10, 10, true);
+    b.fork(10, 20);
+    b.exit(10, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 20), 5);
+    assert_eq!(
+        reasons(&e, 20),
+        vec!["parent 10 exited; nearest subreaper 5"]
+    );
+    // A subreaper with no subreaper ancestor hands its orphans to init.
+    let mut b = B::default();
+    b.fork(1, 10);
+    b.subreaper(10, 10, true);
+    b.fork(10, 20);
+    b.exit(10, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 20), 1);
+}
+
+#[test]
+fn many_orphans_are_adopted_together_in_pid_order() {
+    let mut b = B::default();
+    b.fork(1, 10);
+    for pid in (100..400).rev() {
+        b.fork(10, pid);
+    }
+    b.exit(150, 0);
+    let s = b.exit(10, 0);
+    let e = b.engine();
+    let kids = child_pids(&e, 1);
+    assert_eq!(kids.len(), 300);
+    assert_eq!(kids.first(), Some(&10));
+    assert!(!kids.contains(&150));
+    assert_eq!(child_pids(&e, 10), vec![150]);
+    assert!(e.process(399).unwrap().lineage[1].seq == s);
+}
+
+#[test]
+fn exited_children_stay_with_their_dead_parent() {
+    let mut b = B::default();
+    b.fork(1, 10);
+    b.fork(10, 20);
+    b.exit(20, 0);
+    b.exit(10, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 20), 10);
+    assert_eq!(e.process(20).unwrap().lineage.len(), 1);
+}
+
+// ---- anomalies ----
+
+#[test]
+fn pid_reuse_while_alive_ends_the_old_record() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(100, 200);
+    b.fork(200, 300);
+    let s = b.fork(1, 200);
+    let e = b.engine();
+    assert_eq!(
+        e.warnings(),
+        &[Warning {
+            seq: s,
+            kind: WarningKind::PidReuse { pid: 200 }
+        }]
+    );
+    let new = e.process(200).unwrap();
+    assert_eq!(new.start_seq, s);
+    assert_eq!(new.ppid, 1);
+    let old: Vec<_> = e.processes().filter(|p| p.pid == 200 && p.exited).collect();
+    assert_eq!(old.len(), 1);
+    assert_eq!(old[0].exit_seq, Some(s));
+    // The old one's child was orphaned then.
+    assert_eq!(ppid(&e, 300), 1);
+}
+
+#[test]
+fn pid_reuse_after_exit_is_silent_and_keeps_the_old_record() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exit(100, 0);
+    b.fork(1, 100);
+    let e = b.engine();
+    assert!(e.warnings().is_empty());
+    assert_eq!(e.processes().filter(|p| p.pid == 100).count(), 2);
+    assert!(!e.process(100).unwrap().exited);
+    assert_eq!(child_pids(&e, 1), vec![100, 100]);
+}
+
+#[test]
+fn unknown_pids_get_placeholders_with_the_kernels_parent() {
+    let mut b = B::default();
+    let s = b.exec_enter(500, 500, "/bin/x", &["x"]);
+    b.events[0].ppid = 7;
+    b.events[0].comm = Comm::new("mystery");
+    let e = b.engine();
+    let p = e.process(500).unwrap();
+    assert_eq!(p.lineage[0].how, How::Unknown);
+    assert_eq!(p.ppid, 7);
+    assert_eq!(p.comm.to_string(), "mystery");
+    assert_eq!(e.process(7).unwrap().lineage[0].how, How::Unknown);
+    assert_eq!(
+        e.warnings(),
+        &[
+            Warning {
+                seq: s,
+                kind: WarningKind::UnknownPid { pid: 500 }
+            },
+            Warning {
+                seq: s,
+                kind: WarningKind::UnknownPid { pid: 7 }
+            },
+        ]
+    );
+}
+
+#[test]
+fn kernel_reported_parent_corrects_the_engine() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(1, 200);
+    let s = b.subreaper(200, 200, true);
+    b.events[2].ppid = 100;
+    let e = b.engine();
+    assert_eq!(ppid(&e, 200), 100);
+    assert_eq!(
+        reasons(&e, 200),
+        vec!["kernel reports parent 100 (missed event)"]
+    );
+    assert_eq!(
+        e.warnings(),
+        &[Warning {
+            seq: s,
+            kind: WarningKind::ParentMismatch {
+                pid: 200,
+                engine: 1,
+                kernel: 100
+            }
+        }]
+    );
+    assert_eq!(child_pids(&e, 100), vec![200]);
+    assert_eq!(child_pids(&e, 1), vec![100]);
+}
+
+#[test]
+fn an_unknown_parent_is_filled_in_without_an_adoption() {
+    let mut e = Engine::new();
+    let mut b = B::default();
+    b.exec_enter(500, 500, "/bin/x", &["x"]);
+    b.exec_enter(500, 500, "/bin/y", &["y"]);
+    b.events[1].ppid = 42;
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    let p = e.process(500).unwrap();
+    assert_eq!(p.ppid, 42);
+    assert_eq!(p.lineage.len(), 1);
+    assert_eq!(p.lineage[0].parent, 42);
+    assert_eq!(
+        e.warnings().iter().map(|w| w.kind).collect::<Vec<_>>(),
+        vec![
+            WarningKind::UnknownPid { pid: 500 },
+            WarningKind::UnknownPid { pid: 42 }
+        ]
+    );
+}
+
+#[test]
+fn seq_gaps_and_backwards_seqs_are_warned() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(1, 101);
+    b.fork(1, 102);
+    b.events[1].seq = 10;
+    b.events[2].seq = 5;
+    let e = b.engine();
+    assert_eq!(
+        e.warnings().iter().map(|w| w.kind).collect::<Vec<_>>(),
+        vec![
+            WarningKind::LostEvents {
+                after: 1,
+                missing: 8
+            },
+            WarningKind::SeqBackwards { prev: 10 }
+        ]
+    );
+    assert_eq!(e.last_seq(), Some(10));
+    assert_eq!(child_pids(&e, 1), vec![100, 101, 102]);
+}
+
+#[test]
+fn extreme_seqs_do_not_overflow() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.fork(1, 101);
+    b.fork(1, 102);
+    b.events[0].seq = u64::MAX - 1;
+    b.events[1].seq = u64::MAX;
+    b.events[2].seq = 0;
+    let e = b.engine();
+    assert_eq!(e.last_seq(), Some(u64::MAX));
+    assert_eq!(e.warning_count(), 1);
+}
+
+#[test]
+fn out_of_order_exec_before_fork_does_not_panic() {
+    let mut b = B::default();
+    b.exec(300, "/bin/sleep", &["sleep"]);
+    b.fork(1, 300);
+    b.task_exit(300, 300, 0, true);
+    b.task_exit(300, 300, 0, true);
+    let e = b.engine();
+    assert!(e.warning_count() >= 2);
+    assert_eq!(ppid(&e, 300), 1);
+}
+
+#[test]
+fn arbitrary_streams_never_panic() {
+    // Deterministic pseudo-random events over a tiny pid space: reuse, cycles, garbage.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let mut e = Engine::new();
+    for seq in 0..20_000u64 {
+        let tgid = next(12) as u32;
+        let tid = if next(3) == 0 { tgid + 20 } else { tgid };
+        let kind = match next(9) {
+            0 | 1 => EventKind::Fork {
+                child_tid: next(40) as u32,
+                child_tgid: next(40) as u32,
+                child_ppid: next(13) as u32,
+                syscall: None,
+                flags: if next(2) == 0 {
+                    None
+                } else {
+                    Some(CloneFlags(next(1 << 17) << 8))
+                },
+            },
+            2 => EventKind::Exec {
+                old_tid: next(40) as u32,
+                filename: CapturedStr::new("/usr/bin/runc"),
+            },
+            3 => EventKind::ExecEnter {
+                syscall: Syscall::Execve,
+                dirfd: 0,
+                at_flags: 0,
+                filename: CapturedStr::new("x"),
+                argv: vec!["runc".into(), "init".into()],
+                argv_truncated: false,
+            },
+            4 => EventKind::TaskExit {
+                exit_code: next(70000) as u32,
+                group_dead: next(2) == 0,
+            },
+            5 => EventKind::PrctlEnter {
+                option: prctl_opt::PR_SET_CHILD_SUBREAPER,
+                arg2: next(2),
+                name: None,
+            },
+            6 => EventKind::PrctlEnter {
+                option: prctl_opt::PR_SET_NAME,
+                arg2: 0,
+                name: Some(CapturedStr::new("runc:[2:INIT]")),
+            },
+            7 => EventKind::ExitEnter {
+                syscall: Syscall::ExitGroup,
+                code: 1,
+            },
+            _ => EventKind::SyscallExit {
+                syscall: Syscall::Execve,
+                ret: -2,
+            },
+        };
+        let ev = Event {
+            seq: if next(50) == 0 { seq / 2 } else { seq },
+            ts_ns: 0,
+            tgid,
+            tid,
+            ppid: next(13) as u32,
+            uid: 0,
+            cgroup_id: 0,
+            comm: Comm::new("x"),
+            kind,
+        };
+        e.apply(&ev);
+    }
+    assert_eq!(e.event_count(), 20_000);
+    assert!(e.warnings().len() <= MAX_WARNINGS);
+    let _ = tree_text(&e, TreeOpts::default());
+    let _ = tree_json(&e);
+    let _ = e.stories();
+}
+
+#[test]
+fn warnings_are_bounded_but_counted() {
+    let mut e = Engine::new();
+    let mut b = B::default();
+    for pid in 0..(MAX_WARNINGS as u32 + 500) {
+        b.push(
+            10_000 + pid,
+            10_000 + pid,
+            "",
+            EventKind::CloneEnter {
+                syscall: Syscall::Clone,
+                flags: CloneFlags(0),
+                exit_signal: 17,
+            },
+        );
+    }
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    assert_eq!(e.warnings().len(), MAX_WARNINGS);
+    assert_eq!(e.warning_count(), MAX_WARNINGS as u64 + 500);
+}
+
+// ---- snapshot ----
+
+#[test]
+fn snapshot_seeds_processes_marked_as_such() {
+    let mut e = Engine::new();
+    e.seed_snapshot(&[
+        snap(1, 0, "systemd"),
+        SnapshotProcess {
+            pid: 100,
+            ppid: 1,
+            comm: "containerd".into(),
+            exe: Some("/usr/bin/containerd".into()),
+            argv: vec!["/usr/bin/containerd".into()],
+            threads: vec![100, 101, 102],
+            subreaper: false,
+        },
+        SnapshotProcess {
+            pid: 200,
+            ppid: 1,
+            comm: "containerd-shim".into(),
+            subreaper: true,
+            ..Default::default()
+        },
+        snap(300, 200, "sleep"),
+        snap(400, 300, "sh"),
+    ]);
+    assert_eq!(e.roots().iter().map(|p| p.pid).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(child_pids(&e, 1), vec![100, 200]);
+    let c = e.process(100).unwrap();
+    assert_eq!(c.lineage[0].how, How::Snapshot);
+    assert_eq!(c.lineage[0].parent, 1);
+    assert_eq!(c.role, Some(Role::RuntimeDaemon));
+    assert_eq!(c.live_thread_count(), 3);
+    assert_eq!(e.process(200).unwrap().role, Some(Role::Shim));
+    assert!(e.process(400).unwrap().has_child_subreaper);
+    let mut b = B::default();
+    b.exit(300, 0);
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    assert_eq!(ppid(&e, 400), 200);
+    assert!(e.warnings().is_empty());
+}
+
+// ---- roles and container ids ----
+
+fn cls(comm: &str, exe: Option<&str>, argv: &[&str]) -> Option<(Role, Option<String>)> {
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    classify(comm.as_bytes(), exe, &argv).map(|c| (c.role, c.container_id))
+}
+
+#[test]
+fn roles_from_names_and_argv() {
+    assert_eq!(
+        cls("containerd", None, &[]),
+        Some((Role::RuntimeDaemon, None))
+    );
+    assert_eq!(
+        cls("", Some("/usr/bin/dockerd"), &["dockerd"]),
+        Some((Role::RuntimeDaemon, None))
+    );
+    assert_eq!(cls("crio", None, &[]), Some((Role::RuntimeDaemon, None)));
+    assert_eq!(
+        cls(
+            "containerd-shim",
+            Some("/usr/bin/containerd-shim-runc-v2"),
+            &[
+                "/usr/bin/containerd-shim-runc-v2",
+                "-namespace",
+                "k8s.io",
+                "-id",
+                "abc123",
+                "-address",
+                "/run/c.sock"
+            ]
+        ),
+        Some((Role::Shim, Some("abc123".into())))
+    );
+    assert_eq!(
+        cls(
+            "conmon",
+            Some("/usr/bin/conmon"),
+            &[
+                "/usr/bin/conmon",
+                "--api-version",
+                "1",
+                "-c",
+                "deadbeef",
+                "-u",
+                "x"
+            ]
+        ),
+        Some((Role::Shim, Some("deadbeef".into())))
+    );
+    assert_eq!(
+        cls("conmon", None, &["conmon", "--cid=feed", "-u", "x"]),
+        Some((Role::Shim, Some("feed".into())))
+    );
+    assert_eq!(
+        cls("pause", Some("/pause"), &["/pause"]),
+        Some((Role::Sandbox, None))
+    );
+    assert_eq!(
+        cls(
+            "bridge",
+            Some("/opt/cni/bin/bridge"),
+            &["/opt/cni/bin/bridge"]
+        ),
+        Some((Role::CniPlugin, None))
+    );
+    assert_eq!(cls("bash", Some("/bin/bash"), &["bash"]), None);
+    assert_eq!(
+        cls("runc:[1:CHILD]", None, &[]),
+        Some((
+            Role::OciInit {
+                stage: Some(InitStage::Child)
+            },
+            None
+        ))
+    );
+    assert_eq!(
+        cls("exe", Some("/proc/self/exe"), &["runc", "init"]),
+        Some((Role::OciInit { stage: None }, None))
+    );
+}
+
+#[test]
+fn oci_runtime_subcommands_and_container_ids() {
+    let rt = |sub| Role::OciRuntime {
+        subcommand: Some(sub),
+    };
+    assert_eq!(
+        cls(
+            "runc",
+            Some("/usr/bin/runc"),
+            &[
+                "runc",
+                "--root",
+                "/run/containerd/runc/k8s.io",
+                "--log",
+                "/run/x/log.json",
+                "--log-format",
+                "json",
+                "create",
+                "--bundle",
+                "/run/containerd/io.containerd.runtime.v2.task/k8s.io/ID1",
+                "--pid-file",
+                "/run/x/init.pid",
+                "ID1",
+            ]
+        ),
+        Some((rt(OciCommand::Create), Some("ID1".into())))
+    );
+    assert_eq!(
+        cls("runc", None, &["runc", "start", "ID2"]),
+        Some((rt(OciCommand::Start), Some("ID2".into())))
+    );
+    assert_eq!(
+        cls("runc", None, &["runc", "kill", "ID3", "9"]),
+        Some((rt(OciCommand::Kill), Some("ID3".into())))
+    );
+    assert_eq!(
+        cls("runc", None, &["runc", "delete", "--force", "ID4"]),
+        Some((rt(OciCommand::Delete), Some("ID4".into())))
+    );
+    assert_eq!(
+        cls("runc", None, &["runc", "state", "ID5"]),
+        Some((rt(OciCommand::State), Some("ID5".into())))
+    );
+    assert_eq!(
+        cls(
+            "runc",
+            None,
+            &["runc", "run", "-d", "--bundle=/srv/b/", "ID6"]
+        ),
+        Some((rt(OciCommand::Run), Some("ID6".into())))
+    );
+    // argv cut short before the id: the bundle's basename.
+    assert_eq!(
+        cls(
+            "runc",
+            None,
+            &["runc", "create", "--bundle", "/run/x/default/ID7"]
+        ),
+        Some((rt(OciCommand::Create), Some("ID7".into())))
+    );
+    assert_eq!(
+        cls("crun", None, &["crun", "exec", "ID8", "sh"]),
+        Some((rt(OciCommand::Exec), Some("ID8".into())))
+    );
+    assert_eq!(
+        cls("runc", None, &["runc", "list"]),
+        Some((rt(OciCommand::List), None))
+    );
+    assert_eq!(
+        cls("runc", None, &["runc"]),
+        Some((Role::OciRuntime { subcommand: None }, None))
+    );
+    assert_eq!(
+        Role::OciRuntime {
+            subcommand: Some(OciCommand::Create)
+        }
+        .to_string(),
+        "oci-runtime create"
+    );
+    assert_eq!(
+        Role::OciInit {
+            stage: Some(InitStage::Init)
+        }
+        .to_string(),
+        "oci-init 2:INIT"
+    );
+}
+
+#[test]
+fn oci_init_exec_becomes_container_or_sandbox_with_inherited_id() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/usr/bin/runc", &["runc", "create", "C1"]);
+    b.fork(100, 101);
+    b.exec_comm(101, 101, "/proc/self/exe", &["runc", "init"], "exe");
+    b.rename(101, 101, "runc:[2:INIT]");
+    b.fork(100, 102);
+    b.exec_comm(102, 102, "/proc/self/exe", &["runc", "init"], "exe");
+    let s1 = b.exec(101, "/bin/sleep", &["sleep", "1"]);
+    let s2 = b.exec(102, "/pause", &["/pause"]);
+    b.exec(101, "/bin/ls", &["ls"]);
+    let e = b.engine();
+    assert_eq!(e.process(101).unwrap().role, Some(Role::Container));
+    assert_eq!(e.process(101).unwrap().container_id.as_deref(), Some("C1"));
+    assert_eq!(e.process(101).unwrap().workload_exec_seq, Some(s1));
+    assert_eq!(e.process(102).unwrap().role, Some(Role::Sandbox));
+    assert_eq!(e.process(102).unwrap().workload_exec_seq, Some(s2));
+    // A plain process exec'ing something unknown has no role.
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/usr/bin/containerd", &["containerd"]);
+    b.fork(100, 101);
+    b.exec(101, "/bin/true", &["true"]);
+    assert_eq!(b.engine().process(101).unwrap().role, None);
+}
+
+// ---- stories ----
+
+const CID: &str = "0123456789abcdef0123456789abcdef";
+
+struct Seqs {
+    shim_fork: u64,
+    start_exit: u64,
+    subreaper: u64,
+    runc_exec: u64,
+    init_exec: u64,
+    parent_rename: u64,
+    child_clone: u64,
+    child_rename: u64,
+    init_clone: u64,
+    init_rename: u64,
+    child_exit: u64,
+    parent_exit: u64,
+    runc_exit: u64,
+    workload: u64,
+}
+
+/// containerd → shim start process (exits) → shim adopted by 1 → subreaper → runc create →
+/// runc init → PARENT/CHILD/INIT (CLONE_PARENT) → intermediates exit → INIT adopted by the shim →
+/// exec sleep.
+fn containerd_story() -> (B, Seqs) {
+    let mut b = B::default();
+    let vf = cf::CLONE_VM | cf::CLONE_VFORK;
+    b.fork(1, 900);
+    b.exec(900, "/usr/bin/containerd", &["/usr/bin/containerd"]);
+    b.thread(900, 900, 901);
+    b.fork_full(900, 901, 1000, 1000, 0, Some(Syscall::Clone), Some(vf));
+    b.exec(
+        1000,
+        "/usr/bin/containerd-shim-runc-v2",
+        &[
+            "/usr/bin/containerd-shim-runc-v2",
+            "-namespace",
+            "default",
+            "-address",
+            "/run/containerd/containerd.sock",
+            "-id",
+            CID,
+            "start",
+        ],
+    );
+    let shim_fork = b.fork_full(1000, 1000, 1001, 1001, 0, Some(Syscall::Clone), Some(vf));
+    b.exec(
+        1001,
+        "/usr/bin/containerd-shim-runc-v2",
+        &[
+            "/usr/bin/containerd-shim-runc-v2",
+            "-namespace",
+            "default",
+            "-id",
+            CID,
+            "-address",
+            "/run/containerd/containerd.sock",
+        ],
+    );
+    let start_exit = b.exit(1000, 0);
+    let subreaper = b.subreaper(1001, 1001, true);
+    b.thread(1001, 1001, 1002);
+    b.fork_full(1001, 1002, 1010, 1010, 0, Some(Syscall::Clone), Some(vf));
+    let bundle = format!("/run/containerd/io.containerd.runtime.v2.task/default/{CID}");
+    let runc_exec = b.exec(
+        1010,
+        "/usr/bin/runc",
+        &[
+            "runc",
+            "--root",
+            "/run/containerd/runc/default",
+            "--log",
+            "/x/log.json",
+            "--log-format",
+            "json",
+            "create",
+            "--bundle",
+            &bundle,
+            "--pid-file",
+            "/x/init.pid",
+            CID,
+        ],
+    );
+    b.fork_full(1010, 1010, 1011, 1011, 0, Some(Syscall::Clone), Some(vf));
+    let init_exec = b.exec_comm(1011, 1011, "/proc/self/exe", &["runc", "init"], "exe");
+    let parent_rename = b.rename(1011, 1011, "runc:[0:PARENT]");
+    let child_clone = b.clone(1011, 1012, cf::CLONE_PARENT);
+    let child_rename = b.rename(1012, 1012, "runc:[1:CHILD]");
+    let init_clone = b.clone(1012, 1013, cf::CLONE_PARENT);
+    let init_rename = b.rename(1013, 1013, "runc:[2:INIT]");
+    let child_exit = b.exit(1012, 0);
+    let parent_exit = b.exit(1011, 0);
+    let runc_exit = b.exit(1010, 0);
+    // runc start, then the workload.
+    b.fork_full(1001, 1002, 1020, 1020, 0, Some(Syscall::Clone), Some(vf));
+    b.exec(1020, "/usr/bin/runc", &["runc", "start", CID]);
+    b.exit(1020, 0);
+    let workload = b.exec_comm(1013, 1013, "/bin/sleep", &["sleep", "1000"], "sleep");
+    let s = Seqs {
+        shim_fork,
+        start_exit,
+        subreaper,
+        runc_exec,
+        init_exec,
+        parent_rename,
+        child_clone,
+        child_rename,
+        init_clone,
+        init_rename,
+        child_exit,
+        parent_exit,
+        runc_exit,
+        workload,
+    };
+    (b, s)
+}
+
+#[test]
+fn containerd_story_has_every_step_in_order() {
+    let (b, s) = containerd_story();
+    let e = b.engine();
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+    let stories = e.stories();
+    assert_eq!(stories.len(), 1);
+    let st = &stories[0];
+    assert_eq!(st.container_id.as_deref(), Some(CID));
+    assert_eq!(st.kind, StoryKind::Containerd);
+    assert_eq!(st.runtime.as_deref(), Some("runc create"));
+    assert_eq!(st.shim_pid, Some(1001));
+    assert_eq!(st.runtime_pid, Some(1010));
+    assert_eq!(st.init_pid, 1013);
+    assert_eq!(st.workload.as_deref(), Some("sleep"));
+    use StepKind as K;
+    let got: Vec<(K, u64, u32)> = st.steps.iter().map(|x| (x.kind, x.seq, x.pid)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (K::ShimStarted, s.shim_fork, 1001),
+            (K::ShimParentExited, s.start_exit, 1000),
+            (K::ShimAdopted, s.start_exit, 1001),
+            (K::ShimSubreaper, s.subreaper, 1001),
+            (K::RuntimeStarted, s.runc_exec, 1010),
+            (K::InitExec, s.init_exec, 1011),
+            (K::StageRenamed, s.parent_rename, 1011),
+            (K::ChildCloned, s.child_clone, 1012),
+            (K::StageRenamed, s.child_rename, 1012),
+            (K::InitCloned, s.init_clone, 1013),
+            (K::StageRenamed, s.init_rename, 1013),
+            (K::IntermediateExited, s.child_exit, 1012),
+            (K::IntermediateExited, s.parent_exit, 1011),
+            (K::RuntimeExited, s.runc_exit, 1010),
+            (K::InitAdopted, s.runc_exit, 1013),
+            (K::WorkloadExec, s.workload, 1013),
+        ]
+    );
+    let text = |k: K| {
+        st.steps
+            .iter()
+            .find(|x| x.kind == k)
+            .map(|x| x.text.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        text(K::ShimStarted),
+        "shim containerd-shim 1001 started by containerd-shim 1000"
+    );
+    assert_eq!(
+        text(K::ShimAdopted),
+        "shim 1001 adopted by 1 (parent 1000 exited; no subreaper ancestor: init)"
+    );
+    assert_eq!(
+        text(K::ChildCloned),
+        "1011 cloned 1012 with CLONE_PARENT: parent 1010"
+    );
+    assert_eq!(
+        text(K::InitAdopted),
+        "init 1013 adopted by 1001 (parent 1010 exited; nearest subreaper 1001)"
+    );
+    assert_eq!(text(K::WorkloadExec), "init 1013 exec'd /bin/sleep");
+    assert_eq!(
+        text(K::InitExec),
+        "child 1011 of runc 1010 exec'd runc init"
+    );
+
+    // The final tree: the workload under the shim, the shim under init.
+    assert_eq!(ppid(&e, 1013), 1001);
+    assert_eq!(ppid(&e, 1001), 1);
+    let init = e.process(1013).unwrap();
+    assert_eq!(init.role, Some(Role::Container));
+    assert_eq!(init.container_id.as_deref(), Some(CID));
+    assert_eq!(
+        init.lineage
+            .iter()
+            .map(|l| (l.how, l.parent, l.caller))
+            .collect::<Vec<_>>(),
+        vec![
+            (How::CloneParent, 1010, Some(1012)),
+            (How::Adopted, 1001, None)
+        ]
+    );
+}
+
+#[test]
+fn story_at_an_earlier_seq_lists_only_what_was_seen() {
+    let (b, s) = containerd_story();
+    let e = replay_until(&b.events, s.init_rename);
+    let stories = e.stories();
+    assert_eq!(stories.len(), 1);
+    let kinds: Vec<StepKind> = stories[0].steps.iter().map(|x| x.kind).collect();
+    assert_eq!(kinds.last(), Some(&StepKind::StageRenamed));
+    assert!(!kinds.contains(&StepKind::InitAdopted));
+    assert_eq!(stories[0].workload, None);
+    assert_eq!(e.last_seq(), Some(s.init_rename));
+    // Before the rename to INIT there is no container birth yet.
+    assert!(replay_until(&b.events, s.init_clone).stories().is_empty());
+}
+
+#[test]
+fn conmon_story_ends_with_init_adopted_by_conmon() {
+    let mut b = B::default();
+    b.fork(1, 500);
+    b.exec(500, "/usr/bin/podman", &["podman", "run"]);
+    b.fork(500, 600);
+    b.exec(
+        600,
+        "/usr/bin/conmon",
+        &[
+            "/usr/bin/conmon",
+            "--api-version",
+            "1",
+            "-c",
+            "C0FFEE",
+            "-u",
+            "C0FFEE",
+        ],
+    );
+    b.fork(600, 601);
+    b.exit(600, 0);
+    b.subreaper(601, 601, true);
+    b.fork(601, 610);
+    b.exec(
+        610,
+        "/usr/bin/runc",
+        &["/usr/bin/runc", "create", "--bundle", "/b/C0FFEE", "C0FFEE"],
+    );
+    b.fork(610, 611);
+    b.exec_comm(611, 611, "/proc/self/exe", &["runc", "init"], "exe");
+    b.rename(611, 611, "runc:[0:PARENT]");
+    b.clone(611, 612, cf::CLONE_PARENT);
+    b.rename(612, 612, "runc:[1:CHILD]");
+    b.clone(612, 613, cf::CLONE_PARENT);
+    b.rename(613, 613, "runc:[2:INIT]");
+    b.exit(612, 0);
+    b.exit(611, 0);
+    let adopt = b.exit(610, 0);
+    b.exec_comm(613, 613, "/usr/bin/nginx", &["nginx"], "nginx");
+    let e = b.engine();
+    let st = &e.stories()[0];
+    assert_eq!(st.kind, StoryKind::Conmon);
+    assert_eq!(st.shim_pid, Some(601));
+    assert_eq!(st.container_id.as_deref(), Some("C0FFEE"));
+    assert_eq!(st.workload.as_deref(), Some("nginx"));
+    let adopted = st
+        .steps
+        .iter()
+        .find(|x| x.kind == StepKind::InitAdopted)
+        .unwrap();
+    assert_eq!((adopted.seq, adopted.pid), (adopt, 613));
+    assert_eq!(ppid(&e, 613), 601);
+    assert_eq!(
+        st.steps.first().map(|x| x.kind),
+        Some(StepKind::ShimStarted)
+    );
+}
+
+#[test]
+fn runc_run_story_has_no_shim_and_no_adoption() {
+    let mut b = B::default();
+    b.fork(1, 700);
+    b.exec(700, "/usr/bin/runc", &["runc", "run", "box"]);
+    b.fork(700, 701);
+    b.exec_comm(701, 701, "/proc/self/exe", &["runc", "init"], "exe");
+    b.rename(701, 701, "runc:[0:PARENT]");
+    b.clone(701, 702, cf::CLONE_PARENT);
+    b.rename(702, 702, "runc:[1:CHILD]");
+    let init_clone = b.clone(702, 703, cf::CLONE_PARENT);
+    b.rename(703, 703, "runc:[2:INIT]");
+    b.exit(702, 0);
+    b.exit(701, 0);
+    b.exec_comm(703, 703, "/bin/sh", &["sh"], "sh");
+    let e = b.engine();
+    let st = &e.stories()[0];
+    assert_eq!(st.kind, StoryKind::Direct);
+    assert_eq!(st.runtime.as_deref(), Some("runc run"));
+    assert_eq!(st.shim_pid, None);
+    assert_eq!(st.container_id.as_deref(), Some("box"));
+    assert_eq!(ppid(&e, 703), 700);
+    let kinds: Vec<StepKind> = st.steps.iter().map(|x| x.kind).collect();
+    use StepKind as K;
+    assert_eq!(
+        kinds,
+        vec![
+            K::RuntimeStarted,
+            K::InitExec,
+            K::StageRenamed,
+            K::ChildCloned,
+            K::StageRenamed,
+            K::InitCloned,
+            K::StageRenamed,
+            K::IntermediateExited,
+            K::IntermediateExited,
+            K::WorkloadExec
+        ]
+    );
+    assert_eq!(st.steps[5].seq, init_clone);
+}
+
+// ---- views ----
+
+#[test]
+fn tree_text_is_pstree_like() {
+    let (b, _) = containerd_story();
+    let e = b.engine();
+    let opts = TreeOpts {
+        show_exited: false,
+        show_threads: true,
+    };
+    assert_eq!(
+        tree_text(&e, opts),
+        "1 systemd\n\
+         ├─ 900 containerd [runtime-daemon] {2 threads}\n\
+         └─ 1001 containerd-shim [shim] {cid:0123456789ab} {2 threads} (subreaper) ⤴ adopted ← 1000 exited\n   \
+         \u{20} └─ 1013 sleep [container] {cid:0123456789ab} (CLONE_PARENT via 1012) ⤴ adopted ← 1010 exited\n"
+            .replace("   \u{20} └─", "   └─")
+    );
+    let full = tree_text(&e, TreeOpts::default());
+    assert!(
+        full.contains("│  └─ 1000 containerd-shim [shim] {cid:0123456789ab} (exited with 0)\n"),
+        "{full}"
+    );
+    assert!(full.contains("1012 runc:[1:CHILD] [oci-init 1:CHILD] {cid:0123456789ab} (CLONE_PARENT via 1011) (exited with 0)"), "{full}");
+}
+
+#[test]
+fn tree_text_survives_deep_chains_and_marks_placeholders() {
+    let mut b = B::default();
+    b.fork(1, 2);
+    for pid in 2..3000 {
+        b.fork(pid, pid + 1);
+    }
+    b.push(
+        9000,
+        9000,
+        "ghost",
+        EventKind::CloneEnter {
+            syscall: Syscall::Clone,
+            flags: CloneFlags(0),
+            exit_signal: 17,
+        },
+    );
+    let t = tree_text(&b.engine(), TreeOpts::default());
+    assert!(t.contains("└─ …\n"));
+    assert!(
+        t.ends_with("9000 ghost (placeholder)\n"),
+        "{}",
+        &t[t.len() - 200..]
+    );
+}
+
+#[test]
+fn tree_json_has_the_documented_fields() {
+    let (b, s) = containerd_story();
+    let e = b.engine();
+    let v = tree_json(&e);
+    let procs = v["processes"].as_array().unwrap();
+    let init = procs.iter().find(|p| p["pid"] == 1013).unwrap();
+    assert_eq!(init["ppid"], 1001);
+    assert_eq!(init["comm"], "sleep");
+    assert_eq!(init["exe"], "/bin/sleep");
+    assert_eq!(init["argv"], serde_json::json!(["sleep", "1000"]));
+    assert_eq!(init["role"], "container");
+    assert_eq!(init["container_id"], CID);
+    assert_eq!(init["subreaper"], false);
+    assert_eq!(init["exited"], false);
+    assert_eq!(init["exit_code"], serde_json::Value::Null);
+    assert_eq!(init["threads"], serde_json::json!([1013]));
+    assert_eq!(
+        init["lineage"],
+        serde_json::json!([
+            {"how": "clone_parent", "parent": 1010, "caller": 1012, "flags": "CLONE_PARENT", "reason": null, "seq": s.init_clone},
+            {"how": "adopted", "parent": 1001, "caller": null, "flags": null,
+             "reason": "parent 1010 exited; nearest subreaper 1001", "seq": s.runc_exit}
+        ])
+    );
+    let shim_start = procs.iter().find(|p| p["pid"] == 1000).unwrap();
+    assert_eq!(shim_start["exited"], true);
+    assert_eq!(shim_start["exit_code"], 0);
+    assert_eq!(
+        procs.iter().find(|p| p["pid"] == 1001).unwrap()["subreaper"],
+        true
+    );
+    assert_eq!(
+        procs.iter().find(|p| p["pid"] == 1).unwrap()["lineage"][0]["how"],
+        "snapshot"
+    );
+}
+
+#[test]
+fn story_views_render() {
+    let (b, s) = containerd_story();
+    let stories = b.engine().stories();
+    let v = story_json(&stories);
+    assert_eq!(v["stories"][0]["kind"], "containerd");
+    assert_eq!(v["stories"][0]["init_pid"], 1013);
+    assert_eq!(v["stories"][0]["steps"][0]["kind"], "shim_started");
+    assert_eq!(v["stories"][0]["steps"][15]["seq"], s.workload);
+    let t = story_text(&stories);
+    assert!(
+        t.starts_with(&format!(
+            "container {CID} (containerd, runc create) → sleep\n"
+        )),
+        "{t}"
+    );
+    assert_eq!(t.lines().count(), 17);
+}
+
+/// Rough throughput check; run with `cargo test --release -- --ignored throughput --nocapture`.
+#[test]
+#[ignore]
+fn throughput() {
+    let mut b = B::default();
+    let mut pid = 1000u32;
+    while b.events.len() < 1_000_000 {
+        let p = pid;
+        b.fork(1, p);
+        b.thread(p, p, p + 1);
+        b.push(
+            p,
+            p,
+            "",
+            EventKind::CloneEnter {
+                syscall: Syscall::Clone,
+                flags: CloneFlags(0),
+                exit_signal: 17,
+            },
+        );
+        b.push(
+            p,
+            p,
+            "",
+            EventKind::SyscallExit {
+                syscall: Syscall::Clone,
+                ret: 0,
+            },
+        );
+        b.fork(p, p + 2);
+        b.exec(p + 2, "/bin/true", &["true", "--flag"]);
+        b.task_exit(p, p + 1, 0, false);
+        b.task_exit(p + 2, p + 2, 0, true);
+        b.task_exit(p, p, 0, true);
+        pid = if pid > 4_000_000 { 1000 } else { pid + 3 };
+    }
+    let t = std::time::Instant::now();
+    let mut e = Engine::new();
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    let dt = t.elapsed();
+    let rate = b.events.len() as f64 / dt.as_secs_f64();
+    println!(
+        "{} events in {:?}: {:.2} M events/s",
+        b.events.len(),
+        dt,
+        rate / 1e6
+    );
+}
