@@ -260,6 +260,10 @@ pub struct ProbeConfig {
     pub task_exit_code: u32,
     pub task_signal: u32,
     pub signal_live: u32,
+    /// Wake the reader only once this many bytes are waiting (it also polls on a timer):
+    /// one wakeup per event would cost a context switch per event.
+    pub wakeup_bytes: u32,
+    pub _pad: u32,
 }
 
 impl ProbeConfig {
@@ -278,6 +282,8 @@ impl ProbeConfig {
         task_exit_code: NO_OFFSET,
         task_signal: NO_OFFSET,
         signal_live: NO_OFFSET,
+        wakeup_bytes: 0,
+        _pad: 0,
     };
 }
 
@@ -310,6 +316,6 @@ const _: () = {
     assert!(core::mem::size_of::<SchedFork>() == 96);
     assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
-    assert!(core::mem::size_of::<ProbeConfig>() == 56);
+    assert!(core::mem::size_of::<ProbeConfig>() == 64);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

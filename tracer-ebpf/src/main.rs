@@ -62,6 +62,11 @@ static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 #[map]
 static SEQ: Array<u64> = Array::with_max_entries(1, 0);
 
+// bpf_ringbuf_submit / bpf_ringbuf_query flags (include/uapi/linux/bpf.h).
+const BPF_RB_NO_WAKEUP: u64 = 1;
+const BPF_RB_FORCE_WAKEUP: u64 = 2;
+const BPF_RB_AVAIL_DATA: u64 = 0;
+
 // Syscall tracepoints have a stable layout: 8 bytes of common header + __syscall_nr, then the
 // arguments (or the return value) as 8-byte slots from offset 16.
 const ARG0: usize = 16;
@@ -164,7 +169,14 @@ fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
         addr_of_mut!((*hdr).comm).write(bpf_get_current_comm().unwrap_or([0; 16]));
     }
     fill(rec);
-    entry.submit(0);
+    // BPF_RB_NO_WAKEUP unless enough is waiting; userspace also drains on a short timer.
+    let pending = EVENTS.query(BPF_RB_AVAIL_DATA);
+    let wake = if pending >= cfg(&CONFIG.wakeup_bytes) as u64 {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    };
+    entry.submit(wake);
 }
 
 // ---- clone family -------------------------------------------------------------------------

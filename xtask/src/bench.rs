@@ -34,7 +34,8 @@ impl Config {
 }
 
 fn read_ns(path: &Path) -> Result<f64> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("workload wrote no time to {}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("workload wrote no time to {}", path.display()))?;
     Ok(text.trim().parse::<f64>()? / 1e9)
 }
 
@@ -60,7 +61,16 @@ fn run_once(cfg: Config, tracer: &Path, n: u32, tmp: &Path) -> Result<f64> {
             Command::new("sh").args(["-c", &script]).status()?
         }
         Config::Strace => Command::new("strace")
-            .args(["-f", "-e", "trace=clone,clone3,execve,exit_group,prctl", "-o", "/dev/null", "sh", "-c", &script])
+            .args([
+                "-f",
+                "-e",
+                "trace=clone,clone3,execve,exit_group,prctl",
+                "-o",
+                "/dev/null",
+                "sh",
+                "-c",
+                &script,
+            ])
             .status()?,
     };
     if let Some(mut child) = background {
@@ -76,8 +86,16 @@ fn run_once(cfg: Config, tracer: &Path, n: u32, tmp: &Path) -> Result<f64> {
 
 fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
-    let med = if v.is_empty() { f64::NAN } else { v[v.len() / 2] };
-    (med, *v.first().unwrap_or(&f64::NAN), *v.last().unwrap_or(&f64::NAN))
+    let med = if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    };
+    (
+        med,
+        *v.first().unwrap_or(&f64::NAN),
+        *v.last().unwrap_or(&f64::NAN),
+    )
 }
 
 pub fn storm(root: &Path, n: u32, runs: u32) -> Result<()> {
@@ -87,7 +105,11 @@ pub fn storm(root: &Path, n: u32, runs: u32) -> Result<()> {
     let tracer = root.join("target/release/tracer");
     let tmp = std::env::temp_dir().join(format!("tracer-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
-    let have_strace = Command::new("strace").arg("-V").stdout(Stdio::null()).status().is_ok();
+    let have_strace = Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok();
     let mut configs = vec![Config::Untraced, Config::Follow, Config::All];
     if have_strace {
         configs.push(Config::Strace);
@@ -111,10 +133,17 @@ pub fn storm(root: &Path, n: u32, runs: u32) -> Result<()> {
          | configuration | median time (s) | ratio median | ratio min | ratio max |\n|---|---|---|---|---|\n"
     );
     for (i, c) in configs.iter().enumerate() {
-        let ratios: Vec<f64> = times[i].iter().zip(&times[0]).map(|(t, base)| t / base).collect();
+        let ratios: Vec<f64> = times[i]
+            .iter()
+            .zip(&times[0])
+            .map(|(t, base)| t / base)
+            .collect();
         let (tm, _, _) = stats(times[i].clone());
         let (rm, rmin, rmax) = stats(ratios);
-        report.push_str(&format!("| {} | {tm:.3} | {rm:.3}x | {rmin:.3}x | {rmax:.3}x |\n", c.name()));
+        report.push_str(&format!(
+            "| {} | {tm:.3} | {rm:.3}x | {rmin:.3}x | {rmax:.3}x |\n",
+            c.name()
+        ));
     }
     println!("\n{report}");
     let path = root.join("target/bench-storm.md");

@@ -38,7 +38,10 @@ enum Task {
 }
 
 fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(PathBuf::from).unwrap_or_default()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
 }
 
 fn cargo() -> Command {
@@ -49,7 +52,9 @@ fn cargo() -> Command {
 
 fn run(cmd: &mut Command) -> Result<()> {
     println!("xtask: {cmd:?}");
-    let status = cmd.status().with_context(|| format!("cannot run {cmd:?}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed ({status})");
     }
@@ -61,7 +66,9 @@ fn test() -> Result<()> {
     // Everything that does not need root: unit tests, doc tests, the actor-free tests.
     run(cargo().args(["test", "--workspace"]))?;
     // The trainee build: no aya, no BPF toolchain, no root.
-    run(cargo().args(["test", "-p", "tracer-user", "--no-default-features"]).env("AYA_BUILD_SKIP", "1"))?;
+    run(cargo()
+        .args(["test", "-p", "tracer-user", "--no-default-features"])
+        .env("AYA_BUILD_SKIP", "1"))?;
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
         run(cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]))?;
@@ -75,7 +82,11 @@ fn run_tracer(args: Vec<String>) -> Result<()> {
     setup::setup()?;
     run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
     let bin = workspace_root().join("target/release/tracer");
-    let args = if args.is_empty() { default_args() } else { args };
+    let args = if args.is_empty() {
+        default_args()
+    } else {
+        args
+    };
     let mut cmd = if setup::is_root() {
         Command::new(&bin)
     } else {

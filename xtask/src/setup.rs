@@ -33,12 +33,15 @@ fn doing(what: &str) {
 }
 
 fn succeeded(cmd: &mut Command) -> bool {
-    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     cmd.status().map(|s| s.success()).unwrap_or(false)
 }
 
 fn run(cmd: &mut Command) -> Result<()> {
-    let status = cmd.status().with_context(|| format!("cannot run {cmd:?}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed ({status})");
     }
@@ -54,7 +57,11 @@ fn dpkg_installed(pkg: &str) -> bool {
 }
 
 fn apt_packages() -> Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES.iter().copied().filter(|p| !dpkg_installed(p)).collect();
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !dpkg_installed(p))
+        .collect();
     if missing.is_empty() {
         ok(&format!("apt packages ({})", APT_PACKAGES.join(" ")));
         return Ok(());
@@ -67,7 +74,11 @@ fn apt_packages() -> Result<()> {
         );
     }
     if !is_root() {
-        bail!("missing packages {}: run as root (or `sudo apt-get install {}`)", missing.join(" "), missing.join(" "));
+        bail!(
+            "missing packages {}: run as root (or `sudo apt-get install {}`)",
+            missing.join(" "),
+            missing.join(" ")
+        );
     }
     doing(&format!("apt packages: {}", missing.join(" ")));
     run(Command::new("apt-get").arg("update").arg("-qq"))?;
@@ -113,7 +124,10 @@ fn bpf_linker() -> Result<()> {
     let version = Command::new("bpf-linker").arg("--version").output();
     if let Ok(out) = &version {
         if out.status.success() {
-            ok(&format!("bpf-linker ({})", String::from_utf8_lossy(&out.stdout).trim()));
+            ok(&format!(
+                "bpf-linker ({})",
+                String::from_utf8_lossy(&out.stdout).trim()
+            ));
             return Ok(());
         }
     }
@@ -121,9 +135,19 @@ fn bpf_linker() -> Result<()> {
         bail!("bpf-linker needs LLVM 22 at {LLVM_PREFIX} (apt-get install llvm-22-dev libpolly-22-dev)");
     }
     doing("bpf-linker (built against LLVM 22; takes a few minutes)");
-    let path = format!("{LLVM_PREFIX}/bin:{}", std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{LLVM_PREFIX}/bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
     run(Command::new("cargo")
-        .args(["install", "bpf-linker", "--locked", "--no-default-features", "--features", "llvm-22"])
+        .args([
+            "install",
+            "bpf-linker",
+            "--locked",
+            "--no-default-features",
+            "--features",
+            "llvm-22",
+        ])
         .env("LLVM_PREFIX", LLVM_PREFIX)
         .env("PATH", path))
 }

@@ -161,6 +161,9 @@ fn raise_memlock() {
     }
 }
 
+/// How often the reader drains the ring without a wakeup: the latency of a quiet stream.
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// (program name in the object, tracepoint category, tracepoint name, required)
 const PROBES_TABLE: &[(&str, &str, &str, bool)] = &[
     ("sys_enter_clone", "syscalls", "sys_enter_clone", true),
@@ -225,6 +228,8 @@ impl Capture {
         let mut cfg = ProbeConfig::EMPTY;
         cfg.follow_all = u32::from(b.target == Target::All);
         cfg.self_tgid = std::process::id();
+        // Wake the reader when a quarter of the ring is used; otherwise it polls every POLL.
+        cfg.wakeup_bytes = b.ring_bytes / 4;
         let root = layout::tracefs_root()?;
         let layouts = layout::tracepoint_offsets(&root, &mut cfg)?;
         layout::btf_offsets(&b.btf_path, &mut cfg)?;
@@ -397,13 +402,19 @@ impl Capture {
         Ok(())
     }
 
-    /// Waits until the ring buffer has data, then appends every available event to `out`,
-    /// sorted by sequence number. Undecodable records are counted, not fatal.
+    /// Waits until the ring buffer has a batch (the probes wake the reader only when a
+    /// quarter of the ring is used) or [`POLL`] has passed, then appends every available
+    /// event to `out`, sorted by sequence number. Undecodable records are counted, not fatal.
     pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> Result<(), CaptureError> {
-        let mut guard = self.ring.readable_mut().await?;
-        let ring = guard.get_inner_mut();
-        let errors = drain(ring, out);
-        guard.clear_ready();
+        let errors = match tokio::time::timeout(POLL, self.ring.readable_mut()).await {
+            Ok(guard) => {
+                let mut guard = guard?;
+                let errors = drain(guard.get_inner_mut(), out);
+                guard.clear_ready();
+                errors
+            }
+            Err(_) => drain(self.ring.get_mut(), out),
+        };
         self.decode_errors += errors;
         Ok(())
     }

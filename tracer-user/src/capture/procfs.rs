@@ -1,20 +1,8 @@
 //! /proc snapshot of the processes that exist when tracing starts.
 
-use serde::Serialize;
+use crate::lineage::SnapshotProcess;
 use std::fs;
 use std::path::Path;
-
-/// One process as /proc shows it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ProcInfo {
-    pub pid: u32,
-    pub ppid: u32,
-    pub comm: String,
-    pub exe: String,
-    pub argv: Vec<String>,
-    /// Thread ids, the leader included.
-    pub threads: Vec<u32>,
-}
 
 /// `pid`'s ppid and comm from /proc/PID/stat (comm may contain spaces and parentheses).
 pub fn parse_stat(stat: &str) -> Option<(String, u32)> {
@@ -28,12 +16,13 @@ pub fn parse_stat(stat: &str) -> Option<(String, u32)> {
 }
 
 /// Reads one process; `None` if it vanished meanwhile.
-pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
+pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
     let dir = root.join(pid.to_string());
     let (comm, ppid) = parse_stat(&fs::read_to_string(dir.join("stat")).ok()?)?;
+    // Kernel threads have no exe link.
     let exe = fs::read_link(dir.join("exe"))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned());
     let argv = fs::read(dir.join("cmdline"))
         .map(|b| {
             b.split(|&c| c == 0)
@@ -49,22 +38,24 @@ pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
         })
         .unwrap_or_default();
     threads.sort_unstable();
-    Some(ProcInfo {
+    // /proc does not show PR_SET_CHILD_SUBREAPER.
+    Some(SnapshotProcess {
         pid,
         ppid,
         comm,
         exe,
         argv,
         threads,
+        subreaper: false,
     })
 }
 
 /// Every process under `/proc`, sorted by pid.
-pub fn snapshot() -> Vec<ProcInfo> {
+pub fn snapshot() -> Vec<SnapshotProcess> {
     snapshot_at(Path::new("/proc"))
 }
 
-pub fn snapshot_at(root: &Path) -> Vec<ProcInfo> {
+pub fn snapshot_at(root: &Path) -> Vec<SnapshotProcess> {
     let mut pids: Vec<u32> = fs::read_dir(root)
         .map(|d| {
             d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
