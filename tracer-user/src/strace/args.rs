@@ -43,7 +43,11 @@ fn skip_string(b: &[u8], start: usize) -> usize {
 
 /// Splits at top-level commas (outside strings and brackets). Pieces are trimmed.
 pub(crate) fn split_top(s: &str) -> SplitTop<'_> {
-    SplitTop { s, pos: 0, done: s.trim().is_empty() }
+    SplitTop {
+        s,
+        pos: 0,
+        done: s.trim().is_empty(),
+    }
 }
 
 pub(crate) struct SplitTop<'a> {
@@ -96,11 +100,21 @@ pub(crate) fn parse_cstr(arg: &str) -> Option<CapturedStr> {
     let end = skip_string(b, 0);
     if end == 0 || b.get(end) != Some(&b'"') {
         // unterminated: take what there is, marked as cut
-        return Some(CapturedStr { value: unescape(arg.get(1..).unwrap_or("")), truncated: true });
+        return Some(CapturedStr {
+            value: unescape(arg.get(1..).unwrap_or("")),
+            truncated: true,
+        });
     }
     let inner = arg.get(1..end).unwrap_or("");
-    let truncated = arg.get(end + 1..).unwrap_or("").trim_start().starts_with("...");
-    Some(CapturedStr { value: unescape(inner), truncated })
+    let truncated = arg
+        .get(end + 1..)
+        .unwrap_or("")
+        .trim_start()
+        .starts_with("...");
+    Some(CapturedStr {
+        value: unescape(inner),
+        truncated,
+    })
 }
 
 /// Undoes strace's C-style escapes: `\n \t \r \v \f \a \b \e \" \\ \xHH \NNN` (octal).
@@ -252,7 +266,9 @@ pub(crate) fn parse_at_flags(text: &str) -> u32 {
             "AT_EMPTY_PATH" => 0x1000,
             "AT_SYMLINK_FOLLOW" => 0x400,
             "AT_NO_AUTOMOUNT" => 0x800,
-            _ => crate::names::parse_int(part).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+            _ => crate::names::parse_int(part)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
         };
     }
     v

@@ -31,19 +31,32 @@ pub(crate) enum Body<'a> {
     Blank,
     /// `name(args...`: `args` is the text between the parentheses (up to the marker when
     /// unfinished). `syscall` is `None` for syscalls the importer does not follow.
-    Call { syscall: Option<Syscall>, args: &'a str, end: End },
+    Call {
+        syscall: Option<Syscall>,
+        args: &'a str,
+        end: End,
+    },
     /// `<... name resumed>rest`.
-    Resumed { syscall: Option<Syscall>, end: End },
+    Resumed {
+        syscall: Option<Syscall>,
+        end: End,
+    },
     /// `+++ exited with N +++`.
     Exited(i32),
     /// `+++ killed by SIG +++`, with `(core dumped)`.
-    Killed { signal: u32, core: bool },
+    Killed {
+        signal: u32,
+        core: bool,
+    },
     /// `+++ superseded by execve in pid OLD +++` (`OLD` absent in old strace versions).
     Superseded(Option<u32>),
     /// `--- SIG... {...} ---`, `--- stopped by ... ---`.
     Signal,
     /// `strace: Process N attached [with M threads]`.
-    Attached { pid: u32, threads: Option<u32> },
+    Attached {
+        pid: u32,
+        threads: Option<u32>,
+    },
     /// `strace: Process N detached`, ` <detached ...>`, other `strace: ` messages.
     Notice,
 }
@@ -82,8 +95,14 @@ fn parse_notice(s: &str) -> Option<Body<'static>> {
     if rest == " attached" {
         return Some(Body::Attached { pid, threads: None });
     }
-    if let Some(n) = rest.strip_prefix(" attached with ").and_then(|r| r.strip_suffix(" threads")) {
-        return Some(Body::Attached { pid, threads: Some(n.trim().parse().ok()?) });
+    if let Some(n) = rest
+        .strip_prefix(" attached with ")
+        .and_then(|r| r.strip_suffix(" threads"))
+    {
+        return Some(Body::Attached {
+            pid,
+            threads: Some(n.trim().parse().ok()?),
+        });
     }
     if rest == " detached" || rest == " suspended" {
         return Some(Body::Notice);
@@ -94,7 +113,12 @@ fn parse_notice(s: &str) -> Option<Body<'static>> {
 /// Parses one line (without its newline). `None`: not a form strace writes.
 pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     let s = raw.strip_suffix('\r').unwrap_or(raw);
-    let mut line = Line { pid: None, stamp: None, stamp2: None, body: Body::Blank };
+    let mut line = Line {
+        pid: None,
+        stamp: None,
+        stamp2: None,
+        body: Body::Blank,
+    };
     let mut s = s.trim_start_matches(' ');
     if s.trim().is_empty() {
         return Some(line);
@@ -174,7 +198,9 @@ fn parse_stamp(tok: &str) -> Option<Stamp> {
         if parts.next().is_some() || h > 23 || m > 59 || sec > 60 {
             return None;
         }
-        return Some(Stamp::TimeOfDay((h * 3600 + m * 60 + sec) * 1_000_000_000 + frac_ns));
+        return Some(Stamp::TimeOfDay(
+            (h * 3600 + m * 60 + sec) * 1_000_000_000 + frac_ns,
+        ));
     }
     if frac.is_empty() {
         return None;
@@ -183,7 +209,11 @@ fn parse_stamp(tok: &str) -> Option<Stamp> {
     let ns = secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)?;
     // -r gaps are small; -ttt values are seconds since 1970. A million seconds (11.5 days)
     // separates them safely.
-    Some(if secs >= 1_000_000 { Stamp::Epoch(ns) } else { Stamp::Relative(ns) })
+    Some(if secs >= 1_000_000 {
+        Stamp::Epoch(ns)
+    } else {
+        Stamp::Relative(ns)
+    })
 }
 
 fn parse_body(s: &str) -> Option<Body<'_>> {
@@ -198,7 +228,10 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
                 Some(s) => (s, true),
                 None => (sig, false),
             };
-            return Some(Body::Killed { signal: super::args::parse_signal(sig)?, core });
+            return Some(Body::Killed {
+                signal: super::args::parse_signal(sig)?,
+                core,
+            });
         }
         if r == "superseded by execve" {
             return Some(Body::Superseded(None));
@@ -243,7 +276,11 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
     let syscall = Syscall::from_name(name);
     let after = s.get(open + 1..)?;
     if syscall.is_none() {
-        return Some(Body::Call { syscall, args: "", end: End::Returned(None) });
+        return Some(Body::Call {
+            syscall,
+            args: "",
+            end: End::Returned(None),
+        });
     }
     if let Some((args, end)) = tail_marker(after) {
         return Some(Body::Call { syscall, args, end });
@@ -280,7 +317,10 @@ fn tail_marker(s: &str) -> Option<(&str, End)> {
     }
     let before_close = s.strip_suffix(" ...>")?;
     let at = before_close.rfind("<pid changed to ")?;
-    let pid = before_close.get(at + "<pid changed to ".len()..)?.parse().ok()?;
+    let pid = before_close
+        .get(at + "<pid changed to ".len()..)?
+        .parse()
+        .ok()?;
     Some((before_close.get(..at)?.trim_end(), End::PidChanged(pid)))
 }
 
@@ -295,7 +335,10 @@ fn returned(s: &str) -> Option<End> {
         (Some(v), rest)
     };
     let rest = rest.trim_start();
-    let errno_name = rest.split(' ').next().filter(|w| w.starts_with('E') && w.len() > 1);
+    let errno_name = rest
+        .split(' ')
+        .next()
+        .filter(|w| w.starts_with('E') && w.len() > 1);
     let errno = errno_name.map(|w| crate::names::errno_number(w).unwrap_or(1));
     Some(End::Returned(match (value, errno) {
         (Some(-1), Some(e)) | (None, Some(e)) => Some(-e),

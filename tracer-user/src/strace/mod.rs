@@ -239,7 +239,11 @@ impl Parser {
         }
         // An attach notice spliced into the line: the text before it continues on the next line.
         if let Some(at) = line::find_spliced_notice(text) {
-            if let Some(Line { body: notice @ Body::Attached { .. }, .. }) = text.get(at..).and_then(line::parse_line) {
+            if let Some(Line {
+                body: notice @ Body::Attached { .. },
+                ..
+            }) = text.get(at..).and_then(line::parse_line)
+            {
                 self.deferred.push(to_static(notice));
                 self.understood += 1; // the notice itself
                 let prefix = text.get(..at).unwrap_or("").to_owned();
@@ -263,7 +267,12 @@ impl Parser {
             }
         }
         for notice in std::mem::take(&mut self.deferred) {
-            self.apply(Line { pid: None, stamp: None, stamp2: None, body: notice });
+            self.apply(Line {
+                pid: None,
+                stamp: None,
+                stamp2: None,
+                body: notice,
+            });
         }
     }
 
@@ -276,14 +285,21 @@ impl Parser {
             }
         }
         for notice in std::mem::take(&mut self.deferred) {
-            self.apply(Line { pid: None, stamp: None, stamp2: None, body: notice });
+            self.apply(Line {
+                pid: None,
+                stamp: None,
+                stamp2: None,
+                body: notice,
+            });
         }
         let callers: Vec<u32> = self.clones.iter().map(|c| c.caller).collect();
         for c in callers {
             self.fallback_identity(c);
         }
         if self.understood == 0 {
-            return Err(StraceError::NotAnStraceLog { lines: self.out.lines });
+            return Err(StraceError::NotAnStraceLog {
+                lines: self.out.lines,
+            });
         }
         Ok(self.out)
     }
@@ -373,7 +389,11 @@ impl Parser {
         }
         self.live.insert(pid);
         // (1) an in-flight clone that returned exactly this pid
-        if let Some(i) = self.clones.iter().position(|c| c.child.is_none() && c.ret == Some(pid as i64)) {
+        if let Some(i) = self
+            .clones
+            .iter()
+            .position(|c| c.child.is_none() && c.ret == Some(pid as i64))
+        {
             self.assign_child(i, pid);
             return;
         }
@@ -392,7 +412,10 @@ impl Parser {
         }
         // (2) the oldest clone still waiting for its child: first those still in the call, then
         // those whose return value did not match (it is a pid in another pid namespace)
-        let unfinished = self.clones.iter().position(|c| c.child.is_none() && c.ret.is_none());
+        let unfinished = self
+            .clones
+            .iter()
+            .position(|c| c.child.is_none() && c.ret.is_none());
         if let Some(i) = unfinished.or_else(|| self.clones.iter().position(|c| c.child.is_none())) {
             self.assign_child(i, pid);
             return;
@@ -463,7 +486,14 @@ impl Parser {
             },
         );
         if let Some(ret) = c.ret {
-            self.emit(c.caller, c.ts, EventKind::SyscallExit { syscall: c.syscall, ret });
+            self.emit(
+                c.caller,
+                c.ts,
+                EventKind::SyscallExit {
+                    syscall: c.syscall,
+                    ret,
+                },
+            );
             self.clones.remove(i);
         } else {
             self.clones[i].child = Some(child);
@@ -473,10 +503,16 @@ impl Parser {
     /// The caller moved on without a notice naming its child: use the return value, unless
     /// that pid is already another task.
     fn fallback_identity(&mut self, caller: u32) {
-        while let Some(i) = self.clones.iter().position(|c| c.caller == caller && c.ret.is_some()) {
+        while let Some(i) = self
+            .clones
+            .iter()
+            .position(|c| c.caller == caller && c.ret.is_some())
+        {
             let c = self.clones[i].clone();
             let ret = c.ret.unwrap_or(0);
-            let child = u32::try_from(ret).ok().filter(|&p| p > 0 && !self.known.contains(&p));
+            let child = u32::try_from(ret)
+                .ok()
+                .filter(|&p| p > 0 && !self.known.contains(&p));
             match (c.child, child) {
                 (None, Some(pid)) => {
                     self.known.insert(pid);
@@ -484,7 +520,14 @@ impl Parser {
                 }
                 _ => {
                     self.clones.remove(i);
-                    self.emit(caller, c.ts, EventKind::SyscallExit { syscall: c.syscall, ret });
+                    self.emit(
+                        caller,
+                        c.ts,
+                        EventKind::SyscallExit {
+                            syscall: c.syscall,
+                            ret,
+                        },
+                    );
                 }
             }
         }
@@ -496,7 +539,8 @@ impl Parser {
         let tgid = self.tgid(tid);
         if tgid == tid {
             let tgid_of = &self.tgid_of;
-            self.live.retain(|t| tgid_of.get(t).copied().unwrap_or(*t) != tgid);
+            self.live
+                .retain(|t| tgid_of.get(t).copied().unwrap_or(*t) != tgid);
         }
     }
 
@@ -534,15 +578,28 @@ impl Parser {
             (None, _) => self.unprefixed_tid(),
         };
         // A clone whose child was never announced: settle it before the caller goes on.
-        let resumed_clone = matches!(l.body, Body::Resumed { syscall: Some(s), .. } if s.creates_task());
-        if !resumed_clone && self.clones.iter().any(|c| c.caller == tid && c.ret.is_some()) {
+        let resumed_clone =
+            matches!(l.body, Body::Resumed { syscall: Some(s), .. } if s.creates_task());
+        if !resumed_clone
+            && self
+                .clones
+                .iter()
+                .any(|c| c.caller == tid && c.ret.is_some())
+        {
             self.fallback_identity(tid);
         }
         let ts = self.ts_ns;
         match l.body {
-            Body::Call { syscall: Some(sc), args, end } => self.call(tid, ts, sc, args, end),
+            Body::Call {
+                syscall: Some(sc),
+                args,
+                end,
+            } => self.call(tid, ts, sc, args, end),
             Body::Call { syscall: None, .. } => {}
-            Body::Resumed { syscall: Some(sc), end } => self.resumed(tid, ts, sc, end),
+            Body::Resumed {
+                syscall: Some(sc),
+                end,
+            } => self.resumed(tid, ts, sc, end),
             Body::Resumed { syscall: None, .. } => {}
             Body::Exited(code) => self.exit(tid, ts, ((code as u32) & 0xff) << 8),
             Body::Killed { signal, core } => {
@@ -557,7 +614,15 @@ impl Parser {
         match sc {
             Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
                 let (flags, exit_signal) = clone_args(sc, args);
-                self.emit(tid, ts, EventKind::CloneEnter { syscall: sc, flags: CloneFlags(flags), exit_signal });
+                self.emit(
+                    tid,
+                    ts,
+                    EventKind::CloneEnter {
+                        syscall: sc,
+                        flags: CloneFlags(flags),
+                        exit_signal,
+                    },
+                );
                 self.next_clone += 1;
                 let id = self.next_clone;
                 self.clones.push(CloneRec {
@@ -578,14 +643,32 @@ impl Parser {
                     _ => CapturedStr::default(),
                 };
                 self.emit(tid, ts, kind);
-                self.pending.insert(tid, Pending::Exec { filename, old_tid: tid });
+                self.pending.insert(
+                    tid,
+                    Pending::Exec {
+                        filename,
+                        old_tid: tid,
+                    },
+                );
                 if let End::PidChanged(leader) = end {
                     self.pid_changed.insert(leader, tid);
                 }
             }
             Syscall::Exit | Syscall::ExitGroup => {
-                let code = args.trim().split(',').next().and_then(crate::names::parse_int).unwrap_or(0);
-                self.emit(tid, ts, EventKind::ExitEnter { syscall: sc, code: code as i32 });
+                let code = args
+                    .trim()
+                    .split(',')
+                    .next()
+                    .and_then(crate::names::parse_int)
+                    .unwrap_or(0);
+                self.emit(
+                    tid,
+                    ts,
+                    EventKind::ExitEnter {
+                        syscall: sc,
+                        code: code as i32,
+                    },
+                );
                 self.pending.insert(tid, Pending::Exit);
             }
             Syscall::Prctl => {
@@ -644,7 +727,14 @@ impl Parser {
                     Some(r) if r > 0 => {
                         if self.clones[i].child.is_some() {
                             self.clones.remove(i);
-                            self.emit(tid, ts, EventKind::SyscallExit { syscall: sc, ret: r });
+                            self.emit(
+                                tid,
+                                ts,
+                                EventKind::SyscallExit {
+                                    syscall: sc,
+                                    ret: r,
+                                },
+                            );
                         } else {
                             self.clones[i].ret = Some(r);
                             // the child may already be known under this pid (it spoke first)
@@ -652,7 +742,14 @@ impl Parser {
                     }
                     Some(r) => {
                         self.clones.remove(i);
-                        self.emit(tid, ts, EventKind::SyscallExit { syscall: sc, ret: r });
+                        self.emit(
+                            tid,
+                            ts,
+                            EventKind::SyscallExit {
+                                syscall: sc,
+                                ret: r,
+                            },
+                        );
                     }
                     None => {
                         self.clones.remove(i);
@@ -670,16 +767,37 @@ impl Parser {
                             self.exec_takeover(tid, old_tid);
                         }
                         self.emit(tid, ts, EventKind::Exec { old_tid, filename });
-                        self.emit(tid, ts, EventKind::SyscallExit { syscall: sc, ret: 0 });
+                        self.emit(
+                            tid,
+                            ts,
+                            EventKind::SyscallExit {
+                                syscall: sc,
+                                ret: 0,
+                            },
+                        );
                     }
-                    Some(r) => self.emit(tid, ts, EventKind::SyscallExit { syscall: sc, ret: r }),
+                    Some(r) => self.emit(
+                        tid,
+                        ts,
+                        EventKind::SyscallExit {
+                            syscall: sc,
+                            ret: r,
+                        },
+                    ),
                     None => {}
                 }
             }
             Syscall::Prctl => {
                 let emitted = matches!(pending, Some(Pending::Prctl { emitted: true }));
                 if let (true, Some(r)) = (emitted, ret) {
-                    self.emit(tid, ts, EventKind::SyscallExit { syscall: sc, ret: r });
+                    self.emit(
+                        tid,
+                        ts,
+                        EventKind::SyscallExit {
+                            syscall: sc,
+                            ret: r,
+                        },
+                    );
                 }
             }
             Syscall::Exit | Syscall::ExitGroup => {}
@@ -692,7 +810,9 @@ impl Parser {
             let tgid = self.tgid(leader);
             self.pending
                 .iter()
-                .filter(|(t, p)| **t != leader && matches!(p, Pending::Exec { .. }) && self.tgid(**t) == tgid)
+                .filter(|(t, p)| {
+                    **t != leader && matches!(p, Pending::Exec { .. }) && self.tgid(**t) == tgid
+                })
                 .map(|(t, _)| *t)
                 .min()
         });
@@ -701,7 +821,13 @@ impl Parser {
             return;
         }
         if let Some(Pending::Exec { filename, .. }) = self.pending.remove(&old) {
-            self.pending.insert(leader, Pending::Exec { filename, old_tid: old });
+            self.pending.insert(
+                leader,
+                Pending::Exec {
+                    filename,
+                    old_tid: old,
+                },
+            );
         }
         self.pid_changed.remove(&leader);
     }
@@ -710,7 +836,8 @@ impl Parser {
     fn exec_takeover(&mut self, leader: u32, old: u32) {
         let tgid = self.tgid(leader);
         let tgid_of = &self.tgid_of;
-        self.live.retain(|t| *t == leader || tgid_of.get(t).copied().unwrap_or(*t) != tgid);
+        self.live
+            .retain(|t| *t == leader || tgid_of.get(t).copied().unwrap_or(*t) != tgid);
         self.live.remove(&old);
         self.live.insert(leader);
         self.tgid_of.remove(&old);
@@ -718,7 +845,14 @@ impl Parser {
 
     fn exit(&mut self, tid: u32, ts: u64, exit_code: u32) {
         let group_dead = self.tgid(tid) == tid;
-        self.emit(tid, ts, EventKind::TaskExit { exit_code, group_dead });
+        self.emit(
+            tid,
+            ts,
+            EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            },
+        );
         self.task_gone(tid);
     }
 }
@@ -739,7 +873,10 @@ fn clone_args(sc: Syscall, args: &str) -> (u64, u32) {
         Syscall::Clone => match args::keyed(args, "flags") {
             Some(f) => args::parse_flags_lenient(f),
             // no key names (raw form): flags are the first argument on x86-64
-            None => args::split_top(args).next().map(args::parse_flags_lenient).unwrap_or((0, 0)),
+            None => args::split_top(args)
+                .next()
+                .map(args::parse_flags_lenient)
+                .unwrap_or((0, 0)),
         },
         Syscall::Clone3 => {
             let first = args::split_top(args).next().unwrap_or("");
@@ -749,8 +886,12 @@ fn clone_args(sc: Syscall, args: &str) -> (u64, u32) {
                 Some(end) => inner.get(..end).unwrap_or(""),
                 None => inner,
             };
-            let (flags, sig_in_flags) = args::keyed(inner, "flags").map(args::parse_flags_lenient).unwrap_or((0, 0));
-            let sig = args::keyed(inner, "exit_signal").and_then(args::parse_signal).unwrap_or(sig_in_flags);
+            let (flags, sig_in_flags) = args::keyed(inner, "flags")
+                .map(args::parse_flags_lenient)
+                .unwrap_or((0, 0));
+            let sig = args::keyed(inner, "exit_signal")
+                .and_then(args::parse_signal)
+                .unwrap_or(sig_in_flags);
             (flags, sig)
         }
         _ => (0, 0),
@@ -767,8 +908,19 @@ fn exec_args(sc: Syscall, args: &str) -> EventKind {
     let filename = path.and_then(args::parse_cstr).unwrap_or_default();
     let (argv, argv_truncated) = it.next().map(args::parse_argv).unwrap_or_default();
     let _envp = it.next();
-    let at_flags = if sc == Syscall::Execveat { it.next().map(args::parse_at_flags).unwrap_or(0) } else { 0 };
-    EventKind::ExecEnter { syscall: sc, dirfd, at_flags, filename, argv, argv_truncated }
+    let at_flags = if sc == Syscall::Execveat {
+        it.next().map(args::parse_at_flags).unwrap_or(0)
+    } else {
+        0
+    };
+    EventKind::ExecEnter {
+        syscall: sc,
+        dirfd,
+        at_flags,
+        filename,
+        argv,
+        argv_truncated,
+    }
 }
 
 fn prctl_args(args: &str) -> Option<EventKind> {
@@ -777,11 +929,19 @@ fn prctl_args(args: &str) -> Option<EventKind> {
     let arg2_text = it.next().unwrap_or("0");
     if option == crate::event::prctl_opt::PR_SET_NAME {
         let name = args::parse_cstr(arg2_text).unwrap_or_default();
-        return Some(EventKind::PrctlEnter { option, arg2: 0, name: Some(name) });
+        return Some(EventKind::PrctlEnter {
+            option,
+            arg2: 0,
+            name: Some(name),
+        });
     }
     let arg2 = crate::names::parse_int(arg2_text)
         .map(|v| v as u64)
         .or_else(|| args::parse_signal(arg2_text).map(u64::from))
         .unwrap_or(0);
-    Some(EventKind::PrctlEnter { option, arg2, name: None })
+    Some(EventKind::PrctlEnter {
+        option,
+        arg2,
+        name: None,
+    })
 }
