@@ -174,8 +174,12 @@ enum Pending {
 /// Where a pid never seen before showed up.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Seen {
-    Attach { threads: Option<u32> },
+    Attach {
+        threads: Option<u32>,
+    },
     Prefix,
+    /// in front of a `<... resumed>` line: the task was already in a call
+    PrefixResumed,
 }
 
 /// Line-at-a-time strace log parser. Feed lines with [`Parser::feed_line`], then
@@ -397,12 +401,22 @@ impl Parser {
             self.assign_child(i, pid);
             return;
         }
-        if how == Seen::Prefix && self.anon {
-            self.bind_anon(pid);
+        if self.anon && !matches!(how, Seen::Attach { .. }) {
+            // The initial process, whose earlier lines had no pid, or its child? A resumed line
+            // continues a call made earlier, so it is the initial process; a child can also
+            // speak while the initial process is still inside the clone (vfork, `-q` logs).
+            let in_clone = self
+                .clones
+                .iter()
+                .position(|c| c.caller == UNKNOWN_PID && c.child.is_none() && c.ret.is_none());
+            match in_clone {
+                Some(i) if how == Seen::Prefix => self.assign_child(i, pid),
+                _ => self.bind_anon(pid),
+            }
             return;
         }
         // threads of an attached process appear unannounced
-        if how == Seen::Prefix {
+        if !matches!(how, Seen::Attach { .. }) {
             if let Some(slot) = self.unannounced.iter_mut().find(|(_, n)| *n > 0) {
                 slot.1 -= 1;
                 let tgid = slot.0;
@@ -411,12 +425,14 @@ impl Parser {
             }
         }
         // (2) the oldest clone still waiting for its child: first those still in the call, then
-        // those whose return value did not match (it is a pid in another pid namespace)
+        // those whose return value did not match (it is a pid in another pid namespace). A task
+        // whose first line resumes a call is not new: it existed before tracing.
         let unfinished = self
             .clones
             .iter()
             .position(|c| c.child.is_none() && c.ret.is_none());
-        if let Some(i) = unfinished.or_else(|| self.clones.iter().position(|c| c.child.is_none())) {
+        let waiting = unfinished.or_else(|| self.clones.iter().position(|c| c.child.is_none()));
+        if let (Some(i), false) = (waiting, how == Seen::PrefixResumed) {
             self.assign_child(i, pid);
             return;
         }
@@ -569,6 +585,10 @@ impl Parser {
             _ => {}
         }
         let tid = match (l.pid, l.body) {
+            (Some(p), Body::Resumed { .. }) => {
+                self.first_seen(p, Seen::PrefixResumed);
+                p
+            }
             (Some(p), _) => {
                 self.first_seen(p, Seen::Prefix);
                 p

@@ -826,6 +826,32 @@ fn unprefixed_lines_follow_the_only_live_task() {
 }
 
 #[test]
+fn quiet_log_child_speaks_before_unannounced_initial_resumes() {
+    // `strace -qf` (no attach notices), 2>&1: the child's first line precedes the parent's
+    let imp = parse(concat!(
+        "execve(\"/bin/sh\", [\"sh\"], 0x7ffd /* 1 var */) = 0\n",
+        "vfork( <unfinished ...>\n",
+        "[pid 11232] execve(\"/bin/true\", [\"/bin/true\"], 0x55 /* 1 var */) = 0\n",
+        "[pid 11231] <... vfork resumed>) = 11232\n",
+        "+++ exited with 0 +++\n",
+    ));
+    assert_eq!(
+        forks(&imp),
+        [(11231, 11232, 11232, Some(CLONE_VM | CLONE_VFORK))]
+    );
+    assert_eq!(imp.events[0].tid, 11231);
+    let last = imp.events.last().unwrap();
+    assert_eq!((last.tid, last.kind.clone()), (11231, exit(0, true)));
+    // and the initial process's resumed line comes first
+    let imp = parse(concat!(
+        "clone(child_stack=NULL, flags=SIGCHLD <unfinished ...>\n",
+        "[pid 70] <... clone resumed>) = 71\n",
+        "[pid 71] exit_group(0) = ?\n",
+    ));
+    assert_eq!(forks(&imp), [(70, 71, 71, Some(0))]);
+}
+
+#[test]
 fn initial_pid_never_revealed_stays_placeholder() {
     let imp = parse("execve(\"/bin/true\", [\"true\"], 0x7ffd /* 1 var */) = 0\nexit_group(0) = ?\n+++ exited with 0 +++\n");
     assert!(imp
