@@ -130,7 +130,7 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     // pid prefix: "[pid  123] " (stderr) or "123   " (-o FILE with -f), maybe "<comm>" (-Y).
     if let Some(rest) = s.strip_prefix("[pid") {
         let rest = rest.trim_start_matches(' ');
-        let (pid, rest) = take_pid(rest)?;
+        let (pid, rest) = take_pid(rest, ">]")?;
         let rest = rest.strip_prefix(']')?;
         line.pid = Some(pid);
         s = rest.trim_start_matches(' ');
@@ -138,7 +138,7 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
         let digits = s.bytes().take_while(u8::is_ascii_digit).count();
         let after = s.as_bytes().get(digits).copied();
         if matches!(after, Some(b' ') | Some(b'<')) {
-            let (pid, rest) = take_pid(s)?;
+            let (pid, rest) = take_pid(s, "> ")?;
             if !rest.starts_with(' ') {
                 return None;
             }
@@ -164,14 +164,13 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     Some(line)
 }
 
-fn take_pid(s: &str) -> Option<(u32, &str)> {
+fn take_pid<'a>(s: &'a str, comm_end: &str) -> Option<(u32, &'a str)> {
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
     let pid: u32 = s.get(..digits)?.parse().ok()?;
     let mut rest = s.get(digits..)?;
     if rest.starts_with('<') {
-        // -Y / --decode-pids=comm: "123<comm>"; the comm may itself contain '>'? take the last
-        // '>' before the next space or ']'.
-        let end = rest.find("> ").or_else(|| rest.find(">]"))?;
+        // -Y / --decode-pids=comm: "123<comm>" (the comm itself may contain '>')
+        let end = rest.find(comm_end)?;
         rest = rest.get(end + 1..)?;
     }
     Some((pid, rest))

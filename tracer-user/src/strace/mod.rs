@@ -39,7 +39,7 @@
 //! return value equals N, else to the oldest in-flight clone; (2) for logs without notices
 //! (`-o FILE`, `-q`), the first line of a pid never seen before, matched the same way; (3) the
 //! return value, only when neither came before the caller's next line (or its exit, or the end
-//! of the log), and only when that pid is not already known as another task (contradicted: then
+//! of the log), and only when that pid is not a live task already (contradicted: then
 //! no `Fork` is emitted). `Fork` is emitted as soon as the identity is known — before the child's
 //! own events — and the caller's `SyscallExit` when both the return and the identity are known.
 //!
@@ -197,7 +197,7 @@ pub struct Parser {
     carry: Option<(usize, String)>,
     deferred: Vec<Body<'static>>,
     // tasks
-    known: HashSet<u32>,
+    /// Tasks seen and not exited (a pid seen again after its exit is a new task: pid reuse).
     live: HashSet<u32>,
     tgid_of: HashMap<u32, u32>,
     initial: Option<u32>,
@@ -388,10 +388,9 @@ impl Parser {
 
     /// A pid shows up for the first time.
     fn first_seen(&mut self, pid: u32, how: Seen) {
-        if !self.known.insert(pid) {
+        if !self.live.insert(pid) {
             return;
         }
-        self.live.insert(pid);
         // (1) an in-flight clone that returned exactly this pid
         if let Some(i) = self
             .clones
@@ -472,8 +471,19 @@ impl Parser {
         for c in &mut self.clones {
             fix(&mut c.caller);
         }
+        for p in self.pending.values_mut() {
+            if let Pending::Exec { old_tid, .. } = p {
+                fix(old_tid);
+            }
+        }
         if let Some(p) = self.pending.remove(&UNKNOWN_PID) {
             self.pending.insert(pid, p);
+        }
+        for v in self.pid_changed.values_mut() {
+            fix(v);
+        }
+        if let Some(t) = self.pid_changed.remove(&UNKNOWN_PID) {
+            self.pid_changed.insert(pid, t);
         }
         if let Some(t) = self.tgid_of.remove(&UNKNOWN_PID) {
             self.tgid_of.insert(pid, t);
@@ -487,7 +497,6 @@ impl Parser {
         if thread {
             self.tgid_of.insert(child, child_tgid);
         }
-        self.known.insert(child);
         self.live.insert(child);
         let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
         self.emit(
@@ -528,10 +537,9 @@ impl Parser {
             let ret = c.ret.unwrap_or(0);
             let child = u32::try_from(ret)
                 .ok()
-                .filter(|&p| p > 0 && !self.known.contains(&p));
+                .filter(|&p| p > 0 && !self.live.contains(&p));
             match (c.child, child) {
                 (None, Some(pid)) => {
-                    self.known.insert(pid);
                     self.assign_child(i, pid);
                 }
                 _ => {
@@ -594,7 +602,7 @@ impl Parser {
                 p
             }
             // the leader's line after a non-leader exec, printed once only one task is left
-            (None, Body::Superseded(Some(old))) if self.known.contains(&old) => self.tgid(old),
+            (None, Body::Superseded(Some(old))) if self.live.contains(&old) => self.tgid(old),
             (None, _) => self.unprefixed_tid(),
         };
         // A clone whose child was never announced: settle it before the caller goes on.

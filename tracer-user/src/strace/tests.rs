@@ -115,6 +115,57 @@ fn pid_prefix_styles() {
 }
 
 #[test]
+fn decode_pids_comm_prefixes() {
+    // real strace 6.1 `-f -Y` output, stderr and -o styles
+    for text in [
+        concat!(
+            "execve(\"/usr/bin/sh\", [\"sh\", \"-c\", \"/bin/true\"], 0x7ffdadcd5200 /* 35 vars */) = 0\n",
+            "vfork(strace: Process 1859 attached\n",
+            " <unfinished ...>\n",
+            "[pid  1859<sh>] execve(\"/bin/true\", [\"/bin/true\"], 0x55c519d10880 /* 35 vars */ <unfinished ...>\n",
+            "[pid  1858<sh>] <... vfork resumed>)    = 1859<true>\n",
+            "[pid  1859<true>] <... execve resumed>) = 0\n",
+            "[pid  1859<true>] exit_group(0)         = ?\n",
+            "[pid  1859<true>] +++ exited with 0 +++\n",
+            "--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=1859, si_uid=0, si_status=0} ---\n",
+            "exit_group(0)                           = ?\n",
+        ),
+        concat!(
+            "1858<strace> execve(\"/usr/bin/sh\", [\"sh\", \"-c\", \"/bin/true\"], 0x7ffd96a555f0 /* 35 vars */) = 0\n",
+            "1858<sh> vfork( <unfinished ...>\n",
+            "1859<sh> execve(\"/bin/true\", [\"/bin/true\"], 0x5630e04d7880 /* 35 vars */ <unfinished ...>\n",
+            "1858<sh> <... vfork resumed>)           = 1859<true>\n",
+            "1859<true> <... execve resumed>)        = 0\n",
+            "1859<true> exit_group(0)                = ?\n",
+            "1859<true> +++ exited with 0 +++\n",
+            "1858<sh> --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=1864, si_uid=0} ---\n",
+            "1858<sh> exit_group(0)                  = ?\n",
+        ),
+    ] {
+        let imp = parse(text);
+        assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+        assert_eq!(forks(&imp), [(1858, 1859, 1859, Some(CLONE_VM | CLONE_VFORK))]);
+        assert!(execs(&imp).contains(&(1859, "/bin/true".into())));
+        let last = imp.events.last().unwrap();
+        assert_eq!((last.tid, last.kind.clone()), (1858, K::ExitEnter { syscall: Syscall::ExitGroup, code: 0 }));
+        assert!(imp.events.iter().any(|e| e.kind == sys_exit(Syscall::Vfork, 1859)));
+    }
+}
+
+#[test]
+fn pid_reuse_after_exit_is_a_new_task() {
+    let imp = parse(concat!(
+        "[pid 10] clone(child_stack=NULL, flags=SIGCHLD) = 11\n",
+        "strace: Process 11 attached\n",
+        "[pid 11] +++ exited with 0 +++\n",
+        "[pid 10] clone(child_stack=NULL, flags=SIGCHLD) = 11\n",
+        "strace: Process 11 attached\n",
+        "[pid 11] exit_group(1) = ?\n",
+    ));
+    assert_eq!(forks(&imp), [(10, 11, 11, Some(0)), (10, 11, 11, Some(0))]);
+}
+
+#[test]
 fn timestamps_absolute() {
     // -t, -tt: ns since midnight, with a day added across midnight
     let imp = parse(concat!(
