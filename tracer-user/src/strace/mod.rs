@@ -71,6 +71,10 @@ pub const UNKNOWN_PID: u32 = 0;
 pub const MAX_KEPT_UNREADABLE: usize = 5;
 /// Longer lines are cut to this many bytes (by [`parse_reader`]) and kept only as unreadable.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// A line cut by a spliced attach notice is joined with the next one only up to this size...
+const MAX_CARRY_BYTES: usize = 64 << 10;
+/// ...and this many notices in a row.
+const MAX_CARRY_CUTS: u32 = 16;
 /// At most this many characters of an unreadable line are kept.
 const KEPT_CHARS: usize = 200;
 
@@ -194,12 +198,16 @@ pub struct Parser {
     last_tod: Option<u64>,
     day_offset: u64,
     // a line cut by a spliced attach notice, and the notices to apply after it
-    carry: Option<(usize, String)>,
+    /// (line number where it started, text, how many notices cut it so far)
+    carry: Option<(usize, String, u32)>,
     deferred: Vec<Body<'static>>,
     // tasks
     /// Tasks seen and not exited (a pid seen again after its exit is a new task: pid reuse).
     live: HashSet<u32>,
+    /// thread tid → its process's tgid (leaders are not in it)
     tgid_of: HashMap<u32, u32>,
+    /// tgid → its live threads other than the leader
+    threads: HashMap<u32, HashSet<u32>>,
     initial: Option<u32>,
     anon: bool,
     /// (tgid, threads of it not yet seen) from `attached with M threads`.
@@ -235,7 +243,7 @@ impl Parser {
         let carried = self.carry.take();
         let mut joined;
         let mut text: &str = raw;
-        if let Some((_, prefix)) = &carried {
+        if let Some((_, prefix, _)) = &carried {
             joined = String::with_capacity(prefix.len() + raw.len());
             joined.push_str(prefix);
             joined.push_str(raw);
@@ -250,15 +258,22 @@ impl Parser {
             {
                 self.deferred.push(to_static(notice));
                 self.understood += 1; // the notice itself
-                let prefix = text.get(..at).unwrap_or("").to_owned();
-                self.carry = Some((carried.map_or(no, |c| c.0), prefix));
+                let prefix = text.get(..at).unwrap_or("");
+                let (first_no, cuts) = carried.as_ref().map_or((no, 1), |c| (c.0, c.2 + 1));
+                if prefix.len() <= MAX_CARRY_BYTES && cuts <= MAX_CARRY_CUTS {
+                    self.carry = Some((first_no, prefix.to_owned(), cuts));
+                    return;
+                }
+                // not a real split any more (crafted input): stop joining
+                self.unreadable(first_no, prefix);
+                self.apply_deferred();
                 return;
             }
         }
         match line::parse_line(text) {
             Some(l) => self.apply_counted(l),
             None => {
-                if let Some((first_no, prefix)) = carried {
+                if let Some((first_no, prefix, _)) = carried {
                     // The continuation did not fit: take the two halves apart.
                     self.unreadable(first_no, &prefix);
                     match line::parse_line(raw) {
@@ -270,6 +285,10 @@ impl Parser {
                 }
             }
         }
+        self.apply_deferred();
+    }
+
+    fn apply_deferred(&mut self) {
         for notice in std::mem::take(&mut self.deferred) {
             self.apply(Line {
                 pid: None,
@@ -282,20 +301,13 @@ impl Parser {
 
     /// Ends the import: resolves what is still open and returns the result.
     pub fn finish(mut self) -> Result<Import, StraceError> {
-        if let Some((no, prefix)) = self.carry.take() {
+        if let Some((no, prefix, _)) = self.carry.take() {
             match line::parse_line(&prefix) {
                 Some(l) => self.apply_counted(l),
                 None => self.unreadable(no, &prefix),
             }
         }
-        for notice in std::mem::take(&mut self.deferred) {
-            self.apply(Line {
-                pid: None,
-                stamp: None,
-                stamp2: None,
-                body: notice,
-            });
-        }
+        self.apply_deferred();
         let callers: Vec<u32> = self.clones.iter().map(|c| c.caller).collect();
         for c in callers {
             self.fallback_identity(c);
@@ -338,11 +350,11 @@ impl Parser {
                 const DAY: u64 = 86_400_000_000_000;
                 if let Some(last) = self.last_tod {
                     if ns < last && last - ns > DAY / 2 {
-                        self.day_offset += DAY;
+                        self.day_offset = self.day_offset.saturating_add(DAY);
                     }
                 }
                 self.last_tod = Some(ns);
-                self.ts_ns = self.day_offset + ns;
+                self.ts_ns = self.day_offset.saturating_add(ns);
             }
         }
     }
@@ -391,6 +403,12 @@ impl Parser {
         if !self.live.insert(pid) {
             return;
         }
+        if let Some(tgid) = self.tgid_of.remove(&pid) {
+            // stale: the pid was a thread that vanished without an exit line
+            if let Some(set) = self.threads.get_mut(&tgid) {
+                set.remove(&pid);
+            }
+        }
         // (1) an in-flight clone that returned exactly this pid
         if let Some(i) = self
             .clones
@@ -419,7 +437,7 @@ impl Parser {
             if let Some(slot) = self.unannounced.iter_mut().find(|(_, n)| *n > 0) {
                 slot.1 -= 1;
                 let tgid = slot.0;
-                self.tgid_of.insert(pid, tgid);
+                self.set_thread(pid, tgid);
                 return;
             }
         }
@@ -485,8 +503,8 @@ impl Parser {
         if let Some(t) = self.pid_changed.remove(&UNKNOWN_PID) {
             self.pid_changed.insert(pid, t);
         }
-        if let Some(t) = self.tgid_of.remove(&UNKNOWN_PID) {
-            self.tgid_of.insert(pid, t);
+        if let Some(set) = self.threads.remove(&UNKNOWN_PID) {
+            self.threads.insert(pid, set);
         }
     }
 
@@ -494,8 +512,9 @@ impl Parser {
         let c = self.clones[i].clone();
         let thread = c.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0);
         let child_tgid = if thread { self.tgid(c.caller) } else { child };
+        self.tgid_of.remove(&child); // a reused pid
         if thread {
-            self.tgid_of.insert(child, child_tgid);
+            self.set_thread(child, child_tgid);
         }
         self.live.insert(child);
         let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
@@ -557,14 +576,29 @@ impl Parser {
         }
     }
 
+    /// `tid` is a thread of `tgid` (not its leader).
+    fn set_thread(&mut self, tid: u32, tgid: u32) {
+        self.tgid_of.insert(tid, tgid);
+        self.threads.entry(tgid).or_default().insert(tid);
+    }
+
+    /// `tid` is gone; when it led its process, so are the process's other threads.
     fn task_gone(&mut self, tid: u32) {
         self.live.remove(&tid);
         self.pending.remove(&tid);
-        let tgid = self.tgid(tid);
-        if tgid == tid {
-            let tgid_of = &self.tgid_of;
-            self.live
-                .retain(|t| tgid_of.get(t).copied().unwrap_or(*t) != tgid);
+        match self.tgid_of.remove(&tid) {
+            Some(tgid) => {
+                if let Some(set) = self.threads.get_mut(&tgid) {
+                    set.remove(&tid);
+                }
+            }
+            None => {
+                for t in self.threads.remove(&tid).unwrap_or_default() {
+                    self.live.remove(&t);
+                    self.pending.remove(&t);
+                    self.tgid_of.remove(&t);
+                }
+            }
         }
     }
 
@@ -862,13 +896,15 @@ impl Parser {
 
     /// A non-leader thread exec'd: it now is the leader; the other threads are gone.
     fn exec_takeover(&mut self, leader: u32, old: u32) {
-        let tgid = self.tgid(leader);
-        let tgid_of = &self.tgid_of;
-        self.live
-            .retain(|t| *t == leader || tgid_of.get(t).copied().unwrap_or(*t) != tgid);
-        self.live.remove(&old);
+        for t in self.threads.remove(&leader).unwrap_or_default() {
+            self.live.remove(&t);
+            self.tgid_of.remove(&t);
+            if t != old {
+                self.pending.remove(&t);
+            }
+        }
+        self.tgid_of.remove(&leader);
         self.live.insert(leader);
-        self.tgid_of.remove(&old);
     }
 
     fn exit(&mut self, tid: u32, ts: u64, exit_code: u32) {

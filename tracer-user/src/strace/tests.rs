@@ -1013,6 +1013,49 @@ fn odd_lines_never_panic() {
     }
 }
 
+#[test]
+fn adversarial_patterns_stay_linear_and_bounded() {
+    // every line cut by a notice: joined at most MAX_CARRY_CUTS times, never one huge line
+    let line = "[pid 1] clone(child_stack=NULL, flags=SIGCHLDstrace: Process 2 attached\n";
+    let imp = parse(&line.repeat(200_000));
+    assert!(imp.unreadable > 0 && imp.unreadable < 200_000 / (MAX_CARRY_CUTS as usize - 1) + 2);
+    assert!(imp
+        .first_unreadable
+        .iter()
+        .all(|(_, t)| t.chars().count() <= 200));
+    // midnight wraps forever: saturates instead of overflowing
+    let imp = parse(&"1 23:00:00 exit(0) = ?\n1 00:00:00 exit(0) = ?\n".repeat(120_000));
+    assert_eq!(imp.events.len(), 240_000);
+    // many processes that exit: bookkeeping shrinks again
+    let mut text = String::new();
+    for pid in 2..50_000u32 {
+        text.push_str(&format!(
+            "1 fork() = {pid}\n{pid} exit_group(0) = ?\n{pid} +++ exited with 0 +++\n"
+        ));
+    }
+    let imp = parse(&text);
+    assert_eq!(forks(&imp).len(), 49_998);
+}
+
+#[test]
+fn thread_state_is_dropped_with_the_process() {
+    let text = format!(
+        concat!(
+            "500 clone3({{flags={f}, exit_signal=0}}, 88) = 501\n",
+            "501 exit_group(0) = ?\n",
+            "500 +++ exited with 0 +++\n",
+            // 501 never printed its own exit line; the pid comes back as a process
+            "9 fork() = 501\n",
+            "501 exit_group(0) = ?\n",
+        ),
+        f = THREAD_FLAGS
+    );
+    let imp = parse(&text);
+    let last = imp.events.last().unwrap();
+    assert_eq!((last.tgid, last.tid), (501, 501));
+    assert_eq!(forks(&imp)[1], (9, 501, 501, Some(0)));
+}
+
 /// xorshift: deterministic pseudo-random bytes without a dependency.
 struct Rng(u64);
 impl Rng {
