@@ -23,25 +23,42 @@
 //!
 //! # Which task a line belongs to
 //! * A line without a pid belongs to the only live task when exactly one is known (strace drops
-//!   the prefix when a single process is traced), else to the initial process. The initial
+//!   the prefix whenever a single task is traced), else to the initial process. The initial
 //!   process is the first `Process N attached` (`strace -p`) or the first pid seen that is not a
 //!   child. When `strace CMD` starts the initial process, strace never prints its pid: its lines
-//!   get the placeholder [`UNKNOWN_PID`] (0) until the first prefixed line that can only be it;
-//!   then every event so far is rewritten to the real pid. If it never shows, 0 stays.
-//! * Thread ids map to process ids through the CLONE_THREAD clones seen (and the threads of an
-//!   `attached with M threads` process, which strace never announces one by one).
+//!   get the placeholder [`UNKNOWN_PID`] (0) until the first prefixed line that can only be it
+//!   (a new pid that is not the child of an in-flight clone — or whose first line resumes a
+//!   call, which a new child cannot do); then every event so far is rewritten to the real pid.
+//!   If it never shows, 0 stays.
+//! * Thread ids map to process ids through the CLONE_THREAD clones seen. `Process N attached
+//!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
+//!   without a notice or a matching clone are taken as N's threads.
+//! * A pid seen again after its `+++ exited` line is a new task (pid reuse).
+//! * Every event has `ppid` 0 (unknown), `uid` `u32::MAX`, `cgroup_id` 0 and an empty `comm`
+//!   (also with `-Y`, whose `<comm>` is accepted and ignored); `seq` counts from 1 in emission
+//!   order, which is log order.
 //!
 //! # Children and pid namespaces
 //! A clone's return value is the child's pid in the *caller's* pid namespace, while strace
-//! prints host pids in `[pid N]` and `Process N attached`. So the child's identity is taken from,
-//! in this order: (1) a `Process N attached` notice — it follows the clone call (before the
-//! resumed line, spliced into it, or right after it); it is matched to the in-flight clone whose
-//! return value equals N, else to the oldest in-flight clone; (2) for logs without notices
-//! (`-o FILE`, `-q`), the first line of a pid never seen before, matched the same way; (3) the
-//! return value, only when neither came before the caller's next line (or its exit, or the end
-//! of the log), and only when that pid is not a live task already (contradicted: then
-//! no `Fork` is emitted). `Fork` is emitted as soon as the identity is known — before the child's
-//! own events — and the caller's `SyscallExit` when both the return and the identity are known.
+//! prints host pids in `[pid N]` and `Process N attached` (see `runc-stderr.log`: the container
+//! init's clone3 returns 2, 3, ... for tids 15287, 15288, ...). So the child's identity is taken
+//! from, in this order:
+//! 1. a `Process N attached` notice — strace prints it after the clone call starts: before the
+//!    resumed line, spliced into the call line, or right after the returning line. It goes to
+//!    the in-flight clone whose return value equals N, else to the oldest clone still inside
+//!    the call, else to the oldest returned clone still without a child (namespace mismatch);
+//! 2. for logs without notices (`-o FILE`, `-q`), the first line of a pid not seen before,
+//!    matched the same way;
+//! 3. the return value, when neither came before the caller's next line (or its exit, or the
+//!    end of the log), and only when that pid is not a live task already (contradicted: then no
+//!    `Fork`, only the `SyscallExit`). In `-o` logs of processes inside a pid namespace that
+//!    never show their children, this can name the child by its namespace pid.
+//!
+//! `Fork` is emitted as soon as the identity is known — before the child's own events — and
+//! the caller's `SyscallExit` once both the return and the identity are known (so it follows
+//! `Fork`, as with the probes). A failed clone gives `CloneEnter` + `SyscallExit{-errno}`; a
+//! clone cut by a restart (`= ? ERESTARTNOINTR`) `SyscallExit{-513}`; `= ?` (the caller died)
+//! no exit. prctl options without a name in [`crate::names`] are skipped.
 //!
 //! # Exits
 //! strace prints `+++ exited with N +++` for every traced task, threads included (checked with
