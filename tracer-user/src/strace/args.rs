@@ -222,7 +222,8 @@ pub(crate) fn parse_argv(arg: &str) -> (Vec<String>, bool) {
 
 /// Clone flags, leniently: names unknown to [`crate::names`] are ignored rather than fatal.
 pub(crate) fn parse_flags_lenient(text: &str) -> (u64, u32) {
-    let text = text.trim();
+    // `-X verbose`: "0x1200011 /* CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD */"
+    let text = text.split("/*").next().unwrap_or("").trim();
     if let Some(v) = crate::names::parse_clone_flags(text) {
         return v;
     }

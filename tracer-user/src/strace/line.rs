@@ -160,6 +160,13 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
         }
         s = s.get(end..)?.trim_start_matches(' ');
     }
+    // -i: the instruction pointer, "[00007f3c9a8e1b2d] "
+    if let Some(rest) = s.strip_prefix('[') {
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex > 0 && rest.as_bytes().get(hex) == Some(&b']') {
+            s = rest.get(hex + 1..)?.trim_start_matches(' ');
+        }
+    }
     line.body = parse_body(s)?;
     Some(line)
 }
@@ -243,7 +250,10 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
     if s.starts_with("--- ") && s.ends_with(" ---") {
         return Some(Body::Signal);
     }
-    if s == "<detached ...>" {
+    if s == "<detached ...>"
+        || s.starts_with("> ") // -k stack trace
+        || (s.starts_with("[ Process PID=") && s.ends_with(" ]"))
+    {
         return Some(Body::Notice);
     }
     if let Some(r) = s.strip_prefix("<... ") {
@@ -295,7 +305,8 @@ fn is_ident(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && !name.as_bytes()[0].is_ascii_digit()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && (name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            || name.bytes().all(|b| b == b'?')) // "????(" : syscall not known at attach
 }
 
 /// Drops a trailing `-T` duration `<0.000123>`.

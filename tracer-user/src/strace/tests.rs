@@ -224,6 +224,35 @@ fn duration_suffix_is_ignored() {
 }
 
 #[test]
+fn rarer_strace_output_options() {
+    let imp = parse(concat!(
+        // -i
+        "[pid 5] 09:00:00 [00007f3c9a8e1b2d] clone(child_stack=NULL, flags=SIGCHLD) = 6\n",
+        "strace: Process 6 attached\n",
+        // -k
+        " > /usr/lib/x86_64-linux-gnu/libc.so.6(__clone+0x40) [0x10a2c0]\n",
+        // -X verbose
+        "[pid 6] clone(child_stack=NULL, flags=0x1200011 /* CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD */, child_tidptr=0x7f) = 7\n",
+        "[ Process PID=6 runs in 32 bit mode. ]\n",
+        "[pid 7] ????( <unfinished ...>\n",
+    ));
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    assert_eq!(
+        forks(&imp),
+        [
+            (5, 6, 6, Some(0)),
+            (
+                6,
+                7,
+                7,
+                Some(cf::CLONE_CHILD_CLEARTID | cf::CLONE_CHILD_SETTID)
+            )
+        ]
+    );
+    assert_eq!(imp.skipped, 2); // -k and "[ Process ...]"; "????(" named the child
+}
+
+#[test]
 fn clone_family_calls() {
     let imp = parse(concat!(
         "100 clone(child_stack=NULL, flags=CLONE_VM|CLONE_VFORK|SIGCHLD) = 101\n",
