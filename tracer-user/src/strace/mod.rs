@@ -1,1 +1,1028 @@
 //! strace log import: `strace -f` output to [`crate::Event`]s (see issue 3).
+//!
+//! [`parse_log`] (whole text) and [`parse_reader`] (any `BufRead`, line by line) turn the output
+//! of `strace -f` into the same event model the eBPF probes produce, so the lineage engine can
+//! replay it. [`Parser`] is the underlying line-at-a-time state machine.
+//!
+//! # Accepted input
+//! * pid prefixes: `[pid  123] ` (strace writing to stderr), the `123   ` column (`-o FILE -f`),
+//!   `123<comm>` (`-Y`), or none.
+//! * timestamps: `-t`, `-tt` (time of day; ts_ns = ns since midnight, a day is added when the
+//!   clock goes back by more than 12 h), `-ttt` (ns since the epoch), `-r` (relative; summed).
+//!   Without timestamps `ts_ns` is 0; lines without one (notices) keep the previous value.
+//! * `name(args) = ret`, `name(args <unfinished ...>` + `<... name resumed>rest) = ret` (joined
+//!   by pid), `<pid changed to N ...>`, `+++ exited with N +++`, `+++ killed by SIG [(core
+//!   dumped)] +++`, `+++ superseded by execve [in pid N] +++`, `--- SIG... ---` (skipped),
+//!   `strace: Process N attached [with M threads]` — also when spliced into the middle of another
+//!   line (strace writes it to stderr, so with `2>&1` it can split a syscall line in two; the
+//!   halves are joined again), an optional `-T` duration `<0.000012>` at the end.
+//! * clone/clone3/fork/vfork/execve/execveat/exit/exit_group/prctl become events; any other
+//!   syscall line is understood and skipped. Lines that are none of the above are counted as
+//!   unreadable (the first [`MAX_KEPT_UNREADABLE`] kept) and never stop the import; a log in which
+//!   no line at all is understood is [`StraceError::NotAnStraceLog`].
+//!
+//! # Which task a line belongs to
+//! * A line without a pid belongs to the only live task when exactly one is known (strace drops
+//!   the prefix whenever a single task is traced), else to the initial process. The initial
+//!   process is the first `Process N attached` (`strace -p`) or the first pid seen that is not a
+//!   child. When `strace CMD` starts the initial process, strace never prints its pid: its lines
+//!   get the placeholder [`UNKNOWN_PID`] (0) until the first prefixed line that can only be it
+//!   (a new pid that is not the child of an in-flight clone — or whose first line resumes a
+//!   call, which a new child cannot do); then every event so far is rewritten to the real pid.
+//!   If it never shows, 0 stays.
+//! * Thread ids map to process ids through the CLONE_THREAD clones seen. `Process N attached
+//!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
+//!   without a notice or a matching clone are taken as N's threads.
+//! * A pid seen again after its `+++ exited` line is a new task (pid reuse).
+//! * Every event has `ppid` 0 (unknown), `uid` `u32::MAX`, `cgroup_id` 0 and an empty `comm`
+//!   (also with `-Y`, whose `<comm>` is accepted and ignored); `seq` counts from 1 in emission
+//!   order, which is log order.
+//!
+//! # Children and pid namespaces
+//! A clone's return value is the child's pid in the *caller's* pid namespace, while strace
+//! prints host pids in `[pid N]` and `Process N attached` (see `runc-stderr.log`: the container
+//! init's clone3 returns 2, 3, ... for tids 15287, 15288, ...). So the child's identity is taken
+//! from, in this order:
+//! 1. a `Process N attached` notice — strace prints it after the clone call starts: before the
+//!    resumed line, spliced into the call line, or right after the returning line. It goes to
+//!    the in-flight clone whose return value equals N, else to the oldest clone still inside
+//!    the call, else to the oldest returned clone still without a child (namespace mismatch);
+//! 2. for logs without notices (`-o FILE`, `-q`), the first line of a pid not seen before,
+//!    matched the same way;
+//! 3. the return value, when neither came before the caller's next line (or its exit, or the
+//!    end of the log), and only when that pid is not a live task already (contradicted: then no
+//!    `Fork`, only the `SyscallExit`). In `-o` logs of processes inside a pid namespace that
+//!    never show their children, this can name the child by its namespace pid.
+//!
+//! `Fork` is emitted as soon as the identity is known — before the child's own events — and
+//! the caller's `SyscallExit` once both the return and the identity are known (so it follows
+//! `Fork`, as with the probes). A failed clone gives `CloneEnter` + `SyscallExit{-errno}`; a
+//! clone cut by a restart (`= ? ERESTARTNOINTR`) `SyscallExit{-513}`; `= ?` (the caller died)
+//! no exit. prctl options without a name in [`crate::names`] are skipped.
+//!
+//! # Exits
+//! strace prints `+++ exited with N +++` for every traced task, threads included (checked with
+//! strace 6.1). A thread's gives `TaskExit{group_dead: false}`, a thread-group leader's (which the
+//! kernel reports last) `group_dead: true`; no exits are synthesized. After a non-leader exec
+//! (`+++ superseded by execve in pid T +++`) the leader's `<... execve resumed> = 0` gives
+//! `Exec{old_tid: T}` in the leader's pid; the other threads are dropped silently, as the kernel
+//! does.
+
+mod args;
+mod line;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use line::{Body, End, Line, Stamp};
+use tracer_common::clone_flags as cf;
+
+pub use args::unescape;
+
+/// The tid/tgid given to the initial process while strace has not revealed its pid.
+pub const UNKNOWN_PID: u32 = 0;
+/// How many unreadable lines [`Import::first_unreadable`] keeps.
+pub const MAX_KEPT_UNREADABLE: usize = 5;
+/// Longer lines are cut to this many bytes (by [`parse_reader`]) and kept only as unreadable.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// A line cut by a spliced attach notice is joined with the next one only up to this size...
+const MAX_CARRY_BYTES: usize = 64 << 10;
+/// ...and this many notices in a row.
+const MAX_CARRY_CUTS: u32 = 16;
+/// At most this many characters of an unreadable line are kept.
+const KEPT_CHARS: usize = 200;
+
+/// The result of an import.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Import {
+    /// Events in log order, `seq` 1, 2, 3, ...
+    pub events: Vec<Event>,
+    /// Lines read (blank ones included).
+    pub lines: usize,
+    /// Understood lines that produced no event (other syscalls, signals, notices, `= ?` ...).
+    pub skipped: usize,
+    /// Lines that are not strace output.
+    pub unreadable: usize,
+    /// The first [`MAX_KEPT_UNREADABLE`] unreadable lines: (1-based line number, text, cut to
+    /// 200 characters).
+    pub first_unreadable: Vec<(usize, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StraceError {
+    /// Not a single line was understood.
+    #[error("neither a trace file nor an strace log ({lines} lines, none understood)")]
+    NotAnStraceLog { lines: usize },
+    #[error("reading the strace log: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Parses a whole strace log.
+pub fn parse_log(text: &str) -> Result<Import, StraceError> {
+    let mut p = Parser::new();
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    if !text.is_empty() {
+        for l in text.split('\n') {
+            p.feed_line(l);
+        }
+    }
+    p.finish()
+}
+
+/// Parses a log line by line from a reader. Invalid UTF-8 is replaced; lines longer than
+/// [`MAX_LINE_BYTES`] count as unreadable.
+pub fn parse_reader<R: BufRead>(mut reader: R) -> Result<Import, StraceError> {
+    let mut p = Parser::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    let mut too_long = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if chunk.is_empty() {
+            if !buf.is_empty() || too_long {
+                p.feed_bytes(&buf, too_long);
+            }
+            break;
+        }
+        let (part, used, eol) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], i + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(buf.len());
+        if part.len() > room {
+            buf.extend_from_slice(&part[..room]);
+            too_long = true;
+        } else {
+            buf.extend_from_slice(part);
+        }
+        reader.consume(used);
+        if eol {
+            p.feed_bytes(&buf, too_long);
+            buf.clear();
+            too_long = false;
+        }
+    }
+    p.finish()
+}
+
+/// A clone-family call whose child or return is still to come.
+#[derive(Clone, Debug)]
+struct CloneRec {
+    id: u64,
+    caller: u32,
+    syscall: Syscall,
+    /// `None` when the call itself was not in the log (log starts at the resumed line).
+    flags: Option<u64>,
+    ret: Option<i64>,
+    child: Option<u32>,
+    ts: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Pending {
+    Clone(u64),
+    Exec { filename: CapturedStr, old_tid: u32 },
+    Prctl { emitted: bool },
+    Exit,
+}
+
+/// Where a pid never seen before showed up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Attach {
+        threads: Option<u32>,
+    },
+    Prefix,
+    /// in front of a `<... resumed>` line: the task was already in a call
+    PrefixResumed,
+}
+
+/// Line-at-a-time strace log parser. Feed lines with [`Parser::feed_line`], then
+/// [`Parser::finish`].
+#[derive(Debug, Default)]
+pub struct Parser {
+    out: Import,
+    understood: usize,
+    seq: u64,
+    // time
+    ts_ns: u64,
+    last_tod: Option<u64>,
+    day_offset: u64,
+    // a line cut by a spliced attach notice, and the notices to apply after it
+    /// (line number where it started, text, how many notices cut it so far)
+    carry: Option<(usize, String, u32)>,
+    deferred: Vec<Body<'static>>,
+    // tasks
+    /// Tasks seen and not exited (a pid seen again after its exit is a new task: pid reuse).
+    live: HashSet<u32>,
+    /// thread tid → its process's tgid (leaders are not in it)
+    tgid_of: HashMap<u32, u32>,
+    /// tgid → its live threads other than the leader
+    threads: HashMap<u32, HashSet<u32>>,
+    initial: Option<u32>,
+    anon: bool,
+    /// (tgid, threads of it not yet seen) from `attached with M threads`.
+    unannounced: Vec<(u32, u32)>,
+    pending: HashMap<u32, Pending>,
+    clones: Vec<CloneRec>,
+    next_clone: u64,
+    /// Non-leader exec: leader pid → the thread that exec'd.
+    pid_changed: HashMap<u32, u32>,
+}
+
+impl Parser {
+    pub fn new() -> Parser {
+        Parser::default()
+    }
+
+    /// Feeds one line of bytes (lossy UTF-8). `cut`: the line was longer than the caller kept.
+    pub fn feed_bytes(&mut self, bytes: &[u8], cut: bool) {
+        if cut {
+            self.out.lines += 1;
+            let text = String::from_utf8_lossy(bytes);
+            self.unreadable(self.out.lines, &text);
+            return;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        self.feed_line(&text);
+    }
+
+    /// Feeds one line (without its `\n`).
+    pub fn feed_line(&mut self, raw: &str) {
+        self.out.lines += 1;
+        let no = self.out.lines;
+        let carried = self.carry.take();
+        let mut joined;
+        let mut text: &str = raw;
+        if let Some((_, prefix, _)) = &carried {
+            joined = String::with_capacity(prefix.len() + raw.len());
+            joined.push_str(prefix);
+            joined.push_str(raw);
+            text = &joined;
+        }
+        // An attach notice spliced into the line: the text before it continues on the next line.
+        if let Some(at) = line::find_spliced_notice(text) {
+            if let Some(Line {
+                body: notice @ Body::Attached { .. },
+                ..
+            }) = text.get(at..).and_then(line::parse_line)
+            {
+                self.deferred.push(to_static(notice));
+                self.understood += 1; // the notice itself
+                let prefix = text.get(..at).unwrap_or("");
+                let (first_no, cuts) = carried.as_ref().map_or((no, 1), |c| (c.0, c.2 + 1));
+                if prefix.len() <= MAX_CARRY_BYTES && cuts <= MAX_CARRY_CUTS {
+                    self.carry = Some((first_no, prefix.to_owned(), cuts));
+                    return;
+                }
+                // not a real split any more (crafted input): stop joining
+                self.unreadable(first_no, prefix);
+                self.apply_deferred();
+                return;
+            }
+        }
+        match line::parse_line(text) {
+            Some(l) => self.apply_counted(l),
+            None => {
+                if let Some((first_no, prefix, _)) = carried {
+                    // The continuation did not fit: take the two halves apart.
+                    self.unreadable(first_no, &prefix);
+                    match line::parse_line(raw) {
+                        Some(l) => self.apply_counted(l),
+                        None => self.unreadable(no, raw),
+                    }
+                } else {
+                    self.unreadable(no, raw);
+                }
+            }
+        }
+        self.apply_deferred();
+    }
+
+    fn apply_deferred(&mut self) {
+        for notice in std::mem::take(&mut self.deferred) {
+            self.apply(Line {
+                pid: None,
+                stamp: None,
+                stamp2: None,
+                body: notice,
+            });
+        }
+    }
+
+    /// Ends the import: resolves what is still open and returns the result.
+    pub fn finish(mut self) -> Result<Import, StraceError> {
+        if let Some((no, prefix, _)) = self.carry.take() {
+            match line::parse_line(&prefix) {
+                Some(l) => self.apply_counted(l),
+                None => self.unreadable(no, &prefix),
+            }
+        }
+        self.apply_deferred();
+        let callers: Vec<u32> = self.clones.iter().map(|c| c.caller).collect();
+        for c in callers {
+            self.fallback_identity(c);
+        }
+        if self.understood == 0 {
+            return Err(StraceError::NotAnStraceLog {
+                lines: self.out.lines,
+            });
+        }
+        Ok(self.out)
+    }
+
+    fn unreadable(&mut self, no: usize, text: &str) {
+        self.out.unreadable += 1;
+        if self.out.first_unreadable.len() < MAX_KEPT_UNREADABLE {
+            let kept: String = text.chars().take(KEPT_CHARS).collect();
+            self.out.first_unreadable.push((no, kept));
+        }
+    }
+
+    fn apply_counted(&mut self, l: Line<'_>) {
+        if l.body == Body::Blank {
+            return;
+        }
+        self.understood += 1;
+        let before = self.out.events.len();
+        self.apply(l);
+        if self.out.events.len() == before {
+            self.out.skipped += 1;
+        }
+    }
+
+    // ---- time ----
+
+    fn stamp(&mut self, s: Stamp) {
+        match s {
+            Stamp::Epoch(ns) => self.ts_ns = ns,
+            Stamp::Relative(ns) => self.ts_ns = self.ts_ns.saturating_add(ns),
+            Stamp::TimeOfDay(ns) => {
+                const DAY: u64 = 86_400_000_000_000;
+                if let Some(last) = self.last_tod {
+                    if ns < last && last - ns > DAY / 2 {
+                        self.day_offset = self.day_offset.saturating_add(DAY);
+                    }
+                }
+                self.last_tod = Some(ns);
+                self.ts_ns = self.day_offset.saturating_add(ns);
+            }
+        }
+    }
+
+    // ---- tasks ----
+
+    fn tgid(&self, tid: u32) -> u32 {
+        self.tgid_of.get(&tid).copied().unwrap_or(tid)
+    }
+
+    fn emit(&mut self, tid: u32, ts: u64, kind: EventKind) {
+        self.seq += 1;
+        let tgid = self.tgid(tid);
+        self.out.events.push(Event {
+            seq: self.seq,
+            ts_ns: ts,
+            tgid,
+            tid,
+            ppid: 0,
+            uid: u32::MAX,
+            cgroup_id: 0,
+            comm: Comm::default(),
+            kind,
+        });
+    }
+
+    /// The task of a line without a pid.
+    fn unprefixed_tid(&mut self) -> u32 {
+        if self.anon {
+            return UNKNOWN_PID;
+        }
+        if self.live.len() == 1 {
+            if let Some(&only) = self.live.iter().next() {
+                return only;
+            }
+        }
+        if let Some(i) = self.initial {
+            return i;
+        }
+        self.anon = true;
+        UNKNOWN_PID
+    }
+
+    /// A pid shows up for the first time.
+    fn first_seen(&mut self, pid: u32, how: Seen) {
+        if !self.live.insert(pid) {
+            return;
+        }
+        if let Some(tgid) = self.tgid_of.remove(&pid) {
+            // stale: the pid was a thread that vanished without an exit line
+            if let Some(set) = self.threads.get_mut(&tgid) {
+                set.remove(&pid);
+            }
+        }
+        // (1) an in-flight clone that returned exactly this pid
+        if let Some(i) = self
+            .clones
+            .iter()
+            .position(|c| c.child.is_none() && c.ret == Some(pid as i64))
+        {
+            self.assign_child(i, pid);
+            return;
+        }
+        if self.anon && !matches!(how, Seen::Attach { .. }) {
+            // The initial process, whose earlier lines had no pid, or its child? A resumed line
+            // continues a call made earlier, so it is the initial process; a child can also
+            // speak while the initial process is still inside the clone (vfork, `-q` logs).
+            let in_clone = self
+                .clones
+                .iter()
+                .position(|c| c.caller == UNKNOWN_PID && c.child.is_none() && c.ret.is_none());
+            match in_clone {
+                Some(i) if how == Seen::Prefix => self.assign_child(i, pid),
+                _ => self.bind_anon(pid),
+            }
+            return;
+        }
+        // threads of an attached process appear unannounced
+        if !matches!(how, Seen::Attach { .. }) {
+            if let Some(slot) = self.unannounced.iter_mut().find(|(_, n)| *n > 0) {
+                slot.1 -= 1;
+                let tgid = slot.0;
+                self.set_thread(pid, tgid);
+                return;
+            }
+        }
+        // (2) the oldest clone still waiting for its child: first those still in the call, then
+        // those whose return value did not match (it is a pid in another pid namespace). A task
+        // whose first line resumes a call is not new: it existed before tracing.
+        let unfinished = self
+            .clones
+            .iter()
+            .position(|c| c.child.is_none() && c.ret.is_none());
+        let waiting = unfinished.or_else(|| self.clones.iter().position(|c| c.child.is_none()));
+        if let (Some(i), false) = (waiting, how == Seen::PrefixResumed) {
+            self.assign_child(i, pid);
+            return;
+        }
+        // a process that existed before tracing
+        if self.initial.is_none() {
+            self.initial = Some(pid);
+        }
+        if let Seen::Attach { threads: Some(n) } = how {
+            if n > 1 {
+                self.unannounced.push((pid, n - 1));
+            }
+        }
+    }
+
+    /// The initial process's pid is now known: rewrite what was recorded under the placeholder.
+    fn bind_anon(&mut self, pid: u32) {
+        self.anon = false;
+        self.initial = Some(pid);
+        let fix = |v: &mut u32| {
+            if *v == UNKNOWN_PID {
+                *v = pid
+            }
+        };
+        for e in &mut self.out.events {
+            fix(&mut e.tid);
+            fix(&mut e.tgid);
+            if let EventKind::Fork { child_tgid, .. } = &mut e.kind {
+                fix(child_tgid);
+            }
+            if let EventKind::Exec { old_tid, .. } = &mut e.kind {
+                fix(old_tid);
+            }
+        }
+        for v in self.tgid_of.values_mut() {
+            fix(v);
+        }
+        for c in &mut self.clones {
+            fix(&mut c.caller);
+        }
+        for p in self.pending.values_mut() {
+            if let Pending::Exec { old_tid, .. } = p {
+                fix(old_tid);
+            }
+        }
+        if let Some(p) = self.pending.remove(&UNKNOWN_PID) {
+            self.pending.insert(pid, p);
+        }
+        for v in self.pid_changed.values_mut() {
+            fix(v);
+        }
+        if let Some(t) = self.pid_changed.remove(&UNKNOWN_PID) {
+            self.pid_changed.insert(pid, t);
+        }
+        if let Some(set) = self.threads.remove(&UNKNOWN_PID) {
+            self.threads.insert(pid, set);
+        }
+    }
+
+    fn assign_child(&mut self, i: usize, child: u32) {
+        let c = self.clones[i].clone();
+        let thread = c.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0);
+        let child_tgid = if thread { self.tgid(c.caller) } else { child };
+        self.tgid_of.remove(&child); // a reused pid
+        if thread {
+            self.set_thread(child, child_tgid);
+        }
+        self.live.insert(child);
+        let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
+        self.emit(
+            c.caller,
+            ts,
+            EventKind::Fork {
+                child_tid: child,
+                child_tgid,
+                child_ppid: 0,
+                syscall: Some(c.syscall),
+                flags: c.flags.map(CloneFlags),
+            },
+        );
+        if let Some(ret) = c.ret {
+            self.emit(
+                c.caller,
+                c.ts,
+                EventKind::SyscallExit {
+                    syscall: c.syscall,
+                    ret,
+                },
+            );
+            self.clones.remove(i);
+        } else {
+            self.clones[i].child = Some(child);
+        }
+    }
+
+    /// The caller moved on without a notice naming its child: use the return value, unless
+    /// that pid is already another task.
+    fn fallback_identity(&mut self, caller: u32) {
+        while let Some(i) = self
+            .clones
+            .iter()
+            .position(|c| c.caller == caller && c.ret.is_some())
+        {
+            let c = self.clones[i].clone();
+            let ret = c.ret.unwrap_or(0);
+            let child = u32::try_from(ret)
+                .ok()
+                .filter(|&p| p > 0 && !self.live.contains(&p));
+            match (c.child, child) {
+                (None, Some(pid)) => {
+                    self.assign_child(i, pid);
+                }
+                _ => {
+                    self.clones.remove(i);
+                    self.emit(
+                        caller,
+                        c.ts,
+                        EventKind::SyscallExit {
+                            syscall: c.syscall,
+                            ret,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// `tid` is a thread of `tgid` (not its leader).
+    fn set_thread(&mut self, tid: u32, tgid: u32) {
+        self.tgid_of.insert(tid, tgid);
+        self.threads.entry(tgid).or_default().insert(tid);
+    }
+
+    /// `tid` is gone; when it led its process, so are the process's other threads.
+    fn task_gone(&mut self, tid: u32) {
+        self.live.remove(&tid);
+        self.pending.remove(&tid);
+        match self.tgid_of.remove(&tid) {
+            Some(tgid) => {
+                if let Some(set) = self.threads.get_mut(&tgid) {
+                    set.remove(&tid);
+                }
+            }
+            None => {
+                for t in self.threads.remove(&tid).unwrap_or_default() {
+                    self.live.remove(&t);
+                    self.pending.remove(&t);
+                    self.tgid_of.remove(&t);
+                }
+            }
+        }
+    }
+
+    // ---- lines ----
+
+    fn apply(&mut self, l: Line<'_>) {
+        if let Some(s) = l.stamp {
+            self.stamp(s);
+        }
+        if let Some(s) = l.stamp2 {
+            if l.stamp.is_none() || matches!(l.stamp, Some(Stamp::Relative(_))) {
+                self.stamp(s);
+            }
+        }
+        match l.body {
+            Body::Blank | Body::Signal | Body::Notice => {
+                if let Some(p) = l.pid {
+                    self.first_seen(p, Seen::Prefix);
+                }
+                return;
+            }
+            Body::Attached { pid, threads } => {
+                self.first_seen(pid, Seen::Attach { threads });
+                return;
+            }
+            _ => {}
+        }
+        let tid = match (l.pid, l.body) {
+            (Some(p), Body::Resumed { .. }) => {
+                self.first_seen(p, Seen::PrefixResumed);
+                p
+            }
+            (Some(p), _) => {
+                self.first_seen(p, Seen::Prefix);
+                p
+            }
+            // the leader's line after a non-leader exec, printed once only one task is left
+            (None, Body::Superseded(Some(old))) if self.live.contains(&old) => self.tgid(old),
+            (None, _) => self.unprefixed_tid(),
+        };
+        // A clone whose child was never announced: settle it before the caller goes on.
+        let resumed_clone =
+            matches!(l.body, Body::Resumed { syscall: Some(s), .. } if s.creates_task());
+        if !resumed_clone
+            && self
+                .clones
+                .iter()
+                .any(|c| c.caller == tid && c.ret.is_some())
+        {
+            self.fallback_identity(tid);
+        }
+        let ts = self.ts_ns;
+        match l.body {
+            Body::Call {
+                syscall: Some(sc),
+                args,
+                end,
+            } => self.call(tid, ts, sc, args, end),
+            Body::Call { syscall: None, .. } => {}
+            Body::Resumed {
+                syscall: Some(sc),
+                end,
+            } => self.resumed(tid, ts, sc, end),
+            Body::Resumed { syscall: None, .. } => {}
+            Body::Exited(code) => self.exit(tid, ts, ((code as u32) & 0xff) << 8),
+            Body::Killed { signal, core } => {
+                self.exit(tid, ts, (signal & 0x7f) | if core { 0x80 } else { 0 })
+            }
+            Body::Superseded(old) => self.superseded(tid, old),
+            Body::Blank | Body::Signal | Body::Notice | Body::Attached { .. } => {}
+        }
+    }
+
+    fn call(&mut self, tid: u32, ts: u64, sc: Syscall, args: &str, end: End) {
+        match sc {
+            Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
+                let (flags, exit_signal) = clone_args(sc, args);
+                self.emit(
+                    tid,
+                    ts,
+                    EventKind::CloneEnter {
+                        syscall: sc,
+                        flags: CloneFlags(flags),
+                        exit_signal,
+                    },
+                );
+                self.next_clone += 1;
+                let id = self.next_clone;
+                self.clones.push(CloneRec {
+                    id,
+                    caller: tid,
+                    syscall: sc,
+                    flags: Some(flags),
+                    ret: None,
+                    child: None,
+                    ts,
+                });
+                self.pending.insert(tid, Pending::Clone(id));
+            }
+            Syscall::Execve | Syscall::Execveat => {
+                let kind = exec_args(sc, args);
+                let filename = match &kind {
+                    EventKind::ExecEnter { filename, .. } => filename.clone(),
+                    _ => CapturedStr::default(),
+                };
+                self.emit(tid, ts, kind);
+                self.pending.insert(
+                    tid,
+                    Pending::Exec {
+                        filename,
+                        old_tid: tid,
+                    },
+                );
+                if let End::PidChanged(leader) = end {
+                    self.pid_changed.insert(leader, tid);
+                }
+            }
+            Syscall::Exit | Syscall::ExitGroup => {
+                let code = args
+                    .trim()
+                    .split(',')
+                    .next()
+                    .and_then(crate::names::parse_int)
+                    .unwrap_or(0);
+                self.emit(
+                    tid,
+                    ts,
+                    EventKind::ExitEnter {
+                        syscall: sc,
+                        code: code as i32,
+                    },
+                );
+                self.pending.insert(tid, Pending::Exit);
+            }
+            Syscall::Prctl => {
+                let emitted = match prctl_args(args) {
+                    Some(kind) => {
+                        self.emit(tid, ts, kind);
+                        true
+                    }
+                    None => false,
+                };
+                self.pending.insert(tid, Pending::Prctl { emitted });
+            }
+        }
+        if let End::Returned(ret) = end {
+            self.resumed(tid, ts, sc, End::Returned(ret));
+        }
+    }
+
+    fn resumed(&mut self, tid: u32, ts: u64, sc: Syscall, end: End) {
+        let ret = match end {
+            End::Returned(r) => r,
+            // resumed and cut again: still in flight
+            End::Unfinished | End::PidChanged(_) => return,
+        };
+        let mut pending = self.pending.remove(&tid);
+        if pending.is_none() && matches!(sc, Syscall::Execve | Syscall::Execveat) {
+            if let Some(old) = self.pid_changed.remove(&tid) {
+                pending = self.pending.remove(&old);
+            }
+        }
+        match sc {
+            Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
+                let idx = match pending {
+                    Some(Pending::Clone(id)) => self.clones.iter().position(|c| c.id == id),
+                    _ => None,
+                };
+                let i = match idx {
+                    Some(i) => i,
+                    None => {
+                        // the call itself is not in the log
+                        self.next_clone += 1;
+                        self.clones.push(CloneRec {
+                            id: self.next_clone,
+                            caller: tid,
+                            syscall: sc,
+                            flags: None,
+                            ret: None,
+                            child: None,
+                            ts,
+                        });
+                        self.clones.len() - 1
+                    }
+                };
+                self.clones[i].ts = ts;
+                match ret {
+                    Some(r) if r > 0 => {
+                        if self.clones[i].child.is_some() {
+                            self.clones.remove(i);
+                            self.emit(
+                                tid,
+                                ts,
+                                EventKind::SyscallExit {
+                                    syscall: sc,
+                                    ret: r,
+                                },
+                            );
+                        } else {
+                            self.clones[i].ret = Some(r);
+                            // the child may already be known under this pid (it spoke first)
+                        }
+                    }
+                    Some(r) => {
+                        self.clones.remove(i);
+                        self.emit(
+                            tid,
+                            ts,
+                            EventKind::SyscallExit {
+                                syscall: sc,
+                                ret: r,
+                            },
+                        );
+                    }
+                    None => {
+                        self.clones.remove(i);
+                    }
+                }
+            }
+            Syscall::Execve | Syscall::Execveat => {
+                let (filename, old_tid) = match pending {
+                    Some(Pending::Exec { filename, old_tid }) => (filename, old_tid),
+                    _ => (CapturedStr::default(), tid),
+                };
+                match ret {
+                    Some(0) => {
+                        if old_tid != tid {
+                            self.exec_takeover(tid, old_tid);
+                        }
+                        self.emit(tid, ts, EventKind::Exec { old_tid, filename });
+                        self.emit(
+                            tid,
+                            ts,
+                            EventKind::SyscallExit {
+                                syscall: sc,
+                                ret: 0,
+                            },
+                        );
+                    }
+                    Some(r) => self.emit(
+                        tid,
+                        ts,
+                        EventKind::SyscallExit {
+                            syscall: sc,
+                            ret: r,
+                        },
+                    ),
+                    None => {}
+                }
+            }
+            Syscall::Prctl => {
+                let emitted = matches!(pending, Some(Pending::Prctl { emitted: true }));
+                if let (true, Some(r)) = (emitted, ret) {
+                    self.emit(
+                        tid,
+                        ts,
+                        EventKind::SyscallExit {
+                            syscall: sc,
+                            ret: r,
+                        },
+                    );
+                }
+            }
+            Syscall::Exit | Syscall::ExitGroup => {}
+        }
+    }
+
+    /// `+++ superseded by execve in pid OLD +++` in the leader's pid.
+    fn superseded(&mut self, leader: u32, old: Option<u32>) {
+        let old = old.or_else(|| {
+            let tgid = self.tgid(leader);
+            self.pending
+                .iter()
+                .filter(|(t, p)| {
+                    **t != leader && matches!(p, Pending::Exec { .. }) && self.tgid(**t) == tgid
+                })
+                .map(|(t, _)| *t)
+                .min()
+        });
+        let Some(old) = old else { return };
+        if old == leader {
+            return;
+        }
+        if let Some(Pending::Exec { filename, .. }) = self.pending.remove(&old) {
+            self.pending.insert(
+                leader,
+                Pending::Exec {
+                    filename,
+                    old_tid: old,
+                },
+            );
+        }
+        self.pid_changed.remove(&leader);
+    }
+
+    /// A non-leader thread exec'd: it now is the leader; the other threads are gone.
+    fn exec_takeover(&mut self, leader: u32, old: u32) {
+        for t in self.threads.remove(&leader).unwrap_or_default() {
+            self.live.remove(&t);
+            self.tgid_of.remove(&t);
+            if t != old {
+                self.pending.remove(&t);
+            }
+        }
+        self.tgid_of.remove(&leader);
+        self.live.insert(leader);
+    }
+
+    fn exit(&mut self, tid: u32, ts: u64, exit_code: u32) {
+        let group_dead = self.tgid(tid) == tid;
+        self.emit(
+            tid,
+            ts,
+            EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            },
+        );
+        self.task_gone(tid);
+    }
+}
+
+/// The static form of a notice body (it borrows nothing).
+fn to_static(b: Body<'_>) -> Body<'static> {
+    match b {
+        Body::Attached { pid, threads } => Body::Attached { pid, threads },
+        _ => Body::Notice,
+    }
+}
+
+/// (flags without the signal, exit signal) of a clone-family call.
+fn clone_args(sc: Syscall, args: &str) -> (u64, u32) {
+    match sc {
+        Syscall::Fork => (0, 17),
+        Syscall::Vfork => (cf::CLONE_VM | cf::CLONE_VFORK, 17),
+        Syscall::Clone => match args::keyed(args, "flags") {
+            Some(f) => args::parse_flags_lenient(f),
+            // no key names (raw form): flags are the first argument on x86-64
+            None => args::split_top(args)
+                .next()
+                .map(args::parse_flags_lenient)
+                .unwrap_or((0, 0)),
+        },
+        Syscall::Clone3 => {
+            let first = args::split_top(args).next().unwrap_or("");
+            // `{flags=..., exit_signal=SIGCHLD, ...} => {parent_tid=[5]}`
+            let inner = first.strip_prefix('{').unwrap_or("");
+            let inner = match inner.find('}') {
+                Some(end) => inner.get(..end).unwrap_or(""),
+                None => inner,
+            };
+            let (flags, sig_in_flags) = args::keyed(inner, "flags")
+                .map(args::parse_flags_lenient)
+                .unwrap_or((0, 0));
+            let sig = args::keyed(inner, "exit_signal")
+                .and_then(args::parse_signal)
+                .unwrap_or(sig_in_flags);
+            (flags, sig)
+        }
+        _ => (0, 0),
+    }
+}
+
+fn exec_args(sc: Syscall, args: &str) -> EventKind {
+    let mut it = args::split_top(args);
+    let (dirfd, path) = if sc == Syscall::Execveat {
+        (it.next().map(args::parse_dirfd).unwrap_or(-100), it.next())
+    } else {
+        (-100, it.next())
+    };
+    let filename = path.and_then(args::parse_cstr).unwrap_or_default();
+    let (argv, argv_truncated) = it.next().map(args::parse_argv).unwrap_or_default();
+    let _envp = it.next();
+    let at_flags = if sc == Syscall::Execveat {
+        it.next().map(args::parse_at_flags).unwrap_or(0)
+    } else {
+        0
+    };
+    EventKind::ExecEnter {
+        syscall: sc,
+        dirfd,
+        at_flags,
+        filename,
+        argv,
+        argv_truncated,
+    }
+}
+
+fn prctl_args(args: &str) -> Option<EventKind> {
+    let mut it = args::split_top(args);
+    let option = crate::names::parse_prctl_option(it.next()?)?;
+    let arg2_text = it.next().unwrap_or("0");
+    if option == crate::event::prctl_opt::PR_SET_NAME {
+        let name = args::parse_cstr(arg2_text).unwrap_or_default();
+        return Some(EventKind::PrctlEnter {
+            option,
+            arg2: 0,
+            name: Some(name),
+        });
+    }
+    let arg2 = crate::names::parse_int(arg2_text)
+        .map(|v| v as u64)
+        .or_else(|| args::parse_signal(arg2_text).map(u64::from))
+        .unwrap_or(0);
+    Some(EventKind::PrctlEnter {
+        option,
+        arg2,
+        name: None,
+    })
+}

@@ -1,0 +1,357 @@
+//! Pure, allocation-free parsing of one strace output line into its parts. No state: what the
+//! parts mean for the process tree is decided in [`super::Parser`].
+
+use super::args::{find_close, leading_int};
+use crate::event::Syscall;
+
+/// A timestamp as printed before the syscall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stamp {
+    /// `-ttt`: seconds since the epoch, in ns.
+    Epoch(u64),
+    /// `-t` / `-tt`: time of day, ns since midnight.
+    TimeOfDay(u64),
+    /// `-r`: time since the previous line, in ns.
+    Relative(u64),
+}
+
+/// How a syscall line ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// ` <unfinished ...>`: the rest comes in a `<... name resumed>` line.
+    Unfinished,
+    /// ` <pid changed to N ...>`: a non-leader exec; it resumes as pid N.
+    PidChanged(u32),
+    /// `= value` (errors as `-errno`); `None` for `= ?`.
+    Returned(Option<i64>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Body<'a> {
+    Blank,
+    /// `name(args...`: `args` is the text between the parentheses (up to the marker when
+    /// unfinished). `syscall` is `None` for syscalls the importer does not follow.
+    Call {
+        syscall: Option<Syscall>,
+        args: &'a str,
+        end: End,
+    },
+    /// `<... name resumed>rest`.
+    Resumed {
+        syscall: Option<Syscall>,
+        end: End,
+    },
+    /// `+++ exited with N +++`.
+    Exited(i32),
+    /// `+++ killed by SIG +++`, with `(core dumped)`.
+    Killed {
+        signal: u32,
+        core: bool,
+    },
+    /// `+++ superseded by execve in pid OLD +++` (`OLD` absent in old strace versions).
+    Superseded(Option<u32>),
+    /// `--- SIG... {...} ---`, `--- stopped by ... ---`.
+    Signal,
+    /// `strace: Process N attached [with M threads]`.
+    Attached {
+        pid: u32,
+        threads: Option<u32>,
+    },
+    /// `strace: Process N detached`, ` <detached ...>`, other `strace: ` messages.
+    Notice,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Line<'a> {
+    pub pid: Option<u32>,
+    pub stamp: Option<Stamp>,
+    /// A second stamp (`-r` printed after an absolute one).
+    pub stamp2: Option<Stamp>,
+    pub body: Body<'a>,
+}
+
+const NOTICE: &str = "strace: Process ";
+
+/// Where an attach notice spliced into the line starts, when the notice runs to the end of
+/// the line (so a notice quoted inside a string argument, which strace escapes, never counts).
+pub(crate) fn find_spliced_notice(line: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(rel) = line.get(from..)?.find(NOTICE) {
+        let at = from + rel;
+        if at > 0 && parse_notice(line.get(at..)?).is_some() {
+            return Some(at);
+        }
+        from = at + NOTICE.len();
+    }
+    None
+}
+
+/// `strace: Process N attached`, `... attached with M threads`, `... detached`.
+fn parse_notice(s: &str) -> Option<Body<'static>> {
+    let rest = s.strip_prefix(NOTICE)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let pid: u32 = rest.get(..digits)?.parse().ok()?;
+    let rest = rest.get(digits..)?.trim_end();
+    if rest == " attached" {
+        return Some(Body::Attached { pid, threads: None });
+    }
+    if let Some(n) = rest
+        .strip_prefix(" attached with ")
+        .and_then(|r| r.strip_suffix(" threads"))
+    {
+        return Some(Body::Attached {
+            pid,
+            threads: Some(n.trim().parse().ok()?),
+        });
+    }
+    if rest == " detached" || rest == " suspended" {
+        return Some(Body::Notice);
+    }
+    None
+}
+
+/// Parses one line (without its newline). `None`: not a form strace writes.
+pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
+    let s = raw.strip_suffix('\r').unwrap_or(raw);
+    let mut line = Line {
+        pid: None,
+        stamp: None,
+        stamp2: None,
+        body: Body::Blank,
+    };
+    let mut s = s.trim_start_matches(' ');
+    if s.trim().is_empty() {
+        return Some(line);
+    }
+    if s.starts_with("strace: ") {
+        line.body = parse_notice(s).unwrap_or(Body::Notice);
+        return Some(line);
+    }
+    // pid prefix: "[pid  123] " (stderr) or "123   " (-o FILE with -f), maybe "<comm>" (-Y).
+    if let Some(rest) = s.strip_prefix("[pid") {
+        let rest = rest.trim_start_matches(' ');
+        let (pid, rest) = take_pid(rest, ">]")?;
+        let rest = rest.strip_prefix(']')?;
+        line.pid = Some(pid);
+        s = rest.trim_start_matches(' ');
+    } else if s.as_bytes()[0].is_ascii_digit() {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        let after = s.as_bytes().get(digits).copied();
+        if matches!(after, Some(b' ') | Some(b'<')) {
+            let (pid, rest) = take_pid(s, "> ")?;
+            if !rest.starts_with(' ') {
+                return None;
+            }
+            line.pid = Some(pid);
+            s = rest.trim_start_matches(' ');
+        }
+    }
+    // up to two timestamps
+    for slot in 0..2 {
+        if !s.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            break;
+        }
+        let end = s.find(' ')?;
+        let stamp = parse_stamp(s.get(..end)?)?;
+        if slot == 0 {
+            line.stamp = Some(stamp);
+        } else {
+            line.stamp2 = Some(stamp);
+        }
+        s = s.get(end..)?.trim_start_matches(' ');
+    }
+    // -i: the instruction pointer, "[00007f3c9a8e1b2d] "
+    if let Some(rest) = s.strip_prefix('[') {
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex > 0 && rest.as_bytes().get(hex) == Some(&b']') {
+            s = rest.get(hex + 1..)?.trim_start_matches(' ');
+        }
+    }
+    line.body = parse_body(s)?;
+    Some(line)
+}
+
+fn take_pid<'a>(s: &'a str, comm_end: &str) -> Option<(u32, &'a str)> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let pid: u32 = s.get(..digits)?.parse().ok()?;
+    let mut rest = s.get(digits..)?;
+    if rest.starts_with('<') {
+        // -Y / --decode-pids=comm: "123<comm>" (the comm itself may contain '>')
+        let end = rest.find(comm_end)?;
+        rest = rest.get(end + 1..)?;
+    }
+    Some((pid, rest))
+}
+
+fn parse_stamp(tok: &str) -> Option<Stamp> {
+    let (int, frac) = match tok.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (tok, ""),
+    };
+    if !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
+        return None;
+    }
+    let mut frac_ns: u64 = 0;
+    if !frac.is_empty() {
+        frac_ns = frac.parse().ok()?;
+        frac_ns *= 10u64.pow(9 - frac.len() as u32);
+    }
+    if int.contains(':') {
+        let mut parts = int.split(':');
+        let h: u64 = parts.next()?.parse().ok()?;
+        let m: u64 = parts.next()?.parse().ok()?;
+        let sec: u64 = parts.next()?.parse().ok()?;
+        if parts.next().is_some() || h > 23 || m > 59 || sec > 60 {
+            return None;
+        }
+        return Some(Stamp::TimeOfDay(
+            (h * 3600 + m * 60 + sec) * 1_000_000_000 + frac_ns,
+        ));
+    }
+    if frac.is_empty() {
+        return None;
+    }
+    let secs: u64 = int.parse().ok()?;
+    let ns = secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)?;
+    // -r gaps are small; -ttt values are seconds since 1970. A million seconds (11.5 days)
+    // separates them safely.
+    Some(if secs >= 1_000_000 {
+        Stamp::Epoch(ns)
+    } else {
+        Stamp::Relative(ns)
+    })
+}
+
+fn parse_body(s: &str) -> Option<Body<'_>> {
+    let s = strip_duration(s.trim_end());
+    if let Some(r) = s.strip_prefix("+++ ") {
+        let r = r.strip_suffix(" +++")?;
+        if let Some(n) = r.strip_prefix("exited with ") {
+            return Some(Body::Exited(n.trim().parse().ok()?));
+        }
+        if let Some(sig) = r.strip_prefix("killed by ") {
+            let (sig, core) = match sig.strip_suffix(" (core dumped)") {
+                Some(s) => (s, true),
+                None => (sig, false),
+            };
+            return Some(Body::Killed {
+                signal: super::args::parse_signal(sig)?,
+                core,
+            });
+        }
+        if r == "superseded by execve" {
+            return Some(Body::Superseded(None));
+        }
+        if let Some(p) = r.strip_prefix("superseded by execve in pid ") {
+            return Some(Body::Superseded(Some(p.trim().parse().ok()?)));
+        }
+        return None;
+    }
+    if s.starts_with("--- ") && s.ends_with(" ---") {
+        return Some(Body::Signal);
+    }
+    if s == "<detached ...>"
+        || s.starts_with("> ") // -k stack trace
+        || (s.starts_with("[ Process PID=") && s.ends_with(" ]"))
+    {
+        return Some(Body::Notice);
+    }
+    if let Some(r) = s.strip_prefix("<... ") {
+        let close = r.find(" resumed>")?;
+        let name = r.get(..close)?;
+        if !is_ident(name) {
+            return None;
+        }
+        let rest = r.get(close + " resumed>".len()..)?;
+        let syscall = Syscall::from_name(name);
+        let end = if syscall.is_some() {
+            match tail_marker(rest) {
+                Some((_, end)) => end,
+                None => {
+                    let close = find_close(rest, 1)?;
+                    returned(rest.get(close + 1..)?)?
+                }
+            }
+        } else {
+            End::Returned(None) // not followed: the value is not needed
+        };
+        return Some(Body::Resumed { syscall, end });
+    }
+    let open = s.find('(')?;
+    let name = s.get(..open)?;
+    if !is_ident(name) {
+        return None;
+    }
+    let syscall = Syscall::from_name(name);
+    let after = s.get(open + 1..)?;
+    if syscall.is_none() {
+        return Some(Body::Call {
+            syscall,
+            args: "",
+            end: End::Returned(None),
+        });
+    }
+    if let Some((args, end)) = tail_marker(after) {
+        return Some(Body::Call { syscall, args, end });
+    }
+    let close = find_close(after, 1)?;
+    let args = after.get(..close)?;
+    let end = returned(after.get(close + 1..)?)?;
+    Some(Body::Call { syscall, args, end })
+}
+
+/// `name` as strace prints syscall names: `clone3`, `_llseek`, `syscall_0x1b4`.
+fn is_ident(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.as_bytes()[0].is_ascii_digit()
+        && (name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            || name.bytes().all(|b| b == b'?')) // "????(" : syscall not known at attach
+}
+
+/// Drops a trailing `-T` duration `<0.000123>`.
+fn strip_duration(s: &str) -> &str {
+    if let Some(open) = s.strip_suffix('>').and_then(|t| t.rfind(" <")) {
+        let inner = s.get(open + 2..s.len() - 1).unwrap_or("");
+        if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return s.get(..open).unwrap_or(s).trim_end();
+        }
+    }
+    s
+}
+
+/// ` <unfinished ...>` / ` <pid changed to N ...>` at the end: (text before it, end).
+fn tail_marker(s: &str) -> Option<(&str, End)> {
+    if let Some(before) = s.strip_suffix("<unfinished ...>") {
+        return Some((before.trim_end(), End::Unfinished));
+    }
+    let before_close = s.strip_suffix(" ...>")?;
+    let at = before_close.rfind("<pid changed to ")?;
+    let pid = before_close
+        .get(at + "<pid changed to ".len()..)?
+        .parse()
+        .ok()?;
+    Some((before_close.get(..at)?.trim_end(), End::PidChanged(pid)))
+}
+
+/// The text after the closing parenthesis: ` = 0`, ` = -1 ENOENT (...)`, ` = ?`,
+/// ` = ? ERESTARTNOINTR (To be restarted)`, ` = 3</dev/null>`, ` = 0x7f00 (flags ...)`.
+fn returned(s: &str) -> Option<End> {
+    let r = s.trim_start().strip_prefix('=')?.trim_start();
+    let (value, rest) = if let Some(rest) = r.strip_prefix('?') {
+        (None, rest)
+    } else {
+        let (v, rest) = leading_int(r)?;
+        (Some(v), rest)
+    };
+    let rest = rest.trim_start();
+    let errno_name = rest
+        .split(' ')
+        .next()
+        .filter(|w| w.starts_with('E') && w.len() > 1);
+    let errno = errno_name.map(|w| crate::names::errno_number(w).unwrap_or(1));
+    Some(End::Returned(match (value, errno) {
+        (Some(-1), Some(e)) | (None, Some(e)) => Some(-e),
+        (v, _) => v,
+    }))
+}
