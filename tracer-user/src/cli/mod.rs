@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch for the `tracer` binary.
 
+mod lineage;
 #[cfg(feature = "capture")]
 mod trace;
 
@@ -60,6 +61,25 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
     },
+    /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
+    Tree {
+        /// An strace -f log.
+        file: std::path::PathBuf,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+        /// The tree as it was right after this event sequence number.
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        /// Leave exited processes out of the text tree.
+        #[arg(long)]
+        hide_exited: bool,
+    },
+    /// The container births in a recording, step by step, each with the event that proves it.
+    Story {
+        file: std::path::PathBuf,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -83,6 +103,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         None => {
             anyhow::bail!("no subcommand given; see `tracer --help`")
         }
+        Some(Command::Tree { file, format, at, hide_exited }) => {
+            lineage::tree(&file, format, at, hide_exited).map(|()| ExitCode::SUCCESS)
+        }
+        Some(Command::Story { file, format }) => lineage::story(&file, format).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {
             target,
             format,
