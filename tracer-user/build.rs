@@ -1,9 +1,6 @@
 //! Builds the eBPF probes (tracer-ebpf) with aya-build when the `capture` feature is on.
 //! `AYA_BUILD_SKIP=1` skips that: the binary then says at run time that it has no probes.
 
-/// The nightly toolchain the probes are built with (rust-src + bpf-linker on LLVM 22).
-const EBPF_TOOLCHAIN: &str = "nightly-2026-05-20";
-
 fn main() -> anyhow::Result<()> {
     #[cfg(feature = "capture")]
     build_probes()?;
@@ -12,6 +9,9 @@ fn main() -> anyhow::Result<()> {
 
 #[cfg(feature = "capture")]
 fn build_probes() -> anyhow::Result<()> {
+    /// The nightly toolchain the probes are built with (rust-src + bpf-linker on LLVM 22);
+    /// keep in sync with xtask/src/setup.rs.
+    const EBPF_TOOLCHAIN: &str = "nightly-2026-05-20";
     use std::path::PathBuf;
     let out = PathBuf::from(std::env::var("OUT_DIR")?).join("tracer");
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../tracer-ebpf");

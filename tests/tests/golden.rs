@@ -5,13 +5,19 @@ use std::path::PathBuf;
 use tracer::lineage::{Engine, How, Role, StepKind};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/strace").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/strace")
+        .join(name)
 }
 
 fn engine(name: &str) -> Engine {
     let text = std::fs::read_to_string(fixture(&format!("{name}.log"))).expect("fixture");
     let import = tracer::strace::parse_log(&text).expect("import");
-    assert_eq!(import.unreadable, 0, "{name}: unreadable lines {:?}", import.first_unreadable);
+    assert_eq!(
+        import.unreadable, 0,
+        "{name}: unreadable lines {:?}",
+        import.first_unreadable
+    );
     let mut e = Engine::new();
     import.events.iter().for_each(|ev| e.apply(ev));
     e
@@ -28,7 +34,11 @@ struct Truth {
 
 fn truth(name: &str) -> Truth {
     let text = std::fs::read_to_string(fixture(&format!("{name}.truth.txt"))).expect("truth");
-    let mut t = Truth { ps: vec![], threads: vec![], children: vec![] };
+    let mut t = Truth {
+        ps: vec![],
+        threads: vec![],
+        children: vec![],
+    };
     let mut in_ps = false;
     let mut root = None;
     for line in text.lines() {
@@ -43,13 +53,19 @@ fn truth(name: &str) -> Truth {
         if in_ps {
             let cols: Vec<&str> = line.split_whitespace().collect();
             if cols.len() >= 3 {
-                t.ps.push((cols[0].parse().unwrap(), cols[1].parse().unwrap(), cols[2].to_string()));
+                t.ps.push((
+                    cols[0].parse().unwrap(),
+                    cols[1].parse().unwrap(),
+                    cols[2].to_string(),
+                ));
             }
             continue;
         }
         // pstree -pa: `name,pid args`, children `|-name,pid`, threads `|-{name},tid`.
         let item = line.trim_start().trim_start_matches(['|', '`', '-', ' ']);
-        let Some((label, rest)) = item.split_once(',') else { continue };
+        let Some((label, rest)) = item.split_once(',') else {
+            continue;
+        };
         let id: u32 = match rest.split_whitespace().next().and_then(|s| s.parse().ok()) {
             Some(id) => id,
             None => continue,
@@ -75,7 +91,7 @@ fn check_against_truth(name: &str) -> Engine {
     let mut checked = 0;
     for (pid, ppid, comm) in &t.ps {
         let Some(p) = e.process(*pid) else { continue }; // strace itself is not in its log
-        // A process strace attached to (-p) has a parent the log cannot show.
+                                                         // A process strace attached to (-p) has a parent the log cannot show.
         let parent_unknowable = p.ppid == 0 && p.born_how() == How::Unknown;
         if (*ppid == 1 || e.process(*ppid).is_some()) && !parent_unknowable {
             assert_eq!(p.ppid, *ppid, "{name}: parent of {pid}");
@@ -88,10 +104,16 @@ fn check_against_truth(name: &str) -> Engine {
     assert!(checked >= 1, "{name}: no truth row matched the log");
     // Threads the log shows (pstree also lists threads of an attached process that made no
     // traced call; strace -p does not name them).
-    let seen_tids: std::collections::HashSet<u32> = e.processes().flat_map(|p| p.threads.iter().map(|t| t.tid)).collect();
+    let seen_tids: std::collections::HashSet<u32> = e
+        .processes()
+        .flat_map(|p| p.threads.iter().map(|t| t.tid))
+        .collect();
     for (pid, tid) in t.threads.iter().filter(|(_, tid)| seen_tids.contains(tid)) {
         if let Some(p) = e.process(*pid) {
-            assert!(p.threads.iter().any(|th| th.tid == *tid), "{name}: {tid} is a thread of {pid}");
+            assert!(
+                p.threads.iter().any(|th| th.tid == *tid),
+                "{name}: {tid} is a thread of {pid}"
+            );
         }
     }
     for (parent, child) in &t.children {
@@ -121,7 +143,10 @@ fn runc_stderr_style_with_namespace_pids() {
     for tid in 15287..=15290 {
         assert!(init.threads.iter().any(|t| t.tid == tid), "thread {tid}");
     }
-    assert!(e.process(2).is_none(), "a namespace pid leaked into the tree");
+    assert!(
+        e.process(2).is_none(),
+        "a namespace pid leaked into the tree"
+    );
 }
 
 #[test]
@@ -131,13 +156,19 @@ fn containerd_shim_and_container_parents() {
     assert_eq!(shim.role, Some(Role::Shim));
     assert_eq!(shim.container_id.as_deref(), Some("fx-ctr"));
     assert!(shim.is_subreaper);
-    assert_eq!(shim.ppid, 1, "the shim is adopted by init when `shim start` exits");
+    assert_eq!(
+        shim.ppid, 1,
+        "the shim is adopted by init when `shim start` exits"
+    );
     let sleep = e.process(15941).expect("container");
     assert_eq!(sleep.ppid, 15921);
     assert_eq!(sleep.role, Some(Role::Container));
 
     let stories = e.stories();
-    let story = stories.iter().find(|s| s.init_pid == 15941).expect("story of fx-ctr");
+    let story = stories
+        .iter()
+        .find(|s| s.init_pid == 15941)
+        .expect("story of fx-ctr");
     let kinds: Vec<StepKind> = story.steps.iter().map(|s| s.kind).collect();
     let expected_order = [
         StepKind::ShimStarted,
@@ -151,10 +182,16 @@ fn containerd_shim_and_container_parents() {
     ];
     let mut pos = 0;
     for k in expected_order {
-        let found = kinds[pos..].iter().position(|x| *x == k).unwrap_or_else(|| panic!("step {k:?} missing or out of order in {kinds:?}"));
+        let found = kinds[pos..]
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or_else(|| panic!("step {k:?} missing or out of order in {kinds:?}"));
         pos += found + 1;
     }
-    assert!(story.steps.windows(2).all(|w| w[0].seq <= w[1].seq), "steps in event order");
+    assert!(
+        story.steps.windows(2).all(|w| w[0].seq <= w[1].seq),
+        "steps in event order"
+    );
 }
 
 #[test]
@@ -167,5 +204,10 @@ fn podman_conmon_is_the_container_parent() {
     assert_eq!(init.ppid, 17075);
     assert_eq!(init.role, Some(Role::Container));
     let stories = e.stories();
-    assert!(stories.iter().any(|s| s.init_pid == 17089 && s.shim_pid == Some(17075)), "{stories:#?}");
+    assert!(
+        stories
+            .iter()
+            .any(|s| s.init_pid == 17089 && s.shim_pid == Some(17075)),
+        "{stories:#?}"
+    );
 }

@@ -3,16 +3,23 @@
 use super::OutputFormat;
 use anyhow::{Context, Result};
 use std::path::Path;
-use tracer::lineage::{replay_until, story_json, story_text, tree_json, tree_text, Engine, TreeOpts};
+use tracer::lineage::{
+    replay_until, story_json, story_text, tree_json, tree_text, Engine, TreeOpts,
+};
 use tracer::Event;
 
 /// Events of an strace log, with the importer's complaints on stderr (never fatal unless
 /// no line at all was understood).
 pub fn load_events(path: &Path) -> Result<Vec<Event>> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let import = tracer::strace::parse_reader(&bytes[..]).with_context(|| path.display().to_string())?;
+    let import =
+        tracer::strace::parse_reader(&bytes[..]).with_context(|| path.display().to_string())?;
     if import.unreadable > 0 {
-        eprintln!("tracer: {}: {} lines not understood", path.display(), import.unreadable);
+        eprintln!(
+            "tracer: {}: {} lines not understood",
+            path.display(),
+            import.unreadable
+        );
         for (line, text) in &import.first_unreadable {
             eprintln!("tracer:   line {line}: {text}");
         }
@@ -36,7 +43,10 @@ pub fn tree(file: &Path, format: OutputFormat, at: Option<u64>, hide_exited: boo
     let engine = engine_for(&events, at);
     match format {
         OutputFormat::Text => {
-            let opts = TreeOpts { show_exited: !hide_exited, ..TreeOpts::default() };
+            let opts = TreeOpts {
+                show_exited: !hide_exited,
+                ..TreeOpts::default()
+            };
             print!("{}", tree_text(&engine, opts));
             if engine.warning_count() > 0 {
                 eprintln!("tracer: {} anomalies in the stream (missing or out-of-order events); see --format json", engine.warning_count());

@@ -103,10 +103,15 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         None => {
             anyhow::bail!("no subcommand given; see `tracer --help`")
         }
-        Some(Command::Tree { file, format, at, hide_exited }) => {
-            lineage::tree(&file, format, at, hide_exited).map(|()| ExitCode::SUCCESS)
+        Some(Command::Tree {
+            file,
+            format,
+            at,
+            hide_exited,
+        }) => lineage::tree(&file, format, at, hide_exited).map(|()| ExitCode::SUCCESS),
+        Some(Command::Story { file, format }) => {
+            lineage::story(&file, format).map(|()| ExitCode::SUCCESS)
         }
-        Some(Command::Story { file, format }) => lineage::story(&file, format).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {
             target,
             format,

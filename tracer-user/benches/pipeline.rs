@@ -1,0 +1,211 @@
+//! Userspace hot paths: ring-buffer record decoding + lineage engine, and strace import.
+//! Goals (issue 3/7): decode + lineage >= 3M events/s on one core; strace import >= 500k lines/s.
+//! Criterion prints the throughput (elem/s) of each.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use std::hint::black_box;
+use tracer::decode::{decode, to_bytes};
+use tracer::lineage::Engine;
+use tracer_common::{
+    clone_flags as cf, kind, syscall as sc, CloneEnter, ExecEnter, ExitEnter, Header, SchedExec,
+    SchedExit, SchedFork, SysExit, ARG_LEN, FILENAME_LEN, MAX_ARGS,
+};
+
+fn hdr(kind: u32, size: usize, seq: u64, pid: u32, ppid: u32) -> Header {
+    let mut comm = [0u8; 16];
+    comm[..2].copy_from_slice(b"sh");
+    Header {
+        kind,
+        size: size as u32,
+        seq,
+        ktime_ns: seq * 1000,
+        cgroup_id: 1,
+        tgid: pid,
+        tid: pid,
+        ppid,
+        uid: 0,
+        comm,
+    }
+}
+
+/// A fork/exec/exit storm as the probes would emit it: per child 9 records
+/// (clone enter, fork, exit in parent and child, exec enter, exec, exec exit, exit_group, exit).
+fn wire_stream(events: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(events);
+    let (shell, init) = (1000u32, 1u32);
+    let mut seq = 0u64;
+    let mut child = 2000u32;
+    let mut next = |out: &mut Vec<Vec<u8>>, bytes: Vec<u8>| out.push(bytes);
+    while out.len() < events {
+        child = if child >= 4_000_000 { 2000 } else { child + 1 };
+        let mut s = || {
+            seq += 1;
+            seq
+        };
+        next(
+            &mut out,
+            to_bytes(&CloneEnter {
+                hdr: hdr(kind::CLONE_ENTER, 80, s(), shell, init),
+                syscall: sc::CLONE,
+                exit_signal: 17,
+                flags: cf::CLONE_CHILD_SETTID,
+            }),
+        );
+        next(
+            &mut out,
+            to_bytes(&SchedFork {
+                hdr: hdr(kind::SCHED_FORK, 96, s(), shell, init),
+                child_tid: child,
+                child_tgid: child,
+                child_ppid: shell,
+                syscall: sc::CLONE,
+                clone_flags: cf::CLONE_CHILD_SETTID,
+                flags_known: 1,
+                _pad: 0,
+            }),
+        );
+        next(
+            &mut out,
+            to_bytes(&SysExit {
+                hdr: hdr(kind::SYS_EXIT, 80, s(), shell, init),
+                syscall: sc::CLONE,
+                _pad: 0,
+                ret: child as i64,
+            }),
+        );
+        next(
+            &mut out,
+            to_bytes(&SysExit {
+                hdr: hdr(kind::SYS_EXIT, 80, s(), child, shell),
+                syscall: sc::CLONE,
+                _pad: 0,
+                ret: 0,
+            }),
+        );
+        let mut ex = ExecEnter {
+            hdr: hdr(
+                kind::EXEC_ENTER,
+                std::mem::size_of::<ExecEnter>(),
+                s(),
+                child,
+                shell,
+            ),
+            syscall: sc::EXECVE,
+            argc: 1,
+            flags: 0,
+            at_flags: 0,
+            dirfd: -100,
+            filename: [0; FILENAME_LEN],
+            argv: [[0; ARG_LEN]; MAX_ARGS],
+        };
+        ex.filename[..9].copy_from_slice(b"/bin/true");
+        ex.argv[0][..4].copy_from_slice(b"true");
+        next(&mut out, to_bytes(&ex));
+        let mut se = SchedExec {
+            hdr: hdr(
+                kind::SCHED_EXEC,
+                std::mem::size_of::<SchedExec>(),
+                s(),
+                child,
+                shell,
+            ),
+            old_tid: child,
+            flags: 0,
+            filename: [0; FILENAME_LEN],
+        };
+        se.filename[..9].copy_from_slice(b"/bin/true");
+        next(&mut out, to_bytes(&se));
+        next(
+            &mut out,
+            to_bytes(&SysExit {
+                hdr: hdr(kind::SYS_EXIT, 80, s(), child, shell),
+                syscall: sc::EXECVE,
+                _pad: 0,
+                ret: 0,
+            }),
+        );
+        next(
+            &mut out,
+            to_bytes(&ExitEnter {
+                hdr: hdr(kind::EXIT_ENTER, 72, s(), child, shell),
+                syscall: sc::EXIT_GROUP,
+                code: 0,
+            }),
+        );
+        next(
+            &mut out,
+            to_bytes(&SchedExit {
+                hdr: hdr(kind::SCHED_EXIT, 72, s(), child, shell),
+                exit_code: 0,
+                group_dead: 1,
+            }),
+        );
+    }
+    out.truncate(events);
+    out
+}
+
+/// An `strace -f -tt` log of the same storm (7 lines per child).
+fn strace_log(lines: usize) -> String {
+    let mut s = String::with_capacity(lines * 90);
+    s.push_str("strace: Process 1000 attached\n");
+    let mut n = 1;
+    let mut child = 2000u32;
+    while n < lines {
+        child += 1;
+        s.push_str(&format!("[pid  1000] 10:00:00.000001 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f) = {child}\n"));
+        s.push_str(&format!("strace: Process {child} attached\n"));
+        s.push_str(&format!("[pid {child}] 10:00:00.000002 execve(\"/bin/true\", [\"true\"], 0x7ffc /* 20 vars */) = 0\n"));
+        s.push_str(&format!(
+            "[pid {child}] 10:00:00.000003 exit_group(0) = ?\n"
+        ));
+        s.push_str(&format!(
+            "[pid {child}] 10:00:00.000004 +++ exited with 0 +++\n"
+        ));
+        s.push_str(
+            "[pid  1000] 10:00:00.000005 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED} ---\n",
+        );
+        s.push_str("[pid  1000] 10:00:00.000006 wait4(-1, NULL, 0, NULL) = 0\n");
+        n += 7;
+    }
+    s
+}
+
+fn bench(c: &mut Criterion) {
+    const N: usize = 450_000;
+    let stream = wire_stream(N);
+    let mut g = c.benchmark_group("pipeline");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(N as u64));
+    g.bench_function("decode", |b| {
+        b.iter(|| {
+            for r in &stream {
+                black_box(decode(r).ok());
+            }
+        })
+    });
+    g.bench_function("decode+lineage", |b| {
+        b.iter_batched(
+            Engine::new,
+            |mut engine| {
+                for r in &stream {
+                    if let Ok(ev) = decode(r) {
+                        engine.apply(&ev);
+                    }
+                }
+                engine
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    let log = strace_log(N);
+    let lines = log.lines().count() as u64;
+    g.throughput(Throughput::Elements(lines));
+    g.bench_function("strace-import (lines)", |b| {
+        b.iter(|| black_box(tracer::strace::parse_log(&log).map(|i| i.events.len())))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
