@@ -64,6 +64,9 @@ pub(crate) enum Body<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Line<'a> {
     pub pid: Option<u32>,
+    /// The pid came in the `123   ` column of `-o FILE -f` (strace writes attach notices to
+    /// stderr then, never into the file).
+    pub column: bool,
     pub stamp: Option<Stamp>,
     /// A second stamp (`-r` printed after an absolute one).
     pub stamp2: Option<Stamp>,
@@ -115,6 +118,7 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     let s = raw.strip_suffix('\r').unwrap_or(raw);
     let mut line = Line {
         pid: None,
+        column: false,
         stamp: None,
         stamp2: None,
         body: Body::Blank,
@@ -143,6 +147,7 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
                 return None;
             }
             line.pid = Some(pid);
+            line.column = true;
             s = rest.trim_start_matches(' ');
         }
     }

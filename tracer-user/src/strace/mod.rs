@@ -39,24 +39,46 @@
 //!   order, which is log order.
 //!
 //! # Children and pid namespaces
-//! A clone's return value is the child's pid in the *caller's* pid namespace, while strace
-//! prints host pids in `[pid N]` and `Process N attached` (see `runc-stderr.log`: the container
-//! init's clone3 returns 2, 3, ... for tids 15287, 15288, ...). So the child's identity is taken
-//! from, in this order:
+//! A clone's return value is the child's pid in the *caller's* pid namespace (so is clone3's
+//! `=> {parent_tid=[N]}`, which is never used), while strace prints pids of its own namespace
+//! in `[pid N]`, the `N ` column and `Process N attached` (see `runc-stderr.log`: the container
+//! init's clone3 returns 2, 3, ... for tids 15287, 15288, ...). The return value N is *foreign*
+//! (not a pid of strace's namespace) when the log says so:
+//! * the caller's process is known to be in a nested pid namespace: it or an ancestor was
+//!   created with `CLONE_NEWPID`, or an earlier clone of it was foreign by the next rule;
+//! * N < 300 while strace has already printed a pid above 300 (after a namespace hands out a
+//!   pid above `RESERVED_PIDS` = 300 it never goes below 300 again; only `set_tid` or a write
+//!   to `ns_last_pid` could, so a clone3 with `set_tid` is exempt) — this marks the caller's
+//!   process as nested;
+//! * N is a live task already (this clone only).
+//!
+//! The child's identity is taken from, in this order:
 //! 1. a `Process N attached` notice — strace prints it after the clone call starts: before the
 //!    resumed line, spliced into the call line, or right after the returning line. It goes to
-//!    the in-flight clone whose return value equals N, else to the oldest clone still inside
-//!    the call, else to the oldest returned clone still without a child (namespace mismatch);
-//! 2. for logs without notices (`-o FILE`, `-q`), the first line of a pid not seen before,
-//!    matched the same way;
-//! 3. the return value, when neither came before the caller's next line (or its exit, or the
-//!    end of the log), and only when that pid is not a live task already (contradicted: then no
-//!    `Fork`, only the `SyscallExit`). In `-o` logs of processes inside a pid namespace that
-//!    never show their children, this can name the child by its namespace pid.
+//!    the clone that returned N, else to a waiting clone (below);
+//! 2. in a log without notices, the first line of a pid not seen before, matched the same way
+//!    (a first line that resumes a call is a task that existed before tracing);
+//! 3. the return value N when it is not foreign: in an `-o FILE` log (pid column, no notice
+//!    seen — strace writes notices to stderr, never into the file) at once when the call
+//!    returns; otherwise when neither came before the caller's next line (or its exit, or the
+//!    end of the log).
 //!
-//! `Fork` is emitted as soon as the identity is known — before the child's own events — and
-//! the caller's `SyscallExit` once both the return and the identity are known (so it follows
-//! `Fork`, as with the probes). A failed clone gives `CloneEnter` + `SyscallExit{-errno}`; a
+//! A *waiting clone* is the oldest clone still inside the call or, when there is none, the
+//! oldest returned clone whose child could not be named (its return value was foreign) — but
+//! only when all clones of that kind were made by one process: a new pid is never guessed to be
+//! the child of one caller rather than another (it stays without a creator; a later clone that
+//! returns exactly that pid still names it). A foreign return gives the caller's `SyscallExit`
+//! at once (`-o`) or at its next line, and the child's `Fork` when a new pid matches, if ever;
+//! such clones are forgotten when they made threads and their process exits, or (the older
+//! half) beyond [`MAX_UNSEEN`]. Nested namespaces deeper than the fresh-namespace or `CLONE_NEWPID` cases
+//! (e.g. a long-lived namespace that already handed out pids above 300, entered by `setns` or
+//! `unshare`, which are not events) are not detected: there the return value can still name
+//! the child by its namespace pid.
+//!
+//! `Fork` is emitted as soon as the identity is known — before the child's own events, unless
+//! the child spoke while no single caller could be named — and the caller's `SyscallExit` once
+//! both the return and the identity are known (so it follows `Fork`, as with the probes; after
+//! a foreign return it comes first). A failed clone gives `CloneEnter` + `SyscallExit{-errno}`; a
 //! clone cut by a restart (`= ? ERESTARTNOINTR`) `SyscallExit{-513}`; `= ?` (the caller died)
 //! no exit. prctl options without a name in [`crate::names`] are skipped.
 //!
@@ -94,6 +116,11 @@ const MAX_CARRY_BYTES: usize = 64 << 10;
 const MAX_CARRY_CUTS: u32 = 16;
 /// At most this many characters of an unreadable line are kept.
 const KEPT_CHARS: usize = 200;
+/// Once a pid namespace has handed out a pid above this, new pids in it are never below it
+/// (`RESERVED_PIDS` in kernel/pid.c: allocation wraps around to 300, not to 1).
+const RESERVED_PIDS: u32 = 300;
+/// At most this many returned clones wait for a child they could not name (namespace pids).
+pub const MAX_UNSEEN: usize = 256;
 
 /// The result of an import.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -176,11 +203,19 @@ pub fn parse_reader<R: BufRead>(mut reader: R) -> Result<Import, StraceError> {
 struct CloneRec {
     id: u64,
     caller: u32,
+    /// the caller's process when it made the call
+    tgid: u32,
     syscall: Syscall,
     /// `None` when the call itself was not in the log (log starts at the resumed line).
     flags: Option<u64>,
+    /// clone3 with `set_tid`: the caller chose the pid (checkpoint/restore)
+    set_tid: bool,
     ret: Option<i64>,
     child: Option<u32>,
+    /// The caller's `SyscallExit` is out, the child is still unnamed: its pid in strace's
+    /// namespace is unknown (the return value is not one), the next new pid of this caller's
+    /// process may be it.
+    closed: bool,
     ts: u64,
 }
 
@@ -227,6 +262,16 @@ pub struct Parser {
     threads: HashMap<u32, HashSet<u32>>,
     initial: Option<u32>,
     anon: bool,
+    /// A `-o FILE` pid column was seen.
+    column: bool,
+    /// An attach notice was seen.
+    notices: bool,
+    /// The highest pid strace printed (prefixes and notices: pids of strace's namespace).
+    max_pid: u32,
+    /// Processes (tgids) known to run in a pid namespace below strace's.
+    nested: HashSet<u32>,
+    /// Live pids that appeared without a known creator (the initial process aside).
+    unclaimed: HashSet<u32>,
     /// (tgid, threads of it not yet seen) from `attached with M threads`.
     unannounced: Vec<(u32, u32)>,
     pending: HashMap<u32, Pending>,
@@ -309,6 +354,7 @@ impl Parser {
         for notice in std::mem::take(&mut self.deferred) {
             self.apply(Line {
                 pid: None,
+                column: false,
                 stamp: None,
                 stamp2: None,
                 body: notice,
@@ -426,11 +472,11 @@ impl Parser {
                 set.remove(&pid);
             }
         }
-        // (1) an in-flight clone that returned exactly this pid
+        // (1) a clone that returned exactly this pid
         if let Some(i) = self
             .clones
             .iter()
-            .position(|c| c.child.is_none() && c.ret == Some(pid as i64))
+            .position(|c| c.child.is_none() && c.ret == Some(i64::from(pid)))
         {
             self.assign_child(i, pid);
             return;
@@ -458,21 +504,21 @@ impl Parser {
                 return;
             }
         }
-        // (2) the oldest clone still waiting for its child: first those still in the call, then
-        // those whose return value did not match (it is a pid in another pid namespace). A task
-        // whose first line resumes a call is not new: it existed before tracing.
-        let unfinished = self
-            .clones
-            .iter()
-            .position(|c| c.child.is_none() && c.ret.is_none());
-        let waiting = unfinished.or_else(|| self.clones.iter().position(|c| c.child.is_none()));
-        if let (Some(i), false) = (waiting, how == Seen::PrefixResumed) {
-            self.assign_child(i, pid);
-            return;
+        // (2) a clone of a single process still waiting for its child. A task whose first line
+        // resumes a call is not new: it existed before tracing.
+        if how != Seen::PrefixResumed {
+            if let Some(i) = self.waiting_clone() {
+                self.assign_child(i, pid);
+                return;
+            }
         }
-        // a process that existed before tracing
-        if self.initial.is_none() {
-            self.initial = Some(pid);
+        // a process that existed before tracing, or a child nobody can be named the creator of
+        match self.initial {
+            None => self.initial = Some(pid),
+            Some(_) if how != Seen::PrefixResumed => {
+                self.unclaimed.insert(pid);
+            }
+            Some(_) => {}
         }
         if let Seen::Attach { threads: Some(n) } = how {
             if n > 1 {
@@ -505,6 +551,10 @@ impl Parser {
         }
         for c in &mut self.clones {
             fix(&mut c.caller);
+            fix(&mut c.tgid);
+        }
+        if self.nested.remove(&UNKNOWN_PID) {
+            self.nested.insert(pid);
         }
         for p in self.pending.values_mut() {
             if let Pending::Exec { old_tid, .. } = p {
@@ -525,13 +575,106 @@ impl Parser {
         }
     }
 
+    /// The clone a new pid (no notice or return value names it) is the child of: the oldest
+    /// clone still inside the call, else the oldest returned one whose child could not be
+    /// named — each only when all such clones were made by one process, never a guess between
+    /// callers.
+    fn waiting_clone(&self) -> Option<usize> {
+        for in_call in [true, false] {
+            let mut first: Option<(usize, u32)> = None;
+            for (i, c) in self.clones.iter().enumerate() {
+                if c.child.is_some() || c.ret.is_none() != in_call {
+                    continue;
+                }
+                match first {
+                    None => first = Some((i, c.tgid)),
+                    Some((_, tgid)) if tgid != c.tgid => return None,
+                    Some(_) => {}
+                }
+            }
+            if let Some((i, _)) = first {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Evidence that the return value `n` of clone `i` is not a pid of strace's namespace.
+    fn foreign_return(&mut self, i: usize, n: u32) -> bool {
+        let c = &self.clones[i];
+        if self.nested.contains(&c.tgid) {
+            return true;
+        }
+        // strace's namespace handed out a pid above RESERVED_PIDS: no new pid there is below it
+        if n < RESERVED_PIDS && self.max_pid > RESERVED_PIDS && !c.set_tid {
+            let tgid = c.tgid;
+            self.nested.insert(tgid);
+            return true;
+        }
+        // another task has that pid
+        self.live.contains(&n) && !self.unclaimed.contains(&n)
+    }
+
+    /// Clone `i` returned a pid (stored in `ret`) and its child is not named yet.
+    fn returned(&mut self, i: usize) {
+        let Some(n) = self.clones[i].ret.and_then(|r| u32::try_from(r).ok()) else {
+            return;
+        };
+        if self.unclaimed.contains(&n) {
+            // the child spoke first, nobody could be named its creator then
+            self.assign_child(i, n);
+            return;
+        }
+        let foreign = self.foreign_return(i, n);
+        // In a log without attach notices the return value names the child now, unless the log
+        // says it is not a pid of strace's namespace; otherwise a notice may still follow.
+        if self.column && !self.notices {
+            if foreign {
+                self.close(i);
+            } else {
+                self.assign_child(i, n);
+            }
+        }
+    }
+
+    /// Emits the caller's `SyscallExit` of clone `i`, whose child stays unnamed for now.
+    fn close(&mut self, i: usize) {
+        let Some(c) = self.clones.get_mut(i) else {
+            return;
+        };
+        if c.closed {
+            return;
+        }
+        c.closed = true;
+        let (caller, ts, syscall, ret) = (c.caller, c.ts, c.syscall, c.ret.unwrap_or(0));
+        self.emit(caller, ts, EventKind::SyscallExit { syscall, ret });
+        if self.clones.iter().filter(|c| c.closed).count() > MAX_UNSEEN {
+            // forget the older half at once (amortized: no shifting on every call)
+            let mut drop = MAX_UNSEEN / 2;
+            self.clones.retain(|c| {
+                let keep = !c.closed || drop == 0;
+                if !keep {
+                    drop -= 1;
+                }
+                keep
+            });
+        }
+    }
+
     fn assign_child(&mut self, i: usize, child: u32) {
         let c = self.clones[i].clone();
         let thread = c.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0);
         let child_tgid = if thread { self.tgid(c.caller) } else { child };
         self.tgid_of.remove(&child); // a reused pid
+        self.unclaimed.remove(&child);
         if thread {
             self.set_thread(child, child_tgid);
+        } else {
+            self.nested.remove(&child);
+            let new_ns = c.flags.is_some_and(|f| f & cf::CLONE_NEWPID != 0);
+            if new_ns || self.nested.contains(&c.tgid) {
+                self.nested.insert(child);
+            }
         }
         self.live.insert(child);
         let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
@@ -547,14 +690,16 @@ impl Parser {
             },
         );
         if let Some(ret) = c.ret {
-            self.emit(
-                c.caller,
-                c.ts,
-                EventKind::SyscallExit {
-                    syscall: c.syscall,
-                    ret,
-                },
-            );
+            if !c.closed {
+                self.emit(
+                    c.caller,
+                    c.ts,
+                    EventKind::SyscallExit {
+                        syscall: c.syscall,
+                        ret,
+                    },
+                );
+            }
             self.clones.remove(i);
         } else {
             self.clones[i].child = Some(child);
@@ -562,33 +707,23 @@ impl Parser {
     }
 
     /// The caller moved on without a notice naming its child: use the return value, unless
-    /// that pid is already another task.
+    /// the log says it is not a pid of strace's namespace (then the child may still show up as
+    /// a new pid).
     fn fallback_identity(&mut self, caller: u32) {
         while let Some(i) = self
             .clones
             .iter()
-            .position(|c| c.caller == caller && c.ret.is_some())
+            .position(|c| c.caller == caller && c.ret.is_some() && !c.closed)
         {
-            let c = self.clones[i].clone();
-            let ret = c.ret.unwrap_or(0);
-            let child = u32::try_from(ret)
-                .ok()
-                .filter(|&p| p > 0 && !self.live.contains(&p));
-            match (c.child, child) {
-                (None, Some(pid)) => {
-                    self.assign_child(i, pid);
+            let n = self.clones[i]
+                .ret
+                .and_then(|r| u32::try_from(r).ok())
+                .filter(|&p| p > 0);
+            match n {
+                Some(n) if self.unclaimed.contains(&n) || !self.foreign_return(i, n) => {
+                    self.assign_child(i, n)
                 }
-                _ => {
-                    self.clones.remove(i);
-                    self.emit(
-                        caller,
-                        c.ts,
-                        EventKind::SyscallExit {
-                            syscall: c.syscall,
-                            ret,
-                        },
-                    );
-                }
+                _ => self.close(i),
             }
         }
     }
@@ -603,6 +738,7 @@ impl Parser {
     fn task_gone(&mut self, tid: u32) {
         self.live.remove(&tid);
         self.pending.remove(&tid);
+        self.unclaimed.remove(&tid);
         match self.tgid_of.remove(&tid) {
             Some(tgid) => {
                 if let Some(set) = self.threads.get_mut(&tgid) {
@@ -614,7 +750,15 @@ impl Parser {
                     self.live.remove(&t);
                     self.pending.remove(&t);
                     self.tgid_of.remove(&t);
+                    self.unclaimed.remove(&t);
                 }
+                self.nested.remove(&tid);
+                // threads the process made and nobody could name died with it
+                self.clones.retain(|c| {
+                    !(c.closed
+                        && c.tgid == tid
+                        && c.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0))
+                });
             }
         }
     }
@@ -629,6 +773,14 @@ impl Parser {
             if l.stamp.is_none() || matches!(l.stamp, Some(Stamp::Relative(_))) {
                 self.stamp(s);
             }
+        }
+        if let Some(p) = l.pid {
+            self.max_pid = self.max_pid.max(p);
+            self.column |= l.column;
+        }
+        if let Body::Attached { pid, .. } = l.body {
+            self.max_pid = self.max_pid.max(pid);
+            self.notices = true;
         }
         match l.body {
             Body::Blank | Body::Signal | Body::Notice => {
@@ -663,7 +815,7 @@ impl Parser {
             && self
                 .clones
                 .iter()
-                .any(|c| c.caller == tid && c.ret.is_some())
+                .any(|c| c.caller == tid && c.ret.is_some() && !c.closed)
         {
             self.fallback_identity(tid);
         }
@@ -704,13 +856,17 @@ impl Parser {
                 );
                 self.next_clone += 1;
                 let id = self.next_clone;
+                let tgid = self.tgid(tid);
                 self.clones.push(CloneRec {
                     id,
                     caller: tid,
+                    tgid,
                     syscall: sc,
                     flags: Some(flags),
+                    set_tid: sc == Syscall::Clone3 && args.contains("set_tid="),
                     ret: None,
                     child: None,
+                    closed: false,
                     ts,
                 });
                 self.pending.insert(tid, Pending::Clone(id));
@@ -789,13 +945,17 @@ impl Parser {
                     None => {
                         // the call itself is not in the log
                         self.next_clone += 1;
+                        let tgid = self.tgid(tid);
                         self.clones.push(CloneRec {
                             id: self.next_clone,
                             caller: tid,
+                            tgid,
                             syscall: sc,
                             flags: None,
+                            set_tid: false,
                             ret: None,
                             child: None,
+                            closed: false,
                             ts,
                         });
                         self.clones.len() - 1
@@ -816,7 +976,7 @@ impl Parser {
                             );
                         } else {
                             self.clones[i].ret = Some(r);
-                            // the child may already be known under this pid (it spoke first)
+                            self.returned(i);
                         }
                     }
                     Some(r) => {

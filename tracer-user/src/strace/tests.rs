@@ -497,6 +497,144 @@ fn namespace_pid_mismatch_attach_notice_wins() {
 }
 
 #[test]
+fn o_log_new_pid_is_never_given_to_another_callers_clone() {
+    // The podman.log bug: in an -o log (no notices) 17061's thread 17068 shows first at its exit,
+    // long after 17061 went on with signal lines only; meanwhile the container init (17089)
+    // made threads whose clone3 returns namespace pids and whose host tids show up unannounced.
+    // 17068 is named by its return value at once, 17090 goes to 17089, never across callers.
+    let text = format!(
+        concat!(
+            "17061 0.000001 clone3({{flags={f}, exit_signal=0}} => {{parent_tid=[17064]}}, 88) = 17064\n",
+            "17061 0.000001 clone3({{flags={f}, exit_signal=0}} => {{parent_tid=[17068]}}, 88) = 17068\n",
+            "17061 0.000001 --- SIGURG {{si_signo=SIGURG, si_code=SI_TKILL, si_pid=17061, si_uid=0}} ---\n",
+            "17064 0.000001 clone(child_stack=NULL, flags=SIGCHLD) = 17089\n",
+            "17089 0.000001 clone3({{flags={f}, exit_signal=0}} => {{parent_tid=[2]}}, 88) = 2\n",
+            "17089 0.000001 clone3({{flags={f}, exit_signal=0}} => {{parent_tid=[3]}}, 88) = 3\n",
+            "17089 0.000001 execve(\"/bin/sleep\", [\"sleep\", \"5\"], 0x1 /* 1 var */ <unfinished ...>\n",
+            "17090 0.000001 +++ exited with 0 +++\n",
+            "17089 0.000001 <... execve resumed>) = 0\n",
+            "17068 0.000001 +++ exited with 0 +++\n",
+            "17089 0.000001 exit_group(0) = ?\n",
+            "17089 0.000001 +++ exited with 0 +++\n",
+        ),
+        f = THREAD_FLAGS
+    );
+    let imp = parse(&text);
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let tf = crate::names::parse_clone_flags(THREAD_FLAGS).unwrap().0;
+    assert_eq!(
+        forks(&imp),
+        [
+            (17061, 17064, 17061, Some(tf)),
+            (17061, 17068, 17061, Some(tf)),
+            (17064, 17089, 17089, Some(0)),
+            (17089, 17090, 17089, Some(tf)),
+        ]
+    );
+    let e = evs(&imp);
+    use Syscall::*;
+    // Fork and exit right at the clone's line, before the caller's signal
+    assert_eq!(e[4], (17061, 17061, fork(17068, 17061, Clone3, tf)));
+    assert_eq!(e[5], (17061, 17061, sys_exit(Clone3, 17068)));
+    // the namespace returns give the exit only; the child comes with its first line
+    assert_eq!(e[10], (17089, 17089, sys_exit(Clone3, 2)));
+    assert_eq!(e[12], (17089, 17089, sys_exit(Clone3, 3)));
+    assert_eq!(e[14], (17089, 17089, fork(17090, 17089, Clone3, tf)));
+    assert_eq!(e[15], (17089, 17090, exit(0, false)));
+    assert!(e.contains(&(17061, 17068, exit(0, false))));
+    assert!(
+        !forks(&imp).iter().any(|f| f.1 < 300),
+        "a namespace pid leaked"
+    );
+
+    // Two processes inside a vfork at once, a new pid speaks: no guess; the clone that returns
+    // it names it.
+    let imp = parse(concat!(
+        "1000 clone(child_stack=NULL, flags=SIGCHLD) = 1001\n",
+        "1000 clone(child_stack=NULL, flags=CLONE_VM|CLONE_VFORK|SIGCHLD <unfinished ...>\n",
+        "1001 clone(child_stack=NULL, flags=CLONE_VM|CLONE_VFORK|SIGCHLD <unfinished ...>\n",
+        "1003 execve(\"/bin/b\", [\"b\"], 0x1 /* 1 var */) = 0\n",
+        "1001 <... clone resumed>) = 1003\n",
+        "1002 execve(\"/bin/a\", [\"a\"], 0x1 /* 1 var */) = 0\n",
+        "1000 <... clone resumed>) = 1002\n",
+    ));
+    let vf = CLONE_VM | CLONE_VFORK;
+    assert_eq!(
+        forks(&imp),
+        [
+            (1000, 1001, 1001, Some(0)),
+            (1001, 1003, 1003, Some(vf)),
+            (1000, 1002, 1002, Some(vf)),
+        ]
+    );
+    assert_eq!(
+        evs(&imp).last(),
+        Some(&(1000, 1000, sys_exit(Syscall::Clone, 1002)))
+    );
+}
+
+#[test]
+fn o_log_namespaced_caller_children_come_from_new_pids() {
+    // 5001 is created with CLONE_NEWPID: its clones return pids of its namespace, even above 300
+    let text = format!(
+        concat!(
+            "5000 clone(child_stack=NULL, flags=CLONE_NEWPID|SIGCHLD) = 5001\n",
+            "5001 clone(child_stack=NULL, flags=SIGCHLD) = 700\n",
+            "5001 clone3({{flags={f}, exit_signal=0}} => {{parent_tid=[701]}}, 88) = 701\n",
+            "5003 execve(\"/bin/true\", [\"true\"], 0x1 /* 1 var */) = 0\n",
+            "5004 +++ exited with 0 +++\n",
+            "5003 exit_group(0) = ?\n",
+            "5003 +++ exited with 0 +++\n",
+            // a grandchild made inside the namespace is in it too
+            "5001 clone(child_stack=NULL, flags=SIGCHLD) = 702\n",
+            "5005 clone(child_stack=NULL, flags=SIGCHLD) = 703\n",
+            "5006 exit_group(0) = ?\n",
+            // a collision: 5000 is live, so this return is no host pid either
+            "5001 clone(child_stack=NULL, flags=SIGCHLD) = 5000\n",
+            "5001 exit_group(0) = ?\n",
+            "5001 +++ exited with 0 +++\n",
+            // the host caller's own clones are still named at once
+            "5000 clone(child_stack=NULL, flags=SIGCHLD) = 5010\n",
+            "5000 exit_group(0) = ?\n",
+        ),
+        f = THREAD_FLAGS
+    );
+    let imp = parse(&text);
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let tf = crate::names::parse_clone_flags(THREAD_FLAGS).unwrap().0;
+    let newpid = cf::CLONE_NEWPID;
+    assert_eq!(
+        forks(&imp),
+        [
+            (5000, 5001, 5001, Some(newpid)),
+            (5001, 5003, 5003, Some(0)),
+            (5001, 5004, 5001, Some(tf)),
+            (5001, 5005, 5005, Some(0)),
+            (5005, 5006, 5006, Some(0)),
+            (5000, 5010, 5010, Some(0)),
+        ]
+    );
+    let e = evs(&imp);
+    use Syscall::*;
+    // the caller's exits come at once, with the namespace pids
+    assert_eq!(e[4], (5001, 5001, sys_exit(Clone, 700)));
+    assert_eq!(e[6], (5001, 5001, sys_exit(Clone3, 701)));
+    assert_eq!(e[7], (5001, 5001, fork(5003, 5003, Clone, 0)));
+    assert!(e.contains(&(5001, 5001, sys_exit(Clone, 5000))));
+    assert_eq!(
+        e.last(),
+        Some(&(
+            5000,
+            5000,
+            K::ExitEnter {
+                syscall: ExitGroup,
+                code: 0
+            }
+        ))
+    );
+}
+
+#[test]
 fn attached_with_threads_and_detached() {
     let imp = parse(concat!(
         "strace: Process 15681 attached with 3 threads\n",
