@@ -546,10 +546,15 @@ pub fn sched_process_exec(ctx: TracePointContext) -> u32 {
 }
 
 fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
-    let tgid = current_tgid();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
     if !traced(tgid) {
         return Ok(0);
     }
+    // A task killed inside clone/prctl never reaches sys_exit: drop what it left behind so a
+    // later task reusing the tid does not inherit it.
+    let _ = PENDING.remove(&(pid_tgid as u32));
+    let _ = PENDING_NAME.remove(&(pid_tgid as u32));
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let exit_code: i32 = task_read(task, cfg(&CONFIG.task_exit_code)).unwrap_or(0);

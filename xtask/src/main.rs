@@ -61,18 +61,84 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Totals of cargo's `test result:` lines across every test run.
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+/// Runs a `cargo test`, echoing its output and adding its result lines to `tally`.
+fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
+    use std::io::BufRead;
+    println!("xtask: {cmd:?}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line?;
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                for part in rest.split(';') {
+                    let mut words = part
+                        .split_whitespace()
+                        .filter(|w| *w != "ok." && *w != "FAILED.");
+                    if let (Some(n), Some(what)) = (
+                        words.next().and_then(|n| n.parse::<u64>().ok()),
+                        words.next(),
+                    ) {
+                        match what {
+                            "passed" => tally.passed += n,
+                            "failed" => tally.failed += n,
+                            "ignored" => tally.ignored += n,
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}
+
 fn test() -> Result<()> {
     setup::setup()?;
+    let mut tally = Tally::default();
+    let result = test_all(&mut tally);
+    // One closing line over every run (root tests are counted as skipped when not root).
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        tally.passed, tally.failed, tally.ignored
+    );
+    result
+}
+
+fn test_all(tally: &mut Tally) -> Result<()> {
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
-    run(cargo().args(["test"]))?;
+    run_tests(cargo().args(["test"]), tally)?;
     // The trainee build: no aya, no BPF toolchain, no root.
     run(cargo()
         .args(["test", "-p", "tracer-user", "--no-default-features"])
         .env("AYA_BUILD_SKIP", "1"))?;
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
-        run(cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]))?;
+        // Only the ignored (root) ones: the rest already ran above, where these counted as
+        // ignored; what runs now is no longer skipped.
+        let before = tally.passed + tally.failed;
+        run_tests(
+            cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
+            tally,
+        )?;
+        let ran = tally.passed + tally.failed - before;
+        tally.ignored = tally.ignored.saturating_sub(ran);
     } else {
         println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
     }
