@@ -125,9 +125,12 @@ fn test_all(tally: &mut Tally) -> Result<()> {
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
     run_tests(cargo().args(["test"]), tally)?;
     // The trainee build: no aya, no BPF toolchain, no root.
-    run(cargo()
-        .args(["test", "-p", "tracer-user", "--no-default-features"])
-        .env("AYA_BUILD_SKIP", "1"))?;
+    run_tests(
+        cargo()
+            .args(["test", "-p", "tracer-user", "--no-default-features"])
+            .env("AYA_BUILD_SKIP", "1"),
+        tally,
+    )?;
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
         // Only the ignored (root) ones: the rest already ran above, where these counted as
