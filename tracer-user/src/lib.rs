@@ -7,6 +7,8 @@
 
 pub mod decode;
 pub mod event;
+pub mod export;
+pub mod input;
 pub mod lineage;
 pub mod names;
 pub mod render;

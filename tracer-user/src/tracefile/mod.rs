@@ -307,4 +307,4 @@ pub fn to_bytes<'a>(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
