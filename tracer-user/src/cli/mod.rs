@@ -1,7 +1,10 @@
 //! Argument parsing and dispatch for the `tracer` binary.
 
 #[cfg(feature = "capture")]
+mod record;
+#[cfg(feature = "capture")]
 mod trace;
+mod tracefile;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -60,6 +63,14 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
     },
+    /// Record lifecycle events to a trace file (format: docs/trace-format.md).
+    Record(tracefile::RecordArgs),
+    /// Replay a trace file (or strace log) through the lineage engine, printing strace-like lines.
+    Replay(tracefile::ReplayArgs),
+    /// Convert a trace file (or strace log) to JSON lines, Perfetto JSON or Graphviz.
+    Export(tracefile::ExportArgs),
+    /// Convert an `strace -f` log into a trace file.
+    ImportStrace(tracefile::ImportArgs),
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -99,5 +110,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }
+        Some(Command::Record(args)) => tracefile::record(args),
+        Some(Command::Replay(args)) => tracefile::replay(args),
+        Some(Command::Export(args)) => tracefile::export(args),
+        Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
     }
 }
