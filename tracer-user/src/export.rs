@@ -186,7 +186,7 @@ pub fn write_perfetto(
             }
         }
     }
-    times.sort_by(|a, b| a.0.cmp(&b.0));
+    times.sort_by_key(|a| a.0);
     let time_of = |seq: u64| -> f64 {
         match times.binary_search_by(|x| x.0.cmp(&seq)) {
             Ok(i) => times[i].1,

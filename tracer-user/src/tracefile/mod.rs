@@ -18,6 +18,8 @@
 
 mod codec;
 mod reader;
+#[doc(hidden)]
+pub mod synth;
 mod writer;
 
 pub use reader::{Record, TailReport, TraceReader};

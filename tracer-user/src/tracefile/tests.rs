@@ -501,6 +501,44 @@ fn boot_time_parses() {
     assert!(boot_time_ns().unwrap() > 0);
 }
 
+fn engine_json(snapshot: &[crate::lineage::SnapshotProcess], evs: &[Event]) -> serde_json::Value {
+    let mut e = crate::export::seeded(snapshot);
+    for ev in evs {
+        e.apply(ev);
+    }
+    serde_json::json!({
+        "tree": crate::lineage::tree_json(&e),
+        "stories": crate::lineage::story_json(&e.stories()),
+        "text": crate::lineage::tree_text(&e, Default::default()),
+    })
+}
+
+fn engine_json_via_file(header: &Header, evs: &[Event]) -> serde_json::Value {
+    let bytes = to_bytes(header, evs).unwrap();
+    let mut r = TraceReader::new(Cursor::new(&bytes)).unwrap();
+    let snapshot = r.header().snapshot_processes();
+    let mut e = crate::export::seeded(&snapshot);
+    for ev in r.events() {
+        e.apply(&ev.unwrap());
+    }
+    assert!(r.tail().clean_end);
+    serde_json::json!({
+        "tree": crate::lineage::tree_json(&e),
+        "stories": crate::lineage::story_json(&e.stories()),
+        "text": crate::lineage::tree_text(&e, Default::default()),
+    })
+}
+
+#[test]
+fn engine_fed_from_the_file_ends_in_the_same_tree_as_fed_directly() {
+    let mut h = sample_header();
+    h.snapshot = synth::storm_snapshot();
+    let evs: Vec<Event> = synth::Storm::new(30_000).collect();
+    let direct = engine_json(&h.snapshot_processes(), &evs);
+    assert!(direct["stories"]["stories"].as_array().unwrap().len() > 10);
+    assert_eq!(engine_json_via_file(&h, &evs), direct);
+}
+
 mod prop {
     use super::*;
     use proptest::prelude::*;
@@ -603,6 +641,25 @@ mod prop {
             let got: Vec<Event> = r.events().collect::<Result<_, _>>().unwrap();
             prop_assert_eq!(got, evs);
             prop_assert!(r.tail().clean_end);
+        }
+
+        #[test]
+        fn engine_state_survives_the_file(
+            evs in proptest::collection::vec(arb_event(), 0..100),
+            storm_len in 0u64..400,
+            drop_every in 2usize..50,
+        ) {
+            // Random events, and a realistic storm with events lost here and there.
+            let mut h = sample_header();
+            h.snapshot = synth::storm_snapshot();
+            let mut all: Vec<Event> = synth::Storm::new(storm_len)
+                .enumerate()
+                .filter(|(i, _)| i % drop_every != 0)
+                .map(|(_, e)| e)
+                .collect();
+            all.extend(evs);
+            let direct = engine_json(&h.snapshot_processes(), &all);
+            prop_assert_eq!(engine_json_via_file(&h, &all), direct);
         }
 
         #[test]
