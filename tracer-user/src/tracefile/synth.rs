@@ -289,7 +289,11 @@ pub fn storm_snapshot() -> Vec<super::SnapshotEntry> {
             ppid: 1,
             comm: "containerd-shim".into(),
             exe: "/usr/bin/containerd-shim-runc-v2".into(),
-            argv: vec!["containerd-shim-runc-v2".into(), "-namespace".into(), "k8s.io".into()],
+            argv: vec![
+                "containerd-shim-runc-v2".into(),
+                "-namespace".into(),
+                "k8s.io".into(),
+            ],
             threads: vec![900, 901, 902],
         },
         super::SnapshotEntry {
@@ -297,7 +301,11 @@ pub fn storm_snapshot() -> Vec<super::SnapshotEntry> {
             ppid: 1,
             comm: "sh".into(),
             exe: "/usr/bin/sh".into(),
-            argv: vec!["sh".into(), "-c".into(), "while :; do /bin/true; done".into()],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "while :; do /bin/true; done".into(),
+            ],
             threads: vec![1000],
         },
     ]
