@@ -663,6 +663,36 @@ mod prop {
         }
 
         #[test]
+        fn random_frames_with_valid_checksums_never_panic(
+            frames in proptest::collection::vec(
+                (prop_oneof![Just(1u8), Just(2), Just(3), Just(0x90), any::<u8>()],
+                 proptest::collection::vec(any::<u8>(), 0..200)),
+                1..6),
+        ) {
+            let mut bytes = to_bytes(&Header::default(), &[]).unwrap();
+            // Keep the header, drop the end record: random frames follow.
+            let body_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+            bytes.truncate(PREAMBLE_LEN + body_len);
+            for (kind, payload) in &frames {
+                bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+                bytes.push(*kind);
+                bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+                bytes.extend_from_slice(payload);
+            }
+            let (recs, err, tail) = read_all(&bytes);
+            if let Some(e) = &err {
+                prop_assert!(e.offset().is_some());
+                prop_assert!(tail.unusable_bytes > 0);
+            }
+            // What was read re-encodes to the same events.
+            let evs = events_of(&recs);
+            let again = to_bytes(&Header::default(), &evs).unwrap();
+            let (recs2, err2, _) = read_all(&again);
+            prop_assert!(err2.is_none());
+            prop_assert_eq!(events_of(&recs2), evs);
+        }
+
+        #[test]
         fn random_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..512)) {
             let mut bytes = to_bytes(&Header::default(), &[]).unwrap();
             bytes.truncate(bytes.len() - FRAME_HEADER_LEN - 7);
@@ -670,4 +700,32 @@ mod prop {
             let _ = read_all(&bytes);
         }
     }
+}
+
+/// Regenerates the fuzz seeds: `TRACER_FUZZ_SEEDS=fuzz/seeds/trace_reader cargo test -p
+/// tracer-user --no-default-features write_fuzz_seeds -- --ignored`.
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let dir = std::path::PathBuf::from(std::env::var("TRACER_FUZZ_SEEDS").unwrap());
+    std::fs::create_dir_all(&dir).unwrap();
+    let small = to_bytes(&sample_header(), &sample_events()).unwrap();
+    std::fs::write(dir.join("sample.trace"), &small).unwrap();
+    let storm: Vec<Event> = synth::Storm::new(300).collect();
+    let mut h = Header::default();
+    h.snapshot = synth::storm_snapshot();
+    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    for (i, e) in storm.iter().enumerate() {
+        w.write_event(e).unwrap();
+        if i % 100 == 99 {
+            w.write_stats(i as u64, 0, 0).unwrap();
+        }
+    }
+    std::fs::write(dir.join("storm.trace"), w.finish().unwrap()).unwrap();
+    std::fs::write(dir.join("cut.trace"), &small[..small.len() - 5]).unwrap();
+    std::fs::write(
+        dir.join("empty.trace"),
+        to_bytes(&Header::default(), &[]).unwrap(),
+    )
+    .unwrap();
 }
