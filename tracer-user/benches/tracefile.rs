@@ -117,5 +117,9 @@ fn main() {
             kib / 1024.0 / TARGET_RSS_MIB
         );
     }
-    let _ = std::fs::remove_file(&path);
+    if std::env::var_os("TRACEFILE_BENCH_KEEP").is_some() {
+        println!("kept {}", path.display());
+    } else {
+        let _ = std::fs::remove_file(&path);
+    }
 }

@@ -235,34 +235,43 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::BufWriter::with_capacity(256 << 10, &mut sink);
     let mut err = None;
-    let what = match args.format {
-        ExportFormat::Jsonl => {
-            let n = tracer::export::write_jsonl(until_error(&mut input, &mut err), &mut out)?;
-            format!("{n} events")
-        }
-        ExportFormat::Perfetto => {
-            let e = tracer::export::write_perfetto(
-                &snapshot,
-                until_error(&mut input, &mut err),
-                &mut out,
-            )?;
-            format!(
-                "{} processes, {} events",
-                e.process_count(),
-                e.event_count()
-            )
-        }
-        ExportFormat::Dot => {
-            let mut e = tracer::export::seeded(&snapshot);
-            for ev in until_error(&mut input, &mut err) {
-                e.apply(&ev);
+    let res: std::io::Result<String> = (|| {
+        let what = match args.format {
+            ExportFormat::Jsonl => {
+                let n = tracer::export::write_jsonl(until_error(&mut input, &mut err), &mut out)?;
+                format!("{n} events")
             }
-            tracer::export::write_dot(&e, &mut out)?;
-            format!("{} processes", e.process_count())
-        }
-    };
-    out.flush().context("cannot write the export")?;
+            ExportFormat::Perfetto => {
+                let e = tracer::export::write_perfetto(
+                    &snapshot,
+                    until_error(&mut input, &mut err),
+                    &mut out,
+                )?;
+                format!(
+                    "{} processes, {} events",
+                    e.process_count(),
+                    e.event_count()
+                )
+            }
+            ExportFormat::Dot => {
+                let mut e = tracer::export::seeded(&snapshot);
+                for ev in until_error(&mut input, &mut err) {
+                    e.apply(&ev);
+                }
+                tracer::export::write_dot(&e, &mut out)?;
+                format!("{} processes", e.process_count())
+            }
+        };
+        out.flush()?;
+        Ok(what)
+    })();
     drop(out);
+    let what = match res {
+        Ok(w) => w,
+        // `tracer export ... | head`: the reader went away; not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot write the export")),
+    };
     if let Some(p) = &args.output {
         if p.as_os_str() != "-" {
             eprintln!("tracer: wrote {} ({what})", p.display());

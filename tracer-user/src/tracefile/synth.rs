@@ -155,7 +155,8 @@ impl Storm {
     /// adopted by the shim, renames itself, execs the workload, exits.
     fn container(&mut self, runc: u32) {
         let init = runc + 1;
-        let cid = format!("{:064x}", u64::from(runc) * 0x9e37_79b9);
+        let h = u64::from(runc).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let cid = format!("{h:016x}{:016x}{h:016x}{:016x}", !h, h.rotate_left(17));
         self.push(
             900,
             900,

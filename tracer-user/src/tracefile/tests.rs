@@ -712,8 +712,10 @@ fn write_fuzz_seeds() {
     let small = to_bytes(&sample_header(), &sample_events()).unwrap();
     std::fs::write(dir.join("sample.trace"), &small).unwrap();
     let storm: Vec<Event> = synth::Storm::new(300).collect();
-    let mut h = Header::default();
-    h.snapshot = synth::storm_snapshot();
+    let h = Header {
+        snapshot: synth::storm_snapshot(),
+        ..Default::default()
+    };
     let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
     for (i, e) in storm.iter().enumerate() {
         w.write_event(e).unwrap();
