@@ -28,19 +28,17 @@ impl Kind {
 /// Why an input could not be opened or read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: {reason}")]
     NotRecognized { path: PathBuf, reason: &'static str },
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     TraceFile {
         path: PathBuf,
-        #[source]
-        source: TraceFileError,
+        error: TraceFileError,
     },
     #[error("{path}: strace log: {message}")]
     Strace { path: PathBuf, message: String },
@@ -50,7 +48,7 @@ impl InputError {
     /// The trace-file error inside, if that is what it is.
     pub fn trace_error(&self) -> Option<&TraceFileError> {
         match self {
-            InputError::TraceFile { source, .. } => Some(source),
+            InputError::TraceFile { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -107,9 +105,9 @@ pub struct Input {
 impl Input {
     /// Opens `path` and detects what it is from its content.
     pub fn open(path: &Path) -> Result<Input, InputError> {
-        let io = |source| InputError::Io {
+        let io = |error| InputError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut file = File::open(path).map_err(io)?;
         let mut prefix = Vec::with_capacity(SNIFF_BYTES);
@@ -127,7 +125,7 @@ impl Input {
                 drop(file);
                 let reader = TraceReader::open(path).map_err(|e| InputError::TraceFile {
                     path: path.to_path_buf(),
-                    source: e,
+                    error: e,
                 })?;
                 Source::Trace(Box::new(reader))
             }
@@ -200,7 +198,7 @@ impl Input {
             Source::Trace(r) => r.events().next().map(|r| {
                 r.map_err(|e| InputError::TraceFile {
                     path: self.path.clone(),
-                    source: e,
+                    error: e,
                 })
             }),
             Source::Events(it) => it.next().map(Ok),

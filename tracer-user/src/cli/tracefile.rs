@@ -30,6 +30,9 @@ pub struct ReplayArgs {
     /// Default: 1 when stdout is a terminal, else as fast as possible.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
+    /// Advance one event at a time: press Enter for the next (reads stdin; EOF runs to the end).
+    #[arg(long, conflicts_with = "speed")]
+    pub step: bool,
     /// Print strace-like lines instead of the interactive view (the only view for now).
     #[arg(long)]
     pub no_tui: bool,
@@ -174,7 +177,12 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     }
     let stdout = std::io::stdout();
     let tty = stdout.is_terminal();
-    let speed = args.speed.unwrap_or(if tty { 1.0 } else { 0.0 });
+    let speed = match args.speed {
+        _ if args.step => 0.0,
+        Some(s) => s,
+        None if tty => 1.0,
+        None => 0.0,
+    };
     let paced = speed > 0.0 && speed.is_finite();
     let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
     let mut engine = input.seeded_engine();
@@ -185,6 +193,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let mut t0: Option<u64> = None;
     let mut broken_pipe = false;
+    let mut step = args.step;
     for ev in until_error(&mut input, &mut err) {
         stats.observe(&ev);
         engine.apply(&ev);
@@ -203,10 +212,21 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
                 std::thread::sleep(due - now);
             }
         }
-        for line in renderer.render(&ev) {
+        let lines = renderer.render(&ev);
+        for line in &lines {
             if writeln!(out, "{line}").is_err() {
                 broken_pipe = true;
                 break;
+            }
+        }
+        if step && !lines.is_empty() {
+            let _ = out.flush();
+            let mut buf = String::new();
+            if std::io::stdin()
+                .read_line(&mut buf)
+                .map_or(true, |n| n == 0)
+            {
+                step = false;
             }
         }
     }

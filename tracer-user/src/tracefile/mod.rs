@@ -220,12 +220,8 @@ pub struct StatsRecord {
 /// offset where the problem starts and what was expected there.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceFileError {
-    #[error("byte {offset}: {source}")]
-    Io {
-        offset: u64,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("byte {offset}: {error}")]
+    Io { offset: u64, error: std::io::Error },
     #[error("byte 0: not a tracer trace file (expected the magic bytes 89 'TRACER' 0a, found {found:02x?})")]
     BadMagic { found: Vec<u8> },
     #[error("byte {offset}: trace format version {found} is not supported (this tracer reads version 1 to {supported}); a newer tracer wrote it?")]
@@ -270,7 +266,7 @@ pub enum TraceFileError {
     #[error("one event encodes to {len} bytes, more than a frame may hold ({max})")]
     EventTooLarge { len: usize, max: u64 },
     #[error("cannot write the trace file: {0}")]
-    Write(#[source] std::io::Error),
+    Write(std::io::Error),
 }
 
 impl TraceFileError {

@@ -74,7 +74,7 @@ impl TraceReader<BufReader<File>> {
     pub fn open(path: &Path) -> Result<Self, TraceFileError> {
         let file = File::open(path).map_err(|e| TraceFileError::Io {
             offset: 0,
-            source: e,
+            error: e,
         })?;
         TraceReader::new(BufReader::with_capacity(256 << 10, file))
     }
@@ -105,7 +105,7 @@ fn read_payload(src: &mut impl Read, len: u64, buf: &mut Vec<u8>) -> std::io::Re
 impl<R: Read> TraceReader<R> {
     /// Reads and checks the preamble and header from `src`.
     pub fn new(mut src: R) -> Result<Self, TraceFileError> {
-        let io = |offset| move |e| TraceFileError::Io { offset, source: e };
+        let io = |offset| move |e| TraceFileError::Io { offset, error: e };
         let mut pre = [0u8; PREAMBLE_LEN];
         let n = read_full(&mut src, &mut pre).map_err(io(0))?;
         if n < MAGIC.len() || pre[..MAGIC.len()] != MAGIC {
@@ -254,7 +254,7 @@ impl<R: Read> TraceReader<R> {
         let mut head = [0u8; FRAME_HEADER_LEN];
         let n = read_full(&mut self.src, &mut head).map_err(|e| TraceFileError::Io {
             offset: start,
-            source: e,
+            error: e,
         })?;
         self.offset += n as u64;
         if n == 0 {
@@ -293,7 +293,7 @@ impl<R: Read> TraceReader<R> {
         let got = read_payload(&mut self.src, len, &mut self.payload).map_err(|e| {
             TraceFileError::Io {
                 offset: start,
-                source: e,
+                error: e,
             }
         })?;
         self.offset += got;
@@ -340,7 +340,7 @@ impl<R: Read> TraceReader<R> {
                         Err(e) => {
                             let err = TraceFileError::Io {
                                 offset: start,
-                                source: e,
+                                error: e,
                             };
                             Some(Err(self.fail(start, err)))
                         }
