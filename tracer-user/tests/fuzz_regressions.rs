@@ -26,6 +26,22 @@ fn check_trace_bytes(data: &[u8]) {
     }
     assert!(errors <= 1);
     assert!(r.tail().unusable_bytes <= data.len() as u64);
+    // The events-only path (what the commands use) yields the same events.
+    let mut r2 = TraceReader::new(Cursor::new(data)).expect("header read twice");
+    let mut again_events = Vec::new();
+    let mut again_errors = 0;
+    // Keep pulling after the error: nothing more may come out.
+    for ev in r2.events() {
+        match ev {
+            Ok(e) => {
+                assert_eq!(again_errors, 0, "an event after the error");
+                again_events.push(e)
+            }
+            Err(_) => again_errors += 1,
+        }
+    }
+    assert!(again_errors <= 1);
+    assert_eq!(again_events, events);
     let bytes = tracer::tracefile::to_bytes(&header, &events).expect("re-encode");
     let mut again = TraceReader::new(Cursor::new(&bytes)).expect("re-read");
     let back: Vec<_> = again.events().collect::<Result<_, _>>().expect("events");

@@ -221,11 +221,14 @@ impl<R: Read> TraceReader<R> {
         self.tail.truncated = err.is_truncation();
         self.tail.error = Some(err.to_string());
         self.state = State::Failed;
+        // Nothing of a failed frame is ever decoded.
+        self.payload.clear();
+        self.pos = 0;
         err
     }
 
     fn next_event_in_frame(&mut self) -> Option<Result<Event, TraceFileError>> {
-        if self.pos >= self.payload.len() {
+        if self.pos >= self.payload.len() || !matches!(self.state, State::Frames) {
             return None;
         }
         let mut c = Cur::new(&self.payload[self.pos..]);
@@ -236,7 +239,7 @@ impl<R: Read> TraceReader<R> {
             }
             Err(DecodeError(expected)) => {
                 let at = self.payload_offset + (self.payload.len() - c.buf.len()) as u64;
-                let frame_start = self.payload_offset - FRAME_HEADER_LEN as u64;
+                let frame_start = self.payload_offset.saturating_sub(FRAME_HEADER_LEN as u64);
                 let err = TraceFileError::Garbage {
                     offset: at,
                     what: "an event frame",

@@ -200,6 +200,25 @@ fn read_all(bytes: &[u8]) -> (Vec<Record>, Option<TraceFileError>, TailReport) {
     (recs, err, r.tail().clone())
 }
 
+/// The same through [`TraceReader::events`] (the path the commands use).
+fn read_events(bytes: &[u8]) -> (Vec<Event>, Option<TraceFileError>) {
+    let Ok(mut r) = TraceReader::new(Cursor::new(bytes)) else {
+        return (vec![], None);
+    };
+    let mut evs = Vec::new();
+    let mut err = None;
+    for x in r.events() {
+        match x {
+            Ok(e) => evs.push(e),
+            Err(e) => {
+                assert!(err.is_none(), "a second error after {e}");
+                err = Some(e);
+            }
+        }
+    }
+    (evs, err)
+}
+
 fn events_of(recs: &[Record]) -> Vec<Event> {
     recs.iter()
         .filter_map(|r| match r {
@@ -289,6 +308,11 @@ fn every_truncation_keeps_whole_frames_and_reports_the_tail() {
         // Events whose frame ended at or before the cut are all there, in order.
         let whole = boundaries.iter().filter(|&&b| b as usize <= cut).count();
         let got = events_of(&recs);
+        let (got2, err2) = read_events(&bytes[..cut]);
+        assert_eq!(got2, got, "events() vs records at cut {cut}");
+        if err2.is_some() {
+            assert!(err.is_some());
+        }
         if let Some(TraceFileError::BadMagic { .. } | TraceFileError::Truncated { .. }) = &err {
         } else if let Some(e) = &err {
             panic!("cut {cut}: unexpected error {e}");
