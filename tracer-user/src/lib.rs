@@ -7,11 +7,14 @@
 
 pub mod decode;
 pub mod event;
+pub mod export;
+pub mod input;
 pub mod lineage;
 pub mod names;
 pub mod render;
 pub mod stats;
 pub mod strace;
+pub mod tracefile;
 
 #[cfg(feature = "capture")]
 pub mod capture;

@@ -1,6 +1,7 @@
 //! Project tasks: `cargo xtask setup | run | test | bench`.
 
 mod bench;
+mod fuzz;
 mod setup;
 
 use anyhow::{bail, Context, Result};
@@ -34,6 +35,15 @@ enum Task {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 7)]
         runs: u32,
+    },
+    /// Run each cargo-fuzz target (fuzz/) for a bounded time; crashers become regression tests.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        secs: u64,
+        /// Only this target (trace_reader, strace_parser).
+        #[arg(long)]
+        target: Option<String>,
     },
 }
 
@@ -204,5 +214,6 @@ fn dispatch(task: Task) -> Result<()> {
             run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
             bench::storm(&workspace_root(), n, runs)
         }
+        Task::Fuzz { secs, target } => fuzz::fuzz(&workspace_root(), secs, target.as_deref()),
     }
 }

@@ -1,46 +1,57 @@
-//! `tracer tree` and `tracer story`: the lineage engine over a recorded file.
+//! `tracer tree` and `tracer story`: the lineage engine over a recording.
 
 use super::OutputFormat;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::Path;
-use tracer::lineage::{
-    replay_until, story_json, story_text, tree_json, tree_text, Engine, TreeOpts,
-};
+use tracer::input::Input;
+use tracer::lineage::{story_json, story_text, tree_json, tree_text, Engine, TreeOpts};
 use tracer::Event;
 
-/// Events of an strace log, with the importer's complaints on stderr (never fatal unless
-/// no line at all was understood).
-pub fn load_events(path: &Path) -> Result<Vec<Event>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let import =
-        tracer::strace::parse_reader(&bytes[..]).with_context(|| path.display().to_string())?;
-    if import.unreadable > 0 {
-        eprintln!(
-            "tracer: {}: {} lines not understood",
-            path.display(),
-            import.unreadable
-        );
-        for (line, text) in &import.first_unreadable {
-            eprintln!("tracer:   line {line}: {text}");
+/// A recording (trace file or strace log, told apart by content) run through the engine,
+/// seeded with the trace file's /proc snapshot; up to event `at` when given.
+pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Engine> {
+    let mut input = Input::open(path)?;
+    if let Some(r) = input.strace_report() {
+        if r.unreadable > 0 {
+            eprintln!(
+                "tracer: {}: {} of {} lines not understood",
+                path.display(),
+                r.unreadable,
+                r.lines
+            );
+            for (line, text) in &r.first_unreadable {
+                eprintln!("tracer:   line {line}: {text}");
+            }
         }
     }
-    Ok(import.events)
+    let mut engine = input.seeded_engine();
+    for ev in input.by_ref() {
+        let ev = match ev {
+            Ok(ev) => ev,
+            // A recording killed mid-write: every whole frame is used.
+            Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
+                eprintln!("tracer: warning: {e}; using the events before it");
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if at.is_some_and(|seq| ev.seq > seq) {
+            break;
+        }
+        engine.apply(&ev);
+    }
+    Ok(engine)
 }
 
-fn engine_for(events: &[Event], at: Option<u64>) -> Engine {
-    match at {
-        Some(seq) => replay_until(events, seq),
-        None => {
-            let mut e = Engine::new();
-            events.iter().for_each(|ev| e.apply(ev));
-            e
-        }
-    }
+/// Every event of a recording (for views that need them all, like the TUI).
+pub fn load_events(path: &Path) -> Result<Vec<Event>> {
+    Input::open(path)?
+        .map(|r| r.map_err(anyhow::Error::from))
+        .collect()
 }
 
 pub fn tree(file: &Path, format: OutputFormat, at: Option<u64>, hide_exited: bool) -> Result<()> {
-    let events = load_events(file)?;
-    let engine = engine_for(&events, at);
+    let engine = load_engine(file, at)?;
     match format {
         OutputFormat::Text => {
             let opts = TreeOpts {
@@ -58,8 +69,7 @@ pub fn tree(file: &Path, format: OutputFormat, at: Option<u64>, hide_exited: boo
 }
 
 pub fn story(file: &Path, format: OutputFormat) -> Result<()> {
-    let events = load_events(file)?;
-    let engine = engine_for(&events, None);
+    let engine = load_engine(file, None)?;
     let stories = engine.stories();
     match format {
         OutputFormat::Text if stories.is_empty() => println!("no container birth found"),

@@ -2,7 +2,10 @@
 
 mod lineage;
 #[cfg(feature = "capture")]
+mod record;
+#[cfg(feature = "capture")]
 mod trace;
+mod tracefile;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,7 +66,7 @@ pub enum Command {
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
-        /// An strace -f log.
+        /// A trace file or an `strace -f` log (told apart by content).
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -76,10 +79,19 @@ pub enum Command {
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
+        /// A trace file or an `strace -f` log (told apart by content).
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Record lifecycle events to a trace file (format: docs/trace-format.md).
+    Record(tracefile::RecordArgs),
+    /// Replay a trace file (or strace log) through the lineage engine, printing strace-like lines.
+    Replay(tracefile::ReplayArgs),
+    /// Convert a trace file (or strace log) to JSON lines, Perfetto JSON or Graphviz.
+    Export(tracefile::ExportArgs),
+    /// Convert an `strace -f` log into a trace file.
+    ImportStrace(tracefile::ImportArgs),
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -128,5 +140,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }
+        Some(Command::Record(args)) => tracefile::record(args),
+        Some(Command::Replay(args)) => tracefile::replay(args),
+        Some(Command::Export(args)) => tracefile::export(args),
+        Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
     }
 }

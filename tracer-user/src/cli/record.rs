@@ -1,0 +1,126 @@
+//! `tracer record`: live capture into a trace file.
+
+use super::tracefile::RecordArgs;
+use anyhow::{Context, Result};
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tracer::capture::{procfs, CaptureBuilder, Target};
+use tracer::tracefile::{CaptureMode, Header, TraceWriter};
+
+pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    let target = super::trace::target_of(&args.target)?;
+    let mode = match &target {
+        Target::Pid(p) => CaptureMode::Pid(*p),
+        Target::All => CaptureMode::All,
+        Target::Command(argv) => CaptureMode::Command(argv.clone()),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let mut header = Header::for_this_host(mode);
+        // Processes that exist before the probes attach; whatever starts in between shows up
+        // as a placeholder when it first acts.
+        header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
+        let mut cap = CaptureBuilder::new(target.clone())
+            .ring_bytes(args.target.ring_bytes)
+            .start()?;
+        header.layouts = cap.layouts().formats.clone();
+        header
+            .extra
+            .push(("ring_bytes".into(), args.target.ring_bytes.to_string()));
+        for note in cap.notes() {
+            eprintln!("tracer: note: {note}");
+            header.extra.push(("note".into(), note.clone()));
+        }
+        let mut w = TraceWriter::create(&args.output, &header)
+            .with_context(|| format!("cannot create {}", args.output.display()))?;
+
+        let follow = !matches!(target, Target::All);
+        let deadline = args
+            .target
+            .duration
+            .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        let mut sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let started = Instant::now();
+        let mut last_status = Instant::now();
+        let mut last_events = 0u64;
+        let tty = std::io::stderr().is_terminal();
+        let mut batch = Vec::new();
+
+        loop {
+            tokio::select! {
+                r = cap.next_batch(&mut batch) => {
+                    r?;
+                    for ev in batch.drain(..) {
+                        w.write_event(&ev)?;
+                    }
+                    w.maybe_flush()?;
+                }
+                _ = tick.tick() => {
+                    w.maybe_flush()?;
+                    if last_status.elapsed() >= Duration::from_secs(1) {
+                        let dt = last_status.elapsed().as_secs_f64();
+                        let events = w.stats().events;
+                        let rate = (events - last_events) as f64 / dt;
+                        last_events = events;
+                        last_status = Instant::now();
+                        w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
+                        if tty {
+                            eprint!(
+                                "\r\x1b[Ktracer: recording {}: {events} events, {rate:.0}/s, {} drops, {:.0} s",
+                                args.output.display(),
+                                cap.drops(),
+                                started.elapsed().as_secs_f64()
+                            );
+                            let _ = std::io::stderr().flush();
+                        }
+                    }
+                    if deadline.is_some_and(|d| Instant::now() >= d) { break; }
+                    if follow && cap.followed_count() == 0 { break; }
+                }
+                _ = tokio::signal::ctrl_c() => break,
+                _ = sigterm.recv() => break,
+            }
+        }
+        cap.drain_now(&mut batch);
+        for ev in batch.drain(..) {
+            w.write_event(&ev)?;
+        }
+        w.set_counters(cap.drops(), cap.seq_issued(), cap.decode_errors());
+        let stats = *w.stats();
+        let file = w.finish()?;
+        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if tty {
+            eprint!("\r\x1b[K");
+        }
+        eprintln!(
+            "tracer: wrote {}: {} events in {:.1} s, {} dropped, {} sequence gaps, {} bytes ({:.1} bytes/event)",
+            args.output.display(),
+            stats.events,
+            started.elapsed().as_secs_f64(),
+            stats.drops,
+            stats.seq_gaps,
+            bytes,
+            bytes as f64 / stats.events.max(1) as f64
+        );
+        if stats.decode_errors > 0 {
+            eprintln!(
+                "tracer: {} records could not be decoded",
+                stats.decode_errors
+            );
+        }
+        let code = match cap.child_mut() {
+            Some(child) => match child.try_wait() {
+                Ok(Some(st)) => st.code().map_or(1, |c| c as u8),
+                _ => 0,
+            },
+            None => 0,
+        };
+        Ok(ExitCode::from(code))
+    })
+}

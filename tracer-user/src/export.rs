@@ -1,0 +1,616 @@
+//! Exports of an event stream: JSON lines, Chrome trace-event JSON (Perfetto) and a
+//! Graphviz lineage graph. Every export runs the events through the same [`Engine`] as live
+//! tracing and replay.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use serde_json::{json, Value};
+
+use crate::event::{Event, EventKind};
+use crate::lineage::{Engine, How, ProcId, Process, Reason, Role, SnapshotProcess};
+
+/// One JSON object per line, exactly as `tracer trace --format json` prints events.
+pub fn write_jsonl(events: impl Iterator<Item = Event>, out: &mut impl Write) -> io::Result<u64> {
+    let mut n = 0;
+    for ev in events {
+        serde_json::to_writer(&mut *out, &ev).map_err(io::Error::other)?;
+        out.write_all(b"\n")?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// An engine seeded with `snapshot` (if any).
+pub fn seeded(snapshot: &[SnapshotProcess]) -> Engine {
+    let mut e = Engine::new();
+    if !snapshot.is_empty() {
+        e.seed_snapshot(snapshot);
+    }
+    e
+}
+
+/// Maps event timestamps to trace time in microseconds from the first event. Sources without
+/// timestamps (ts 0) use the sequence number as the clock (1 seq = 1 µs).
+#[derive(Clone, Copy, Debug, Default)]
+struct Clock {
+    t0: Option<u64>,
+    use_ts: bool,
+}
+
+impl Clock {
+    fn observe(&mut self, ev: &Event) {
+        if self.t0.is_none() {
+            self.use_ts = ev.ts_ns != 0;
+            self.t0 = Some(if self.use_ts { ev.ts_ns } else { 0 });
+        }
+    }
+
+    fn at(&self, ts_ns: u64, seq: u64) -> f64 {
+        if self.use_ts {
+            if ts_ns == 0 {
+                return 0.0;
+            }
+            ts_ns.saturating_sub(self.t0.unwrap_or(0)) as f64 / 1000.0
+        } else {
+            seq as f64
+        }
+    }
+}
+
+/// Finds the record a pid denoted at a given seq (pids are reused).
+struct PidIndex {
+    by_pid: HashMap<u32, Vec<ProcId>>,
+}
+
+impl PidIndex {
+    fn new(e: &Engine) -> Self {
+        let mut by_pid: HashMap<u32, Vec<ProcId>> = HashMap::new();
+        for p in e.processes() {
+            by_pid.entry(p.pid).or_default().push(p.id);
+        }
+        PidIndex { by_pid }
+    }
+
+    fn at(&self, e: &Engine, pid: u32, seq: u64) -> Option<ProcId> {
+        let ids = self.by_pid.get(&pid)?;
+        ids.iter()
+            .rev()
+            .copied()
+            .find(|&id| e.get(id).is_some_and(|p| p.start_seq <= seq))
+            .or_else(|| ids.first().copied())
+    }
+}
+
+fn role_text(p: &Process) -> String {
+    p.role.map(|r| r.to_string()).unwrap_or_default()
+}
+
+/// `4086 runc oci-runtime create`: the track name.
+fn track_name(p: &Process) -> String {
+    let role = role_text(p);
+    if role.is_empty() {
+        format!("{} {}", p.pid, p.name())
+    } else {
+        format!("{} {} {}", p.pid, p.name(), role)
+    }
+}
+
+struct Instant {
+    proc: ProcId,
+    t: f64,
+    name: String,
+    args: Value,
+}
+
+struct Flow {
+    from: ProcId,
+    to: ProcId,
+    t: f64,
+    name: String,
+    /// The target's slice started earlier (adoption): bind to the enclosing slice.
+    enclosing: bool,
+}
+
+/// Chrome trace-event JSON (what ui.perfetto.dev and chrome://tracing open): a track per
+/// process named "pid comm role", a slice for each process's lifetime, instant events for
+/// exec and prctl, flow arrows for clone, CLONE_PARENT and adoption. Returns the final engine.
+pub fn write_perfetto(
+    snapshot: &[SnapshotProcess],
+    events: impl Iterator<Item = Event>,
+    out: &mut impl Write,
+) -> io::Result<Engine> {
+    let mut e = seeded(snapshot);
+    let mut clock = Clock::default();
+    let mut instants: Vec<Instant> = Vec::new();
+    let mut flows: Vec<Flow> = Vec::new();
+    // seq → time of the events that can cause adoptions (exits; forks for corrections).
+    let mut times: Vec<(u64, f64)> = Vec::new();
+    let mut t_last = 0.0f64;
+    for ev in events {
+        clock.observe(&ev);
+        let t = clock.at(ev.ts_ns, ev.seq);
+        t_last = t_last.max(t);
+        let before = e.process_count();
+        e.apply(&ev);
+        match &ev.kind {
+            EventKind::Exec { filename, .. } => {
+                if let Some(p) = e.process(ev.tgid) {
+                    instants.push(Instant {
+                        proc: p.id,
+                        t,
+                        name: format!("exec {}", filename.value),
+                        args: json!({ "filename": filename.value, "argv": &*p.argv, "seq": ev.seq }),
+                    });
+                }
+            }
+            EventKind::PrctlEnter { option, arg2, name } => {
+                if let Some(p) = e.process(ev.tgid) {
+                    let opt = crate::names::prctl_option(*option);
+                    let label = match name {
+                        Some(n) => format!("prctl {opt} {}", n.value),
+                        None => format!("prctl {opt} {arg2}"),
+                    };
+                    instants.push(Instant {
+                        proc: p.id,
+                        t,
+                        name: label,
+                        args: json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
+                                      "name": name.as_ref().map(|n| &n.value), "seq": ev.seq }),
+                    });
+                }
+            }
+            EventKind::TaskExit { .. } | EventKind::Fork { .. } => times.push((ev.seq, t)),
+            _ => {}
+        }
+        for id in before..e.process_count() {
+            let Some(p) = e.get(id) else { continue };
+            let how = p.born_how();
+            if !matches!(how, How::Clone | How::CloneParent | How::Fork | How::Vfork) {
+                continue;
+            }
+            if let Some(creator) = p.creator {
+                let name = match (how, p.lineage.first().map(|l| l.parent)) {
+                    (How::CloneParent, Some(parent)) => {
+                        format!("clone CLONE_PARENT (parent {parent})")
+                    }
+                    _ => how.as_str().to_string(),
+                };
+                flows.push(Flow {
+                    from: creator,
+                    to: id,
+                    t,
+                    name,
+                    enclosing: false,
+                });
+            }
+        }
+    }
+    times.sort_by_key(|a| a.0);
+    let time_of = |seq: u64| -> f64 {
+        match times.binary_search_by(|x| x.0.cmp(&seq)) {
+            Ok(i) => times[i].1,
+            Err(0) => 0.0,
+            Err(i) => times[i - 1].1,
+        }
+    };
+    let index = PidIndex::new(&e);
+    for p in e.processes() {
+        for l in p.lineage.iter().skip(1) {
+            if l.how != How::Adopted {
+                continue;
+            }
+            let Some(from) = index.at(&e, l.parent, l.seq) else {
+                continue;
+            };
+            flows.push(Flow {
+                from,
+                to: p.id,
+                t: time_of(l.seq),
+                name: format!("adopted: {}", l.reason_text().unwrap_or_default()),
+                enclosing: true,
+            });
+        }
+    }
+
+    // Writing: one object per line inside {"traceEvents": [...]}.
+    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    let mut first = true;
+    let mut put = |out: &mut dyn Write, v: Value| -> io::Result<()> {
+        if !first {
+            out.write_all(b",\n")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *out, &v).map_err(io::Error::other)
+    };
+    let tid = |id: ProcId| id as u64 + 1;
+    for p in e.processes() {
+        let track = tid(p.id);
+        let name = track_name(p);
+        put(
+            out,
+            json!({"ph": "M", "name": "process_name", "pid": track, "tid": track,
+                        "args": {"name": name}}),
+        )?;
+        put(
+            out,
+            json!({"ph": "M", "name": "thread_name", "pid": track, "tid": track,
+                        "args": {"name": name}}),
+        )?;
+        put(
+            out,
+            json!({"ph": "M", "name": "process_sort_index", "pid": track, "tid": track,
+                        "args": {"sort_index": p.id}}),
+        )?;
+        let start = if p.born_how() == How::Snapshot {
+            0.0
+        } else {
+            clock.at(p.birth_ts_ns, p.start_seq)
+        };
+        let end = match (p.exit_ts_ns, p.exit_seq) {
+            (Some(ts), Some(seq)) => clock.at(ts, seq),
+            _ => t_last,
+        }
+        .max(start);
+        let exit = p.exit_status.map(|s| s.to_string());
+        put(
+            out,
+            json!({"ph": "X", "name": p.name(), "cat": "process", "pid": track, "tid": track,
+                        "ts": start, "dur": end - start,
+                        "args": {"pid": p.pid, "ppid": p.ppid, "exe": p.exe.as_deref(),
+                                 "argv": &*p.argv, "role": p.role.map(|r| r.to_string()),
+                                 "container_id": p.container_id.as_deref(),
+                                 "born": p.born_how().as_str(), "exit": exit,
+                                 "start_seq": p.start_seq, "exit_seq": p.exit_seq}}),
+        )?;
+    }
+    for i in &instants {
+        let track = tid(i.proc);
+        put(
+            out,
+            json!({"ph": "i", "s": "t", "name": i.name, "cat": "lifecycle", "pid": track,
+                        "tid": track, "ts": i.t, "args": i.args}),
+        )?;
+    }
+    for (n, f) in flows.iter().enumerate() {
+        let (from, to) = (tid(f.from), tid(f.to));
+        put(
+            out,
+            json!({"ph": "s", "id": n, "name": f.name, "cat": "lineage", "pid": from,
+                        "tid": from, "ts": f.t}),
+        )?;
+        let mut end = json!({"ph": "f", "id": n, "name": f.name, "cat": "lineage", "pid": to,
+                             "tid": to, "ts": f.t});
+        if f.enclosing {
+            end["bp"] = json!("e");
+        }
+        put(out, end)?;
+    }
+    out.write_all(b"\n]}\n")?;
+    Ok(e)
+}
+
+/// A DOT double-quoted string.
+fn dot_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => {}
+            c if (c as u32) < 0x20 => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// (shape, fill colour) per role.
+fn role_style(role: Option<Role>) -> (&'static str, &'static str) {
+    match role {
+        Some(Role::RuntimeDaemon) => ("box3d", "#9ecae1"),
+        Some(Role::Shim) => ("hexagon", "#fdd49e"),
+        Some(Role::OciRuntime { .. }) => ("component", "#fdae6b"),
+        Some(Role::OciInit { .. }) => ("octagon", "#fc9272"),
+        Some(Role::Sandbox) => ("note", "#dadaeb"),
+        Some(Role::Container) => ("doubleoctagon", "#a1d99b"),
+        Some(Role::CniPlugin) => ("cds", "#c994c7"),
+        None => ("box", "#ffffff"),
+    }
+}
+
+/// Graphviz lineage graph of the final engine state: creation edges solid (CLONE_PARENT
+/// labelled), adoption edges dashed with their reason, roles as shapes and colours, exited
+/// processes greyed.
+pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "digraph lineage {{")?;
+    writeln!(
+        out,
+        "  graph [rankdir=LR, fontname=\"Helvetica\", label=\"process lineage (solid: created, dashed: adopted; grey: exited)\"];"
+    )?;
+    writeln!(
+        out,
+        "  node [fontname=\"Helvetica\", style=\"filled\", fontsize=10];"
+    )?;
+    writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=8];")?;
+    for p in e.processes() {
+        let (shape, fill) = role_style(p.role);
+        let mut label = format!("{} {}", p.pid, p.name());
+        if let Some(r) = p.role {
+            label.push_str(&format!("\n[{r}]"));
+        }
+        if let Some(c) = &p.container_id {
+            let short: String = c.chars().take(12).collect();
+            label.push_str(&format!("\ncid {short}"));
+        }
+        match (p.exited, p.exit_status) {
+            (true, Some(st)) => label.push_str(&format!("\n({st})")),
+            (true, None) => label.push_str("\n(exited)"),
+            _ => {}
+        }
+        if p.born_how() == How::Unknown {
+            label.push_str("\n(placeholder)");
+        }
+        if p.exited {
+            writeln!(
+                out,
+                "  p{} [label={}, shape={shape}, fillcolor=\"#eeeeee\", color=\"#999999\", fontcolor=\"#777777\"];",
+                p.id,
+                dot_str(&label)
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  p{} [label={}, shape={shape}, fillcolor=\"{fill}\"];",
+                p.id,
+                dot_str(&label)
+            )?;
+        }
+    }
+    let index = PidIndex::new(e);
+    for p in e.processes() {
+        let Some(birth) = p.lineage.first() else {
+            continue;
+        };
+        // Creation edge: from the parent at birth.
+        let birth_parent = p.birth_parent.or_else(|| {
+            if birth.parent != 0 && p.lineage.len() == 1 {
+                p.parent
+            } else if birth.parent != 0 {
+                index
+                    .at(e, birth.parent, birth.seq)
+                    .filter(|&id| id != p.id)
+            } else {
+                None
+            }
+        });
+        if let Some(from) = birth_parent {
+            let attrs = match birth.how {
+                How::CloneParent => {
+                    let via = birth
+                        .caller
+                        .map(|c| format!(" via {c}"))
+                        .unwrap_or_default();
+                    format!(" [label={}]", dot_str(&format!("CLONE_PARENT{via}")))
+                }
+                How::Vfork => " [label=\"vfork\"]".to_string(),
+                How::Snapshot => " [color=\"#888888\"]".to_string(),
+                _ => String::new(),
+            };
+            writeln!(out, "  p{from} -> p{}{attrs};", p.id)?;
+        }
+        for l in p.lineage.iter().skip(1) {
+            let Some(from) = index.at(e, l.parent, l.seq) else {
+                continue;
+            };
+            let reason = match l.reason {
+                Some(r @ Reason::ParentExited { .. }) | Some(r @ Reason::KernelReports { .. }) => {
+                    r.to_string()
+                }
+                None => l.how.as_str().to_string(),
+            };
+            writeln!(
+                out,
+                "  p{from} -> p{} [style=dashed, color=\"#3182bd\", fontcolor=\"#3182bd\", label={}];",
+                p.id,
+                dot_str(&format!("adopted: {reason}"))
+            )?;
+        }
+    }
+    writeln!(out, "}}")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{CapturedStr, CloneFlags, Comm, Syscall};
+
+    fn ev(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts_ns: 1_000_000 + seq * 1000,
+            tgid,
+            tid: tgid,
+            ppid: 0,
+            uid: 0,
+            cgroup_id: 0,
+            comm: Comm::new(comm),
+            kind,
+        }
+    }
+
+    fn fork(seq: u64, parent: u32, child: u32, ppid: u32, flags: u64) -> Event {
+        ev(
+            seq,
+            parent,
+            "x",
+            EventKind::Fork {
+                child_tid: child,
+                child_tgid: child,
+                child_ppid: ppid,
+                syscall: Some(Syscall::Clone),
+                flags: Some(CloneFlags(flags)),
+            },
+        )
+    }
+
+    /// A shim starts runc, which starts runc init with CLONE_PARENT, then exits: init is
+    /// adopted by the shim (a subreaper).
+    pub(crate) fn story() -> (Vec<SnapshotProcess>, Vec<Event>) {
+        let snap = vec![
+            SnapshotProcess {
+                pid: 1,
+                ppid: 0,
+                comm: "systemd".into(),
+                exe: Some("/usr/lib/systemd/systemd".into()),
+                argv: vec!["/sbin/init".into()],
+                threads: vec![1],
+                subreaper: false,
+            },
+            SnapshotProcess {
+                pid: 50,
+                ppid: 1,
+                comm: "containerd-shim".into(),
+                exe: Some("/usr/bin/containerd-shim-runc-v2".into()),
+                argv: vec!["containerd-shim-runc-v2".into()],
+                threads: vec![50],
+                subreaper: true,
+            },
+        ];
+        let cp = crate::event::clone_flags::CLONE_PARENT;
+        let evs = vec![
+            fork(1, 50, 60, 50, 0),
+            ev(
+                2,
+                60,
+                "runc",
+                EventKind::Exec {
+                    old_tid: 60,
+                    filename: CapturedStr::new("/usr/bin/runc"),
+                },
+            ),
+            fork(3, 60, 61, 50, cp),
+            ev(
+                4,
+                61,
+                "runc",
+                EventKind::PrctlEnter {
+                    option: 15,
+                    arg2: 0,
+                    name: Some(CapturedStr::new("runc:[2:INIT]")),
+                },
+            ),
+            fork(5, 60, 62, 60, 0),
+            ev(
+                6,
+                60,
+                "runc",
+                EventKind::TaskExit {
+                    exit_code: 0,
+                    group_dead: true,
+                },
+            ),
+        ];
+        (snap, evs)
+    }
+
+    #[test]
+    fn jsonl_is_the_trace_json() {
+        let (_, evs) = story();
+        let mut out = Vec::new();
+        assert_eq!(write_jsonl(evs.clone().into_iter(), &mut out).unwrap(), 6);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6);
+        assert_eq!(lines[0], serde_json::to_string(&evs[0]).unwrap());
+        let v: Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(v["event"], "exec");
+    }
+
+    #[test]
+    fn perfetto_has_tracks_slices_instants_and_flows() {
+        let (snap, evs) = story();
+        let mut out = Vec::new();
+        let e = write_perfetto(&snap, evs.into_iter(), &mut out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        let events = v["traceEvents"].as_array().unwrap();
+        let count = |ph: &str| events.iter().filter(|x| x["ph"] == ph).count();
+        assert_eq!(count("X"), e.process_count());
+        assert!(events.iter().any(|x| x["ph"] == "M"
+            && x["name"] == "process_name"
+            && x["args"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("50 containerd-shim shim")));
+        assert!(events
+            .iter()
+            .any(|x| x["ph"] == "i" && x["name"] == "exec /usr/bin/runc"));
+        assert!(events
+            .iter()
+            .any(|x| x["ph"] == "i" && x["name"] == "prctl PR_SET_NAME runc:[2:INIT]"));
+        let flows: Vec<&Value> = events.iter().filter(|x| x["ph"] == "s").collect();
+        assert!(flows.iter().any(|x| x["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("clone CLONE_PARENT")));
+        assert!(flows
+            .iter()
+            .any(|x| x["name"].as_str().unwrap().starts_with("adopted")));
+        assert_eq!(count("s"), count("f"));
+    }
+
+    #[test]
+    fn dot_marks_creation_adoption_roles_and_exits() {
+        let (snap, evs) = story();
+        let mut e = seeded(&snap);
+        for ev in &evs {
+            e.apply(ev);
+        }
+        let mut out = Vec::new();
+        write_dot(&e, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("digraph lineage {"));
+        assert!(text.contains("CLONE_PARENT via 60"), "{text}");
+        assert!(text.contains("style=dashed"), "{text}");
+        assert!(text.contains("adopted: parent 60 exited"), "{text}");
+        assert!(text.contains("fillcolor=\"#eeeeee\""), "{text}");
+        assert!(text.contains("shape=hexagon"), "{text}");
+        assert!(text.trim_end().ends_with('}'));
+
+        // Debian's graphviz must render it (skipped when dot is not installed).
+        let dot = std::process::Command::new("dot")
+            .arg("-Tsvg")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        let Ok(mut child) = dot else {
+            eprintln!("dot not installed: skipping the render check");
+            return;
+        };
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let res = child.wait_with_output().unwrap();
+        assert!(
+            res.status.success(),
+            "dot failed: {}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        let svg = String::from_utf8_lossy(&res.stdout);
+        assert!(svg.contains("<svg"), "{svg}");
+        assert!(svg.contains("CLONE_PARENT via 60"));
+    }
+
+    #[test]
+    fn dot_strings_are_escaped() {
+        assert_eq!(dot_str("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+    }
+}

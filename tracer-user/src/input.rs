@@ -1,0 +1,283 @@
+//! Opening recorded input: a trace file or an strace log, told apart by content (never by
+//! file name), both yielding the same [`Event`] stream.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::event::Event;
+use crate::lineage::{Engine, SnapshotProcess};
+use crate::tracefile::{Header, StatsRecord, TailReport, TraceFileError, TraceReader, MAGIC};
+
+/// What a file's first bytes say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    TraceFile,
+    StraceLog,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::TraceFile => "trace file",
+            Kind::StraceLog => "strace log",
+        }
+    }
+}
+
+/// Why an input could not be opened or read.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot read {path}: {error}")]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    NotRecognized { path: PathBuf, reason: &'static str },
+    #[error("{path}: {error}")]
+    TraceFile {
+        path: PathBuf,
+        error: TraceFileError,
+    },
+    #[error("{path}: strace log: {message}")]
+    Strace { path: PathBuf, message: String },
+}
+
+impl InputError {
+    /// The trace-file error inside, if that is what it is.
+    pub fn trace_error(&self) -> Option<&TraceFileError> {
+        match self {
+            InputError::TraceFile { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// Bytes looked at to decide.
+const SNIFF_BYTES: usize = 4096;
+
+/// Decides from a file's first bytes. A file that starts like the magic but is cut short or
+/// differs later is still a (broken) trace file, so its error is the trace reader's.
+pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
+    if prefix.is_empty() {
+        return Err("empty file: neither a trace file nor an strace log");
+    }
+    let n = prefix.len().min(MAGIC.len());
+    // The magic's first byte (0x89) never starts text; 4 bytes in, the name is certain.
+    if prefix[..n] == MAGIC[..n] || (prefix.len() >= 4 && prefix[..4] == MAGIC[..4]) {
+        return Ok(Kind::TraceFile);
+    }
+    if prefix.contains(&0) {
+        return Err("binary data: neither a trace file nor an strace log");
+    }
+    match std::str::from_utf8(prefix) {
+        Ok(_) => Ok(Kind::StraceLog),
+        // A multi-byte character cut by the sniff window is fine.
+        Err(e) if e.error_len().is_none() => Ok(Kind::StraceLog),
+        Err(_) => Err("binary data (not UTF-8): neither a trace file nor an strace log"),
+    }
+}
+
+enum Source {
+    Trace(Box<TraceReader<BufReader<File>>>),
+    Events(std::vec::IntoIter<Event>),
+}
+
+/// An opened input: its header (trace files) and its events, streamed.
+pub struct Input {
+    pub path: PathBuf,
+    pub kind: Kind,
+    source: Source,
+    strace_report: Option<StraceReport>,
+}
+
+/// What the strace importer could not read (lines are never fatal unless none was understood).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StraceReport {
+    pub lines: usize,
+    pub unreadable: usize,
+    /// The first few unreadable lines: (line number, text).
+    pub first_unreadable: Vec<(usize, String)>,
+}
+
+impl Input {
+    /// Opens `path` and detects what it is from its content.
+    pub fn open(path: &Path) -> Result<Input, InputError> {
+        let io = |error| InputError::Io {
+            path: path.to_path_buf(),
+            error,
+        };
+        let mut file = File::open(path).map_err(io)?;
+        let mut prefix = Vec::with_capacity(SNIFF_BYTES);
+        (&mut file)
+            .take(SNIFF_BYTES as u64)
+            .read_to_end(&mut prefix)
+            .map_err(io)?;
+        let kind = detect(&prefix).map_err(|reason| InputError::NotRecognized {
+            path: path.to_path_buf(),
+            reason,
+        })?;
+        let mut report = None;
+        let source = match kind {
+            Kind::TraceFile => {
+                // Re-open from the start: simpler than chaining the sniffed bytes.
+                drop(file);
+                let reader = TraceReader::open(path).map_err(|e| InputError::TraceFile {
+                    path: path.to_path_buf(),
+                    error: e,
+                })?;
+                Source::Trace(Box::new(reader))
+            }
+            Kind::StraceLog => {
+                let mut rest = Vec::new();
+                file.read_to_end(&mut rest).map_err(io)?;
+                prefix.extend_from_slice(&rest);
+                // Lossy on bad UTF-8: a log with a stray byte is still a log.
+                let import =
+                    crate::strace::parse_reader(&prefix[..]).map_err(|e| InputError::Strace {
+                        path: path.to_path_buf(),
+                        message: e.to_string(),
+                    })?;
+                report = Some(StraceReport {
+                    lines: import.lines,
+                    unreadable: import.unreadable,
+                    first_unreadable: import.first_unreadable,
+                });
+                Source::Events(import.events.into_iter())
+            }
+        };
+        Ok(Input {
+            path: path.to_path_buf(),
+            kind,
+            source,
+            strace_report: report,
+        })
+    }
+
+    /// For an strace log: how many lines the importer could not read, and the first of them.
+    pub fn strace_report(&self) -> Option<&StraceReport> {
+        self.strace_report.as_ref()
+    }
+
+    /// The trace file's header (`None` for an strace log).
+    pub fn header(&self) -> Option<&Header> {
+        match &self.source {
+            Source::Trace(r) => Some(r.header()),
+            Source::Events(_) => None,
+        }
+    }
+
+    /// Processes that existed at the start (empty for an strace log).
+    pub fn snapshot(&self) -> Vec<SnapshotProcess> {
+        self.header()
+            .map(Header::snapshot_processes)
+            .unwrap_or_default()
+    }
+
+    /// A fresh engine seeded with the snapshot, ready for the events.
+    pub fn seeded_engine(&self) -> Engine {
+        let mut e = Engine::new();
+        let snap = self.snapshot();
+        if !snap.is_empty() {
+            e.seed_snapshot(&snap);
+        }
+        e
+    }
+
+    /// The latest drop counters read (trace files only).
+    pub fn last_stats(&self) -> Option<&StatsRecord> {
+        match &self.source {
+            Source::Trace(r) => r.last_stats(),
+            Source::Events(_) => None,
+        }
+    }
+
+    /// How a trace file ended, once the events are exhausted (`None` for an strace log).
+    pub fn tail(&self) -> Option<&TailReport> {
+        match &self.source {
+            Source::Trace(r) => Some(r.tail()),
+            Source::Events(_) => None,
+        }
+    }
+
+    /// The next event; after an error, `None`.
+    pub fn next_event(&mut self) -> Option<Result<Event, InputError>> {
+        match &mut self.source {
+            Source::Trace(r) => r.events().next().map(|r| {
+                r.map_err(|e| InputError::TraceFile {
+                    path: self.path.clone(),
+                    error: e,
+                })
+            }),
+            Source::Events(it) => it.next().map(Ok),
+        }
+    }
+}
+
+impl Iterator for Input {
+    type Item = Result<Event, InputError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_event()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_content() {
+        assert_eq!(detect(&MAGIC), Ok(Kind::TraceFile));
+        assert_eq!(detect(&MAGIC[..3]), Ok(Kind::TraceFile));
+        assert_eq!(detect(b"\x89TRAXXXX"), Ok(Kind::TraceFile));
+        assert_eq!(
+            detect(b"4085  clone(child_stack=NULL, flags=CLONE_PARENT|SIGCHLD) = 4086\n"),
+            Ok(Kind::StraceLog)
+        );
+        assert_eq!(detect("execve(\"/bin/é".as_bytes()), Ok(Kind::StraceLog));
+        assert_eq!(detect(&"é".as_bytes()[..1]), Ok(Kind::StraceLog));
+        assert!(detect(b"").is_err());
+        assert!(detect(b"\x7fELF\x02\x01\x01\x00").is_err());
+        assert!(detect(b"\xff\xfe\xfd text").is_err());
+    }
+
+    #[test]
+    fn opens_a_trace_file_whatever_its_name() {
+        let dir = std::env::temp_dir().join(format!("input-detect-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("looks-like.strace.log");
+        let evs = crate::tracefile::tests::sample_events();
+        let bytes =
+            crate::tracefile::to_bytes(&crate::tracefile::tests::sample_header(), &evs).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let mut input = Input::open(&path).unwrap();
+        assert_eq!(input.kind, Kind::TraceFile);
+        assert_eq!(input.snapshot().len(), 2);
+        let got: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got, evs);
+        assert!(input.tail().unwrap().clean_end);
+
+        // Broken magic: the trace reader's error, with the offset.
+        let mut bad = bytes.clone();
+        bad[5] = b'x';
+        std::fs::write(&path, &bad).unwrap();
+        let err = Input::open(&path).err().unwrap();
+        assert!(
+            err.to_string().contains("byte 0: not a tracer trace file"),
+            "{err}"
+        );
+
+        // Text goes to the strace importer.
+        std::fs::write(
+            &path,
+            "1 execve(\"/bin/true\", [\"true\"], 0x0 /* 0 vars */) = 0\n",
+        )
+        .unwrap();
+        match Input::open(&path) {
+            Ok(i) => assert_eq!(i.kind, Kind::StraceLog),
+            Err(e) => assert!(matches!(e, InputError::Strace { .. }), "{e}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

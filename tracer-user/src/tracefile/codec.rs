@@ -1,0 +1,722 @@
+//! Binary encoding of the header and of events (see docs/trace-format.md).
+//!
+//! Primitives: LEB128 varints (u64, at most 10 bytes), zigzag for signed values, strings as
+//! varint length + UTF-8 bytes. Decoding works on a byte slice that holds one whole frame
+//! (or the whole header), so every length is checked against what is actually there before
+//! anything is allocated.
+
+use bytes::{Buf, BufMut};
+
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+
+use super::{CaptureMode, Header, SnapshotEntry, StatsRecord};
+
+/// Why a frame or header body could not be decoded (turned into a
+/// [`super::TraceFileError::Garbage`] with the byte offset by the reader).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DecodeError(pub &'static str);
+
+pub(crate) type DResult<T> = Result<T, DecodeError>;
+
+// ---------------------------------------------------------------- primitives
+
+#[inline]
+pub(crate) fn put_varint(b: &mut impl BufMut, mut v: u64) {
+    while v >= 0x80 {
+        b.put_u8((v as u8) | 0x80);
+        v >>= 7;
+    }
+    b.put_u8(v as u8);
+}
+
+#[inline]
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+#[inline]
+pub(crate) fn put_ivarint(b: &mut impl BufMut, v: i64) {
+    put_varint(b, zigzag(v));
+}
+
+pub(crate) fn put_str(b: &mut impl BufMut, s: &str) {
+    put_varint(b, s.len() as u64);
+    b.put_slice(s.as_bytes());
+}
+
+fn put_strs(b: &mut impl BufMut, v: &[String]) {
+    put_varint(b, v.len() as u64);
+    for s in v {
+        put_str(b, s);
+    }
+}
+
+/// A cursor over one frame's payload.
+pub(crate) struct Cur<'a> {
+    pub buf: &'a [u8],
+}
+
+impl<'a> Cur<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Cur { buf }
+    }
+
+    #[inline]
+    pub fn u8(&mut self, what: &'static str) -> DResult<u8> {
+        if self.buf.is_empty() {
+            return Err(DecodeError(what));
+        }
+        Ok(self.buf.get_u8())
+    }
+
+    /// On error the cursor stays at the start of the item, so the reader can name its offset.
+    #[inline]
+    pub fn restoring<T>(&mut self, f: impl FnOnce(&mut Self) -> DResult<T>) -> DResult<T> {
+        let save = self.buf;
+        let r = f(self);
+        if r.is_err() {
+            self.buf = save;
+        }
+        r
+    }
+
+    #[inline]
+    pub fn varint(&mut self, what: &'static str) -> DResult<u64> {
+        self.restoring(|c| c.varint_raw(what))
+    }
+
+    #[inline]
+    fn varint_raw(&mut self, what: &'static str) -> DResult<u64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let Some((&b, rest)) = self.buf.split_first() else {
+                return Err(DecodeError(what));
+            };
+            self.buf = rest;
+            if i == 9 && b > 1 {
+                return Err(DecodeError(what));
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError(what))
+    }
+
+    #[inline]
+    pub fn u32v(&mut self, what: &'static str) -> DResult<u32> {
+        self.restoring(|c| u32::try_from(c.varint_raw(what)?).map_err(|_| DecodeError(what)))
+    }
+
+    #[inline]
+    pub fn ivarint(&mut self, what: &'static str) -> DResult<i64> {
+        Ok(unzigzag(self.varint(what)?))
+    }
+
+    pub fn i32v(&mut self, what: &'static str) -> DResult<i32> {
+        self.restoring(|c| i32::try_from(c.ivarint(what)?).map_err(|_| DecodeError(what)))
+    }
+
+    pub fn bytes(&mut self, n: usize, what: &'static str) -> DResult<&'a [u8]> {
+        if n > self.buf.len() {
+            return Err(DecodeError(what));
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    /// A length-prefixed UTF-8 string; the length is checked against the bytes left first.
+    pub fn string(&mut self, what: &'static str) -> DResult<String> {
+        self.restoring(|c| c.string_raw(what))
+    }
+
+    fn string_raw(&mut self, what: &'static str) -> DResult<String> {
+        let n = self.varint(what)?;
+        let n = usize::try_from(n).map_err(|_| DecodeError(what))?;
+        let raw = self.bytes(n, what)?;
+        match std::str::from_utf8(raw) {
+            Ok(s) => Ok(s.to_owned()),
+            Err(_) => Err(DecodeError(what)),
+        }
+    }
+
+    /// A count of items that each take at least `min_item_bytes`: it cannot exceed what is left,
+    /// so a forged count never causes a large allocation.
+    pub fn count(&mut self, min_item_bytes: usize, what: &'static str) -> DResult<usize> {
+        self.restoring(|c| c.count_raw(min_item_bytes, what))
+    }
+
+    fn count_raw(&mut self, min_item_bytes: usize, what: &'static str) -> DResult<usize> {
+        let n = self.varint(what)?;
+        let n = usize::try_from(n).map_err(|_| DecodeError(what))?;
+        if n.saturating_mul(min_item_bytes.max(1)) > self.buf.len() {
+            return Err(DecodeError(what));
+        }
+        Ok(n)
+    }
+
+    pub fn strings(&mut self, what: &'static str) -> DResult<Vec<String>> {
+        let n = self.count(1, what)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(self.string(what)?);
+        }
+        Ok(v)
+    }
+
+    fn u32s(&mut self, what: &'static str) -> DResult<Vec<u32>> {
+        let n = self.count(1, what)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(self.u32v(what)?);
+        }
+        Ok(v)
+    }
+}
+
+// ---------------------------------------------------------------- header
+
+const MODE_UNKNOWN: u8 = 0;
+const MODE_PID: u8 = 1;
+const MODE_ALL: u8 = 2;
+const MODE_COMMAND: u8 = 3;
+const MODE_IMPORT: u8 = 4;
+
+pub(crate) fn encode_header(b: &mut impl BufMut, h: &Header) {
+    put_str(b, &h.tool_version);
+    put_varint(b, h.start_wall_ns);
+    put_varint(b, h.start_boot_ns);
+    put_str(b, &h.hostname);
+    put_str(b, &h.kernel_release);
+    match &h.mode {
+        CaptureMode::Unknown => b.put_u8(MODE_UNKNOWN),
+        CaptureMode::Pid(p) => {
+            b.put_u8(MODE_PID);
+            put_varint(b, u64::from(*p));
+        }
+        CaptureMode::All => b.put_u8(MODE_ALL),
+        CaptureMode::Command(argv) => {
+            b.put_u8(MODE_COMMAND);
+            put_strs(b, argv);
+        }
+        CaptureMode::Import { format, source } => {
+            b.put_u8(MODE_IMPORT);
+            put_str(b, format);
+            put_str(b, source);
+        }
+    }
+    put_varint(b, h.snapshot.len() as u64);
+    for p in &h.snapshot {
+        put_varint(b, u64::from(p.pid));
+        put_varint(b, u64::from(p.ppid));
+        put_str(b, &p.comm);
+        put_str(b, &p.exe);
+        put_strs(b, &p.argv);
+        put_varint(b, p.threads.len() as u64);
+        for &t in &p.threads {
+            put_varint(b, u64::from(t));
+        }
+    }
+    put_varint(b, h.layouts.len() as u64);
+    for (name, text) in &h.layouts {
+        put_str(b, name);
+        put_str(b, text);
+    }
+    put_varint(b, h.extra.len() as u64);
+    for (k, v) in &h.extra {
+        put_str(b, k);
+        put_str(b, v);
+    }
+}
+
+/// Decodes a header body. Bytes after the known fields are ignored (room for additions
+/// within a format version).
+pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> {
+    let mut c = Cur::new(buf);
+    let tool_version = c.string("tool version string")?;
+    let start_wall_ns = c.varint("capture start (wall clock)")?;
+    let start_boot_ns = c.varint("capture start (boot time)")?;
+    let hostname = c.string("host name string")?;
+    let kernel_release = c.string("kernel release string")?;
+    let mode = match get_small(&mut c, MODE_IMPORT, "a known capture mode (0-4)")? {
+        MODE_UNKNOWN => CaptureMode::Unknown,
+        MODE_PID => CaptureMode::Pid(c.u32v("capture target pid")?),
+        MODE_ALL => CaptureMode::All,
+        MODE_COMMAND => CaptureMode::Command(c.strings("capture command argv")?),
+        MODE_IMPORT => CaptureMode::Import {
+            format: c.string("import format")?,
+            source: c.string("import source")?,
+        },
+        _ => CaptureMode::Unknown,
+    };
+    // pid, ppid, comm, exe, argv count, thread count: at least 6 bytes each.
+    let n = c.count(6, "snapshot process count")?;
+    let mut snapshot = Vec::with_capacity(n);
+    for _ in 0..n {
+        snapshot.push(SnapshotEntry {
+            pid: c.u32v("snapshot pid")?,
+            ppid: c.u32v("snapshot ppid")?,
+            comm: c.string("snapshot comm")?,
+            exe: c.string("snapshot exe")?,
+            argv: c.strings("snapshot argv")?,
+            threads: c.u32s("snapshot threads")?,
+        });
+    }
+    let n = c.count(2, "layout count")?;
+    let mut layouts = Vec::with_capacity(n);
+    for _ in 0..n {
+        layouts.push((c.string("layout name")?, c.string("layout format text")?));
+    }
+    let n = c.count(2, "extra field count")?;
+    let mut extra = Vec::with_capacity(n);
+    for _ in 0..n {
+        extra.push((c.string("extra field key")?, c.string("extra field value")?));
+    }
+    Ok(Header {
+        format_version,
+        tool_version,
+        start_wall_ns,
+        start_boot_ns,
+        hostname,
+        kernel_release,
+        mode,
+        snapshot,
+        layouts,
+        extra,
+    })
+}
+
+// ---------------------------------------------------------------- stats records
+
+pub(crate) fn encode_stats(b: &mut impl BufMut, s: &StatsRecord) {
+    put_varint(b, s.events);
+    put_varint(b, s.last_seq);
+    put_varint(b, s.seq_gaps);
+    put_varint(b, s.drops);
+    put_varint(b, s.seq_issued);
+    put_varint(b, s.decode_errors);
+    put_varint(b, s.boot_ns);
+}
+
+pub(crate) fn decode_stats(buf: &[u8]) -> DResult<StatsRecord> {
+    let mut c = Cur::new(buf);
+    Ok(StatsRecord {
+        events: c.varint("stats: events")?,
+        last_seq: c.varint("stats: last seq")?,
+        seq_gaps: c.varint("stats: sequence gaps")?,
+        drops: c.varint("stats: drops")?,
+        seq_issued: c.varint("stats: seq issued")?,
+        decode_errors: c.varint("stats: decode errors")?,
+        boot_ns: c.varint("stats: boot time")?,
+    })
+}
+
+// ---------------------------------------------------------------- events
+
+const K_CLONE_ENTER: u8 = 0;
+const K_SYSCALL_EXIT: u8 = 1;
+const K_EXEC_ENTER: u8 = 2;
+const K_EXIT_ENTER: u8 = 3;
+const K_PRCTL_ENTER: u8 = 4;
+const K_FORK: u8 = 5;
+const K_EXEC: u8 = 6;
+const K_TASK_EXIT: u8 = 7;
+
+// Context bits (high nibble of the tag byte): which task fields differ from the previous
+// event of the frame.
+const C_TGID: u8 = 1 << 4;
+const C_TID: u8 = 1 << 5; // tid != tgid: tid follows
+const C_OTHER: u8 = 1 << 6; // ppid/uid/cgroup/comm: a mask byte follows
+const C_RESERVED: u8 = 1 << 7;
+
+const O_PPID: u8 = 1;
+const O_UID: u8 = 2;
+const O_CGROUP: u8 = 4;
+const O_COMM: u8 = 8;
+
+/// Delta state shared by the encoder and decoder within one frame (reset per frame so each
+/// frame decodes on its own).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Ctx {
+    seq: u64,
+    ts: u64,
+    tgid: u32,
+    ppid: u32,
+    uid: u32,
+    cgroup: u64,
+    comm: Comm,
+}
+
+impl Ctx {
+    pub fn reset(&mut self) {
+        *self = Ctx::default();
+    }
+}
+
+fn put_syscall(b: &mut impl BufMut, s: Syscall) {
+    b.put_u8(s.to_wire() as u8);
+}
+
+fn get_syscall(c: &mut Cur<'_>) -> DResult<Syscall> {
+    c.restoring(|c| {
+        let id = c.u8("a syscall id")?;
+        Syscall::from_wire(u32::from(id)).ok_or(DecodeError("a known syscall id (1-9)"))
+    })
+}
+
+fn put_captured(b: &mut impl BufMut, s: &CapturedStr) {
+    b.put_u8(u8::from(s.truncated));
+    put_str(b, &s.value);
+}
+
+fn get_bool(c: &mut Cur<'_>, what: &'static str) -> DResult<bool> {
+    c.restoring(|c| match c.u8(what)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(DecodeError(what)),
+    })
+}
+
+/// A byte that must be at most `max`.
+fn get_small(c: &mut Cur<'_>, max: u8, what: &'static str) -> DResult<u8> {
+    c.restoring(|c| {
+        let v = c.u8(what)?;
+        if v > max {
+            return Err(DecodeError(what));
+        }
+        Ok(v)
+    })
+}
+
+fn get_captured(c: &mut Cur<'_>, what: &'static str) -> DResult<CapturedStr> {
+    let truncated = get_bool(c, what)?;
+    Ok(CapturedStr {
+        value: c.string(what)?,
+        truncated,
+    })
+}
+
+pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
+    let kind = match &ev.kind {
+        EventKind::CloneEnter { .. } => K_CLONE_ENTER,
+        EventKind::SyscallExit { .. } => K_SYSCALL_EXIT,
+        EventKind::ExecEnter { .. } => K_EXEC_ENTER,
+        EventKind::ExitEnter { .. } => K_EXIT_ENTER,
+        EventKind::PrctlEnter { .. } => K_PRCTL_ENTER,
+        EventKind::Fork { .. } => K_FORK,
+        EventKind::Exec { .. } => K_EXEC,
+        EventKind::TaskExit { .. } => K_TASK_EXIT,
+    };
+    let mut other = 0u8;
+    if ev.ppid != ctx.ppid {
+        other |= O_PPID;
+    }
+    if ev.uid != ctx.uid {
+        other |= O_UID;
+    }
+    if ev.cgroup_id != ctx.cgroup {
+        other |= O_CGROUP;
+    }
+    if ev.comm != ctx.comm {
+        other |= O_COMM;
+    }
+    let mut tag = kind;
+    if ev.tgid != ctx.tgid {
+        tag |= C_TGID;
+    }
+    if ev.tid != ev.tgid {
+        tag |= C_TID;
+    }
+    if other != 0 {
+        tag |= C_OTHER;
+    }
+    b.put_u8(tag);
+    // seq is almost always previous + 1: store the difference from that.
+    put_ivarint(b, ev.seq.wrapping_sub(ctx.seq).wrapping_sub(1) as i64);
+    put_ivarint(b, ev.ts_ns.wrapping_sub(ctx.ts) as i64);
+    if tag & C_TGID != 0 {
+        put_varint(b, u64::from(ev.tgid));
+    }
+    if tag & C_TID != 0 {
+        put_varint(b, u64::from(ev.tid));
+    }
+    if other != 0 {
+        b.put_u8(other);
+        if other & O_PPID != 0 {
+            put_varint(b, u64::from(ev.ppid));
+        }
+        if other & O_UID != 0 {
+            put_varint(b, u64::from(ev.uid));
+        }
+        if other & O_CGROUP != 0 {
+            put_varint(b, ev.cgroup_id);
+        }
+        if other & O_COMM != 0 {
+            let c = ev.comm.as_bytes();
+            b.put_u8(c.len() as u8);
+            b.put_slice(c);
+        }
+    }
+    ctx.seq = ev.seq;
+    ctx.ts = ev.ts_ns;
+    ctx.tgid = ev.tgid;
+    ctx.ppid = ev.ppid;
+    ctx.uid = ev.uid;
+    ctx.cgroup = ev.cgroup_id;
+    ctx.comm = ev.comm;
+
+    match &ev.kind {
+        EventKind::CloneEnter {
+            syscall,
+            flags,
+            exit_signal,
+        } => {
+            put_syscall(b, *syscall);
+            put_varint(b, flags.0);
+            put_varint(b, u64::from(*exit_signal));
+        }
+        EventKind::SyscallExit { syscall, ret } => {
+            put_syscall(b, *syscall);
+            put_ivarint(b, *ret);
+        }
+        EventKind::ExecEnter {
+            syscall,
+            dirfd,
+            at_flags,
+            filename,
+            argv,
+            argv_truncated,
+        } => {
+            put_syscall(b, *syscall);
+            put_ivarint(b, *dirfd);
+            put_varint(b, u64::from(*at_flags));
+            put_captured(b, filename);
+            b.put_u8(u8::from(*argv_truncated));
+            put_strs(b, argv);
+        }
+        EventKind::ExitEnter { syscall, code } => {
+            put_syscall(b, *syscall);
+            put_ivarint(b, i64::from(*code));
+        }
+        EventKind::PrctlEnter { option, arg2, name } => {
+            put_varint(b, u64::from(*option));
+            put_varint(b, *arg2);
+            match name {
+                None => b.put_u8(0),
+                Some(n) => {
+                    b.put_u8(if n.truncated { 2 } else { 1 });
+                    put_str(b, &n.value);
+                }
+            }
+        }
+        EventKind::Fork {
+            child_tid,
+            child_tgid,
+            child_ppid,
+            syscall,
+            flags,
+        } => {
+            put_varint(b, u64::from(*child_tid));
+            put_varint(b, u64::from(*child_tgid));
+            put_varint(b, u64::from(*child_ppid));
+            b.put_u8(syscall.map_or(0, |s| s.to_wire() as u8));
+            match flags {
+                None => b.put_u8(0),
+                Some(f) => {
+                    b.put_u8(1);
+                    put_varint(b, f.0);
+                }
+            }
+        }
+        EventKind::Exec { old_tid, filename } => {
+            put_varint(b, u64::from(*old_tid));
+            put_captured(b, filename);
+        }
+        EventKind::TaskExit {
+            exit_code,
+            group_dead,
+        } => {
+            put_varint(b, u64::from(*exit_code));
+            b.put_u8(u8::from(*group_dead));
+        }
+    }
+}
+
+pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
+    let tag = c.restoring(|c| {
+        let tag = c.u8("an event tag")?;
+        if tag & C_RESERVED != 0 || tag & 0x0f > K_TASK_EXIT {
+            return Err(DecodeError("an event tag (kind 0-7, bit 7 clear)"));
+        }
+        Ok(tag)
+    })?;
+    let seq = ctx
+        .seq
+        .wrapping_add(1)
+        .wrapping_add(c.ivarint("an event seq delta")? as u64);
+    let ts_ns = ctx
+        .ts
+        .wrapping_add(c.ivarint("an event time delta")? as u64);
+    let tgid = if tag & C_TGID != 0 {
+        c.u32v("an event tgid")?
+    } else {
+        ctx.tgid
+    };
+    let tid = if tag & C_TID != 0 {
+        c.u32v("an event tid")?
+    } else {
+        tgid
+    };
+    if tag & C_OTHER != 0 {
+        let other = get_small(c, 0x0f, "an event context mask (bits 0-3)")?;
+        if other & O_PPID != 0 {
+            ctx.ppid = c.u32v("an event ppid")?;
+        }
+        if other & O_UID != 0 {
+            ctx.uid = c.u32v("an event uid")?;
+        }
+        if other & O_CGROUP != 0 {
+            ctx.cgroup = c.varint("an event cgroup id")?;
+        }
+        if other & O_COMM != 0 {
+            ctx.comm = c.restoring(|c| {
+                let n = get_small(c, 16, "an event comm length (at most 16)")? as usize;
+                let raw = c.bytes(n, "an event comm")?;
+                if raw.contains(&0) {
+                    return Err(DecodeError("an event comm without NUL bytes"));
+                }
+                Ok(Comm::from_bytes(raw))
+            })?;
+        }
+    }
+    ctx.seq = seq;
+    ctx.ts = ts_ns;
+    ctx.tgid = tgid;
+
+    let kind = match tag & 0x0f {
+        K_CLONE_ENTER => EventKind::CloneEnter {
+            syscall: get_syscall(c)?,
+            flags: CloneFlags(c.varint("clone flags")?),
+            exit_signal: c.u32v("clone exit signal")?,
+        },
+        K_SYSCALL_EXIT => EventKind::SyscallExit {
+            syscall: get_syscall(c)?,
+            ret: c.ivarint("a syscall return value")?,
+        },
+        K_EXEC_ENTER => {
+            let syscall = get_syscall(c)?;
+            let dirfd = c.ivarint("exec dirfd")?;
+            let at_flags = c.u32v("exec at_flags")?;
+            let filename = get_captured(c, "exec filename")?;
+            let argv_truncated = get_bool(c, "exec argv truncated flag")?;
+            let argv = c.strings("exec argv")?;
+            EventKind::ExecEnter {
+                syscall,
+                dirfd,
+                at_flags,
+                filename,
+                argv,
+                argv_truncated,
+            }
+        }
+        K_EXIT_ENTER => EventKind::ExitEnter {
+            syscall: get_syscall(c)?,
+            code: c.i32v("an exit code")?,
+        },
+        K_PRCTL_ENTER => {
+            let option = c.u32v("prctl option")?;
+            let arg2 = c.varint("prctl arg2")?;
+            let name = match get_small(c, 2, "prctl name marker (0-2)")? {
+                0 => None,
+                m => Some(CapturedStr {
+                    value: c.string("prctl name")?,
+                    truncated: m == 2,
+                }),
+            };
+            EventKind::PrctlEnter { option, arg2, name }
+        }
+        K_FORK => {
+            let child_tid = c.u32v("fork child tid")?;
+            let child_tgid = c.u32v("fork child tgid")?;
+            let child_ppid = c.u32v("fork child ppid")?;
+            let syscall = match get_small(c, 9, "a fork syscall id (0-9)")? {
+                0 => None,
+                id => Syscall::from_wire(u32::from(id)),
+            };
+            let flags = match get_small(c, 1, "fork flags marker (0-1)")? {
+                0 => None,
+                _ => Some(CloneFlags(c.varint("fork flags")?)),
+            };
+            EventKind::Fork {
+                child_tid,
+                child_tgid,
+                child_ppid,
+                syscall,
+                flags,
+            }
+        }
+        K_EXEC => EventKind::Exec {
+            old_tid: c.u32v("exec old tid")?,
+            filename: get_captured(c, "exec filename")?,
+        },
+        _ => EventKind::TaskExit {
+            exit_code: c.u32v("task exit code")?,
+            group_dead: get_bool(c, "task exit group_dead flag")?,
+        },
+    };
+    Ok(Event {
+        seq,
+        ts_ns,
+        tgid,
+        tid,
+        ppid: ctx.ppid,
+        uid: ctx.uid,
+        cgroup_id: ctx.cgroup,
+        comm: ctx.comm,
+        kind,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_reject_overlong() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(Cur::new(&b).varint("x"), Ok(v));
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
+            let mut b = Vec::new();
+            put_ivarint(&mut b, v);
+            assert_eq!(Cur::new(&b).ivarint("x"), Ok(v));
+        }
+        // 11 continuation bytes, and a 10th byte carrying more than 1 bit.
+        assert!(Cur::new(&[0x80; 11]).varint("x").is_err());
+        let mut over = vec![0xff; 9];
+        over.push(0x02);
+        assert!(Cur::new(&over).varint("x").is_err());
+        assert!(Cur::new(&[0x80]).varint("x").is_err());
+    }
+
+    #[test]
+    fn forged_counts_and_lengths_are_rejected_before_allocating() {
+        let mut b = Vec::new();
+        put_varint(&mut b, u64::MAX);
+        assert!(Cur::new(&b).string("s").is_err());
+        assert!(Cur::new(&b).strings("s").is_err());
+        let mut b = Vec::new();
+        put_varint(&mut b, 1 << 40);
+        b.extend_from_slice(&[0; 100]);
+        assert!(Cur::new(&b).strings("s").is_err());
+    }
+}

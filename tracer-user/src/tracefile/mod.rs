@@ -1,0 +1,307 @@
+//! Trace files: a recorded capture that replays through the same code path as live tracing.
+//!
+//! The format is described byte by byte in `docs/trace-format.md`. In short: a 20-byte
+//! preamble (magic, format version, header length and checksum), a header (tool version,
+//! capture start, host, capture mode, the /proc snapshot of processes that existed at start,
+//! the tracefs layouts used), then length-prefixed, checksummed frames: batches of
+//! [`Event`]s in a compact delta encoding, periodic [`StatsRecord`]s (drop counters and
+//! sequence gaps) and a final end record.
+//!
+//! [`TraceWriter`] streams with bounded memory and hands a whole frame to the kernel at least
+//! every [`FLUSH_INTERVAL`], so a recording killed with SIGKILL keeps every whole frame.
+//! [`TraceReader`] streams frames back, never panics, checks every length before use and never
+//! allocates more than the bytes actually present; on corruption it yields one
+//! [`TraceFileError`] naming the byte offset and what was expected, after every good frame.
+//!
+//! Privacy: environment variables are never recorded. argv is, and can hold secrets
+//! (passwords and tokens passed on command lines); files are created with mode 0600.
+
+mod codec;
+mod reader;
+#[doc(hidden)]
+pub mod synth;
+mod writer;
+
+pub use reader::{Record, TailReport, TraceReader};
+pub use writer::TraceWriter;
+
+use crate::event::Event;
+use crate::lineage::SnapshotProcess;
+use std::time::Duration;
+
+/// First 8 bytes of every trace file. The high byte rules out text files, the `\n` detects
+/// line-ending conversion.
+pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
+/// The format version this tracer writes and the newest it reads.
+pub const FORMAT_VERSION: u16 = 1;
+/// Bytes before the header: magic, version, flags, header length, header CRC-32.
+pub const PREAMBLE_LEN: usize = 20;
+/// Bytes before each frame's payload: length, type, CRC-32.
+pub const FRAME_HEADER_LEN: usize = 9;
+/// Largest header body accepted (a /proc snapshot of a very busy host fits easily).
+pub const MAX_HEADER_LEN: u64 = 64 << 20;
+/// Largest frame payload accepted.
+pub const MAX_FRAME_LEN: u64 = 16 << 20;
+/// The writer seals an event frame once it holds this many bytes of payload...
+pub const FRAME_TARGET_BYTES: usize = 256 << 10;
+/// ...or this many events...
+pub const FRAME_MAX_EVENTS: usize = 8192;
+/// ...or when this much time passed since the last flush.
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Frame types. Types >= 0x80 are optional: readers skip the ones they do not know.
+pub mod frame_type {
+    pub const EVENTS: u8 = 1;
+    pub const STATS: u8 = 2;
+    pub const END: u8 = 3;
+}
+
+/// How the capture chose its processes.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum CaptureMode {
+    #[default]
+    Unknown,
+    /// `--pid PID`: that process and what it creates.
+    Pid(u32),
+    /// `--all`: the whole host.
+    All,
+    /// `-- CMD ARGS`: a command started by the tracer.
+    Command(Vec<String>),
+    /// Converted from another format (`format` is e.g. "strace"; `source` its file name).
+    Import { format: String, source: String },
+}
+
+impl std::fmt::Display for CaptureMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureMode::Unknown => f.write_str("unknown"),
+            CaptureMode::Pid(p) => write!(f, "--pid {p}"),
+            CaptureMode::All => f.write_str("--all"),
+            CaptureMode::Command(argv) => write!(f, "-- {}", argv.join(" ")),
+            CaptureMode::Import { format, source } => write!(f, "import of {format} {source}"),
+        }
+    }
+}
+
+/// A process that existed when the capture started, as /proc showed it.
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub struct SnapshotEntry {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    /// Empty when unknown (kernel threads, or not readable).
+    pub exe: String,
+    pub argv: Vec<String>,
+    /// Thread ids, the leader included.
+    pub threads: Vec<u32>,
+}
+
+impl SnapshotEntry {
+    pub fn to_snapshot_process(&self) -> SnapshotProcess {
+        SnapshotProcess {
+            pid: self.pid,
+            ppid: self.ppid,
+            comm: self.comm.clone(),
+            exe: (!self.exe.is_empty()).then(|| self.exe.clone()),
+            argv: self.argv.clone(),
+            threads: self.threads.clone(),
+            subreaper: false,
+        }
+    }
+}
+
+impl From<&SnapshotProcess> for SnapshotEntry {
+    fn from(p: &SnapshotProcess) -> Self {
+        SnapshotEntry {
+            pid: p.pid,
+            ppid: p.ppid,
+            comm: p.comm.clone(),
+            exe: p.exe.clone().unwrap_or_default(),
+            argv: p.argv.clone(),
+            threads: p.threads.clone(),
+        }
+    }
+}
+
+/// Everything a trace file says before its first event.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Header {
+    /// The file's format version (the writer always writes [`FORMAT_VERSION`]).
+    pub format_version: u16,
+    /// Version of the tracer that wrote it.
+    pub tool_version: String,
+    /// Capture start, nanoseconds since the Unix epoch.
+    pub start_wall_ns: u64,
+    /// Capture start, CLOCK_BOOTTIME nanoseconds (the clock of [`Event::ts_ns`]).
+    pub start_boot_ns: u64,
+    pub hostname: String,
+    pub kernel_release: String,
+    pub mode: CaptureMode,
+    /// Processes that existed at start, by pid.
+    pub snapshot: Vec<SnapshotEntry>,
+    /// tracefs layouts used: ("sched/sched_process_fork", format file text).
+    pub layouts: Vec<(String, String)>,
+    /// Free-form key/value pairs (ring size, notes, ...). Never environment variables.
+    pub extra: Vec<(String, String)>,
+}
+
+impl Header {
+    /// A header for a capture starting now on this host: version, clocks, host name and kernel
+    /// release filled in; no snapshot, no layouts.
+    pub fn for_this_host(mode: CaptureMode) -> Header {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let start_wall_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Header {
+            format_version: FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            start_wall_ns,
+            start_boot_ns: boot_time_ns().unwrap_or(0),
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel_release: read("/proc/sys/kernel/osrelease"),
+            mode,
+            snapshot: Vec::new(),
+            layouts: Vec::new(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// The snapshot in the form [`crate::lineage::Engine::seed_snapshot`] takes.
+    pub fn snapshot_processes(&self) -> Vec<SnapshotProcess> {
+        self.snapshot
+            .iter()
+            .map(SnapshotEntry::to_snapshot_process)
+            .collect()
+    }
+}
+
+/// CLOCK_BOOTTIME now, from /proc/uptime (10 ms resolution; no unsafe code needed).
+pub fn boot_time_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/uptime").ok()?;
+    let first = text.split_whitespace().next()?;
+    let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
+    let secs: u64 = secs.parse().ok()?;
+    let mut frac_ns: u64 = 0;
+    let mut scale = 100_000_000u64;
+    for c in frac.bytes().take(9) {
+        frac_ns += u64::from(c.checked_sub(b'0').filter(|d| *d < 10)?) * scale;
+        scale /= 10;
+    }
+    Some(secs.saturating_mul(1_000_000_000).saturating_add(frac_ns))
+}
+
+/// Drop counters and sequence gaps, written periodically and at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StatsRecord {
+    /// Events written so far.
+    pub events: u64,
+    /// Highest event seq written so far.
+    pub last_seq: u64,
+    /// Sequence numbers missing so far (`last_seq - events`, see [`crate::stats::StreamStats`]).
+    pub seq_gaps: u64,
+    /// Events the probes could not put in the ring buffer (cumulative).
+    pub drops: u64,
+    /// Sequence numbers handed out by the probes (emitted or dropped); 0 when unknown.
+    pub seq_issued: u64,
+    /// Ring-buffer records that could not be decoded (cumulative).
+    pub decode_errors: u64,
+    /// CLOCK_BOOTTIME when the record was written; 0 when unknown.
+    pub boot_ns: u64,
+}
+
+/// Everything that can go wrong reading or writing a trace file. Reading errors name the byte
+/// offset where the problem starts and what was expected there.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceFileError {
+    #[error("byte {offset}: {error}")]
+    Io { offset: u64, error: std::io::Error },
+    #[error("byte 0: not a tracer trace file (expected the magic bytes 89 'TRACER' 0a, found {found:02x?})")]
+    BadMagic { found: Vec<u8> },
+    #[error("byte {offset}: trace format version {found} is not supported (this tracer reads version 1 to {supported}); a newer tracer wrote it?")]
+    UnknownVersion {
+        offset: u64,
+        found: u16,
+        supported: u16,
+    },
+    #[error("byte {offset}: impossible {what} length {len} (expected at most {max})")]
+    ImpossibleLength {
+        offset: u64,
+        what: &'static str,
+        len: u64,
+        max: u64,
+    },
+    #[error("byte {offset}: file ends inside {what} (expected {need} bytes, {have} present)")]
+    Truncated {
+        offset: u64,
+        what: &'static str,
+        need: u64,
+        have: u64,
+    },
+    #[error("byte {offset}: {what} checksum mismatch (stored {stored:08x}, computed {computed:08x}): corrupted data")]
+    Checksum {
+        offset: u64,
+        what: &'static str,
+        stored: u32,
+        computed: u32,
+    },
+    #[error("byte {offset}: garbage in {what}: expected {expected}")]
+    Garbage {
+        offset: u64,
+        what: &'static str,
+        expected: &'static str,
+    },
+    #[error(
+        "byte {offset}: unknown frame type {kind:#04x} (expected 1-3, or an optional type >= 0x80)"
+    )]
+    UnknownFrame { offset: u64, kind: u8 },
+    #[error("byte {offset}: data after the end record (expected end of file)")]
+    AfterEnd { offset: u64 },
+    #[error("one event encodes to {len} bytes, more than a frame may hold ({max})")]
+    EventTooLarge { len: usize, max: u64 },
+    #[error("cannot write the trace file: {0}")]
+    Write(std::io::Error),
+}
+
+impl TraceFileError {
+    /// The byte offset a reading error is about.
+    pub fn offset(&self) -> Option<u64> {
+        match *self {
+            TraceFileError::BadMagic { .. } => Some(0),
+            TraceFileError::Io { offset, .. }
+            | TraceFileError::UnknownVersion { offset, .. }
+            | TraceFileError::ImpossibleLength { offset, .. }
+            | TraceFileError::Truncated { offset, .. }
+            | TraceFileError::Checksum { offset, .. }
+            | TraceFileError::Garbage { offset, .. }
+            | TraceFileError::UnknownFrame { offset, .. }
+            | TraceFileError::AfterEnd { offset } => Some(offset),
+            TraceFileError::EventTooLarge { .. } | TraceFileError::Write(_) => None,
+        }
+    }
+
+    /// The file just stops (a recording that was killed): every whole frame before is good.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self, TraceFileError::Truncated { .. })
+    }
+}
+
+/// Writes `events` to an in-memory trace file (tests, fuzz seeds, conversions).
+pub fn to_bytes<'a>(
+    header: &Header,
+    events: impl IntoIterator<Item = &'a Event>,
+) -> Result<Vec<u8>, TraceFileError> {
+    let mut w = TraceWriter::new(Vec::new(), header)?;
+    for ev in events {
+        w.write_event(ev)?;
+    }
+    w.finish()
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

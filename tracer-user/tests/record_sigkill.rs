@@ -1,0 +1,104 @@
+//! `tracer record` killed with SIGKILL leaves a file that replays every whole frame.
+//! Needs root and the probes; skips (with a note) otherwise.
+#![cfg(feature = "capture")]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tracer::tracefile::TraceReader;
+use tracer::EventKind;
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|v| v.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Execs of /bin/true in the file so far, and whether reading stopped on a non-truncation error.
+fn trues(path: &std::path::Path) -> (usize, Option<String>) {
+    let Ok(mut r) = TraceReader::open(path) else {
+        return (0, None);
+    };
+    let mut n = 0;
+    let mut bad = None;
+    for ev in r.events() {
+        match ev {
+            Ok(ev) => {
+                if matches!(&ev.kind, EventKind::Exec { filename, .. } if filename.value == "/bin/true")
+                {
+                    n += 1;
+                }
+            }
+            Err(e) if e.is_truncation() => {}
+            Err(e) => bad = Some(e.to_string()),
+        }
+    }
+    (n, bad)
+}
+
+#[test]
+fn sigkilled_record_keeps_every_whole_frame() {
+    if !is_root() {
+        eprintln!("not root: skipping");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("record-sigkill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("k.trace");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .arg("record")
+        .arg("-o")
+        .arg(&path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done; sleep 3",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            use std::io::Read;
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            if err.contains("without eBPF probes") || err.contains("kernel feature missing") {
+                eprintln!("no probes here: skipping ({err})");
+                return;
+            }
+            panic!("tracer record ended early ({status}): {err}");
+        }
+        // Events reach the file within the 200 ms flush interval, while it runs.
+        if trues(&path).0 >= 10 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    let (n, bad) = trues(&path);
+    assert_eq!(bad, None);
+    assert_eq!(n, 10, "every /bin/true exec is in the killed recording");
+    let mut r = TraceReader::open(&path).unwrap();
+    assert!(
+        r.header().snapshot.len() > 1,
+        "the /proc snapshot is recorded"
+    );
+    assert!(
+        !r.header().layouts.is_empty(),
+        "the tracefs layouts are recorded"
+    );
+    let _ = r.events().count();
+    assert!(!r.tail().clean_end, "no end record after SIGKILL");
+    let mode = std::fs::metadata(&path).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(mode.permissions().mode() & 0o777, 0o600);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
