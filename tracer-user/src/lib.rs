@@ -12,6 +12,7 @@ pub mod names;
 pub mod render;
 pub mod stats;
 pub mod strace;
+pub mod tui;
 
 #[cfg(feature = "capture")]
 pub mod capture;

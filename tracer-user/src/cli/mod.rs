@@ -3,6 +3,7 @@
 mod lineage;
 #[cfg(feature = "capture")]
 mod trace;
+mod tui;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -80,6 +81,24 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Live terminal viewer: process tree, lineage, event log, container stories (the default).
+    Tui {
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Replay a recording (an strace -f log) in the terminal viewer.
+    View {
+        file: std::path::PathBuf,
+        /// Playback speed relative to the recorded timing.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// Start paused (step with `.`).
+        #[arg(long)]
+        paused: bool,
+        /// Start at the end (the final tree) instead of playing from the first event.
+        #[arg(long)]
+        end: bool,
+    },
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -100,9 +119,14 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => {
-            anyhow::bail!("no subcommand given; see `tracer --help`")
-        }
+        None => tui::live(tui::default_target()),
+        Some(Command::Tui { target }) => tui::live(target),
+        Some(Command::View {
+            file,
+            speed,
+            paused,
+            end,
+        }) => tui::view(&file, speed, paused, end),
         Some(Command::Tree {
             file,
             format,
