@@ -12,9 +12,10 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
         anyhow::bail!("--speed must be a positive number");
     }
     let events = super::lineage::load_events(file)?;
-    let title = file
-        .file_name()
-        .map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let title = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let opts = ReplayOpts {
         speed,
         paused,

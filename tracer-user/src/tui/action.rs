@@ -58,8 +58,14 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("↑/k ↓/j", "select (in the focused pane)"),
     ("PgUp PgDn Home End", "page / first / last"),
     ("←/h →/l", "fold / unfold (or go to parent / child)"),
-    ("Enter", "tree: focus subtree · story: jump to the step's event"),
-    ("Esc Backspace", "leave focus / search / help; log follows the tail"),
+    (
+        "Enter",
+        "tree: focus subtree · story: jump to the step's event",
+    ),
+    (
+        "Esc Backspace",
+        "leave focus / search / help; log follows the tail",
+    ),
     ("/", "search name, pid or container id (Enter, Esc)"),
     ("n N", "next / previous match"),
     ("t", "threads expanded / folded as {N threads}"),

@@ -19,6 +19,8 @@ pub mod msg;
 pub mod reduce;
 pub mod source;
 pub mod state;
+#[doc(hidden)]
+pub mod synth;
 mod term;
 pub mod ui;
 

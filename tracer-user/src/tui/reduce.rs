@@ -65,7 +65,11 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         }
         Action::ToggleStory => {
             s.show_story = !s.show_story;
-            s.pane = if s.show_story { Pane::Story } else { Pane::Tree };
+            s.pane = if s.show_story {
+                Pane::Story
+            } else {
+                Pane::Tree
+            };
             s.mark_tree_dirty();
         }
         Action::ToggleHelp => s.show_help = !s.show_help,
@@ -170,7 +174,10 @@ fn left(s: &mut AppState) {
     };
     match row.kind {
         RowKind::Proc(id) => {
-            let has_kids = s.rows.get(s.cursor + 1).is_some_and(|r| r.parent_row == Some(s.cursor));
+            let has_kids = s
+                .rows
+                .get(s.cursor + 1)
+                .is_some_and(|r| r.parent_row == Some(s.cursor));
             if has_kids {
                 s.folded.insert(id);
                 s.mark_tree_dirty();
@@ -315,6 +322,7 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
         Some(k) => {
             if !s.show_story {
                 s.show_story = true;
+                s.pane = Pane::Story;
                 s.mark_tree_dirty();
             }
             jump_to_step(s, k, out);

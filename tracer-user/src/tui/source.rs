@@ -47,10 +47,7 @@ fn virtual_times(events: &[Event]) -> Vec<u64> {
         let gap = match prev {
             None => 0,
             Some(_) if ev.ts_ns == 0 => DEFAULT_GAP.as_nanos() as u64,
-            Some(p) => ev
-                .ts_ns
-                .saturating_sub(p)
-                .min(MAX_GAP.as_nanos() as u64),
+            Some(p) => ev.ts_ns.saturating_sub(p).min(MAX_GAP.as_nanos() as u64),
         };
         if ev.ts_ns != 0 {
             prev = Some(ev.ts_ns);

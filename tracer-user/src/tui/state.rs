@@ -17,6 +17,8 @@ pub const LIVE_LOG_CAP: usize = 50_000;
 pub const MAX_PENDING: usize = 1_000_000;
 /// How long a new node stays highlighted, in ms.
 pub const HIGHLIGHT_MS: u64 = 2_000;
+/// A batch this big is a jump or a catch-up: its new nodes are not highlighted.
+const BULK_EVENTS: usize = 256;
 /// Window of the events/s rate, in ms.
 const RATE_WINDOW_MS: u64 = 2_000;
 /// Fewest events between two replay snapshots (more when the tree is big).
@@ -50,7 +52,10 @@ pub struct LogLine {
 pub enum RowKind {
     Proc(ProcId),
     /// A thread of a process (other than its leader), shown when threads are expanded.
-    Thread { proc: ProcId, tid: u32 },
+    Thread {
+        proc: ProcId,
+        tid: u32,
+    },
 }
 
 impl RowKind {
@@ -116,8 +121,9 @@ pub struct AppState {
 
     // ---- clock (passed in, never read from the wall clock while drawing) ----
     pub now_ms: u64,
-    /// Per ProcId: when it was first seen (ms), for the new-node highlight.
-    pub seen_at: Vec<u64>,
+    /// Per ProcId: when it was first seen (ms), for the new-node highlight; `None` when it
+    /// came in a bulk load (a jump, the start of a replay at the end) and is not highlighted.
+    pub seen_at: Vec<Option<u64>>,
     /// (time ms, events so far) samples for the events/s rate.
     rate: VecDeque<(u64, u64)>,
 
@@ -248,6 +254,7 @@ impl AppState {
             let highlighted = self
                 .seen_at
                 .iter()
+                .flatten()
                 .any(|&t| t + HIGHLIGHT_MS > self.now_ms && t + HIGHLIGHT_MS <= now_ms);
             self.now_ms = now_ms;
             if highlighted {
@@ -268,7 +275,9 @@ impl AppState {
     pub fn is_new(&self, id: ProcId) -> bool {
         self.seen_at
             .get(id)
-            .is_some_and(|&t| self.now_ms < t + HIGHLIGHT_MS)
+            .copied()
+            .flatten()
+            .is_some_and(|t| self.now_ms < t + HIGHLIGHT_MS)
     }
 
     // ---- ingestion ----
@@ -291,14 +300,40 @@ impl AppState {
                     }
                 } else {
                     self.apply_events(evs);
+                    self.follow_story();
                 }
             }
-            Msg::Rewind(n) => self.rewind(n),
+            Msg::Rewind(n) => {
+                self.rewind(n);
+                self.follow_story();
+            }
             Msg::Drops(d) => self.drops = d,
             Msg::TargetExited => self.target_exited = true,
             Msg::Note(n) => self.message = Some(n),
             Msg::Error(e) => self.source_error = Some(e),
         }
+    }
+
+    /// Replay: the story cursor follows the position (the last step reached).
+    fn follow_story(&mut self) {
+        if self.mode != Mode::Replay {
+            return;
+        }
+        let Some(at) = self.last_seq() else {
+            self.story_cursor = 0;
+            return;
+        };
+        let mut best: Option<(u64, usize)> = None;
+        let mut k = 0;
+        for st in &self.full_stories {
+            for step in &st.steps {
+                if step.seq <= at && best.is_none_or(|(q, _)| step.seq >= q) {
+                    best = Some((step.seq, k));
+                }
+                k += 1;
+            }
+        }
+        self.story_cursor = best.map_or(0, |(_, k)| k);
     }
 
     /// Applies pending events (live, on resume).
@@ -325,6 +360,7 @@ impl AppState {
         if evs.is_empty() {
             return;
         }
+        let bulk = evs.len() > BULK_EVENTS;
         self.tree_dirty = true;
         for ev in evs {
             self.apply_one(&ev);
@@ -344,7 +380,7 @@ impl AppState {
         }
         let n = self.engine.process_count();
         if self.seen_at.len() < n {
-            self.seen_at.resize(n, self.now_ms);
+            self.seen_at.resize(n, (!bulk).then_some(self.now_ms));
         }
     }
 
@@ -545,8 +581,7 @@ pub fn matches_query(p: &Process, q: &str) -> bool {
         || p.container_id
             .as_deref()
             .is_some_and(|c| c.to_lowercase().starts_with(&ql))
-        || p
-            .exe
+        || p.exe
             .as_deref()
             .is_some_and(|e| crate::lineage::basename(e).to_lowercase().contains(&ql))
 }
@@ -609,7 +644,11 @@ fn build_rows(s: &AppState) -> Vec<Row> {
             Vec::new()
         };
         let folded = s.folded.contains(&p.id);
-        let hidden = if folded { kids.len() + threads.len() } else { 0 };
+        let hidden = if folded {
+            kids.len() + threads.len()
+        } else {
+            0
+        };
         let me = rows.len();
         rows.push(Row {
             kind: RowKind::Proc(p.id),

@@ -54,7 +54,7 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
         }
     } else {
         let t = (h * 45 / 100).max(3.min(h));
-        let m = (h * 27 / 100).min(h - t);
+        let m = ((h - t) * 55 / 100).min(h - t);
         let tree = Rect::new(area.x, area.y, area.width, t);
         let mid = Rect::new(area.x, area.y + t, area.width, m);
         let log = Rect::new(area.x, area.y + t + m, area.width, h - t - m);
@@ -331,7 +331,7 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
 // ---- detail ----
 
 fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
-    let key = |k: &str| Span::styled(format!("{k:<9}"), fg(s, Color::Cyan));
+    let key = |k: &str| Span::styled(format!("{k:<10}"), fg(s, Color::Cyan));
     let mut out = Vec::new();
     let mut head = format!("{} {}", p.pid, p.name());
     if let Some(r) = p.role {
@@ -340,7 +340,10 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     if let Some(c) = &p.container_id {
         let _ = write!(head, " container {c}");
     }
-    out.push(Line::styled(head, Style::new().add_modifier(Modifier::BOLD)));
+    out.push(Line::styled(
+        head,
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
     out.push(Line::from(vec![
         key("exe"),
         Span::raw(p.exe.as_deref().unwrap_or("?").to_string()),
@@ -381,6 +384,19 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
         };
         out.push(Line::from(vec![key(k), Span::styled(t, style)]));
     }
+    let exit = if p.exited {
+        let mut t = match p.exit_status {
+            Some(st) => st.to_string(),
+            None => "exited".into(),
+        };
+        if let Some(q) = p.exit_seq {
+            let _ = write!(t, " @{q}");
+        }
+        t
+    } else {
+        "running".into()
+    };
+    out.push(Line::from(vec![key("exit"), Span::raw(exit)]));
     let sub = match (p.is_subreaper, p.subreaper_seq) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
@@ -390,7 +406,11 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     out.push(Line::from(vec![key("subreaper"), Span::raw(sub)]));
     let tids: Vec<String> = p.live_tids().take(12).map(|t| t.to_string()).collect();
     let n = p.live_thread_count();
-    let mut th = format!("{n} live: {}", tids.join(" "));
+    let mut th = if n == 0 {
+        "none live".to_string()
+    } else {
+        format!("{n} live: {}", tids.join(" "))
+    };
     if n > tids.len() {
         th.push_str(" …");
     }
@@ -407,19 +427,6 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
             Span::raw(format!("{} (tid {}) @{}", r.comm, r.tid, r.seq)),
         ]));
     }
-    let exit = if p.exited {
-        let mut t = match p.exit_status {
-            Some(st) => st.to_string(),
-            None => "exited".into(),
-        };
-        if let Some(q) = p.exit_seq {
-            let _ = write!(t, " @{q}");
-        }
-        t
-    } else {
-        "running".into()
-    };
-    out.push(Line::from(vec![key("exit"), Span::raw(exit)]));
     out
 }
 
@@ -489,7 +496,10 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         if let Some(w) = &st.workload {
             let _ = write!(head, " → {w}");
         }
-        lines.push(Line::styled(head, Style::new().add_modifier(Modifier::BOLD)));
+        lines.push(Line::styled(
+            head,
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
         for step in &st.steps {
             let cur = k == s.story_cursor;
             if cur {
@@ -694,9 +704,11 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
         v.push(sep());
         v.push(Span::styled(m.clone(), fg(s, Color::Yellow)));
     }
-    f.render_widget(Paragraph::new(Line::from(v)), area);
+    let line = Line::from(v);
+    let used = line.width();
+    f.render_widget(Paragraph::new(line), area);
     let help = "? help ";
-    if area.width as usize > help.len() + 60 {
+    if area.width as usize >= used + help.len() + 1 {
         let r = Rect::new(
             area.x + area.width - help.len() as u16,
             area.y,
