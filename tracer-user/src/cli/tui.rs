@@ -46,7 +46,6 @@ pub fn live(mut args: TargetArgs) -> Result<ExitCode> {
     }
     #[cfg(feature = "capture")]
     {
-        use anyhow::Context;
         use tracer::capture::CaptureError;
         let target = super::trace::target_of(&args)?;
         let opts = tracer::tui::LiveOpts {
@@ -54,16 +53,16 @@ pub fn live(mut args: TargetArgs) -> Result<ExitCode> {
             recorder: None,
         };
         tracer::tui::run_live(target, opts).map_err(|e| {
-            if matches!(
-                e.downcast_ref::<CaptureError>(),
-                Some(CaptureError::MissingPrivilege(_))
-            ) {
-                e.context("the live view needs root (or CAP_BPF + CAP_PERFMON); `tracer view FILE` replays a recording without")
-            } else {
-                e
+            // One line that says why and what works without root (exit code 2 kept).
+            match e.downcast_ref::<CaptureError>() {
+                Some(CaptureError::MissingPrivilege(m)) => {
+                    anyhow::Error::new(CaptureError::MissingPrivilege(format!(
+                        "{m}; `tracer view FILE` replays a recording without"
+                    )))
+                }
+                _ => e.context("live view"),
             }
-        })
-        .context("live view")?;
+        })?;
         Ok(ExitCode::SUCCESS)
     }
     #[cfg(not(feature = "capture"))]

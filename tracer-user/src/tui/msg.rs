@@ -14,6 +14,8 @@ pub enum Msg {
     /// Replay: the file's size and its complete container-birth stories (so `[`/`]` can jump
     /// to steps that lie ahead).
     Init { total: usize, stories: Vec<Story> },
+    /// Live: processes that existed before tracing (from /proc), sent before any event.
+    Seed(Vec<crate::lineage::SnapshotProcess>),
     /// Events in seq order, to apply.
     Events(Vec<Event>),
     /// Replay: keep only the first `n` events of the file (stepping or seeking backwards).

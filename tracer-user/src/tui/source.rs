@@ -170,6 +170,40 @@ pub trait Recorder: Send {
     }
 }
 
+/// `pid`, its ancestors and its descendants out of a /proc snapshot.
+#[cfg(feature = "capture")]
+fn lineage_of(
+    snap: Vec<crate::lineage::SnapshotProcess>,
+    pid: u32,
+) -> Vec<crate::lineage::SnapshotProcess> {
+    use std::collections::{HashMap, HashSet};
+    let ppid: HashMap<u32, u32> = snap.iter().map(|p| (p.pid, p.ppid)).collect();
+    let mut keep: HashSet<u32> = HashSet::new();
+    let mut cur = Some(pid);
+    while let Some(p) = cur {
+        if p == 0 || !keep.insert(p) {
+            break;
+        }
+        cur = ppid.get(&p).copied();
+    }
+    // Descendants: anything whose ancestry reaches `pid`.
+    for p in &snap {
+        let mut chain = Vec::new();
+        let mut c = p.pid;
+        let mut hops = 0;
+        while c != 0 && hops < 4096 {
+            if c == pid {
+                keep.extend(chain);
+                break;
+            }
+            chain.push(c);
+            c = ppid.get(&c).copied().unwrap_or(0);
+            hops += 1;
+        }
+    }
+    snap.into_iter().filter(|p| keep.contains(&p.pid)).collect()
+}
+
 /// Reads the capture and feeds the app. Never waits for the app: while the channel is full
 /// batches are coalesced here (the ring buffer keeps being drained).
 #[cfg(feature = "capture")]
@@ -185,6 +219,14 @@ pub async fn live(
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut exited_sent = false;
     let mut last_drops = 0;
+    let seed = match cap.target() {
+        Target::All => crate::capture::procfs::snapshot(),
+        Target::Pid(pid) => lineage_of(crate::capture::procfs::snapshot(), *pid),
+        Target::Command(_) => Vec::new(),
+    };
+    if !seed.is_empty() && tx.send(Msg::Seed(seed)).await.is_err() {
+        return;
+    }
     for note in cap.notes().to_vec() {
         let _ = tx.try_send(Msg::Note(note));
     }

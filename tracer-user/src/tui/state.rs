@@ -303,6 +303,11 @@ impl AppState {
                     self.follow_story();
                 }
             }
+            Msg::Seed(snap) => {
+                self.engine.seed_snapshot(&snap);
+                self.seen_at.resize(self.engine.process_count(), None);
+                self.tree_dirty = true;
+            }
             Msg::Rewind(n) => {
                 self.rewind(n);
                 self.follow_story();

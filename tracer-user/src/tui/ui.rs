@@ -29,18 +29,23 @@ pub struct Areas {
 /// Width from which the tree gets its own column.
 const WIDE: u16 = 120;
 
+/// `x * num / 100` without u16 overflow.
+fn pct(x: u16, num: u32) -> u16 {
+    (u32::from(x) * num / 100) as u16
+}
+
 pub fn layout(area: Rect, s: &AppState) -> Areas {
     let h = area.height.saturating_sub(1);
     let status = Rect::new(area.x, area.y + h, area.width, area.height.min(1));
     if area.width >= WIDE {
-        let lw = area.width * 55 / 100;
+        let lw = pct(area.width, 55);
         let rw = area.width - lw;
         let tree = Rect::new(area.x, area.y, lw, h);
         let rx = area.x + lw;
         let (d, st) = if s.show_story {
-            (h * 35 / 100, h * 35 / 100)
+            (pct(h, 35), pct(h, 35))
         } else {
-            (h * 45 / 100, 0)
+            (pct(h, 45), 0)
         };
         let detail = Rect::new(rx, area.y, rw, d);
         let story = Rect::new(rx, area.y + d, rw, st);
@@ -53,8 +58,8 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
             status,
         }
     } else {
-        let t = (h * 45 / 100).max(3.min(h));
-        let m = ((h - t) * 55 / 100).min(h - t);
+        let t = pct(h, 45).max(3.min(h));
+        let m = pct(h - t, 55).min(h - t);
         let tree = Rect::new(area.x, area.y, area.width, t);
         let mid = Rect::new(area.x, area.y + t, area.width, m);
         let log = Rect::new(area.x, area.y + t + m, area.width, h - t - m);
@@ -708,7 +713,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     let used = line.width();
     f.render_widget(Paragraph::new(line), area);
     let help = "? help ";
-    if area.width as usize >= used + help.len() + 1 {
+    if area.width as usize > used + help.len() {
         let r = Rect::new(
             area.x + area.width - help.len() as u16,
             area.y,
