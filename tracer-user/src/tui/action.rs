@@ -69,7 +69,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("/", "search name, pid or container id (Enter, Esc)"),
     ("n N", "next / previous match"),
     ("t", "threads expanded / folded as {N threads}"),
-    ("x", "show / hide exited processes"),
+    ("x", "show / hide exited (live drops them 30 s after exit)"),
     ("s", "story pane (container births, step by step)"),
     ("f", "event log: all / selected subtree only"),
     ("Tab", "focus next pane (tree, story, log)"),

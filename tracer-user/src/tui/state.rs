@@ -17,6 +17,9 @@ pub const LIVE_LOG_CAP: usize = 50_000;
 pub const MAX_PENDING: usize = 1_000_000;
 /// How long a new node stays highlighted, in ms.
 pub const HIGHLIGHT_MS: u64 = 2_000;
+/// Live: exited processes leave the tree this long (event time) after their exit, unless
+/// something below them still runs.
+pub const EXITED_KEEP_NS: u64 = 30_000_000_000;
 /// A batch this big is a jump or a catch-up: its new nodes are not highlighted.
 const BULK_EVENTS: usize = 256;
 /// Window of the events/s rate, in ms.
@@ -96,6 +99,8 @@ pub struct AppState {
     pub title: String,
     pub engine: Engine,
     pub stats: StreamStats,
+    /// Newest event timestamp seen (the stream's clock).
+    pub last_ts_ns: u64,
     /// Live: events the ring buffer dropped.
     pub drops: u64,
     pub log: VecDeque<LogLine>,
@@ -174,6 +179,7 @@ impl AppState {
             title,
             engine: Engine::new(),
             stats: StreamStats::default(),
+            last_ts_ns: 0,
             drops: 0,
             log: VecDeque::new(),
             renderer: LineRenderer::new(),
@@ -352,6 +358,7 @@ impl AppState {
     fn apply_one(&mut self, ev: &Event) {
         self.engine.apply(ev);
         self.stats.observe(ev);
+        self.last_ts_ns = self.last_ts_ns.max(ev.ts_ns);
         for text in self.renderer.render(ev) {
             self.log.push_back(LogLine {
                 seq: ev.seq,
@@ -410,6 +417,11 @@ impl AppState {
         };
         self.engine = snap.engine;
         self.stats = snap.stats;
+        self.last_ts_ns = self.events[..snap.index]
+            .iter()
+            .map(|e| e.ts_ns)
+            .max()
+            .unwrap_or(0);
         self.renderer = snap.renderer;
         self.log.truncate(snap.log_len);
         let tail: Vec<Event> = self.events[snap.index..n].to_vec();
@@ -475,7 +487,7 @@ impl AppState {
                         .iter()
                         .position(|r| r.kind == RowKind::Proc(k.proc()))
                 })
-                .unwrap_or(0),
+                .unwrap_or(self.cursor),
             None => 0,
         };
         self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
@@ -617,12 +629,22 @@ fn live_below(e: &Engine) -> Vec<bool> {
 /// exited leaves when they are hidden and the inside of folded nodes.
 fn build_rows(s: &AppState) -> Vec<Row> {
     let e = &s.engine;
-    let live = if s.show_exited {
+    // Live: exited processes go some time after their exit (replay keeps them: time travel).
+    let expire_before = match s.mode {
+        Mode::Live if s.last_ts_ns > EXITED_KEEP_NS => Some(s.last_ts_ns - EXITED_KEEP_NS),
+        _ => None,
+    };
+    let gone = |p: &Process| {
+        p.exited
+            && (!s.show_exited
+                || expire_before.is_some_and(|t| p.exit_ts_ns.is_some_and(|x| x > 0 && x < t)))
+    };
+    let live = if s.show_exited && expire_before.is_none() {
         Vec::new()
     } else {
         live_below(e)
     };
-    let visible = |p: &Process| s.show_exited || !p.exited || live.get(p.id).copied() == Some(true);
+    let visible = |p: &Process| !gone(p) || live.get(p.id).copied() == Some(true);
     let roots: Vec<&Process> = match s.focus_root.and_then(|f| e.get(f)) {
         Some(f) => vec![f],
         None => e.roots().into_iter().filter(|p| visible(p)).collect(),

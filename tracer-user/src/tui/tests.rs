@@ -561,3 +561,36 @@ async fn replay_source_obeys_controls() {
         .expect("source ends when the app is gone")
         .expect("no panic");
 }
+
+#[test]
+fn live_drops_exited_processes_after_a_while() {
+    let mut evs = super::synth::fork_tree(20);
+    let exited: Vec<u32> = (3..20).step_by(3).map(|i| 1000 + i).collect();
+    let mut late = evs[0].clone();
+    late.seq = evs.len() as u64 + 1;
+    late.ts_ns += 2 * super::state::EXITED_KEEP_NS;
+    evs.push(late);
+    let pids = |s: &AppState| -> Vec<u32> {
+        s.rows
+            .iter()
+            .filter_map(|r| s.engine.get(r.kind.proc()).map(|p| p.pid))
+            .collect()
+    };
+    let mut live = AppState::new_live("all");
+    live.ingest(Msg::Events(evs[..evs.len() - 1].to_vec()));
+    live.refresh();
+    assert!(
+        exited.iter().all(|p| pids(&live).contains(p)),
+        "recent exits shown"
+    );
+    live.ingest(Msg::Events(vec![evs[evs.len() - 1].clone()]));
+    live.refresh();
+    let shown = pids(&live);
+    assert!(exited.iter().all(|p| !shown.contains(p)), "{shown:?}");
+    // Their orphans were adopted and still run.
+    assert!(shown.contains(&1013), "{shown:?}");
+    // Replay keeps them all.
+    let n = evs.len();
+    let s = replay_state("synth", &evs, n, (80, 24));
+    assert!(exited.iter().all(|p| pids(&s).contains(p)));
+}
