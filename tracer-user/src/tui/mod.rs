@@ -115,13 +115,35 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         Target::Pid(p) => format!("pid {p}"),
         Target::Command(c) => format!("cmd {}", c.join(" ")),
     };
+    // The viewer owns the terminal: a command gets /dev/null for its stdio (through a shell
+    // that execs it, so the followed pid is the command's own).
+    let (target, note) = match target {
+        Target::Command(argv) => {
+            let mut wrapped: Vec<String> = [
+                "/bin/sh",
+                "-c",
+                "exec \"$@\" </dev/null >/dev/null 2>&1",
+                "sh",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            wrapped.extend(argv);
+            (
+                Target::Command(wrapped),
+                Some("the command's stdin/stdout/stderr are /dev/null".to_string()),
+            )
+        }
+        t => (t, None),
+    };
     let rt = runtime()?;
     rt.block_on(async move {
         let cap = CaptureBuilder::new(target)
             .ring_bytes(opts.ring_bytes)
             .start()?;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let state = AppState::new_live(title);
+        let mut state = AppState::new_live(title);
+        state.message = note;
         let src = tokio::spawn(source::live(cap, tx, opts.recorder));
         let res = app_loop(state, rx, None).await;
         // Dropping the receiver ends the source, which flushes the recorder.

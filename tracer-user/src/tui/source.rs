@@ -170,11 +170,12 @@ pub trait Recorder: Send {
     }
 }
 
-/// `pid`, its ancestors and its descendants out of a /proc snapshot.
+/// `pid`, its ancestors and (if asked) its descendants out of a /proc snapshot.
 #[cfg(feature = "capture")]
 fn lineage_of(
     snap: Vec<crate::lineage::SnapshotProcess>,
     pid: u32,
+    descendants: bool,
 ) -> Vec<crate::lineage::SnapshotProcess> {
     use std::collections::{HashMap, HashSet};
     let ppid: HashMap<u32, u32> = snap.iter().map(|p| (p.pid, p.ppid)).collect();
@@ -187,7 +188,7 @@ fn lineage_of(
         cur = ppid.get(&p).copied();
     }
     // Descendants: anything whose ancestry reaches `pid`.
-    for p in &snap {
+    for p in snap.iter().filter(|_| descendants) {
         let mut chain = Vec::new();
         let mut c = p.pid;
         let mut hops = 0;
@@ -221,8 +222,12 @@ pub async fn live(
     let mut last_drops = 0;
     let seed = match cap.target() {
         Target::All => crate::capture::procfs::snapshot(),
-        Target::Pid(pid) => lineage_of(crate::capture::procfs::snapshot(), *pid),
-        Target::Command(_) => Vec::new(),
+        Target::Pid(pid) => lineage_of(crate::capture::procfs::snapshot(), *pid, true),
+        // Its descendants come from the events (it started after the probes).
+        Target::Command(_) => match cap.child_pid() {
+            Some(pid) => lineage_of(crate::capture::procfs::snapshot(), pid, false),
+            None => Vec::new(),
+        },
     };
     if !seed.is_empty() && tx.send(Msg::Seed(seed)).await.is_err() {
         return;

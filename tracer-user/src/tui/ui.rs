@@ -88,15 +88,21 @@ fn fg(s: &AppState, c: Color) -> Style {
     }
 }
 
-fn pane_block<'a>(s: &AppState, title: String, pane: Option<Pane>) -> Block<'a> {
+/// A pane's frame: a title line on top, and a left edge when it sits in the right column.
+fn pane_block<'a>(s: &AppState, area: Rect, title: String, pane: Option<Pane>) -> Block<'a> {
     let focused = pane.is_some_and(|p| p == active_pane(s));
     let style = if focused {
         fg(s, Color::Cyan).add_modifier(Modifier::BOLD)
     } else {
         Style::new().add_modifier(Modifier::DIM)
     };
+    let borders = if area.x > 0 {
+        Borders::TOP | Borders::LEFT
+    } else {
+        Borders::TOP
+    };
     Block::new()
-        .borders(Borders::TOP)
+        .borders(borders)
         .border_style(style)
         .title(Span::styled(format!(" {title} "), style))
 }
@@ -274,7 +280,7 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
     if !s.search.is_empty() {
         let _ = write!(title, " · /{}", s.search);
     }
-    let block = pane_block(s, title, Some(Pane::Tree));
+    let block = pane_block(s, area, title, Some(Pane::Tree));
     let inner = block.inner(area);
     f.render_widget(block, area);
     let h = inner.height as usize;
@@ -313,8 +319,10 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
                 let name = s
                     .engine
                     .get(proc)
-                    .and_then(|p| p.threads.iter().find(|t| t.tid == tid))
-                    .map(|t| t.comm.to_string())
+                    .map(|p| match p.threads.iter().find(|t| t.tid == tid) {
+                        Some(t) if !t.comm.is_empty() => t.comm.to_string(),
+                        _ => p.name(),
+                    })
                     .unwrap_or_default();
                 spans.push(Span::styled(
                     format!("{{{name}}} {tid}"),
@@ -441,7 +449,7 @@ fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
         Some(p) => format!("process {}", p.pid),
         None => "process".into(),
     };
-    let block = pane_block(s, title, None);
+    let block = pane_block(s, area, title, None);
     let inner = block.inner(area);
     f.render_widget(block, area);
     let lines = match p {
@@ -469,6 +477,7 @@ fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
 fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
     let block = pane_block(
         s,
+        area,
         format!("stories {} ([ ] steps, Enter jumps)", s.stories.len()),
         Some(Pane::Story),
     );
@@ -554,6 +563,7 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
     };
     let block = pane_block(
         s,
+        area,
         format!("events {} ({scope}){follow}", lines.len()),
         Some(Pane::Log),
     );
