@@ -80,9 +80,9 @@ impl Tmux {
             .expect("tmux")
     }
 
-    fn start(cols: u16, rows: u16) -> Tmux {
+    fn start(name: &str, cols: u16, rows: u16) -> Tmux {
         let t = Tmux {
-            socket: format!("tracer-tui-test-{}", std::process::id()),
+            socket: format!("tracer-tui-{name}-{}", std::process::id()),
         };
         let o = t.cmd(&[
             "-f",
@@ -202,7 +202,7 @@ fn tui_replay_in_tmux() {
     }
     let bin = tracer_bin();
     let fixture = workspace().join("tests/fixtures/strace/ctr.log");
-    let t = Tmux::start(100, 30);
+    let t = Tmux::start("replay", 100, 30);
     t.wait_for(&["$"]);
     t.type_text(&format!("{} view {}", bin.display(), fixture.display()));
     t.send(&["Enter"]);
@@ -259,4 +259,29 @@ fn tui_replay_in_tmux() {
         .expect("kill");
     assert!(st.success());
     t.assert_terminal_usable("after-term-ok");
+}
+
+/// Live view of a command (root; run with `--ignored`): its processes appear, `q` restores.
+#[test]
+#[ignore = "root"]
+fn tui_live_in_tmux() {
+    if !have_tmux() || !tests::is_root() {
+        eprintln!("note: needs tmux and root; skipping");
+        return;
+    }
+    let bin = tracer_bin();
+    let t = Tmux::start("live", 120, 35);
+    t.wait_for(&["$"]);
+    t.type_text(&format!(
+        "{} tui -- sh -c 'sleep 0.3; /bin/true; exec sleep 30'",
+        bin.display()
+    ));
+    t.send(&["Enter"]);
+    let screen = t.wait_for(&["LIVE", "cmd sh -c", "true (exit 0)", "sleep"]);
+    if screen.contains("without live capture") {
+        eprintln!("note: {} was built without feature capture", bin.display());
+        return;
+    }
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-live-ok");
 }
