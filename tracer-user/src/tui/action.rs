@@ -48,8 +48,17 @@ pub enum Action {
     Start,
     /// G: replay end (live: last row).
     End,
-    ScrollUp,
-    ScrollDown,
+    /// Mouse wheel at (column, row): scrolls the pane under the pointer.
+    Scroll {
+        up: bool,
+        col: u16,
+        row: u16,
+    },
+    /// Left click at (column, row): focuses that pane (and selects the tree row).
+    Click {
+        col: u16,
+        row: u16,
+    },
     Resize(u16, u16),
 }
 
@@ -78,7 +87,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("[ ]", "previous / next story step"),
     ("+ -", "replay speed ×2 / ÷2"),
     ("g G", "replay: start / end (live: first / last row)"),
-    ("mouse wheel", "scroll"),
+    ("mouse", "wheel scrolls the pane under it; click selects"),
     ("?", "this help"),
     ("q Ctrl-C", "quit"),
 ];
@@ -88,8 +97,20 @@ pub fn action_for(ev: &TermEvent, s: &AppState) -> Option<Action> {
     match ev {
         TermEvent::Key(k) => key_action(k, s),
         TermEvent::Mouse(m) => match m.kind {
-            MouseEventKind::ScrollUp => Some(Action::ScrollUp),
-            MouseEventKind::ScrollDown => Some(Action::ScrollDown),
+            MouseEventKind::ScrollUp => Some(Action::Scroll {
+                up: true,
+                col: m.column,
+                row: m.row,
+            }),
+            MouseEventKind::ScrollDown => Some(Action::Scroll {
+                up: false,
+                col: m.column,
+                row: m.row,
+            }),
+            MouseEventKind::Down(crossterm::event::MouseButton::Left) => Some(Action::Click {
+                col: m.column,
+                row: m.row,
+            }),
             _ => None,
         },
         TermEvent::Resize(w, h) => Some(Action::Resize(*w, *h)),

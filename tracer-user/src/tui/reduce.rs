@@ -22,8 +22,15 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::Resize(w, h) => s.size = (w, h),
         Action::Up => move_by(s, -1),
         Action::Down => move_by(s, 1),
-        Action::ScrollUp => move_by(s, -3),
-        Action::ScrollDown => move_by(s, 3),
+        Action::Scroll { up, col, row } => {
+            let keep = s.pane;
+            if let Some(p) = pane_at(s, col, row) {
+                s.pane = p;
+            }
+            move_by(s, if up { -3 } else { 3 });
+            s.pane = keep;
+        }
+        Action::Click { col, row } => click(s, col, row),
         Action::PageUp => move_by(s, -(page(s) as i64)),
         Action::PageDown => move_by(s, page(s) as i64),
         Action::Home => move_by(s, i64::MIN / 2),
@@ -117,6 +124,38 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
     }
     s.refresh();
     out
+}
+
+/// The pane under a screen position (the detail pane counts as none).
+fn pane_at(s: &AppState, col: u16, row: u16) -> Option<Pane> {
+    let a = super::ui::layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+    let p = ratatui::layout::Position::new(col, row);
+    if a.tree.contains(p) {
+        Some(Pane::Tree)
+    } else if a.story.is_some_and(|r| r.contains(p)) {
+        Some(Pane::Story)
+    } else if a.log.contains(p) {
+        Some(Pane::Log)
+    } else {
+        None
+    }
+}
+
+fn click(s: &mut AppState, col: u16, row: u16) {
+    let Some(p) = pane_at(s, col, row) else {
+        return;
+    };
+    s.pane = p;
+    if p == Pane::Tree {
+        let a = super::ui::layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+        // The first line of the pane is its title.
+        if row > a.tree.y {
+            let i = s.tree_offset + (row - a.tree.y - 1) as usize;
+            if let Some(r) = s.rows.get(i) {
+                s.selected = Some(r.kind);
+            }
+        }
+    }
 }
 
 fn page(s: &AppState) -> usize {

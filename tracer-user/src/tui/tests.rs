@@ -323,6 +323,39 @@ fn movement_fold_and_focus() {
 }
 
 #[test]
+fn mouse_scrolls_the_pane_under_it_and_click_selects() {
+    let mut s = at_end("ctr", (80, 24));
+    // Wheel over the tree (row 3) moves the selection.
+    reduce(
+        &mut s,
+        Action::Scroll {
+            up: false,
+            col: 5,
+            row: 3,
+        },
+    );
+    assert_eq!(s.cursor, 3);
+    // Wheel over the log (bottom rows) scrolls the log, not the tree.
+    reduce(
+        &mut s,
+        Action::Scroll {
+            up: true,
+            col: 5,
+            row: 20,
+        },
+    );
+    assert_eq!(s.cursor, 3);
+    assert!(s.log_cursor.is_some());
+    assert_eq!(s.pane, Pane::Tree, "focus unchanged by the wheel");
+    // Click on the tree's 6th line selects that row.
+    reduce(&mut s, Action::Click { col: 10, row: 6 });
+    assert_eq!(s.cursor, 5);
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15941));
+    reduce(&mut s, Action::Click { col: 10, row: 20 });
+    assert_eq!(s.pane, Pane::Log);
+}
+
+#[test]
 fn toggles() {
     let mut s = at_end("ctr", (80, 24));
     let n = s.rows.len();
