@@ -15,6 +15,7 @@ pub mod render;
 pub mod stats;
 pub mod strace;
 pub mod tracefile;
+pub mod tui;
 
 #[cfg(feature = "capture")]
 pub mod capture;

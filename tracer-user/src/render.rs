@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// Arguments of a held syscall enter, already formatted.
+#[derive(Clone)]
 struct Held {
     syscall: Syscall,
     args: String,
@@ -22,7 +23,7 @@ struct Held {
 }
 
 /// Turns events into strace-like lines. Feed events in order with [`LineRenderer::render`].
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct LineRenderer {
     held: HashMap<u32, Held>,
     /// Thread whose enter is held and printed nothing yet (at most one at a time).

@@ -6,6 +6,7 @@ mod record;
 #[cfg(feature = "capture")]
 mod trace;
 mod tracefile;
+mod tui;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -92,6 +93,27 @@ pub enum Command {
     Export(tracefile::ExportArgs),
     /// Convert an `strace -f` log into a trace file.
     ImportStrace(tracefile::ImportArgs),
+    /// Live terminal viewer: process tree, lineage, event log, container stories (the default).
+    Tui {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Also write everything captured to this trace file.
+        #[arg(long, value_name = "FILE")]
+        record: Option<std::path::PathBuf>,
+    },
+    /// Replay a recording (trace file or strace -f log) in the terminal viewer.
+    View {
+        file: std::path::PathBuf,
+        /// Playback speed relative to the recorded timing.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+        /// Start paused (step with `.`).
+        #[arg(long)]
+        paused: bool,
+        /// Start at the end (the final tree) instead of playing from the first event.
+        #[arg(long)]
+        end: bool,
+    },
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -112,9 +134,14 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => {
-            anyhow::bail!("no subcommand given; see `tracer --help`")
-        }
+        None => tui::live(tui::default_target(), None),
+        Some(Command::Tui { target, record }) => tui::live(target, record),
+        Some(Command::View {
+            file,
+            speed,
+            paused,
+            end,
+        }) => tui::view(&file, speed, paused, end),
         Some(Command::Tree {
             file,
             format,

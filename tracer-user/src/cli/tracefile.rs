@@ -33,7 +33,8 @@ pub struct ReplayArgs {
     /// Advance one event at a time: press Enter for the next (reads stdin; EOF runs to the end).
     #[arg(long, conflicts_with = "speed")]
     pub step: bool,
-    /// Print strace-like lines instead of the interactive view (the only view for now).
+    /// Print strace-like lines instead of the interactive view (the default when stdout is
+    /// not a terminal).
     #[arg(long)]
     pub no_tui: bool,
     /// Prefix lines with the event sequence number.
@@ -155,6 +156,15 @@ fn open_input(path: &Path) -> Result<Input> {
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    if std::io::stdout().is_terminal() && !args.no_tui && !args.step {
+        // The same viewer as `tracer view`, at the asked speed.
+        return super::tui::view(
+            &args.file,
+            args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
+            false,
+            false,
+        );
+    }
     let mut input = open_input(&args.file)?;
     if let Some(h) = input.header() {
         eprintln!(

@@ -1,0 +1,287 @@
+//! The viewer in a real terminal: `tracer view` on the ctr fixture inside a detached tmux
+//! session of fixed size; keys are sent, the pane is captured, and after `q` (and after a
+//! SIGTERM) the terminal must be back to a usable shell (alternate screen left, cooked mode).
+//! Skipped, with a note, when tmux is not installed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime};
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_path_buf()
+}
+
+fn newest_mtime(dir: &Path) -> SystemTime {
+    let mut newest = SystemTime::UNIX_EPOCH;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
+                newest = newest.max(m);
+            }
+        }
+    }
+    newest
+}
+
+/// The `tracer` binary: target/debug/tracer when it is newer than the sources, else one
+/// built (without capture) into a target dir of its own (the main one is locked by the
+/// running `cargo test`).
+fn tracer_bin() -> PathBuf {
+    let ws = workspace();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("target"));
+    let src = newest_mtime(&ws.join("tracer-user/src"));
+    let main = target.join("debug/tracer");
+    if main
+        .metadata()
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| m >= src)
+    {
+        return main;
+    }
+    let own = target.join("tui-tmux");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(cargo)
+        .current_dir(&ws)
+        .args(["build", "-q", "-p", "tracer-user", "--bin", "tracer"])
+        .arg("--no-default-features")
+        .arg("--target-dir")
+        .arg(&own)
+        .status()
+        .expect("cargo build");
+    assert!(st.success(), "building tracer failed");
+    own.join("debug/tracer")
+}
+
+/// A private tmux server (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-u")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux")
+    }
+
+    fn start(name: &str, cols: u16, rows: u16) -> Tmux {
+        let t = Tmux {
+            socket: format!("tracer-tui-{name}-{}", std::process::id()),
+        };
+        let o = t.cmd(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &cols.to_string(),
+            "-y",
+            &rows.to_string(),
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            "TERM=xterm-256color",
+            "LANG=C.UTF-8",
+            "HOME=/tmp",
+            "PS1=$ ",
+            "bash",
+            "--norc",
+            "--noprofile",
+        ]);
+        assert!(o.status.success(), "tmux new-session: {o:?}");
+        t
+    }
+
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status.success());
+    }
+
+    /// Literal text (no key-name lookup).
+    fn type_text(&self, text: &str) {
+        assert!(self
+            .cmd(&["send-keys", "-t", "t", "-l", text])
+            .status
+            .success());
+    }
+
+    fn capture(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    fn display(&self, fmt: &str) -> String {
+        String::from_utf8_lossy(&self.cmd(&["display-message", "-p", "-t", "t", fmt]).stdout)
+            .trim()
+            .to_string()
+    }
+
+    /// Waits until the pane shows every needle; returns the last capture.
+    fn wait_for(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let screen = self.capture();
+            if needles.iter().all(|n| screen.contains(n)) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {needles:?}; pane:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn wait_until(&self, what: &str, f: impl Fn(&Tmux) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !f(self) {
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; pane:\n{}", self.capture());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The shell is back: not in the alternate screen, running bash, line discipline sane.
+    fn assert_terminal_usable(&self, marker: &str) {
+        self.wait_until("the alternate screen to be left", |t| {
+            t.display("#{alternate_on}") == "0"
+        });
+        self.wait_until("bash in the foreground", |t| {
+            t.display("#{pane_current_command}") == "bash"
+        });
+        self.type_text(&format!("stty -a | grep -o -- '-*icanon' ; echo {marker}"));
+        self.send(&["Enter"]);
+        let screen = self.wait_for(&[&format!("\n{marker}")]);
+        let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+        assert!(
+            lines.contains(&"icanon") && !lines.contains(&"-icanon"),
+            "terminal left in raw mode:\n{screen}"
+        );
+        assert!(lines.contains(&marker), "echo did not run:\n{screen}");
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn tui_replay_in_tmux() {
+    if !have_tmux() {
+        eprintln!(
+            "note: tmux not installed; skipping the real-terminal test (apt-get install tmux)"
+        );
+        return;
+    }
+    let bin = tracer_bin();
+    let fixture = workspace().join("tests/fixtures/strace/ctr.log");
+    let t = Tmux::start("replay", 100, 30);
+    t.wait_for(&["$"]);
+    t.type_text(&format!("{} view {}", bin.display(), fixture.display()));
+    t.send(&["Enter"]);
+    t.wait_for(&["REPLAY", "ctr.log"]);
+    // To the end of the recording: the whole tree.
+    t.send(&["G"]);
+    let screen = t.wait_for(&[
+        "546/546",
+        "containerd-shim [shim]",
+        "runc [oci-runtime create]",
+        "sleep [container]",
+        "⤴ adopted ← 15931 exited",
+        "(CLONE_PARENT via 15940)",
+    ]);
+    assert!(screen.contains("runc:[1:CHILD]"), "{screen}");
+
+    // Search the container init: the detail pane shows its lineage.
+    t.send(&["/"]);
+    t.type_text("sleep");
+    t.send(&["Enter"]);
+    t.wait_for(&["process 15941", "adopted by 15921: parent 15931 exited"]);
+
+    // Story pane, then step back one event.
+    t.send(&["s"]);
+    t.wait_for(&["stories 1", "init 15941 exec'd /bin/sleep"]);
+    t.send(&[","]);
+    t.wait_for(&["545/546"]);
+
+    // Help overlay lists the keys; any key closes it.
+    t.send(&["?"]);
+    t.wait_for(&["keys (any key closes)", "q Ctrl-C"]);
+    t.send(&["Escape"]);
+    t.wait_until("help closed", |t| !t.capture().contains("keys (any key"));
+
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-q-ok");
+
+    // SIGTERM restores the terminal too.
+    let pidfile = std::env::temp_dir().join(format!("tracer-tui-test-{}.pid", std::process::id()));
+    t.send(&["C-l"]);
+    t.type_text(&format!(
+        "bash -c 'echo $$ > {}; exec {} view {}'",
+        pidfile.display(),
+        bin.display(),
+        fixture.display()
+    ));
+    t.send(&["Enter"]);
+    t.wait_for(&["REPLAY", "ctr.log"]);
+    let pid = std::fs::read_to_string(&pidfile).expect("pid file");
+    let _ = std::fs::remove_file(&pidfile);
+    let st = Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    t.assert_terminal_usable("after-term-ok");
+}
+
+/// Live view of a command (root; run with `--ignored`): its processes appear, `q` restores.
+#[test]
+#[ignore = "root"]
+fn tui_live_in_tmux() {
+    if !have_tmux() || !tests::is_root() {
+        eprintln!("note: needs tmux and root; skipping");
+        return;
+    }
+    let bin = tracer_bin();
+    let t = Tmux::start("live", 120, 35);
+    t.wait_for(&["$"]);
+    t.type_text(&format!(
+        "{} tui -- sh -c 'sleep 0.3; /bin/true; exec sleep 30'",
+        bin.display()
+    ));
+    t.send(&["Enter"]);
+    let screen = t.wait_for(&["LIVE", "cmd sh -c", "true (exit 0)", "sleep"]);
+    if screen.contains("without live capture") {
+        eprintln!("note: {} was built without feature capture", bin.display());
+        return;
+    }
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-live-ok");
+}

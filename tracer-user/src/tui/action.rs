@@ -1,0 +1,184 @@
+//! Input → [`Action`]. Keys depend only on the mode (search typing, help shown), never on
+//! the terminal.
+
+use crossterm::event::{
+    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind,
+};
+
+use super::state::{AppState, Pane};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Quit,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    EndRow,
+    /// ← / h: fold, or go to the parent.
+    Left,
+    /// → / l: unfold, or go to the first child.
+    Right,
+    /// Enter: focus the subtree (tree), jump to the step's event (story).
+    Enter,
+    /// Esc / Backspace: close help, cancel search, leave the focus, follow the log tail.
+    Back,
+    SearchStart,
+    SearchChar(char),
+    SearchBackspace,
+    SearchConfirm,
+    SearchCancel,
+    SearchNext,
+    SearchPrev,
+    ToggleThreads,
+    ToggleExited,
+    ToggleStory,
+    ToggleHelp,
+    ToggleLogFilter,
+    NextPane,
+    TogglePause,
+    StepForward,
+    StepBack,
+    PrevStoryStep,
+    NextStoryStep,
+    Faster,
+    Slower,
+    /// g: replay start (live: first row).
+    Start,
+    /// G: replay end (live: last row).
+    End,
+    /// Mouse wheel at (column, row): scrolls the pane under the pointer.
+    Scroll {
+        up: bool,
+        col: u16,
+        row: u16,
+    },
+    /// Left click at (column, row): focuses that pane (and selects the tree row).
+    Click {
+        col: u16,
+        row: u16,
+    },
+    Resize(u16, u16),
+}
+
+/// Every key, for the help overlay: (keys, what).
+pub const KEY_HELP: &[(&str, &str)] = &[
+    ("↑/k ↓/j", "select (in the focused pane)"),
+    ("PgUp PgDn Home End", "page / first / last"),
+    ("←/h →/l", "fold / unfold (or go to parent / child)"),
+    (
+        "Enter",
+        "tree: focus subtree · story: jump to the step's event",
+    ),
+    (
+        "Esc Backspace",
+        "leave focus / search / help; log follows the tail",
+    ),
+    ("/", "search name, pid or container id (Enter, Esc)"),
+    ("n N", "next / previous match"),
+    ("t", "threads expanded / folded as {N threads}"),
+    ("x", "show / hide exited (live drops them 30 s after exit)"),
+    ("s", "story pane (container births, step by step)"),
+    ("f", "event log: all / selected subtree only"),
+    ("Tab", "focus next pane (tree, story, log)"),
+    ("space", "pause (live keeps recording while paused)"),
+    (". ,", "replay: step one event forward / back"),
+    ("[ ]", "previous / next story step"),
+    ("+ -", "replay speed ×2 / ÷2"),
+    ("g G", "replay: start / end (live: first / last row)"),
+    ("mouse", "wheel scrolls the pane under it; click selects"),
+    ("?", "this help"),
+    ("q Ctrl-C", "quit"),
+];
+
+/// Maps a terminal event to an action (`None`: ignored).
+pub fn action_for(ev: &TermEvent, s: &AppState) -> Option<Action> {
+    match ev {
+        TermEvent::Key(k) => key_action(k, s),
+        TermEvent::Mouse(m) => match m.kind {
+            MouseEventKind::ScrollUp => Some(Action::Scroll {
+                up: true,
+                col: m.column,
+                row: m.row,
+            }),
+            MouseEventKind::ScrollDown => Some(Action::Scroll {
+                up: false,
+                col: m.column,
+                row: m.row,
+            }),
+            MouseEventKind::Down(crossterm::event::MouseButton::Left) => Some(Action::Click {
+                col: m.column,
+                row: m.row,
+            }),
+            _ => None,
+        },
+        TermEvent::Resize(w, h) => Some(Action::Resize(*w, *h)),
+        _ => None,
+    }
+}
+
+pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
+    if k.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && matches!(k.code, KeyCode::Char('c')) {
+        return Some(Action::Quit);
+    }
+    if s.search_input.is_some() {
+        return match k.code {
+            KeyCode::Enter => Some(Action::SearchConfirm),
+            KeyCode::Esc => Some(Action::SearchCancel),
+            KeyCode::Backspace => Some(Action::SearchBackspace),
+            KeyCode::Char(c) if !ctrl => Some(Action::SearchChar(c)),
+            _ => None,
+        };
+    }
+    if s.show_help {
+        return match k.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            _ => Some(Action::ToggleHelp),
+        };
+    }
+    Some(match k.code {
+        KeyCode::Char('q') => Action::Quit,
+        KeyCode::Up | KeyCode::Char('k') => Action::Up,
+        KeyCode::Down | KeyCode::Char('j') => Action::Down,
+        KeyCode::PageUp => Action::PageUp,
+        KeyCode::PageDown => Action::PageDown,
+        KeyCode::Home => Action::Home,
+        KeyCode::End => Action::EndRow,
+        KeyCode::Left | KeyCode::Char('h') => Action::Left,
+        KeyCode::Right | KeyCode::Char('l') => Action::Right,
+        KeyCode::Enter => Action::Enter,
+        KeyCode::Esc | KeyCode::Backspace => Action::Back,
+        KeyCode::Tab | KeyCode::BackTab => Action::NextPane,
+        KeyCode::Char('/') => Action::SearchStart,
+        KeyCode::Char('n') => Action::SearchNext,
+        KeyCode::Char('N') => Action::SearchPrev,
+        KeyCode::Char('t') => Action::ToggleThreads,
+        KeyCode::Char('x') => Action::ToggleExited,
+        KeyCode::Char('s') => Action::ToggleStory,
+        KeyCode::Char('f') => Action::ToggleLogFilter,
+        KeyCode::Char('?') => Action::ToggleHelp,
+        KeyCode::Char(' ') => Action::TogglePause,
+        KeyCode::Char('.') => Action::StepForward,
+        KeyCode::Char(',') => Action::StepBack,
+        KeyCode::Char('[') => Action::PrevStoryStep,
+        KeyCode::Char(']') => Action::NextStoryStep,
+        KeyCode::Char('+') | KeyCode::Char('=') => Action::Faster,
+        KeyCode::Char('-') | KeyCode::Char('_') => Action::Slower,
+        KeyCode::Char('g') => Action::Start,
+        KeyCode::Char('G') => Action::End,
+        _ => return None,
+    })
+}
+
+/// Pane the movement keys act on (the story pane only while shown).
+pub fn active_pane(s: &AppState) -> Pane {
+    match s.pane {
+        Pane::Story if !s.show_story => Pane::Tree,
+        p => p,
+    }
+}

@@ -1,0 +1,239 @@
+//! The terminal viewer (issue 5): process tree, lineage detail, event log and container
+//! stories, live or replaying a recording.
+//!
+//! Architecture (tracexec-style):
+//! - a **source** task ([`source::replay`], or [`source::live`] with feature `capture`)
+//!   owns the events and sends [`Msg`]s over a bounded channel; the app never touches BPF;
+//! - terminal **input** is read on its own thread and mapped to [`Action`]s
+//!   ([`action::action_for`]);
+//! - a **reducer** ([`reduce`]) updates the [`AppState`] and may send [`Control`]s back to a
+//!   replay source (pause, step, seek, speed);
+//! - **rendering** is a pure function of the state ([`draw`]), run at most 30 times a
+//!   second and only when something changed; ingestion drains the channel between frames
+//!   and never waits for drawing.
+//!
+//! The terminal is restored on quit, on panic (hook) and on SIGTERM/SIGINT.
+
+pub mod action;
+pub mod msg;
+pub mod reduce;
+pub mod source;
+pub mod state;
+#[doc(hidden)]
+pub mod synth;
+mod term;
+pub mod ui;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
+
+use crate::event::Event;
+
+pub use action::Action;
+pub use msg::{Control, Msg, CHANNEL_CAPACITY};
+pub use reduce::reduce;
+pub use source::{Recorder, ReplayOpts};
+pub use state::{AppState, Mode};
+pub use ui::draw;
+
+/// Shortest time between two frames (30 fps).
+pub const FRAME: Duration = Duration::from_millis(33);
+/// Messages taken from the source between two looks at the input.
+const INGEST_BUDGET: usize = 64;
+
+fn color_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn require_terminal() -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("the viewer needs a terminal (stdin and stdout are not both a tty)");
+    }
+    Ok(())
+}
+
+/// Replays `events` in the viewer until the user quits. `title` names the recording on
+/// the status bar. Needs a terminal (callers check `stdout().is_terminal()` first).
+pub fn run_replay(events: Vec<Event>, title: String, opts: ReplayOpts) -> Result<()> {
+    require_terminal()?;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let (ctl_tx, ctl_rx) = mpsc::channel(64);
+        let mut state = AppState::new_replay(title);
+        state.paused = opts.paused;
+        state.speed = opts.speed;
+        let src = tokio::spawn(source::replay(events, opts, tx, ctl_rx));
+        let res = app_loop(state, rx, Some(ctl_tx)).await;
+        src.abort();
+        res
+    })
+}
+
+/// Options of a live view.
+#[cfg(feature = "capture")]
+pub struct LiveOpts {
+    pub ring_bytes: u32,
+    /// Gets every batch the capture reads (the `--record FILE` hook).
+    pub recorder: Option<Box<dyn Recorder>>,
+}
+
+#[cfg(feature = "capture")]
+impl Default for LiveOpts {
+    fn default() -> Self {
+        LiveOpts {
+            ring_bytes: tracer_common::DEFAULT_RING_BYTES,
+            recorder: None,
+        }
+    }
+}
+
+/// Live view of `target` until the user quits. Starting the capture fails before the
+/// terminal is touched (so a missing privilege is one plain line on stderr).
+#[cfg(feature = "capture")]
+pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
+    use crate::capture::{CaptureBuilder, Target};
+    require_terminal()?;
+    let title = match &target {
+        Target::All => "all".to_string(),
+        Target::Pid(p) => format!("pid {p}"),
+        Target::Command(c) => format!("cmd {}", c.join(" ")),
+    };
+    // The viewer owns the terminal: a command gets /dev/null for its stdio (through a shell
+    // that execs it, so the followed pid is the command's own).
+    let (target, note) = match target {
+        Target::Command(argv) => {
+            let mut wrapped: Vec<String> = [
+                "/bin/sh",
+                "-c",
+                "exec \"$@\" </dev/null >/dev/null 2>&1",
+                "sh",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            wrapped.extend(argv);
+            (
+                Target::Command(wrapped),
+                Some("the command's stdin/stdout/stderr are /dev/null".to_string()),
+            )
+        }
+        t => (t, None),
+    };
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let cap = CaptureBuilder::new(target)
+            .ring_bytes(opts.ring_bytes)
+            .start()?;
+        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+        let mut state = AppState::new_live(title);
+        state.message = note;
+        let src = tokio::spawn(source::live(cap, tx, opts.recorder));
+        let res = app_loop(state, rx, None).await;
+        // Dropping the receiver ends the source, which flushes the recorder.
+        let _ = tokio::time::timeout(Duration::from_secs(2), src).await;
+        res
+    })
+}
+
+/// The event loop: input → reducer, source → ingestion, frames at ≤ 30 fps.
+async fn app_loop(
+    mut state: AppState,
+    mut rx: mpsc::Receiver<Msg>,
+    ctl: Option<mpsc::Sender<Control>>,
+) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    state.color = color_allowed();
+
+    let mut guard = term::Guard::enter().context("cannot set up the terminal")?;
+    let size = guard.term.size()?;
+    state.size = (size.width, size.height);
+
+    let (in_tx, mut in_rx) = mpsc::channel(256);
+    let stop = Arc::new(AtomicBool::new(false));
+    let input = term::spawn_input(in_tx, stop.clone());
+
+    let start = Instant::now();
+    let mut frame = tokio::time::interval(FRAME);
+    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut source_open = true;
+    let mut last_clock = 0u64;
+    let mut result = Ok(());
+
+    loop {
+        tokio::select! {
+            biased;
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+            _ = sighup.recv() => break,
+            ev = in_rx.recv() => {
+                let Some(ev) = ev else { break };
+                if let Some(a) = action::action_for(&ev, &state) {
+                    for c in reduce(&mut state, a) {
+                        if let Some(ctl) = &ctl {
+                            let _ = ctl.try_send(c);
+                        }
+                    }
+                }
+            }
+            _ = frame.tick() => {
+                let now = start.elapsed().as_millis() as u64;
+                state.set_now(now);
+                // The clock-driven parts (events/s, highlights) change a few times a second.
+                if now >= last_clock + 250 {
+                    last_clock = now;
+                    state.dirty = true;
+                }
+                if state.dirty {
+                    state.refresh();
+                    if let Err(e) = guard.term.draw(|f| draw(f, &state)) {
+                        result = Err(e).context("cannot draw");
+                        break;
+                    }
+                    state.dirty = false;
+                }
+            }
+            msg = rx.recv(), if source_open => {
+                match msg {
+                    Some(m) => {
+                        state.ingest(m);
+                        for _ in 0..INGEST_BUDGET {
+                            match rx.try_recv() {
+                                Ok(m) => state.ingest(m),
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                    None => source_open = false,
+                }
+            }
+        }
+        if state.quit {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    drop(in_rx);
+    let _ = tokio::task::spawn_blocking(move || input.join()).await;
+    drop(guard);
+    result
+}

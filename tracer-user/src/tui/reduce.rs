@@ -1,0 +1,387 @@
+//! The reducer: an [`Action`] updates the [`AppState`] and may ask a replay source to move
+//! ([`Control`]s, sent by the caller).
+
+use super::action::{active_pane, Action};
+use super::msg::Control;
+use super::state::{AppState, Mode, Pane, RowKind};
+
+pub const MIN_SPEED: f64 = 1.0 / 16.0;
+pub const MAX_SPEED: f64 = 1024.0;
+
+/// Applies `a`; returns what the replay source must do.
+pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
+    s.refresh();
+    s.dirty = true;
+    if !matches!(a, Action::Resize(..) | Action::SearchChar(_)) {
+        s.message = None;
+    }
+    let mut out = Vec::new();
+    let replay = s.mode == Mode::Replay;
+    match a {
+        Action::Quit => s.quit = true,
+        Action::Resize(w, h) => s.size = (w, h),
+        Action::Up => move_by(s, -1),
+        Action::Down => move_by(s, 1),
+        Action::Scroll { up, col, row } => {
+            let keep = s.pane;
+            if let Some(p) = pane_at(s, col, row) {
+                s.pane = p;
+            }
+            move_by(s, if up { -3 } else { 3 });
+            s.pane = keep;
+        }
+        Action::Click { col, row } => click(s, col, row),
+        Action::PageUp => move_by(s, -(page(s) as i64)),
+        Action::PageDown => move_by(s, page(s) as i64),
+        Action::Home => move_by(s, i64::MIN / 2),
+        Action::EndRow => move_by(s, i64::MAX / 2),
+        Action::Left => left(s),
+        Action::Right => right(s),
+        Action::Enter => enter(s, &mut out),
+        Action::Back => back(s),
+        Action::SearchStart => s.search_input = Some(String::new()),
+        Action::SearchChar(c) => {
+            if let Some(q) = s.search_input.as_mut() {
+                if q.chars().count() < 64 {
+                    q.push(c);
+                }
+            }
+        }
+        Action::SearchBackspace => {
+            if let Some(q) = s.search_input.as_mut() {
+                q.pop();
+            }
+        }
+        Action::SearchCancel => s.search_input = None,
+        Action::SearchConfirm => {
+            if let Some(q) = s.search_input.take() {
+                s.search = q.trim().to_string();
+                s.mark_tree_dirty();
+                search(s, true, true);
+            }
+        }
+        Action::SearchNext => search(s, true, false),
+        Action::SearchPrev => search(s, false, false),
+        Action::ToggleThreads => {
+            s.show_threads = !s.show_threads;
+            s.mark_tree_dirty();
+        }
+        Action::ToggleExited => {
+            s.show_exited = !s.show_exited;
+            s.mark_tree_dirty();
+        }
+        Action::ToggleStory => {
+            s.show_story = !s.show_story;
+            s.pane = if s.show_story {
+                Pane::Story
+            } else {
+                Pane::Tree
+            };
+            s.mark_tree_dirty();
+        }
+        Action::ToggleHelp => s.show_help = !s.show_help,
+        Action::ToggleLogFilter => s.log_subtree_only = !s.log_subtree_only,
+        Action::NextPane => {
+            s.pane = match active_pane(s) {
+                Pane::Tree if s.show_story => Pane::Story,
+                Pane::Tree | Pane::Story => Pane::Log,
+                Pane::Log => Pane::Tree,
+            }
+        }
+        Action::TogglePause => {
+            s.paused = !s.paused;
+            if !s.paused && s.mode == Mode::Live {
+                s.flush_pending();
+            }
+            out.push(Control::Pause(s.paused));
+        }
+        Action::StepForward | Action::StepBack if replay => {
+            s.paused = true;
+            s.log_cursor = None;
+            out.push(Control::Step(if a == Action::StepForward { 1 } else { -1 }));
+        }
+        Action::StepForward | Action::StepBack => {
+            s.message = Some("stepping is for replay; space pauses".into());
+        }
+        Action::PrevStoryStep => story_jump(s, false, &mut out),
+        Action::NextStoryStep => story_jump(s, true, &mut out),
+        Action::Faster | Action::Slower if replay => {
+            let f = if a == Action::Faster { 2.0 } else { 0.5 };
+            s.speed = (s.speed * f).clamp(MIN_SPEED, MAX_SPEED);
+            out.push(Control::Speed(s.speed));
+        }
+        Action::Faster | Action::Slower => {}
+        Action::Start if replay => {
+            s.log_cursor = None;
+            out.push(Control::Start);
+        }
+        Action::End if replay => {
+            s.log_cursor = None;
+            out.push(Control::End);
+        }
+        Action::Start => move_by(s, i64::MIN / 2),
+        Action::End => move_by(s, i64::MAX / 2),
+    }
+    s.refresh();
+    out
+}
+
+/// The pane under a screen position (the detail pane counts as none).
+fn pane_at(s: &AppState, col: u16, row: u16) -> Option<Pane> {
+    let a = super::ui::layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+    let p = ratatui::layout::Position::new(col, row);
+    if a.tree.contains(p) {
+        Some(Pane::Tree)
+    } else if a.story.is_some_and(|r| r.contains(p)) {
+        Some(Pane::Story)
+    } else if a.log.contains(p) {
+        Some(Pane::Log)
+    } else {
+        None
+    }
+}
+
+fn click(s: &mut AppState, col: u16, row: u16) {
+    let Some(p) = pane_at(s, col, row) else {
+        return;
+    };
+    s.pane = p;
+    if p == Pane::Tree {
+        let a = super::ui::layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+        // The first line of the pane is its title.
+        if row > a.tree.y {
+            let i = s.tree_offset + (row - a.tree.y - 1) as usize;
+            if let Some(r) = s.rows.get(i) {
+                s.selected = Some(r.kind);
+            }
+        }
+    }
+}
+
+fn page(s: &AppState) -> usize {
+    match active_pane(s) {
+        Pane::Tree => super::ui::tree_height(s).max(2) - 1,
+        _ => 5,
+    }
+}
+
+fn move_by(s: &mut AppState, d: i64) {
+    match active_pane(s) {
+        Pane::Tree => {
+            if s.rows.is_empty() {
+                return;
+            }
+            let max = s.rows.len() as i64 - 1;
+            let i = (s.cursor as i64).saturating_add(d).clamp(0, max) as usize;
+            s.cursor = i;
+            s.selected = Some(s.rows[i].kind);
+        }
+        Pane::Story => {
+            let n = s.story_steps().len() as i64;
+            if n > 0 {
+                s.story_cursor = (s.story_cursor as i64).saturating_add(d).clamp(0, n - 1) as usize;
+            }
+        }
+        Pane::Log => {
+            let lines = s.visible_log();
+            if lines.is_empty() {
+                return;
+            }
+            let cur = match s.log_cursor {
+                Some(seq) => lines
+                    .iter()
+                    .position(|l| l.seq >= seq)
+                    .unwrap_or(lines.len() - 1),
+                None => lines.len() - 1,
+            } as i64;
+            let i = cur.saturating_add(d).clamp(0, lines.len() as i64 - 1) as usize;
+            s.log_cursor = if i + 1 == lines.len() && d > 0 {
+                None
+            } else {
+                Some(lines[i].seq)
+            };
+        }
+    }
+}
+
+fn left(s: &mut AppState) {
+    if active_pane(s) != Pane::Tree {
+        return;
+    }
+    let Some(row) = s.rows.get(s.cursor).copied() else {
+        return;
+    };
+    match row.kind {
+        RowKind::Proc(id) => {
+            let has_kids = s
+                .rows
+                .get(s.cursor + 1)
+                .is_some_and(|r| r.parent_row == Some(s.cursor));
+            if has_kids {
+                s.folded.insert(id);
+                s.mark_tree_dirty();
+                return;
+            }
+        }
+        RowKind::Thread { .. } => {}
+    }
+    if let Some(p) = row.parent_row.and_then(|i| s.rows.get(i)) {
+        s.selected = Some(p.kind);
+    }
+}
+
+fn right(s: &mut AppState) {
+    if active_pane(s) != Pane::Tree {
+        return;
+    }
+    let Some(row) = s.rows.get(s.cursor).copied() else {
+        return;
+    };
+    if let RowKind::Proc(id) = row.kind {
+        if s.folded.remove(&id) {
+            s.mark_tree_dirty();
+        } else if let Some(next) = s.rows.get(s.cursor + 1) {
+            if next.parent_row == Some(s.cursor) {
+                s.selected = Some(next.kind);
+            }
+        }
+    }
+}
+
+fn enter(s: &mut AppState, out: &mut Vec<Control>) {
+    match active_pane(s) {
+        Pane::Tree => {
+            let Some(id) = s.selected.map(|k| k.proc()) else {
+                return;
+            };
+            s.focus_root = if s.focus_root == Some(id) {
+                None
+            } else {
+                Some(id)
+            };
+            s.selected = Some(RowKind::Proc(id));
+            s.folded.remove(&id);
+            s.tree_offset = 0;
+            s.mark_tree_dirty();
+        }
+        Pane::Story => jump_to_step(s, s.story_cursor, out),
+        Pane::Log => {}
+    }
+}
+
+fn back(s: &mut AppState) {
+    if s.show_help {
+        s.show_help = false;
+    } else if s.log_cursor.is_some() && active_pane(s) == Pane::Log {
+        s.log_cursor = None;
+    } else if s.focus_root.is_some() {
+        s.focus_root = None;
+        s.mark_tree_dirty();
+    } else if !s.search.is_empty() {
+        s.search.clear();
+        s.mark_tree_dirty();
+    } else {
+        s.log_cursor = None;
+    }
+}
+
+/// Selects the next (or previous) matching row, wrapping; `from_current` includes the
+/// current row (a fresh search).
+fn search(s: &mut AppState, forward: bool, from_current: bool) {
+    if s.search.is_empty() {
+        return;
+    }
+    // Unfold everything that hides a match, so the walk below can reach it.
+    let hidden: Vec<usize> = s
+        .engine
+        .processes()
+        .filter(|p| s.matches_search(p))
+        .map(|p| p.id)
+        .collect();
+    if hidden.is_empty() {
+        s.message = Some(format!("no match for {:?}", s.search));
+        return;
+    }
+    for id in hidden {
+        s.unfold_to(id);
+    }
+    s.refresh();
+    let n = s.rows.len();
+    if n == 0 {
+        return;
+    }
+    let start = s.cursor;
+    for k in 0..n {
+        let off = if from_current { k } else { k + 1 };
+        let i = if forward {
+            (start + off) % n
+        } else {
+            (start + n - (off % n)) % n
+        };
+        if let RowKind::Proc(id) = s.rows[i].kind {
+            if s.engine.get(id).is_some_and(|p| s.matches_search(p)) {
+                s.selected = Some(s.rows[i].kind);
+                s.pane = Pane::Tree;
+                return;
+            }
+        }
+    }
+    s.message = Some(format!("no visible match for {:?}", s.search));
+}
+
+/// `[` / `]`: replay moves to the previous/next step's event; live moves the story cursor.
+fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
+    let steps = s.story_steps();
+    if steps.is_empty() {
+        s.message = Some("no container birth found (yet)".into());
+        return;
+    }
+    let seq_of = |&(i, j): &(usize, usize)| s.stories[i].steps[j].seq;
+    let target = if s.mode == Mode::Replay {
+        let at = s.last_seq();
+        // Steps in seq order (stories interleave).
+        let mut order: Vec<usize> = (0..steps.len()).collect();
+        order.sort_by_key(|&k| (seq_of(&steps[k]), k));
+        if next {
+            order
+                .into_iter()
+                .find(|&k| at.is_none_or(|a| seq_of(&steps[k]) > a))
+        } else {
+            order
+                .into_iter()
+                .rev()
+                .find(|&k| at.is_some_and(|a| seq_of(&steps[k]) < a))
+        }
+    } else if next {
+        Some((s.story_cursor + 1).min(steps.len() - 1))
+    } else {
+        Some(s.story_cursor.saturating_sub(1))
+    };
+    match target {
+        Some(k) => {
+            if !s.show_story {
+                s.show_story = true;
+                s.pane = Pane::Story;
+                s.mark_tree_dirty();
+            }
+            jump_to_step(s, k, out);
+        }
+        None => s.message = Some("no further story step".into()),
+    }
+}
+
+/// Selects a step: its process in the tree, its event in the log; replay seeks to it.
+fn jump_to_step(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
+    let steps = s.story_steps();
+    let Some(&(i, j)) = steps.get(k) else { return };
+    let step = &s.stories[i].steps[j];
+    let (seq, pid) = (step.seq, step.pid);
+    s.story_cursor = k;
+    s.log_cursor = Some(seq);
+    s.select_pid = Some(pid);
+    if s.mode == Mode::Replay && s.last_seq() != Some(seq) {
+        s.paused = true;
+        out.push(Control::Pause(true));
+        out.push(Control::Seek(seq));
+    }
+}

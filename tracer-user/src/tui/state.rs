@@ -1,0 +1,708 @@
+//! The app state: the engine fed by the source, plus everything the view needs. Ingestion
+//! ([`AppState::ingest`]) and the reducer mutate it; [`AppState::refresh`] recomputes the
+//! derived parts (visible tree rows, stories) before a frame is drawn.
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::event::Event;
+use crate::lineage::{Engine, ProcId, Process, Story};
+use crate::render::LineRenderer;
+use crate::stats::StreamStats;
+
+use super::msg::Msg;
+
+/// Log lines kept in live mode (oldest dropped first). Replay keeps them all (it can rewind).
+pub const LIVE_LOG_CAP: usize = 50_000;
+/// Events kept pending while a live view is paused before they are applied anyway.
+pub const MAX_PENDING: usize = 1_000_000;
+/// How long a new node stays highlighted, in ms.
+pub const HIGHLIGHT_MS: u64 = 2_000;
+/// Live: exited processes leave the tree this long (event time) after their exit, unless
+/// something below them still runs.
+pub const EXITED_KEEP_NS: u64 = 30_000_000_000;
+/// A batch this big is a jump or a catch-up: its new nodes are not highlighted.
+const BULK_EVENTS: usize = 256;
+/// Window of the events/s rate, in ms.
+const RATE_WINDOW_MS: u64 = 2_000;
+/// Fewest events between two replay snapshots (more when the tree is big).
+const SNAPSHOT_EVERY: usize = 4_096;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    Replay,
+}
+
+/// Which pane the movement keys act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    Tree,
+    Story,
+    Log,
+}
+
+/// One line of the event log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    /// Seq of the event that produced the line.
+    pub seq: u64,
+    pub tgid: u32,
+    pub text: String,
+}
+
+/// What a tree row shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowKind {
+    Proc(ProcId),
+    /// A thread of a process (other than its leader), shown when threads are expanded.
+    Thread {
+        proc: ProcId,
+        tid: u32,
+    },
+}
+
+impl RowKind {
+    pub fn proc(self) -> ProcId {
+        match self {
+            RowKind::Proc(p) | RowKind::Thread { proc: p, .. } => p,
+        }
+    }
+}
+
+/// A visible tree row. The connector prefix is built at draw time from `parent_row` and
+/// `last` (only for the rows on screen, so a deep tree costs O(rows) memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub kind: RowKind,
+    pub parent_row: Option<usize>,
+    /// Last sibling (└─ rather than ├─).
+    pub last: bool,
+    pub depth: u32,
+    /// Folded with this many children hidden.
+    pub folded_children: usize,
+}
+
+/// Engine and log state at a replay position, to step back without replaying everything.
+#[derive(Clone)]
+struct Snapshot {
+    index: usize,
+    engine: Engine,
+    stats: StreamStats,
+    renderer: LineRenderer,
+    log_len: usize,
+}
+
+/// Everything the view shows. Rendering is a pure function of this.
+pub struct AppState {
+    pub mode: Mode,
+    /// Live: the target (`all`, `pid 4082`, `cmd …`); replay: the file name.
+    pub title: String,
+    pub engine: Engine,
+    pub stats: StreamStats,
+    /// Newest event timestamp seen (the stream's clock).
+    pub last_ts_ns: u64,
+    /// Live: events the ring buffer dropped.
+    pub drops: u64,
+    pub log: VecDeque<LogLine>,
+    renderer: LineRenderer,
+
+    // ---- replay ----
+    /// Replay: the events applied so far, in order (the file's first `events.len()`).
+    pub events: Vec<Event>,
+    /// Replay: number of events in the file.
+    pub total: usize,
+    /// Replay: the stories of the whole file.
+    pub full_stories: Vec<Story>,
+    snapshots: Vec<Snapshot>,
+    pub speed: f64,
+    pub paused: bool,
+    /// Live, paused: events received but not applied yet.
+    pub pending: Vec<Event>,
+    /// Live: the followed processes are all gone.
+    pub target_exited: bool,
+    pub source_error: Option<String>,
+    /// Status-line message (search miss, notes).
+    pub message: Option<String>,
+
+    // ---- clock (passed in, never read from the wall clock while drawing) ----
+    pub now_ms: u64,
+    /// Per ProcId: when it was first seen (ms), for the new-node highlight; `None` when it
+    /// came in a bulk load (a jump, the start of a replay at the end) and is not highlighted.
+    pub seen_at: Vec<Option<u64>>,
+    /// (time ms, events so far) samples for the events/s rate.
+    rate: VecDeque<(u64, u64)>,
+
+    // ---- view ----
+    pub size: (u16, u16),
+    pub selected: Option<RowKind>,
+    /// Set by a story jump when the process is not in the tree yet (replay seeking ahead).
+    pub select_pid: Option<u32>,
+    pub tree_offset: usize,
+    pub folded: HashSet<ProcId>,
+    pub focus_root: Option<ProcId>,
+    pub show_exited: bool,
+    pub show_threads: bool,
+    pub show_story: bool,
+    pub show_help: bool,
+    /// The event log shows only the selected process's subtree.
+    pub log_subtree_only: bool,
+    pub pane: Pane,
+    /// Index into [`AppState::story_steps`].
+    pub story_cursor: usize,
+    /// Log: the highlighted line's seq; `None` follows the tail.
+    pub log_cursor: Option<u64>,
+    /// `/` being typed.
+    pub search_input: Option<String>,
+    /// The last confirmed search.
+    pub search: String,
+    pub quit: bool,
+    /// Colours allowed (`NO_COLOR` unset); modifiers are always used.
+    pub color: bool,
+
+    // ---- derived by refresh() ----
+    pub rows: Vec<Row>,
+    /// Row index of the selection.
+    pub cursor: usize,
+    /// Stories shown (replay: the whole file's; live: the engine's now).
+    pub stories: Vec<Story>,
+    /// Pids of the selected subtree, for the log filter.
+    pub subtree_pids: HashSet<u32>,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+    tree_dirty: bool,
+}
+
+impl AppState {
+    fn new(mode: Mode, title: String) -> AppState {
+        let mut s = AppState {
+            mode,
+            title,
+            engine: Engine::new(),
+            stats: StreamStats::default(),
+            last_ts_ns: 0,
+            drops: 0,
+            log: VecDeque::new(),
+            renderer: LineRenderer::new(),
+            events: Vec::new(),
+            total: 0,
+            full_stories: Vec::new(),
+            snapshots: Vec::new(),
+            speed: 1.0,
+            paused: false,
+            pending: Vec::new(),
+            target_exited: false,
+            source_error: None,
+            message: None,
+            now_ms: 0,
+            seen_at: Vec::new(),
+            rate: VecDeque::new(),
+            size: (80, 24),
+            selected: None,
+            select_pid: None,
+            tree_offset: 0,
+            folded: HashSet::new(),
+            focus_root: None,
+            show_exited: true,
+            show_threads: false,
+            show_story: false,
+            show_help: false,
+            log_subtree_only: false,
+            pane: Pane::Tree,
+            story_cursor: 0,
+            log_cursor: None,
+            search_input: None,
+            search: String::new(),
+            quit: false,
+            color: true,
+            rows: Vec::new(),
+            cursor: 0,
+            stories: Vec::new(),
+            subtree_pids: HashSet::new(),
+            dirty: true,
+            tree_dirty: true,
+        };
+        s.renderer.show_seq = true;
+        s.push_snapshot();
+        s
+    }
+
+    pub fn new_live(title: impl Into<String>) -> AppState {
+        AppState::new(Mode::Live, title.into())
+    }
+
+    pub fn new_replay(title: impl Into<String>) -> AppState {
+        AppState::new(Mode::Replay, title.into())
+    }
+
+    /// Replay position: events applied.
+    pub fn position(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Seq of the last applied event.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.engine.last_seq()
+    }
+
+    /// Events per second over the last two seconds.
+    pub fn rate(&self) -> f64 {
+        match (self.rate.front(), self.rate.back()) {
+            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
+                (n1.saturating_sub(n0)) as f64 * 1000.0 / (t1 - t0) as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Sets the clock (ms since the app started).
+    pub fn set_now(&mut self, now_ms: u64) {
+        if now_ms != self.now_ms {
+            let highlighted = self
+                .seen_at
+                .iter()
+                .flatten()
+                .any(|&t| t + HIGHLIGHT_MS > self.now_ms && t + HIGHLIGHT_MS <= now_ms);
+            self.now_ms = now_ms;
+            if highlighted {
+                self.dirty = true;
+            }
+        }
+        self.rate.push_back((now_ms, self.stats.events));
+        while self
+            .rate
+            .front()
+            .is_some_and(|&(t, _)| t + RATE_WINDOW_MS < now_ms)
+        {
+            self.rate.pop_front();
+        }
+    }
+
+    /// Was this process first seen less than [`HIGHLIGHT_MS`] ago?
+    pub fn is_new(&self, id: ProcId) -> bool {
+        self.seen_at
+            .get(id)
+            .copied()
+            .flatten()
+            .is_some_and(|t| self.now_ms < t + HIGHLIGHT_MS)
+    }
+
+    // ---- ingestion ----
+
+    /// Takes one message from the source.
+    pub fn ingest(&mut self, msg: Msg) {
+        self.dirty = true;
+        match msg {
+            Msg::Init { total, stories } => {
+                self.total = total;
+                self.full_stories = stories;
+            }
+            Msg::Events(evs) => {
+                if self.mode == Mode::Live && self.paused {
+                    self.pending.extend(evs);
+                    if self.pending.len() >= MAX_PENDING {
+                        let p = std::mem::take(&mut self.pending);
+                        self.apply_events(p);
+                        self.message = Some("too many events while paused: applied".into());
+                    }
+                } else {
+                    self.apply_events(evs);
+                    self.follow_story();
+                }
+            }
+            Msg::Seed(snap) => {
+                self.engine.seed_snapshot(&snap);
+                self.seen_at.resize(self.engine.process_count(), None);
+                self.tree_dirty = true;
+            }
+            Msg::Rewind(n) => {
+                self.rewind(n);
+                self.follow_story();
+            }
+            Msg::Drops(d) => self.drops = d,
+            Msg::TargetExited => self.target_exited = true,
+            Msg::Note(n) => self.message = Some(n),
+            Msg::Error(e) => self.source_error = Some(e),
+        }
+    }
+
+    /// Replay: the story cursor follows the position (the last step reached).
+    fn follow_story(&mut self) {
+        if self.mode != Mode::Replay {
+            return;
+        }
+        let Some(at) = self.last_seq() else {
+            self.story_cursor = 0;
+            return;
+        };
+        let mut best: Option<(u64, usize)> = None;
+        let mut k = 0;
+        for st in &self.full_stories {
+            for step in &st.steps {
+                if step.seq <= at && best.is_none_or(|(q, _)| step.seq >= q) {
+                    best = Some((step.seq, k));
+                }
+                k += 1;
+            }
+        }
+        self.story_cursor = best.map_or(0, |(_, k)| k);
+    }
+
+    /// Applies pending events (live, on resume).
+    pub fn flush_pending(&mut self) {
+        let p = std::mem::take(&mut self.pending);
+        if !p.is_empty() {
+            self.apply_events(p);
+        }
+    }
+
+    fn apply_one(&mut self, ev: &Event) {
+        self.engine.apply(ev);
+        self.stats.observe(ev);
+        self.last_ts_ns = self.last_ts_ns.max(ev.ts_ns);
+        for text in self.renderer.render(ev) {
+            self.log.push_back(LogLine {
+                seq: ev.seq,
+                tgid: ev.tgid,
+                text,
+            });
+        }
+    }
+
+    fn apply_events(&mut self, evs: Vec<Event>) {
+        if evs.is_empty() {
+            return;
+        }
+        let bulk = evs.len() > BULK_EVENTS;
+        self.tree_dirty = true;
+        for ev in evs {
+            self.apply_one(&ev);
+            if self.mode == Mode::Replay {
+                self.events.push(ev);
+                let last = self.snapshots.last().map_or(0, |s| s.index);
+                let every = SNAPSHOT_EVERY.max(self.engine.process_count());
+                if self.events.len() - last >= every {
+                    self.push_snapshot();
+                }
+            }
+        }
+        if self.mode == Mode::Live {
+            while self.log.len() > LIVE_LOG_CAP {
+                self.log.pop_front();
+            }
+        }
+        let n = self.engine.process_count();
+        if self.seen_at.len() < n {
+            self.seen_at.resize(n, (!bulk).then_some(self.now_ms));
+        }
+    }
+
+    fn push_snapshot(&mut self) {
+        self.snapshots.push(Snapshot {
+            index: self.events.len(),
+            engine: self.engine.clone(),
+            stats: self.stats.clone(),
+            renderer: self.renderer.clone(),
+            log_len: self.log.len(),
+        });
+    }
+
+    /// Replay: back to the first `n` events, from the nearest snapshot.
+    fn rewind(&mut self, n: usize) {
+        if n >= self.events.len() {
+            return;
+        }
+        self.snapshots.retain(|s| s.index <= n);
+        let Some(snap) = self.snapshots.last().cloned() else {
+            return;
+        };
+        self.engine = snap.engine;
+        self.stats = snap.stats;
+        self.last_ts_ns = self.events[..snap.index]
+            .iter()
+            .map(|e| e.ts_ns)
+            .max()
+            .unwrap_or(0);
+        self.renderer = snap.renderer;
+        self.log.truncate(snap.log_len);
+        let tail: Vec<Event> = self.events[snap.index..n].to_vec();
+        for ev in &tail {
+            self.apply_one(ev);
+        }
+        self.events.truncate(n);
+        self.seen_at.truncate(self.engine.process_count());
+        self.tree_dirty = true;
+        if self
+            .log_cursor
+            .is_some_and(|c| self.last_seq().is_none_or(|l| c > l))
+        {
+            self.log_cursor = None;
+        }
+    }
+
+    pub fn mark_tree_dirty(&mut self) {
+        self.tree_dirty = true;
+        self.dirty = true;
+    }
+
+    // ---- derived state ----
+
+    /// Recomputes rows, cursor and stories after changes. Cheap when nothing changed.
+    pub fn refresh(&mut self) {
+        if self.tree_dirty {
+            self.tree_dirty = false;
+            if self
+                .focus_root
+                .is_some_and(|f| f >= self.engine.process_count())
+            {
+                self.focus_root = None;
+            }
+            self.rows = build_rows(self);
+            self.stories = match self.mode {
+                Mode::Replay => self.full_stories.clone(),
+                Mode::Live => self.engine.stories(),
+            };
+            if self.story_cursor >= self.story_steps().len() {
+                self.story_cursor = self.story_steps().len().saturating_sub(1);
+            }
+        }
+        if let Some(pid) = self.select_pid {
+            if let Some(p) = self.engine.process(pid) {
+                let id = p.id;
+                self.select_pid = None;
+                self.unfold_to(id);
+                if self.tree_dirty {
+                    self.tree_dirty = false;
+                    self.rows = build_rows(self);
+                }
+                self.selected = Some(RowKind::Proc(id));
+            }
+        }
+        self.cursor = match self.selected {
+            Some(k) => self
+                .rows
+                .iter()
+                .position(|r| r.kind == k)
+                .or_else(|| {
+                    self.rows
+                        .iter()
+                        .position(|r| r.kind == RowKind::Proc(k.proc()))
+                })
+                .unwrap_or(self.cursor),
+            None => 0,
+        };
+        self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
+        self.selected = self.rows.get(self.cursor).map(|r| r.kind);
+        self.subtree_pids.clear();
+        if self.log_subtree_only {
+            if let Some(p) = self.selected_process() {
+                let mut stack = vec![p.id];
+                let mut n = 0;
+                while let Some(id) = stack.pop() {
+                    n += 1;
+                    if n > self.engine.process_count() {
+                        break;
+                    }
+                    if let Some(q) = self.engine.get(id) {
+                        self.subtree_pids.insert(q.pid);
+                        stack.extend(q.child_ids().iter().copied());
+                    }
+                }
+            }
+        }
+        self.clamp_tree_offset();
+    }
+
+    /// Unfolds every ancestor of `id` and leaves a focus that does not contain it.
+    pub fn unfold_to(&mut self, id: ProcId) {
+        let mut cur = self.engine.get(id).and_then(|p| p.parent);
+        let mut hops = 0;
+        let mut in_focus = self.focus_root.is_none() || self.focus_root == Some(id);
+        while let Some(a) = cur {
+            hops += 1;
+            if hops > self.engine.process_count() {
+                break;
+            }
+            if self.folded.remove(&a) {
+                self.tree_dirty = true;
+            }
+            if self.focus_root == Some(a) {
+                in_focus = true;
+            }
+            cur = self.engine.get(a).and_then(|p| p.parent);
+        }
+        if !in_focus {
+            self.focus_root = None;
+            self.tree_dirty = true;
+        }
+        if let Some(p) = self.engine.get(id) {
+            if p.exited && !self.show_exited {
+                self.show_exited = true;
+                self.tree_dirty = true;
+            }
+        }
+    }
+
+    /// Keeps the selection on screen (the tree pane height comes from the layout).
+    pub fn clamp_tree_offset(&mut self) {
+        let h = super::ui::tree_height(self).max(1);
+        if self.cursor < self.tree_offset {
+            self.tree_offset = self.cursor;
+        } else if self.cursor >= self.tree_offset + h {
+            self.tree_offset = self.cursor + 1 - h;
+        }
+        let max = self.rows.len().saturating_sub(h);
+        self.tree_offset = self.tree_offset.min(max);
+    }
+
+    pub fn selected_process(&self) -> Option<&Process> {
+        self.selected.and_then(|k| self.engine.get(k.proc()))
+    }
+
+    /// Every story step as (story index, step index), in story order.
+    pub fn story_steps(&self) -> Vec<(usize, usize)> {
+        self.stories
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| (0..s.steps.len()).map(move |j| (i, j)))
+            .collect()
+    }
+
+    /// Log lines shown (all, or the selected subtree's).
+    pub fn visible_log(&self) -> Vec<&LogLine> {
+        if self.log_subtree_only {
+            self.log
+                .iter()
+                .filter(|l| self.subtree_pids.contains(&l.tgid))
+                .collect()
+        } else {
+            self.log.iter().collect()
+        }
+    }
+
+    /// Does `p` match the search (name substring, pid prefix, container id prefix)?
+    pub fn matches_search(&self, p: &Process) -> bool {
+        matches_query(p, &self.search)
+    }
+}
+
+pub fn matches_query(p: &Process, q: &str) -> bool {
+    let q = q.trim();
+    if q.is_empty() {
+        return false;
+    }
+    if q.bytes().all(|b| b.is_ascii_digit()) {
+        return p.pid.to_string().starts_with(q);
+    }
+    let ql = q.to_lowercase();
+    p.name().to_lowercase().contains(&ql)
+        || p.container_id
+            .as_deref()
+            .is_some_and(|c| c.to_lowercase().starts_with(&ql))
+        || p.exe
+            .as_deref()
+            .is_some_and(|e| crate::lineage::basename(e).to_lowercase().contains(&ql))
+}
+
+/// Does the subtree under each record hold a live process? (indexed by ProcId)
+fn live_below(e: &Engine) -> Vec<bool> {
+    let n = e.process_count();
+    let mut live = vec![false; n];
+    for p in e.processes() {
+        if p.exited {
+            continue;
+        }
+        let mut cur = p.parent;
+        let mut hops = 0;
+        while let Some(a) = cur {
+            hops += 1;
+            if a >= n || live[a] || hops > n {
+                break;
+            }
+            live[a] = true;
+            cur = e.get(a).and_then(|q| q.parent);
+        }
+    }
+    live
+}
+
+/// The visible rows: a depth-first walk from the roots (or the focused process), skipping
+/// exited leaves when they are hidden and the inside of folded nodes.
+fn build_rows(s: &AppState) -> Vec<Row> {
+    let e = &s.engine;
+    // Live: exited processes go some time after their exit (replay keeps them: time travel).
+    let expire_before = match s.mode {
+        Mode::Live if s.last_ts_ns > EXITED_KEEP_NS => Some(s.last_ts_ns - EXITED_KEEP_NS),
+        _ => None,
+    };
+    let gone = |p: &Process| {
+        p.exited
+            && (!s.show_exited
+                || expire_before.is_some_and(|t| p.exit_ts_ns.is_some_and(|x| x > 0 && x < t)))
+    };
+    let live = if s.show_exited && expire_before.is_none() {
+        Vec::new()
+    } else {
+        live_below(e)
+    };
+    let visible = |p: &Process| !gone(p) || live.get(p.id).copied() == Some(true);
+    let roots: Vec<&Process> = match s.focus_root.and_then(|f| e.get(f)) {
+        Some(f) => vec![f],
+        None => e.roots().into_iter().filter(|p| visible(p)).collect(),
+    };
+    let mut rows = Vec::with_capacity(e.process_count());
+    // (process, parent row, last, depth), pushed in reverse so they pop in order.
+    let mut stack: Vec<(&Process, Option<usize>, bool, u32)> = Vec::new();
+    let n = roots.len();
+    for (i, r) in roots.into_iter().enumerate().rev() {
+        stack.push((r, None, i + 1 == n, 0));
+    }
+    while let Some((p, parent_row, last, depth)) = stack.pop() {
+        if rows.len() > 4 * e.process_count() + 16 {
+            break; // cannot happen (no cycles); bounds the walk anyway
+        }
+        let kids: Vec<&Process> = e
+            .children_of(p)
+            .into_iter()
+            .filter(|c| visible(c))
+            .collect();
+        let threads: Vec<u32> = if s.show_threads {
+            p.live_tids().filter(|&t| t != p.pid).collect()
+        } else {
+            Vec::new()
+        };
+        let folded = s.folded.contains(&p.id);
+        let hidden = if folded {
+            kids.len() + threads.len()
+        } else {
+            0
+        };
+        let me = rows.len();
+        rows.push(Row {
+            kind: RowKind::Proc(p.id),
+            parent_row,
+            last,
+            depth,
+            folded_children: hidden,
+        });
+        if folded {
+            continue;
+        }
+        let nk = kids.len();
+        for (i, t) in threads.iter().enumerate() {
+            rows.push(Row {
+                kind: RowKind::Thread {
+                    proc: p.id,
+                    tid: *t,
+                },
+                parent_row: Some(me),
+                last: nk == 0 && i + 1 == threads.len(),
+                depth: depth + 1,
+                folded_children: 0,
+            });
+        }
+        for (i, c) in kids.into_iter().enumerate().rev() {
+            stack.push((c, Some(me), i + 1 == nk, depth + 1));
+        }
+    }
+    rows
+}

@@ -1,0 +1,629 @@
+//! Snapshot tests (TestBackend + insta) on the real strace fixtures, reducer and key tests,
+//! and the replay source driven through its channels.
+
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use ratatui::Terminal;
+
+use super::action::{key_action, Action};
+use super::msg::{Control, Msg};
+use super::reduce::reduce;
+use super::source::{replay, ReplayOpts};
+use super::state::{AppState, Mode, Pane, RowKind};
+use super::ui::draw;
+use crate::event::Event;
+use crate::lineage::{replay_until, tree_text, Engine, TreeOpts};
+
+fn fixture(name: &str) -> Vec<Event> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/strace")
+        .join(format!("{name}.log"));
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    crate::strace::parse_log(&text).expect("import").events
+}
+
+fn stories_of(events: &[Event]) -> Vec<crate::lineage::Story> {
+    let mut e = Engine::new();
+    events.iter().for_each(|ev| e.apply(ev));
+    e.stories()
+}
+
+/// A replay state with the first `upto` events of `events` applied, the clock far past any
+/// highlight.
+fn replay_state(title: &str, events: &[Event], upto: usize, size: (u16, u16)) -> AppState {
+    let mut s = AppState::new_replay(title);
+    s.size = size;
+    s.paused = true;
+    s.ingest(Msg::Init {
+        total: events.len(),
+        stories: stories_of(events),
+    });
+    s.ingest(Msg::Events(events[..upto].to_vec()));
+    s.set_now(60_000);
+    s.refresh();
+    s
+}
+
+fn at_end(name: &str, size: (u16, u16)) -> AppState {
+    let evs = fixture(name);
+    let n = evs.len();
+    replay_state(&format!("{name}.log"), &evs, n, size)
+}
+
+fn render(s: &mut AppState) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(s.size.0, s.size.1)).expect("terminal");
+    s.refresh();
+    t.draw(|f| draw(f, s)).expect("draw");
+    t
+}
+
+fn screen(s: &mut AppState) -> String {
+    render(s).backend().to_string()
+}
+
+fn key(c: char) -> Action {
+    let s = AppState::new_live("t");
+    key_action(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE), &s).expect("mapped")
+}
+
+fn keys(s: &mut AppState, acts: &[Action]) -> Vec<Control> {
+    acts.iter().flat_map(|a| reduce(s, a.clone())).collect()
+}
+
+fn select_pid(s: &mut AppState, pid: u32) {
+    let id = s.engine.process(pid).expect("pid").id;
+    s.selected = Some(RowKind::Proc(id));
+    s.refresh();
+}
+
+fn search(s: &mut AppState, q: &str) {
+    reduce(s, Action::SearchStart);
+    for c in q.chars() {
+        reduce(s, Action::SearchChar(c));
+    }
+    reduce(s, Action::SearchConfirm);
+}
+
+// ---- snapshots ----
+
+#[test]
+fn snapshot_ctr_initial_80x24() {
+    let mut s = at_end("ctr", (80, 24));
+    insta::assert_snapshot!(screen(&mut s));
+}
+
+#[test]
+fn snapshot_ctr_initial_200x60() {
+    let mut s = at_end("ctr", (200, 60));
+    insta::assert_snapshot!(screen(&mut s));
+}
+
+#[test]
+fn snapshot_runc_and_podman_120x40() {
+    let mut s = at_end("runc", (120, 40));
+    insta::assert_snapshot!("runc_120x40", screen(&mut s));
+    let mut s = at_end("podman", (120, 40));
+    insta::assert_snapshot!("podman_120x40", screen(&mut s));
+}
+
+#[test]
+fn snapshot_selection_with_lineage() {
+    // The container init: cloned with CLONE_PARENT by CHILD, adopted by the shim.
+    let mut s = at_end("ctr", (200, 60));
+    search(&mut s, "sleep");
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15941));
+    insta::assert_snapshot!("selection_200x60", screen(&mut s));
+    let mut s = at_end("ctr", (80, 24));
+    select_pid(&mut s, 15921);
+    insta::assert_snapshot!("selection_shim_80x24", screen(&mut s));
+}
+
+#[test]
+fn snapshot_story_pane() {
+    let mut s = at_end("ctr", (80, 24));
+    keys(&mut s, &[Action::ToggleStory, Action::Down, Action::Down]);
+    assert_eq!(s.pane, Pane::Story);
+    insta::assert_snapshot!("story_80x24", screen(&mut s));
+    let mut s = at_end("ctr", (200, 60));
+    keys(&mut s, &[Action::ToggleStory]);
+    insta::assert_snapshot!("story_200x60", screen(&mut s));
+}
+
+#[test]
+fn snapshot_help_overlay() {
+    let mut s = at_end("ctr", (80, 24));
+    reduce(&mut s, key('?'));
+    assert!(s.show_help);
+    let text = screen(&mut s);
+    for (k, _) in super::action::KEY_HELP {
+        assert!(text.contains(k), "help lacks {k}");
+    }
+    insta::assert_snapshot!("help_80x24", text);
+}
+
+#[test]
+fn snapshot_empty_trace() {
+    let mut s = replay_state("empty.log", &[], 0, (80, 24));
+    insta::assert_snapshot!("empty_80x24", screen(&mut s));
+    let mut s = AppState::new_live("all");
+    s.size = (80, 24);
+    s.set_now(1_000);
+    insta::assert_snapshot!("empty_live_80x24", screen(&mut s));
+}
+
+#[test]
+fn snapshot_drops_and_gaps_in_red() {
+    // Live view of the runc capture with events 40..=44 lost and 7 drops reported.
+    let evs: Vec<Event> = fixture("runc")
+        .into_iter()
+        .filter(|e| !(40..=44).contains(&e.seq))
+        .collect();
+    let mut s = AppState::new_live("pid 15126");
+    s.size = (80, 24);
+    s.ingest(Msg::Events(evs));
+    s.ingest(Msg::Drops(7));
+    s.set_now(60_000);
+    assert_eq!(s.stats.gaps(), 5);
+    let t = render(&mut s);
+    let text = t.backend().to_string();
+    assert!(text.contains("drops 7"), "{text}");
+    assert!(text.contains("gaps 5"), "{text}");
+    let buf = t.backend().buffer();
+    let y = 23;
+    let row: String = (0..80).map(|x| buf[(x, y)].symbol().to_string()).collect();
+    let x = row.find("drops 7").expect("drops on the status line");
+    let x = row[..x].chars().count() as u16;
+    assert_eq!(buf[(x, y)].bg, Color::Red);
+    insta::assert_snapshot!("drops_gaps_80x24", text);
+}
+
+#[test]
+fn no_red_when_nothing_lost() {
+    let mut s = at_end("runc", (80, 24));
+    let t = render(&mut s);
+    let buf = t.backend().buffer();
+    assert!((0..80).all(|x| buf[(x, 23)].bg != Color::Red));
+}
+
+#[test]
+fn snapshot_replay_midway_highlights_new_nodes() {
+    let evs = fixture("ctr");
+    let mut s = replay_state("ctr.log", &evs, 120, (100, 30));
+    // Five more events arrive one by one (stepping): the CLONE_PARENT birth of INIT.
+    s.set_now(100_000);
+    for ev in &evs[120..125] {
+        s.ingest(Msg::Events(vec![ev.clone()]));
+    }
+    s.set_now(100_500);
+    let text = screen(&mut s);
+    assert!(text.contains("15941 runc:[1:CHILD]") || text.contains("15941"));
+    assert!(text.contains(" new"), "{text}");
+    insta::assert_snapshot!("midway_100x30", text);
+    s.set_now(103_000);
+    assert!(!screen(&mut s).contains(" new"));
+}
+
+#[test]
+fn snapshot_threads_exited_fold_focus() {
+    let mut s = at_end("ctr", (100, 40));
+    reduce(&mut s, key('t'));
+    insta::assert_snapshot!("threads_expanded", screen(&mut s));
+    let mut s = at_end("ctr", (100, 30));
+    reduce(&mut s, key('x'));
+    insta::assert_snapshot!("exited_hidden", screen(&mut s));
+    let mut s = at_end("ctr", (100, 30));
+    select_pid(&mut s, 15931);
+    reduce(&mut s, Action::Left); // fold runc create
+    insta::assert_snapshot!("folded", screen(&mut s));
+    let mut s = at_end("ctr", (100, 30));
+    select_pid(&mut s, 15921);
+    reduce(&mut s, Action::Enter); // focus the shim's subtree
+    reduce(&mut s, key('f')); // log: that subtree only
+    insta::assert_snapshot!("focused_subtree_log_filtered", screen(&mut s));
+}
+
+#[test]
+fn draws_at_any_size_without_panicking() {
+    let mut s = at_end("podman", (80, 24));
+    reduce(&mut s, key('s'));
+    reduce(&mut s, key('?'));
+    for (w, h) in [
+        (1, 1),
+        (10, 3),
+        (20, 5),
+        (40, 10),
+        (80, 24),
+        (119, 24),
+        (120, 24),
+        (300, 100),
+    ] {
+        s.size = (w, h);
+        s.refresh();
+        let _ = screen(&mut s);
+    }
+}
+
+// ---- keys and reducer ----
+
+#[test]
+fn keys_map_to_actions() {
+    let s = AppState::new_live("t");
+    let k = |c: KeyCode| key_action(&KeyEvent::new(c, KeyModifiers::NONE), &s);
+    assert_eq!(k(KeyCode::Up), Some(Action::Up));
+    assert_eq!(k(KeyCode::Char('k')), Some(Action::Up));
+    assert_eq!(k(KeyCode::Char('j')), Some(Action::Down));
+    assert_eq!(k(KeyCode::Left), Some(Action::Left));
+    assert_eq!(k(KeyCode::Right), Some(Action::Right));
+    assert_eq!(k(KeyCode::Enter), Some(Action::Enter));
+    assert_eq!(k(KeyCode::Char('/')), Some(Action::SearchStart));
+    assert_eq!(k(KeyCode::Char(' ')), Some(Action::TogglePause));
+    assert_eq!(k(KeyCode::Char('.')), Some(Action::StepForward));
+    assert_eq!(k(KeyCode::Char(',')), Some(Action::StepBack));
+    assert_eq!(k(KeyCode::Char('[')), Some(Action::PrevStoryStep));
+    assert_eq!(k(KeyCode::Char(']')), Some(Action::NextStoryStep));
+    assert_eq!(k(KeyCode::Char('+')), Some(Action::Faster));
+    assert_eq!(k(KeyCode::Char('-')), Some(Action::Slower));
+    assert_eq!(k(KeyCode::Char('g')), Some(Action::Start));
+    assert_eq!(k(KeyCode::Char('G')), Some(Action::End));
+    assert_eq!(k(KeyCode::Char('q')), Some(Action::Quit));
+    assert_eq!(k(KeyCode::Char('Z')), None);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(key_action(&ctrl_c, &s), Some(Action::Quit));
+
+    // While typing a search, letters are text, not commands.
+    let mut s = AppState::new_live("t");
+    s.search_input = Some(String::new());
+    let k = |c: KeyCode| key_action(&KeyEvent::new(c, KeyModifiers::NONE), &s);
+    assert_eq!(k(KeyCode::Char('q')), Some(Action::SearchChar('q')));
+    assert_eq!(k(KeyCode::Esc), Some(Action::SearchCancel));
+    assert_eq!(k(KeyCode::Enter), Some(Action::SearchConfirm));
+}
+
+#[test]
+fn movement_fold_and_focus() {
+    let mut s = at_end("ctr", (80, 24));
+    assert_eq!(s.cursor, 0);
+    let n = s.rows.len();
+    reduce(&mut s, Action::Down);
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15921));
+    reduce(&mut s, Action::EndRow);
+    assert_eq!(s.cursor, n - 1);
+    reduce(&mut s, Action::Down);
+    assert_eq!(s.cursor, n - 1, "stays on the last row");
+    reduce(&mut s, Action::Home);
+    assert_eq!(s.cursor, 0);
+    reduce(&mut s, Action::Up);
+    assert_eq!(s.cursor, 0);
+
+    select_pid(&mut s, 15921);
+    reduce(&mut s, Action::Left);
+    assert!(s.rows.len() < n, "folded");
+    assert!(s.rows[s.cursor].folded_children > 0);
+    reduce(&mut s, Action::Right);
+    assert_eq!(s.rows.len(), n, "unfolded");
+    reduce(&mut s, Action::Right);
+    assert_eq!(
+        s.selected_process().map(|p| p.pid),
+        Some(15931),
+        "first child"
+    );
+    reduce(&mut s, Action::Left); // runc has children: folds
+    reduce(&mut s, Action::Left); // folded: goes to the parent
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15921));
+
+    reduce(&mut s, Action::Enter);
+    let shim = s.engine.process(15921).map(|p| p.id);
+    assert_eq!(s.focus_root, shim);
+    assert_eq!(s.rows[0].kind, RowKind::Proc(shim.unwrap_or(0)));
+    reduce(&mut s, Action::Back);
+    assert_eq!(s.focus_root, None);
+}
+
+#[test]
+fn mouse_scrolls_the_pane_under_it_and_click_selects() {
+    let mut s = at_end("ctr", (80, 24));
+    // Wheel over the tree (row 3) moves the selection.
+    reduce(
+        &mut s,
+        Action::Scroll {
+            up: false,
+            col: 5,
+            row: 3,
+        },
+    );
+    assert_eq!(s.cursor, 3);
+    // Wheel over the log (bottom rows) scrolls the log, not the tree.
+    reduce(
+        &mut s,
+        Action::Scroll {
+            up: true,
+            col: 5,
+            row: 20,
+        },
+    );
+    assert_eq!(s.cursor, 3);
+    assert!(s.log_cursor.is_some());
+    assert_eq!(s.pane, Pane::Tree, "focus unchanged by the wheel");
+    // Click on the tree's 6th line selects that row.
+    reduce(&mut s, Action::Click { col: 10, row: 6 });
+    assert_eq!(s.cursor, 5);
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15941));
+    reduce(&mut s, Action::Click { col: 10, row: 20 });
+    assert_eq!(s.pane, Pane::Log);
+}
+
+#[test]
+fn toggles() {
+    let mut s = at_end("ctr", (80, 24));
+    let n = s.rows.len();
+    reduce(&mut s, key('x'));
+    assert!(!s.show_exited);
+    assert!(s.rows.len() < n);
+    // An exited process stays only when something below it lives.
+    for (i, r) in s.rows.iter().enumerate() {
+        let p = s.engine.get(r.kind.proc()).expect("proc");
+        if p.exited {
+            assert!(s.rows.iter().any(|c| c.parent_row == Some(i)), "{}", p.pid);
+        }
+    }
+    reduce(&mut s, key('x'));
+    assert_eq!(s.rows.len(), n);
+    reduce(&mut s, key('t'));
+    assert!(s.rows.len() > n, "threads expanded");
+    assert!(s
+        .rows
+        .iter()
+        .any(|r| matches!(r.kind, RowKind::Thread { .. })));
+    reduce(&mut s, key('s'));
+    assert!(s.show_story);
+    reduce(&mut s, Action::NextPane);
+    assert_eq!(s.pane, Pane::Log);
+    reduce(&mut s, key('s'));
+    assert!(!s.show_story);
+    reduce(&mut s, key('?'));
+    assert!(s.show_help);
+    reduce(&mut s, Action::Back);
+    assert!(!s.show_help);
+    reduce(&mut s, key('q'));
+    assert!(s.quit);
+}
+
+#[test]
+fn search_by_name_pid_and_container_id() {
+    let mut s = at_end("ctr", (80, 24));
+    search(&mut s, "15941");
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15941));
+    search(&mut s, "PARENT");
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15938));
+    search(&mut s, "fx-c");
+    let first = s.selected_process().map(|p| p.pid);
+    assert!(first.is_some());
+    reduce(&mut s, key('n'));
+    assert_ne!(s.selected_process().map(|p| p.pid), first);
+    reduce(&mut s, key('N'));
+    assert_eq!(s.selected_process().map(|p| p.pid), first);
+    search(&mut s, "nothing-like-this");
+    assert!(s.message.as_deref().is_some_and(|m| m.contains("no match")));
+    // A match inside a folded subtree unfolds it.
+    select_pid(&mut s, 15921);
+    reduce(&mut s, Action::Left);
+    search(&mut s, "sleep");
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(15941));
+}
+
+#[test]
+fn replay_keys_emit_controls() {
+    let mut s = at_end("ctr", (80, 24));
+    s.paused = false;
+    assert_eq!(reduce(&mut s, key(' ')), vec![Control::Pause(true)]);
+    assert!(s.paused);
+    assert_eq!(reduce(&mut s, key('.')), vec![Control::Step(1)]);
+    assert_eq!(reduce(&mut s, key(',')), vec![Control::Step(-1)]);
+    assert_eq!(reduce(&mut s, key('+')), vec![Control::Speed(2.0)]);
+    assert_eq!(reduce(&mut s, key('-')), vec![Control::Speed(1.0)]);
+    for _ in 0..20 {
+        reduce(&mut s, key('-'));
+    }
+    assert_eq!(s.speed, super::reduce::MIN_SPEED);
+    assert_eq!(reduce(&mut s, key('g')), vec![Control::Start]);
+    assert_eq!(reduce(&mut s, key('G')), vec![Control::End]);
+}
+
+#[test]
+fn story_steps_seek_and_select() {
+    let evs = fixture("ctr");
+    let mut s = replay_state("ctr.log", &evs, 0, (80, 24));
+    let c = reduce(&mut s, key(']'));
+    let first = s.full_stories[0].steps[0].clone();
+    assert_eq!(c, vec![Control::Pause(true), Control::Seek(first.seq)]);
+    assert!(s.show_story);
+    // The source answers with the events up to that seq.
+    let upto = evs
+        .iter()
+        .position(|e| e.seq > first.seq)
+        .unwrap_or(evs.len());
+    s.ingest(Msg::Events(evs[..upto].to_vec()));
+    s.refresh();
+    assert_eq!(s.selected_process().map(|p| p.pid), Some(first.pid));
+    assert_eq!(s.log_cursor, Some(first.seq));
+    let c = reduce(&mut s, key(']'));
+    assert!(matches!(c.last(), Some(Control::Seek(q)) if *q > first.seq));
+    assert_eq!(
+        reduce(&mut s, key('[')),
+        vec![],
+        "nothing before the first step"
+    );
+    // Enter on a step (story pane) jumps to it.
+    s.story_cursor = 3;
+    let c = reduce(&mut s, Action::Enter);
+    let st = &s.full_stories[0].steps[3];
+    assert_eq!(c, vec![Control::Pause(true), Control::Seek(st.seq)]);
+}
+
+#[test]
+fn live_pause_keeps_recording_and_stepping_is_replay_only() {
+    let evs = fixture("runc");
+    let mut s = AppState::new_live("all");
+    s.ingest(Msg::Events(evs[..50].to_vec()));
+    assert_eq!(reduce(&mut s, key(' ')), vec![Control::Pause(true)]);
+    s.ingest(Msg::Events(evs[50..].to_vec()));
+    assert_eq!(s.stats.events, 50, "paused view");
+    assert_eq!(s.pending.len(), evs.len() - 50);
+    reduce(&mut s, key(' '));
+    assert_eq!(s.stats.events, evs.len() as u64);
+    assert!(s.pending.is_empty());
+    assert_eq!(reduce(&mut s, key('.')), vec![]);
+    assert!(s.message.is_some());
+    // g/G move the selection in live mode.
+    s.refresh();
+    reduce(&mut s, key('G'));
+    assert_eq!(s.cursor, s.rows.len() - 1);
+    reduce(&mut s, key('g'));
+    assert_eq!(s.cursor, 0);
+    assert_eq!(s.mode, Mode::Live);
+}
+
+#[test]
+fn log_pane_scrolls_and_filters() {
+    let mut s = at_end("ctr", (80, 24));
+    let total = s.visible_log().len();
+    reduce(&mut s, Action::NextPane);
+    assert_eq!(s.pane, Pane::Log);
+    reduce(&mut s, Action::Up);
+    assert!(s.log_cursor.is_some());
+    reduce(&mut s, Action::Back);
+    assert_eq!(s.log_cursor, None);
+    reduce(&mut s, Action::NextPane);
+    select_pid(&mut s, 15941);
+    reduce(&mut s, key('f'));
+    let sub = s.visible_log().len();
+    assert!(sub > 0 && sub < total);
+    assert!(s.visible_log().iter().all(|l| l.tgid == 15941));
+}
+
+// ---- rewind and the source ----
+
+fn tree_of(s: &AppState) -> String {
+    tree_text(&s.engine, TreeOpts::default())
+}
+
+#[test]
+fn rewind_matches_replay_until() {
+    // Big enough to cross several snapshots.
+    let evs = super::synth::fork_tree(6_000);
+    let mut s = replay_state("synth", &evs, evs.len(), (80, 24));
+    for n in [evs.len() - 1, 9_000, 4_097, 4_096, 100, 1, 0] {
+        s.ingest(Msg::Rewind(n));
+        assert_eq!(s.position(), n);
+        let want = match n {
+            0 => Engine::new(),
+            n => replay_until(&evs, evs[n - 1].seq),
+        };
+        assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
+        assert_eq!(s.stats.events, n as u64);
+    }
+    // And forward again.
+    s.ingest(Msg::Events(evs.clone()));
+    assert_eq!(s.position(), evs.len());
+
+    let evs = fixture("podman");
+    let mut s = replay_state("podman.log", &evs, evs.len(), (80, 24));
+    let log_full: Vec<String> = s.log.iter().map(|l| l.text.clone()).collect();
+    s.ingest(Msg::Rewind(10));
+    s.ingest(Msg::Events(evs[10..].to_vec()));
+    let log_again: Vec<String> = s.log.iter().map(|l| l.text.clone()).collect();
+    assert_eq!(log_full, log_again, "the log is rebuilt identically");
+}
+
+async fn recv_events(rx: &mut tokio::sync::mpsc::Receiver<Msg>) -> Msg {
+    tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .expect("source answered")
+        .expect("source alive")
+}
+
+#[tokio::test]
+async fn replay_source_obeys_controls() {
+    let evs = fixture("runc");
+    let total = evs.len();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let (ctl, ctl_rx) = tokio::sync::mpsc::channel(8);
+    let opts = ReplayOpts {
+        paused: true,
+        ..ReplayOpts::default()
+    };
+    let task = tokio::spawn(replay(evs.clone(), opts, tx, ctl_rx));
+    let mut s = AppState::new_replay("runc.log");
+    s.ingest(recv_events(&mut rx).await);
+    assert_eq!(s.total, total);
+    assert!(!s.full_stories.is_empty());
+
+    ctl.send(Control::Step(1)).await.unwrap();
+    s.ingest(recv_events(&mut rx).await);
+    assert_eq!(s.position(), 1);
+    ctl.send(Control::Step(1)).await.unwrap();
+    s.ingest(recv_events(&mut rx).await);
+    ctl.send(Control::Step(-1)).await.unwrap();
+    let m = recv_events(&mut rx).await;
+    assert!(matches!(m, Msg::Rewind(1)));
+    s.ingest(m);
+    assert_eq!(s.position(), 1);
+    ctl.send(Control::Seek(evs[99].seq)).await.unwrap();
+    s.ingest(recv_events(&mut rx).await);
+    assert_eq!(s.position(), 100);
+    ctl.send(Control::End).await.unwrap();
+    s.ingest(recv_events(&mut rx).await);
+    assert_eq!(s.position(), total);
+    ctl.send(Control::Start).await.unwrap();
+    s.ingest(recv_events(&mut rx).await);
+    assert_eq!(s.position(), 0);
+
+    // Playing fast reaches the end by itself.
+    ctl.send(Control::Speed(4096.0)).await.unwrap();
+    ctl.send(Control::Pause(false)).await.unwrap();
+    while s.position() < total {
+        s.ingest(recv_events(&mut rx).await);
+    }
+    assert_eq!(s.position(), total);
+    drop(ctl);
+    tokio::time::timeout(std::time::Duration::from_secs(5), task)
+        .await
+        .expect("source ends when the app is gone")
+        .expect("no panic");
+}
+
+#[test]
+fn live_drops_exited_processes_after_a_while() {
+    let mut evs = super::synth::fork_tree(20);
+    let exited: Vec<u32> = (3..20).step_by(3).map(|i| 1000 + i).collect();
+    let mut late = evs[0].clone();
+    late.seq = evs.len() as u64 + 1;
+    late.ts_ns += 2 * super::state::EXITED_KEEP_NS;
+    evs.push(late);
+    let pids = |s: &AppState| -> Vec<u32> {
+        s.rows
+            .iter()
+            .filter_map(|r| s.engine.get(r.kind.proc()).map(|p| p.pid))
+            .collect()
+    };
+    let mut live = AppState::new_live("all");
+    live.ingest(Msg::Events(evs[..evs.len() - 1].to_vec()));
+    live.refresh();
+    assert!(
+        exited.iter().all(|p| pids(&live).contains(p)),
+        "recent exits shown"
+    );
+    live.ingest(Msg::Events(vec![evs[evs.len() - 1].clone()]));
+    live.refresh();
+    let shown = pids(&live);
+    assert!(exited.iter().all(|p| !shown.contains(p)), "{shown:?}");
+    // Their orphans were adopted and still run.
+    assert!(shown.contains(&1013), "{shown:?}");
+    // Replay keeps them all.
+    let n = evs.len();
+    let s = replay_state("synth", &evs, n, (80, 24));
+    assert!(exited.iter().all(|p| pids(&s).contains(p)));
+}

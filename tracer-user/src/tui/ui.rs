@@ -1,0 +1,771 @@
+//! Rendering: `draw(frame, &AppState)`, a pure function of the state (time included: the
+//! state carries its clock). Only the rows on screen are formatted, so a frame costs
+//! O(screen), whatever the size of the tree.
+
+use std::fmt::Write as _;
+
+use ratatui::layout::{Alignment, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+use crate::event::ExitStatus;
+use crate::lineage::{How, Process, Reason, Role};
+
+use super::action::{active_pane, KEY_HELP};
+use super::state::{AppState, Mode, Pane, Row, RowKind};
+
+/// Where each pane goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Areas {
+    pub tree: Rect,
+    pub detail: Option<Rect>,
+    pub story: Option<Rect>,
+    pub log: Rect,
+    pub status: Rect,
+}
+
+/// Width from which the tree gets its own column.
+const WIDE: u16 = 120;
+
+/// `x * num / 100` without u16 overflow.
+fn pct(x: u16, num: u32) -> u16 {
+    (u32::from(x) * num / 100) as u16
+}
+
+pub fn layout(area: Rect, s: &AppState) -> Areas {
+    let h = area.height.saturating_sub(1);
+    let status = Rect::new(area.x, area.y + h, area.width, area.height.min(1));
+    if area.width >= WIDE {
+        let lw = pct(area.width, 55);
+        let rw = area.width - lw;
+        let tree = Rect::new(area.x, area.y, lw, h);
+        let rx = area.x + lw;
+        let (d, st) = if s.show_story {
+            (pct(h, 35), pct(h, 35))
+        } else {
+            (pct(h, 45), 0)
+        };
+        let detail = Rect::new(rx, area.y, rw, d);
+        let story = Rect::new(rx, area.y + d, rw, st);
+        let log = Rect::new(rx, area.y + d + st, rw, h - d - st);
+        Areas {
+            tree,
+            detail: Some(detail),
+            story: s.show_story.then_some(story),
+            log,
+            status,
+        }
+    } else {
+        let t = pct(h, 45).max(3.min(h));
+        let m = pct(h - t, 55).min(h - t);
+        let tree = Rect::new(area.x, area.y, area.width, t);
+        let mid = Rect::new(area.x, area.y + t, area.width, m);
+        let log = Rect::new(area.x, area.y + t + m, area.width, h - t - m);
+        Areas {
+            tree,
+            detail: (!s.show_story).then_some(mid),
+            story: s.show_story.then_some(mid),
+            log,
+            status,
+        }
+    }
+}
+
+/// Rows the tree pane shows at the current terminal size.
+pub fn tree_height(s: &AppState) -> usize {
+    let a = layout(Rect::new(0, 0, s.size.0, s.size.1), s);
+    a.tree.height.saturating_sub(1) as usize
+}
+
+/// Colour only when the terminal may show it (`NO_COLOR` unset); modifiers always.
+fn fg(s: &AppState, c: Color) -> Style {
+    if s.color {
+        Style::new().fg(c)
+    } else {
+        Style::new()
+    }
+}
+
+/// A pane's frame: a title line on top, and a left edge when it sits in the right column.
+fn pane_block<'a>(s: &AppState, area: Rect, title: String, pane: Option<Pane>) -> Block<'a> {
+    let focused = pane.is_some_and(|p| p == active_pane(s));
+    let style = if focused {
+        fg(s, Color::Cyan).add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().add_modifier(Modifier::DIM)
+    };
+    let borders = if area.x > 0 {
+        Borders::TOP | Borders::LEFT
+    } else {
+        Borders::TOP
+    };
+    Block::new()
+        .borders(borders)
+        .border_style(style)
+        .title(Span::styled(format!(" {title} "), style))
+}
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame, s: &AppState) {
+    let area = f.area();
+    if area.width < 20 || area.height < 5 {
+        f.render_widget(Paragraph::new("terminal too small"), area);
+        return;
+    }
+    let a = layout(area, s);
+    draw_tree(f, s, a.tree);
+    if let Some(r) = a.detail {
+        draw_detail(f, s, r);
+    }
+    if let Some(r) = a.story {
+        draw_story(f, s, r);
+    }
+    draw_log(f, s, a.log);
+    draw_status(f, s, a.status);
+    if s.show_help {
+        draw_help(f, s, area);
+    }
+}
+
+// ---- tree ----
+
+fn short_cid(c: &str) -> &str {
+    match c.char_indices().nth(12) {
+        Some((i, _)) => &c[..i],
+        None => c,
+    }
+}
+
+fn role_color(r: Role) -> Color {
+    match r {
+        Role::RuntimeDaemon => Color::Blue,
+        Role::Shim => Color::Magenta,
+        Role::OciRuntime { .. } => Color::Yellow,
+        Role::OciInit { .. } => Color::LightYellow,
+        Role::Container => Color::Green,
+        Role::Sandbox => Color::Gray,
+        Role::CniPlugin => Color::LightBlue,
+    }
+}
+
+fn exit_text(p: &Process) -> String {
+    match p.exit_status {
+        Some(ExitStatus::Exited { code }) => format!("exit {code}"),
+        Some(ExitStatus::Killed { signal, .. }) => {
+            format!("killed {}", crate::names::signal(signal))
+        }
+        None => "exited".into(),
+    }
+}
+
+/// pstree connectors for a row: ancestors' verticals then its own branch.
+fn prefix(rows: &[Row], i: usize, max_levels: usize) -> String {
+    let row = rows[i];
+    if row.depth == 0 {
+        return String::new();
+    }
+    let mut levels: Vec<bool> = Vec::new(); // ancestor is last (from nearest up)
+    let mut cur = row.parent_row;
+    let mut truncated = false;
+    while let Some(p) = cur {
+        let r = rows[p];
+        if r.depth == 0 {
+            break;
+        }
+        if levels.len() >= max_levels {
+            truncated = true;
+            break;
+        }
+        levels.push(r.last);
+        cur = r.parent_row;
+    }
+    let mut s = String::with_capacity(levels.len() * 3 + 4);
+    if truncated {
+        s.push('…');
+    }
+    for &last in levels.iter().rev() {
+        s.push_str(if last { "   " } else { "│  " });
+    }
+    s.push_str(if row.last { "└─ " } else { "├─ " });
+    s
+}
+
+fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
+    let mut v = Vec::with_capacity(10);
+    let base = if p.exited {
+        Style::new().add_modifier(Modifier::DIM)
+    } else {
+        Style::new()
+    };
+    v.push(Span::styled(
+        p.pid.to_string(),
+        base.patch(fg(s, Color::Cyan)),
+    ));
+    let name_style = if s.matches_search(p) {
+        base.patch(fg(s, Color::Yellow))
+            .add_modifier(Modifier::UNDERLINED | Modifier::BOLD)
+    } else {
+        base.add_modifier(Modifier::BOLD)
+    };
+    v.push(Span::raw(" "));
+    v.push(Span::styled(p.name(), name_style));
+    if let Some(r) = p.role {
+        v.push(Span::styled(
+            format!(" [{r}]"),
+            base.patch(fg(s, role_color(r))),
+        ));
+    }
+    if let Some(c) = &p.container_id {
+        v.push(Span::styled(
+            format!(" {{{}}}", short_cid(c)),
+            base.patch(fg(s, Color::Magenta)),
+        ));
+    }
+    let n = p.live_thread_count();
+    if n > 1 && !s.show_threads {
+        v.push(Span::styled(format!(" {{{n} threads}}"), base));
+    }
+    if row.folded_children > 0 {
+        v.push(Span::styled(
+            format!(" [+{}]", row.folded_children),
+            fg(s, Color::Cyan),
+        ));
+    }
+    let mark = base.patch(fg(s, Color::Yellow));
+    if p.born_how() == How::Unknown {
+        v.push(Span::styled(" (placeholder)", base));
+    }
+    if p.is_subreaper {
+        v.push(Span::styled(" (subreaper)", base.patch(fg(s, Color::Blue))));
+    }
+    if let Some(l) = p.lineage.first() {
+        if l.how == How::CloneParent {
+            let t = match l.caller {
+                Some(c) => format!(" (CLONE_PARENT via {c})"),
+                None => " (CLONE_PARENT)".into(),
+            };
+            v.push(Span::styled(t, mark));
+        }
+    }
+    if let Some(a) = p.last_adoption() {
+        let t = match a.reason {
+            Some(Reason::ParentExited { parent, .. }) => format!(" ⤴ adopted ← {parent} exited"),
+            _ => " ⤴ adopted (kernel-reported parent)".into(),
+        };
+        v.push(Span::styled(t, mark.add_modifier(Modifier::BOLD)));
+    }
+    if p.exited {
+        v.push(Span::styled(format!(" ({})", exit_text(p)), base));
+    }
+    if s.is_new(p.id) {
+        v.push(Span::styled(
+            " new",
+            fg(s, Color::Green).add_modifier(Modifier::BOLD),
+        ));
+    }
+    v
+}
+
+fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
+    let live = s.engine.processes().filter(|p| !p.exited).count();
+    let mut title = format!("processes {live} live");
+    if let Some(p) = s.focus_root.and_then(|id| s.engine.get(id)) {
+        let _ = write!(title, " · focus {} {}", p.pid, p.name());
+    }
+    if !s.show_exited {
+        title.push_str(" · exited hidden");
+    }
+    if !s.search.is_empty() {
+        let _ = write!(title, " · /{}", s.search);
+    }
+    let block = pane_block(s, area, title, Some(Pane::Tree));
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let h = inner.height as usize;
+    if s.rows.is_empty() {
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                "no processes yet",
+                Style::new().add_modifier(Modifier::DIM),
+            )),
+            inner,
+        );
+        return;
+    }
+    // The reducer keeps the offset; clamp again in case the size changed since.
+    let mut off = s.tree_offset.min(s.rows.len().saturating_sub(1));
+    if s.cursor < off {
+        off = s.cursor;
+    } else if h > 0 && s.cursor >= off + h {
+        off = s.cursor + 1 - h;
+    }
+    let max_levels = (inner.width as usize / 3).max(2);
+    let mut lines = Vec::with_capacity(h);
+    for i in off..(off + h).min(s.rows.len()) {
+        let row = s.rows[i];
+        let mut spans = vec![Span::styled(
+            prefix(&s.rows, i, max_levels),
+            Style::new().add_modifier(Modifier::DIM),
+        )];
+        match row.kind {
+            RowKind::Proc(id) => {
+                if let Some(p) = s.engine.get(id) {
+                    spans.extend(proc_spans(s, p, &row));
+                }
+            }
+            RowKind::Thread { proc, tid } => {
+                let name = s
+                    .engine
+                    .get(proc)
+                    .map(|p| match p.threads.iter().find(|t| t.tid == tid) {
+                        Some(t) if !t.comm.is_empty() => t.comm.to_string(),
+                        _ => p.name(),
+                    })
+                    .unwrap_or_default();
+                spans.push(Span::styled(
+                    format!("{{{name}}} {tid}"),
+                    Style::new().add_modifier(Modifier::DIM),
+                ));
+            }
+        }
+        let mut line = Line::from(spans);
+        if i == s.cursor {
+            line = line.style(Style::new().add_modifier(Modifier::REVERSED));
+        } else if matches!(row.kind, RowKind::Proc(id) if s.is_new(id)) {
+            line = line.style(Style::new().add_modifier(Modifier::BOLD));
+        }
+        lines.push(line);
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+// ---- detail ----
+
+fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
+    let key = |k: &str| Span::styled(format!("{k:<10}"), fg(s, Color::Cyan));
+    let mut out = Vec::new();
+    let mut head = format!("{} {}", p.pid, p.name());
+    if let Some(r) = p.role {
+        let _ = write!(head, " [{r}]");
+    }
+    if let Some(c) = &p.container_id {
+        let _ = write!(head, " container {c}");
+    }
+    out.push(Line::styled(
+        head,
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    out.push(Line::from(vec![
+        key("exe"),
+        Span::raw(p.exe.as_deref().unwrap_or("?").to_string()),
+    ]));
+    let mut argv = p.argv.join(" ");
+    if p.argv_truncated {
+        argv.push_str(" …");
+    }
+    out.push(Line::from(vec![key("argv"), Span::raw(argv)]));
+    for (i, l) in p.lineage.iter().enumerate() {
+        let mut t = String::new();
+        if i == 0 {
+            let _ = write!(t, "{}", l.how);
+            if let Some(c) = l.caller {
+                let _ = write!(t, " by {c}");
+            }
+            if let Some(sc) = l.syscall {
+                let _ = write!(t, " ({sc})");
+            }
+            let _ = write!(t, " → parent {}", l.parent);
+            if let Some(fl) = l.flags_text() {
+                if !fl.is_empty() {
+                    let _ = write!(t, " [{fl}]");
+                }
+            }
+        } else {
+            let _ = write!(t, "{} by {}", l.how, l.parent);
+            if let Some(r) = l.reason_text() {
+                let _ = write!(t, ": {r}");
+            }
+        }
+        let _ = write!(t, " @{}", l.seq);
+        let k = if i == 0 { "born" } else { "" };
+        let style = if l.how == How::Adopted || l.how == How::CloneParent {
+            fg(s, Color::Yellow)
+        } else {
+            Style::new()
+        };
+        out.push(Line::from(vec![key(k), Span::styled(t, style)]));
+    }
+    let exit = if p.exited {
+        let mut t = match p.exit_status {
+            Some(st) => st.to_string(),
+            None => "exited".into(),
+        };
+        if let Some(q) = p.exit_seq {
+            let _ = write!(t, " @{q}");
+        }
+        t
+    } else {
+        "running".into()
+    };
+    out.push(Line::from(vec![key("exit"), Span::raw(exit)]));
+    let sub = match (p.is_subreaper, p.subreaper_seq) {
+        (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
+        (true, None) => "yes".into(),
+        (false, _) if p.has_child_subreaper => "no (a subreaper ancestor exists)".into(),
+        (false, _) => "no".into(),
+    };
+    out.push(Line::from(vec![key("subreaper"), Span::raw(sub)]));
+    let tids: Vec<String> = p.live_tids().take(12).map(|t| t.to_string()).collect();
+    let n = p.live_thread_count();
+    let mut th = if n == 0 {
+        "none live".to_string()
+    } else {
+        format!("{n} live: {}", tids.join(" "))
+    };
+    if n > tids.len() {
+        th.push_str(" …");
+    }
+    out.push(Line::from(vec![key("threads"), Span::raw(th)]));
+    for x in &p.execs {
+        out.push(Line::from(vec![
+            key("exec"),
+            Span::raw(format!("{} @{}", x.exe, x.seq)),
+        ]));
+    }
+    for r in &p.renames {
+        out.push(Line::from(vec![
+            key("renamed"),
+            Span::raw(format!("{} (tid {}) @{}", r.comm, r.tid, r.seq)),
+        ]));
+    }
+    out
+}
+
+fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
+    let p = s.selected_process();
+    let title = match p {
+        Some(p) => format!("process {}", p.pid),
+        None => "process".into(),
+    };
+    let block = pane_block(s, area, title, None);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let lines = match p {
+        Some(p) => match s.selected {
+            Some(RowKind::Thread { tid, .. }) => {
+                let mut l = detail_lines(s, p);
+                l.insert(
+                    1,
+                    Line::from(format!("thread {tid} of {} {}", p.pid, p.name())),
+                );
+                l
+            }
+            _ => detail_lines(s, p),
+        },
+        None => vec![Line::styled(
+            "nothing selected",
+            Style::new().add_modifier(Modifier::DIM),
+        )],
+    };
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+// ---- story ----
+
+fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
+    let block = pane_block(
+        s,
+        area,
+        format!("stories {} ([ ] steps, Enter jumps)", s.stories.len()),
+        Some(Pane::Story),
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if s.stories.is_empty() {
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                "no container birth seen yet",
+                Style::new().add_modifier(Modifier::DIM),
+            )),
+            inner,
+        );
+        return;
+    }
+    let at = s.last_seq();
+    let mut lines = Vec::new();
+    let mut cursor_line = 0;
+    let mut k = 0;
+    for st in &s.stories {
+        let mut head = format!(
+            "container {} ({}",
+            st.container_id.as_deref().unwrap_or("?"),
+            st.kind.as_str()
+        );
+        if let Some(r) = &st.runtime {
+            let _ = write!(head, ", {r}");
+        }
+        head.push(')');
+        if let Some(w) = &st.workload {
+            let _ = write!(head, " → {w}");
+        }
+        lines.push(Line::styled(
+            head,
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
+        for step in &st.steps {
+            let cur = k == s.story_cursor;
+            if cur {
+                cursor_line = lines.len();
+            }
+            let future = s.mode == Mode::Replay && at.is_none_or(|a| step.seq > a);
+            let mut style = if future {
+                Style::new().add_modifier(Modifier::DIM)
+            } else {
+                Style::new()
+            };
+            if cur {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            let mark = if cur { "▸" } else { " " };
+            lines.push(Line::styled(
+                format!("{mark} {:>6}  {}", step.seq, step.text),
+                style,
+            ));
+            k += 1;
+        }
+    }
+    let h = inner.height as usize;
+    let off = cursor_line
+        .saturating_sub(h / 2)
+        .min(lines.len().saturating_sub(h));
+    let shown: Vec<Line> = lines.into_iter().skip(off).take(h).collect();
+    f.render_widget(Paragraph::new(shown), inner);
+}
+
+// ---- log ----
+
+fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
+    let lines = s.visible_log();
+    let scope = if s.log_subtree_only {
+        match s.selected_process() {
+            Some(p) => format!("subtree of {}", p.pid),
+            None => "subtree".into(),
+        }
+    } else {
+        "all".into()
+    };
+    let follow = if s.log_cursor.is_some() {
+        ""
+    } else {
+        " · following"
+    };
+    let block = pane_block(
+        s,
+        area,
+        format!("events {} ({scope}){follow}", lines.len()),
+        Some(Pane::Log),
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let h = inner.height as usize;
+    if lines.is_empty() {
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                "no events yet",
+                Style::new().add_modifier(Modifier::DIM),
+            )),
+            inner,
+        );
+        return;
+    }
+    let (off, hl) = match s.log_cursor {
+        Some(seq) => {
+            let i = lines
+                .iter()
+                .position(|l| l.seq >= seq)
+                .unwrap_or(lines.len() - 1);
+            let hl = lines[i].seq;
+            (
+                i.saturating_sub(h / 2).min(lines.len().saturating_sub(h)),
+                Some(hl),
+            )
+        }
+        None => (lines.len().saturating_sub(h), None),
+    };
+    let out: Vec<Line> = lines
+        .iter()
+        .skip(off)
+        .take(h)
+        .map(|l| {
+            let style = if Some(l.seq) == hl {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else if l.text.contains("exited with") || l.text.contains("killed by") {
+                Style::new().add_modifier(Modifier::DIM)
+            } else {
+                Style::new()
+            };
+            Line::styled(l.text.clone(), style)
+        })
+        .collect();
+    f.render_widget(Paragraph::new(out), inner);
+}
+
+// ---- status ----
+
+fn speed_text(x: f64) -> String {
+    if x >= 1.0 {
+        format!("{}x", x.round() as u64)
+    } else {
+        format!("1/{}x", (1.0 / x).round() as u64)
+    }
+}
+
+fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
+    let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
+    let bad = |n: u64| {
+        if n > 0 {
+            if s.color {
+                Style::new()
+                    .fg(Color::White)
+                    .bg(Color::Red)
+                    .add_modifier(Modifier::BOLD)
+            } else {
+                Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+            }
+        } else {
+            Style::new()
+        }
+    };
+    if let Some(q) = &s.search_input {
+        let line = Line::from(vec![
+            Span::styled("/", fg(s, Color::Yellow).add_modifier(Modifier::BOLD)),
+            Span::raw(q.clone()),
+            Span::styled("█", Style::new().add_modifier(Modifier::SLOW_BLINK)),
+            Span::styled(
+                "   name, pid or container id · Enter search · Esc cancel",
+                Style::new().add_modifier(Modifier::DIM),
+            ),
+        ]);
+        f.render_widget(Paragraph::new(line), area);
+        return;
+    }
+    let (mode, mode_color) = match s.mode {
+        Mode::Live => (" LIVE ", Color::Green),
+        Mode::Replay => (" REPLAY ", Color::Cyan),
+    };
+    let badge = if s.color {
+        Style::new()
+            .fg(Color::Black)
+            .bg(mode_color)
+            .add_modifier(Modifier::BOLD)
+    } else {
+        Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+    };
+    let title: String = if s.title.chars().count() > 22 {
+        let t: String = s.title.chars().take(21).collect();
+        format!("{t}…")
+    } else {
+        s.title.clone()
+    };
+    let gaps = s.stats.gaps();
+    let mut v = vec![
+        Span::styled(mode, badge),
+        Span::raw(" "),
+        Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
+        sep(),
+        Span::raw(format!("{} ev {:.0}/s", s.stats.events, s.rate())),
+        sep(),
+        Span::styled(format!("drops {}", s.drops), bad(s.drops)),
+        Span::raw(" "),
+        Span::styled(format!("gaps {gaps}"), bad(gaps)),
+        sep(),
+    ];
+    match s.mode {
+        Mode::Replay => {
+            let play = if s.paused { "⏸" } else { "▶" };
+            v.push(Span::raw(format!("{play} {}", speed_text(s.speed))));
+            v.push(sep());
+            let seq = s
+                .last_seq()
+                .map_or_else(|| "-".to_string(), |q| q.to_string());
+            let end = if s.position() >= s.total { " end" } else { "" };
+            v.push(Span::raw(format!(
+                "{}/{} #{seq}{end}",
+                s.position(),
+                s.total
+            )));
+        }
+        Mode::Live => {
+            if s.paused {
+                v.push(Span::styled(
+                    format!("⏸ paused +{}", s.pending.len()),
+                    fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+                ));
+            } else {
+                v.push(Span::styled("● rec", fg(s, Color::Red)));
+            }
+            if s.target_exited {
+                v.push(sep());
+                v.push(Span::raw("target exited"));
+            }
+        }
+    }
+    if let Some(e) = &s.source_error {
+        v.push(sep());
+        v.push(Span::styled(e.clone(), bad(1)));
+    } else if let Some(m) = &s.message {
+        v.push(sep());
+        v.push(Span::styled(m.clone(), fg(s, Color::Yellow)));
+    }
+    let line = Line::from(v);
+    let used = line.width();
+    f.render_widget(Paragraph::new(line), area);
+    let help = "? help ";
+    if area.width as usize > used + help.len() {
+        let r = Rect::new(
+            area.x + area.width - help.len() as u16,
+            area.y,
+            help.len() as u16,
+            1,
+        );
+        f.render_widget(
+            Paragraph::new(Span::styled(help, Style::new().add_modifier(Modifier::DIM)))
+                .alignment(Alignment::Right),
+            r,
+        );
+    }
+}
+
+// ---- help ----
+
+fn draw_help(f: &mut Frame, s: &AppState, area: Rect) {
+    let w = area.width.saturating_sub(2).min(76);
+    let h = (KEY_HELP.len() as u16 + 2).min(area.height.saturating_sub(1));
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height.saturating_sub(1) - h) / 2,
+        w,
+        h,
+    );
+    f.render_widget(Clear, r);
+    let block = Block::bordered()
+        .title(" keys (any key closes) ")
+        .border_style(fg(s, Color::Cyan));
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let lines: Vec<Line> = KEY_HELP
+        .iter()
+        .map(|(k, d)| {
+            Line::from(vec![
+                Span::styled(
+                    format!(" {k:<19}"),
+                    fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(*d),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+}
