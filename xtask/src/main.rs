@@ -27,14 +27,15 @@ enum Task {
     },
     /// Set up, then run every test: unit, engine-only build, and (as root) the live probe tests.
     Test,
-    /// Fork/exec storm: untraced vs tracer follow mode vs --all vs strace (root).
+    /// Whole-process benchmarks as root: fork/exec storm and dd (untraced vs tracer vs strace),
+    /// event throughput; writes target/bench.md.
     Bench {
-        /// Processes per run.
-        #[arg(long, default_value_t = 1000)]
-        n: u32,
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 7)]
         runs: u32,
+        /// Only one part: storm, dd or throughput.
+        #[arg(long)]
+        only: Option<String>,
     },
     /// Run each cargo-fuzz target (fuzz/) for a bounded time; crashers become regression tests.
     Fuzz {
@@ -209,10 +210,21 @@ fn dispatch(task: Task) -> Result<()> {
         Task::Setup => setup::setup(),
         Task::Run { args } => run_tracer(args),
         Task::Test => test(),
-        Task::Bench { n, runs } => {
+        Task::Bench { runs, only } => {
             setup::setup()?;
-            run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
-            bench::storm(&workspace_root(), n, runs)
+            run(cargo().args([
+                "build",
+                "--release",
+                "-p",
+                "tracer-user",
+                "-p",
+                "tests",
+                "--bin",
+                "tracer",
+                "--bin",
+                "actor",
+            ]))?;
+            bench::run(&workspace_root(), runs, only.as_deref())
         }
         Task::Fuzz { secs, target } => fuzz::fuzz(&workspace_root(), secs, target.as_deref()),
     }

@@ -12,6 +12,7 @@
 //!   subreaper       prctl(PR_SET_CHILD_SUBREAPER, 1)
 //!   exec-fail       execve("/nonexistent/actor") → ENOENT
 //!   storm:N         N × fork() whose children exit at once
+//!   threads:N       N × a thread that exits at once (the cheapest clone/exit burst)
 //!   exit:N          exit_group(N)
 //!   sigkill         kill(getpid(), SIGKILL)
 //!   exec:PATH       execve(PATH, [PATH]) (ends the step list)
@@ -116,6 +117,12 @@ fn main() {
                             libc::_exit(0);
                         }
                         wait_child(pid);
+                    }
+                }
+                s if s.starts_with("threads:") => {
+                    let n: u32 = s[8..].parse().expect("threads:N");
+                    for _ in 0..n {
+                        std::thread::spawn(|| ()).join().expect("thread");
                     }
                 }
                 s if s.starts_with("exit:") => {
