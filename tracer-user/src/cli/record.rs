@@ -1,5 +1,6 @@
 //! `tracer record`: live capture into a trace file.
 
+use super::trace::Step;
 use super::tracefile::RecordArgs;
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
@@ -43,54 +44,41 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             .target
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        let mut sigterm =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut tick = tokio::time::interval(Duration::from_millis(100));
         let started = Instant::now();
         let mut last_status = Instant::now();
         let mut last_events = 0u64;
         let tty = std::io::stderr().is_terminal();
-        let mut batch = Vec::new();
 
-        loop {
-            tokio::select! {
-                r = cap.next_batch(&mut batch) => {
-                    r?;
+        super::trace::drive(&mut cap, follow, deadline, |step, cap| {
+            match step {
+                Step::Batch(batch) => {
                     for ev in batch.drain(..) {
                         w.write_event(&ev)?;
                     }
-                    w.maybe_flush()?;
                 }
-                _ = tick.tick() => {
-                    w.maybe_flush()?;
-                    if last_status.elapsed() >= Duration::from_secs(1) {
-                        let dt = last_status.elapsed().as_secs_f64();
-                        let events = w.stats().events;
-                        let rate = (events - last_events) as f64 / dt;
-                        last_events = events;
-                        last_status = Instant::now();
-                        w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
-                        if tty {
-                            eprint!(
-                                "\r\x1b[Ktracer: recording {}: {events} events, {rate:.0}/s, {} drops, {:.0} s",
-                                args.output.display(),
-                                cap.drops(),
-                                started.elapsed().as_secs_f64()
-                            );
-                            let _ = std::io::stderr().flush();
-                        }
+                Step::Tick if last_status.elapsed() >= Duration::from_secs(1) => {
+                    let dt = last_status.elapsed().as_secs_f64();
+                    let events = w.stats().events;
+                    let rate = (events - last_events) as f64 / dt;
+                    last_events = events;
+                    last_status = Instant::now();
+                    w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
+                    if tty {
+                        eprint!(
+                            "\r\x1b[Ktracer: recording {}: {events} events, {rate:.0}/s, {} drops, {:.0} s",
+                            args.output.display(),
+                            cap.drops(),
+                            started.elapsed().as_secs_f64()
+                        );
+                        let _ = std::io::stderr().flush();
                     }
-                    if deadline.is_some_and(|d| Instant::now() >= d) { break; }
-                    if follow && cap.followed_count() == 0 { break; }
                 }
-                _ = tokio::signal::ctrl_c() => break,
-                _ = sigterm.recv() => break,
+                Step::Tick => {}
             }
-        }
-        cap.drain_now(&mut batch);
-        for ev in batch.drain(..) {
-            w.write_event(&ev)?;
-        }
+            w.maybe_flush()?;
+            Ok(true)
+        })
+        .await?;
         w.set_counters(cap.drops(), cap.seq_issued(), cap.decode_errors());
         let stats = *w.stats();
         let file = w.finish()?;
@@ -114,13 +102,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 stats.decode_errors
             );
         }
-        let code = match cap.child_mut() {
-            Some(child) => match child.try_wait() {
-                Ok(Some(st)) => st.code().map_or(1, |c| c as u8),
-                _ => 0,
-            },
-            None => 0,
-        };
+        let code = super::trace::command_exit_code(&mut cap);
         Ok(ExitCode::from(code))
     })
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{CaptureBuilder, Target};
+use tracer::capture::{Capture, CaptureBuilder, Target};
 use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 
@@ -48,14 +48,9 @@ pub fn run(
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        let mut sigterm =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut renderer = LineRenderer::new();
         renderer.show_seq = seq;
         let mut stats = StreamStats::default();
-        let mut batch = Vec::new();
-        let mut broken_pipe = false;
 
         let mut emit = |batch: &mut Vec<tracer::Event>, out: &mut Box<dyn Write + Send>| -> bool {
             for ev in batch.drain(..) {
@@ -76,25 +71,12 @@ pub fn run(
             out.flush().is_ok()
         };
 
-        loop {
-            tokio::select! {
-                r = cap.next_batch(&mut batch) => {
-                    r?;
-                    if !emit(&mut batch, &mut out) { broken_pipe = true; break; }
-                }
-                _ = tick.tick() => {
-                    if deadline.is_some_and(|d| Instant::now() >= d) { break; }
-                    // Like strace -f: done once every followed process is gone.
-                    if follow && cap.followed_count() == 0 { break; }
-                }
-                _ = tokio::signal::ctrl_c() => break,
-                _ = sigterm.recv() => break,
-            }
-        }
-        cap.drain_now(&mut batch);
-        if !broken_pipe {
-            emit(&mut batch, &mut out);
-        }
+        // A closed stdout (`| head`) ends the trace quietly.
+        drive(&mut cap, follow, deadline, |step, _| match step {
+            Step::Batch(batch) => Ok(emit(batch, &mut out)),
+            Step::Tick => Ok(true),
+        })
+        .await?;
         let dropped = cap.drops();
         eprintln!("tracer: {}", stats.summary(dropped));
         if cap.decode_errors() > 0 {
@@ -103,14 +85,60 @@ pub fn run(
                 cap.decode_errors()
             );
         }
-        // Like strace CMD: exit with the command's status.
-        let code = match cap.child_mut() {
-            Some(child) => match child.try_wait() {
-                Ok(Some(st)) => st.code().map_or(1, |c| c as u8),
-                _ => 0,
-            },
-            None => 0,
-        };
+        let code = command_exit_code(&mut cap);
         Ok(ExitCode::from(code))
     })
+}
+
+/// What [`drive`] hands to its callback.
+pub(super) enum Step<'a> {
+    /// Events read from the ring buffer (drain them).
+    Batch(&'a mut Vec<tracer::Event>),
+    /// 100 ms passed.
+    Tick,
+}
+
+/// The capture loop shared by `trace` and `record`: hands each batch and a 100 ms tick to
+/// `on` (which returns false to stop at once), and ends on the deadline, Ctrl-C, SIGTERM, or —
+/// when following — once every followed process is gone (like strace -f). The ring buffer is
+/// drained one last time before it returns.
+pub(super) async fn drive(
+    cap: &mut Capture,
+    follow: bool,
+    deadline: Option<Instant>,
+    mut on: impl FnMut(Step<'_>, &Capture) -> Result<bool>,
+) -> Result<()> {
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut batch = Vec::new();
+    loop {
+        tokio::select! {
+            r = cap.next_batch(&mut batch) => {
+                r?;
+                if !on(Step::Batch(&mut batch), cap)? {
+                    return Ok(());
+                }
+            }
+            _ = tick.tick() => {
+                if !on(Step::Tick, cap)? {
+                    return Ok(());
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) { break; }
+                if follow && cap.followed_count() == 0 { break; }
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = sigterm.recv() => break,
+        }
+    }
+    cap.drain_now(&mut batch);
+    on(Step::Batch(&mut batch), cap)?;
+    Ok(())
+}
+
+/// Like strace CMD: the command's exit status (0 when there was no command or it still runs).
+pub(super) fn command_exit_code(cap: &mut Capture) -> u8 {
+    match cap.child_mut().map(|c| c.try_wait()) {
+        Some(Ok(Some(st))) => st.code().map_or(1, |c| c as u8),
+        _ => 0,
+    }
 }
