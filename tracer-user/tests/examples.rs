@@ -1,0 +1,84 @@
+//! The examples' behaviour, checked: each example keeps its logic in a `run` function that
+//! these tests call directly (compiling the example file as a module).
+
+#[path = "../examples/synthetic.rs"]
+mod synthetic;
+
+#[path = "../examples/replay_stories.rs"]
+mod replay_stories;
+
+#[cfg(feature = "capture")]
+#[path = "../examples/follow_lineage.rs"]
+mod follow_lineage;
+
+use std::path::Path;
+
+/// A path relative to the workspace root.
+fn workspace_file(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+#[test]
+fn synthetic_prints_the_tree_and_the_adoption() {
+    let mut out = Vec::new();
+    synthetic::run(&mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    for want in [
+        "400 worker: clone_parent → parent 200",
+        "500 sleep: fork → parent 300",
+        "500 sleep: adopted → parent 200 (parent 300 exited; nearest subreaper 200)",
+    ] {
+        assert!(lines.contains(&want), "missing {want:?} in:\n{out}");
+    }
+    assert!(!out.contains("warning"), "{out}");
+}
+
+#[test]
+fn replay_stories_tells_the_runc_story_of_the_ctr_fixture() {
+    let mut out = Vec::new();
+    replay_stories::run(&workspace_file("tests/fixtures/strace/ctr.log"), &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("strace log (CHECK)"), "{out}");
+}
+
+#[cfg(feature = "capture")]
+#[test]
+#[ignore = "root"]
+fn follow_lineage_reports_the_command_birth_and_exit() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let argv = ["sh", "-c", "true"].map(String::from).to_vec();
+    let mut out = Vec::new();
+    let never = std::future::pending::<()>();
+    let timeout = std::time::Duration::from_secs(30);
+    rt.block_on(async {
+        tokio::time::timeout(
+            timeout,
+            follow_lineage::run(tracer::Target::Command(argv), &mut out, never),
+        )
+        .await
+        .expect("the capture ends when sh exits")
+        .unwrap()
+    });
+    let out = String::from_utf8(out).unwrap();
+    let me = std::process::id();
+    let birth = out
+        .lines()
+        .find(|l| l.starts_with("birth ") && l.contains(" sh: parent "))
+        .unwrap_or_else(|| panic!("no birth of sh in:\n{out}"));
+    assert!(
+        birth.ends_with(&format!("parent {me}, snapshot")),
+        "{birth}"
+    );
+    let pid = birth.split_whitespace().nth(1).unwrap();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("exit     {pid} sh: exited with 0"))),
+        "{out}"
+    );
+}
