@@ -12,7 +12,7 @@
 use std::io::Write;
 
 use tracer::event::{clone_flags, prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind};
-use tracer::lineage::{tree_text, TreeOpts};
+use tracer::lineage::{tree_text, SnapshotProcess, TreeOpts};
 use tracer::{Engine, Syscall};
 
 /// Events in sequence order, numbered from 1.
@@ -43,7 +43,11 @@ impl Script {
                 child_tid: child,
                 child_tgid: child,
                 child_ppid: parent,
-                syscall: Some(Syscall::Clone),
+                syscall: Some(if flags == 0 {
+                    Syscall::Fork
+                } else {
+                    Syscall::Clone
+                }),
                 flags: Some(CloneFlags(flags)),
             },
         );
@@ -119,6 +123,16 @@ fn scene() -> Vec<Event> {
 /// Feeds the scene to an engine and writes what it learned to `out`.
 pub fn run(out: &mut impl Write) -> std::io::Result<()> {
     let mut engine = Engine::new();
+    // The shell existed before the events start (as a capture would read it from /proc);
+    // its parent is left unknown (0).
+    engine.seed_snapshot(&[SnapshotProcess {
+        pid: 100,
+        ppid: 0,
+        comm: "sh".into(),
+        exe: Some("/bin/sh".into()),
+        argv: vec!["sh".into()],
+        ..SnapshotProcess::default()
+    }]);
     for ev in scene() {
         engine.apply(&ev);
     }

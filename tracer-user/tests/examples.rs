@@ -24,6 +24,17 @@ fn synthetic_prints_the_tree_and_the_adoption() {
     synthetic::run(&mut out).unwrap();
     let out = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[..5],
+        [
+            "100 sh",
+            "└─ 200 supervisor (subreaper)",
+            "   ├─ 300 worker (exited with 0)",
+            "   ├─ 400 worker (CLONE_PARENT via 300)",
+            "   └─ 500 sleep ⤴ adopted ← 300 exited",
+        ],
+        "{out}"
+    );
     for want in [
         "400 worker: clone_parent → parent 200",
         "500 sleep: fork → parent 300",
@@ -40,7 +51,24 @@ fn replay_stories_tells_the_runc_story_of_the_ctr_fixture() {
     replay_stories::run(&workspace_file("tests/fixtures/strace/ctr.log"), &mut out).unwrap();
     let out = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].ends_with("strace log (CHECK)"), "{out}");
+    assert!(
+        lines[0].ends_with("ctr.log: strace log (546 events, 13 processes, 1 container births)"),
+        "{out}"
+    );
+    for want in [
+        "container fx-ctr (containerd, runc create) → sleep",
+        "  [seq     31] shim containerd-shim 15921 started by containerd-shim 15913",
+        "  [seq     69] shim 15921 set PR_SET_CHILD_SUBREAPER",
+        "  [seq    117] 15938 cloned 15940 with CLONE_PARENT: parent 15931",
+        "  [seq    344] init 15941 adopted by 15921 (parent 15931 exited; nearest subreaper 15921)",
+        "  [seq    390] init 15941 exec'd /bin/sleep",
+    ] {
+        assert!(lines.contains(&want), "missing {want:?} in:\n{out}");
+    }
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("container ")).count(),
+        1
+    );
 }
 
 #[cfg(feature = "capture")]
