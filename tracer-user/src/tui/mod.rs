@@ -89,6 +89,7 @@ pub fn run_replay(events: Vec<Event>, title: String, opts: ReplayOpts) -> Result
 /// Options of a live view.
 #[cfg(feature = "capture")]
 pub struct LiveOpts {
+    /// Ring-buffer size for the capture.
     pub ring_bytes: u32,
     /// Gets every batch the capture reads (the `--record FILE` hook).
     pub recorder: Option<Box<dyn Recorder>>,
