@@ -11,7 +11,7 @@ use tracer_common::{
 };
 
 /// Why a ring-buffer record could not be decoded. Records are checked before any copy, so a
-/// bad record is skipped and counted ([`Capture::decode_errors`](crate::capture)), never fatal.
+/// bad record is skipped and counted (`Capture::decode_errors`), never fatal.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
     /// The record is shorter than the part being read.

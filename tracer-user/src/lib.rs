@@ -16,7 +16,7 @@
 //! ```
 //!
 //! 1. **Sources** produce [`Event`]s, one model for all of them: live capture
-//!    ([`CaptureBuilder`] → [`Capture`], feature `capture`), the `strace -f` importer
+//!    (`CaptureBuilder` → `Capture`, module `capture`, feature `capture`), the `strace -f` importer
 //!    ([`strace::parse_log`]) and recorded trace files ([`TraceReader`]). [`Input`] opens a
 //!    file and tells a trace file from an strace log by its content.
 //! 2. **The engine**, [`Engine`], is a pure state machine: [`Engine::apply`] each event in
@@ -28,7 +28,7 @@
 //!
 //! # Feature flags
 //!
-//! - `capture` (default): live capture with the eBPF probes ([`capture`] module). Building
+//! - `capture` (default): live capture with the eBPF probes (module `capture`). Building
 //!   needs the nightly BPF toolchain (`cargo xtask setup`); running needs root (or
 //!   `CAP_BPF` + `CAP_PERFMON`).
 //! - Without it (`default-features = false` / `--no-default-features`): the engine, the
@@ -107,7 +107,7 @@
 //! # Ok::<(), tracer::TraceFileError>(())
 //! ```
 //!
-//! Live capture (feature `capture`, as root) is shown in the [`capture`] module; runnable
+//! Live capture (feature `capture`, as root) is shown in the `capture` module's documentation; runnable
 //! programs are in `tracer-user/examples/` (`synthetic`, `replay_stories`,
 //! `follow_lineage`).
 #![forbid(unsafe_op_in_unsafe_fn)]
