@@ -190,7 +190,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [flag, pid] if flag == "--pid" => Target::Pid(pid.parse()?),
         [flag] if flag == "--all" => Target::All,
         [dashes, cmd @ ..] if dashes == "--" && !cmd.is_empty() => Target::Command(cmd.to_vec()),
-        [cmd @ ..] if !cmd.is_empty() && !cmd[0].starts_with('-') => Target::Command(cmd.to_vec()),
+        cmd if !cmd.is_empty() && !cmd[0].starts_with('-') => Target::Command(cmd.to_vec()),
         _ => {
             eprintln!("usage: follow_lineage --pid PID | --all | [--] COMMAND [ARGS...]");
             std::process::exit(2);
