@@ -45,7 +45,7 @@
 //! use tracer::Engine;
 //!
 //! let ev = |seq, tgid, kind| Event {
-//!     seq, ts_ns: 0, tgid, tid: tgid, ppid: 1, uid: 0, cgroup_id: 0,
+//!     seq, ts_ns: 0, tgid, tid: tgid, ppid: 0, uid: 0, cgroup_id: 0,
 //!     comm: Comm::new("sh"), kind,
 //! };
 //! let mut engine = Engine::new();
