@@ -110,3 +110,66 @@ fn follow_lineage_reports_the_command_birth_and_exit() {
         "{out}"
     );
 }
+
+/// The capture stream with event-kind selection (the API `follow_lineage` is built on).
+#[cfg(feature = "capture")]
+#[test]
+#[ignore = "root"]
+fn capture_stream_honours_event_kinds() {
+    use futures_util::StreamExt;
+    use tracer::{CaptureBuilder, CaptureItem, EventKindFilter, Target};
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let names = |kinds: &[EventKindFilter]| -> Vec<&'static str> {
+        let argv = ["sh", "-c", "/bin/true; /bin/true"]
+            .map(String::from)
+            .to_vec();
+        let _runtime = rt.enter(); // start() registers the ring buffer with tokio.
+        let cap = CaptureBuilder::new(Target::Command(argv))
+            .kinds(kinds)
+            .start()
+            .unwrap();
+        rt.block_on(async {
+            let items = cap.into_stream().collect::<Vec<_>>();
+            let items = tokio::time::timeout(std::time::Duration::from_secs(30), items)
+                .await
+                .expect("the stream ends when sh exits");
+            items
+                .into_iter()
+                .filter_map(|i| match i.unwrap() {
+                    CaptureItem::Event(ev) => Some(ev.kind.name()),
+                    CaptureItem::Notice(_) => None,
+                })
+                .collect()
+        })
+    };
+    let only_lifecycle = names(&[]);
+    assert!(only_lifecycle.contains(&"fork"), "{only_lifecycle:?}");
+    assert!(only_lifecycle.contains(&"task_exit"), "{only_lifecycle:?}");
+    assert!(
+        only_lifecycle
+            .iter()
+            .all(|k| *k == "fork" || *k == "task_exit"),
+        "{only_lifecycle:?}"
+    );
+    let exec = names(&[EventKindFilter::Exec]);
+    assert!(
+        exec.contains(&"exec") && exec.contains(&"exec_enter"),
+        "{exec:?}"
+    );
+    assert!(
+        !exec
+            .iter()
+            .any(|k| ["clone_enter", "exit_enter", "prctl_enter"].contains(k)),
+        "{exec:?}"
+    );
+    let all = names(&EventKindFilter::ALL);
+    assert!(
+        all.contains(&"clone_enter") && all.contains(&"exit_enter"),
+        "{all:?}"
+    );
+}

@@ -189,6 +189,9 @@ impl CaptureBuilder {
     }
 
     /// Loads and attaches the probes and starts following the target.
+    ///
+    /// Call it inside a tokio runtime with I/O enabled (it registers the ring buffer with
+    /// the runtime's reactor, and panics without one, like any tokio I/O type).
     pub fn start(self) -> Result<Capture, CaptureError> {
         Capture::start(self)
     }
