@@ -156,7 +156,15 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         )?;
         // The live-capture example (follow_lineage).
         run_tests(
-            cargo().args(["test", "-p", "tracer-user", "--test", "examples", "--", "--ignored"]),
+            cargo().args([
+                "test",
+                "-p",
+                "tracer-user",
+                "--test",
+                "examples",
+                "--",
+                "--ignored",
+            ]),
             tally,
         )?;
         let ran = tally.passed + tally.failed - before;
