@@ -154,7 +154,7 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
             tally,
         )?;
-        // The live-capture example (follow_lineage).
+        // The library's root tests: the follow_lineage example and the capture stream.
         run_tests(
             cargo().args([
                 "test",
