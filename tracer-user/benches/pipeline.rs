@@ -35,7 +35,7 @@ fn wire_stream(events: usize) -> Vec<Vec<u8>> {
     let (shell, init) = (1000u32, 1u32);
     let mut seq = 0u64;
     let mut child = 2000u32;
-    let mut next = |out: &mut Vec<Vec<u8>>, bytes: Vec<u8>| out.push(bytes);
+    let next = |out: &mut Vec<Vec<u8>>, bytes: Vec<u8>| out.push(bytes);
     while out.len() < events {
         child = if child >= 4_000_000 { 2000 } else { child + 1 };
         let mut s = || {

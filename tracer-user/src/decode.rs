@@ -10,18 +10,34 @@ use tracer_common::{
     SchedFork, SysExit, ARG_LEN, MAX_ARGS,
 };
 
+/// Why a ring-buffer record could not be decoded. Records are checked before any copy, so a
+/// bad record is skipped and counted (`Capture::decode_errors`), never fatal.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
+    /// The record is shorter than the part being read.
     #[error("record of {len} bytes is shorter than its {need}-byte {what}")]
     Short {
+        /// The part (header or record kind).
         what: &'static str,
+        /// Bytes delivered.
         len: usize,
+        /// Bytes that part needs.
         need: usize,
     },
+    /// The header names a record kind this tracer does not know.
     #[error("unknown record kind {0}")]
     UnknownKind(u32),
+    /// The header's size disagrees with the bytes delivered.
     #[error("record kind {kind} claims {claimed} bytes but {len} were delivered")]
-    BadSize { kind: u32, claimed: u32, len: usize },
+    BadSize {
+        /// Record kind from the header.
+        kind: u32,
+        /// Size the header claims.
+        claimed: u32,
+        /// Bytes delivered.
+        len: usize,
+    },
+    /// A syscall id outside `tracer_common::syscall`.
     #[error("unknown syscall id {0}")]
     UnknownSyscall(u32),
 }

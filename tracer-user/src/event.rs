@@ -10,14 +10,23 @@ pub use tracer_common::{clone_flags, prctl as prctl_opt};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Syscall {
+    /// `clone(2)`.
     Clone,
+    /// `clone3(2)`.
     Clone3,
+    /// `fork(2)`.
     Fork,
+    /// `vfork(2)`.
     Vfork,
+    /// `execve(2)`.
     Execve,
+    /// `execveat(2)`.
     Execveat,
+    /// `exit(2)`: ends the calling thread.
     Exit,
+    /// `exit_group(2)`: ends every thread of the process.
     ExitGroup,
+    /// `prctl(2)`.
     Prctl,
 }
 
@@ -39,6 +48,7 @@ impl Syscall {
         })
     }
 
+    /// The wire id in `tracer_common::syscall`.
     pub fn to_wire(self) -> u32 {
         use tracer_common::syscall as s;
         match self {
@@ -54,6 +64,7 @@ impl Syscall {
         }
     }
 
+    /// The syscall's name (`exit_group`).
     pub fn name(self) -> &'static str {
         match self {
             Syscall::Clone => "clone",
@@ -68,6 +79,7 @@ impl Syscall {
         }
     }
 
+    /// From a syscall name (`clone3`); `None` for other syscalls.
     pub fn from_name(name: &str) -> Option<Syscall> {
         Some(match name {
             "clone" => Syscall::Clone,
@@ -130,10 +142,12 @@ impl Comm {
         Comm::from_bytes(&s.as_bytes()[..end])
     }
 
+    /// The name's bytes (at most 16, no NUL).
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 
+    /// No name known.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -165,11 +179,14 @@ impl Serialize for Comm {
 /// A string captured from the kernel or a log, with whether it was cut short.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CapturedStr {
+    /// The text (lossy UTF-8).
     pub value: String,
+    /// The source cut it short (probe buffer or strace's `...`).
     pub truncated: bool,
 }
 
 impl CapturedStr {
+    /// A complete (not truncated) string.
     pub fn new(value: impl Into<String>) -> Self {
         CapturedStr {
             value: value.into(),
@@ -183,6 +200,7 @@ impl CapturedStr {
 pub struct CloneFlags(pub u64);
 
 impl CloneFlags {
+    /// All bits of `bit` set.
     pub fn contains(self, bit: u64) -> bool {
         self.0 & bit == bit
     }
@@ -213,6 +231,7 @@ pub struct Event {
     pub cgroup_id: u64,
     /// Task name at the time of the event (empty when unknown).
     pub comm: Comm,
+    /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
 }
@@ -223,45 +242,81 @@ pub struct Event {
 pub enum EventKind {
     /// A clone-family call starts. For fork `flags` is empty; for vfork CLONE_VM|CLONE_VFORK.
     CloneEnter {
+        /// Which call.
         syscall: Syscall,
+        /// Clone flags (without the exit signal).
         flags: CloneFlags,
+        /// Signal sent to the parent at exit (`SIGCHLD` usually).
         exit_signal: u32,
     },
     /// A traced syscall returned (`ret` < 0 is -errno). In a new child, clone returns 0.
-    SyscallExit { syscall: Syscall, ret: i64 },
+    SyscallExit {
+        /// Which call.
+        syscall: Syscall,
+        /// Return value; negative is -errno.
+        ret: i64,
+    },
     /// An exec starts: the path asked for and the first argv entries.
     ExecEnter {
+        /// `execve` or `execveat`.
         syscall: Syscall,
+        /// `execveat`'s dirfd (`AT_FDCWD` = -100 for execve).
         dirfd: i64,
+        /// `execveat`'s flags (0 for execve).
         at_flags: u32,
+        /// The path asked for.
         filename: CapturedStr,
+        /// The first argv entries.
         argv: Vec<String>,
+        /// argv had more entries (or longer ones) than captured.
         argv_truncated: bool,
     },
     /// exit / exit_group called with `code` (these never return).
-    ExitEnter { syscall: Syscall, code: i32 },
+    ExitEnter {
+        /// `exit` or `exit_group`.
+        syscall: Syscall,
+        /// The exit code passed.
+        code: i32,
+    },
     /// prctl(option, arg2, ...) called; `name` is PR_SET_NAME's new name.
     PrctlEnter {
+        /// The `PR_*` option.
         option: u32,
+        /// The second argument (`PR_SET_CHILD_SUBREAPER`'s flag...).
         arg2: u64,
+        /// `PR_SET_NAME`'s new name, when the probe could read it.
         name: Option<CapturedStr>,
     },
     /// A task was created (sched_process_fork, or an strace clone + attach notice).
     /// The event's own tgid/tid are the creator's (the caller).
     Fork {
+        /// The new task's thread id (host pid namespace).
         child_tid: u32,
+        /// The new task's process id (equal to `child_tid` unless it is a thread).
         child_tgid: u32,
         /// The child's real parent tgid (0 if the source could not tell).
         child_ppid: u32,
+        /// The creating call, when known.
         syscall: Option<Syscall>,
+        /// Its clone flags, when known.
         flags: Option<CloneFlags>,
     },
     /// A successful exec (sched_process_exec). The event's tid is the task after the exec;
     /// `old_tid` the thread that called exec (they differ for a non-leader thread).
-    Exec { old_tid: u32, filename: CapturedStr },
+    Exec {
+        /// The thread that called exec.
+        old_tid: u32,
+        /// The exec'd file.
+        filename: CapturedStr,
+    },
     /// A task ended (sched_process_exit). `exit_code` is wait(2)'s status word:
     /// `(status << 8) | signal`. `group_dead`: it was the last thread of its process.
-    TaskExit { exit_code: u32, group_dead: bool },
+    TaskExit {
+        /// wait(2) status word.
+        exit_code: u32,
+        /// It was the last thread of its process.
+        group_dead: bool,
+    },
 }
 
 impl EventKind {
@@ -284,11 +339,22 @@ impl EventKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "how", rename_all = "snake_case")]
 pub enum ExitStatus {
-    Exited { code: i32 },
-    Killed { signal: i32, core_dumped: bool },
+    /// Exited normally.
+    Exited {
+        /// The exit code (0-255).
+        code: i32,
+    },
+    /// Killed by a signal.
+    Killed {
+        /// The signal number.
+        signal: i32,
+        /// A core dump was written.
+        core_dumped: bool,
+    },
 }
 
 impl ExitStatus {
+    /// From a wait(2) status word.
     pub fn from_wait_status(status: u32) -> ExitStatus {
         let sig = (status & 0x7f) as i32;
         if sig == 0 {
@@ -303,6 +369,7 @@ impl ExitStatus {
         }
     }
 
+    /// Back to a wait(2) status word.
     pub fn to_wait_status(self) -> u32 {
         match self {
             ExitStatus::Exited { code } => ((code as u32) & 0xff) << 8,

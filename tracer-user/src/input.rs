@@ -12,11 +12,14 @@ use crate::tracefile::{Header, StatsRecord, TailReport, TraceFileError, TraceRea
 /// What a file's first bytes say it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A tracer trace file (see [`crate::tracefile`]).
     TraceFile,
+    /// An `strace -f` log (see [`crate::strace`]).
     StraceLog,
 }
 
 impl Kind {
+    /// `trace file` / `strace log`.
     pub fn name(self) -> &'static str {
         match self {
             Kind::TraceFile => "trace file",
@@ -28,20 +31,38 @@ impl Kind {
 /// Why an input could not be opened or read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// The file could not be opened or read.
     #[error("cannot read {path}: {error}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The OS error.
         error: std::io::Error,
     },
+    /// The content is neither a trace file nor an strace log.
     #[error("{path}: {reason}")]
-    NotRecognized { path: PathBuf, reason: &'static str },
+    NotRecognized {
+        /// The file.
+        path: PathBuf,
+        /// What it looks like instead.
+        reason: &'static str,
+    },
+    /// A trace file that is damaged or unsupported; the inner error names the byte offset.
     #[error("{path}: {error}")]
     TraceFile {
+        /// The file.
         path: PathBuf,
+        /// The trace reader's error (see [`TraceFileError::offset`]).
         error: TraceFileError,
     },
+    /// An strace log in which nothing could be read.
     #[error("{path}: strace log: {message}")]
-    Strace { path: PathBuf, message: String },
+    Strace {
+        /// The file.
+        path: PathBuf,
+        /// The importer's error.
+        message: String,
+    },
 }
 
 impl InputError {
@@ -86,7 +107,9 @@ enum Source {
 
 /// An opened input: its header (trace files) and its events, streamed.
 pub struct Input {
+    /// The file opened.
     pub path: PathBuf,
+    /// What it turned out to be.
     pub kind: Kind,
     source: Source,
     strace_report: Option<StraceReport>,
@@ -95,7 +118,9 @@ pub struct Input {
 /// What the strace importer could not read (lines are never fatal unless none was understood).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StraceReport {
+    /// Lines read.
     pub lines: usize,
+    /// Lines that could not be understood.
     pub unreadable: usize,
     /// The first few unreadable lines: (line number, text).
     pub first_unreadable: Vec<(usize, String)>,

@@ -1,9 +1,117 @@
 //! `tracer`: process-lineage tracing for container hosts.
 //!
-//! The flow is capture → [`event::Event`] → [`lineage::Engine`] → views. Capture (the eBPF
-//! probes, feature `capture`) and strace import both produce the same event model, so
-//! everything after capture runs without root, BPF or LLVM.
+//! The crate answers "who started this process, and how did it end up under that parent?"
+//! for the process trees that container runtimes build (containerd-shim → runc → `runc init`
+//! stages → workload). It is a library first: the `tracer` binary and its TUI are thin
+//! layers over the API below, and other tools (agents, test harnesses, notebooks) can embed
+//! the capture, the lineage engine and the trace files directly.
+//!
+//! # The flow
+//!
+//! ```text
+//!  eBPF probes ──► capture ──┐
+//!  (feature `capture`)       │
+//!  strace -f log ──► strace ─┼──► Event ──► lineage::Engine ──► tree / stories / JSON
+//!  trace file ──► tracefile ─┘        └───► render (strace-like lines), stats, tracefile
+//! ```
+//!
+//! 1. **Sources** produce [`Event`]s, one model for all of them: live capture
+//!    (`CaptureBuilder` → `Capture`, module `capture`, feature `capture`), the `strace -f` importer
+//!    ([`strace::parse_log`]) and recorded trace files ([`TraceReader`]). [`Input`] opens a
+//!    file and tells a trace file from an strace log by its content.
+//! 2. **The engine**, [`Engine`], is a pure state machine: [`Engine::apply`] each event in
+//!    sequence order, then query it — [`Engine::process`], [`Engine::children`],
+//!    [`Process::lineage`] (birth and every adoption, with how and why), [`Engine::stories`]
+//!    (container births), [`replay_until`] (the tree at a sequence number).
+//! 3. **Views** render the engine: [`lineage::tree_text`], [`lineage::story_text`] and their
+//!    JSON twins; [`render`] prints strace-like lines; [`TraceWriter`] records events.
+//!
+//! # Feature flags
+//!
+//! - `capture` (default): live capture with the eBPF probes (module `capture`). Building
+//!   needs the nightly BPF toolchain (`cargo xtask setup`); running needs root (or
+//!   `CAP_BPF` + `CAP_PERFMON`).
+//! - Without it (`default-features = false` / `--no-default-features`): the engine, the
+//!   strace importer, trace files, the views and the TUI in replay mode. No aya, no LLVM, no
+//!   root — the build to use for analysing recordings or for training material.
+//!
+//! # Examples
+//!
+//! Feed the engine hand-made events (a shell forks a child that runs `true`):
+//!
+//! ```
+//! use tracer::event::{CapturedStr, Comm, Event, EventKind, Syscall};
+//! use tracer::lineage::{tree_text, How, TreeOpts};
+//! use tracer::Engine;
+//!
+//! let ev = |seq, tgid, kind| Event {
+//!     seq, ts_ns: 0, tgid, tid: tgid, ppid: 0, uid: 0, cgroup_id: 0,
+//!     comm: Comm::new("sh"), kind,
+//! };
+//! let mut engine = Engine::new();
+//! engine.apply(&ev(1, 100, EventKind::Fork {
+//!     child_tid: 101, child_tgid: 101, child_ppid: 100,
+//!     syscall: Some(Syscall::Clone), flags: None,
+//! }));
+//! engine.apply(&ev(2, 101, EventKind::Exec {
+//!     old_tid: 101, filename: CapturedStr::new("/bin/true"),
+//! }));
+//! engine.apply(&ev(3, 101, EventKind::TaskExit { exit_code: 0, group_dead: true }));
+//!
+//! let child = engine.process(101).unwrap();
+//! assert_eq!(child.ppid, 100);
+//! assert_eq!(child.born_how(), How::Clone);
+//! assert!(child.exited);
+//! println!("{}", tree_text(&engine, TreeOpts::default()));
+//! ```
+//!
+//! Import an `strace -f` log and find who created whom:
+//!
+//! ```
+//! let log = "\
+//! 4085  clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD) = 4086
+//! 4086  execve(\"/bin/true\", [\"true\"], 0x7ffd /* 20 vars */) = 0
+//! 4086  exit_group(0)                     = ?
+//! 4086  +++ exited with 0 +++
+//! ";
+//! let import = tracer::strace::parse_log(log).unwrap();
+//! let mut engine = tracer::Engine::new();
+//! for ev in &import.events {
+//!     engine.apply(ev);
+//! }
+//! let child = engine.process(4086).unwrap();
+//! assert_eq!(child.ppid, 4085);
+//! assert_eq!(child.exe.as_deref(), Some("/bin/true"));
+//! ```
+//!
+//! Write a trace file to memory and read it back:
+//!
+//! ```
+//! use tracer::event::{Comm, Event, EventKind};
+//! use tracer::tracefile::{CaptureMode, Header};
+//! use tracer::{TraceReader, TraceWriter};
+//!
+//! let event = Event {
+//!     seq: 1, ts_ns: 5, tgid: 7, tid: 7, ppid: 1, uid: 0, cgroup_id: 0,
+//!     comm: Comm::new("sleep"),
+//!     kind: EventKind::TaskExit { exit_code: 0, group_dead: true },
+//! };
+//! let mut writer = TraceWriter::new(Vec::new(), &Header::for_this_host(CaptureMode::All))?;
+//! writer.write_event(&event)?;
+//! let bytes: Vec<u8> = writer.finish()?;
+//!
+//! let mut reader = TraceReader::new(&bytes[..])?;
+//! let events: Vec<Event> = reader.events().collect::<Result<_, _>>()?;
+//! assert_eq!(events, [event]);
+//! assert!(reader.tail().clean_end);
+//! # Ok::<(), tracer::TraceFileError>(())
+//! ```
+//!
+//! Live capture (feature `capture`, as root) is shown in the `capture` module's documentation; runnable
+//! programs are in `tracer-user/examples/` (`synthetic`, `replay_stories`,
+//! `follow_lineage`).
 #![forbid(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
 
 pub mod decode;
 pub mod event;
@@ -20,4 +128,14 @@ pub mod tui;
 #[cfg(feature = "capture")]
 pub mod capture;
 
+pub use decode::DecodeError;
 pub use event::{Comm, Event, EventKind, ExitStatus, Syscall};
+pub use input::{Input, InputError};
+pub use lineage::{replay_until, Engine, LineageEntry, Process, Story};
+pub use strace::StraceError;
+pub use tracefile::{TraceFileError, TraceReader, TraceWriter};
+
+#[cfg(feature = "capture")]
+pub use capture::{
+    Capture, CaptureBuilder, CaptureError, CaptureItem, EventKindFilter, Notice, Target,
+};

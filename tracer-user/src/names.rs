@@ -145,6 +145,7 @@ pub fn prctl_option(option: u32) -> String {
         .unwrap_or_else(|| option.to_string())
 }
 
+/// `PR_SET_NAME` or a decimal number → the option number.
 pub fn parse_prctl_option(text: &str) -> Option<u32> {
     PRCTL_NAMES
         .iter()
@@ -276,6 +277,7 @@ pub fn errno(e: i64) -> String {
         .unwrap_or_else(|| e.to_string())
 }
 
+/// `ENOENT` → 2; `None` for unknown names.
 pub fn errno_number(name: &str) -> Option<i64> {
     ERRNOS.iter().find(|(_, s)| *s == name).map(|(n, _)| *n)
 }

@@ -67,6 +67,7 @@ fn ret_text(syscall: Syscall, ret: i64, child: Option<u32>) -> String {
 }
 
 impl LineRenderer {
+    /// A renderer with no pending calls and default options.
     pub fn new() -> Self {
         Self::default()
     }

@@ -7,12 +7,16 @@ use std::collections::BTreeMap;
 /// one, so `max_seq - events` is the number of events that never arrived.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamStats {
+    /// Events observed.
     pub events: u64,
+    /// Events per kind name (`fork`, `exec`...).
     pub per_kind: BTreeMap<&'static str, u64>,
+    /// Highest seq seen.
     pub max_seq: u64,
 }
 
 impl StreamStats {
+    /// Counts one event.
     pub fn observe(&mut self, ev: &Event) {
         self.events += 1;
         *self.per_kind.entry(ev.kind.name()).or_insert(0) += 1;

@@ -142,6 +142,10 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             .env("AYA_BUILD_SKIP", "1"),
         tally,
     )?;
+    // The library's docs: every public item documented, no broken links.
+    run(cargo()
+        .args(["doc", "--no-deps", "-p", "tracer-user"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
         // Only the ignored (root) ones: the rest already ran above, where these counted as
@@ -149,6 +153,19 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         let before = tally.passed + tally.failed;
         run_tests(
             cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
+            tally,
+        )?;
+        // The library's root tests: the follow_lineage example and the capture stream.
+        run_tests(
+            cargo().args([
+                "test",
+                "-p",
+                "tracer-user",
+                "--test",
+                "examples",
+                "--",
+                "--ignored",
+            ]),
             tally,
         )?;
         let ran = tally.passed + tally.failed - before;

@@ -10,7 +10,9 @@ use super::CaptureError;
 /// One field of a tracepoint record, from its `format` file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
+    /// Byte offset of the field in the record.
     pub offset: u32,
+    /// Size of the field in bytes.
     pub size: u32,
     /// `__data_loc`: the slot holds (len << 16 | offset) of dynamic data.
     pub data_loc: bool,

@@ -1,8 +1,36 @@
 //! Live capture with the eBPF probes: load, configure, attach, follow, read the ring buffer.
 //!
-//! [`Capture::start`] returns once every probe is attached (and, for a command target, the
-//! command is released to exec). [`Capture::next_batch`] then yields decoded events in
-//! sequence order, batch by batch.
+//! Build a capture with [`CaptureBuilder`] (which processes: [`Target`]; ring-buffer size;
+//! which [`EventKindFilter`]s), then [`start`](CaptureBuilder::start) it. It returns once every
+//! probe is attached (and, for a command target, the command is released to exec). Then either
+//!
+//! - turn it into an async [`Stream`](futures_core::Stream) of [`CaptureItem`]s with
+//!   [`Capture::into_stream`]: decoded events in sequence order, plus [`Notice`]s when the
+//!   ring buffer dropped events or the sequence has a gap; or
+//! - pull batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
+//!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...).
+//!
+//! Capturing needs root (or `CAP_BPF` + `CAP_PERFMON`) and a tokio runtime with I/O enabled.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), tracer::CaptureError> {
+//! use futures_util::StreamExt;
+//! use tracer::{CaptureBuilder, CaptureItem, Engine, EventKindFilter, Target};
+//!
+//! let capture = CaptureBuilder::new(Target::Command(vec!["sh".into(), "-c".into(), "true".into()]))
+//!     .kinds(&[EventKindFilter::Exec])
+//!     .start()?;
+//! let mut engine = Engine::new();
+//! let mut items = std::pin::pin!(capture.into_stream());
+//! while let Some(item) = items.next().await {
+//!     match item? {
+//!         CaptureItem::Event(ev) => engine.apply(&ev),
+//!         CaptureItem::Notice(notice) => eprintln!("{notice}"),
+//!     }
+//! }
+//! print!("{}", tracer::lineage::tree_text(&engine, Default::default()));
+//! # Ok(()) }
+//! ```
 
 pub mod layout;
 pub mod procfs;
@@ -23,34 +51,85 @@ pub use layout::TracepointLayouts;
 /// The probe object built by build.rs (empty when built with `AYA_BUILD_SKIP=1`).
 static PROBES: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
 
-/// What went wrong starting or running a capture. Each variant renders as one line.
+/// What went wrong starting or running a capture. Each variant renders as one line; match on
+/// the variant to tell the cases apart (e.g. [`CaptureError::MissingPrivilege`] → suggest
+/// `sudo`; [`CaptureError::KernelFeature`] → the kernel is too old or lacks BTF/tracefs).
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
+    /// Not root and without `CAP_BPF` + `CAP_PERFMON` (or `CAP_SYS_ADMIN`), or the kernel
+    /// refused to create BPF maps. The text says what was missing and as whom we ran.
     #[error("missing privilege: {0}")]
     MissingPrivilege(String),
+    /// The kernel lacks something the probes need: tracefs, a tracepoint or one of its
+    /// fields, BTF (`/sys/kernel/btf/vmlinux`) or a `task_struct` field in it.
     #[error("kernel feature missing: {0}")]
     KernelFeature(String),
+    /// This build has no probe object (built with `AYA_BUILD_SKIP=1` or without the BPF
+    /// toolchain).
     #[error("this tracer was built without eBPF probes (AYA_BUILD_SKIP or no BPF toolchain); rebuild with `cargo xtask setup` done")]
     NoProbes,
+    /// A probe program could not be loaded or attached.
     #[error("probe {program} failed to load: {message}")]
     ProbeLoad {
+        /// The program's name in the probe object (`(object)` for the whole object).
         program: String,
+        /// What failed.
         message: String,
         /// The kernel verifier's log, when the kernel rejected the program.
         verifier_log: Option<String>,
     },
+    /// The command of a [`Target::Command`] could not be started.
     #[error("cannot start command `{command}`")]
     Spawn {
+        /// The command line, joined with spaces.
         command: String,
+        /// Why it could not start.
         #[source]
         source: std::io::Error,
     },
+    /// The pid of a [`Target::Pid`] does not exist.
     #[error("no process with pid {0}")]
     NoSuchProcess(u32),
+    /// Reading the ring buffer (or registering it with tokio) failed.
     #[error("ring buffer: {0}")]
     Io(#[from] std::io::Error),
+    /// A BPF map was missing from the probe object or could not be used.
     #[error("BPF map {0}")]
     Map(String),
+}
+
+/// Groups of events a capture can select with [`CaptureBuilder::kinds`]. Each group is a set
+/// of probes; unselected groups are not attached at all, so they cost nothing.
+///
+/// `sched_process_fork` and `sched_process_exit` are always attached: the lineage engine
+/// needs every birth and every death ([`EventKind::Fork`](crate::event::EventKind::Fork),
+/// [`EventKind::TaskExit`](crate::event::EventKind::TaskExit)) to keep the tree right.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKindFilter {
+    /// clone, clone3, fork and vfork entries and returns
+    /// ([`CloneEnter`](crate::event::EventKind::CloneEnter) and their
+    /// [`SyscallExit`](crate::event::EventKind::SyscallExit)). Without it, `Fork` events carry
+    /// no clone flags or syscall, so the engine cannot tell `CLONE_PARENT` births apart.
+    Clone,
+    /// execve and execveat entries and returns ([`ExecEnter`](crate::event::EventKind::ExecEnter),
+    /// `SyscallExit`) and successful execs ([`Exec`](crate::event::EventKind::Exec)). Without
+    /// it, processes keep the command line they were forked with and no roles are found.
+    Exec,
+    /// exit and exit_group calls ([`ExitEnter`](crate::event::EventKind::ExitEnter)).
+    Exit,
+    /// prctl calls ([`PrctlEnter`](crate::event::EventKind::PrctlEnter), `SyscallExit`):
+    /// `PR_SET_NAME` (`runc init` stages) and `PR_SET_CHILD_SUBREAPER` (shims).
+    Prctl,
+}
+
+impl EventKindFilter {
+    /// Every group (the default).
+    pub const ALL: [EventKindFilter; 4] = [
+        EventKindFilter::Clone,
+        EventKindFilter::Exec,
+        EventKindFilter::Exit,
+        EventKindFilter::Prctl,
+    ];
 }
 
 /// Which processes to trace.
@@ -64,21 +143,32 @@ pub enum Target {
     All,
 }
 
-/// Builder for a [`Capture`].
+/// Builder for a [`Capture`]: the target, the ring-buffer size and the event kinds.
 #[derive(Clone, Debug)]
 pub struct CaptureBuilder {
     target: Target,
     ring_bytes: u32,
     btf_path: std::path::PathBuf,
+    kinds: Vec<EventKindFilter>,
 }
 
 impl CaptureBuilder {
+    /// A capture of `target` with the default ring buffer and every event kind.
     pub fn new(target: Target) -> Self {
         CaptureBuilder {
             target,
             ring_bytes: DEFAULT_RING_BYTES,
             btf_path: "/sys/kernel/btf/vmlinux".into(),
+            kinds: EventKindFilter::ALL.to_vec(),
         }
+    }
+
+    /// Captures only these groups of events (plus births and deaths, always: see
+    /// [`EventKindFilter`]). The probes of the other groups are not attached. An empty slice
+    /// keeps births and deaths only.
+    pub fn kinds(mut self, kinds: &[EventKindFilter]) -> Self {
+        self.kinds = kinds.to_vec();
+        self
     }
 
     /// Ring-buffer size in bytes; rounded up to a power of two of at least one page.
@@ -91,12 +181,17 @@ impl CaptureBuilder {
         self
     }
 
+    /// Where to read the kernel's BTF (default `/sys/kernel/btf/vmlinux`), for the
+    /// `task_struct` offsets the probes need.
     pub fn btf_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.btf_path = path.into();
         self
     }
 
     /// Loads and attaches the probes and starts following the target.
+    ///
+    /// Call it inside a tokio runtime with I/O enabled (it registers the ring buffer with
+    /// the runtime's reactor, and panics without one, like any tokio I/O type).
     pub fn start(self) -> Result<Capture, CaptureError> {
         Capture::start(self)
     }
@@ -163,6 +258,21 @@ fn raise_memlock() {
 
 /// How often the reader drains the ring without a wakeup: the latency of a quiet stream.
 pub const POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The group a probe program belongs to; `None` for the ones always attached.
+fn program_kind(prog: &str) -> Option<EventKindFilter> {
+    if prog == "sched_process_fork" || prog == "sched_process_exit" {
+        None
+    } else if prog == "sched_process_exec" || prog.contains("exec") {
+        Some(EventKindFilter::Exec)
+    } else if prog.contains("clone") || prog.contains("fork") {
+        Some(EventKindFilter::Clone)
+    } else if prog.contains("prctl") {
+        Some(EventKindFilter::Prctl)
+    } else {
+        Some(EventKindFilter::Exit)
+    }
+}
 
 /// (program name in the object, tracepoint category, tracepoint name, required)
 const PROBES_TABLE: &[(&str, &str, &str, bool)] = &[
@@ -274,6 +384,9 @@ impl Capture {
         };
 
         for &(prog, cat, name, required) in PROBES_TABLE {
+            if program_kind(prog).is_some_and(|k| !b.kinds.contains(&k)) {
+                continue;
+            }
             if let Err(e) = attach(&mut ebpf, prog, cat, name) {
                 if required {
                     return Err(e);
@@ -447,6 +560,7 @@ impl Capture {
         }
     }
 
+    /// Ring-buffer records that could not be decoded (logged and skipped).
     pub fn decode_errors(&self) -> u64 {
         self.decode_errors
     }
@@ -461,6 +575,7 @@ impl Capture {
         self.child.as_mut()
     }
 
+    /// What this capture follows.
     pub fn target(&self) -> &Target {
         &self.target
     }
@@ -473,6 +588,139 @@ impl Capture {
     /// Non-fatal things noticed while starting (optional tracepoints missing, ...).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+}
+
+/// One item of a capture [stream](Capture::into_stream).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaptureItem {
+    /// A decoded event, in sequence order.
+    Event(Event),
+    /// Something was lost.
+    Notice(Notice),
+}
+
+/// Events lost on the way from the kernel, reported in the capture stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// The ring buffer was full and the probes dropped events; `total` is the count since the
+    /// capture started (the per-CPU drop counters summed). Reported after the batch in which
+    /// the counter grew.
+    Drops {
+        /// Events dropped since the start.
+        total: u64,
+    },
+    /// Sequence numbers `before_seq - missing .. before_seq` never arrived (every event,
+    /// dropped or not, takes a sequence number). Reported just before the event `before_seq`.
+    /// An event can still arrive late, in a later batch, inside a reported gap: it is yielded
+    /// as usual; the drop counter is the authority on what was lost.
+    Gap {
+        /// How many sequence numbers are missing.
+        missing: u64,
+        /// The first sequence number after the gap.
+        before_seq: u64,
+    },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Notice::Drops { total } => write!(f, "ring buffer full: {total} events dropped so far"),
+            Notice::Gap {
+                missing,
+                before_seq,
+            } => write!(f, "{missing} events missing before seq {before_seq}"),
+        }
+    }
+}
+
+/// The state behind [`Capture::into_stream`].
+struct StreamState {
+    cap: Capture,
+    follow: bool,
+    batch: Vec<Event>,
+    queue: std::collections::VecDeque<CaptureItem>,
+    max_seq: u64,
+    drops: u64,
+    done: bool,
+}
+
+impl StreamState {
+    /// Moves the batch into the queue with the notices it implies.
+    fn enqueue_batch(&mut self) {
+        for ev in self.batch.drain(..) {
+            if ev.seq > self.max_seq + 1 {
+                self.queue.push_back(CaptureItem::Notice(Notice::Gap {
+                    missing: ev.seq - self.max_seq - 1,
+                    before_seq: ev.seq,
+                }));
+            }
+            self.max_seq = self.max_seq.max(ev.seq);
+            self.queue.push_back(CaptureItem::Event(ev));
+        }
+        let drops = self.cap.drops();
+        if drops > self.drops {
+            self.drops = drops;
+            self.queue
+                .push_back(CaptureItem::Notice(Notice::Drops { total: drops }));
+        }
+    }
+
+    async fn next_item(&mut self) -> Option<Result<CaptureItem, CaptureError>> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.cap.next_batch(&mut self.batch).await {
+                self.done = true;
+                return Some(Err(e));
+            }
+            if self.follow && self.cap.followed_count() == 0 {
+                // Everything followed has exited: take what is left and end.
+                self.cap.drain_now(&mut self.batch);
+                self.done = true;
+                if let Some(child) = self.cap.child_mut() {
+                    let _ = child.try_wait();
+                }
+            }
+            self.enqueue_batch();
+        }
+    }
+}
+
+impl Capture {
+    /// Turns the capture into an async stream of events and loss notices.
+    ///
+    /// Events come in sequence order within each batch the ring buffer yields (see
+    /// [`next_batch`](Capture::next_batch)); a [`Notice::Gap`] precedes an event when
+    /// sequence numbers are missing before it, and a [`Notice::Drops`] follows a batch after
+    /// which the kernel's drop counter grew.
+    ///
+    /// For a [`Target::Pid`] or [`Target::Command`] the stream ends once every followed
+    /// process has exited (like `strace -f`); for [`Target::All`] it never ends by itself.
+    /// Dropping the stream detaches the probes. After an error the stream ends.
+    ///
+    /// Poll it inside a tokio runtime with I/O and time enabled; pin it
+    /// (`std::pin::pin!`) to call `StreamExt::next` on it.
+    pub fn into_stream(
+        self,
+    ) -> impl futures_core::Stream<Item = Result<CaptureItem, CaptureError>> {
+        let state = StreamState {
+            follow: !matches!(self.target, Target::All),
+            cap: self,
+            batch: Vec::new(),
+            queue: std::collections::VecDeque::new(),
+            max_seq: 0,
+            drops: 0,
+            done: false,
+        };
+        futures_util::stream::unfold(state, |mut st| async move {
+            let item = st.next_item().await?;
+            Some((item, st))
+        })
     }
 }
 
@@ -537,4 +785,34 @@ fn attach(ebpf: &mut Ebpf, prog: &str, cat: &str, name: &str) -> Result<(), Capt
             verifier_log: None,
         })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_probe_has_a_kind_and_births_and_deaths_always_stay() {
+        let kind = |p| program_kind(p);
+        assert_eq!(kind("sched_process_fork"), None);
+        assert_eq!(kind("sched_process_exit"), None);
+        assert_eq!(kind("sched_process_exec"), Some(EventKindFilter::Exec));
+        for (prog, want) in [
+            ("sys_enter_clone3", EventKindFilter::Clone),
+            ("sys_exit_vfork", EventKindFilter::Clone),
+            ("sys_enter_fork", EventKindFilter::Clone),
+            ("sys_exit_execveat", EventKindFilter::Exec),
+            ("sys_enter_exit", EventKindFilter::Exit),
+            ("sys_enter_exit_group", EventKindFilter::Exit),
+            ("sys_exit_prctl", EventKindFilter::Prctl),
+        ] {
+            assert_eq!(kind(prog), Some(want), "{prog}");
+        }
+        let always: Vec<_> = PROBES_TABLE
+            .iter()
+            .filter(|p| program_kind(p.0).is_none())
+            .map(|p| p.0)
+            .collect();
+        assert_eq!(always, ["sched_process_fork", "sched_process_exit"]);
+    }
 }

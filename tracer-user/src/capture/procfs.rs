@@ -55,6 +55,7 @@ pub fn snapshot() -> Vec<SnapshotProcess> {
     snapshot_at(Path::new("/proc"))
 }
 
+/// Every process under `root` (a /proc mount), sorted by pid; unreadable entries are skipped.
 pub fn snapshot_at(root: &Path) -> Vec<SnapshotProcess> {
     let mut pids: Vec<u32> = fs::read_dir(root)
         .map(|d| {

@@ -44,10 +44,15 @@ pub(crate) type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
 /// A process that existed before tracing, as read from /proc.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SnapshotProcess {
+    /// Process id.
     pub pid: u32,
+    /// Parent process id (0 when unknown).
     pub ppid: u32,
+    /// Task name.
     pub comm: String,
+    /// Executable path, when readable.
     pub exe: Option<String>,
+    /// Command line.
     pub argv: Vec<String>,
     /// Thread ids (the leader's included or not; it is added).
     pub threads: Vec<u32>,
@@ -59,19 +64,50 @@ pub struct SnapshotProcess {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WarningKind {
     /// An event for a pid never created; a placeholder was synthesized.
-    UnknownPid { pid: u32 },
+    UnknownPid {
+        /// The unknown pid.
+        pid: u32,
+    },
     /// An event for a thread the process was not known to have.
-    UnknownThread { pid: u32, tid: u32 },
+    UnknownThread {
+        /// The process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
+    },
     /// A fork created a pid that was still alive: its exit was missed.
-    PidReuse { pid: u32 },
+    PidReuse {
+        /// The reused pid.
+        pid: u32,
+    },
     /// A thread created twice.
-    DuplicateThread { pid: u32, tid: u32 },
+    DuplicateThread {
+        /// The process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
+    },
     /// The kernel reported another parent than the engine had; corrected.
-    ParentMismatch { pid: u32, engine: u32, kernel: u32 },
+    ParentMismatch {
+        /// The process.
+        pid: u32,
+        /// The parent the engine had.
+        engine: u32,
+        /// The parent the kernel reported.
+        kernel: u32,
+    },
     /// seq went backwards.
-    SeqBackwards { prev: u64 },
+    SeqBackwards {
+        /// The seq before.
+        prev: u64,
+    },
     /// seq skipped: events were lost.
-    LostEvents { after: u64, missing: u64 },
+    LostEvents {
+        /// The last seq before the gap.
+        after: u64,
+        /// How many seqs are missing.
+        missing: u64,
+    },
     /// Too many exec enters without a matching exit; they were dropped.
     PendingExecOverflow,
 }
@@ -112,9 +148,12 @@ impl fmt::Display for WarningKind {
     }
 }
 
+/// One anomaly the engine worked around, with the event that revealed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Warning {
+    /// Seq of that event.
     pub seq: u64,
+    /// What happened.
     pub kind: WarningKind,
 }
 
@@ -146,6 +185,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An empty engine (seed it with [`Engine::seed_snapshot`] before the first event).
     pub fn new() -> Engine {
         Engine::default()
     }
@@ -196,6 +236,7 @@ impl Engine {
         self.procs.len()
     }
 
+    /// The first [`MAX_WARNINGS`] warnings (see [`Engine::warning_count`] for the total).
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
@@ -210,6 +251,7 @@ impl Engine {
         self.last_seq
     }
 
+    /// Events applied so far.
     pub fn event_count(&self) -> u64 {
         self.events
     }

@@ -14,10 +14,13 @@ pub type ProcId = usize;
 /// How a process got its current (or an earlier) parent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum How {
+    /// clone(2)/clone3(2) without CLONE_PARENT.
     Clone,
     /// Created with CLONE_PARENT: the parent is the caller's parent.
     CloneParent,
+    /// fork(2).
     Fork,
+    /// vfork(2).
     Vfork,
     /// Reparented after its parent exited (or corrected from a kernel report).
     Adopted,
@@ -28,6 +31,7 @@ pub enum How {
 }
 
 impl How {
+    /// As in JSON and the views (`clone_parent`).
     pub fn as_str(self) -> &'static str {
         match self {
             How::Clone => "clone",
@@ -59,12 +63,16 @@ pub enum Reaper {
 /// Why an adoption happened. Structured (no allocation per exit); rendered on demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reason {
+    /// Its parent exited and the kernel picked a new one.
     ParentExited {
+        /// The parent that exited.
         parent: u32,
+        /// Who took the orphan.
         reaper: Reaper,
     },
     /// The kernel reported a different parent than the engine had (a missed event).
     KernelReports {
+        /// The parent the kernel reported.
         parent: u32,
     },
 }
@@ -94,6 +102,7 @@ impl fmt::Display for Reason {
 /// One step of a process's history: its birth, then every change of parent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineageEntry {
+    /// Birth (`Clone`, `Fork`...) or `Adopted`.
     pub how: How,
     /// The parent (tgid) from this point on; 0 when unknown.
     pub parent: u32,
@@ -101,8 +110,11 @@ pub struct LineageEntry {
     pub caller: Option<u32>,
     /// Clone flags of the creating call, when known.
     pub flags: Option<CloneFlags>,
+    /// The creating syscall, when known.
     pub syscall: Option<Syscall>,
+    /// Why an adoption happened (`None` for a birth).
     pub reason: Option<Reason>,
+    /// Seq of the event that made this entry.
     pub seq: u64,
 }
 
@@ -112,6 +124,7 @@ impl LineageEntry {
         self.flags.map(|f| crate::names::clone_flags(f.0))
     }
 
+    /// The reason as text (`parent 300 exited; nearest subreaper 200`).
     pub fn reason_text(&self) -> Option<String> {
         self.reason.map(|r| r.to_string())
     }
@@ -120,30 +133,40 @@ impl LineageEntry {
 /// A thread of a process. The comm is per thread; a process shows its leader's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Thread {
+    /// Thread id.
     pub tid: u32,
+    /// The thread's name.
     pub comm: Comm,
+    /// Not exited yet.
     pub alive: bool,
 }
 
 /// A successful exec.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecRecord {
+    /// Seq of the exec event.
     pub seq: u64,
+    /// The file exec'd.
     pub exe: Arc<str>,
 }
 
 /// A PR_SET_NAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rename {
+    /// Seq of the prctl.
     pub seq: u64,
+    /// The thread that renamed itself.
     pub tid: u32,
+    /// The new name.
     pub comm: Comm,
 }
 
 /// One process (thread group) as the engine knows it. Exited processes are kept.
 #[derive(Clone, Debug)]
 pub struct Process {
+    /// This record's id (stable, never reused).
     pub id: ProcId,
+    /// Process id (tgid).
     pub pid: u32,
     /// Current parent tgid (0 = unknown).
     pub ppid: u32,
@@ -151,33 +174,49 @@ pub struct Process {
     pub parent: Option<ProcId>,
     /// The leader thread's name.
     pub comm: Comm,
+    /// Executable of the latest exec, when known.
     pub exe: Option<Arc<str>>,
     /// Shared with the creator until the next exec (fork copies without allocating).
     pub argv: Arc<[String]>,
+    /// argv was cut short by the source.
     pub argv_truncated: bool,
+    /// Every thread seen, the leader first.
     pub threads: Vec<Thread>,
+    /// Called PR_SET_CHILD_SUBREAPER.
     pub is_subreaper: bool,
+    /// Some descendant is a subreaper (used to find reapers quickly).
     pub has_child_subreaper: bool,
+    /// The whole process exited.
     pub exited: bool,
+    /// How it ended, when seen.
     pub exit_status: Option<ExitStatus>,
     /// Code passed to exit_group, if it was seen.
     pub exit_group_code: Option<i32>,
+    /// Runtime role (shim, oci-runtime, oci-init...), when recognized.
     pub role: Option<Role>,
+    /// Container id, when argv or an ancestor shows one.
     pub container_id: Option<Arc<str>>,
     /// Birth first, then adoptions, oldest first.
     pub lineage: Vec<LineageEntry>,
     /// The syscall that created it, when known.
     pub born_syscall: Option<Syscall>,
+    /// Seq of its birth (or of the snapshot).
     pub start_seq: u64,
+    /// Timestamp of its birth (boot-time ns; 0 when unknown).
     pub birth_ts_ns: u64,
+    /// Seq of its exit.
     pub exit_seq: Option<u64>,
+    /// Timestamp of its exit.
     pub exit_ts_ns: Option<u64>,
     /// The process that called clone/fork.
     pub creator: Option<ProcId>,
     /// The parent at birth.
     pub birth_parent: Option<ProcId>,
+    /// Seq of its PR_SET_CHILD_SUBREAPER.
     pub subreaper_seq: Option<u64>,
+    /// Every successful exec, oldest first.
     pub execs: Vec<ExecRecord>,
+    /// Every PR_SET_NAME, oldest first.
     pub renames: Vec<Rename>,
     /// The exec that made it an oci-init (`runc init`).
     pub init_exec_seq: Option<u64>,
@@ -244,10 +283,12 @@ impl Process {
         &self.children
     }
 
+    /// Ids of the threads still alive.
     pub fn live_tids(&self) -> impl Iterator<Item = u32> + '_ {
         self.threads.iter().filter(|t| t.alive).map(|t| t.tid)
     }
 
+    /// Number of threads still alive.
     pub fn live_thread_count(&self) -> usize {
         self.threads.iter().filter(|t| t.alive).count()
     }

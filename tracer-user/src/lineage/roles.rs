@@ -7,8 +7,11 @@ use super::process::basename;
 /// The three stages of `runc init` (libcontainer/nsenter), named by PR_SET_NAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InitStage {
+    /// `runc:[0:PARENT]`: joins namespaces, clones CHILD.
     Parent,
+    /// `runc:[1:CHILD]`: unshares, clones INIT.
     Child,
+    /// `runc:[2:INIT]`: becomes the container's first process.
     Init,
 }
 
@@ -23,6 +26,7 @@ impl InitStage {
         }
     }
 
+    /// `PARENT`, `CHILD`, `INIT`.
     pub fn as_str(self) -> &'static str {
         match self {
             InitStage::Parent => "0:PARENT",
@@ -44,23 +48,41 @@ impl InitStage {
 /// An OCI runtime subcommand. `Copy` so roles are copied on fork without allocating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OciCommand {
+    /// `create`.
     Create,
+    /// `start`.
     Start,
+    /// `run`.
     Run,
+    /// `exec`.
     Exec,
+    /// `delete`.
     Delete,
+    /// `kill`.
     Kill,
+    /// `state`.
     State,
+    /// `ps`.
     Ps,
+    /// `pause`.
     Pause,
+    /// `resume`.
     Resume,
+    /// `update`.
     Update,
+    /// `events`.
     Events,
+    /// `list`.
     List,
+    /// `features`.
     Features,
+    /// `checkpoint`.
     Checkpoint,
+    /// `restore`.
     Restore,
+    /// `spec`.
     Spec,
+    /// Any other subcommand.
     Other,
 }
 
@@ -88,6 +110,7 @@ impl OciCommand {
         }
     }
 
+    /// The subcommand as typed (`create`).
     pub fn as_str(self) -> &'static str {
         match self {
             OciCommand::Create => "create",
@@ -128,9 +151,15 @@ pub enum Role {
     /// containerd-shim*, conmon.
     Shim,
     /// runc / crun with a subcommand (`None` when argv shows none).
-    OciRuntime { subcommand: Option<OciCommand> },
+    OciRuntime {
+        /// The subcommand.
+        subcommand: Option<OciCommand>,
+    },
     /// `runc init` and its stages (`None` before the first rename).
-    OciInit { stage: Option<InitStage> },
+    OciInit {
+        /// The stage, once renamed.
+        stage: Option<InitStage>,
+    },
     /// The pause container.
     Sandbox,
     /// What an oci-init stage exec'd into (and whatever that then runs).
@@ -176,7 +205,9 @@ impl fmt::Display for Role {
 /// A role and, when argv shows it, a container id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Classified {
+    /// The role.
     pub role: Role,
+    /// The container id, when argv shows it.
     pub container_id: Option<String>,
 }
 

@@ -32,6 +32,7 @@ impl StoryKind {
     }
 }
 
+/// What one step of a [`Story`] shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
@@ -63,23 +64,33 @@ pub enum StepKind {
     WorkloadExec,
 }
 
+/// One step of a container birth, proven by one event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct StoryStep {
+    /// What happened.
     pub kind: StepKind,
+    /// Seq of the event that shows it.
     pub seq: u64,
+    /// The process it happened to.
     pub pid: u32,
+    /// One line describing it.
     pub text: String,
 }
 
 /// One container birth, as far as it was seen. Missing steps are absent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Story {
+    /// The container id, when argv showed it.
     pub container_id: Option<String>,
+    /// Which machinery started the container.
     pub kind: StoryKind,
     /// `runc create`, `runc run`…
     pub runtime: Option<String>,
+    /// The shim process, when seen.
     pub shim_pid: Option<u32>,
+    /// The OCI runtime process (`runc create`), when seen.
     pub runtime_pid: Option<u32>,
+    /// The process that became the container's init.
     pub init_pid: u32,
     /// What INIT exec'd into (its name), if it did.
     pub workload: Option<String>,

@@ -138,11 +138,17 @@ pub struct Import {
     pub first_unreadable: Vec<(usize, String)>,
 }
 
+/// Why an strace log could not be imported. Unreadable lines are not errors: they are
+/// counted in [`Import::unreadable`].
 #[derive(Debug, thiserror::Error)]
 pub enum StraceError {
     /// Not a single line was understood.
     #[error("neither a trace file nor an strace log ({lines} lines, none understood)")]
-    NotAnStraceLog { lines: usize },
+    NotAnStraceLog {
+        /// Lines read.
+        lines: usize,
+    },
+    /// Reading the log failed.
     #[error("reading the strace log: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -282,6 +288,7 @@ pub struct Parser {
 }
 
 impl Parser {
+    /// A parser at the start of a log.
     pub fn new() -> Parser {
         Parser::default()
     }

@@ -51,14 +51,18 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Frame types. Types >= 0x80 are optional: readers skip the ones they do not know.
 pub mod frame_type {
+    /// A batch of events.
     pub const EVENTS: u8 = 1;
+    /// Periodic counters ([`StatsRecord`](super::StatsRecord)).
     pub const STATS: u8 = 2;
+    /// The final counters; nothing may follow.
     pub const END: u8 = 3;
 }
 
 /// How the capture chose its processes.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum CaptureMode {
+    /// Not recorded.
     #[default]
     Unknown,
     /// `--pid PID`: that process and what it creates.
@@ -68,7 +72,12 @@ pub enum CaptureMode {
     /// `-- CMD ARGS`: a command started by the tracer.
     Command(Vec<String>),
     /// Converted from another format (`format` is e.g. "strace"; `source` its file name).
-    Import { format: String, source: String },
+    Import {
+        /// The source format (`strace`).
+        format: String,
+        /// The source's file name.
+        source: String,
+    },
 }
 
 impl std::fmt::Display for CaptureMode {
@@ -86,17 +95,22 @@ impl std::fmt::Display for CaptureMode {
 /// A process that existed when the capture started, as /proc showed it.
 #[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize)]
 pub struct SnapshotEntry {
+    /// Process id.
     pub pid: u32,
+    /// Parent process id.
     pub ppid: u32,
+    /// Task name.
     pub comm: String,
     /// Empty when unknown (kernel threads, or not readable).
     pub exe: String,
+    /// Command line.
     pub argv: Vec<String>,
     /// Thread ids, the leader included.
     pub threads: Vec<u32>,
 }
 
 impl SnapshotEntry {
+    /// As the engine's seed.
     pub fn to_snapshot_process(&self) -> SnapshotProcess {
         SnapshotProcess {
             pid: self.pid,
@@ -134,8 +148,11 @@ pub struct Header {
     pub start_wall_ns: u64,
     /// Capture start, CLOCK_BOOTTIME nanoseconds (the clock of [`Event::ts_ns`]).
     pub start_boot_ns: u64,
+    /// The host's name.
     pub hostname: String,
+    /// `uname -r` of the capturing host.
     pub kernel_release: String,
+    /// How the capture chose its processes.
     pub mode: CaptureMode,
     /// Processes that existed at start, by pid.
     pub snapshot: Vec<SnapshotEntry>,
@@ -219,51 +236,101 @@ pub struct StatsRecord {
 /// offset where the problem starts and what was expected there.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceFileError {
+    /// Reading failed.
     #[error("byte {offset}: {error}")]
-    Io { offset: u64, error: std::io::Error },
+    Io {
+        /// Where.
+        offset: u64,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The file does not start with [`MAGIC`].
     #[error("byte 0: not a tracer trace file (expected the magic bytes 89 'TRACER' 0a, found {found:02x?})")]
-    BadMagic { found: Vec<u8> },
+    BadMagic {
+        /// The first bytes found.
+        found: Vec<u8>,
+    },
+    /// Written by a newer format version.
     #[error("byte {offset}: trace format version {found} is not supported (this tracer reads version 1 to {supported}); a newer tracer wrote it?")]
     UnknownVersion {
+        /// Where the version is.
         offset: u64,
+        /// The version found.
         found: u16,
+        /// The newest version this tracer reads.
         supported: u16,
     },
+    /// A length field larger than allowed (a corrupt or hostile file).
     #[error("byte {offset}: impossible {what} length {len} (expected at most {max})")]
     ImpossibleLength {
+        /// Where the length is.
         offset: u64,
+        /// What it is the length of.
         what: &'static str,
+        /// The length found.
         len: u64,
+        /// The largest allowed.
         max: u64,
     },
+    /// The file ends early (a recording that was killed): every whole frame before is good.
     #[error("byte {offset}: file ends inside {what} (expected {need} bytes, {have} present)")]
     Truncated {
+        /// Where the cut part starts.
         offset: u64,
+        /// What was being read.
         what: &'static str,
+        /// Bytes needed.
         need: u64,
+        /// Bytes present.
         have: u64,
     },
+    /// A checksum does not match: the bytes were damaged.
     #[error("byte {offset}: {what} checksum mismatch (stored {stored:08x}, computed {computed:08x}): corrupted data")]
     Checksum {
+        /// Where the checksummed part starts.
         offset: u64,
+        /// Which part.
         what: &'static str,
+        /// The stored checksum.
         stored: u32,
+        /// The checksum of the bytes read.
         computed: u32,
     },
+    /// The bytes do not decode as expected.
     #[error("byte {offset}: garbage in {what}: expected {expected}")]
     Garbage {
+        /// Where.
         offset: u64,
+        /// What was being decoded.
         what: &'static str,
+        /// What was expected.
         expected: &'static str,
     },
     #[error(
         "byte {offset}: unknown frame type {kind:#04x} (expected 1-3, or an optional type >= 0x80)"
     )]
-    UnknownFrame { offset: u64, kind: u8 },
+    /// A mandatory frame type this tracer does not know.
+    UnknownFrame {
+        /// Where the frame starts.
+        offset: u64,
+        /// Its type byte.
+        kind: u8,
+    },
+    /// Bytes after the end record.
     #[error("byte {offset}: data after the end record (expected end of file)")]
-    AfterEnd { offset: u64 },
+    AfterEnd {
+        /// Where they start.
+        offset: u64,
+    },
+    /// Writing: one event does not fit in a frame.
     #[error("one event encodes to {len} bytes, more than a frame may hold ({max})")]
-    EventTooLarge { len: usize, max: u64 },
+    EventTooLarge {
+        /// Its encoded size.
+        len: usize,
+        /// The largest frame.
+        max: u64,
+    },
+    /// Writing failed.
     #[error("cannot write the trace file: {0}")]
     Write(std::io::Error),
 }

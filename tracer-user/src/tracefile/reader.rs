@@ -15,6 +15,7 @@ use crate::event::Event;
 /// One thing read from a trace file, in file order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
+    /// An event.
     Event(Event),
     /// Periodic counters.
     Stats(StatsRecord),
@@ -189,6 +190,7 @@ impl<R: Read> TraceReader<R> {
         })
     }
 
+    /// The header, read when the reader was created.
     pub fn header(&self) -> &Header {
         &self.header
     }

@@ -7,14 +7,22 @@ use crossterm::event::{
 
 use super::state::{AppState, Pane};
 
+/// What a key, mouse or resize event asks the viewer to do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
+    /// q: quit.
     Quit,
+    /// ↑ / k: previous row.
     Up,
+    /// ↓ / j: next row.
     Down,
+    /// PgUp: a page up.
     PageUp,
+    /// PgDn: a page down.
     PageDown,
+    /// Home: first row.
     Home,
+    /// End: last row.
     EndRow,
     /// ← / h: fold, or go to the parent.
     Left,
@@ -24,25 +32,45 @@ pub enum Action {
     Enter,
     /// Esc / Backspace: close help, cancel search, leave the focus, follow the log tail.
     Back,
+    /// /: start a search.
     SearchStart,
+    /// A character typed into the search.
     SearchChar(char),
+    /// Backspace in the search.
     SearchBackspace,
+    /// Enter: run the search.
     SearchConfirm,
+    /// Esc: leave the search.
     SearchCancel,
+    /// n: next match.
     SearchNext,
+    /// N: previous match.
     SearchPrev,
+    /// t: show threads.
     ToggleThreads,
+    /// x: show exited processes.
     ToggleExited,
+    /// s: show the story pane.
     ToggleStory,
+    /// ?: help.
     ToggleHelp,
+    /// f: log shows the selected subtree only.
     ToggleLogFilter,
+    /// Tab: next pane.
     NextPane,
+    /// Space: pause / resume.
     TogglePause,
+    /// .: one event forward.
     StepForward,
+    /// ,: one event back.
     StepBack,
+    /// [: previous story step.
     PrevStoryStep,
+    /// ]: next story step.
     NextStoryStep,
+    /// +: replay faster.
     Faster,
+    /// -: replay slower.
     Slower,
     /// g: replay start (live: first row).
     Start,
@@ -50,15 +78,21 @@ pub enum Action {
     End,
     /// Mouse wheel at (column, row): scrolls the pane under the pointer.
     Scroll {
+        /// Wheel up (else down).
         up: bool,
+        /// Column.
         col: u16,
+        /// Row.
         row: u16,
     },
     /// Left click at (column, row): focuses that pane (and selects the tree row).
     Click {
+        /// Column.
         col: u16,
+        /// Row.
         row: u16,
     },
+    /// The terminal was resized to (columns, rows).
     Resize(u16, u16),
 }
 
@@ -118,6 +152,7 @@ pub fn action_for(ev: &TermEvent, s: &AppState) -> Option<Action> {
     }
 }
 
+/// The action a key asks for in state `s` (keys mean other things while searching).
 pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
     if k.kind == KeyEventKind::Release {
         return None;

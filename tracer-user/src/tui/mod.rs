@@ -2,11 +2,11 @@
 //! stories, live or replaying a recording.
 //!
 //! Architecture (tracexec-style):
-//! - a **source** task ([`source::replay`], or [`source::live`] with feature `capture`)
+//! - a **source** task ([`source::replay`], or `source::live` with feature `capture`)
 //!   owns the events and sends [`Msg`]s over a bounded channel; the app never touches BPF;
 //! - terminal **input** is read on its own thread and mapped to [`Action`]s
 //!   ([`action::action_for`]);
-//! - a **reducer** ([`reduce`]) updates the [`AppState`] and may send [`Control`]s back to a
+//! - a **reducer** ([`reduce()`]) updates the [`AppState`] and may send [`Control`]s back to a
 //!   replay source (pause, step, seek, speed);
 //! - **rendering** is a pure function of the state ([`draw`]), run at most 30 times a
 //!   second and only when something changed; ingestion drains the channel between frames
@@ -89,6 +89,7 @@ pub fn run_replay(events: Vec<Event>, title: String, opts: ReplayOpts) -> Result
 /// Options of a live view.
 #[cfg(feature = "capture")]
 pub struct LiveOpts {
+    /// Ring-buffer size for the capture.
     pub ring_bytes: u32,
     /// Gets every batch the capture reads (the `--record FILE` hook).
     pub recorder: Option<Box<dyn Recorder>>,

@@ -13,7 +13,12 @@ pub const CHANNEL_CAPACITY: usize = 64;
 pub enum Msg {
     /// Replay: the file's size and its complete container-birth stories (so `[`/`]` can jump
     /// to steps that lie ahead).
-    Init { total: usize, stories: Vec<Story> },
+    Init {
+        /// Events in the file.
+        total: usize,
+        /// Its stories.
+        stories: Vec<Story>,
+    },
     /// Live: processes that existed before tracing (from /proc), sent before any event.
     Seed(Vec<crate::lineage::SnapshotProcess>),
     /// Events in seq order, to apply.
@@ -33,12 +38,16 @@ pub enum Msg {
 /// Playback commands for a replay source (a live source ignores them).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Control {
+    /// Pause (`true`) or resume.
     Pause(bool),
     /// Step `n` events forward (n > 0) or back (n < 0); pauses.
     Step(i64),
     /// Move so that the last applied event is the last one with seq ≤ this.
     Seek(u64),
+    /// Go to the first event.
     Start,
+    /// Go to the last event.
     End,
+    /// Set the speed multiplier.
     Speed(f64),
 }

@@ -5,7 +5,9 @@ use super::action::{active_pane, Action};
 use super::msg::Control;
 use super::state::{AppState, Mode, Pane, RowKind};
 
+/// Slowest replay speed multiplier.
 pub const MIN_SPEED: f64 = 1.0 / 16.0;
+/// Fastest replay speed multiplier.
 pub const MAX_SPEED: f64 = 1024.0;
 
 /// Applies `a`; returns what the replay source must do.

@@ -23,6 +23,7 @@ const MAX_BATCH: usize = 8_192;
 pub struct ReplayOpts {
     /// Multiplier of the original timing (2.0 = twice as fast).
     pub speed: f64,
+    /// Start paused.
     pub paused: bool,
     /// Start with every event applied (the final tree) instead of from the first one.
     pub at_end: bool,
@@ -163,6 +164,7 @@ pub async fn replay(
 /// Where a live source can copy every event batch it reads (a trace-file writer, when
 /// `--record` is wired). Called on the source task, before the batch goes to the app.
 pub trait Recorder: Send {
+    /// Records one batch of events, in seq order.
     fn record(&mut self, batch: &[Event]) -> std::io::Result<()>;
     /// Called once when the capture ends, with the drop count.
     fn finish(&mut self, _drops: u64) -> std::io::Result<()> {

@@ -27,17 +27,23 @@ const RATE_WINDOW_MS: u64 = 2_000;
 /// Fewest events between two replay snapshots (more when the tree is big).
 const SNAPSHOT_EVERY: usize = 4_096;
 
+/// Where the events come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// A running capture.
     Live,
+    /// A file.
     Replay,
 }
 
 /// Which pane the movement keys act on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pane {
+    /// The process tree.
     Tree,
+    /// The container-birth stories.
     Story,
+    /// The event log.
     Log,
 }
 
@@ -46,22 +52,28 @@ pub enum Pane {
 pub struct LogLine {
     /// Seq of the event that produced the line.
     pub seq: u64,
+    /// Process of the event.
     pub tgid: u32,
+    /// The rendered line.
     pub text: String,
 }
 
 /// What a tree row shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RowKind {
+    /// A process.
     Proc(ProcId),
     /// A thread of a process (other than its leader), shown when threads are expanded.
     Thread {
+        /// The process.
         proc: ProcId,
+        /// The thread.
         tid: u32,
     },
 }
 
 impl RowKind {
+    /// The process the row belongs to.
     pub fn proc(self) -> ProcId {
         match self {
             RowKind::Proc(p) | RowKind::Thread { proc: p, .. } => p,
@@ -73,10 +85,13 @@ impl RowKind {
 /// `last` (only for the rows on screen, so a deep tree costs O(rows) memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {
+    /// What it shows.
     pub kind: RowKind,
+    /// Row of its parent in the tree.
     pub parent_row: Option<usize>,
     /// Last sibling (└─ rather than ├─).
     pub last: bool,
+    /// Nesting depth.
     pub depth: u32,
     /// Folded with this many children hidden.
     pub folded_children: usize,
@@ -94,15 +109,19 @@ struct Snapshot {
 
 /// Everything the view shows. Rendering is a pure function of this.
 pub struct AppState {
+    /// Live or replay.
     pub mode: Mode,
     /// Live: the target (`all`, `pid 4082`, `cmd …`); replay: the file name.
     pub title: String,
+    /// The lineage engine fed by the source.
     pub engine: Engine,
+    /// Counts of what arrived.
     pub stats: StreamStats,
     /// Newest event timestamp seen (the stream's clock).
     pub last_ts_ns: u64,
     /// Live: events the ring buffer dropped.
     pub drops: u64,
+    /// The event log (bounded).
     pub log: VecDeque<LogLine>,
     renderer: LineRenderer,
 
@@ -114,17 +133,21 @@ pub struct AppState {
     /// Replay: the stories of the whole file.
     pub full_stories: Vec<Story>,
     snapshots: Vec<Snapshot>,
+    /// Replay speed multiplier.
     pub speed: f64,
+    /// Replay or live view paused.
     pub paused: bool,
     /// Live, paused: events received but not applied yet.
     pub pending: Vec<Event>,
     /// Live: the followed processes are all gone.
     pub target_exited: bool,
+    /// The source's error, once it failed.
     pub source_error: Option<String>,
     /// Status-line message (search miss, notes).
     pub message: Option<String>,
 
     // ---- clock (passed in, never read from the wall clock while drawing) ----
+    /// Current time in ms (passed in).
     pub now_ms: u64,
     /// Per ProcId: when it was first seen (ms), for the new-node highlight; `None` when it
     /// came in a bulk load (a jump, the start of a replay at the end) and is not highlighted.
@@ -133,19 +156,29 @@ pub struct AppState {
     rate: VecDeque<(u64, u64)>,
 
     // ---- view ----
+    /// Terminal size (columns, rows).
     pub size: (u16, u16),
+    /// The selected row.
     pub selected: Option<RowKind>,
     /// Set by a story jump when the process is not in the tree yet (replay seeking ahead).
     pub select_pid: Option<u32>,
+    /// First tree row on screen.
     pub tree_offset: usize,
+    /// Folded processes.
     pub folded: HashSet<ProcId>,
+    /// The subtree focused on (Enter).
     pub focus_root: Option<ProcId>,
+    /// Show exited processes.
     pub show_exited: bool,
+    /// Show threads.
     pub show_threads: bool,
+    /// Show the story pane.
     pub show_story: bool,
+    /// Show the help.
     pub show_help: bool,
     /// The event log shows only the selected process's subtree.
     pub log_subtree_only: bool,
+    /// The pane the movement keys act on.
     pub pane: Pane,
     /// Index into [`AppState::story_steps`].
     pub story_cursor: usize,
@@ -155,11 +188,13 @@ pub struct AppState {
     pub search_input: Option<String>,
     /// The last confirmed search.
     pub search: String,
+    /// The app should exit.
     pub quit: bool,
     /// Colours allowed (`NO_COLOR` unset); modifiers are always used.
     pub color: bool,
 
     // ---- derived by refresh() ----
+    /// Visible tree rows.
     pub rows: Vec<Row>,
     /// Row index of the selection.
     pub cursor: usize,
@@ -226,10 +261,12 @@ impl AppState {
         s
     }
 
+    /// State for a live view titled `title`.
     pub fn new_live(title: impl Into<String>) -> AppState {
         AppState::new(Mode::Live, title.into())
     }
 
+    /// State for a replay titled `title`.
     pub fn new_replay(title: impl Into<String>) -> AppState {
         AppState::new(Mode::Replay, title.into())
     }
@@ -439,6 +476,7 @@ impl AppState {
         }
     }
 
+    /// Rebuild the rows at the next refresh (the tree or a view option changed).
     pub fn mark_tree_dirty(&mut self) {
         self.tree_dirty = true;
         self.dirty = true;
@@ -554,6 +592,7 @@ impl AppState {
         self.tree_offset = self.tree_offset.min(max);
     }
 
+    /// The selected row's process.
     pub fn selected_process(&self) -> Option<&Process> {
         self.selected.and_then(|k| self.engine.get(k.proc()))
     }
@@ -585,6 +624,8 @@ impl AppState {
     }
 }
 
+/// Does `p` match the search `q`: a pid prefix (digits), else part of its name or a
+/// container-id prefix (case-insensitive)?
 pub fn matches_query(p: &Process, q: &str) -> bool {
     let q = q.trim();
     if q.is_empty() {

@@ -19,10 +19,15 @@ use super::state::{AppState, Mode, Pane, Row, RowKind};
 /// Where each pane goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Areas {
+    /// The process tree.
     pub tree: Rect,
+    /// The detail pane of the selection, when there is room.
     pub detail: Option<Rect>,
+    /// The story pane, when shown.
     pub story: Option<Rect>,
+    /// The event log.
     pub log: Rect,
+    /// The status line.
     pub status: Rect,
 }
 
@@ -34,6 +39,7 @@ fn pct(x: u16, num: u32) -> u16 {
     (u32::from(x) * num / 100) as u16
 }
 
+/// Splits `area` into panes for state `s`.
 pub fn layout(area: Rect, s: &AppState) -> Areas {
     let h = area.height.saturating_sub(1);
     let status = Rect::new(area.x, area.y + h, area.width, area.height.min(1));

@@ -1,0 +1,48 @@
+//! The engine-only build (`--no-default-features`) must not pull in aya (nor aya-build, which
+//! needs the BPF toolchain): consumers that only replay files build it without LLVM or root.
+//! Runs in either feature set: it asks cargo about the dependency graph, not about this build.
+
+use std::process::Command;
+
+fn dependency_tree(features: &[&str]) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "tracer-user",
+            "-e",
+            "normal,build",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .args(features)
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn engine_only_build_has_no_aya() {
+    let tree = dependency_tree(&["--no-default-features"]);
+    assert!(
+        tree.lines().any(|l| l.starts_with("tracer-user ")),
+        "{tree}"
+    );
+    let aya: Vec<&str> = tree.lines().filter(|l| l.contains("aya")).collect();
+    assert!(aya.is_empty(), "engine-only build pulls in {aya:?}");
+    assert!(!tree.contains("tracer-ebpf"), "{tree}");
+}
+
+#[test]
+fn default_build_has_the_probes() {
+    // The check above means something only if the default build does have aya.
+    let tree = dependency_tree(&[]);
+    assert!(tree.lines().any(|l| l.starts_with("aya ")), "{tree}");
+}
