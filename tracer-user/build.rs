@@ -2,6 +2,9 @@
 //! `AYA_BUILD_SKIP=1` skips that: the binary then says at run time that it has no probes.
 
 fn main() -> anyhow::Result<()> {
+    // Without this cargo reruns the script (and rebuilds the probes) on any change in this
+    // package; aya-build adds the probe crate's directory itself.
+    println!("cargo:rerun-if-changed=build.rs");
     #[cfg(feature = "capture")]
     build_probes()?;
     Ok(())
