@@ -6,6 +6,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod decode;
+pub mod demo;
 pub mod event;
 pub mod export;
 pub mod input;

@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch for the `tracer` binary.
 
+mod demo;
 mod lineage;
 #[cfg(feature = "capture")]
 mod record;
@@ -92,6 +93,8 @@ pub enum Command {
     Export(tracefile::ExportArgs),
     /// Convert an `strace -f` log into a trace file.
     ImportStrace(tracefile::ImportArgs),
+    /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
+    Demo(demo::DemoArgs),
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -144,5 +147,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Replay(args)) => tracefile::replay(args),
         Some(Command::Export(args)) => tracefile::export(args),
         Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
+        Some(Command::Demo(args)) => demo::run(args),
     }
 }
