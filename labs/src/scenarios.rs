@@ -51,7 +51,7 @@ pub(crate) fn runc(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> 
     let rec = start_recorder(
         lab,
         &Follow::Command(vec![
-            "runc".into(),
+            s(&which("runc").context("runc is not installed")?),
             "run".into(),
             "--bundle".into(),
             s(&bundle),
@@ -159,15 +159,25 @@ impl Containerd {
             dir: dir.clone(),
         };
         let bin = which("containerd").context("containerd is not installed")?;
-        let script = format!(
-            "n=0; while [ $n -lt {MAX_STARTS} ] && [ ! -e {stop} ]; do n=$((n+1)); \
-             {bin} --config {config} >>{log} 2>&1 & echo $! >{pid}; wait $!; done",
-            stop = s(&private.stop_file),
-            bin = s(&bin),
-            config = s(&config),
-            log = s(&dir.join("containerd.log")),
-            pid = s(&private.pid_file),
-        );
+        let script = dir.join("restart-loop.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "# containerd, restarted when it exits (like systemd's Restart=always)\n\
+                 n=0\n\
+                 while [ $n -lt {MAX_STARTS} ] && [ ! -e {stop} ]; do\n\
+                 \x20 n=$((n+1))\n\
+                 \x20 {bin} --config {config} >>{log} 2>&1 &\n\
+                 \x20 echo $! >{pid}\n\
+                 \x20 wait $!\n\
+                 done\n",
+                stop = s(&private.stop_file),
+                bin = s(&bin),
+                config = s(&config),
+                log = s(&dir.join("containerd.log")),
+                pid = s(&private.pid_file),
+            ),
+        )?;
         lab.say(format!(
             "no containerd running: a private one (root, state and socket under {d}), started by a restart loop"
         ));
@@ -176,7 +186,7 @@ impl Containerd {
                 address: format!("{d}/containerd.sock"),
                 private: Some(private),
             },
-            Follow::Command(vec!["sh".into(), "-c".into(), script]),
+            Follow::Command(vec!["/bin/sh".into(), s(&script)]),
         ))
     }
 
@@ -319,7 +329,7 @@ fn containerd_setup(
     let what = match &follow {
         Follow::Pid(p) => format!("--pid {p} (containerd and everything it starts)"),
         Follow::Command(_) => {
-            "-- sh -c '<restart loop: containerd --config …>' (followed from its first instruction)"
+            "-- /bin/sh restart-loop.sh (runs containerd --config …; followed from its first instruction)"
                 .to_string()
         }
     };
@@ -459,7 +469,7 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
         opts: opts.clone(),
         name: name.clone(),
     });
-    let mut argv = vec!["podman".to_string()];
+    let mut argv = vec![s(&which("podman").context("podman is not installed")?)];
     argv.extend(opts.iter().cloned());
     argv.extend(
         [
