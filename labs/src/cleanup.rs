@@ -1,6 +1,6 @@
 //! The guard that leaves the machine as the lab found it, on success, failure and Ctrl-C.
 
-use crate::system::{alive, mounts_under, quietly, signal};
+use crate::system::{alive, find_procs, mounts_under, quietly, signal};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,8 +20,47 @@ pub enum Undo {
     },
     /// `podman rm -f NAME` with the lab's storage options.
     PodmanContainer { opts: Vec<String>, name: String },
-    /// Unmount whatever is mounted under the directory, then remove it.
+    /// Kill what still runs from the directory (processes whose argv names it, and their
+    /// descendants: a shim and its container survive their daemon), unmount whatever is
+    /// mounted under it, then remove it.
     Dir(PathBuf),
+    /// Remove a directory the runtimes create outside the lab's own (e.g. /run/containerd),
+    /// if it did not exist when the lab started and no daemon uses it any more.
+    NewDir {
+        path: PathBuf,
+        unless_running: &'static str,
+    },
+    /// Remove a cgroup the runtime created (in every hierarchy where it did not exist at the
+    /// start), once empty.
+    NewCgroup(Vec<PathBuf>),
+}
+
+impl Undo {
+    /// `NewDir` for `path`, or `None` when it exists already.
+    pub fn new_dir(path: impl Into<PathBuf>, unless_running: &'static str) -> Option<Undo> {
+        let path = path.into();
+        (!path.exists()).then_some(Undo::NewDir {
+            path,
+            unless_running,
+        })
+    }
+
+    /// `NewCgroup` for cgroup `name` in the hierarchies that lack it now (v1 and v2).
+    pub fn new_cgroup(name: &str) -> Undo {
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .map(|p| p.join(name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        dirs.push(root.join(name));
+        dirs.retain(|d| !d.exists());
+        Undo::NewCgroup(dirs)
+    }
 }
 
 /// Runs its [`Undo`] actions, last registered first, when dropped.
@@ -37,6 +76,10 @@ impl Cleanup {
 
     pub fn push(&mut self, u: Undo) {
         self.undo.push(u);
+    }
+
+    pub fn extend(&mut self, u: impl IntoIterator<Item = Undo>) {
+        self.undo.extend(u);
     }
 
     /// Runs everything now (also what Drop does).
@@ -99,10 +142,64 @@ fn undo(u: &Undo) {
             );
         }
         Undo::Dir(dir) => {
+            let needle = dir.to_string_lossy().into_owned();
+            kill_trees(|p| p.argv.iter().any(|a| a.contains(&needle)));
             for m in mounts_under(dir) {
                 quietly(Command::new("umount").arg("-l").arg(&m));
             }
             let _ = std::fs::remove_dir_all(dir);
         }
+        Undo::NewDir {
+            path,
+            unless_running,
+        } => {
+            if find_procs(|p| p.comm == *unless_running).is_empty() {
+                let _ = std::fs::remove_dir_all(path);
+            }
+        }
+        Undo::NewCgroup(dirs) => {
+            for d in dirs {
+                remove_cgroup(d);
+            }
+        }
     }
+}
+
+/// SIGKILLs the processes matching `pred` and all their descendants (deepest first, so
+/// nothing is left to be adopted), and waits for them to go.
+fn kill_trees(pred: impl Fn(&crate::ProcInfo) -> bool) {
+    let all = find_procs(|_| true);
+    let mut doomed: Vec<(u32, usize)> =
+        all.iter().filter(|p| pred(p)).map(|p| (p.pid, 0)).collect();
+    let mut i = 0;
+    while i < doomed.len() {
+        let (pid, depth) = doomed[i];
+        for c in all.iter().filter(|c| c.ppid == pid) {
+            if !doomed.iter().any(|(d, _)| *d == c.pid) {
+                doomed.push((c.pid, depth + 1));
+            }
+        }
+        i += 1;
+    }
+    doomed.sort_by_key(|(_, depth)| std::cmp::Reverse(*depth));
+    for (pid, _) in &doomed {
+        signal(*pid, libc::SIGKILL);
+    }
+    let end = Instant::now() + Duration::from_secs(5);
+    while doomed.iter().any(|(p, _)| alive(*p)) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// rmdir of a cgroup and its children, deepest first (cgroupfs files cannot be unlinked;
+/// a cgroup with processes stays).
+fn remove_cgroup(dir: &std::path::Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.filter_map(|e| e.ok()) {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
 }

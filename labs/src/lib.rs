@@ -183,6 +183,19 @@ pub fn run(scenario: Scenario, lab: &Lab) -> Result<Outcome> {
         std::fs::create_dir_all(dir)?;
     }
     let mut cleanup = Cleanup::new();
+    // Undone last: what the runtimes leave outside the scratch directory.
+    match scenario {
+        Scenario::Containerd | Scenario::Restart => {
+            // The shim keeps runc state, fifos and sockets here whatever the daemon's config.
+            cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
+            cleanup.push(Undo::new_cgroup(scenarios::NAMESPACE));
+        }
+        Scenario::Podman => {
+            cleanup.extend(Undo::new_dir("/run/containers", "podman"));
+            cleanup.push(Undo::new_cgroup("libpod_parent"));
+        }
+        Scenario::Runc => {}
+    }
     let _ = std::fs::remove_dir_all(&lab.work);
     std::fs::create_dir_all(&lab.work)?;
     cleanup.push(Undo::Dir(lab.work.clone()));

@@ -115,7 +115,7 @@ struct Private {
     pid_file: PathBuf,
 }
 
-const NAMESPACE: &str = "tracer-lab";
+pub(crate) const NAMESPACE: &str = "tracer-lab";
 /// Restart loop bound: a daemon that keeps failing does not spin.
 const MAX_STARTS: u32 = 3;
 
