@@ -150,6 +150,8 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         // Only the ignored (root) ones: the rest already ran above, where these counted as
         // ignored; what runs now is no longer skipped.
         let before = tally.passed + tally.failed;
+        // The lab tests record with the release binary, as `cargo xtask lab` does.
+        run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
         run_tests(
             cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
             tally,
