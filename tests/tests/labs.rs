@@ -252,6 +252,10 @@ fn labs_containerd_two_shims_adopted_and_adopting() {
         assert_steps_in_order(&story, SHIM_STEPS);
         assert_steps_in_order(&story, &[StepKind::ShimSubreaper, StepKind::InitAdopted]);
     }
+    // `tracer tree --traced`: the containers' machinery, not the rest of the host.
+    let text = tracer::lineage::traced_tree_text(&r.end, Default::default());
+    assert!(text.contains("[shim] {cid:lab-a}") && text.contains("[shim] {cid:lab-b}"));
+    assert!(!text.contains("kthreadd"), "{text}");
 }
 
 #[test]

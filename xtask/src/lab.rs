@@ -82,8 +82,8 @@ pub fn show(tracer: &Path, trace: &Path, tui: bool) -> Result<()> {
     if tui && has_subcommand(tracer, "view") {
         return tracer_cmd(&["view"]);
     }
-    println!("\n== tracer tree {}\n", trace.display());
-    tracer_cmd(&["tree"])?;
+    println!("\n== tracer tree --traced {}\n", trace.display());
+    tracer_cmd(&["tree", "--traced"])?;
     println!("\n== tracer story {}\n", trace.display());
     tracer_cmd(&["story"])
 }

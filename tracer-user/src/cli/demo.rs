@@ -4,7 +4,7 @@ use super::tracefile::{replay_input, ReplayOpts};
 use anyhow::Result;
 use std::process::ExitCode;
 use tracer::input::Input;
-use tracer::lineage::{story_text, tree_text, TreeOpts};
+use tracer::lineage::{story_text, traced_tree_text, TreeOpts};
 
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
@@ -33,7 +33,7 @@ fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
     };
     let engine = replay_input(input, &opts)?;
     println!("\n== process tree at the end of the demo\n");
-    print!("{}", tree_text(&engine, TreeOpts::default()));
+    print!("{}", traced_tree_text(&engine, TreeOpts::default()));
     println!("\n== container births\n");
     print!("{}", story_text(&engine.stories()));
     Ok(ExitCode::SUCCESS)

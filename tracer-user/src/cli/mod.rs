@@ -77,6 +77,10 @@ pub enum Command {
         /// Leave exited processes out of the text tree.
         #[arg(long)]
         hide_exited: bool,
+        /// Only the processes the recording saw act, and their ancestors (not the rest of the
+        /// start snapshot).
+        #[arg(long)]
+        traced: bool,
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
@@ -123,7 +127,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             at,
             hide_exited,
-        }) => lineage::tree(&file, format, at, hide_exited).map(|()| ExitCode::SUCCESS),
+            traced,
+        }) => lineage::tree(&file, format, at, hide_exited, traced).map(|()| ExitCode::SUCCESS),
         Some(Command::Story { file, format }) => {
             lineage::story(&file, format).map(|()| ExitCode::SUCCESS)
         }
