@@ -110,7 +110,6 @@ struct Containerd {
 }
 
 struct Private {
-    dir: PathBuf,
     stop_file: PathBuf,
     pid_file: PathBuf,
 }
@@ -156,7 +155,6 @@ impl Containerd {
         let private = Private {
             stop_file: dir.join("stop"),
             pid_file: dir.join("containerd.pid"),
-            dir: dir.clone(),
         };
         let bin = which("containerd").context("containerd is not installed")?;
         let script = dir.join("restart-loop.sh");
@@ -310,7 +308,6 @@ impl Containerd {
         if let Some(pid) = self.pid_from_file() {
             stop_pid(pid, libc::SIGTERM, Duration::from_secs(10));
         }
-        let _ = &p.dir;
         Ok(())
     }
 }
