@@ -5,6 +5,9 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use tracer::Event;
 
+/// OCI bundles from busybox-static (shared with the labs).
+pub use labs::busybox_bundle;
+
 /// What a capture of one command delivered.
 #[derive(Debug)]
 pub struct Captured {
@@ -71,43 +74,84 @@ pub fn which(prog: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Builds an OCI bundle in `dir` whose rootfs is busybox-static, running `args`.
-pub fn busybox_bundle(dir: &Path, args: &[&str]) -> Result<PathBuf> {
-    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
-        .context("busybox-static is not installed (apt-get install busybox-static)")?;
-    let rootfs = dir.join("rootfs");
-    std::fs::create_dir_all(rootfs.join("bin"))?;
-    for d in ["proc", "sys", "dev", "tmp", "etc"] {
-        std::fs::create_dir_all(rootfs.join(d))?;
-    }
-    std::fs::copy(&busybox, rootfs.join("bin/busybox"))?;
-    for applet in ["sh", "true", "sleep", "echo", "cat", "ls"] {
-        let link = rootfs.join("bin").join(applet);
-        if !link.exists() {
-            std::os::unix::fs::symlink("busybox", link)?;
-        }
-    }
-    let status = std::process::Command::new("runc")
-        .arg("spec")
-        .current_dir(dir)
-        .status()
-        .context("runc is not installed (apt-get install runc)")?;
-    anyhow::ensure!(status.success(), "runc spec failed");
-    let path = dir.join("config.json");
-    let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
-    config["process"]["terminal"] = false.into();
-    config["process"]["args"] = args.iter().map(|a| serde_json::Value::from(*a)).collect();
-    std::fs::write(&path, serde_json::to_vec_pretty(&config)?)?;
-    Ok(dir.to_path_buf())
-}
-
 /// A fresh, empty temporary directory (removed by the caller).
 pub fn temp_dir(tag: &str) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("tracer-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+/// The workspace's root directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The release `tracer` binary the labs record with; built when missing.
+pub fn release_tracer() -> Result<PathBuf> {
+    let bin = workspace_root().join("target/release/tracer");
+    if !bin.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = std::process::Command::new(cargo)
+            .args(["build", "--release", "-p", "tracer-user"])
+            .current_dir(workspace_root())
+            .status()?;
+        anyhow::ensure!(st.success(), "cargo build --release -p tracer-user failed");
+    }
+    Ok(bin)
+}
+
+/// Rewrites a lab recording small enough to bundle: every event kept; the /proc snapshot
+/// reduced to the processes the events name and their ancestors (ancestors keep only
+/// argv[0]); the tracefs layouts dropped (replay does not need them). Returns (bytes before,
+/// bytes after).
+pub fn trim_trace(src: &Path, dst: &Path) -> Result<(u64, u64)> {
+    use std::collections::{HashMap, HashSet};
+    use tracer::input::Input;
+    use tracer::tracefile::TraceWriter;
+    use tracer::EventKind;
+
+    let mut input = Input::open(src)?;
+    let mut header = input.header().context("not a trace file")?.clone();
+    let events: Vec<Event> = input.by_ref().collect::<Result<_, _>>()?;
+    let counters = input.last_stats().copied().unwrap_or_default();
+
+    let mut named: HashSet<u32> = HashSet::new();
+    for ev in &events {
+        named.extend([ev.tgid, ev.ppid]);
+        if let EventKind::Fork { child_ppid, .. } = ev.kind {
+            named.insert(child_ppid);
+        }
+    }
+    let by_pid: HashMap<u32, u32> = header.snapshot.iter().map(|p| (p.pid, p.ppid)).collect();
+    let mut keep: HashSet<u32> = HashSet::new();
+    for &pid in &named {
+        let mut p = pid;
+        while by_pid.contains_key(&p) && keep.insert(p) {
+            p = by_pid[&p];
+        }
+    }
+    header.snapshot.retain(|p| keep.contains(&p.pid));
+    for p in &mut header.snapshot {
+        if !named.contains(&p.pid) {
+            p.argv.truncate(1);
+        }
+    }
+    header.layouts.clear();
+    header.extra.push((
+        "note".into(),
+        "trimmed for bundling: snapshot reduced to the processes the events name and their \
+         ancestors; tracefs layouts dropped"
+            .into(),
+    ));
+    let mut w = TraceWriter::create(dst, &header)?;
+    for ev in &events {
+        w.write_event(ev)?;
+    }
+    w.set_counters(counters.drops, counters.seq_issued, counters.decode_errors);
+    w.finish()?;
+    Ok((std::fs::metadata(src)?.len(), std::fs::metadata(dst)?.len()))
 }

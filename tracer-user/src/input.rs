@@ -100,8 +100,11 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
     }
 }
 
+/// Where trace-file bytes come from: a file, or bytes in memory (the embedded demo).
+type TraceSource = Box<dyn Read + Send>;
+
 enum Source {
-    Trace(Box<TraceReader<BufReader<File>>>),
+    Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
 }
 
@@ -148,7 +151,9 @@ impl Input {
             Kind::TraceFile => {
                 // Re-open from the start: simpler than chaining the sniffed bytes.
                 drop(file);
-                let reader = TraceReader::open(path).map_err(|e| InputError::TraceFile {
+                let file = File::open(path).map_err(io)?;
+                let src: TraceSource = Box::new(BufReader::with_capacity(256 << 10, file));
+                let reader = TraceReader::new(src).map_err(|e| InputError::TraceFile {
                     path: path.to_path_buf(),
                     error: e,
                 })?;
@@ -177,6 +182,22 @@ impl Input {
             kind,
             source,
             strace_report: report,
+        })
+    }
+
+    /// A trace file held in memory (the embedded demo); `name` stands in for its path in
+    /// messages.
+    pub fn from_trace_bytes(name: &str, bytes: &'static [u8]) -> Result<Input, InputError> {
+        let src: TraceSource = Box::new(bytes);
+        let reader = TraceReader::new(src).map_err(|e| InputError::TraceFile {
+            path: PathBuf::from(name),
+            error: e,
+        })?;
+        Ok(Input {
+            path: PathBuf::from(name),
+            kind: Kind::TraceFile,
+            source: Source::Trace(Box::new(reader)),
+            strace_report: None,
         })
     }
 

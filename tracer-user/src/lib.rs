@@ -114,6 +114,7 @@
 #![warn(missing_docs)]
 
 pub mod decode;
+pub mod demo;
 pub mod event;
 pub mod export;
 pub mod input;

@@ -1,7 +1,8 @@
-//! Project tasks: `cargo xtask setup | run | test | bench`.
+//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab`.
 
 mod bench;
 mod fuzz;
+mod lab;
 mod setup;
 
 use anyhow::{bail, Context, Result};
@@ -46,6 +47,9 @@ enum Task {
         #[arg(long)]
         target: Option<String>,
     },
+    /// A real runtime (runc, containerd, restart, podman) under `tracer record`, narrated, then
+    /// shown; installs its packages if missing and cleans up after itself (root).
+    Lab(lab::LabArgs),
 }
 
 fn workspace_root() -> PathBuf {
@@ -151,6 +155,8 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         // Only the ignored (root) ones: the rest already ran above, where these counted as
         // ignored; what runs now is no longer skipped.
         let before = tally.passed + tally.failed;
+        // The lab tests record with the release binary, as `cargo xtask lab` does.
+        run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
         run_tests(
             cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
             tally,
@@ -176,39 +182,87 @@ fn test_all(tally: &mut Tally) -> Result<()> {
     Ok(())
 }
 
+/// `cargo xtask run`: the live view as root, following the container runtime if one runs;
+/// where the probes cannot load, says why in one line and shows the recorded demo instead.
 fn run_tracer(args: Vec<String>) -> Result<()> {
-    setup::setup()?;
-    run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
+    if let Err(e) = setup::setup() {
+        return demo_instead(&format!("the probe toolchain is not set up ({e:#})"), false);
+    }
+    if run(cargo().args(["build", "--release", "-p", "tracer-user"])).is_err() {
+        return demo_instead("the probes did not build", false);
+    }
     let bin = workspace_root().join("target/release/tracer");
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return demo_instead("this kernel has no BTF (/sys/kernel/btf/vmlinux)", true);
+    }
     let args = if args.is_empty() {
-        default_args()
+        live_args(&bin, default_target())
     } else {
         args
     };
     let mut cmd = if setup::is_root() {
         Command::new(&bin)
-    } else {
+    } else if labs::system::which("sudo").is_some() {
         let mut c = Command::new("sudo");
         c.arg("-E").arg(&bin);
         c
+    } else {
+        return demo_instead("live tracing needs root and there is no sudo", true);
     };
     cmd.args(&args);
-    run(&mut cmd)
+    println!("xtask: {}", labs::system::show(&cmd));
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    match status.code() {
+        // The tracer said in one line what this machine or user lacks.
+        Some(2) => demo_instead("the probes cannot load here (see above)", true),
+        _ if status.success() => Ok(()),
+        _ => bail!("tracer failed ({status})"),
+    }
+}
+
+/// The live command for a target: the interactive view when the binary has it, else
+/// strace-like lines. The one place that decides.
+fn live_args(bin: &std::path::Path, target: Vec<String>) -> Vec<String> {
+    let view = if lab::has_subcommand(bin, "tui") {
+        "tui"
+    } else {
+        "trace"
+    };
+    std::iter::once(view.to_string()).chain(target).collect()
+}
+
+/// Shows the bundled demo (no root, no BPF, no LLVM), building without the probes if needed.
+fn demo_instead(why: &str, built: bool) -> Result<()> {
+    println!("xtask: cannot trace live: {why}; replaying the bundled demo instead");
+    if !built {
+        run(cargo()
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "tracer-user",
+                "--no-default-features",
+            ])
+            .env("AYA_BUILD_SKIP", "1"))?;
+    }
+    run(Command::new(workspace_root().join("target/release/tracer")).arg("demo"))
 }
 
 /// Follow the container runtime if one runs, else trace the whole host.
-fn default_args() -> Vec<String> {
-    for daemon in ["containerd", "crio", "dockerd"] {
+fn default_target() -> Vec<String> {
+    for daemon in ["containerd", "crio", "podman", "dockerd"] {
         if let Ok(out) = Command::new("pidof").arg("-s").arg(daemon).output() {
             let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
             if out.status.success() && !pid.is_empty() {
                 println!("xtask: following {daemon} (pid {pid})");
-                return vec!["trace".into(), "--pid".into(), pid];
+                return vec!["--pid".into(), pid];
             }
         }
     }
     println!("xtask: no container runtime running: tracing the whole host (Ctrl-C to stop)");
-    vec!["trace".into(), "--all".into()]
+    vec!["--all".into()]
 }
 
 fn main() -> std::process::ExitCode {
@@ -244,5 +298,6 @@ fn dispatch(task: Task) -> Result<()> {
             bench::run(&workspace_root(), runs, only.as_deref())
         }
         Task::Fuzz { secs, target } => fuzz::fuzz(&workspace_root(), secs, target.as_deref()),
+        Task::Lab(args) => lab::lab(args),
     }
 }

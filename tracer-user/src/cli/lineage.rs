@@ -4,7 +4,9 @@ use super::OutputFormat;
 use anyhow::Result;
 use std::path::Path;
 use tracer::input::Input;
-use tracer::lineage::{story_json, story_text, tree_json, tree_text, Engine, TreeOpts};
+use tracer::lineage::{
+    story_json, story_text, traced_tree_text, tree_json, tree_text, Engine, TreeOpts,
+};
 use tracer::Event;
 
 /// A recording (trace file or strace log, told apart by content) run through the engine,
@@ -50,7 +52,13 @@ pub fn load_events(path: &Path) -> Result<Vec<Event>> {
         .collect()
 }
 
-pub fn tree(file: &Path, format: OutputFormat, at: Option<u64>, hide_exited: bool) -> Result<()> {
+pub fn tree(
+    file: &Path,
+    format: OutputFormat,
+    at: Option<u64>,
+    hide_exited: bool,
+    traced: bool,
+) -> Result<()> {
     let engine = load_engine(file, at)?;
     match format {
         OutputFormat::Text => {
@@ -58,7 +66,11 @@ pub fn tree(file: &Path, format: OutputFormat, at: Option<u64>, hide_exited: boo
                 show_exited: !hide_exited,
                 ..TreeOpts::default()
             };
-            print!("{}", tree_text(&engine, opts));
+            if traced {
+                print!("{}", traced_tree_text(&engine, opts));
+            } else {
+                print!("{}", tree_text(&engine, opts));
+            }
             if engine.warning_count() > 0 {
                 eprintln!("tracer: {} anomalies in the stream (missing or out-of-order events); see --format json", engine.warning_count());
             }

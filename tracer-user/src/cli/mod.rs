@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch for the `tracer` binary.
 
+mod demo;
 mod lineage;
 #[cfg(feature = "capture")]
 mod record;
@@ -77,6 +78,10 @@ pub enum Command {
         /// Leave exited processes out of the text tree.
         #[arg(long)]
         hide_exited: bool,
+        /// Only the processes the recording saw act, and their ancestors (not the rest of the
+        /// start snapshot).
+        #[arg(long)]
+        traced: bool,
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
@@ -114,6 +119,8 @@ pub enum Command {
         #[arg(long)]
         end: bool,
     },
+    /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
+    Demo(demo::DemoArgs),
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -147,7 +154,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             at,
             hide_exited,
-        }) => lineage::tree(&file, format, at, hide_exited).map(|()| ExitCode::SUCCESS),
+            traced,
+        }) => lineage::tree(&file, format, at, hide_exited, traced).map(|()| ExitCode::SUCCESS),
         Some(Command::Story { file, format }) => {
             lineage::story(&file, format).map(|()| ExitCode::SUCCESS)
         }
@@ -171,5 +179,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Replay(args)) => tracefile::replay(args),
         Some(Command::Export(args)) => tracefile::export(args),
         Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
+        Some(Command::Demo(args)) => demo::run(args),
     }
 }

@@ -158,18 +158,37 @@ fn open_input(path: &Path) -> Result<Input> {
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     if std::io::stdout().is_terminal() && !args.no_tui && !args.step {
         // The same viewer as `tracer view`, at the asked speed.
-        return super::tui::view(
-            &args.file,
-            args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
-            false,
-            false,
-        );
+        let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
+        return super::tui::view(&args.file, speed, false, false);
     }
-    let mut input = open_input(&args.file)?;
+    let input = open_input(&args.file)?;
+    let opts = ReplayOpts {
+        speed: args.speed,
+        step: args.step,
+        seq: args.seq,
+        salvage: args.salvage,
+    };
+    replay_input(input, &opts)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How `replay_input` paces and prints.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplayOpts {
+    /// 1 = original timing, 0 = as fast as possible; `None`: 1 on a terminal, else 0.
+    pub speed: Option<f64>,
+    pub step: bool,
+    pub seq: bool,
+    pub salvage: bool,
+}
+
+/// Replays an opened input as strace-like lines (the non-interactive view); returns the
+/// engine it fed, for the tree and stories.
+pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::lineage::Engine> {
     if let Some(h) = input.header() {
         eprintln!(
             "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
-            args.file.display(),
+            input.path.display(),
             if h.hostname.is_empty() {
                 "?"
             } else {
@@ -253,7 +272,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         engine.stories().len()
     );
     finish_input(&input, err, args.salvage)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(engine)
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {

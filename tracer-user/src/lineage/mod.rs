@@ -20,4 +20,6 @@ pub use process::{
 };
 pub use roles::{classify, Classified, InitStage, OciCommand, Role};
 pub use story::{StepKind, Story, StoryKind, StoryStep};
-pub use view::{node_label, story_json, story_text, tree_json, tree_text, TreeOpts};
+pub use view::{
+    node_label, story_json, story_text, traced_tree_text, tree_json, tree_text, TreeOpts,
+};

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use super::engine::Engine;
-use super::process::{How, Process, Reason};
+use super::process::{How, ProcId, Process, Reason};
 use super::story::Story;
+use std::collections::HashSet;
 
 /// Indentation kept at most (about 1000 levels); deeper subtrees are shown as `…`.
 const MAX_PREFIX_BYTES: usize = 4096;
@@ -89,14 +90,44 @@ pub fn node_label(p: &Process, opts: TreeOpts) -> String {
 
 /// pstree-like text, children ordered by pid.
 pub fn tree_text(e: &Engine, opts: TreeOpts) -> String {
+    tree_text_of(e, opts, None)
+}
+
+/// Only what the recording saw act (born, exec'd, renamed, set a subreaper or exited after
+/// the start) and its ancestors: leaves out the rest of the start snapshot.
+pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
+    let mut keep = HashSet::new();
+    let acted = |p: &Process| {
+        p.born_how() != How::Snapshot
+            || p.exit_seq.is_some()
+            || !p.execs.is_empty()
+            || !p.renames.is_empty()
+            || p.subreaper_seq.is_some()
+    };
+    for p in e.processes().filter(|p| acted(p)) {
+        let mut q = Some(p);
+        while let Some(x) = q {
+            if !keep.insert(x.id) {
+                break;
+            }
+            q = x.parent.and_then(|id| e.get(id));
+        }
+    }
+    tree_text_of(e, opts, Some(&keep))
+}
+
+fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> String {
     let mut out = String::new();
     for root in e.roots() {
         if root.exited && !opts.show_exited && !has_live_descendant(e, root) {
             continue;
         }
+        if keep.is_some_and(|k| !k.contains(&root.id)) {
+            continue;
+        }
         out.push_str(&node_label(root, opts));
         out.push('\n');
-        write_children(e, root, opts, "", &mut out);
+        write_children(e, root, opts, keep, "", &mut out);
     }
     out
 }
@@ -119,13 +150,21 @@ fn has_live_descendant(e: &Engine, p: &Process) -> bool {
     false
 }
 
-fn write_children(e: &Engine, p: &Process, opts: TreeOpts, prefix: &str, out: &mut String) {
+fn write_children(
+    e: &Engine,
+    p: &Process,
+    opts: TreeOpts,
+    keep: Option<&HashSet<ProcId>>,
+    prefix: &str,
+    out: &mut String,
+) {
     // Depth is bounded by the number of records; a cycle cannot form because a record only
     // ever gets a parent that existed before it or one found walking up from it.
     let kids: Vec<&Process> = e
         .children_of(p)
         .into_iter()
         .filter(|c| opts.show_exited || !c.exited || has_live_descendant(e, c))
+        .filter(|c| keep.is_none_or(|k| k.contains(&c.id)))
         .collect();
     let n = kids.len();
     for (i, c) in kids.into_iter().enumerate() {
@@ -137,7 +176,7 @@ fn write_children(e: &Engine, p: &Process, opts: TreeOpts, prefix: &str, out: &m
         let next = format!("{prefix}{}", if last { "   " } else { "│  " });
         // Bounds the recursion (and the line width) on absurdly deep chains.
         if next.len() < MAX_PREFIX_BYTES {
-            write_children(e, c, opts, &next, out);
+            write_children(e, c, opts, keep, &next, out);
         } else if !c.child_ids().is_empty() {
             out.push_str(&next);
             out.push_str("└─ …\n");

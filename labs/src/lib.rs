@@ -1,0 +1,216 @@
+//! Real-runtime labs: each [`Scenario`] runs real container runtimes on this machine (no image
+//! pulls: a busybox-static rootfs) under `tracer record`, narrates each step, reads the truth
+//! from /proc while the containers run, and leaves the machine as it found it (a [`Cleanup`]
+//! guard runs on success, failure and Ctrl-C).
+//!
+//! Used by `cargo xtask lab` (which then shows the recording) and by the end-to-end tests in
+//! `tests/tests/labs.rs` (which check the reconstructed tree against the [`Truth`]).
+
+mod bundle;
+mod cleanup;
+mod recorder;
+mod scenarios;
+pub mod system;
+
+pub use bundle::{busybox_bundle, busybox_rootfs};
+pub use cleanup::{stop_pid, Cleanup, Undo};
+pub use recorder::{Follow, Recorder};
+pub use system::{install_interrupt_handler, is_root, ProcInfo};
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// `runc run` of a bundle: INIT is born a child of `runc run` (CLONE_PARENT), no adoption.
+    Runc,
+    /// containerd (private unless one runs), two `ctr run -d` containers: two shims.
+    Containerd,
+    /// A container and a `ctr task exec` survive a containerd restart under their shim.
+    Restart,
+    /// `podman run --runtime runc`: conmon is the container's parent.
+    Podman,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Runc,
+        Scenario::Containerd,
+        Scenario::Restart,
+        Scenario::Podman,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Runc => "runc",
+            Scenario::Containerd => "containerd",
+            Scenario::Restart => "restart",
+            Scenario::Podman => "podman",
+        }
+    }
+
+    /// Debian packages the scenario runs (installed when missing).
+    pub fn packages(self) -> &'static [&'static str] {
+        match self {
+            Scenario::Runc => &["runc", "busybox-static"],
+            Scenario::Containerd | Scenario::Restart => &["runc", "busybox-static", "containerd"],
+            Scenario::Podman => &["runc", "busybox-static", "podman", "conmon"],
+        }
+    }
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Scenario, String> {
+        Scenario::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| format!("unknown scenario {s:?} (runc, containerd, restart, podman)"))
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a lab runs and what it records.
+#[derive(Clone, Debug)]
+pub struct Lab {
+    /// The `tracer` binary (release build, with probes).
+    pub tracer: PathBuf,
+    /// The recording to write.
+    pub trace: PathBuf,
+    /// Scratch directory: created, and removed (with anything mounted under it) at the end.
+    pub work: PathBuf,
+    /// Print one narrated line per step.
+    pub narrate: bool,
+}
+
+impl Lab {
+    /// A lab writing `trace`, with a scratch directory under the system temp dir.
+    pub fn new(tracer: PathBuf, trace: PathBuf, scenario: Scenario) -> Lab {
+        let work = std::env::temp_dir().join(format!(
+            "tracer-lab-{}-{}",
+            scenario.name(),
+            std::process::id()
+        ));
+        Lab {
+            tracer,
+            trace,
+            work,
+            narrate: true,
+        }
+    }
+
+    pub(crate) fn say(&self, line: impl std::fmt::Display) {
+        if self.narrate {
+            println!("lab ▸ {line}");
+        }
+    }
+}
+
+/// A container as /proc showed it while it ran.
+#[derive(Clone, Debug)]
+pub struct ContainerTruth {
+    pub id: String,
+    /// The container's init (the workload, `sleep`).
+    pub init: ProcInfo,
+    /// What should be its parent, found independently of the init's ppid: the shim (by its
+    /// `-id` argument), conmon (`podman inspect`), or `runc run` (the recorded command).
+    pub monitor: ProcInfo,
+}
+
+/// Every process in /proc at one moment, with that moment's CLOCK_BOOTTIME (the clock of
+/// the trace's event timestamps): the reconstructed tree at that time must match it.
+#[derive(Clone, Debug)]
+pub struct Moment {
+    pub label: String,
+    pub boot_ns: u64,
+    pub procs: Vec<ProcInfo>,
+}
+
+impl Moment {
+    pub fn now(label: impl Into<String>) -> Moment {
+        let procs = system::find_procs(|_| true);
+        Moment {
+            label: label.into(),
+            boot_ns: system::boot_ns(),
+            procs,
+        }
+    }
+}
+
+/// What /proc said at the moments that matter.
+#[derive(Clone, Debug, Default)]
+pub struct Truth {
+    /// Whole-/proc snapshots taken while the containers ran.
+    pub moments: Vec<Moment>,
+    /// The runtime daemon (containerd): one entry per start (`restart`: before, after).
+    pub daemons: Vec<ProcInfo>,
+    /// The containers while they ran.
+    pub containers: Vec<ContainerTruth>,
+    /// `restart`: the same containers re-read after the daemon came back.
+    pub after_restart: Vec<ContainerTruth>,
+    /// `restart`: the `ctr task exec` process before and after the restart.
+    pub exec: Vec<ProcInfo>,
+}
+
+/// What a lab run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub scenario: Scenario,
+    pub trace: PathBuf,
+    /// The recorder's summary (`FILE: N events in S s, ...`).
+    pub summary: String,
+    pub truth: Truth,
+}
+
+/// Runs `scenario`: installs its packages if missing, records it, cleans up.
+pub fn run(scenario: Scenario, lab: &Lab) -> Result<Outcome> {
+    if !is_root() {
+        bail!("labs run real container runtimes and load the probes: run as root");
+    }
+    system::ensure_packages(scenario.packages())?;
+    if !lab.tracer.is_file() {
+        bail!(
+            "no tracer binary at {} (cargo build --release -p tracer-user)",
+            lab.tracer.display()
+        );
+    }
+    if let Some(dir) = lab.trace.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut cleanup = Cleanup::new();
+    // Undone last: what the runtimes leave outside the scratch directory.
+    match scenario {
+        Scenario::Containerd | Scenario::Restart => {
+            // The shim keeps runc state, fifos and sockets here whatever the daemon's config.
+            cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
+            cleanup.push(Undo::new_cgroup(scenarios::NAMESPACE));
+        }
+        Scenario::Podman => {
+            cleanup.extend(Undo::new_dir("/run/containers", "podman"));
+            cleanup.push(Undo::new_cgroup("libpod_parent"));
+        }
+        Scenario::Runc => {}
+    }
+    let _ = std::fs::remove_dir_all(&lab.work);
+    std::fs::create_dir_all(&lab.work)?;
+    cleanup.push(Undo::Dir(lab.work.clone()));
+    let (truth, summary) = match scenario {
+        Scenario::Runc => scenarios::runc(lab, &mut cleanup)?,
+        Scenario::Containerd => scenarios::containerd(lab, &mut cleanup)?,
+        Scenario::Restart => scenarios::restart(lab, &mut cleanup)?,
+        Scenario::Podman => scenarios::podman(lab, &mut cleanup)?,
+    };
+    lab.say("cleaning up: containers, daemons, mounts and scratch files");
+    cleanup.run();
+    Ok(Outcome {
+        scenario,
+        trace: lab.trace.clone(),
+        summary,
+        truth,
+    })
+}

@@ -1,0 +1,53 @@
+//! `tracer demo`: the embedded recording of `cargo xtask lab containerd`, replayed.
+
+use super::tracefile::{replay_input, ReplayOpts};
+use anyhow::Result;
+use std::process::ExitCode;
+use tracer::input::Input;
+use tracer::lineage::{story_text, traced_tree_text, TreeOpts};
+
+#[derive(clap::Args, Debug)]
+pub struct DemoArgs {
+    /// Replay speed: 1 = original timing, 0 = as fast as possible (the default without the
+    /// viewer; the viewer plays at 1).
+    #[arg(long, value_name = "X")]
+    pub speed: Option<f64>,
+    /// Prefix lines with the event sequence number.
+    #[arg(long)]
+    pub seq: bool,
+    /// Print the replay instead of the interactive view (the default when stdout is not a
+    /// terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+pub fn run(args: DemoArgs) -> Result<ExitCode> {
+    let input = tracer::demo::open()?;
+    show(input, &args)
+}
+
+/// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.
+fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && !args.no_tui {
+        let events = input.collect::<Result<Vec<_>, _>>()?;
+        let opts = tracer::tui::ReplayOpts {
+            speed: args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
+            paused: false,
+            at_end: false,
+        };
+        tracer::tui::run_replay(events, "demo: containerd lab".into(), opts)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let opts = ReplayOpts {
+        speed: Some(args.speed.unwrap_or(0.0)),
+        seq: args.seq,
+        ..ReplayOpts::default()
+    };
+    let engine = replay_input(input, &opts)?;
+    println!("\n== process tree at the end of the demo\n");
+    print!("{}", traced_tree_text(&engine, TreeOpts::default()));
+    println!("\n== container births\n");
+    print!("{}", story_text(&engine.stories()));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,53 @@
+//! `tracer demo` replays the embedded recording with no root, no BPF and no LLVM: run as
+//! `nobody` when the tests run as root, else as whoever runs them.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn demo_runs_without_root() {
+    let out = if is_root() {
+        let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+        else {
+            eprintln!("skipped: root, and no setpriv to drop to nobody");
+            return;
+        };
+        // A copy nobody can read and run, wherever the workspace is.
+        let dir = std::env::temp_dir().join(format!("tracer-demo-nobody-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("tracer");
+        std::fs::copy(TRACER, &copy).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = Command::new(setpriv)
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .arg(&copy)
+            .arg("demo")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        out
+    } else {
+        Command::new(TRACER).arg("demo").output().unwrap()
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tracer demo failed: {stderr}");
+    // The strace-like replay, the tree and the stories of the two containers.
+    assert!(stdout.contains("PR_SET_CHILD_SUBREAPER"), "{stdout}");
+    assert!(stdout.contains("containerd-shim"), "{stdout}");
+    assert!(stdout.contains("runc:[2:INIT]"), "{stdout}");
+    assert!(stdout.contains("== container births"), "{stdout}");
+    assert!(stderr.contains("2 container stories"), "{stderr}");
+}
