@@ -259,6 +259,31 @@ fn tui_replay_in_tmux() {
         .expect("kill");
     assert!(st.success());
     t.assert_terminal_usable("after-term-ok");
+
+    // The terminal goes away (tmux killed): the viewer must exit, not spin on a dead tty.
+    t.send(&["C-l"]);
+    t.type_text(&format!(
+        "bash -c 'echo $$ > {}; exec {} view {}'",
+        pidfile.display(),
+        bin.display(),
+        fixture.display()
+    ));
+    t.send(&["Enter"]);
+    t.wait_for(&["REPLAY", "ctr.log"]);
+    let pid = std::fs::read_to_string(&pidfile).expect("pid file");
+    let _ = std::fs::remove_file(&pidfile);
+    drop(t);
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proc_dir.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let state = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+    // Gone, or a zombie waiting for tmux's reaper.
+    assert!(
+        state.is_empty() || state.contains(") Z "),
+        "viewer still running after hangup: {state}"
+    );
 }
 
 /// Live view of a command (root; run with `--ignored`): its processes appear, `q` restores.

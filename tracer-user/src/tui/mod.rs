@@ -203,6 +203,11 @@ async fn app_loop(
                 if now >= last_clock + 250 {
                     last_clock = now;
                     state.dirty = true;
+                    // A hung-up terminal (tmux killed, ssh gone) may send no SIGHUP to us:
+                    // its size query fails, so leave instead of drawing into nothing.
+                    if crossterm::terminal::size().is_err() {
+                        break;
+                    }
                 }
                 if state.dirty {
                     state.refresh();
@@ -234,7 +239,9 @@ async fn app_loop(
     }
     stop.store(true, Ordering::Relaxed);
     drop(in_rx);
-    let _ = tokio::task::spawn_blocking(move || input.join()).await;
+    // Not joined: after a hangup crossterm's reader can spin on EOF and never return; the
+    // thread ends with the process.
+    drop(input);
     drop(guard);
     result
 }
