@@ -2,7 +2,7 @@
 //!
 //! Each workload times itself (so tracer start-up is not counted); configurations alternate
 //! within each round in a rotating order; ratios are taken against the untraced run of the
-//! same round and reported as median, min and max. Writes BENCHMARKS.md's measured section.
+//! same round and reported as median, min and max. A full run writes BENCHMARKS.md.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -257,7 +257,12 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
          10k-process tree); criterion prints each throughput.\n",
     );
     let _ = std::fs::remove_dir_all(&b.tmp);
-    let path = root.join("target/bench.md");
+    // A full run is the report; a partial one (--only) stays out of the tree.
+    let path = if only.is_none() {
+        root.join("BENCHMARKS.md")
+    } else {
+        root.join("target/bench.md")
+    };
     std::fs::write(&path, &report)?;
     println!("\n{report}\nbench: written to {}", path.display());
     Ok(())

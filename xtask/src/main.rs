@@ -29,7 +29,7 @@ enum Task {
     /// Set up, then run every test: unit, engine-only build, and (as root) the live probe tests.
     Test,
     /// Whole-process benchmarks as root: fork/exec storm and dd (untraced vs tracer vs strace),
-    /// event throughput; writes target/bench.md.
+    /// event throughput; writes BENCHMARKS.md (target/bench.md with --only).
     Bench {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 7)]
