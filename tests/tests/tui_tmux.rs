@@ -33,6 +33,23 @@ fn newest_mtime(dir: &Path) -> SystemTime {
     newest
 }
 
+/// A `tracer` binary with live capture: target/release/tracer, which `cargo xtask test` builds
+/// right before the root tests (target/debug/tracer may be the engine-only build by then).
+fn capture_tracer_bin() -> PathBuf {
+    let ws = workspace();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join("target"));
+    let src = newest_mtime(&ws.join("tracer-user/src"));
+    let bin = target.join("release/tracer");
+    let fresh = bin
+        .metadata()
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| m >= src);
+    assert!(fresh, "{} is missing or older than the sources: run `cargo build --release -p tracer-user` (cargo xtask test does)", bin.display());
+    bin
+}
+
 /// The `tracer` binary: target/debug/tracer when it is newer than the sources, else one
 /// built (without capture) into a target dir of its own (the main one is locked by the
 /// running `cargo test`).
@@ -159,6 +176,22 @@ impl Tmux {
         }
     }
 
+    /// Starts `tracer view FIXTURE` from the pane's shell and returns its pid once it shows.
+    fn start_viewer(&self, bin: &Path, fixture: &Path, pidfile: &Path) -> String {
+        self.send(&["C-l"]);
+        self.type_text(&format!(
+            "bash -c 'echo $$ > {}; exec {} view {}'",
+            pidfile.display(),
+            bin.display(),
+            fixture.display()
+        ));
+        self.send(&["Enter"]);
+        self.wait_for(&["REPLAY", "ctr.log"]);
+        let pid = std::fs::read_to_string(pidfile).expect("pid file");
+        let _ = std::fs::remove_file(pidfile);
+        pid
+    }
+
     /// The shell is back: not in the alternate screen, running bash, line discipline sane.
     fn assert_terminal_usable(&self, marker: &str) {
         self.wait_until("the alternate screen to be left", |t| {
@@ -242,17 +275,7 @@ fn tui_replay_in_tmux() {
 
     // SIGTERM restores the terminal too.
     let pidfile = std::env::temp_dir().join(format!("tracer-tui-test-{}.pid", std::process::id()));
-    t.send(&["C-l"]);
-    t.type_text(&format!(
-        "bash -c 'echo $$ > {}; exec {} view {}'",
-        pidfile.display(),
-        bin.display(),
-        fixture.display()
-    ));
-    t.send(&["Enter"]);
-    t.wait_for(&["REPLAY", "ctr.log"]);
-    let pid = std::fs::read_to_string(&pidfile).expect("pid file");
-    let _ = std::fs::remove_file(&pidfile);
+    let pid = t.start_viewer(&bin, &fixture, &pidfile);
     let st = Command::new("kill")
         .args(["-TERM", pid.trim()])
         .status()
@@ -261,17 +284,7 @@ fn tui_replay_in_tmux() {
     t.assert_terminal_usable("after-term-ok");
 
     // The terminal goes away (tmux killed): the viewer must exit, not spin on a dead tty.
-    t.send(&["C-l"]);
-    t.type_text(&format!(
-        "bash -c 'echo $$ > {}; exec {} view {}'",
-        pidfile.display(),
-        bin.display(),
-        fixture.display()
-    ));
-    t.send(&["Enter"]);
-    t.wait_for(&["REPLAY", "ctr.log"]);
-    let pid = std::fs::read_to_string(&pidfile).expect("pid file");
-    let _ = std::fs::remove_file(&pidfile);
+    let pid = t.start_viewer(&bin, &fixture, &pidfile);
     drop(t);
     let proc_dir = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -294,7 +307,7 @@ fn tui_live_in_tmux() {
         eprintln!("note: needs tmux and root; skipping");
         return;
     }
-    let bin = tracer_bin();
+    let bin = capture_tracer_bin();
     let t = Tmux::start("live", 120, 35);
     t.wait_for(&["$"]);
     t.type_text(&format!(
@@ -302,11 +315,7 @@ fn tui_live_in_tmux() {
         bin.display()
     ));
     t.send(&["Enter"]);
-    let screen = t.wait_for(&["LIVE", "cmd sh -c", "true (exit 0)", "sleep"]);
-    if screen.contains("without live capture") {
-        eprintln!("note: {} was built without feature capture", bin.display());
-        return;
-    }
+    t.wait_for(&["LIVE", "cmd sh -c", "true (exit 0)", "sleep"]);
     t.send(&["q"]);
     t.assert_terminal_usable("after-live-ok");
 }

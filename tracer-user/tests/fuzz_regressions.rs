@@ -1,51 +1,11 @@
 //! Replays every kept fuzz crasher (tests/fuzz-regressions/) through the same checks as the
 //! fuzz targets, plus hand-made hostile inputs.
 
-use std::io::Cursor;
 use std::path::Path;
-use tracer::tracefile::{Record, TraceReader};
 
-/// The trace_reader fuzz target's checks.
+/// The trace_reader fuzz target's checks (shared with fuzz/fuzz_targets/trace_reader.rs).
 fn check_trace_bytes(data: &[u8]) {
-    let _ = tracer::input::detect(data);
-    let Ok(mut r) = TraceReader::new(Cursor::new(data)) else {
-        return;
-    };
-    let header = r.header().clone();
-    let mut events = Vec::new();
-    let mut errors = 0;
-    for rec in r.by_ref() {
-        match rec {
-            Ok(Record::Event(e)) => events.push(e),
-            Ok(_) => {}
-            Err(e) => {
-                errors += 1;
-                assert!(e.offset().is_some(), "reading error without an offset: {e}");
-            }
-        }
-    }
-    assert!(errors <= 1);
-    assert!(r.tail().unusable_bytes <= data.len() as u64);
-    // The events-only path (what the commands use) yields the same events.
-    let mut r2 = TraceReader::new(Cursor::new(data)).expect("header read twice");
-    let mut again_events = Vec::new();
-    let mut again_errors = 0;
-    // Keep pulling after the error: nothing more may come out.
-    for ev in r2.events() {
-        match ev {
-            Ok(e) => {
-                assert_eq!(again_errors, 0, "an event after the error");
-                again_events.push(e)
-            }
-            Err(_) => again_errors += 1,
-        }
-    }
-    assert!(again_errors <= 1);
-    assert_eq!(again_events, events);
-    let bytes = tracer::tracefile::to_bytes(&header, &events).expect("re-encode");
-    let mut again = TraceReader::new(Cursor::new(&bytes)).expect("re-read");
-    let back: Vec<_> = again.events().collect::<Result<_, _>>().expect("events");
-    assert_eq!(back, events);
+    tracer::tracefile::fuzz_check(data);
 }
 
 fn files(dir: &str) -> Vec<std::path::PathBuf> {
