@@ -1,5 +1,8 @@
 //! Shared helpers for the end-to-end tests: run a command under live capture, build OCI
-//! bundles from busybox-static.
+//! bundles from busybox-static, and the real-runtime labs ([`labs`]) that `cargo xtask lab`
+//! drives too (xtask uses this crate without its `capture` feature, so no BPF toolchain).
+
+pub mod labs;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

@@ -8,8 +8,8 @@
 //! `cargo build --release -p tracer-user && cargo test -p tests -- --ignored --test-threads=1 labs`
 #![cfg(feature = "capture")]
 
-use labs::{ContainerTruth, Lab, Moment, Outcome, Scenario};
 use std::sync::{Mutex, MutexGuard};
+use tests::labs::{ContainerTruth, Lab, Moment, Outcome, Scenario};
 use tracer::input::Input;
 use tracer::lineage::{Engine, How, Role, StepKind, Story, StoryKind, WarningKind};
 use tracer::Event;
@@ -34,7 +34,7 @@ fn record(s: Scenario) -> Recorded {
         .join("target/labs")
         .join(format!("test-{}.trace", s.name()));
     let lab = Lab::new(tracer, trace, s);
-    let out = labs::run(s, &lab).unwrap_or_else(|e| panic!("lab {s}: {e:#}"));
+    let out = tests::labs::run(s, &lab).unwrap_or_else(|e| panic!("lab {s}: {e:#}"));
     let mut input = Input::open(&out.trace).expect("open the recording");
     let snapshot = input.snapshot();
     let events: Vec<Event> = input

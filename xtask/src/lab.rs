@@ -1,5 +1,5 @@
 //! `cargo xtask lab <runc|containerd|restart|podman>`: a real runtime under `tracer record`,
-//! narrated, then the recording shown. The scenario drivers live in the `labs` crate (shared
+//! narrated, then the recording shown. The scenario drivers live in `tests::labs` (shared
 //! with the end-to-end tests); this is the command line around them.
 
 use anyhow::{Context, Result};
@@ -11,7 +11,7 @@ use crate::{cargo, run, setup, workspace_root};
 #[derive(clap::Args)]
 pub struct LabArgs {
     /// runc, containerd, restart or podman.
-    pub scenario: labs::Scenario,
+    pub scenario: tests::labs::Scenario,
     /// Keep the recording here (default: target/labs/SCENARIO.trace).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -52,9 +52,9 @@ pub fn lab(args: LabArgs) -> Result<()> {
             .join("target/labs")
             .join(format!("{}.trace", scenario.name()))
     });
-    labs::install_interrupt_handler();
-    let lab = labs::Lab::new(tracer.clone(), trace, scenario);
-    let out = labs::run(scenario, &lab).with_context(|| format!("lab {scenario}"))?;
+    tests::labs::install_interrupt_handler();
+    let lab = tests::labs::Lab::new(tracer.clone(), trace, scenario);
+    let out = tests::labs::run(scenario, &lab).with_context(|| format!("lab {scenario}"))?;
     println!("lab ▸ recorded {}", out.summary);
     show(&tracer, &out.trace, !args.no_tui)
 }

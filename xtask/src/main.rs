@@ -202,7 +202,7 @@ fn run_tracer(args: Vec<String>) -> Result<()> {
     };
     let mut cmd = if setup::is_root() {
         Command::new(&bin)
-    } else if labs::system::which("sudo").is_some() {
+    } else if tests::labs::system::which("sudo").is_some() {
         let mut c = Command::new("sudo");
         c.arg("-E").arg(&bin);
         c
@@ -210,7 +210,7 @@ fn run_tracer(args: Vec<String>) -> Result<()> {
         return demo_instead("live tracing needs root and there is no sudo", true);
     };
     cmd.args(&args);
-    println!("xtask: {}", labs::system::show(&cmd));
+    println!("xtask: {}", tests::labs::system::show(&cmd));
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {cmd:?}"))?;

@@ -1,6 +1,6 @@
 //! The guard that leaves the machine as the lab found it, on success, failure and Ctrl-C.
 
-use crate::system::{alive, find_procs, mounts_under, quietly, signal};
+use crate::labs::system::{alive, find_procs, mounts_under, quietly, signal};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -167,7 +167,7 @@ fn undo(u: &Undo) {
 
 /// SIGKILLs the processes matching `pred` and all their descendants (deepest first, so
 /// nothing is left to be adopted), and waits for them to go.
-fn kill_trees(pred: impl Fn(&crate::ProcInfo) -> bool) {
+fn kill_trees(pred: impl Fn(&crate::labs::ProcInfo) -> bool) {
     let all = find_procs(|_| true);
     let mut doomed: Vec<(u32, usize)> =
         all.iter().filter(|p| pred(p)).map(|p| (p.pid, 0)).collect();

@@ -115,7 +115,7 @@ extern "C" fn on_interrupt(_: libc::c_int) {
 }
 
 /// Turns SIGINT/SIGTERM into a flag that every wait checks, so the scenario returns an error
-/// and its [`crate::Cleanup`] guard runs. Children are started in their own process groups, so
+/// and its [`crate::labs::Cleanup`] guard runs. Children are started in their own process groups, so
 /// a terminal Ctrl-C reaches only this process.
 pub fn install_interrupt_handler() {
     for sig in [libc::SIGINT, libc::SIGTERM] {

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::cleanup::{stop_pid, Cleanup, Undo};
-use crate::recorder::{Follow, Recorder};
-use crate::system::{alive, find_procs, output, pause, wait_for, which, ProcInfo};
-use crate::{busybox_bundle, busybox_rootfs, ContainerTruth, Lab, Moment, Truth};
+use crate::labs::cleanup::{stop_pid, Cleanup, Undo};
+use crate::labs::recorder::{Follow, Recorder};
+use crate::labs::system::{alive, find_procs, output, pause, wait_for, which, ProcInfo};
+use crate::labs::{busybox_bundle, busybox_rootfs, ContainerTruth, Lab, Moment, Truth};
 
 /// How long the recorder may take to end by itself once everything it follows is gone.
 const RECORDER_GRACE: Duration = Duration::from_secs(10);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::system::{find_procs, wait_for};
+use crate::labs::system::{find_procs, wait_for};
 
 /// What the recorder follows.
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ impl Recorder {
             std::thread::sleep(Duration::from_millis(50));
         }
         if child.try_wait()?.is_none() {
-            crate::system::signal(child.id(), libc::SIGINT);
+            crate::labs::system::signal(child.id(), libc::SIGINT);
         }
         let end = Instant::now() + Duration::from_secs(15);
         while child.try_wait()?.is_none() {
@@ -118,7 +118,7 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            crate::cleanup::stop_pid(c.id(), libc::SIGINT, Duration::from_secs(10));
+            crate::labs::cleanup::stop_pid(c.id(), libc::SIGINT, Duration::from_secs(10));
             let _ = c.wait();
         }
     }
