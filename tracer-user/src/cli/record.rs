@@ -9,29 +9,35 @@ use std::time::{Duration, Instant};
 use tracer::capture::{procfs, CaptureBuilder, Target};
 use tracer::tracefile::{CaptureMode, Header, TraceWriter};
 
-pub fn run(args: RecordArgs) -> Result<ExitCode> {
-    let target = super::trace::target_of(&args.target)?;
-    let mode = match &target {
+/// The trace-file header of a live capture: host, mode, ring size, and the /proc snapshot of
+/// the processes that exist before the probes attach (whatever starts in between shows up as a
+/// placeholder when it first acts). Layouts are the caller's: they come from the capture.
+pub(super) fn header_for(target: &Target, ring_bytes: u32) -> Header {
+    let mode = match target {
         Target::Pid(p) => CaptureMode::Pid(*p),
         Target::All => CaptureMode::All,
         Target::Command(argv) => CaptureMode::Command(argv.clone()),
     };
+    let mut header = Header::for_this_host(mode);
+    header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
+    header
+        .extra
+        .push(("ring_bytes".into(), ring_bytes.to_string()));
+    header
+}
+
+pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    let target = super::trace::target_of(&args.target)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut header = Header::for_this_host(mode);
-        // Processes that exist before the probes attach; whatever starts in between shows up
-        // as a placeholder when it first acts.
-        header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
+        let mut header = header_for(&target, args.target.ring_bytes);
         let mut cap = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
             .start()?;
         header.layouts = cap.layouts().formats.clone();
-        header
-            .extra
-            .push(("ring_bytes".into(), args.target.ring_bytes.to_string()));
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
             header.extra.push(("note".into(), note.clone()));

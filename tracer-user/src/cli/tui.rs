@@ -50,15 +50,9 @@ impl FileRecorder {
         ring_bytes: u32,
     ) -> Result<FileRecorder> {
         use anyhow::Context;
-        use tracer::capture::{layout, procfs, Target};
-        use tracer::tracefile::{CaptureMode, Header, TraceWriter};
-        let mode = match target {
-            Target::Pid(p) => CaptureMode::Pid(*p),
-            Target::All => CaptureMode::All,
-            Target::Command(argv) => CaptureMode::Command(argv.clone()),
-        };
-        let mut header = Header::for_this_host(mode);
-        header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
+        use tracer::capture::layout;
+        use tracer::tracefile::TraceWriter;
+        let mut header = super::record::header_for(target, ring_bytes);
         // The same layouts the capture resolves when it starts.
         let mut cfg = tracer_common::ProbeConfig::EMPTY;
         if let Ok(layouts) =
@@ -66,9 +60,6 @@ impl FileRecorder {
         {
             header.layouts = layouts.formats;
         }
-        header
-            .extra
-            .push(("ring_bytes".into(), ring_bytes.to_string()));
         let writer = TraceWriter::create(path, &header)
             .with_context(|| format!("cannot create {}", path.display()))?;
         Ok(FileRecorder {
