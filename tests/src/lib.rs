@@ -31,8 +31,14 @@ pub fn is_root() -> bool {
 
 /// Runs `argv` followed from its first instruction until every followed process is gone.
 /// With `read_live == false` nothing is read until the command exits (to force drops).
+/// `syscalls` attaches the syscall probes too (`CaptureBuilder::syscalls`).
 #[cfg(feature = "capture")]
-pub fn capture_command(argv: &[&str], ring_bytes: u32, read_live: bool) -> Result<Captured> {
+pub fn capture_command(
+    argv: &[&str],
+    ring_bytes: u32,
+    read_live: bool,
+    syscalls: bool,
+) -> Result<Captured> {
     use std::time::{Duration, Instant};
     use tracer::capture::{CaptureBuilder, Target};
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -40,7 +46,16 @@ pub fn capture_command(argv: &[&str], ring_bytes: u32, read_live: bool) -> Resul
         .build()?;
     rt.block_on(async {
         let target = Target::Command(argv.iter().map(|s| s.to_string()).collect());
-        let mut cap = CaptureBuilder::new(target).ring_bytes(ring_bytes).start()?;
+        let mut cap = CaptureBuilder::new(target)
+            .ring_bytes(ring_bytes)
+            .syscalls(syscalls)
+            .start()?;
+        anyhow::ensure!(
+            cap.syscall_probes() == syscalls,
+            "probe set {} ({:?})",
+            cap.probe_set(),
+            cap.notes()
+        );
         let pid = cap.child_pid().context("command pid")?;
         let mut events = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(60);

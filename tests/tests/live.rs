@@ -50,23 +50,25 @@ fn assert_no_gaps(c: &Captured) {
     assert_eq!(seqs, (1..=c.events.len() as u64).collect::<Vec<_>>());
 }
 
+/// Every way the actor creates a task (glibc fork, fork, vfork, CLONE_PARENT, clone3, a
+/// thread), then its prctls.
+const CREATE_AND_PRCTL: [&str; 9] = [
+    ACTOR,
+    "fork",
+    "sysfork",
+    "vfork",
+    "clone-parent",
+    "clone3",
+    "thread",
+    "name",
+    "subreaper",
+];
+
 #[test]
 #[ignore = "root"]
 fn lifecycle_syscalls_are_reported_exactly() {
-    let steps = [
-        ACTOR,
-        "fork",
-        "sysfork",
-        "vfork",
-        "clone-parent",
-        "clone3",
-        "thread",
-        "name",
-        "subreaper",
-        "exec-fail",
-        "exec:/bin/true",
-    ];
-    let c = capture_command(&steps, RING, true).expect("capture");
+    let steps = [&CREATE_AND_PRCTL[..], &["exec-fail", "exec:/bin/true"]].concat();
+    let c = capture_command(&steps, RING, true, true).expect("capture");
     assert_no_gaps(&c);
     let actor = c.pid;
     let me = std::process::id();
@@ -200,10 +202,126 @@ fn lifecycle_syscalls_are_reported_exactly() {
     assert_eq!(exit_of(&c, actor), Some((0, true)));
 }
 
+/// The default probe set: no syscall tracepoints, the same lineage from task/sched ones.
+#[test]
+#[ignore = "root"]
+fn lifecycle_without_syscall_probes_is_reported_exactly() {
+    let steps = [
+        &CREATE_AND_PRCTL[..],
+        &["fork", "exec-fail", "exec:/bin/true"],
+    ]
+    .concat();
+    let c = capture_command(&steps, RING, true, false).expect("capture");
+    assert_no_gaps(&c);
+    let actor = c.pid;
+    let me = std::process::id();
+    assert_eq!(c.status.and_then(|s| s.code()), Some(0));
+    // Nothing from a syscall probe.
+    let syscall_events: Vec<_> = c
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::CloneEnter { .. }
+                    | EventKind::SyscallExit { .. }
+                    | EventKind::ExitEnter { .. }
+            )
+        })
+        .collect();
+    assert!(syscall_events.is_empty(), "{syscall_events:#?}");
+
+    // Clone flags from task_newtask; the syscall is not known.
+    let forks = forks_by(&c, actor);
+    let glibc_fork = cf::CLONE_CHILD_CLEARTID | cf::CLONE_CHILD_SETTID;
+    let flags: Vec<_> = forks.iter().map(|f| (f.0, f.1)).collect();
+    let known = |f: u64| (None, Some(CloneFlags(f)));
+    assert_eq!(flags.len(), 7, "forks: {forks:#?}");
+    assert_eq!(
+        flags[..5],
+        [
+            known(glibc_fork),
+            known(0),
+            known(cf::CLONE_VM | cf::CLONE_VFORK),
+            known(cf::CLONE_PARENT),
+            known(0)
+        ]
+    );
+    assert!(flags[5]
+        .1
+        .is_some_and(|f| f.contains(cf::CLONE_THREAD | cf::CLONE_VM)));
+    assert_eq!(flags[6], known(glibc_fork));
+    let ppids: Vec<u32> = forks.iter().map(|f| f.4).collect();
+    assert_eq!(ppids, [actor, actor, actor, me, actor, me, actor]);
+    for (i, code) in [(0usize, 3u32), (1, 8), (2, 4), (3, 5), (4, 6), (6, 3)] {
+        assert_eq!(
+            exit_of(&c, forks[i].2),
+            Some((code << 8, true)),
+            "child {i}"
+        );
+    }
+    assert_eq!(exit_of(&c, forks[5].2), Some((0, false)));
+
+    // PR_SET_NAME from task_rename (exec's renames are not reported); the subreaper flag
+    // when the actor next creates a process, just before that fork.
+    let prctls: Vec<_> = c
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PrctlEnter { option, arg2, name } => {
+                Some((e.tid, *option, *arg2, name.clone().map(|n| n.value)))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        prctls,
+        [
+            (actor, 15, 0, Some("actor-renamed".to_string())),
+            (actor, 36, 1, None)
+        ]
+    );
+    let pos = |pred: &dyn Fn(&EventKind) -> bool| c.events.iter().position(|e| pred(&e.kind));
+    let subreaper = pos(&|k| matches!(k, EventKind::PrctlEnter { option: 36, .. })).unwrap();
+    let last_fork =
+        pos(&|k| matches!(k, EventKind::Fork { child_tid, .. } if *child_tid == forks[6].2))
+            .unwrap();
+    assert_eq!(subreaper + 1, last_fork);
+
+    // Only the successful exec, with argv from the new image, then the exec itself.
+    let execs: Vec<_> = c
+        .events
+        .iter()
+        .filter(|e| e.tgid == actor)
+        .filter_map(|e| match &e.kind {
+            EventKind::ExecEnter { filename, argv, .. } => Some(format!(
+                "enter {} {argv:?} {}",
+                filename.value,
+                e.tid == actor
+            )),
+            EventKind::Exec { filename, old_tid } => {
+                Some(format!("exec {} {}", filename.value, *old_tid == actor))
+            }
+            _ => None,
+        })
+        .collect();
+    let args: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        execs,
+        [
+            format!("enter {ACTOR} {args:?} true"),
+            format!("exec {ACTOR} true"),
+            r#"enter /bin/true ["/bin/true"] true"#.to_string(),
+            "exec /bin/true true".to_string(),
+        ]
+    );
+    assert_eq!(exit_of(&c, actor), Some((0, true)));
+}
+
 #[test]
 #[ignore = "root"]
 fn exit_codes_and_signals() {
-    let c = capture_command(&[ACTOR, "exit:7"], RING, true).expect("capture");
+    let c = capture_command(&[ACTOR, "exit:7"], RING, true, true).expect("capture");
     assert_no_gaps(&c);
     let enter = c.events.iter().find_map(|e| match e.kind {
         EventKind::ExitEnter { syscall, code } => Some((syscall, code)),
@@ -212,7 +330,7 @@ fn exit_codes_and_signals() {
     assert_eq!(enter, Some((Syscall::ExitGroup, 7)));
     assert_eq!(exit_of(&c, c.pid), Some((7 << 8, true)));
 
-    let c = capture_command(&[ACTOR, "sigkill"], RING, true).expect("capture");
+    let c = capture_command(&[ACTOR, "sigkill"], RING, true, false).expect("capture");
     assert_eq!(exit_of(&c, c.pid), Some((libc::SIGKILL as u32, true)));
     assert!(!c
         .events
@@ -224,7 +342,7 @@ fn exit_codes_and_signals() {
 #[ignore = "root"]
 fn ring_overflow_drops_are_counted_exactly() {
     // One page of ring, nothing read while 400 forks happen: most events cannot fit.
-    let c = capture_command(&[ACTOR, "storm:400"], 4096, false).expect("capture");
+    let c = capture_command(&[ACTOR, "storm:400"], 4096, false, false).expect("capture");
     assert!(c.drops > 0, "expected drops with a one-page ring");
     assert_eq!(
         c.drops,
@@ -241,6 +359,16 @@ fn ring_overflow_drops_are_counted_exactly() {
 #[test]
 #[ignore = "root"]
 fn runc_run_shows_init_stages_and_clone_parent() {
+    runc_run(false);
+}
+
+#[test]
+#[ignore = "root"]
+fn runc_run_with_syscall_probes() {
+    runc_run(true);
+}
+
+fn runc_run(syscalls: bool) {
     if which("runc").is_none() {
         panic!("runc is not installed (cargo xtask setup installs it)");
     }
@@ -248,7 +376,12 @@ fn runc_run_shows_init_stages_and_clone_parent() {
     let bundle = busybox_bundle(&dir, &["/bin/true"]).expect("bundle");
     let id = format!("tracer-test-{}", std::process::id());
     let bundle_s = bundle.to_string_lossy().to_string();
-    let c = capture_command(&["runc", "run", "--bundle", &bundle_s, &id], RING, true);
+    let c = capture_command(
+        &["runc", "run", "--bundle", &bundle_s, &id],
+        RING,
+        true,
+        syscalls,
+    );
     let _ = std::process::Command::new("runc")
         .args(["delete", "--force", &id])
         .status();

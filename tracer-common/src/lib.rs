@@ -263,6 +263,22 @@ pub struct ProbeConfig {
     /// Wake the reader only once this many bytes are waiting (it also polls on a timer):
     /// one wakeup per event would cost a context switch per event.
     pub wakeup_bytes: u32,
+    /// 1 when the syscall tracepoints are not attached ("sched" probe set): then
+    /// sched_process_exec also reports argv (from the new mm) as an ExecEnter.
+    pub exec_argv_from_mm: u32,
+    /// task:task_newtask fields (clone flags without a syscall probe).
+    pub newtask_flags: u32,
+    /// task:task_rename fields (PR_SET_NAME without a syscall probe).
+    pub rename_pid: u32,
+    pub rename_newcomm: u32,
+    /// BTF: `task_struct::mm`, `mm_struct::arg_start` / `arg_end`.
+    pub task_mm: u32,
+    pub mm_arg_start: u32,
+    pub mm_arg_end: u32,
+    /// BTF bitfields, as (byte offset << 3) | bit: `task_struct::in_execve`,
+    /// `signal_struct::is_child_subreaper`.
+    pub task_in_execve_bit: u32,
+    pub signal_subreaper_bit: u32,
     pub _pad: u32,
 }
 
@@ -283,6 +299,15 @@ impl ProbeConfig {
         task_signal: NO_OFFSET,
         signal_live: NO_OFFSET,
         wakeup_bytes: 0,
+        exec_argv_from_mm: 0,
+        newtask_flags: NO_OFFSET,
+        rename_pid: NO_OFFSET,
+        rename_newcomm: NO_OFFSET,
+        task_mm: NO_OFFSET,
+        mm_arg_start: NO_OFFSET,
+        mm_arg_end: NO_OFFSET,
+        task_in_execve_bit: NO_OFFSET,
+        signal_subreaper_bit: NO_OFFSET,
         _pad: 0,
     };
 }
@@ -316,6 +341,6 @@ const _: () = {
     assert!(core::mem::size_of::<SchedFork>() == 96);
     assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
-    assert!(core::mem::size_of::<ProbeConfig>() == 64);
+    assert!(core::mem::size_of::<ProbeConfig>() == 100);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

@@ -1,5 +1,10 @@
 //! tracer's probes: process-lifecycle syscalls and sched tracepoints into one ring buffer.
 //!
+//! Two probe sets share these programs. "sched" (the default): sched_process_* plus
+//! task_newtask (clone flags) and task_rename (PR_SET_NAME), argv read at sched_process_exec.
+//! "sched+syscalls" adds the syscall tracepoints for strace's detail (every call and its
+//! return, failed execs, every prctl), at a cost to *every* syscall on the host.
+//!
 //! Every entry point is a thin wrapper over a `try_*` function. Filtering (follow mode, the
 //! tracer itself) happens before anything is reserved, so untraced processes cost a map lookup.
 #![no_std]
@@ -31,7 +36,7 @@ use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
     kind, prctl, strflag, syscall, CloneEnter, ExecEnter, ExitEnter, Header, PendingClone,
     PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARG_LEN, DEFAULT_RING_BYTES,
-    FILENAME_LEN, NO_OFFSET,
+    NO_OFFSET,
 };
 
 /// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
@@ -53,6 +58,10 @@ static PENDING: HashMap<u32, PendingClone> = HashMap::with_max_entries(16384, 0)
 /// PR_SET_NAME's user pointer, keyed by tid, between sys_enter and sys_exit of prctl.
 #[map]
 static PENDING_NAME: HashMap<u32, u64> = HashMap::with_max_entries(4096, 0);
+
+/// Processes already reported as child subreapers (the "sched" probe set infers the prctl).
+#[map]
+static SUBREAPERS: HashMap<u32, u32> = HashMap::with_max_entries(4096, 0);
 
 /// Failed ring-buffer reserves, per CPU.
 #[map]
@@ -125,6 +134,40 @@ fn task_read<T>(task: *const u8, off: u32) -> Option<T> {
     }
     // SAFETY: bpf_probe_read_kernel tolerates bad pointers.
     unsafe { bpf_probe_read_kernel(task.add(off as usize) as *const T) }.ok()
+}
+
+/// A field of a (non-syscall) tracepoint record at an offset from its tracefs format file.
+#[inline(always)]
+fn tp_field<T>(ctx: &TracePointContext, off: &u32) -> Result<T, i32> {
+    let off = cfg(off);
+    if off == NO_OFFSET {
+        return Err(1);
+    }
+    // SAFETY: an offset this kernel's format file gave; read with a probe read.
+    unsafe { ctx.read_at(off as usize) }
+}
+
+/// Flags for a string read into `buf`: `cut` when it filled the buffer, `fault` (and an empty
+/// string) when it could not be read.
+#[inline(always)]
+fn str_flags<E>(read: Result<usize, E>, buf: &mut [u8], cut: u32, fault: u32) -> u32 {
+    match read {
+        Ok(n) if n >= buf.len() - 1 => cut,
+        Ok(_) => 0,
+        Err(_) => {
+            buf[0] = 0;
+            fault
+        }
+    }
+}
+
+/// A BTF bitfield given as (byte offset << 3) | bit, of the struct at `base`.
+#[inline(always)]
+fn bit_set(base: *const u8, spec: u32) -> bool {
+    if spec == NO_OFFSET {
+        return false;
+    }
+    task_read::<u8>(base, spec >> 3).is_some_and(|b| b & (1 << (spec & 7)) != 0)
 }
 
 /// tgid of the current task's real parent (0 when unreadable).
@@ -281,6 +324,34 @@ sys_exit_probe!(sys_exit_execveat, syscall::EXECVEAT);
 
 // ---- exec ----------------------------------------------------------------------------------
 
+/// Fills an ExecEnter's call fields and filename (with `read`); returns the string flags.
+///
+/// # Safety
+/// `r` points at a reserved ExecEnter record.
+#[inline(always)]
+unsafe fn exec_head(
+    r: *mut ExecEnter,
+    sc: u32,
+    at_flags: u32,
+    dirfd: i64,
+    read: impl FnOnce(&mut [u8]) -> Result<usize, i32>,
+) -> u32 {
+    // SAFETY: the caller's record.
+    unsafe {
+        addr_of_mut!((*r).syscall).write(sc);
+        addr_of_mut!((*r).at_flags).write(at_flags);
+        addr_of_mut!((*r).dirfd).write(dirfd);
+        let fname = &mut *addr_of_mut!((*r).filename);
+        let res = read(fname);
+        str_flags(
+            res,
+            fname,
+            strflag::FILENAME_TRUNCATED,
+            strflag::FILENAME_FAULT,
+        )
+    }
+}
+
 fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
     if !traced(current_tgid()) {
         return Ok(0);
@@ -300,19 +371,9 @@ fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
     let filename: u64 = unsafe { ctx.read_at(fname_off)? };
     let argv: u64 = unsafe { ctx.read_at(argv_off)? };
     emit::<ExecEnter>(kind::EXEC_ENTER, |r| unsafe {
-        let mut flags = 0u32;
-        addr_of_mut!((*r).syscall).write(sc);
-        addr_of_mut!((*r).at_flags).write(at_flags as u32);
-        addr_of_mut!((*r).dirfd).write(dirfd);
-        let fname = &mut *addr_of_mut!((*r).filename);
-        match bpf_probe_read_user_str_bytes(filename as *const u8, fname) {
-            Ok(s) if s.len() >= FILENAME_LEN - 1 => flags |= strflag::FILENAME_TRUNCATED,
-            Ok(_) => {}
-            Err(_) => {
-                fname[0] = 0;
-                flags |= strflag::FILENAME_FAULT;
-            }
-        }
+        let mut flags = exec_head(r, sc, at_flags as u32, dirfd, |buf| {
+            bpf_probe_read_user_str_bytes(filename as *const u8, buf).map(|s| s.len())
+        });
         let slots = &mut *addr_of_mut!((*r).argv);
         let mut argc = 0u32;
         let mut more = true;
@@ -329,14 +390,8 @@ fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
                 more = false;
                 break;
             }
-            match bpf_probe_read_user_str_bytes(p as *const u8, slot) {
-                Ok(s) if s.len() >= ARG_LEN - 1 => flags |= strflag::ARGV_TRUNCATED,
-                Ok(_) => {}
-                Err(_) => {
-                    slot[0] = 0;
-                    flags |= strflag::ARGV_FAULT;
-                }
-            }
+            let read = bpf_probe_read_user_str_bytes(p as *const u8, slot).map(|s| s.len());
+            flags |= str_flags(read, slot, strflag::ARGV_TRUNCATED, strflag::ARGV_FAULT);
             argc += 1;
         }
         if more {
@@ -465,15 +520,10 @@ fn try_sched_fork(ctx: &TracePointContext) -> Result<u32, i32> {
     if !traced(parent_tgid) {
         return Ok(0);
     }
-    let off = cfg(&CONFIG.fork_child_pid);
-    if off == NO_OFFSET {
-        return Err(1);
-    }
-    // SAFETY: offset from this kernel's format file.
-    let child_pid: i32 = unsafe { ctx.read_at(off as usize)? };
-    let child_pid = child_pid as u32;
+    let child_pid = tp_field::<i32>(ctx, &CONFIG.fork_child_pid)? as u32;
     // SAFETY: value copied out immediately.
     let pending = unsafe { PENDING.get(&(pid_tgid as u32)) }.copied();
+    let _ = PENDING.remove(&(pid_tgid as u32));
     let (flags, sc, known) = match pending {
         Some(p) => (p.flags, p.syscall, 1u32),
         None => (0, syscall::UNKNOWN, 0u32),
@@ -514,30 +564,80 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
     if !traced(current_tgid()) {
         return Ok(0);
     }
-    let old_off = cfg(&CONFIG.exec_old_pid);
-    let loc_off = cfg(&CONFIG.exec_filename_loc);
-    if old_off == NO_OFFSET || loc_off == NO_OFFSET {
-        return Err(1);
-    }
-    // SAFETY: offsets from this kernel's format file.
-    let old_pid: i32 = unsafe { ctx.read_at(old_off as usize)? };
-    let loc: u32 = unsafe { ctx.read_at(loc_off as usize)? };
+    let old_pid: i32 = tp_field(ctx, &CONFIG.exec_old_pid)?;
+    let loc: u32 = tp_field(ctx, &CONFIG.exec_filename_loc)?;
     // __data_loc: low 16 bits offset from the record start, high 16 bits length.
     let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
+    if cfg(&CONFIG.exec_argv_from_mm) != 0 {
+        exec_argv_from_mm(src, old_pid as u32);
+    }
     emit::<SchedExec>(kind::SCHED_EXEC, |r| unsafe {
         addr_of_mut!((*r).old_tid).write(old_pid as u32);
         let fname = &mut *addr_of_mut!((*r).filename);
-        let flags = match bpf_probe_read_kernel_str_bytes(src, fname) {
-            Ok(s) if s.len() >= FILENAME_LEN - 1 => strflag::FILENAME_TRUNCATED,
-            Ok(_) => 0,
-            Err(_) => {
-                fname[0] = 0;
-                strflag::FILENAME_FAULT
-            }
-        };
+        let read = bpf_probe_read_kernel_str_bytes(src, fname).map(|s| s.len());
+        let flags = str_flags(
+            read,
+            fname,
+            strflag::FILENAME_TRUNCATED,
+            strflag::FILENAME_FAULT,
+        );
         addr_of_mut!((*r).flags).write(flags);
     });
     Ok(0)
+}
+
+/// Without syscall probes: the exec's argv, read from the new image's argument area
+/// (`mm->arg_start..arg_end`, NUL-separated strings the kernel just copied there), reported
+/// as the ExecEnter a sys_enter_execve probe would have sent.
+#[inline(always)]
+fn exec_argv_from_mm(filename: *const u8, old_tid: u32) {
+    // SAFETY: the current task; fields read through probe reads at BTF offsets.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
+    let start: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_arg_start)).unwrap_or(0);
+    let end: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_arg_end)).unwrap_or(0);
+    emit::<ExecEnter>(kind::EXEC_ENTER, |r| unsafe {
+        // The call was made by the thread that is now the leader; a non-leader exec
+        // reports it under its old tid, as sys_enter_execve would have.
+        addr_of_mut!((*r).hdr.tid).write(old_tid);
+        let mut flags = exec_head(r, syscall::EXECVE, 0, -100, |buf| {
+            bpf_probe_read_kernel_str_bytes(filename, buf).map(|s| s.len())
+        });
+        let slots = &mut *addr_of_mut!((*r).argv);
+        let mut argc = 0u32;
+        let mut p = start;
+        if start == 0 || end == 0 {
+            flags |= strflag::ARGV_FAULT;
+            p = end;
+        }
+        for slot in slots.iter_mut() {
+            if p >= end {
+                break;
+            }
+            match bpf_probe_read_user_str_bytes(p as *const u8, slot) {
+                Ok(s) if s.len() >= ARG_LEN - 1 => {
+                    // Where the next string starts is unknown: stop here.
+                    flags |= strflag::ARGV_TRUNCATED;
+                    argc += 1;
+                    p = end;
+                    break;
+                }
+                Ok(s) => p += s.len() as u64 + 1,
+                Err(_) => {
+                    slot[0] = 0;
+                    flags |= strflag::ARGV_FAULT;
+                    p = end;
+                    break;
+                }
+            }
+            argc += 1;
+        }
+        if p < end {
+            flags |= strflag::ARGV_TRUNCATED;
+        }
+        addr_of_mut!((*r).argc).write(argc);
+        addr_of_mut!((*r).flags).write(flags);
+    });
 }
 
 #[tracepoint]
@@ -576,8 +676,11 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
         addr_of_mut!((*r).exit_code).write(exit_code as u32);
         addr_of_mut!((*r).group_dead).write(group_dead);
     });
-    if group_dead != 0 && cfg(&CONFIG.follow_all) == 0 {
-        let _ = FOLLOWED.remove(&tgid);
+    if group_dead != 0 {
+        let _ = SUBREAPERS.remove(&tgid);
+        if cfg(&CONFIG.follow_all) == 0 {
+            let _ = FOLLOWED.remove(&tgid);
+        }
     }
     Ok(0)
 }
@@ -585,6 +688,85 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
 #[tracepoint]
 pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     try_sched_exit(&ctx).unwrap_or(1)
+}
+
+// ---- task tracepoints: the "sched" probe set's stand-ins for syscall probes ----------------
+//
+// Any enabled syscall tracepoint puts every syscall of every task on the kernel's slower
+// traced-syscall path. Without them, clone flags come from task_newtask, PR_SET_NAME from
+// task_rename, and PR_SET_CHILD_SUBREAPER from the process's signal_struct.
+
+fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(tgid) {
+        return Ok(0);
+    }
+    let flags: u64 = tp_field(ctx, &CONFIG.newtask_flags)?;
+    let pending = PendingClone {
+        flags: flags & !CSIGNAL,
+        syscall: syscall::UNKNOWN,
+        _pad: 0,
+    };
+    // Read back (and removed) by sched_process_fork, which follows in the same call.
+    let _ = PENDING.insert(&(pid_tgid as u32), &pending, 0);
+    if flags & CLONE_THREAD == 0 {
+        report_subreaper(tgid);
+    }
+    Ok(0)
+}
+
+/// The first time a child subreaper creates a process, report its prctl: before that child
+/// exists, nobody can be adopted by it.
+#[inline(always)]
+fn report_subreaper(tgid: u32) {
+    // SAFETY: the current task; fields read through probe reads at BTF offsets.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let sig: u64 = task_read(task, cfg(&CONFIG.task_signal)).unwrap_or(0);
+    if sig == 0 || !bit_set(sig as *const u8, cfg(&CONFIG.signal_subreaper_bit)) {
+        return;
+    }
+    // SAFETY: the value is not used beyond this check.
+    if unsafe { SUBREAPERS.get(&tgid) }.is_some() || SUBREAPERS.insert(&tgid, &1, 0).is_err() {
+        return;
+    }
+    emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
+}
+
+#[tracepoint]
+pub fn task_newtask(ctx: TracePointContext) -> u32 {
+    try_newtask(&ctx).unwrap_or(1)
+}
+
+fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !traced((pid_tgid >> 32) as u32) {
+        return Ok(0);
+    }
+    let pid: i32 = tp_field(ctx, &CONFIG.rename_pid)?;
+    // Renaming another task (a write to /proc/PID/comm) is not that task's prctl.
+    if pid as u32 != pid_tgid as u32 {
+        return Ok(0);
+    }
+    // exec renames the task to its file's basename: that is reported as the exec.
+    // SAFETY: the current task, read through probe reads.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    if bit_set(task, cfg(&CONFIG.task_in_execve_bit)) {
+        return Ok(0);
+    }
+    let name: [u8; 16] = tp_field(ctx, &CONFIG.rename_newcomm)?;
+    emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
+        addr_of_mut!((*r).option).write(prctl::PR_SET_NAME);
+        addr_of_mut!((*r).arg2).write(0);
+        addr_of_mut!((*r).name).write(name);
+        addr_of_mut!((*r).flags).write(0);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn task_rename(ctx: TracePointContext) -> u32 {
+    try_rename(&ctx).unwrap_or(1)
 }
 
 #[cfg(not(test))]

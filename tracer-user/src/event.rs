@@ -102,6 +102,11 @@ impl Syscall {
             Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork
         )
     }
+
+    /// execve or execveat.
+    pub fn is_exec(self) -> bool {
+        matches!(self, Syscall::Execve | Syscall::Execveat)
+    }
 }
 
 impl fmt::Display for Syscall {

@@ -221,6 +221,11 @@ impl Input {
             .unwrap_or_default()
     }
 
+    /// Recorded without syscall probes (see [`Header::sched_probes`]); false for strace logs.
+    pub fn sched_probes(&self) -> bool {
+        self.header().is_some_and(Header::sched_probes)
+    }
+
     /// A fresh engine seeded with the snapshot, ready for the events.
     pub fn seeded_engine(&self) -> Engine {
         let mut e = Engine::new();

@@ -30,6 +30,11 @@ pub struct LineRenderer {
     open: Option<u32>,
     /// Prefix each line with the event's sequence number.
     pub show_seq: bool,
+    /// The events come from the "sched" probe set (no syscall probes, see
+    /// [`CaptureBuilder::syscalls`](crate::capture::CaptureBuilder::syscalls) and the
+    /// `probes` trace-header entry): no syscall exits arrive, so an execve line completes at
+    /// its exec and a prctl line at once, both `= 0` (only successful ones are seen).
+    pub sched_probes: bool,
 }
 
 fn quote(s: &str, truncated: bool) -> String {
@@ -188,7 +193,15 @@ impl LineRenderer {
                     }
                     (None, _) => format!("{opt}, {arg2}"),
                 };
-                self.hold(ev, Syscall::Prctl, args, &mut lines);
+                if self.sched_probes {
+                    self.flush_open(ev, &mut lines);
+                    let mut line = String::new();
+                    self.prefix(&mut line, ev, ev.tid);
+                    let _ = write!(line, "{}({args}) = 0", Syscall::Prctl);
+                    lines.push(line);
+                } else {
+                    self.hold(ev, Syscall::Prctl, args, &mut lines);
+                }
             }
             EventKind::SyscallExit { syscall, ret } => {
                 self.flush_open(ev, &mut lines);
@@ -237,6 +250,7 @@ impl LineRenderer {
                 child_tid,
                 child_tgid,
                 child_ppid,
+                flags,
                 ..
             } => {
                 if let Some(h) = self.held.get_mut(&ev.tid) {
@@ -251,6 +265,15 @@ impl LineRenderer {
                     let _ = write!(line, "Thread {child_tid} attached (process {child_tgid})");
                 } else {
                     let _ = write!(line, "Process {child_tid} attached (parent {child_ppid})");
+                }
+                // No clone line will say how it was created.
+                if let (true, Some(f)) = (self.sched_probes, flags) {
+                    let _ = write!(
+                        line,
+                        " by [pid {}] clone({})",
+                        ev.tid,
+                        names::clone_flags(f.0)
+                    );
                 }
                 self.flush_open(ev, &mut lines);
                 lines.push(line);
@@ -269,6 +292,19 @@ impl LineRenderer {
                     // The exec's exit is reported in the leader's tid: move the held enter.
                     if let Some(h) = self.held.remove(old_tid) {
                         self.held.insert(ev.tid, h);
+                    }
+                }
+                if self.sched_probes {
+                    // No exit will come: the exec is the successful return.
+                    let exec = matches!(self.held.get(&ev.tid), Some(h) if h.syscall.is_exec());
+                    if exec {
+                        lines.extend(self.render(&Event {
+                            kind: EventKind::SyscallExit {
+                                syscall: self.held[&ev.tid].syscall,
+                                ret: 0,
+                            },
+                            ..ev.clone()
+                        }));
                     }
                 }
             }
@@ -357,6 +393,80 @@ mod tests {
                 "[pid   4085] clone(flags=CLONE_PARENT|SIGCHLD) = 4086",
             ]
         );
+    }
+
+    #[test]
+    fn sched_probe_set_completes_lines_without_exits() {
+        let exec_enter = |file: &str| EventKind::ExecEnter {
+            syscall: Syscall::Execve,
+            dirfd: -100,
+            at_flags: 0,
+            filename: CapturedStr::new(file),
+            argv: vec![file.into(), "-x".into()],
+            argv_truncated: false,
+        };
+        let events = [
+            ev(
+                1,
+                20,
+                EventKind::Fork {
+                    child_tid: 21,
+                    child_tgid: 21,
+                    child_ppid: 19,
+                    syscall: None,
+                    flags: Some(CloneFlags(cf::CLONE_PARENT)),
+                },
+            ),
+            ev(
+                2,
+                21,
+                EventKind::PrctlEnter {
+                    option: tracer_common::prctl::PR_SET_NAME,
+                    arg2: 0,
+                    name: Some(CapturedStr::new("runc:[1:CHILD]")),
+                },
+            ),
+            ev(3, 21, exec_enter("/bin/sh")),
+            // Another thread's event in between: the exec line still completes at the exec.
+            ev(
+                4,
+                30,
+                EventKind::PrctlEnter {
+                    option: tracer_common::prctl::PR_SET_CHILD_SUBREAPER,
+                    arg2: 1,
+                    name: None,
+                },
+            ),
+            ev(
+                5,
+                21,
+                EventKind::Exec {
+                    old_tid: 21,
+                    filename: CapturedStr::new("/bin/sh"),
+                },
+            ),
+        ];
+        let mut r = LineRenderer {
+            sched_probes: true,
+            ..LineRenderer::default()
+        };
+        let lines: Vec<String> = events.iter().flat_map(|e| r.render(e)).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "Process 21 attached (parent 19) by [pid 20] clone(CLONE_PARENT)",
+                r#"[pid     21] prctl(PR_SET_NAME, "runc:[1:CHILD]") = 0"#,
+                r#"[pid     21] execve("/bin/sh", ["/bin/sh", "-x"] <unfinished ...>"#,
+                "[pid     30] prctl(PR_SET_CHILD_SUBREAPER, 1) = 0",
+                "[pid     21] <... execve resumed>) = 0",
+            ]
+        );
+        // With syscall probes the same events wait for their exits.
+        let held: Vec<String> = events
+            .iter()
+            .flat_map(|e| all(std::slice::from_ref(e)))
+            .collect();
+        assert_eq!(held, ["Process 21 attached (parent 19)"]);
     }
 
     #[test]

@@ -134,12 +134,40 @@ pub fn tracepoint_offsets(
     layouts
         .formats
         .push(("sched/sched_process_exit".into(), exit));
+
+    // The "sched" probe set's stand-ins for clone and prctl probes; without them only the
+    // syscall tracepoints can report clone flags and names.
+    if let Ok(text) = read_format(root, "task", "task_newtask") {
+        let f = parse_format(&text);
+        cfg.newtask_flags = f.get("clone_flags").map_or(NO_OFFSET, |g| g.offset);
+        layouts.formats.push(("task/task_newtask".into(), text));
+    }
+    if let Ok(text) = read_format(root, "task", "task_rename") {
+        let f = parse_format(&text);
+        cfg.rename_pid = f.get("pid").map_or(NO_OFFSET, |g| g.offset);
+        cfg.rename_newcomm = f
+            .get("newcomm")
+            .filter(|g| g.size == 16 && !g.data_loc)
+            .map_or(NO_OFFSET, |g| g.offset);
+        layouts.formats.push(("task/task_rename".into(), text));
+    }
     Ok(layouts)
 }
 
-/// Byte offset of `path` (e.g. `["real_parent"]`) inside struct `strukt`, searching
+/// Byte offset of `member` (e.g. `real_parent`) inside struct `strukt`, searching
 /// anonymous unions/structs the way C field access does.
 fn member_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u32, CaptureError> {
+    let bits = member_bit_offset(btf, strukt, member)?;
+    if bits % 8 != 0 {
+        return Err(CaptureError::KernelFeature(format!(
+            "BTF: {strukt}.{member} is a bitfield"
+        )));
+    }
+    Ok(bits / 8)
+}
+
+/// Bit offset of `member` inside struct `strukt` (bitfields included).
+fn member_bit_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u32, CaptureError> {
     use btf_rs::Type;
     let err = |what: String| CaptureError::KernelFeature(format!("BTF: {what}"));
     let types = btf
@@ -172,12 +200,7 @@ fn member_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u32, C
         }
         None
     }
-    let bits = search(btf, &s, member, 0)
-        .ok_or_else(|| err(format!("{strukt} has no member `{member}`")))?;
-    if bits % 8 != 0 {
-        return Err(err(format!("{strukt}.{member} is a bitfield")));
-    }
-    Ok(bits / 8)
+    search(btf, &s, member, 0).ok_or_else(|| err(format!("{strukt} has no member `{member}`")))
 }
 
 /// Fills the task_struct offsets of `cfg` from the kernel's BTF.
@@ -191,11 +214,22 @@ pub fn btf_offsets(path: &Path, cfg: &mut ProbeConfig) -> Result<(), CaptureErro
     cfg.task_real_parent = member_offset(&btf, "task_struct", "real_parent")?;
     cfg.task_tgid = member_offset(&btf, "task_struct", "tgid")?;
     cfg.task_exit_code = member_offset(&btf, "task_struct", "exit_code")?;
+    cfg.task_signal = member_offset(&btf, "task_struct", "signal")?;
     // Only needed where sched_process_exit lacks group_dead.
     if cfg.exit_group_dead == NO_OFFSET {
-        cfg.task_signal = member_offset(&btf, "task_struct", "signal")?;
         cfg.signal_live = member_offset(&btf, "signal_struct", "live")?;
     }
+    // The "sched" probe set's; a missing one makes the capture attach syscall probes.
+    let opt = |r: Result<u32, CaptureError>| r.unwrap_or(NO_OFFSET);
+    cfg.task_mm = opt(member_offset(&btf, "task_struct", "mm"));
+    cfg.mm_arg_start = opt(member_offset(&btf, "mm_struct", "arg_start"));
+    cfg.mm_arg_end = opt(member_offset(&btf, "mm_struct", "arg_end"));
+    cfg.task_in_execve_bit = opt(member_bit_offset(&btf, "task_struct", "in_execve"));
+    cfg.signal_subreaper_bit = opt(member_bit_offset(
+        &btf,
+        "signal_struct",
+        "is_child_subreaper",
+    ));
     Ok(())
 }
 

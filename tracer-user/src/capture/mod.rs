@@ -106,19 +106,23 @@ pub enum CaptureError {
 /// [`EventKind::TaskExit`](crate::event::EventKind::TaskExit)) to keep the tree right.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKindFilter {
-    /// clone, clone3, fork and vfork entries and returns
+    /// Clone flags of every birth (`task:task_newtask`); with
+    /// [`CaptureBuilder::syscalls`] also clone, clone3, fork and vfork entries and returns
     /// ([`CloneEnter`](crate::event::EventKind::CloneEnter) and their
     /// [`SyscallExit`](crate::event::EventKind::SyscallExit)). Without it, `Fork` events carry
     /// no clone flags or syscall, so the engine cannot tell `CLONE_PARENT` births apart.
     Clone,
-    /// execve and execveat entries and returns ([`ExecEnter`](crate::event::EventKind::ExecEnter),
-    /// `SyscallExit`) and successful execs ([`Exec`](crate::event::EventKind::Exec)). Without
-    /// it, processes keep the command line they were forked with and no roles are found.
+    /// Successful execs ([`Exec`](crate::event::EventKind::Exec)) with their argv
+    /// ([`ExecEnter`](crate::event::EventKind::ExecEnter)); with [`CaptureBuilder::syscalls`]
+    /// every execve/execveat entry and return (`SyscallExit`), failed ones too. Without it,
+    /// processes keep the command line they were forked with and no roles are found.
     Exec,
-    /// exit and exit_group calls ([`ExitEnter`](crate::event::EventKind::ExitEnter)).
+    /// exit and exit_group calls ([`ExitEnter`](crate::event::EventKind::ExitEnter)); only
+    /// with [`CaptureBuilder::syscalls`] (deaths and their status are always reported).
     Exit,
-    /// prctl calls ([`PrctlEnter`](crate::event::EventKind::PrctlEnter), `SyscallExit`):
-    /// `PR_SET_NAME` (`runc init` stages) and `PR_SET_CHILD_SUBREAPER` (shims).
+    /// `PR_SET_NAME` (`runc init` stages, from `task:task_rename`) and
+    /// `PR_SET_CHILD_SUBREAPER` (shims) as [`PrctlEnter`](crate::event::EventKind::PrctlEnter);
+    /// with [`CaptureBuilder::syscalls`] every prctl call and its `SyscallExit`.
     Prctl,
 }
 
@@ -150,6 +154,7 @@ pub struct CaptureBuilder {
     ring_bytes: u32,
     btf_path: std::path::PathBuf,
     kinds: Vec<EventKindFilter>,
+    syscalls: bool,
 }
 
 impl CaptureBuilder {
@@ -160,7 +165,23 @@ impl CaptureBuilder {
             ring_bytes: DEFAULT_RING_BYTES,
             btf_path: "/sys/kernel/btf/vmlinux".into(),
             kinds: EventKindFilter::ALL.to_vec(),
+            syscalls: false,
         }
+    }
+
+    /// Also attach the syscall tracepoints (off by default), for strace's detail: every
+    /// clone/exec/exit/prctl call with its arguments and return value, failed execs, every
+    /// prctl option. The price: while any syscall tracepoint is enabled the kernel takes its
+    /// slower traced-syscall path for *every* syscall of every task on the host (about 10%
+    /// on a syscall-bound process; see BENCHMARKS.md).
+    ///
+    /// Without them the lineage is the same: births with their clone flags
+    /// (`task:task_newtask`), execs with argv (read from the new image at
+    /// `sched_process_exec`), `PR_SET_NAME` (`task:task_rename`), deaths with exit codes, and
+    /// `PR_SET_CHILD_SUBREAPER`, reported when the subreaper first creates a process.
+    pub fn syscalls(mut self, on: bool) -> Self {
+        self.syscalls = on;
+        self
     }
 
     /// Captures only these groups of events (plus births and deaths, always: see
@@ -263,6 +284,10 @@ pub const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 fn program_kind(prog: &str) -> Option<EventKindFilter> {
     if prog == "sched_process_fork" || prog == "sched_process_exit" {
         None
+    } else if prog == "task_newtask" {
+        Some(EventKindFilter::Clone)
+    } else if prog == "task_rename" {
+        Some(EventKindFilter::Prctl)
     } else if prog == "sched_process_exec" || prog.contains("exec") {
         Some(EventKindFilter::Exec)
     } else if prog.contains("clone") || prog.contains("fork") {
@@ -275,7 +300,23 @@ fn program_kind(prog: &str) -> Option<EventKindFilter> {
 }
 
 /// (program name in the object, tracepoint category, tracepoint name, required)
-const PROBES_TABLE: &[(&str, &str, &str, bool)] = &[
+type Probe = (&'static str, &'static str, &'static str, bool);
+
+/// Always attached (when their kind is selected).
+const SCHED_PROBES: &[Probe] = &[
+    ("sched_process_fork", "sched", "sched_process_fork", true),
+    ("sched_process_exec", "sched", "sched_process_exec", true),
+    ("sched_process_exit", "sched", "sched_process_exit", true),
+];
+
+/// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
+const TASK_PROBES: &[Probe] = &[
+    ("task_newtask", "task", "task_newtask", true),
+    ("task_rename", "task", "task_rename", true),
+];
+
+/// [`CaptureBuilder::syscalls`].
+const SYSCALL_PROBES: &[Probe] = &[
     ("sys_enter_clone", "syscalls", "sys_enter_clone", true),
     ("sys_exit_clone", "syscalls", "sys_exit_clone", true),
     ("sys_enter_clone3", "syscalls", "sys_enter_clone3", false),
@@ -303,10 +344,31 @@ const PROBES_TABLE: &[(&str, &str, &str, bool)] = &[
     ),
     ("sys_enter_prctl", "syscalls", "sys_enter_prctl", true),
     ("sys_exit_prctl", "syscalls", "sys_exit_prctl", true),
-    ("sched_process_fork", "sched", "sched_process_fork", true),
-    ("sched_process_exec", "sched", "sched_process_exec", true),
-    ("sched_process_exit", "sched", "sched_process_exit", true),
 ];
+
+/// Why this kernel cannot run without syscall probes, if it cannot.
+fn task_probes_missing(cfg: &ProbeConfig) -> Option<&'static str> {
+    use tracer_common::NO_OFFSET;
+    [
+        (
+            cfg.newtask_flags,
+            "tracepoint task:task_newtask (clone_flags)",
+        ),
+        (cfg.rename_pid, "tracepoint task:task_rename (pid)"),
+        (cfg.rename_newcomm, "tracepoint task:task_rename (newcomm)"),
+        (cfg.task_mm, "BTF task_struct.mm"),
+        (cfg.mm_arg_start, "BTF mm_struct.arg_start"),
+        (cfg.mm_arg_end, "BTF mm_struct.arg_end"),
+        (cfg.task_in_execve_bit, "BTF task_struct.in_execve"),
+        (
+            cfg.signal_subreaper_bit,
+            "BTF signal_struct.is_child_subreaper",
+        ),
+    ]
+    .into_iter()
+    .find(|(off, _)| *off == NO_OFFSET)
+    .map(|(_, what)| what)
+}
 
 /// A running capture. Dropping it detaches every probe (and kills a command it started
 /// that is still gated).
@@ -318,6 +380,7 @@ pub struct Capture {
     child_pid: Option<u32>,
     layouts: TracepointLayouts,
     notes: Vec<String>,
+    syscalls: bool,
     decode_errors: u64,
     _logger: Option<tokio::task::JoinHandle<()>>,
 }
@@ -343,6 +406,14 @@ impl Capture {
         let root = layout::tracefs_root()?;
         let layouts = layout::tracepoint_offsets(&root, &mut cfg)?;
         layout::btf_offsets(&b.btf_path, &mut cfg)?;
+        let mut syscalls = b.syscalls;
+        if !syscalls {
+            if let Some(what) = task_probes_missing(&cfg) {
+                notes.push(format!("{what} missing: using syscall probes instead"));
+                syscalls = true;
+            }
+        }
+        cfg.exec_argv_from_mm = u32::from(!syscalls);
 
         let mut ebpf = EbpfLoader::new()
             .override_global("CONFIG", &cfg, true)
@@ -383,7 +454,12 @@ impl Capture {
             }
         };
 
-        for &(prog, cat, name, required) in PROBES_TABLE {
+        let extra = if syscalls {
+            SYSCALL_PROBES
+        } else {
+            TASK_PROBES
+        };
+        for &(prog, cat, name, required) in SCHED_PROBES.iter().chain(extra) {
             if program_kind(prog).is_some_and(|k| !b.kinds.contains(&k)) {
                 continue;
             }
@@ -412,6 +488,7 @@ impl Capture {
             child_pid: None,
             layouts,
             notes,
+            syscalls,
             decode_errors: 0,
             _logger: logger,
         };
@@ -588,6 +665,21 @@ impl Capture {
     /// Non-fatal things noticed while starting (optional tracepoints missing, ...).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Whether the syscall tracepoints are attached ([`CaptureBuilder::syscalls`], or
+    /// because this kernel lacks what the probes need without them).
+    pub fn syscall_probes(&self) -> bool {
+        self.syscalls
+    }
+
+    /// `sched` or `sched+syscalls`: the probe set, as trace headers record it.
+    pub fn probe_set(&self) -> &'static str {
+        if self.syscalls {
+            "sched+syscalls"
+        } else {
+            "sched"
+        }
     }
 }
 
@@ -792,6 +884,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn without_task_probe_offsets_syscall_probes_are_used() {
+        let mut cfg = ProbeConfig::EMPTY;
+        assert_eq!(
+            task_probes_missing(&cfg),
+            Some("tracepoint task:task_newtask (clone_flags)")
+        );
+        cfg.newtask_flags = 32;
+        cfg.rename_pid = 8;
+        cfg.rename_newcomm = 28;
+        cfg.task_mm = 1;
+        cfg.mm_arg_start = 2;
+        cfg.mm_arg_end = 3;
+        cfg.task_in_execve_bit = 4;
+        assert_eq!(
+            task_probes_missing(&cfg),
+            Some("BTF signal_struct.is_child_subreaper")
+        );
+        cfg.signal_subreaper_bit = 5;
+        assert_eq!(task_probes_missing(&cfg), None);
+    }
+
+    #[test]
     fn every_probe_has_a_kind_and_births_and_deaths_always_stay() {
         let kind = |p| program_kind(p);
         assert_eq!(kind("sched_process_fork"), None);
@@ -805,11 +919,15 @@ mod tests {
             ("sys_enter_exit", EventKindFilter::Exit),
             ("sys_enter_exit_group", EventKindFilter::Exit),
             ("sys_exit_prctl", EventKindFilter::Prctl),
+            ("task_newtask", EventKindFilter::Clone),
+            ("task_rename", EventKindFilter::Prctl),
         ] {
             assert_eq!(kind(prog), Some(want), "{prog}");
         }
-        let always: Vec<_> = PROBES_TABLE
+        let always: Vec<_> = SCHED_PROBES
             .iter()
+            .chain(TASK_PROBES)
+            .chain(SYSCALL_PROBES)
             .filter(|p| program_kind(p.0).is_none())
             .map(|p| p.0)
             .collect();

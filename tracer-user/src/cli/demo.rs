@@ -30,11 +30,13 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
 fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() && !args.no_tui {
+        let sched_probes = input.sched_probes();
         let events = input.collect::<Result<Vec<_>, _>>()?;
         let opts = tracer::tui::ReplayOpts {
             speed: args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
             paused: false,
             at_end: false,
+            sched_probes,
         };
         tracer::tui::run_replay(events, "demo: containerd lab".into(), opts)?;
         return Ok(ExitCode::SUCCESS);

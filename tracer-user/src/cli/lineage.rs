@@ -7,7 +7,6 @@ use tracer::input::Input;
 use tracer::lineage::{
     story_json, story_text, traced_tree_text, tree_json, tree_text, Engine, TreeOpts,
 };
-use tracer::Event;
 
 /// A recording (trace file or strace log, told apart by content) run through the engine,
 /// seeded with the trace file's /proc snapshot; up to event `at` when given.
@@ -43,13 +42,6 @@ pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Engine> {
         engine.apply(&ev);
     }
     Ok(engine)
-}
-
-/// Every event of a recording (for views that need them all, like the TUI).
-pub fn load_events(path: &Path) -> Result<Vec<Event>> {
-    Input::open(path)?
-        .map(|r| r.map_err(anyhow::Error::from))
-        .collect()
 }
 
 pub fn tree(

@@ -39,6 +39,11 @@ pub struct TargetArgs {
     /// Ring-buffer size in bytes (power of two, at least a page).
     #[arg(long, value_name = "BYTES", default_value_t = tracer_common::DEFAULT_RING_BYTES)]
     pub ring_bytes: u32,
+    /// Also attach the syscall tracepoints: every clone/execve/exit/prctl call with its
+    /// arguments and result, failed execs included, like strace. Costs every syscall on the
+    /// host some 10% while attached; the lineage is the same without.
+    #[arg(long)]
+    pub syscalls: bool,
     /// Command to start and follow from its first instruction (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -36,8 +36,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut header = header_for(&target, args.target.ring_bytes);
         let mut cap = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
+            .syscalls(args.target.syscalls)
             .start()?;
         header.layouts = cap.layouts().formats.clone();
+        header
+            .extra
+            .push(("probes".into(), cap.probe_set().into()));
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
             header.extra.push(("note".into(), note.clone()));

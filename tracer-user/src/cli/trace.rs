@@ -40,6 +40,7 @@ pub fn run(
         };
         let mut cap = CaptureBuilder::new(target.clone())
             .ring_bytes(args.ring_bytes)
+            .syscalls(args.syscalls)
             .start()?;
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
@@ -50,6 +51,7 @@ pub fn run(
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
         let mut renderer = LineRenderer::new();
         renderer.show_seq = seq;
+        renderer.sched_probes = !cap.syscall_probes();
         let mut stats = StreamStats::default();
 
         let mut emit = |batch: &mut Vec<tracer::Event>, out: &mut Box<dyn Write + Send>| -> bool {

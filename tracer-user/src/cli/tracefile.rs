@@ -217,6 +217,7 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
     let mut engine = input.seeded_engine();
     let mut renderer = LineRenderer::new();
     renderer.show_seq = args.seq;
+    renderer.sched_probes = input.sched_probes();
     let mut stats = StreamStats::default();
     let mut err = None;
     let started = Instant::now();

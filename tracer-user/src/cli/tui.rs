@@ -11,7 +11,9 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
-    let events = super::lineage::load_events(file)?;
+    let input = tracer::Input::open(file)?;
+    let sched_probes = input.sched_probes();
+    let events = input.collect::<Result<Vec<_>, _>>()?;
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -20,6 +22,7 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
         speed,
         paused,
         at_end,
+        sched_probes,
     };
     tracer::tui::run_replay(events, title, opts)?;
     Ok(ExitCode::SUCCESS)
@@ -32,6 +35,7 @@ pub fn default_target() -> TargetArgs {
         all: true,
         duration: None,
         ring_bytes: tracer_common::DEFAULT_RING_BYTES,
+        syscalls: false,
         command: Vec::new(),
     }
 }
@@ -113,6 +117,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
         };
         let opts = tracer::tui::LiveOpts {
             ring_bytes: args.ring_bytes,
+            syscalls: args.syscalls,
             recorder,
         };
         tracer::tui::run_live(target, opts).map_err(|e| {

@@ -192,6 +192,14 @@ impl Header {
         }
     }
 
+    /// Recorded with the "sched" probe set (the `probes` entry of [`Header::extra`]): no
+    /// syscall exits in the stream (see [`LineRenderer::sched_probes`](crate::render::LineRenderer::sched_probes)).
+    pub fn sched_probes(&self) -> bool {
+        self.extra
+            .iter()
+            .any(|(k, v)| k == "probes" && v == "sched")
+    }
+
     /// The snapshot in the form [`crate::lineage::Engine::seed_snapshot`] takes.
     pub fn snapshot_processes(&self) -> Vec<SnapshotProcess> {
         self.snapshot

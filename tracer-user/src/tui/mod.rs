@@ -77,6 +77,7 @@ pub fn run_replay(events: Vec<Event>, title: String, opts: ReplayOpts) -> Result
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let (ctl_tx, ctl_rx) = mpsc::channel(64);
         let mut state = AppState::new_replay(title);
+        state.set_sched_probes(opts.sched_probes);
         state.paused = opts.paused;
         state.speed = opts.speed;
         let src = tokio::spawn(source::replay(events, opts, tx, ctl_rx));
@@ -93,6 +94,8 @@ pub struct LiveOpts {
     pub ring_bytes: u32,
     /// Gets every batch the capture reads (the `--record FILE` hook).
     pub recorder: Option<Box<dyn Recorder>>,
+    /// Also attach the syscall probes ([`CaptureBuilder::syscalls`](crate::CaptureBuilder::syscalls)).
+    pub syscalls: bool,
 }
 
 #[cfg(feature = "capture")]
@@ -100,6 +103,7 @@ impl Default for LiveOpts {
     fn default() -> Self {
         LiveOpts {
             ring_bytes: tracer_common::DEFAULT_RING_BYTES,
+            syscalls: false,
             recorder: None,
         }
     }
@@ -141,9 +145,11 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
     rt.block_on(async move {
         let cap = CaptureBuilder::new(target)
             .ring_bytes(opts.ring_bytes)
+            .syscalls(opts.syscalls)
             .start()?;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let mut state = AppState::new_live(title);
+        state.set_sched_probes(!cap.syscall_probes());
         state.message = note;
         let src = tokio::spawn(source::live(cap, tx, opts.recorder));
         let res = app_loop(state, rx, None).await;

@@ -27,6 +27,8 @@ pub struct ReplayOpts {
     pub paused: bool,
     /// Start with every event applied (the final tree) instead of from the first one.
     pub at_end: bool,
+    /// Recorded without syscall probes ([`Header::sched_probes`](crate::tracefile::Header::sched_probes)).
+    pub sched_probes: bool,
 }
 
 impl Default for ReplayOpts {
@@ -35,6 +37,7 @@ impl Default for ReplayOpts {
             speed: 1.0,
             paused: false,
             at_end: false,
+            sched_probes: false,
         }
     }
 }

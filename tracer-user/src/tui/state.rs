@@ -266,6 +266,14 @@ impl AppState {
         AppState::new(Mode::Live, title.into())
     }
 
+    /// The events come without syscall exits (see [`LineRenderer::sched_probes`]).
+    pub fn set_sched_probes(&mut self, on: bool) {
+        self.renderer.sched_probes = on;
+        for snap in &mut self.snapshots {
+            snap.renderer.sched_probes = on;
+        }
+    }
+
     /// State for a replay titled `title`.
     pub fn new_replay(title: impl Into<String>) -> AppState {
         AppState::new(Mode::Replay, title.into())
