@@ -452,3 +452,45 @@ fn runc_run(syscalls: bool) {
     });
     assert!(exec.is_some(), "no exec of /bin/true by INIT {init}");
 }
+
+/// Ctrl-C stops `tracer trace --all` while it is busy: the signal may land while a batch is
+/// being written, and must not be lost there.
+#[test]
+#[ignore = "root"]
+fn sigint_stops_a_busy_system_wide_trace() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let tracer = tests::release_tracer().expect("release tracer binary");
+    let mut load = Command::new("sh")
+        .args(["-c", &format!("while :; do {ACTOR} storm:200; done")])
+        .spawn()
+        .expect("load");
+    let mut t = Command::new(&tracer)
+        .args(["trace", "--all", "-o", "/dev/null"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tracer");
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(t.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(st) = t.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = load.kill();
+    let _ = load.wait();
+    if status.is_none() {
+        let _ = t.kill();
+    }
+    let out = t.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(status.is_some(), "tracer still running 5 s after SIGINT");
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert!(stderr.contains(" dropped, "), "no summary: {stderr}");
+}

@@ -36,6 +36,53 @@ impl Config {
 struct Bench {
     tracer: PathBuf,
     tmp: PathBuf,
+    /// (config, seconds inside the probes, workload seconds) of each `--all` run: the
+    /// kernel's own accounting (`kernel.bpf_stats_enabled`), free of run-to-run noise.
+    probe_time: std::cell::RefCell<Vec<(Config, f64, f64)>>,
+}
+
+/// Sum of `run_time_ns` over the BPF programs `pid` holds (its fds' fdinfo), in seconds.
+fn probe_seconds(pid: u32) -> Option<f64> {
+    let mut ns = 0u64;
+    let mut progs = 0;
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(fd.path()) else {
+            continue;
+        };
+        if !text.contains("prog_type:") {
+            continue;
+        }
+        progs += 1;
+        ns += text
+            .lines()
+            .find_map(|l| l.strip_prefix("run_time_ns:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    (progs > 0).then_some(ns as f64 / 1e9)
+}
+
+/// Turns on the kernel's per-program run-time accounting; puts the old value back on drop.
+struct BpfStats(Option<String>);
+
+impl BpfStats {
+    const PATH: &'static str = "/proc/sys/kernel/bpf_stats_enabled";
+    fn enable() -> BpfStats {
+        let old = std::fs::read_to_string(Self::PATH).ok();
+        let _ = std::fs::write(Self::PATH, "1");
+        BpfStats(old)
+    }
+}
+
+impl Drop for BpfStats {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            let _ = std::fs::write(Self::PATH, old.trim());
+        }
+    }
 }
 
 /// `sh -c` script that runs `body` and writes its own elapsed ns to `out`.
@@ -80,6 +127,7 @@ impl Bench {
                 .args(["-o", "/dev/null", "sh", "-c", &script])
                 .status()?,
         };
+        let probe_s = background.as_ref().and_then(|c| probe_seconds(c.id()));
         if let Some(mut child) = background {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -89,7 +137,11 @@ impl Bench {
             bail!("{} run failed: {status}", cfg.name());
         }
         let text = std::fs::read_to_string(&out).context("the workload wrote no time")?;
-        Ok(text.trim().parse::<f64>()? / 1e9)
+        let secs = text.trim().parse::<f64>()? / 1e9;
+        if let Some(p) = probe_s {
+            self.probe_time.borrow_mut().push((cfg, p, secs));
+        }
+        Ok(secs)
     }
 
     /// Runs every config `rounds` times, rotating the order; returns per-config times.
@@ -135,6 +187,33 @@ fn table(configs: &[Config], times: &[Vec<f64>], goals: &[&str]) -> String {
         s.push_str(&format!(
             "| {} | {tm:.3} | {rm:.3}x | {rmin:.3}x | {rmax:.3}x | {goal} |\n",
             c.name()
+        ));
+    }
+    s
+}
+
+/// The kernel's accounting of time spent inside the probes during the `--all` runs since the
+/// last call (the runs are drained): a share of the workload's time without the noise.
+fn probe_table(b: &Bench) -> String {
+    let runs: Vec<_> = b.probe_time.borrow_mut().drain(..).collect();
+    if runs.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nTime inside the probes during the `--all` runs (kernel.bpf_stats_enabled, summed over \
+         every program), as a share of the workload's time:\n\n\
+         | configuration | probe time per run (ms) | share median | share max |\n|---|---|---|---|\n",
+    );
+    for cfg in [Config::All, Config::AllSyscalls] {
+        let mine: Vec<_> = runs.iter().filter(|r| r.0 == cfg).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let (ms, _, _) = stats(mine.iter().map(|r| r.1 * 1e3).collect());
+        let (sm, _, sx) = stats(mine.iter().map(|r| 100.0 * r.1 / r.2).collect());
+        s.push_str(&format!(
+            "| {} | {ms:.2} | {sm:.2}% | {sx:.2}% |\n",
+            cfg.name()
         ));
     }
     s
@@ -202,7 +281,9 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     let b = Bench {
         tracer: root.join("target/release/tracer"),
         tmp: std::env::temp_dir().join(format!("tracer-bench-{}", std::process::id())),
+        probe_time: Default::default(),
     };
+    let _stats = BpfStats::enable();
     std::fs::create_dir_all(&b.tmp)?;
     let have_strace = Command::new("strace")
         .arg("-V")
@@ -243,6 +324,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
                 "(~1.7x measured before)",
             ],
         ));
+        report.push_str(&probe_table(&b));
         report.push('\n');
         println!("bench: storm done");
     }
@@ -262,6 +344,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
             "## 2. Syscall-heavy process making no traced call: `dd bs=1 count=200000`, 10 per run\n\n",
         );
         report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.02x"]));
+        report.push_str(&probe_table(&b));
         if have_strace {
             // strace stops on every syscall here (~800x): a tenth of the work, fewer rounds.
             let small = "dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null";

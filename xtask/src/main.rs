@@ -32,7 +32,7 @@ enum Task {
     /// event throughput; writes BENCHMARKS.md (target/bench.md with --only).
     Bench {
         /// Paired runs per configuration.
-        #[arg(long, default_value_t = 7)]
+        #[arg(long, default_value_t = 15)]
         runs: u32,
         /// Only one part: storm, dd or throughput.
         #[arg(long)]

@@ -110,7 +110,11 @@ pub(super) async fn drive(
     deadline: Option<Instant>,
     mut on: impl FnMut(Step<'_>, &Capture) -> Result<bool>,
 ) -> Result<()> {
-    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    use tokio::signal::unix::{signal, SignalKind};
+    // Streams made once: a signal that lands while `on` runs waits in them (a `ctrl_c()`
+    // future made per iteration would miss it, and `--all` would never stop).
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut batch = Vec::new();
     loop {
@@ -128,7 +132,7 @@ pub(super) async fn drive(
                 if deadline.is_some_and(|d| Instant::now() >= d) { break; }
                 if follow && cap.followed_count() == 0 { break; }
             }
-            _ = tokio::signal::ctrl_c() => break,
+            _ = sigint.recv() => break,
             _ = sigterm.recv() => break,
         }
     }
