@@ -158,12 +158,15 @@ pub struct CaptureBuilder {
 }
 
 impl CaptureBuilder {
+    /// Where the kernel's BTF is read from unless [`CaptureBuilder::btf_path`] says otherwise.
+    pub const DEFAULT_BTF: &'static str = "/sys/kernel/btf/vmlinux";
+
     /// A capture of `target` with the default ring buffer and every event kind.
     pub fn new(target: Target) -> Self {
         CaptureBuilder {
             target,
             ring_bytes: DEFAULT_RING_BYTES,
-            btf_path: "/sys/kernel/btf/vmlinux".into(),
+            btf_path: Self::DEFAULT_BTF.into(),
             kinds: EventKindFilter::ALL.to_vec(),
             syscalls: false,
         }
@@ -346,8 +349,9 @@ const SYSCALL_PROBES: &[Probe] = &[
     ("sys_exit_prctl", "syscalls", "sys_exit_prctl", true),
 ];
 
-/// Why this kernel cannot run without syscall probes, if it cannot.
-fn task_probes_missing(cfg: &ProbeConfig) -> Option<&'static str> {
+/// Why this kernel cannot run without syscall probes, if it cannot (`cfg` filled by
+/// [`layout::tracepoint_offsets`] and [`layout::btf_offsets`]).
+pub fn task_probes_missing(cfg: &ProbeConfig) -> Option<&'static str> {
     use tracer_common::NO_OFFSET;
     [
         (
@@ -675,11 +679,7 @@ impl Capture {
 
     /// `sched` or `sched+syscalls`: the probe set, as trace headers record it.
     pub fn probe_set(&self) -> &'static str {
-        if self.syscalls {
-            "sched+syscalls"
-        } else {
-            "sched"
-        }
+        crate::tracefile::probe_set_name(self.syscalls)
     }
 }
 

@@ -52,6 +52,7 @@ impl FileRecorder {
         path: &Path,
         target: &tracer::capture::Target,
         ring_bytes: u32,
+        syscalls: bool,
     ) -> Result<FileRecorder> {
         use anyhow::Context;
         use tracer::capture::layout;
@@ -64,6 +65,13 @@ impl FileRecorder {
         {
             header.layouts = layouts.formats;
         }
+        // Written before the capture starts, so the capture's own choice is made here too.
+        let btf = tracer::capture::CaptureBuilder::DEFAULT_BTF;
+        let syscalls = syscalls
+            || layout::btf_offsets(Path::new(btf), &mut cfg).is_err()
+            || tracer::capture::task_probes_missing(&cfg).is_some();
+        let probes = tracer::tracefile::probe_set_name(syscalls);
+        header.extra.push(("probes".into(), probes.into()));
         let writer = TraceWriter::create(path, &header)
             .with_context(|| format!("cannot create {}", path.display()))?;
         Ok(FileRecorder {
@@ -112,6 +120,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
                 path,
                 &target,
                 args.ring_bytes,
+                args.syscalls,
             )?)),
             None => None,
         };

@@ -165,6 +165,16 @@ pub struct Header {
     pub extra: Vec<(String, String)>,
 }
 
+/// The `probes` header entry for a probe set: `sched`, or `sched+syscalls` with the syscall
+/// probes ([`CaptureBuilder::syscalls`](crate::capture::CaptureBuilder::syscalls)).
+pub fn probe_set_name(syscalls: bool) -> &'static str {
+    if syscalls {
+        "sched+syscalls"
+    } else {
+        "sched"
+    }
+}
+
 impl Header {
     /// A header for a capture starting now on this host: version, clocks, host name and kernel
     /// release filled in; no snapshot, no layouts.
@@ -197,7 +207,7 @@ impl Header {
     pub fn sched_probes(&self) -> bool {
         self.extra
             .iter()
-            .any(|(k, v)| k == "probes" && v == "sched")
+            .any(|(k, v)| k == "probes" && v == probe_set_name(false))
     }
 
     /// The snapshot in the form [`crate::lineage::Engine::seed_snapshot`] takes.

@@ -755,3 +755,13 @@ fn write_fuzz_seeds() {
     )
     .unwrap();
 }
+
+#[test]
+fn probe_set_of_a_recording_comes_from_the_header() {
+    let mut h = sample_header();
+    assert!(!h.sched_probes(), "older recordings had syscall probes");
+    h.extra.push(("probes".into(), "sched".into()));
+    assert!(h.sched_probes());
+    h.extra[1].1 = "sched+syscalls".into();
+    assert!(!h.sched_probes());
+}
