@@ -461,8 +461,11 @@ fn sigint_stops_a_busy_system_wide_trace() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
     let tracer = tests::release_tracer().expect("release tracer binary");
+    use std::os::unix::process::CommandExt;
+    // Its own process group, so the loop and the actor it runs go together.
     let mut load = Command::new("sh")
         .args(["-c", &format!("while :; do {ACTOR} storm:200; done")])
+        .process_group(0)
         .spawn()
         .expect("load");
     let mut t = Command::new(&tracer)
@@ -483,7 +486,8 @@ fn sigint_stops_a_busy_system_wide_trace() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let _ = load.kill();
+    // SAFETY: signalling the process group we created.
+    unsafe { libc::kill(-(load.id() as i32), libc::SIGKILL) };
     let _ = load.wait();
     if status.is_none() {
         let _ = t.kill();
@@ -493,4 +497,41 @@ fn sigint_stops_a_busy_system_wide_trace() {
     assert!(status.is_some(), "tracer still running 5 s after SIGINT");
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
     assert!(stderr.contains(" dropped, "), "no summary: {stderr}");
+}
+
+/// A process that becomes a subreaper after creating its children, and creates nothing more,
+/// is still reported as one (at its child's death, before the grandchild is adopted), and the
+/// engine puts the orphan under it, as the kernel does.
+#[test]
+#[ignore = "root"]
+fn late_subreaper_is_reported_before_the_adoption() {
+    let c = capture_command(&[ACTOR, "late-subreaper"], RING, true, false).expect("capture");
+    assert_no_gaps(&c);
+    let actor = c.pid;
+    let child = forks_by(&c, actor)[0].2;
+    let grandchild = forks_by(&c, child)[0].2;
+    let pos = |pred: &dyn Fn(&tracer::Event) -> bool| c.events.iter().position(pred).unwrap();
+    let reported = pos(&|e| {
+        e.tgid == actor
+            && matches!(
+                e.kind,
+                EventKind::PrctlEnter {
+                    option: 36,
+                    arg2: 1,
+                    ..
+                }
+            )
+    });
+    let child_death = pos(&|e| e.tid == child && matches!(e.kind, EventKind::TaskExit { .. }));
+    assert!(
+        reported < child_death,
+        "subreaper reported at {reported}, child died at {child_death}"
+    );
+    assert_eq!(c.events[reported].comm.to_string(), "actor");
+    assert_eq!(exit_of(&c, child), Some((9 << 8, true)));
+    assert_eq!(exit_of(&c, grandchild), Some((10 << 8, true)));
+    let mut engine = tracer::Engine::new();
+    c.events.iter().for_each(|e| engine.apply(e));
+    let g = engine.process(grandchild).expect("grandchild known");
+    assert_eq!(g.ppid, actor, "the grandchild's parent after the adoption");
 }

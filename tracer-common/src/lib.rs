@@ -264,8 +264,9 @@ pub struct ProbeConfig {
     /// one wakeup per event would cost a context switch per event.
     pub wakeup_bytes: u32,
     /// 1 when the syscall tracepoints are not attached ("sched" probe set): then
-    /// sched_process_exec also reports argv (from the new mm) as an ExecEnter.
-    pub exec_argv_from_mm: u32,
+    /// sched_process_exec also reports argv (from the new mm) as an ExecEnter, and subreapers
+    /// are reported from the signal_struct flags.
+    pub no_syscall_probes: u32,
     /// task:task_newtask fields (clone flags without a syscall probe).
     pub newtask_flags: u32,
     /// task:task_rename fields (PR_SET_NAME without a syscall probe).
@@ -279,6 +280,11 @@ pub struct ProbeConfig {
     /// `signal_struct::is_child_subreaper`.
     pub task_in_execve_bit: u32,
     pub signal_subreaper_bit: u32,
+    /// BTF bitfield `signal_struct::has_child_subreaper` (as above).
+    pub signal_has_subreaper_bit: u32,
+    /// BTF: `task_struct::comm`, `task_struct::flags` (PF_*).
+    pub task_comm: u32,
+    pub task_flags: u32,
     pub _pad: u32,
 }
 
@@ -299,7 +305,7 @@ impl ProbeConfig {
         task_signal: NO_OFFSET,
         signal_live: NO_OFFSET,
         wakeup_bytes: 0,
-        exec_argv_from_mm: 0,
+        no_syscall_probes: 0,
         newtask_flags: NO_OFFSET,
         rename_pid: NO_OFFSET,
         rename_newcomm: NO_OFFSET,
@@ -308,6 +314,9 @@ impl ProbeConfig {
         mm_arg_end: NO_OFFSET,
         task_in_execve_bit: NO_OFFSET,
         signal_subreaper_bit: NO_OFFSET,
+        signal_has_subreaper_bit: NO_OFFSET,
+        task_comm: NO_OFFSET,
+        task_flags: NO_OFFSET,
         _pad: 0,
     };
 }
@@ -341,6 +350,6 @@ const _: () = {
     assert!(core::mem::size_of::<SchedFork>() == 96);
     assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
-    assert!(core::mem::size_of::<ProbeConfig>() == 100);
+    assert!(core::mem::size_of::<ProbeConfig>() == 112);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

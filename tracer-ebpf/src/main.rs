@@ -568,7 +568,7 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
     let loc: u32 = tp_field(ctx, &CONFIG.exec_filename_loc)?;
     // __data_loc: low 16 bits offset from the record start, high 16 bits length.
     let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
-    if cfg(&CONFIG.exec_argv_from_mm) != 0 {
+    if cfg(&CONFIG.no_syscall_probes) != 0 {
         exec_argv_from_mm(src, old_pid as u32);
     }
     emit::<SchedExec>(kind::SCHED_EXEC, |r| unsafe {
@@ -616,9 +616,16 @@ fn exec_argv_from_mm(filename: *const u8, old_tid: u32) {
             }
             match bpf_probe_read_user_str_bytes(p as *const u8, slot) {
                 Ok(s) if s.len() >= ARG_LEN - 1 => {
-                    // Where the next string starts is unknown: stop here.
-                    flags |= strflag::ARGV_TRUNCATED;
+                    let next = p + ARG_LEN as u64;
+                    let fits = bpf_probe_read_user((next - 1) as *const u8) == Ok(0u8);
                     argc += 1;
+                    if fits {
+                        // Exactly ARG_LEN - 1 bytes: the next string starts right after.
+                        p = next;
+                        continue;
+                    }
+                    // Longer: where the next string starts is unknown, so stop here.
+                    flags |= strflag::ARGV_TRUNCATED;
                     p = end;
                     break;
                 }
@@ -672,6 +679,9 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
             None => 0,
         }
     };
+    if group_dead != 0 && cfg(&CONFIG.no_syscall_probes) != 0 {
+        report_ancestor_subreaper(task);
+    }
     emit::<SchedExit>(kind::SCHED_EXIT, |r| unsafe {
         addr_of_mut!((*r).exit_code).write(exit_code as u32);
         addr_of_mut!((*r).group_dead).write(group_dead);
@@ -708,7 +718,9 @@ fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
         syscall: syscall::UNKNOWN,
         _pad: 0,
     };
-    // Read back (and removed) by sched_process_fork, which follows in the same call.
+    // Read back (and removed) by sched_process_fork, which follows in the same call. (io_uring
+    // and vhost workers get no sched_process_fork: their entry waits for the creator's next
+    // clone, which replaces it, or its exit, which removes it.)
     let _ = PENDING.insert(&(pid_tgid as u32), &pending, 0);
     if flags & CLONE_THREAD == 0 {
         report_subreaper(tgid);
@@ -716,21 +728,76 @@ fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
     Ok(0)
 }
 
-/// The first time a child subreaper creates a process, report its prctl: before that child
-/// exists, nobody can be adopted by it.
+/// A child subreaper is reported (as its PR_SET_CHILD_SUBREAPER prctl) the first time it
+/// creates a process, or, if it set the flag after creating its children, when one of its
+/// descendants dies (before the kernel reparents that one's children): before either, nobody
+/// can have been adopted by it.
 #[inline(always)]
 fn report_subreaper(tgid: u32) {
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
+    if is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit)) && first_report(tgid) {
+        emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
+    }
+}
+
+/// Whether `task`'s signal_struct has bitfield `bit` set (is/has_child_subreaper).
+#[inline(always)]
+fn is_subreaper(task: *const u8, bit: u32) -> bool {
     let sig: u64 = task_read(task, cfg(&CONFIG.task_signal)).unwrap_or(0);
-    if sig == 0 || !bit_set(sig as *const u8, cfg(&CONFIG.signal_subreaper_bit)) {
+    sig != 0 && bit_set(sig as *const u8, bit)
+}
+
+/// True once per subreaper process (atomic: two of its threads may fork at once).
+#[inline(always)]
+fn first_report(tgid: u32) -> bool {
+    const BPF_NOEXIST: u64 = 1;
+    SUBREAPERS.insert(&tgid, &1, BPF_NOEXIST).is_ok()
+}
+
+/// At a process's death, the nearest subreaper among its ancestors will adopt its children
+/// (the kernel's find_new_reaper): report it now if it never was. `has_child_subreaper`
+/// says whether there is one at all, so the usual death costs one read.
+#[inline(always)]
+fn report_ancestor_subreaper(task: *const u8) {
+    if !is_subreaper(task, cfg(&CONFIG.signal_has_subreaper_bit)) {
         return;
     }
-    // SAFETY: the value is not used beyond this check.
-    if unsafe { SUBREAPERS.get(&tgid) }.is_some() || SUBREAPERS.insert(&tgid, &1, 0).is_err() {
-        return;
+    let mut t: u64 = task_read(task, cfg(&CONFIG.task_real_parent)).unwrap_or(0);
+    for _ in 0..16 {
+        let tgid = task_read::<i32>(t as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0) as u32;
+        if t == 0 || tgid <= 1 {
+            return;
+        }
+        if is_subreaper(t as *const u8, cfg(&CONFIG.signal_subreaper_bit)) {
+            if traced(tgid) && first_report(tgid) {
+                emit_prctl_of(t as *const u8, tgid);
+            }
+            return;
+        }
+        t = task_read(t as *const u8, cfg(&CONFIG.task_real_parent)).unwrap_or(0);
     }
-    emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
+}
+
+/// A PR_SET_CHILD_SUBREAPER record on behalf of another process (`task`, its leader).
+#[inline(always)]
+fn emit_prctl_of(task: *const u8, tgid: u32) {
+    let parent: u64 = task_read(task, cfg(&CONFIG.task_real_parent)).unwrap_or(0);
+    let ppid = task_read::<i32>(parent as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0);
+    let comm: [u8; 16] = task_read(task, cfg(&CONFIG.task_comm)).unwrap_or([0; 16]);
+    emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
+        addr_of_mut!((*r).hdr.tgid).write(tgid);
+        addr_of_mut!((*r).hdr.tid).write(tgid);
+        addr_of_mut!((*r).hdr.ppid).write(ppid as u32);
+        addr_of_mut!((*r).hdr.comm).write(comm);
+        // Not read for another task: "unknown" (docs/events.md).
+        addr_of_mut!((*r).hdr.uid).write(u32::MAX);
+        addr_of_mut!((*r).hdr.cgroup_id).write(0);
+        addr_of_mut!((*r).option).write(prctl::PR_SET_CHILD_SUBREAPER);
+        addr_of_mut!((*r).arg2).write(1);
+        addr_of_mut!((*r).name).write([0; 16]);
+        addr_of_mut!((*r).flags).write(0);
+    });
 }
 
 #[tracepoint]
@@ -748,10 +815,14 @@ fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
     if pid as u32 != pid_tgid as u32 {
         return Ok(0);
     }
-    // exec renames the task to its file's basename: that is reported as the exec.
+    // exec renames the task to its file's basename: that is reported as the exec. io_uring
+    // and vhost workers name themselves in the kernel: no prctl either.
     // SAFETY: the current task, read through probe reads.
     let task = unsafe { bpf_get_current_task() } as *const u8;
-    if bit_set(task, cfg(&CONFIG.task_in_execve_bit)) {
+    const PF_IO_WORKER: u32 = 0x10;
+    const PF_USER_WORKER: u32 = 0x4000;
+    let pf: u32 = task_read(task, cfg(&CONFIG.task_flags)).unwrap_or(0);
+    if bit_set(task, cfg(&CONFIG.task_in_execve_bit)) || pf & (PF_IO_WORKER | PF_USER_WORKER) != 0 {
         return Ok(0);
     }
     let name: [u8; 16] = tp_field(ctx, &CONFIG.rename_newcomm)?;

@@ -124,13 +124,14 @@ fn capture_stream_honours_event_kinds() {
         .enable_all()
         .build()
         .unwrap();
-    let names = |kinds: &[EventKindFilter]| -> Vec<&'static str> {
+    let names = |kinds: &[EventKindFilter], syscalls: bool| -> Vec<&'static str> {
         let argv = ["sh", "-c", "/bin/true; /bin/true"]
             .map(String::from)
             .to_vec();
         let _runtime = rt.enter(); // start() registers the ring buffer with tokio.
         let cap = CaptureBuilder::new(Target::Command(argv))
             .kinds(kinds)
+            .syscalls(syscalls)
             .start()
             .unwrap();
         rt.block_on(async {
@@ -147,7 +148,7 @@ fn capture_stream_honours_event_kinds() {
                 .collect()
         })
     };
-    let only_lifecycle = names(&[]);
+    let only_lifecycle = names(&[], true);
     assert!(only_lifecycle.contains(&"fork"), "{only_lifecycle:?}");
     assert!(only_lifecycle.contains(&"task_exit"), "{only_lifecycle:?}");
     assert!(
@@ -156,7 +157,7 @@ fn capture_stream_honours_event_kinds() {
             .all(|k| *k == "fork" || *k == "task_exit"),
         "{only_lifecycle:?}"
     );
-    let exec = names(&[EventKindFilter::Exec]);
+    let exec = names(&[EventKindFilter::Exec], true);
     assert!(
         exec.contains(&"exec") && exec.contains(&"exec_enter"),
         "{exec:?}"
@@ -167,9 +168,27 @@ fn capture_stream_honours_event_kinds() {
             .any(|k| ["clone_enter", "exit_enter", "prctl_enter"].contains(k)),
         "{exec:?}"
     );
-    let all = names(&EventKindFilter::ALL);
+    let all = names(&EventKindFilter::ALL, true);
     assert!(
         all.contains(&"clone_enter") && all.contains(&"exit_enter"),
         "{all:?}"
+    );
+    // Without syscall probes: births, execs with argv and deaths; no syscall events.
+    let sched = names(&EventKindFilter::ALL, false);
+    assert_eq!(
+        sched,
+        [
+            "exec_enter",
+            "exec",
+            "fork",
+            "exec_enter",
+            "exec",
+            "task_exit",
+            "fork",
+            "exec_enter",
+            "exec",
+            "task_exit",
+            "task_exit"
+        ],
     );
 }

@@ -99,6 +99,7 @@ impl Bench {
         let _ = std::fs::remove_file(&out);
         let script = timed(body, &out);
         let mut background: Option<Child> = None;
+        let mut probe_before = None;
         let status = match cfg {
             Config::Untraced => Command::new("sh").args(["-c", &script]).status()?,
             Config::Follow | Config::FollowSyscalls => Command::new(&self.tracer)
@@ -113,9 +114,11 @@ impl Bench {
                     .args((cfg == Config::AllSyscalls).then_some("--syscalls"))
                     .stderr(Stdio::null())
                     .spawn()?;
-                background = Some(child);
                 // Probes attach within a few hundred ms; wait so the whole workload is traced.
                 std::thread::sleep(Duration::from_millis(1500));
+                // What the probes ran before the workload (the host's own activity) is not its.
+                probe_before = probe_seconds(child.id());
+                background = Some(child);
                 Command::new("sh").args(["-c", &script]).status()?
             }
             Config::Strace => Command::new("strace")
@@ -127,7 +130,10 @@ impl Bench {
                 .args(["-o", "/dev/null", "sh", "-c", &script])
                 .status()?,
         };
-        let probe_s = background.as_ref().and_then(|c| probe_seconds(c.id()));
+        let probe_s = background
+            .as_ref()
+            .and_then(|c| probe_seconds(c.id()))
+            .map(|after| after - probe_before.unwrap_or(0.0));
         if let Some(mut child) = background {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -150,6 +156,7 @@ impl Bench {
         for &c in configs {
             self.run_once(c, body)?; // warm-up, not counted
         }
+        self.probe_time.borrow_mut().clear();
         for round in 0..rounds {
             for k in 0..configs.len() {
                 let i = (k + round as usize) % configs.len();

@@ -10,6 +10,9 @@
 //!   thread          a pthread (CLONE_THREAD) that exits
 //!   name            prctl(PR_SET_NAME, "actor-renamed")
 //!   subreaper       prctl(PR_SET_CHILD_SUBREAPER, 1)
+//!   late-subreaper  fork a child (exits 9 after 200 ms) that forks a grandchild (exits 10
+//!                   after 400 ms); then become a subreaper, create nothing more, and reap
+//!                   both (the grandchild is adopted when the child exits)
 //!   exec-fail       execve("/nonexistent/actor") → ENOENT
 //!   storm:N         N × fork() whose children exit at once
 //!   threads:N       N × a thread that exits at once (the cheapest clone/exit burst)
@@ -102,6 +105,22 @@ fn main() {
                 }
                 "subreaper" => {
                     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+                }
+                "late-subreaper" => {
+                    let child = libc::fork();
+                    if child == 0 {
+                        if libc::fork() == 0 {
+                            libc::usleep(400_000);
+                            libc::_exit(10);
+                        }
+                        libc::usleep(200_000);
+                        libc::_exit(9);
+                    }
+                    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+                    wait_child(child);
+                    // The adopted grandchild.
+                    let mut status = 0;
+                    libc::waitpid(-1, &mut status, 0);
                 }
                 "exec-fail" => {
                     let path = CString::new("/nonexistent/actor").expect("no NUL");

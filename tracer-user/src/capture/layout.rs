@@ -230,6 +230,13 @@ pub fn btf_offsets(path: &Path, cfg: &mut ProbeConfig) -> Result<(), CaptureErro
         "signal_struct",
         "is_child_subreaper",
     ));
+    cfg.signal_has_subreaper_bit = opt(member_bit_offset(
+        &btf,
+        "signal_struct",
+        "has_child_subreaper",
+    ));
+    cfg.task_comm = opt(member_offset(&btf, "task_struct", "comm"));
+    cfg.task_flags = opt(member_offset(&btf, "task_struct", "flags"));
     Ok(())
 }
 

@@ -120,9 +120,10 @@ pub enum EventKindFilter {
     /// exit and exit_group calls ([`ExitEnter`](crate::event::EventKind::ExitEnter)); only
     /// with [`CaptureBuilder::syscalls`] (deaths and their status are always reported).
     Exit,
-    /// `PR_SET_NAME` (`runc init` stages, from `task:task_rename`) and
-    /// `PR_SET_CHILD_SUBREAPER` (shims) as [`PrctlEnter`](crate::event::EventKind::PrctlEnter);
-    /// with [`CaptureBuilder::syscalls`] every prctl call and its `SyscallExit`.
+    /// `PR_SET_NAME` (`runc init` stages, from `task:task_rename`) as
+    /// [`PrctlEnter`](crate::event::EventKind::PrctlEnter); with [`CaptureBuilder::syscalls`]
+    /// every prctl call and its `SyscallExit`. Without syscall probes, `PR_SET_CHILD_SUBREAPER`
+    /// is inferred at births and deaths, so it comes whatever the selection.
     Prctl,
 }
 
@@ -368,6 +369,12 @@ pub fn task_probes_missing(cfg: &ProbeConfig) -> Option<&'static str> {
             cfg.signal_subreaper_bit,
             "BTF signal_struct.is_child_subreaper",
         ),
+        (
+            cfg.signal_has_subreaper_bit,
+            "BTF signal_struct.has_child_subreaper",
+        ),
+        (cfg.task_comm, "BTF task_struct.comm"),
+        (cfg.task_flags, "BTF task_struct.flags"),
     ]
     .into_iter()
     .find(|(off, _)| *off == NO_OFFSET)
@@ -417,7 +424,7 @@ impl Capture {
                 syscalls = true;
             }
         }
-        cfg.exec_argv_from_mm = u32::from(!syscalls);
+        cfg.no_syscall_probes = u32::from(!syscalls);
 
         let mut ebpf = EbpfLoader::new()
             .override_global("CONFIG", &cfg, true)
@@ -902,6 +909,10 @@ mod tests {
             Some("BTF signal_struct.is_child_subreaper")
         );
         cfg.signal_subreaper_bit = 5;
+        cfg.signal_has_subreaper_bit = 6;
+        cfg.task_comm = 7;
+        assert_eq!(task_probes_missing(&cfg), Some("BTF task_struct.flags"));
+        cfg.task_flags = 8;
         assert_eq!(task_probes_missing(&cfg), None);
     }
 
