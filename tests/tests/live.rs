@@ -535,3 +535,27 @@ fn late_subreaper_is_reported_before_the_adoption() {
     let g = engine.process(grandchild).expect("grandchild known");
     assert_eq!(g.ppid, actor, "the grandchild's parent after the adoption");
 }
+
+/// Without syscall probes argv is read from the new image: an entry of exactly 127 bytes is
+/// kept whole, a longer one is cut and ends the list (flagged), as docs/events.md says.
+#[test]
+#[ignore = "root"]
+fn argv_from_the_new_image_keeps_127_byte_entries() {
+    let exact = "e".repeat(127);
+    let long = "l".repeat(200);
+    let argv = ["/bin/true", exact.as_str(), "mid", long.as_str(), "tail"];
+    let c = capture_command(&argv, RING, true, false).expect("capture");
+    let got = c.events.iter().find_map(|e| match &e.kind {
+        EventKind::ExecEnter {
+            argv,
+            argv_truncated,
+            ..
+        } => Some((argv.clone(), *argv_truncated)),
+        _ => None,
+    });
+    let want: Vec<String> = ["/bin/true", &exact, "mid", &long[..127]]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(got, Some((want, true)));
+}
