@@ -11,7 +11,7 @@
 
 use std::io::Write;
 
-use tracer::event::{clone_flags, prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind};
+use tracer::event::{clone_flags, prctl_opt, CapturedStr, CloneFlags, Event, EventKind};
 use tracer::lineage::{tree_text, SnapshotProcess, TreeOpts};
 use tracer::{Engine, Syscall};
 
@@ -22,17 +22,9 @@ struct Script {
 
 impl Script {
     fn push(&mut self, tgid: u32, comm: &str, kind: EventKind) {
-        self.events.push(Event {
-            seq: self.events.len() as u64 + 1,
-            ts_ns: 1_000 * (self.events.len() as u64 + 1),
-            tgid,
-            tid: tgid,
-            ppid: 0,
-            uid: 0,
-            cgroup_id: 0,
-            comm: Comm::new(comm),
-            kind,
-        });
+        let seq = self.events.len() as u64 + 1;
+        self.events
+            .push(Event::bare(seq, 1_000 * seq, tgid, tgid, comm, kind));
     }
 
     fn fork(&mut self, caller: (u32, &str), child: u32, parent: u32, flags: u64) {

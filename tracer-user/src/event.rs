@@ -241,6 +241,24 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+impl Event {
+    /// An event of thread `tid` of process `tgid` that carries only its identity: ppid, uid
+    /// and cgroup id 0. What tests, examples and hand-made streams build.
+    pub fn bare(seq: u64, ts_ns: u64, tgid: u32, tid: u32, comm: &str, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts_ns,
+            tgid,
+            tid,
+            ppid: 0,
+            uid: 0,
+            cgroup_id: 0,
+            comm: Comm::new(comm),
+            kind,
+        }
+    }
+}
+
 /// What happened. Enter/exit pairs are matched by `tid` (exec success by `Exec::old_tid`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]

@@ -427,20 +427,10 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{CapturedStr, CloneFlags, Comm, Syscall};
+    use crate::event::{CapturedStr, CloneFlags, Syscall};
 
     fn ev(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
-        Event {
-            seq,
-            ts_ns: 1_000_000 + seq * 1000,
-            tgid,
-            tid: tgid,
-            ppid: 0,
-            uid: 0,
-            cgroup_id: 0,
-            comm: Comm::new(comm),
-            kind,
-        }
+        Event::bare(seq, 1_000_000 + seq * 1000, tgid, tgid, comm, kind)
     }
 
     fn fork(seq: u64, parent: u32, child: u32, ppid: u32, flags: u64) -> Event {

@@ -44,10 +44,7 @@
 //! use tracer::lineage::{tree_text, How, TreeOpts};
 //! use tracer::Engine;
 //!
-//! let ev = |seq, tgid, kind| Event {
-//!     seq, ts_ns: 0, tgid, tid: tgid, ppid: 0, uid: 0, cgroup_id: 0,
-//!     comm: Comm::new("sh"), kind,
-//! };
+//! let ev = |seq, tgid, kind| Event::bare(seq, 0, tgid, tgid, "sh", kind);
 //! let mut engine = Engine::new();
 //! engine.apply(&ev(1, 100, EventKind::Fork {
 //!     child_tid: 101, child_tgid: 101, child_ppid: 100,

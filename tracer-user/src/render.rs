@@ -128,6 +128,44 @@ impl LineRenderer {
         self.open = Some(ev.tid);
     }
 
+    /// The line for `tid`'s return from `syscall`: the held enter completed or resumed.
+    fn syscall_exit(&mut self, ev: &Event, syscall: Syscall, ret: i64, lines: &mut Vec<String>) {
+        self.flush_open(ev, lines);
+        if self.open == Some(ev.tid) {
+            self.open = None;
+        }
+        let mut line = String::new();
+        self.prefix(&mut line, ev, ev.tid);
+        match self.held.remove(&ev.tid) {
+            Some(h) if h.syscall == syscall && !h.flushed => {
+                let _ = write!(
+                    line,
+                    "{}({}) = {}",
+                    h.syscall,
+                    h.args,
+                    ret_text(syscall, ret, h.child)
+                );
+            }
+            Some(h) if h.syscall == syscall => {
+                let _ = write!(
+                    line,
+                    "<... {} resumed>) = {}",
+                    h.syscall,
+                    ret_text(syscall, ret, h.child)
+                );
+            }
+            // A new child returning from clone, or an exit whose enter we missed.
+            _ => {
+                let _ = write!(
+                    line,
+                    "<... {syscall} resumed>) = {}",
+                    ret_text(syscall, ret, None)
+                );
+            }
+        }
+        lines.push(line);
+    }
+
     /// Renders one event; returns zero or more finished lines.
     pub fn render(&mut self, ev: &Event) -> Vec<String> {
         let mut lines = Vec::new();
@@ -204,40 +242,7 @@ impl LineRenderer {
                 }
             }
             EventKind::SyscallExit { syscall, ret } => {
-                self.flush_open(ev, &mut lines);
-                if self.open == Some(ev.tid) {
-                    self.open = None;
-                }
-                let mut line = String::new();
-                self.prefix(&mut line, ev, ev.tid);
-                match self.held.remove(&ev.tid) {
-                    Some(h) if h.syscall == *syscall && !h.flushed => {
-                        let _ = write!(
-                            line,
-                            "{}({}) = {}",
-                            h.syscall,
-                            h.args,
-                            ret_text(*syscall, *ret, h.child)
-                        );
-                    }
-                    Some(h) if h.syscall == *syscall => {
-                        let _ = write!(
-                            line,
-                            "<... {} resumed>) = {}",
-                            h.syscall,
-                            ret_text(*syscall, *ret, h.child)
-                        );
-                    }
-                    // A new child returning from clone, or an exit whose enter we missed.
-                    _ => {
-                        let _ = write!(
-                            line,
-                            "<... {syscall} resumed>) = {}",
-                            ret_text(*syscall, *ret, None)
-                        );
-                    }
-                }
-                lines.push(line);
+                self.syscall_exit(ev, *syscall, *ret, &mut lines);
             }
             EventKind::ExitEnter { syscall, code } => {
                 self.flush_open(ev, &mut lines);
@@ -296,15 +301,9 @@ impl LineRenderer {
                 }
                 if self.sched_probes {
                     // No exit will come: the exec is the successful return.
-                    let exec = matches!(self.held.get(&ev.tid), Some(h) if h.syscall.is_exec());
-                    if exec {
-                        lines.extend(self.render(&Event {
-                            kind: EventKind::SyscallExit {
-                                syscall: self.held[&ev.tid].syscall,
-                                ret: 0,
-                            },
-                            ..ev.clone()
-                        }));
+                    match self.held.get(&ev.tid).map(|h| h.syscall) {
+                        Some(sc) if sc.is_exec() => self.syscall_exit(ev, sc, 0, &mut lines),
+                        _ => {}
                     }
                 }
             }
@@ -332,21 +331,11 @@ impl LineRenderer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{CapturedStr, CloneFlags, Comm};
+    use crate::event::{CapturedStr, CloneFlags};
     use tracer_common::clone_flags as cf;
 
     fn ev(seq: u64, tid: u32, kind: EventKind) -> Event {
-        Event {
-            seq,
-            ts_ns: 0,
-            tgid: tid,
-            tid,
-            ppid: 1,
-            uid: 0,
-            cgroup_id: 0,
-            comm: Comm::new("x"),
-            kind,
-        }
+        Event::bare(seq, 0, tid, tid, "x", kind)
     }
 
     fn all(events: &[Event]) -> Vec<String> {

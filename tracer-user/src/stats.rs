@@ -52,23 +52,14 @@ impl StreamStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Comm, EventKind};
+    use crate::event::EventKind;
 
     fn ev(seq: u64) -> Event {
-        Event {
-            seq,
-            ts_ns: 0,
-            tgid: 1,
-            tid: 1,
-            ppid: 0,
-            uid: 0,
-            cgroup_id: 0,
-            comm: Comm::default(),
-            kind: EventKind::TaskExit {
-                exit_code: 0,
-                group_dead: true,
-            },
-        }
+        let kind = EventKind::TaskExit {
+            exit_code: 0,
+            group_dead: true,
+        };
+        Event::bare(seq, 0, 1, 1, "", kind)
     }
 
     #[test]

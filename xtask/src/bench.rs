@@ -33,6 +33,15 @@ impl Config {
     }
 }
 
+/// The untraced baseline, then each way of running the tracer.
+const TRACER_CONFIGS: [Config; 5] = [
+    Config::Untraced,
+    Config::Follow,
+    Config::All,
+    Config::FollowSyscalls,
+    Config::AllSyscalls,
+];
+
 struct Bench {
     tracer: PathBuf,
     tmp: PathBuf,
@@ -314,13 +323,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     let want = |name: &str| only.is_none_or(|o| o == name);
 
     if want("storm") {
-        let configs = [
-            Config::Untraced,
-            Config::Follow,
-            Config::All,
-            Config::FollowSyscalls,
-            Config::AllSyscalls,
-        ];
+        let configs = TRACER_CONFIGS;
         let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
         // The goals are 2-3% and a round varies by about 5% here: twice the rounds.
         let times = b.paired(&configs, body, runs * 2)?;
@@ -341,13 +344,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     }
     if want("dd") {
         // Makes none of the traced calls: the probes' cost here is the filter alone.
-        let configs = [
-            Config::Untraced,
-            Config::Follow,
-            Config::All,
-            Config::FollowSyscalls,
-            Config::AllSyscalls,
-        ];
+        let configs = TRACER_CONFIGS;
         // One dd takes ~50 ms here: ten per timed run keep the ratio above the noise.
         let body = "for i in 1 2 3 4 5 6 7 8 9 10; do dd if=/dev/zero of=/dev/null bs=1 count=200000 2>/dev/null; done";
         let times = b.paired(&configs, body, runs)?;

@@ -22,17 +22,8 @@ const THREAD_FLAGS: u64 = cf::CLONE_VM
 impl B {
     fn push(&mut self, tgid: u32, tid: u32, comm: &str, kind: EventKind) -> u64 {
         let seq = self.events.len() as u64 + 1;
-        self.events.push(Event {
-            seq,
-            ts_ns: seq * 1000,
-            tgid,
-            tid,
-            ppid: 0,
-            uid: 0,
-            cgroup_id: 0,
-            comm: Comm::new(comm),
-            kind,
-        });
+        self.events
+            .push(Event::bare(seq, seq * 1000, tgid, tid, comm, kind));
         seq
     }
 

@@ -1,19 +1,9 @@
 //! Synthetic event streams for the viewer's tests and benchmark (not a public API).
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use crate::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
 
 fn event(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
-    Event {
-        seq,
-        ts_ns: seq * 1_000_000,
-        tgid,
-        tid: tgid,
-        ppid: 0,
-        uid: 0,
-        cgroup_id: 0,
-        comm: Comm::new(comm),
-        kind,
-    }
+    Event::bare(seq, seq * 1_000_000, tgid, tgid, comm, kind)
 }
 
 /// `n` processes in a 4-ary tree under pid 1000: each forked by its parent then exec'd
