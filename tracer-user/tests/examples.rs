@@ -29,7 +29,7 @@ fn synthetic_prints_the_tree_and_the_adoption() {
         [
             "100 sh",
             "└─ 200 supervisor (subreaper)",
-            "   ├─ 300 worker (exited with 0)",
+            "   ├─ 300 worker (exit 0)",
             "   ├─ 400 worker (CLONE_PARENT via 300)",
             "   └─ 500 sleep ⤴ adopted ← 300 exited",
         ],

@@ -694,6 +694,7 @@ impl Parser {
                 child_ppid: 0,
                 syscall: Some(c.syscall),
                 flags: c.flags.map(CloneFlags),
+                child_ns: None,
             },
         );
         if let Some(ret) = c.ret {

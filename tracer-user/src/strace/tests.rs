@@ -54,6 +54,7 @@ fn fork(child: u32, tgid: u32, sc: Syscall, flags: u64) -> EventKind {
         child_ppid: 0,
         syscall: Some(sc),
         flags: Some(CloneFlags(flags)),
+        child_ns: None,
     }
 }
 
@@ -1008,7 +1009,8 @@ fn resumed_without_call_in_log() {
             child_tgid: 41,
             child_ppid: 0,
             syscall: Some(Syscall::Clone),
-            flags: None
+            flags: None,
+            child_ns: None,
         }
     );
     assert_eq!(imp.events[1].kind, sys_exit(Syscall::Clone, 41));

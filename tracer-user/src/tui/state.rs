@@ -279,6 +279,18 @@ impl AppState {
         AppState::new(Mode::Replay, title.into())
     }
 
+    /// Adds the processes that existed before the first event (a trace file's /proc
+    /// snapshot, or the live start). Before any event, replay's rewind point includes them.
+    pub fn seed(&mut self, snap: &[crate::lineage::SnapshotProcess]) {
+        self.engine.seed_snapshot(snap);
+        self.seen_at.resize(self.engine.process_count(), None);
+        self.tree_dirty = true;
+        if self.events.is_empty() {
+            self.snapshots.clear();
+            self.push_snapshot();
+        }
+    }
+
     /// Replay position: events applied.
     pub fn position(&self) -> usize {
         self.events.len()
@@ -354,11 +366,7 @@ impl AppState {
                     self.follow_story();
                 }
             }
-            Msg::Seed(snap) => {
-                self.engine.seed_snapshot(&snap);
-                self.seen_at.resize(self.engine.process_count(), None);
-                self.tree_dirty = true;
-            }
+            Msg::Seed(snap) => self.seed(&snap),
             Msg::Rewind(n) => {
                 self.rewind(n);
                 self.follow_story();
@@ -505,7 +513,7 @@ impl AppState {
             self.rows = build_rows(self);
             self.stories = match self.mode {
                 Mode::Replay => self.full_stories.clone(),
-                Mode::Live => self.engine.stories(),
+                Mode::Live => crate::lineage::stories(&self.engine),
             };
             if self.story_cursor >= self.story_steps().len() {
                 self.story_cursor = self.story_steps().len().saturating_sub(1);
