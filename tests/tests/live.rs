@@ -569,44 +569,45 @@ struct Seen {
     ns_pid: u32,
 }
 
-/// Processes whose cmdline is `argv` and that live in a nested pid namespace, as /proc shows.
-fn in_container(argv: &[&str]) -> Vec<Seen> {
+/// `pid` as /proc shows it, when it lives in a pid namespace one level below the host's.
+fn seen_in_container(pid: u32) -> Option<Seen> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |k: &str| -> Vec<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| {
+                v.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    match (field("NSpid:").as_slice(), field("PPid:").as_slice()) {
+        ([_, ns_pid], [ppid]) => Some(Seen {
+            pid,
+            ppid: *ppid,
+            ns_pid: *ns_pid,
+        }),
+        _ => None,
+    }
+}
+
+/// The first process in a container whose cmdline is `argv`, and its parent, as /proc shows
+/// them at one moment.
+fn in_container_with_parent(argv: &[&str]) -> Option<(Seen, Seen)> {
     let want: Vec<u8> = argv
         .iter()
         .flat_map(|a| [a.as_bytes(), b"\0"].concat())
         .collect();
-    let mut out = Vec::new();
-    for pid in tests::labs::system::pids() {
-        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
+    tests::labs::system::pids().into_iter().find_map(|pid| {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         if cmd != want {
-            continue;
+            return None;
         }
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-            continue;
-        };
-        let field = |k: &str| -> Vec<u32> {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .map(|v| {
-                    v.split_whitespace()
-                        .filter_map(|x| x.parse().ok())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let nspid = field("NSpid:");
-        if let ([_, ns_pid], [ppid]) = (nspid.as_slice(), field("PPid:").as_slice()) {
-            out.push(Seen {
-                pid,
-                ppid: *ppid,
-                ns_pid: *ns_pid,
-            });
-        }
-    }
-    out
+        let me = seen_in_container(pid)?;
+        Some((me, seen_in_container(me.ppid)?))
+    })
 }
 
 #[test]
@@ -625,13 +626,14 @@ fn an_orphan_in_a_container_is_reaped_by_the_containers_init() {
     let watcher = {
         let stop = stop.clone();
         std::thread::spawn(move || {
-            let (mut orphan, mut init) = (None, None);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                orphan = orphan.or(in_container(&["sleep", "2"]).first().copied());
-                init = init.or(in_container(&["sh", "-c", script]).first().copied());
+            // Its parent once the subshell is gone: the container's init (`sh`, or the
+            // `sleep 1` it exec'd into).
+            let mut found = None;
+            while found.is_none() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                found = in_container_with_parent(&["sleep", "2"]).filter(|(_, p)| p.ns_pid == 1);
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            (orphan, init)
+            found
         })
     };
     let c = capture_command(
@@ -641,15 +643,15 @@ fn an_orphan_in_a_container_is_reaped_by_the_containers_init() {
         false,
     );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (orphan, init) = watcher.join().expect("watcher");
+    let found = watcher.join().expect("watcher");
     let _ = std::process::Command::new("runc")
         .args(["delete", "--force", &id])
         .status();
     let _ = std::fs::remove_dir_all(&dir);
     let c = c.expect("capture");
     assert_eq!(c.drops, 0);
-    let orphan = orphan.expect("/proc never showed the orphan `sleep 2`");
-    let init = init.expect("/proc never showed the container's init");
+    let (orphan, init) =
+        found.expect("/proc never showed `sleep 2` adopted by the container's init");
     // The kernel's own word, from outside the tool: the orphan's parent is the container init.
     assert_eq!(orphan.ppid, init.pid, "{orphan:?} {init:?}");
     assert_eq!(init.ns_pid, 1);

@@ -788,8 +788,13 @@ fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
 fn report_subreaper(tgid: u32) {
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
-    if is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit)) && first_report(tgid) {
+    let on = is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit));
+    if on && first_report(tgid) {
         emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
+    } else if !on && SUBREAPERS.remove(&tgid).is_ok() {
+        // Cleared since it was reported (conmon does so before it runs its exit command, so
+        // that command is not reparented to it): say so before this child exists.
+        emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 0, true);
     }
 }
 

@@ -840,11 +840,17 @@ impl Engine {
     }
 
     fn set_subreaper(&mut self, id: ProcId, on: bool, seq: u64) {
-        self.procs[id].is_subreaper = on;
+        let p = &mut self.procs[id];
         if !on {
+            if p.is_subreaper {
+                p.subreaper_cleared_seq = Some(seq);
+            }
+            p.is_subreaper = false;
             return;
         }
-        self.procs[id].subreaper_seq = Some(seq);
+        p.is_subreaper = true;
+        p.subreaper_seq = Some(seq);
+        p.subreaper_cleared_seq = None;
         // kernel/sys.c propagate_has_child_subreaper(): descendants get has_child_subreaper;
         // a subtree that has it already, or under a pid namespace's init, is skipped.
         let below: Vec<ProcId> = self.procs[id].children.clone();

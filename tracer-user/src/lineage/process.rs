@@ -266,6 +266,8 @@ pub struct Process {
     pub birth_parent: Option<ProcId>,
     /// Seq of its PR_SET_CHILD_SUBREAPER.
     pub subreaper_seq: Option<u64>,
+    /// Seq of a later PR_SET_CHILD_SUBREAPER(0) that cleared it.
+    pub subreaper_cleared_seq: Option<u64>,
     /// Every successful exec, oldest first.
     pub execs: Vec<ExecRecord>,
     /// Every PR_SET_NAME, oldest first.
@@ -321,6 +323,7 @@ impl Process {
             creator: None,
             birth_parent: None,
             subreaper_seq: None,
+            subreaper_cleared_seq: None,
             execs: Vec::new(),
             renames: Vec::new(),
             init_exec_seq: None,

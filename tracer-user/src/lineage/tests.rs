@@ -255,9 +255,15 @@ fn threads_subreaper_prctl_marks_the_whole_process() {
 fn subreaper_cleared_with_zero() {
     let mut b = B::default();
     b.fork(1, 100);
-    b.subreaper(100, 100, true);
-    b.subreaper(100, 100, false);
-    assert!(!b.engine().process(100).unwrap().is_subreaper);
+    let set = b.subreaper(100, 100, true);
+    let cleared = b.subreaper(100, 100, false);
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert!(!p.is_subreaper);
+    assert_eq!(
+        (p.subreaper_seq, p.subreaper_cleared_seq),
+        (Some(set), Some(cleared))
+    );
 }
 
 #[test]

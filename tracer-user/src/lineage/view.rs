@@ -154,12 +154,12 @@ pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
             || p.subreaper_seq.is_some()
     };
     for p in e.processes().filter(|p| acted(p)) {
-        let mut q = Some(p);
-        while let Some(x) = q {
-            if !keep.insert(x.id) {
-                break;
+        if keep.insert(p.id) {
+            for a in e.ancestors(p.id) {
+                if !keep.insert(a.id) {
+                    break;
+                }
             }
-            q = x.parent.and_then(|id| e.get(id));
         }
     }
     tree_text_of(e, opts, Some(&keep))
@@ -182,21 +182,12 @@ fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> S
 }
 
 fn has_live_descendant(e: &Engine, p: &Process) -> bool {
-    let mut stack: Vec<&Process> = vec![p];
-    let mut seen = 0usize;
-    while let Some(q) = stack.pop() {
-        seen += 1;
-        if seen > e.process_count() {
-            break;
-        }
-        for c in e.children_of(q) {
-            if !c.exited {
-                return true;
-            }
-            stack.push(c);
-        }
-    }
-    false
+    let mut found = false;
+    e.subtree(p.id, |q| {
+        found |= q.id != p.id && !q.exited;
+        !found
+    });
+    found
 }
 
 fn write_children(
@@ -271,6 +262,8 @@ fn process_json(p: &Process) -> Value {
         "pidns_level": p.pidns.map(|ns| ns.level),
         "pidns_inferred": p.pidns.is_some_and(|ns| !ns.is_known()),
         "subreaper": p.is_subreaper,
+        "subreaper_seq": p.subreaper_seq,
+        "subreaper_cleared_seq": p.subreaper_cleared_seq,
         "exited": p.exited,
         "exit_code": exit_code.unwrap_or(Value::Null),
         "exit_signal": signal,

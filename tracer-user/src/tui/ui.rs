@@ -200,6 +200,13 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
     };
     v.push(Span::raw(" "));
     v.push(Span::styled(p.name(), name_style));
+    // Next to the name, where a long row is never cut.
+    if s.is_new(p.id) {
+        v.push(Span::styled(
+            " new",
+            fg(s, Color::Green).add_modifier(Modifier::BOLD),
+        ));
+    }
     let mut folded = (row.folded_children > 0)
         .then(|| Span::styled(format!(" [+{}]", row.folded_children), fg(s, Color::Cyan)));
     // The thread count shows here only while the thread rows are hidden.
@@ -210,12 +217,6 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
         v.push(Span::styled(m.text(), mark_style(s, &m, base)));
     }
     v.extend(folded.take());
-    if s.is_new(p.id) {
-        v.push(Span::styled(
-            " new",
-            fg(s, Color::Green).add_modifier(Modifier::BOLD),
-        ));
-    }
     v
 }
 
@@ -392,6 +393,10 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     let sub = match (p.is_subreaper, p.subreaper_seq) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
+        (false, Some(q)) => match p.subreaper_cleared_seq {
+            Some(c) => format!("no (set @{q}, cleared @{c})"),
+            None => "no".into(),
+        },
         (false, _) if p.has_child_subreaper => "no (a subreaper ancestor exists)".into(),
         (false, _) => "no".into(),
     };
