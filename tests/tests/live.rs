@@ -699,3 +699,79 @@ fn an_orphan_in_a_container_is_reaped_by_the_containers_init() {
     assert!(others.len() >= 2, "subshell and orphan at least");
     assert!(others.iter().all(|q| q.ns_pid().is_some_and(|n| n > 1)));
 }
+
+#[test]
+#[ignore = "root"]
+fn pod_names_and_cgroups_come_from_the_recording_alone() {
+    if which("runc").is_none() {
+        panic!("runc is not installed (cargo xtask setup installs it)");
+    }
+    let tracer = tests::release_tracer().expect("release tracer");
+    let dir = temp_dir("k8s").expect("temp dir");
+    let bundle = busybox_bundle(&dir, &["sh", "-c", "sleep 0.2"]).expect("bundle");
+    let leaf = format!("tracer-test-web-7d9f-nginx-{}", std::process::id());
+    let config = bundle.join("config.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    cfg["annotations"] = serde_json::json!({
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.container-name": "nginx",
+        "io.kubernetes.cri.sandbox-id": "sb-1",
+        "io.kubernetes.cri.sandbox-name": "web-7d9f",
+        "io.kubernetes.cri.sandbox-namespace": "shop",
+        "io.kubernetes.cri.sandbox-uid": "u-42",
+    });
+    cfg["linux"]["cgroupsPath"] = format!("/tracer-test/{leaf}").into();
+    std::fs::write(&config, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    let id = format!("tracer-k8s-{}", std::process::id());
+    let trace = dir.join("k8s.trace");
+    let rec = std::process::Command::new(&tracer)
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args(["--", "runc", "run", "--bundle"])
+        .arg(&bundle)
+        .arg(&id)
+        .output()
+        .expect("tracer record");
+    let _ = std::process::Command::new("runc")
+        .args(["delete", "--force", &id])
+        .status();
+    assert!(rec.status.success(), "{rec:?}");
+    let out = std::process::Command::new(&tracer)
+        .arg("tree")
+        .arg(&trace)
+        .args(["--format", "json"])
+        .output()
+        .expect("tracer tree");
+    let _ = std::fs::remove_dir_all(&dir);
+    // runc leaves the cgroup it made: remove it in every v1 hierarchy and the v2 tree.
+    for h in std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let _ = std::fs::remove_dir(h.path().join("tracer-test").join(&leaf));
+        let _ = std::fs::remove_dir(h.path().join("tracer-test"));
+    }
+    assert!(out.status.success(), "{out:?}");
+    let tree: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let procs = tree["processes"].as_array().expect("processes");
+    let init = procs
+        .iter()
+        .find(|p| p["ns_pid"] == 1)
+        .expect("the container init (pid 1 in its namespace)");
+    assert_eq!(
+        init["pod"],
+        serde_json::json!({"namespace": "shop", "name": "web-7d9f", "uid": "u-42"})
+    );
+    assert_eq!(init["container_name"], "nginx");
+    let init_cg = init["cgroup"].as_str().expect("init cgroup");
+    assert!(init_cg.contains(&leaf), "{init_cg}");
+    let runtime = procs
+        .iter()
+        .find(|p| p["role"] == "oci-runtime" && p["role_detail"] == "run")
+        .expect("runc run");
+    let rt_cg = runtime["cgroup"].as_str().expect("runtime cgroup");
+    assert!(!rt_cg.is_empty() && !rt_cg.contains(&leaf), "{rt_cg}");
+}

@@ -13,6 +13,9 @@ pub const FILENAME_LEN: usize = 256;
 pub const ARG_LEN: usize = 128;
 /// argv entries captured at most.
 pub const MAX_ARGS: usize = 16;
+/// Bytes kept of a cgroup path (NUL included): Kubernetes' systemd-driver paths run to about
+/// 170 bytes.
+pub const CGROUP_PATH_LEN: usize = 512;
 /// Marker for "this tracepoint has no such field on this kernel".
 pub const NO_OFFSET: u32 = u32::MAX;
 /// Default ring-buffer size in bytes (must be a power of two multiple of the page size).
@@ -36,6 +39,8 @@ pub mod kind {
     pub const SCHED_EXEC: u32 = 7;
     /// sched:sched_process_exit — the final exit of a task.
     pub const SCHED_EXIT: u32 = 8;
+    /// cgroup:cgroup_attach_task — a task moved to another cgroup.
+    pub const CGROUP_ATTACH: u32 = 9;
 }
 
 /// Syscall identifiers used on the wire (independent of the architecture's numbers).
@@ -242,6 +247,26 @@ pub struct SchedExit {
     pub group_dead: u32,
 }
 
+/// cgroup:cgroup_attach_task: task `pid` moved into cgroup `path` of hierarchy `hierarchy`.
+/// `hdr` is the task that moved it (runc writing `cgroup.procs`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupAttach {
+    pub hdr: Header,
+    /// The moved task (its thread id).
+    pub pid: u32,
+    /// The hierarchy id (`/proc/PID/cgroup`'s first column; 0 for cgroup v2).
+    pub hierarchy: u32,
+    /// Depth of the destination cgroup.
+    pub level: u32,
+    /// [`strflag`] bits for `path` (FILENAME_TRUNCATED / FILENAME_FAULT).
+    pub flags: u32,
+    /// The destination cgroup's id (its kernfs inode on v2).
+    pub cgroup_id: u64,
+    /// Path of the destination cgroup inside its hierarchy.
+    pub path: [u8; CGROUP_PATH_LEN],
+}
+
 /// Load-time configuration, written into the probe's `.rodata` by userspace.
 ///
 /// Offsets of non-syscall tracepoint fields come from tracefs `format` files, task_struct
@@ -300,6 +325,14 @@ pub struct ProbeConfig {
     pub upid_size: u32,
     pub upid_ns: u32,
     pub pidns_inum: u32,
+    /// The cgroup hierarchy whose moves are reported ([`NO_OFFSET`]: every one), and the
+    /// cgroup:cgroup_attach_task fields.
+    pub cgroup_hierarchy: u32,
+    pub cgattach_root: u32,
+    pub cgattach_level: u32,
+    pub cgattach_id: u32,
+    pub cgattach_pid: u32,
+    pub cgattach_path: u32,
 }
 
 impl ProbeConfig {
@@ -338,6 +371,12 @@ impl ProbeConfig {
         upid_size: NO_OFFSET,
         upid_ns: NO_OFFSET,
         pidns_inum: NO_OFFSET,
+        cgroup_hierarchy: NO_OFFSET,
+        cgattach_root: NO_OFFSET,
+        cgattach_level: NO_OFFSET,
+        cgattach_id: NO_OFFSET,
+        cgattach_pid: NO_OFFSET,
+        cgattach_path: NO_OFFSET,
     };
 }
 
@@ -370,6 +409,7 @@ const _: () = {
     assert!(core::mem::size_of::<SchedFork>() == 104);
     assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
-    assert!(core::mem::size_of::<ProbeConfig>() == 136);
+    assert!(core::mem::size_of::<CgroupAttach>() == 88 + CGROUP_PATH_LEN);
+    assert!(core::mem::size_of::<ProbeConfig>() == 160);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

@@ -34,9 +34,9 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
-    kind, prctl, strflag, syscall, CloneEnter, ExecEnter, ExitEnter, Header, PendingClone,
-    PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARG_LEN, DEFAULT_RING_BYTES,
-    NO_OFFSET,
+    kind, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header,
+    PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARG_LEN,
+    DEFAULT_RING_BYTES, NO_OFFSET,
 };
 
 /// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
@@ -898,6 +898,50 @@ pub fn task_rename(ctx: TracePointContext) -> u32 {
 }
 
 #[cfg(not(test))]
+// ---- cgroup moves ---------------------------------------------------------------------------
+
+fn try_cgroup_attach(ctx: &TracePointContext) -> Result<u32, i32> {
+    let root: i32 = tp_field(ctx, &CONFIG.cgattach_root)?;
+    let want = cfg(&CONFIG.cgroup_hierarchy);
+    if want != NO_OFFSET && root as u32 != want {
+        return Ok(0);
+    }
+    let pid = tp_field::<i32>(ctx, &CONFIG.cgattach_pid)? as u32;
+    // The mover (runc) or the moved task (a followed process leader) must be traced.
+    if !traced(current_tgid()) && !traced(pid) {
+        return Ok(0);
+    }
+    let level: i32 = tp_field(ctx, &CONFIG.cgattach_level)?;
+    let id: u64 = tp_field(ctx, &CONFIG.cgattach_id)?;
+    let loc: u32 = tp_field(ctx, &CONFIG.cgattach_path)?;
+    // __data_loc: low 16 bits offset from the record start, high 16 bits length.
+    // SAFETY: an offset inside this tracepoint's record, read below with a probe read.
+    let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
+    // SAFETY: `r` is the reserved record; each field is written in place, the path through a
+    // probe read bounded by the buffer.
+    emit::<CgroupAttach>(kind::CGROUP_ATTACH, |r| unsafe {
+        addr_of_mut!((*r).pid).write(pid);
+        addr_of_mut!((*r).hierarchy).write(root as u32);
+        addr_of_mut!((*r).level).write(level as u32);
+        addr_of_mut!((*r).cgroup_id).write(id);
+        let path = &mut *addr_of_mut!((*r).path);
+        let read = bpf_probe_read_kernel_str_bytes(src, path).map(|s| s.len());
+        let flags = str_flags(
+            read,
+            path,
+            strflag::FILENAME_TRUNCATED,
+            strflag::FILENAME_FAULT,
+        );
+        addr_of_mut!((*r).flags).write(flags);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn cgroup_attach_task(ctx: TracePointContext) -> u32 {
+    try_cgroup_attach(&ctx).unwrap_or(1)
+}
+
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
     loop {}

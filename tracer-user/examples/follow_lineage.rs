@@ -102,6 +102,7 @@ fn seed(target: &Target, child_pid: Option<u32>) -> Vec<SnapshotProcess> {
                 subreaper: false,
                 ns: None,
                 launched: true,
+                cgroup: None,
             });
             seed
         }

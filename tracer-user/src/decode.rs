@@ -6,8 +6,8 @@
 use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
 use std::mem::size_of;
 use tracer_common::{
-    kind, strflag, CloneEnter, ExecEnter, ExitEnter, Header, PrctlEnter, SchedExec, SchedExit,
-    SchedFork, SysExit, ARG_LEN, MAX_ARGS,
+    kind, strflag, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header, PrctlEnter, SchedExec,
+    SchedExit, SchedFork, SysExit, ARG_LEN, MAX_ARGS,
 };
 
 /// Why a ring-buffer record could not be decoded. Records are checked before any copy, so a
@@ -79,6 +79,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         kind::SCHED_FORK => size_of::<SchedFork>(),
         kind::SCHED_EXEC => size_of::<SchedExec>(),
         kind::SCHED_EXIT => size_of::<SchedExit>(),
+        kind::CGROUP_ATTACH => size_of::<CgroupAttach>(),
         other => return Err(DecodeError::UnknownKind(other)),
     };
     // The probe writes size_of::<T>(); anything else means a mismatched probe object.
@@ -180,6 +181,18 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             EventKind::TaskExit {
                 exit_code: r.exit_code,
                 group_dead: r.group_dead != 0,
+            }
+        }
+        kind::CGROUP_ATTACH => {
+            let r: CgroupAttach = read(bytes, "cgroup attach record")?;
+            EventKind::CgroupAttach {
+                pid: r.pid,
+                hierarchy: r.hierarchy,
+                cgroup_id: r.cgroup_id,
+                path: CapturedStr {
+                    value: cstr(&r.path),
+                    truncated: r.flags & strflag::FILENAME_TRUNCATED != 0,
+                },
             }
         }
         other => return Err(DecodeError::UnknownKind(other)),

@@ -379,6 +379,29 @@ pub enum EventKind {
         /// It was the last thread of its process.
         group_dead: bool,
     },
+    /// A task was moved into another cgroup (cgroup:cgroup_attach_task). The event's own
+    /// tgid/tid are the task that moved it (runc writing `cgroup.procs`).
+    CgroupAttach {
+        /// The moved task (thread id; a process's leader when a runtime moves a process).
+        pid: u32,
+        /// The hierarchy (`/proc/PID/cgroup`'s first column; 0 for cgroup v2).
+        hierarchy: u32,
+        /// The destination cgroup's id.
+        cgroup_id: u64,
+        /// The destination's path inside the hierarchy.
+        path: CapturedStr,
+    },
+    /// Not a kernel event: what the capture read from an OCI bundle's `config.json` when the
+    /// runtime (`pid`) started on it — the Kubernetes annotations. Carries the seq of the
+    /// exec it was read for and takes no sequence number of its own ([`EventKind::is_metadata`]).
+    ContainerMeta {
+        /// The OCI runtime process.
+        pid: u32,
+        /// The container id the runtime was given.
+        container_id: String,
+        /// The known annotations (`io.kubernetes.*`), bounded.
+        annotations: std::collections::BTreeMap<String, String>,
+    },
 }
 
 impl EventKind {
@@ -393,7 +416,15 @@ impl EventKind {
             EventKind::Fork { .. } => "fork",
             EventKind::Exec { .. } => "exec",
             EventKind::TaskExit { .. } => "task_exit",
+            EventKind::CgroupAttach { .. } => "cgroup_attach",
+            EventKind::ContainerMeta { .. } => "container_meta",
         }
+    }
+
+    /// Metadata the capture added, not a kernel event: it repeats the seq of the event it was
+    /// read for, so sequence accounting (gaps, order) skips it.
+    pub fn is_metadata(&self) -> bool {
+        matches!(self, EventKind::ContainerMeta { .. })
     }
 }
 

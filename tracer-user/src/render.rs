@@ -323,8 +323,36 @@ impl LineRenderer {
                 }
                 lines.push(line);
             }
+            // Not syscalls: notices in strace's `--- ... ---` style.
+            EventKind::CgroupAttach { pid, path, .. } => {
+                let text = format!(
+                    "cgroup: {pid} moved to {}",
+                    quote(&path.value, path.truncated)
+                );
+                self.notice(ev, &text, &mut lines);
+            }
+            EventKind::ContainerMeta {
+                container_id,
+                annotations,
+                ..
+            } => {
+                let kv: Vec<String> = annotations
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", quote(v, false)))
+                    .collect();
+                let text = format!("bundle of {}: {}", quote(container_id, false), kv.join(" "));
+                self.notice(ev, &text, &mut lines);
+            }
         }
         lines
+    }
+
+    fn notice(&mut self, ev: &Event, text: &str, lines: &mut Vec<String>) {
+        self.flush_open(ev, lines);
+        let mut line = String::new();
+        self.prefix(&mut line, ev, ev.tid);
+        let _ = write!(line, "--- {text} ---");
+        lines.push(line);
     }
 }
 

@@ -18,8 +18,12 @@ pub struct StreamStats {
 impl StreamStats {
     /// Counts one event.
     pub fn observe(&mut self, ev: &Event) {
-        self.events += 1;
         *self.per_kind.entry(ev.kind.name()).or_insert(0) += 1;
+        // Metadata repeats the seq of the event it was read for: no seq of its own.
+        if ev.kind.is_metadata() {
+            return;
+        }
+        self.events += 1;
         self.max_seq = self.max_seq.max(ev.seq);
     }
 

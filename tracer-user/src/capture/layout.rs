@@ -142,6 +142,21 @@ pub fn tracepoint_offsets(
         cfg.newtask_flags = f.get("clone_flags").map_or(NO_OFFSET, |g| g.offset);
         layouts.formats.push(("task/task_newtask".into(), text));
     }
+    if let Ok(text) = read_format(root, "cgroup", "cgroup_attach_task") {
+        let f = parse_format(&text);
+        let off = |name: &str| f.get(name).map_or(NO_OFFSET, |g| g.offset);
+        cfg.cgattach_root = off("dst_root");
+        cfg.cgattach_level = off("dst_level");
+        cfg.cgattach_id = off("dst_id");
+        cfg.cgattach_pid = off("pid");
+        cfg.cgattach_path = f
+            .get("dst_path")
+            .filter(|g| g.data_loc)
+            .map_or(NO_OFFSET, |g| g.offset);
+        layouts
+            .formats
+            .push(("cgroup/cgroup_attach_task".into(), text));
+    }
     if let Ok(text) = read_format(root, "task", "task_rename") {
         let f = parse_format(&text);
         cfg.rename_pid = f.get("pid").map_or(NO_OFFSET, |g| g.offset);

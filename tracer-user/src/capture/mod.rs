@@ -32,6 +32,8 @@
 //! # Ok(()) }
 //! ```
 
+mod bundle;
+pub mod cgroup;
 pub mod layout;
 pub mod procfs;
 
@@ -286,7 +288,8 @@ pub const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The group a probe program belongs to; `None` for the ones always attached.
 fn program_kind(prog: &str) -> Option<EventKindFilter> {
-    if prog == "sched_process_fork" || prog == "sched_process_exit" {
+    if prog == "sched_process_fork" || prog == "sched_process_exit" || prog == "cgroup_attach_task"
+    {
         None
     } else if prog == "task_newtask" {
         Some(EventKindFilter::Clone)
@@ -311,6 +314,8 @@ type Probe = (&'static str, &'static str, &'static str, bool);
 const SCHED_PROBES: &[Probe] = &[
     ("sched_process_exec", "sched", "sched_process_exec", true),
     ("sched_process_exit", "sched", "sched_process_exit", true),
+    // Cgroup moves: optional (a kernel without it only loses the cgroup history).
+    ("cgroup_attach_task", "cgroup", "cgroup_attach_task", false),
 ];
 
 /// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
@@ -425,6 +430,9 @@ impl Capture {
             }
         }
         cfg.no_syscall_probes = u32::from(!syscalls);
+        if let Some(h) = cgroup::reported() {
+            cfg.cgroup_hierarchy = h.id;
+        }
 
         let mut ebpf = EbpfLoader::new()
             .override_global("CONFIG", &cfg, true)
@@ -608,6 +616,7 @@ impl Capture {
     /// quarter of the ring is used) or [`POLL`] has passed, then appends every available
     /// event to `out`, sorted by sequence number. Undecodable records are counted, not fatal.
     pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> Result<(), CaptureError> {
+        let start = out.len();
         let errors = match tokio::time::timeout(POLL, self.ring.readable_mut()).await {
             Ok(guard) => {
                 let mut guard = guard?;
@@ -618,13 +627,16 @@ impl Capture {
             Err(_) => drain(self.ring.get_mut(), out),
         };
         self.decode_errors += errors;
+        bundle::enrich(out, start, Path::new("/proc"));
         Ok(())
     }
 
     /// Appends whatever is in the ring buffer now, without waiting (for the final drain).
     pub fn drain_now(&mut self, out: &mut Vec<Event>) {
+        let start = out.len();
         let errors = drain(self.ring.get_mut(), out);
         self.decode_errors += errors;
+        bundle::enrich(out, start, Path::new("/proc"));
     }
 
     /// Events lost to a full ring buffer (sum of the per-CPU counters).
@@ -670,8 +682,9 @@ impl Capture {
             argv: argv.clone(),
             threads: vec![pid],
             subreaper: false,
-            ns: me.and_then(|m| m.ns),
+            ns: me.as_ref().and_then(|m| m.ns),
             launched: true,
+            cgroup: me.and_then(|m| m.cgroup),
         })
     }
 
@@ -997,6 +1010,6 @@ mod tests {
             .map(|p| p.0)
             .collect();
         // Births are attached by attach_fork, whatever the selection.
-        assert_eq!(always, ["sched_process_exit"]);
+        assert_eq!(always, ["sched_process_exit", "cgroup_attach_task"]);
     }
 }

@@ -40,6 +40,10 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
         .unwrap_or_default();
     threads.sort_unstable();
     let ns = pid_ns(&dir);
+    let cgroup = super::cgroup::reported().and_then(|h| {
+        let text = fs::read_to_string(dir.join("cgroup")).ok()?;
+        super::cgroup::path_in(&text, h)
+    });
     // /proc does not show PR_SET_CHILD_SUBREAPER.
     Some(SnapshotProcess {
         pid,
@@ -51,6 +55,7 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
         subreaper: false,
         ns,
         launched: false,
+        cgroup,
     })
 }
 

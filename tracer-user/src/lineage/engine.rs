@@ -58,6 +58,8 @@ pub struct SnapshotProcess {
     pub ns: Option<PidNs>,
     /// The tracer started it (the command of `tracer trace -- CMD`); `ppid` is the tracer.
     pub launched: bool,
+    /// Its cgroup in the reported hierarchy (`/proc/PID/cgroup`), when read.
+    pub cgroup: Option<String>,
 }
 
 /// Something in the stream the engine had to guess around.
@@ -189,6 +191,8 @@ pub struct Engine {
     tids: PidMap<(ProcId, usize)>,
     /// Pid namespaces below the host's, by inode (or the strace importer's inferred id).
     pub(super) namespaces: StdHashMap<u64, Namespace>,
+    /// Kubernetes identity of each container whose bundle was read, by container id.
+    containers: StdHashMap<Arc<str>, Arc<super::k8s::K8sIdentity>>,
     adapter: Adapter,
     warnings: Vec<Warning>,
     warning_count: u64,
@@ -375,10 +379,12 @@ impl Engine {
             p.lineage[0].caller = Some(s.ppid);
         }
         p.pidns = s.ns;
+        p.cgroup = s.cgroup.as_deref().map(Arc::from);
         if let Some(c) = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv) {
             p.role = Some(c.role);
             p.container_id = c.container_id.map(Arc::from);
         }
+        self.attach_identity(id);
         for &tid in &s.threads {
             if tid != s.pid {
                 self.add_thread(id, tid, comm);
@@ -393,7 +399,9 @@ impl Engine {
     /// Applies one event. Never panics; anomalies become warnings.
     pub fn apply(&mut self, ev: &Event) {
         self.events += 1;
-        self.track_seq(ev.seq);
+        if !ev.kind.is_metadata() {
+            self.track_seq(ev.seq);
+        }
         let adapted = self.adapter.adapt(ev);
         if adapted.overflowed {
             self.warn(ev.seq, WarningKind::PendingExecOverflow);
@@ -426,6 +434,74 @@ impl Engine {
                 status,
                 group_dead,
             } => self.on_task_exit(actor, *status, *group_dead),
+            Transition::CgroupMoved { actor, tid, path } => {
+                self.task(actor);
+                self.cgroup_moved(*tid, path, actor);
+            }
+            Transition::ContainerMeta {
+                actor,
+                container_id,
+                identity,
+            } => {
+                self.task(actor);
+                self.container_meta(container_id, identity);
+            }
+        }
+    }
+
+    /// cgroup_attach_task(): `tid`'s process is now in `path`.
+    fn cgroup_moved(&mut self, tid: u32, path: &Arc<str>, by: &Actor) {
+        let id = match self.tids.get(&tid) {
+            Some(&(id, _)) if !self.procs[id].exited => id,
+            _ => match self.by_pid.get(&tid) {
+                Some(&id) if !self.procs[id].exited => id,
+                // A task the stream never showed: nothing to attach the move to.
+                _ => return,
+            },
+        };
+        let p = &mut self.procs[id];
+        p.cgroup = Some(path.clone());
+        p.cgroup_moves.push(super::process::CgroupMove {
+            seq: by.seq,
+            path: path.clone(),
+            by: by.pid,
+        });
+    }
+
+    /// A container's Kubernetes identity: kept for processes classified later, and given to
+    /// every record of that container now.
+    fn container_meta(&mut self, cid: &Arc<str>, identity: &super::k8s::K8sIdentity) {
+        if identity.is_empty() {
+            return;
+        }
+        let identity = Arc::new(identity.clone());
+        self.containers.insert(cid.clone(), identity.clone());
+        for p in self.procs.iter_mut() {
+            if p.container_id.as_ref() == Some(cid) {
+                p.k8s = Some(identity.clone());
+            }
+        }
+    }
+
+    /// The identity of `id`'s container, if its bundle was read; for a shim without one,
+    /// what its argv says (runtime namespace, the sandbox it serves).
+    fn attach_identity(&mut self, id: ProcId) {
+        let p = &self.procs[id];
+        let k8s = p
+            .container_id
+            .as_ref()
+            .and_then(|c| self.containers.get(c))
+            .cloned()
+            .or_else(|| {
+                let shim = p.role == Some(Role::Shim) && p.k8s.is_none();
+                shim.then(|| {
+                    super::k8s::K8sIdentity::from_shim_argv(&p.argv, p.container_id.as_deref())
+                })
+                .flatten()
+                .map(Arc::new)
+            });
+        if k8s.is_some() {
+            self.procs[id].k8s = k8s;
         }
     }
 
@@ -688,7 +764,8 @@ impl Engine {
         let (parent_pid, parent_id) = self.birth_parent(creator, b, a);
         let how = birth_how(b);
         let id = self.new_record(b.child_tid, how, a.seq, a.ts_ns);
-        self.inherit_image(id, creator, comm);
+        let into = b.flags.is_some_and(|f| f.contains(cf::CLONE_INTO_CGROUP));
+        self.inherit_image(id, creator, comm, into);
         let cpid = self.procs[creator].pid;
         let p = &mut self.procs[id];
         p.born_syscall = b.syscall;
@@ -737,8 +814,9 @@ impl Engine {
         (parent, id)
     }
 
-    /// fork copies the creator's image: exe, argv, role, container id.
-    fn inherit_image(&mut self, id: ProcId, creator: ProcId, comm: Comm) {
+    /// fork copies the creator's image: exe, argv, role, container id; cgroup_fork() puts
+    /// the child in the creator's cgroup (unless CLONE_INTO_CGROUP names another).
+    fn inherit_image(&mut self, id: ProcId, creator: ProcId, comm: Comm, into_cgroup: bool) {
         let c = &self.procs[creator];
         let (exe, argv, trunc, role, cid) = (
             c.exe.clone(),
@@ -747,7 +825,10 @@ impl Engine {
             c.role,
             c.container_id.clone(),
         );
+        let (k8s, cgroup) = (c.k8s.clone(), c.cgroup.clone().filter(|_| !into_cgroup));
         let p = &mut self.procs[id];
+        p.k8s = k8s;
+        p.cgroup = cgroup;
         p.comm = comm;
         p.threads[0].comm = comm;
         p.exe = exe;
@@ -821,6 +902,7 @@ impl Engine {
         p.role = new_role;
         if let Some(cid) = classified.and_then(|c| c.container_id) {
             p.container_id = Some(Arc::from(cid));
+            self.attach_identity(id);
         }
     }
 

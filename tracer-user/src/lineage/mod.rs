@@ -6,6 +6,7 @@
 //! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
 
 mod engine;
+pub mod k8s;
 mod process;
 mod reaper;
 mod roles;
@@ -19,7 +20,9 @@ mod tests;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
-pub use process::{ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread};
+pub use process::{
+    CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
+};
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};

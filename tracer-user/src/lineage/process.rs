@@ -179,6 +179,17 @@ impl LineageEntry {
     }
 }
 
+/// A move into another cgroup (cgroup_attach_task).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupMove {
+    /// Seq of the event.
+    pub seq: u64,
+    /// The destination cgroup (path in the reported hierarchy).
+    pub path: Arc<str>,
+    /// The process that moved it (the runtime writing `cgroup.procs`).
+    pub by: u32,
+}
+
 /// A thread of a process. The comm is per thread; a process shows its leader's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Thread {
@@ -248,6 +259,13 @@ pub struct Process {
     pub role: Option<Role>,
     /// Container id, when argv or an ancestor shows one.
     pub container_id: Option<Arc<str>>,
+    /// Its pod and container name, when its container's bundle annotations named them.
+    pub k8s: Option<Arc<super::k8s::K8sIdentity>>,
+    /// Its cgroup (in the reported hierarchy): from /proc at the start, inherited at fork
+    /// (cgroup_fork), changed by moves. `None` when unknown.
+    pub cgroup: Option<Arc<str>>,
+    /// Every move into another cgroup, oldest first.
+    pub cgroup_moves: Vec<CgroupMove>,
     /// Birth first, then adoptions, oldest first.
     pub lineage: Vec<LineageEntry>,
     /// The syscall that created it, when known.
@@ -305,6 +323,9 @@ impl Process {
             exit_group_code: None,
             role: None,
             container_id: None,
+            k8s: None,
+            cgroup: None,
+            cgroup_moves: Vec::new(),
             lineage: vec![LineageEntry {
                 how,
                 parent: 0,

@@ -62,6 +62,8 @@ pub enum StepKind {
     InitAdopted,
     /// INIT exec'd the workload.
     WorkloadExec,
+    /// The runtime moved INIT into the container's cgroup.
+    InitCgroup,
 }
 
 /// One step of a container birth, proven by one event.
@@ -94,6 +96,10 @@ pub struct Story {
     pub init_pid: u32,
     /// What INIT exec'd into (its name), if it did.
     pub workload: Option<String>,
+    /// `namespace/name` of its pod, when the bundle's annotations named it.
+    pub pod: Option<String>,
+    /// The container's name in the pod, when named (none for the sandbox).
+    pub container_name: Option<String>,
     /// Ordered by seq.
     pub steps: Vec<StoryStep>,
 }
@@ -146,11 +152,16 @@ fn build(e: &Engine, init: &Process) -> Story {
             Some(c) => format!(" by {}", label(c)),
             None => by.map(|b| format!(" by {b}")).unwrap_or_default(),
         };
+        // Fork keeps the creator's cgroup, and no runtime moves the shim out of it.
+        let cg = match (&shim.cgroup, shim.cgroup_moves.is_empty()) {
+            (Some(c), true) => format!(" in its creator's cgroup {c}, where it stays"),
+            _ => String::new(),
+        };
         step(
             StepKind::ShimStarted,
             shim.start_seq,
             shim.pid,
-            format!("shim {} started{by_text}", label(shim)),
+            format!("shim {} started{by_text}{cg}", label(shim)),
         );
         let sp = shim.birth_parent.and_then(|p| e.get(p));
         if let Some(sp) = sp {
@@ -283,6 +294,27 @@ fn build(e: &Engine, init: &Process) -> Story {
             format!("init {} adopted by {} ({reason})", init.pid, a.parent),
         );
     }
+    // runc moves its `runc init` child early; the later stages inherit it at fork.
+    for p in [parent, child, Some(init)].into_iter().flatten() {
+        for m in &p.cgroup_moves {
+            let inherit = if p.id == init.id {
+                ""
+            } else {
+                " (INIT inherits it at fork)"
+            };
+            step(
+                StepKind::InitCgroup,
+                m.seq,
+                p.pid,
+                format!(
+                    "{} moved {} into cgroup {}{inherit}",
+                    m.by,
+                    label(p),
+                    m.path
+                ),
+            );
+        }
+    }
     if let Some(s) = init.workload_exec_seq {
         let exe = init
             .execs
@@ -329,6 +361,11 @@ fn build(e: &Engine, init: &Process) -> Story {
         runtime_pid: runtime.map(|r| r.pid),
         init_pid: init.pid,
         workload: init.workload_exec_seq.map(|_| init.name()),
+        pod: init.k8s.as_ref().and_then(|k| k.pod_text()),
+        container_name: init
+            .k8s
+            .as_ref()
+            .and_then(|k| k.container_name.as_deref().map(String::from)),
         steps,
     }
 }

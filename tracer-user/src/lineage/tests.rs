@@ -2033,3 +2033,115 @@ fn an_ancestor_whose_namespace_is_unknown_ends_the_search_inside_a_container() {
     let e = b.engine();
     assert_eq!(ppid(&e, 50), 30);
 }
+
+// ---- cgroups and Kubernetes identity ----
+
+impl B {
+    fn cgroup_move(&mut self, mover: u32, pid: u32, path: &str) -> u64 {
+        self.push(
+            mover,
+            mover,
+            "",
+            EventKind::CgroupAttach {
+                pid,
+                hierarchy: 8,
+                cgroup_id: 7,
+                path: CapturedStr::new(path),
+            },
+        )
+    }
+}
+
+#[test]
+fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
+    let mut b = B::default();
+    let mut daemon = snap(10, 1, "containerd");
+    daemon.cgroup = Some("/system.slice/containerd.service".into());
+    b.fork(10, 20);
+    b.clone(20, 30, cf::CLONE_PARENT);
+    let m1 = b.cgroup_move(20, 30, "/kubepods/pod1/abc");
+    let m2 = b.cgroup_move(20, 30, "/kubepods/pod1/abc/sub");
+    b.fork(30, 40);
+    b.clone(20, 50, cf::CLONE_INTO_CGROUP);
+    b.cgroup_move(20, 999, "/nobody");
+    let mut e = Engine::new();
+    e.seed_snapshot(&[snap(1, 0, "systemd"), daemon]);
+    b.events.iter().for_each(|ev| e.apply(ev));
+    let cg = |pid| e.process(pid).unwrap().cgroup.as_deref().map(String::from);
+    // The shim-like child stays in its creator's cgroup; the moved one and its children not.
+    assert_eq!(cg(20).as_deref(), Some("/system.slice/containerd.service"));
+    assert_eq!(cg(30).as_deref(), Some("/kubepods/pod1/abc/sub"));
+    assert_eq!(cg(40).as_deref(), Some("/kubepods/pod1/abc/sub"));
+    assert_eq!(
+        cg(50),
+        None,
+        "CLONE_INTO_CGROUP: the target is not in the event"
+    );
+    let moves: Vec<(u64, &str, u32)> = e
+        .process(30)
+        .unwrap()
+        .cgroup_moves
+        .iter()
+        .map(|m| (m.seq, &*m.path, m.by))
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            (m1, "/kubepods/pod1/abc", 20),
+            (m2, "/kubepods/pod1/abc/sub", 20)
+        ]
+    );
+    assert!(e.process(40).unwrap().cgroup_moves.is_empty());
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+#[test]
+fn a_bundles_identity_names_every_process_of_its_container() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(
+        100,
+        "/usr/sbin/runc",
+        &["runc", "create", "--bundle", "/b", "ctr1"],
+    );
+    b.push(
+        100,
+        100,
+        "runc",
+        EventKind::ContainerMeta {
+            pid: 100,
+            container_id: "ctr1".into(),
+            annotations: [
+                ("io.kubernetes.cri.sandbox-name", "web-7d9f"),
+                ("io.kubernetes.cri.sandbox-namespace", "shop"),
+                ("io.kubernetes.cri.sandbox-uid", "u-42"),
+                ("io.kubernetes.cri.container-name", "nginx"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        },
+    );
+    let meta = b.events.len() - 1;
+    b.fork(100, 101);
+    b.fork(1, 200);
+    b.exec(200, "/usr/sbin/runc", &["runc", "start", "ctr1"]);
+    b.fork(1, 300);
+    // The metadata repeats the exec's seq and takes none of its own: no sequence warning.
+    b.events[meta..].iter_mut().for_each(|ev| ev.seq -= 1);
+    let e = b.engine();
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+    for pid in [100, 101, 200] {
+        let k = e
+            .process(pid)
+            .unwrap()
+            .k8s
+            .clone()
+            .unwrap_or_else(|| panic!("{pid}"));
+        assert_eq!(k.pod_text().as_deref(), Some("shop/web-7d9f"));
+        assert_eq!(k.container_name.as_deref(), Some("nginx"));
+    }
+    assert_eq!(e.process(300).unwrap().k8s, None);
+    let label = node_label(e.process(101).unwrap(), TreeOpts::default());
+    assert!(label.contains("<pod shop/web-7d9f · nginx>"), "{label}");
+}

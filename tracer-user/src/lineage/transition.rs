@@ -77,6 +77,25 @@ pub enum Transition {
     Subreaper(Actor, bool),
     /// exit_group(code) called: every thread of the process is going.
     ExitGroupCalled(Actor, i32),
+    /// cgroup_attach_task(): the actor (the mover) put task `tid` into cgroup `path`.
+    CgroupMoved {
+        /// Who moved it.
+        actor: Actor,
+        /// The moved task.
+        tid: u32,
+        /// The destination cgroup.
+        path: Arc<str>,
+    },
+    /// The Kubernetes annotations of container `container_id`, read from its bundle when the
+    /// runtime (the actor) started on it.
+    ContainerMeta {
+        /// The runtime.
+        actor: Actor,
+        /// The container id.
+        container_id: Arc<str>,
+        /// What the annotations say.
+        identity: super::k8s::K8sIdentity,
+    },
     /// A task ended (do_exit); `group_dead` when it was the last of its process.
     TaskExit {
         /// The task.
@@ -98,6 +117,8 @@ impl Transition {
             | Transition::Renamed(a, _)
             | Transition::Subreaper(a, _)
             | Transition::ExitGroupCalled(a, _)
+            | Transition::CgroupMoved { actor: a, .. }
+            | Transition::ContainerMeta { actor: a, .. }
             | Transition::TaskExit { actor: a, .. } => a,
         }
     }
@@ -211,6 +232,20 @@ impl Adapter {
                     group_dead: *group_dead,
                 }
             }
+            EventKind::CgroupAttach { pid, path, .. } => Transition::CgroupMoved {
+                actor,
+                tid: *pid,
+                path: Arc::from(path.value.as_str()),
+            },
+            EventKind::ContainerMeta {
+                container_id,
+                annotations,
+                ..
+            } => Transition::ContainerMeta {
+                actor,
+                container_id: Arc::from(container_id.as_str()),
+                identity: super::k8s::K8sIdentity::from_annotations(annotations),
+            },
             EventKind::ExitEnter { .. } | EventKind::CloneEnter { .. } => Transition::Alive(actor),
         };
         Adapted {

@@ -49,6 +49,8 @@ pub enum Mark<'a> {
     Role(Role),
     /// `{cid:0123456789ab}` (the first 12 characters)
     Container(&'a str),
+    /// `<pod shop/web-7d9f · nginx>`: the pod and container its bundle's annotations name.
+    Pod(&'a super::k8s::K8sIdentity),
     /// `{4 threads}`
     Threads(usize),
     /// `(pid 1 in container)`: its pid inside its own pid namespace.
@@ -73,6 +75,14 @@ impl Mark<'_> {
         match self {
             Mark::Role(r) => format!(" [{r}]"),
             Mark::Container(c) => format!(" {{cid:{}}}", short_cid(c)),
+            Mark::Pod(k) => {
+                let pod = k.pod_text().unwrap_or_else(|| "?".into());
+                match (&k.container_name, k.sandbox) {
+                    (Some(c), _) => format!(" <pod {pod} · {c}>"),
+                    (None, true) => format!(" <pod {pod} · sandbox>"),
+                    (None, false) => format!(" <pod {pod}>"),
+                }
+            }
             Mark::Threads(n) => format!(" {{{n} threads}}"),
             Mark::NsPid(n) => format!(" (pid {n} in container)"),
             Mark::Placeholder => " (placeholder)".into(),
@@ -102,6 +112,7 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
     let mut v = Vec::with_capacity(6);
     v.extend(p.role.map(Mark::Role));
     v.extend(p.container_id.as_deref().map(Mark::Container));
+    v.extend(p.k8s.as_deref().filter(|k| !k.is_empty()).map(Mark::Pod));
     let n = p.live_thread_count();
     if threads && n > 1 {
         v.push(Mark::Threads(n));
@@ -261,6 +272,15 @@ fn process_json(p: &Process) -> Value {
         "pidns": p.pidns.filter(|ns| ns.is_known()).map(|ns| ns.inum),
         "pidns_level": p.pidns.map(|ns| ns.level),
         "pidns_inferred": p.pidns.is_some_and(|ns| !ns.is_known()),
+        "pod": p.k8s.as_ref().and_then(|k| k.pod.as_deref()),
+        "container_name": p.k8s.as_ref().and_then(|k| k.container_name.as_deref()),
+        "sandbox": p.k8s.as_ref().is_some_and(|k| k.sandbox),
+        "sandbox_id": p.k8s.as_ref().and_then(|k| k.sandbox_id.as_deref()),
+        "runtime_namespace": p.k8s.as_ref().and_then(|k| k.runtime_namespace.as_deref()),
+        "cgroup": p.cgroup.as_deref(),
+        "cgroup_moves": p.cgroup_moves.iter().map(|m| json!({
+            "seq": m.seq, "path": &*m.path, "by": m.by,
+        })).collect::<Vec<_>>(),
         "subreaper": p.is_subreaper,
         "subreaper_seq": p.subreaper_seq,
         "subreaper_cleared_seq": p.subreaper_cleared_seq,
@@ -294,6 +314,12 @@ pub fn story_text(stories: &[Story]) -> String {
         }
         let cid = s.container_id.as_deref().unwrap_or("?");
         let _ = write!(out, "container {cid}");
+        if let Some(n) = &s.container_name {
+            let _ = write!(out, " ({n})");
+        }
+        if let Some(p) = &s.pod {
+            let _ = write!(out, " of pod {p}");
+        }
         let _ = write!(out, " ({}", s.kind.as_str());
         if let Some(r) = &s.runtime {
             let _ = write!(out, ", {r}");

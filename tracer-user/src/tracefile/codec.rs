@@ -235,11 +235,17 @@ pub(crate) fn encode_header(b: &mut impl BufMut, h: &Header) {
         put_str(b, v);
     }
     // Version 2, after everything version 1 had: per snapshot process a marker (1: its pid
-    // namespace follows, 2: the tracer launched it), then the namespace.
+    // namespace follows, 2: the tracer launched it, 4: its cgroup follows), then those.
     for p in &h.snapshot {
-        b.put_u8(u8::from(p.ns.is_some()) | (u8::from(p.launched) << 1));
+        let marker = u8::from(p.ns.is_some())
+            | (u8::from(p.launched) << 1)
+            | (u8::from(p.cgroup.is_some()) << 2);
+        b.put_u8(marker);
         if let Some(ns) = &p.ns {
             put_pidns_fields(b, ns);
+        }
+        if let Some(cg) = &p.cgroup {
+            put_str(b, cg);
         }
     }
 }
@@ -291,6 +297,7 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
             threads: c.u32s("snapshot threads")?,
             ns: None,
             launched: false,
+            cgroup: None,
         });
     }
     let n = c.count(2, "layout count")?;
@@ -305,10 +312,13 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
     }
     if format_version >= 2 {
         for p in snapshot.iter_mut() {
-            let marker = get_small(&mut c, 3, "a snapshot process marker (0-3)")?;
+            let marker = get_small(&mut c, 7, "a snapshot process marker (0-7)")?;
             p.launched = marker & 2 != 0;
             if marker & 1 != 0 {
                 p.ns = Some(get_pidns_fields(&mut c)?);
+            }
+            if marker & 4 != 0 {
+                p.cgroup = Some(c.string("snapshot cgroup")?);
             }
         }
     }
@@ -361,6 +371,9 @@ const K_PRCTL_ENTER: u8 = 4;
 const K_FORK: u8 = 5;
 const K_EXEC: u8 = 6;
 const K_TASK_EXIT: u8 = 7;
+// Version 2.
+const K_CGROUP: u8 = 8;
+const K_META: u8 = 9;
 
 // Context bits (high nibble of the tag byte): which task fields differ from the previous
 // event of the frame.
@@ -446,6 +459,8 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
         EventKind::Fork { .. } => K_FORK,
         EventKind::Exec { .. } => K_EXEC,
         EventKind::TaskExit { .. } => K_TASK_EXIT,
+        EventKind::CgroupAttach { .. } => K_CGROUP,
+        EventKind::ContainerMeta { .. } => K_META,
     };
     let mut other = 0u8;
     if ev.ppid != ctx.ppid {
@@ -582,14 +597,38 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
             put_varint(b, u64::from(*exit_code));
             b.put_u8(u8::from(*group_dead));
         }
+        EventKind::CgroupAttach {
+            pid,
+            hierarchy,
+            cgroup_id,
+            path,
+        } => {
+            put_varint(b, u64::from(*pid));
+            put_varint(b, u64::from(*hierarchy));
+            put_varint(b, *cgroup_id);
+            put_captured(b, path);
+        }
+        EventKind::ContainerMeta {
+            pid,
+            container_id,
+            annotations,
+        } => {
+            put_varint(b, u64::from(*pid));
+            put_str(b, container_id);
+            put_varint(b, annotations.len() as u64);
+            for (k, v) in annotations {
+                put_str(b, k);
+                put_str(b, v);
+            }
+        }
     }
 }
 
 pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
     let tag = c.restoring(|c| {
         let tag = c.u8("an event tag")?;
-        if tag & C_RESERVED != 0 || tag & 0x0f > K_TASK_EXIT {
-            return Err(DecodeError("an event tag (kind 0-7, bit 7 clear)"));
+        if tag & C_RESERVED != 0 || tag & 0x0f > K_META {
+            return Err(DecodeError("an event tag (kind 0-9, bit 7 clear)"));
         }
         Ok(tag)
     })?;
@@ -708,10 +747,30 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
             old_tid: c.u32v("exec old tid")?,
             filename: get_captured(c, "exec filename")?,
         },
-        _ => EventKind::TaskExit {
+        K_TASK_EXIT => EventKind::TaskExit {
             exit_code: c.u32v("task exit code")?,
             group_dead: get_bool(c, "task exit group_dead flag")?,
         },
+        K_CGROUP => EventKind::CgroupAttach {
+            pid: c.u32v("cgroup attach pid")?,
+            hierarchy: c.u32v("cgroup hierarchy")?,
+            cgroup_id: c.varint("cgroup id")?,
+            path: get_captured(c, "cgroup path")?,
+        },
+        _ => {
+            let pid = c.u32v("container meta pid")?;
+            let container_id = c.string("container meta id")?;
+            let n = c.count(2, "annotation count")?;
+            let mut annotations = std::collections::BTreeMap::new();
+            for _ in 0..n {
+                annotations.insert(c.string("annotation key")?, c.string("annotation value")?);
+            }
+            EventKind::ContainerMeta {
+                pid,
+                container_id,
+                annotations,
+            }
+        }
     };
     Ok(Event {
         seq,

@@ -114,6 +114,8 @@ pub struct SnapshotEntry {
     pub ns: Option<crate::event::PidNs>,
     /// The command the tracer started (`record -- CMD`); its `ppid` is the tracer.
     pub launched: bool,
+    /// Its cgroup in the reported hierarchy (`/proc/PID/cgroup`), when read.
+    pub cgroup: Option<String>,
 }
 
 impl SnapshotEntry {
@@ -129,6 +131,7 @@ impl SnapshotEntry {
             subreaper: false,
             ns: self.ns,
             launched: self.launched,
+            cgroup: self.cgroup.clone(),
         }
     }
 }
@@ -144,6 +147,7 @@ impl From<&SnapshotProcess> for SnapshotEntry {
             threads: p.threads.clone(),
             ns: p.ns,
             launched: p.launched,
+            cgroup: p.cgroup.clone(),
         }
     }
 }

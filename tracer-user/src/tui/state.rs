@@ -627,8 +627,8 @@ impl AppState {
     }
 }
 
-/// Does `p` match the search `q`: a pid prefix (digits), else part of its name or a
-/// container-id prefix (case-insensitive)?
+/// Does `p` match the search `q`: a pid prefix (digits), else part of its name, a
+/// container-id prefix, or part of its pod's or container's name (case-insensitive)?
 pub fn matches_query(p: &Process, q: &str) -> bool {
     let q = q.trim();
     if q.is_empty() {
@@ -638,7 +638,13 @@ pub fn matches_query(p: &Process, q: &str) -> bool {
         return p.pid.to_string().starts_with(q);
     }
     let ql = q.to_lowercase();
+    let k8s = p.k8s.as_deref();
+    let pod = k8s.and_then(|k| k.pod_text());
     p.name().to_lowercase().contains(&ql)
+        || pod.is_some_and(|n| n.to_lowercase().contains(&ql))
+        || k8s
+            .and_then(|k| k.container_name.as_deref())
+            .is_some_and(|n| n.to_lowercase().contains(&ql))
         || p.container_id
             .as_deref()
             .is_some_and(|c| c.to_lowercase().starts_with(&ql))

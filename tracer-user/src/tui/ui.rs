@@ -211,7 +211,10 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
         .then(|| Span::styled(format!(" [+{}]", row.folded_children), fg(s, Color::Cyan)));
     // The thread count shows here only while the thread rows are hidden.
     for m in marks(p, !s.show_threads) {
-        if !matches!(m, Mark::Role(_) | Mark::Container(_) | Mark::Threads(_)) {
+        if !matches!(
+            m,
+            Mark::Role(_) | Mark::Container(_) | Mark::Pod(_) | Mark::Threads(_)
+        ) {
             v.extend(folded.take());
         }
         v.push(Span::styled(m.text(), mark_style(s, &m, base)));
@@ -224,7 +227,7 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
     let mark = base.patch(fg(s, Color::Yellow));
     match m {
         Mark::Role(r) => base.patch(fg(s, role_color(*r))),
-        Mark::Container(_) => base.patch(fg(s, Color::Magenta)),
+        Mark::Container(_) | Mark::Pod(_) => base.patch(fg(s, Color::Magenta)),
         Mark::Subreaper => base.patch(fg(s, Color::Blue)),
         Mark::CloneParent(_) | Mark::NsPid(_) => mark,
         Mark::Adopted(_) | Mark::Reparented => mark.add_modifier(Modifier::BOLD),
@@ -317,6 +320,14 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     if let Some(c) = &p.container_id {
         let _ = write!(head, " container {c}");
     }
+    if let Some(k) = &p.k8s {
+        if let Some(pod) = k.pod_text() {
+            let _ = write!(head, " pod {pod}");
+        }
+        if let Some(c) = &k.container_name {
+            let _ = write!(head, " ({c})");
+        }
+    }
     out.push(Line::styled(
         head,
         Style::new().add_modifier(Modifier::BOLD),
@@ -377,6 +388,13 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
         "running".into()
     };
     out.push(Line::from(vec![key("exit"), Span::raw(exit)]));
+    if let Some(cg) = &p.cgroup {
+        out.push(Line::from(vec![key("cgroup"), Span::raw(cg.to_string())]));
+    }
+    for m in &p.cgroup_moves {
+        let t = format!("moved to {} by {} @{}", m.path, m.by, m.seq);
+        out.push(Line::from(vec![key(""), Span::raw(t)]));
+    }
     if let Some(ns) = p.pidns.filter(|ns| ns.level > 0) {
         let id = if ns.is_known() {
             format!("pid:[{}]", ns.inum)
