@@ -113,10 +113,12 @@
 pub mod decode;
 pub mod demo;
 pub mod event;
+pub mod escape;
 pub mod export;
 pub mod input;
 pub mod lineage;
 pub mod names;
+pub mod outfile;
 pub mod render;
 pub mod stats;
 pub mod strace;

@@ -5,6 +5,7 @@
 //! in between, the held call is printed `<unfinished ...>` and its exit later as
 //! `<... clone resumed>) = 4086`, exactly as strace does.
 
+use crate::escape::{escape, quoted as quote};
 use crate::event::{Event, EventKind, ExitStatus, Syscall};
 use crate::names;
 use std::collections::HashMap;
@@ -35,28 +36,6 @@ pub struct LineRenderer {
     /// `probes` trace-header entry): no syscall exits arrive, so an execve line completes at
     /// its exec and a prctl line at once, both `= 0` (only successful ones are seen).
     pub sched_probes: bool,
-}
-
-fn quote(s: &str, truncated: bool) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    if truncated {
-        out.push_str("...");
-    }
-    out
 }
 
 fn ret_text(syscall: Syscall, ret: i64, child: Option<u32>) -> String {
@@ -291,7 +270,8 @@ impl LineRenderer {
                     let _ = write!(
                         line,
                         "+++ superseded by execve in pid {} ({}) +++",
-                        ev.tid, filename.value
+                        ev.tid,
+                        escape(&filename.value)
                     );
                     lines.push(line);
                     // The exec's exit is reported in the leader's tid: move the held enter.

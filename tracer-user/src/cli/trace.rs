@@ -33,7 +33,7 @@ pub fn run(
     rt.block_on(async move {
         let mut out: Box<dyn Write + Send> = match &output {
             Some(path) => Box::new(std::io::BufWriter::new(
-                std::fs::File::create(path)
+                tracer::outfile::create_streaming(path)
                     .with_context(|| format!("cannot create {}", path.display()))?,
             )),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),

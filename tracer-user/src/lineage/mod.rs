@@ -21,5 +21,6 @@ pub use process::{
 pub use roles::{classify, Classified, InitStage, OciCommand, Role};
 pub use story::{StepKind, Story, StoryKind, StoryStep};
 pub use view::{
-    node_label, story_json, story_text, traced_tree_text, tree_json, tree_text, TreeOpts,
+    node_label, story_json, story_text, subtree_text, traced_tree_text, tree_json, tree_text,
+    write_tree_json, JsonWarning, TreeOpts,
 };
