@@ -579,4 +579,46 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn control_bytes_in_arguments_are_escaped_like_strace() {
+        let name = CapturedStr {
+            value: "\x1b]0;PWNED\x07".into(),
+            truncated: false,
+        };
+        let lines = all(&[
+            ev(
+                1,
+                5,
+                EventKind::ExecEnter {
+                    syscall: Syscall::Execve,
+                    dirfd: -100,
+                    at_flags: 0,
+                    filename: CapturedStr {
+                        value: "/tmp/\x1b[2J\x7f".into(),
+                        truncated: false,
+                    },
+                    argv: vec!["a\nb".into(), "\x1b1".into()],
+                    argv_truncated: false,
+                },
+            ),
+            ev(2, 5, EventKind::SyscallExit { syscall: Syscall::Execve, ret: 0 }),
+            ev(
+                3,
+                5,
+                EventKind::PrctlEnter {
+                    option: tracer_common::prctl::PR_SET_NAME,
+                    arg2: 0,
+                    name: Some(name),
+                },
+            ),
+            ev(4, 5, EventKind::SyscallExit { syscall: Syscall::Prctl, ret: 0 }),
+        ]);
+        assert_eq!(
+            lines[0],
+            "[pid      5] execve(\"/tmp/\\33[2J\\177\", [\"a\\nb\", \"\\0331\"]) = 0"
+        );
+        assert!(lines[1].contains("\"\\33]0;PWNED\\7\""), "{}", lines[1]);
+        assert!(lines.iter().all(|l| !l.chars().any(char::is_control)));
+    }
 }
