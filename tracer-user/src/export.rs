@@ -15,7 +15,7 @@ use crate::lineage::{Engine, How, ProcId, Process, Reason, Role, SnapshotProcess
 pub fn write_jsonl(events: impl Iterator<Item = Event>, out: &mut impl Write) -> io::Result<u64> {
     let mut n = 0;
     for ev in events {
-        serde_json::to_writer(&mut *out, &ev).map_err(io::Error::other)?;
+        serde_json::to_writer(&mut *out, &ev).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
         n += 1;
     }
@@ -222,7 +222,7 @@ pub fn write_perfetto(
             out.write_all(b",\n")?;
         }
         first = false;
-        serde_json::to_writer(&mut *out, &v).map_err(io::Error::other)
+        serde_json::to_writer(&mut *out, &v).map_err(io::Error::from)
     };
     let tid = |id: ProcId| id as u64 + 1;
     for p in e.processes() {
@@ -609,10 +609,15 @@ mod tests {
     #[test]
     fn dot_labels_show_control_bytes_escaped() {
         let mut e = seeded(&[]);
-        e.apply(&ev(1, 7, "\x1b]0;PWNED\x07", EventKind::ExitEnter {
-            syscall: crate::event::Syscall::ExitGroup,
-            code: 0,
-        }));
+        e.apply(&ev(
+            1,
+            7,
+            "\x1b]0;PWNED\x07",
+            EventKind::ExitEnter {
+                syscall: crate::event::Syscall::ExitGroup,
+                code: 0,
+            },
+        ));
         let mut out = Vec::new();
         write_dot(&e, &mut out).unwrap();
         let dot = String::from_utf8(out).unwrap();

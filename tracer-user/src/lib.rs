@@ -112,8 +112,8 @@
 
 pub mod decode;
 pub mod demo;
-pub mod event;
 pub mod escape;
+pub mod event;
 pub mod export;
 pub mod input;
 pub mod lineage;

@@ -196,7 +196,10 @@ mod tests {
         o.commit().unwrap();
         assert_eq!(reader.join().unwrap(), b"through the pipe");
         assert_eq!(mode(&fifo), 0o640);
-        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -602,7 +602,14 @@ mod tests {
                     argv_truncated: false,
                 },
             ),
-            ev(2, 5, EventKind::SyscallExit { syscall: Syscall::Execve, ret: 0 }),
+            ev(
+                2,
+                5,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Execve,
+                    ret: 0,
+                },
+            ),
             ev(
                 3,
                 5,
@@ -612,7 +619,14 @@ mod tests {
                     name: Some(name),
                 },
             ),
-            ev(4, 5, EventKind::SyscallExit { syscall: Syscall::Prctl, ret: 0 }),
+            ev(
+                4,
+                5,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Prctl,
+                    ret: 0,
+                },
+            ),
         ]);
         assert_eq!(
             lines[0],

@@ -1,4 +1,5 @@
 //! The trace-file commands end to end: replay, export (jsonl, perfetto, dot), damage handling.
+//! (Hostile input, output errors and output files: cli_hostile.rs.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -129,6 +130,22 @@ fn damage_is_an_error_unless_salvage_and_a_cut_file_is_a_warning() {
     bad[at] ^= 0xff;
     let bad_path = dir.join("bad.trace");
     std::fs::write(&bad_path, &bad).unwrap();
+    // Version 2: the damaged frame is skipped and reported, the rest is used.
+    let out = tracer(&["replay", bad_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("checksum mismatch"), "{stderr}");
+    assert!(stderr.contains("events lost"), "{stderr}");
+
+    // Version 1 (the bundled demo recording) has no frame markers: damage stops reading, an
+    // error unless --salvage.
+    let demo =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo/containerd.trace");
+    let mut v1 = std::fs::read(demo).unwrap();
+    assert_eq!(v1[8], 1, "the demo recording is version 1");
+    let at = v1.len() * 2 / 3;
+    v1[at] ^= 0xff;
+    std::fs::write(&bad_path, &v1).unwrap();
     let out = tracer(&["replay", bad_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);

@@ -7,12 +7,12 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use tracer::escape::escape;
 use tracer::input::{Input, InputError};
+use tracer::outfile::OutFile;
 use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 use tracer::tracefile::{CaptureMode, Header, TraceWriter};
-use tracer::escape::escape;
-use tracer::outfile::OutFile;
 use tracer::Event;
 
 #[derive(clap::Args, Debug)]
@@ -213,7 +213,13 @@ pub struct ReplayOpts {
 /// engine it fed, for the tree and stories.
 pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::lineage::Engine> {
     if let Some(h) = input.header() {
-        let or_unknown = |s: &str| if s.is_empty() { "?".into() } else { escape(s).into_owned() };
+        let or_unknown = |s: &str| {
+            if s.is_empty() {
+                "?".into()
+            } else {
+                escape(s).into_owned()
+            }
+        };
         eprintln!(
             "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
             input.path.display(),
@@ -305,9 +311,9 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let mut input = open_input(&args.file)?;
     let snapshot = input.snapshot();
     let mut file = match &args.output {
-        Some(p) if p.as_os_str() != "-" => Some(
-            OutFile::atomic(p).with_context(|| format!("cannot create {}", p.display()))?,
-        ),
+        Some(p) if p.as_os_str() != "-" => {
+            Some(OutFile::atomic(p).with_context(|| format!("cannot create {}", p.display()))?)
+        }
         _ => None,
     };
     let mut sink: Box<dyn Write> = match file.as_mut() {

@@ -1616,12 +1616,18 @@ fn tree_text_survives_deep_chains_and_marks_placeholders() {
     let t = tree_text(&e, TreeOpts::default());
     // The cut says how many are not drawn and how to see them: the chain below the last pid
     // drawn is every pid up to 3000.
-    let cut = t.lines().find(|l| l.contains("└─ … ")).expect("a depth cut");
+    let cut = t
+        .lines()
+        .find(|l| l.contains("└─ … "))
+        .expect("a depth cut");
     let words: Vec<&str> = cut.split_whitespace().collect();
     let hidden: usize = words[2].parse().unwrap();
     let below: u32 = words[5].parse().unwrap();
     assert_eq!(hidden, (3000 - below) as usize, "{cut}");
-    assert!(cut.ends_with(&format!("see them with --root {below} or --format json")), "{cut}");
+    assert!(
+        cut.ends_with(&format!("see them with --root {below} or --format json")),
+        "{cut}"
+    );
     assert!(!t.contains("\n3000 ") && !t.contains(" 3000 ?"));
     // Following the advice reaches the deepest process.
     let mut root = below;
@@ -1632,7 +1638,10 @@ fn tree_text_survives_deep_chains_and_marks_placeholders() {
             root = 3000;
             break;
         }
-        let cut = sub.lines().find(|l| l.contains("└─ … ")).expect("a depth cut");
+        let cut = sub
+            .lines()
+            .find(|l| l.contains("└─ … "))
+            .expect("a depth cut");
         root = cut.split_whitespace().nth(5).unwrap().parse().unwrap();
     }
     assert_eq!(root, 3000, "the deepest process is drawn below --root");
@@ -1828,6 +1837,11 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
     let j = serde_json::to_string(&tree_json(&e)).unwrap();
     no_raw_control(&j);
     let v: serde_json::Value = serde_json::from_str(&j).unwrap();
-    let p2 = v["processes"].as_array().unwrap().iter().find(|p| p["pid"] == 2).unwrap();
+    let p2 = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == 2)
+        .unwrap();
     assert_eq!(p2["comm"], HOSTILE);
 }

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use super::engine::{Engine, Warning, WarningKind};
-use crate::escape::escape;
 use super::process::{How, ProcId, Process, Reason};
 use super::story::Story;
+use crate::escape::escape;
 use std::collections::HashSet;
 
 /// Indentation kept at most (about 1000 levels); deeper subtrees are shown as `…`.

@@ -101,7 +101,11 @@ impl TailReport {
 
     /// One line per problem, for people (empty for a clean file).
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.damage.iter().map(|d| format!("damaged: {d}")).collect();
+        let mut out: Vec<String> = self
+            .damage
+            .iter()
+            .map(|d| format!("damaged: {d}"))
+            .collect();
         if self.damage_count > self.damage.len() as u64 {
             out.push(format!(
                 "damaged: {} more damaged stretches not listed",
@@ -523,7 +527,12 @@ impl<R: Read> TraceReader<R> {
         let sk = self.skipping.take();
         if sk.is_some() || frames > 0 {
             let (from, what) = sk.map_or_else(
-                || (start, format!("frames {} to {} missing", self.next_frame, number - 1)),
+                || {
+                    (
+                        start,
+                        format!("frames {} to {} missing", self.next_frame, number - 1),
+                    )
+                },
                 |sk| (sk.from, sk.what),
             );
             self.tail.damage_count += 1;

@@ -534,7 +534,10 @@ fn framed_sample() -> (Vec<u8>, Vec<(std::ops::Range<usize>, Vec<Event>)>) {
 }
 
 /// Which frames' events `got` is made of, in order; `None` when it is not whole frames.
-fn frames_kept(got: &[Event], frames: &[(std::ops::Range<usize>, Vec<Event>)]) -> Option<Vec<bool>> {
+fn frames_kept(
+    got: &[Event],
+    frames: &[(std::ops::Range<usize>, Vec<Event>)],
+) -> Option<Vec<bool>> {
     let mut rest = got;
     let mut kept = vec![];
     for (_, evs) in frames {
@@ -561,7 +564,10 @@ fn every_single_byte_corruption_is_an_error_or_harmless() {
             b[i] ^= x;
             let (recs, err, tail) = read_all(&b);
             if i < first_frame {
-                assert!(err.is_some() && recs.is_empty(), "byte {i}: header damage read");
+                assert!(
+                    err.is_some() && recs.is_empty(),
+                    "byte {i}: header damage read"
+                );
                 continue;
             }
             assert!(err.is_none(), "byte {i} ^ {x:#x}: {err:?}");
@@ -572,7 +578,9 @@ fn every_single_byte_corruption_is_an_error_or_harmless() {
                 .unwrap();
             let got = events_of(&recs);
             let kept = frames_kept(&got, &frames).expect("whole frames");
-            let want: Vec<bool> = (0..frames.len()).map(|j| j != k || lost.is_empty()).collect();
+            let want: Vec<bool> = (0..frames.len())
+                .map(|j| j != k || lost.is_empty())
+                .collect();
             assert_eq!(kept, want, "byte {i} ^ {x:#x}: only frame {k} may be lost");
             assert_eq!(got.len(), evs.len() - lost.len());
             if k + 1 == frames.len() {
@@ -618,7 +626,10 @@ fn a_flipped_length_bit_costs_that_frame_only() {
         assert_eq!(got, want, "bit {bit}");
         assert_eq!(tail.skipped_frames, 1);
         assert_eq!(tail.skipped_events, lost.len() as u64);
-        assert!(tail.warnings().iter().any(|w| w.contains(&format!("byte {}", range.start))));
+        assert!(tail
+            .warnings()
+            .iter()
+            .any(|w| w.contains(&format!("byte {}", range.start))));
     }
 }
 
@@ -634,7 +645,10 @@ fn a_duplicated_frame_is_read_once_and_reported() {
     assert_eq!(events_of(&recs), sample_events());
     assert_eq!(tail.duplicate_frames, 1);
     assert!(!tail.count_disagrees());
-    assert!(tail.warnings().iter().any(|w| w.contains("1 duplicated frames")));
+    assert!(tail
+        .warnings()
+        .iter()
+        .any(|w| w.contains("1 duplicated frames")));
 
     // Version 1 has no frame numbers: the events come twice, and the end record's count says
     // so.
@@ -649,7 +663,11 @@ fn a_duplicated_frame_is_read_once_and_reported() {
     assert!(tail.count_disagrees());
     let w = tail.warnings().join("\n");
     assert!(
-        w.contains(&format!("the end record counts {} events written, {} were read", sample_events().len(), sample_events().len() + 2)),
+        w.contains(&format!(
+            "the end record counts {} events written, {} were read",
+            sample_events().len(),
+            sample_events().len() + 2
+        )),
         "{w}"
     );
 }
@@ -668,7 +686,10 @@ fn damage_spanning_frames_is_one_stretch_with_its_counts() {
     assert_eq!(tail.damage_count, 1);
     assert_eq!(tail.skipped_frames, 3);
     assert_eq!(tail.skipped_events, 4);
-    assert_eq!(tail.skipped_bytes, (frames[3].0.start - frames[0].0.start) as u64);
+    assert_eq!(
+        tail.skipped_bytes,
+        (frames[3].0.start - frames[0].0.start) as u64
+    );
 }
 
 #[test]
@@ -678,7 +699,13 @@ fn version_1_files_still_read() {
     let (recs, err, tail) = read_all(&v1);
     assert!(err.is_none() && tail.clean_end);
     assert_eq!(events_of(&recs), sample_events());
-    assert_eq!(TraceReader::new(Cursor::new(&v1)).unwrap().header().format_version, 1);
+    assert_eq!(
+        TraceReader::new(Cursor::new(&v1))
+            .unwrap()
+            .header()
+            .format_version,
+        1
+    );
 }
 
 #[test]

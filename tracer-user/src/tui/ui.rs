@@ -368,7 +368,12 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
         key("exe"),
         Span::raw(escape(p.exe.as_deref().unwrap_or("?")).into_owned()),
     ]));
-    let mut argv = p.argv.iter().map(|a| escape(a)).collect::<Vec<_>>().join(" ");
+    let mut argv = p
+        .argv
+        .iter()
+        .map(|a| escape(a))
+        .collect::<Vec<_>>()
+        .join(" ");
     if p.argv_truncated {
         argv.push_str(" …");
     }
@@ -444,7 +449,12 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     for r in &p.renames {
         out.push(Line::from(vec![
             key("renamed"),
-            Span::raw(format!("{} (tid {}) @{}", escape(&r.comm.to_string()), r.tid, r.seq)),
+            Span::raw(format!(
+                "{} (tid {}) @{}",
+                escape(&r.comm.to_string()),
+                r.tid,
+                r.seq
+            )),
         ]));
     }
     out
