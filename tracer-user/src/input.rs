@@ -127,6 +127,9 @@ pub struct StraceReport {
     pub unreadable: usize,
     /// The first few unreadable lines: (line number, text).
     pub first_unreadable: Vec<(usize, String)>,
+    /// Lines without a pid belong to the initial process, whose pid the log never showed
+    /// (its events carry pid [`crate::strace::UNKNOWN_PID`]).
+    pub initial_pid_unknown: bool,
 }
 
 impl Input {
@@ -185,6 +188,7 @@ impl Input {
                     lines: import.lines,
                     unreadable: import.unreadable,
                     first_unreadable: import.first_unreadable,
+                    initial_pid_unknown: import.initial_pid_unknown,
                 });
                 Source::Events(import.events.into_iter())
             }

@@ -121,6 +121,12 @@ pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
                 notes.push(format!("  line {line}: {}", escape(text)));
             }
         }
+        if r.initial_pid_unknown {
+            notes.push(format!(
+                "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
+                tracer::strace::UNKNOWN_PID
+            ));
+        }
     }
     if let Some(tail) = input.tail() {
         notes.extend(tail.warnings());

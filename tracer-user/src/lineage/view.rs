@@ -52,7 +52,10 @@ pub fn node_label(p: &Process, opts: TreeOpts) -> String {
     if opts.show_threads && n > 1 {
         let _ = write!(s, " {{{n} threads}}");
     }
-    if p.born_how() == How::Unknown {
+    if p.pid == crate::strace::UNKNOWN_PID {
+        // Only an strace log makes one: lines without a pid whose owner never showed its pid.
+        s.push_str(" (initial process: its pid is not in the log)");
+    } else if p.born_how() == How::Unknown {
         s.push_str(" (placeholder)");
     }
     if p.is_subreaper {
