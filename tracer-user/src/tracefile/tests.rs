@@ -988,3 +988,23 @@ fn probe_set_of_a_recording_comes_from_the_header() {
     h.extra[1].1 = "sched+syscalls".into();
     assert!(!h.sched_probes());
 }
+
+/// `TRACER_BIG_TREE=FILE cargo test -p tracer-user --lib write_big_tree -- --ignored`: a
+/// recording of 400,000 processes (a 4-ary fork tree) for measuring `tracer tree` at scale
+/// (BENCHMARKS.md).
+#[test]
+#[ignore]
+fn write_big_tree() {
+    let path = std::path::PathBuf::from(std::env::var("TRACER_BIG_TREE").unwrap());
+    let n: u32 = std::env::var("TRACER_BIG_TREE_PROCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400_000);
+    let evs = crate::tui::synth::fork_tree(n);
+    let bytes = to_bytes(&Header::default(), &evs).unwrap();
+    if let Ok(v1) = std::env::var("TRACER_BIG_TREE_V1") {
+        // The same in format version 1, for tracers from before version 2.
+        std::fs::write(v1, to_v1(&bytes).0).unwrap();
+    }
+    std::fs::write(path, bytes).unwrap();
+}
