@@ -30,7 +30,8 @@ pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
             Ok(ev) => ev,
             // A recording killed mid-write: every whole frame is used.
             Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
-                notes.push(format!("{e}; using the events before it"));
+                let t = e.trace_error().map(ToString::to_string).unwrap_or_default();
+                notes.push(format!("{t}; using the events before it"));
                 stopped = true;
                 break;
             }
