@@ -9,31 +9,13 @@ use std::process::{Command, Output, Stdio};
 use tracer::tracefile::{synth, to_bytes, CaptureMode, Header, TraceReader, TraceWriter};
 use tracer::{Event, EventKind};
 
-const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
+mod common;
+use common::{sample as storm, text, tracer, TRACER};
+
 const HOSTILE: &str = "\x1b]0;PWNED\x07";
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cli-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn storm(dir: &Path, n: u64) -> (PathBuf, Vec<Event>) {
-    let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
-    h.snapshot = synth::storm_snapshot();
-    let evs: Vec<Event> = synth::Storm::new(n).collect();
-    let path = dir.join("storm.trace");
-    std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
-    (path, evs)
-}
-
-fn tracer(args: &[&str]) -> Output {
-    Command::new(TRACER).args(args).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    common::temp("cli-hostile", name)
 }
 
 fn p(path: &Path) -> &str {

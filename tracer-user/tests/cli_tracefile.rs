@@ -2,33 +2,13 @@
 //! (Hostile input, output errors and output files: cli_hostile.rs.)
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use tracer::tracefile::{synth, to_bytes, CaptureMode, Header};
-use tracer::Event;
+use std::process::Command;
 
-const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
+mod common;
+use common::{sample, text, tracer};
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cli-tracefile-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn sample(dir: &Path, n: u64) -> (PathBuf, Vec<Event>) {
-    let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
-    h.snapshot = synth::storm_snapshot();
-    let evs: Vec<Event> = synth::Storm::new(n).collect();
-    let path = dir.join("storm.trace");
-    std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
-    (path, evs)
-}
-
-fn tracer(args: &[&str]) -> Output {
-    Command::new(TRACER).args(args).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    common::temp("cli-tracefile", name)
 }
 
 #[test]

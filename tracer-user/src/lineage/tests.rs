@@ -1602,16 +1602,7 @@ fn tree_text_survives_deep_chains_and_marks_placeholders() {
     for pid in 2..3000 {
         b.fork(pid, pid + 1);
     }
-    b.push(
-        9000,
-        9000,
-        "ghost",
-        EventKind::CloneEnter {
-            syscall: Syscall::Clone,
-            flags: CloneFlags(0),
-            exit_signal: 17,
-        },
-    );
+    push_ghost(&mut b);
     let e = b.engine();
     let t = tree_text(&e, TreeOpts::default());
     // The cut says how many are not drawn and how to see them: the chain below the last pid
@@ -1765,16 +1756,7 @@ fn throughput() {
 fn tree_json_lists_warnings_with_seq_pid_kind_and_text() {
     let mut b = B::default();
     b.fork(1, 2);
-    b.push(
-        9000,
-        9000,
-        "ghost",
-        EventKind::CloneEnter {
-            syscall: Syscall::Clone,
-            flags: CloneFlags(0),
-            exit_signal: 17,
-        },
-    );
+    push_ghost(&mut b);
     let e = b.engine();
     let v = tree_json(&e);
     assert_eq!(v["warning_count"], 1);
@@ -1844,4 +1826,18 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
         .find(|p| p["pid"] == 2)
         .unwrap();
     assert_eq!(p2["comm"], HOSTILE);
+}
+
+/// An event of pid 9000, never seen created: the engine's `unknown_pid` warning.
+fn push_ghost(b: &mut B) {
+    b.push(
+        9000,
+        9000,
+        "ghost",
+        EventKind::CloneEnter {
+            syscall: Syscall::Clone,
+            flags: CloneFlags(0),
+            exit_signal: 17,
+        },
+    );
 }
