@@ -506,9 +506,12 @@ pub(crate) fn push_frame(b: &mut Vec<u8>, kind: u8, number: u32, before: u64, pa
     b.extend_from_slice(payload);
 }
 
+/// Each frame of a file: its byte range and its events.
+type Frames = Vec<(std::ops::Range<usize>, Vec<Event>)>;
+
 /// A file of several frames, and each frame's byte range and events (events frames of two
 /// events, a stats frame in the middle, the end frame last).
-fn framed_sample() -> (Vec<u8>, Vec<(std::ops::Range<usize>, Vec<Event>)>) {
+fn framed_sample() -> (Vec<u8>, Frames) {
     let evs = sample_events();
     let mut w = TraceWriter::new(Vec::new(), &sample_header()).unwrap();
     let mut frames = vec![];
@@ -602,7 +605,7 @@ fn every_single_byte_corruption_is_an_error_or_harmless() {
                     ),
                     "byte {i} ^ {x:#x}: {d}"
                 );
-                assert!(tail.count_disagrees() == !lost.is_empty());
+                assert_eq!(tail.count_disagrees(), !lost.is_empty());
             }
         }
     }
