@@ -961,6 +961,18 @@ fn write_fuzz_seeds() {
     std::fs::create_dir_all(&dir).unwrap();
     let small = to_bytes(&sample_header(), &sample_events()).unwrap();
     std::fs::write(dir.join("sample.trace"), &small).unwrap();
+    // Version 1 stays readable.
+    std::fs::write(dir.join("sample-v1.trace"), to_v1(&small).0).unwrap();
+    // Damage the reader skips: a flipped length bit, a duplicated frame.
+    let (framed, frames) = framed_sample();
+    let mut flip = framed.clone();
+    flip[frames[1].0.start + 5] ^= 0x08;
+    std::fs::write(dir.join("flipped-length.trace"), flip).unwrap();
+    let r = frames[1].0.clone();
+    let mut dup = framed[..r.end].to_vec();
+    dup.extend_from_slice(&framed[r.clone()]);
+    dup.extend_from_slice(&framed[r.end..]);
+    std::fs::write(dir.join("duplicated-frame.trace"), dup).unwrap();
     let storm: Vec<Event> = synth::Storm::new(300).collect();
     let h = Header {
         snapshot: synth::storm_snapshot(),
