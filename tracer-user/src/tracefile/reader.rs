@@ -535,10 +535,11 @@ impl<R: Read> TraceReader<R> {
                 },
                 |sk| (sk.from, sk.what),
             );
+            // A hostile count of events before the frame can be anything: saturate.
             self.tail.damage_count += 1;
-            self.tail.skipped_bytes += start - from;
-            self.tail.skipped_frames += frames;
-            self.tail.skipped_events += events;
+            self.tail.skipped_bytes = self.tail.skipped_bytes.saturating_add(start - from);
+            self.tail.skipped_frames = self.tail.skipped_frames.saturating_add(frames);
+            self.tail.skipped_events = self.tail.skipped_events.saturating_add(events);
             if self.tail.damage.len() < MAX_KEPT_DAMAGE {
                 self.tail.damage.push(Damage {
                     offset: from,

@@ -1023,3 +1023,20 @@ fn write_big_tree() {
     }
     std::fs::write(path, bytes).unwrap();
 }
+
+#[test]
+fn hostile_frame_counts_never_overflow_the_report() {
+    // Found by the fuzzer: a frame claiming u64::MAX events before it, after damage, twice.
+    let mut b = to_bytes(&Header::default(), &[]).unwrap();
+    let body_len = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    b.truncate(PREAMBLE_LEN + body_len);
+    b.extend_from_slice(b"damaged");
+    push_frame(&mut b, frame_type::EVENTS, 1, u64::MAX, &[]);
+    b.extend_from_slice(b"damaged");
+    push_frame(&mut b, frame_type::EVENTS, 3, u64::MAX, &[]);
+    let (recs, err, tail) = read_all(&b);
+    assert!(err.is_none() && recs.is_empty());
+    assert_eq!(tail.damage_count, 2);
+    assert_eq!(tail.skipped_events, u64::MAX);
+    assert_eq!(tail.skipped_frames, 2);
+}
