@@ -40,7 +40,9 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
     // Said once the terminal is back: what of the input could not be shown.
     super::tracefile::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
-        eprintln!("tracer: warning: {e} (the recording was interrupted; every whole frame was shown)");
+        eprintln!(
+            "tracer: warning: {e} (the recording was interrupted; every whole frame was shown)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
