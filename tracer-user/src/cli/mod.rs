@@ -88,8 +88,9 @@ pub enum Command {
         /// start snapshot).
         #[arg(long)]
         traced: bool,
-        /// Only the subtree of this process (the newest with that pid): also how to see what
-        /// lies below the depth the full tree stops drawing at.
+        /// Text tree: only the subtree of this process (the newest with that pid); how to see
+        /// what lies below the depth the full tree stops drawing at. The JSON lists every
+        /// process anyway.
         #[arg(long, value_name = "PID", conflicts_with = "traced")]
         root: Option<u32>,
     },

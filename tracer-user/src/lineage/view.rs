@@ -164,12 +164,7 @@ fn write_children(
 ) {
     // Depth is bounded by the number of records; a cycle cannot form because a record only
     // ever gets a parent that existed before it or one found walking up from it.
-    let kids: Vec<&Process> = e
-        .children_of(p)
-        .into_iter()
-        .filter(|c| opts.show_exited || !c.exited || has_live_descendant(e, c))
-        .filter(|c| keep.is_none_or(|k| k.contains(&c.id)))
-        .collect();
+    let kids = shown_children(e, p, opts, keep);
     let n = kids.len();
     for (i, c) in kids.into_iter().enumerate() {
         let last = i + 1 == n;
@@ -182,7 +177,7 @@ fn write_children(
         if next.len() < MAX_PREFIX_BYTES {
             write_children(e, c, opts, keep, &next, out);
         } else if !c.child_ids().is_empty() {
-            let hidden = descendant_count(e, c);
+            let hidden = descendant_count(e, c, opts, keep);
             out.push_str(&next);
             let _ = writeln!(
                 out,
@@ -193,12 +188,31 @@ fn write_children(
     }
 }
 
-/// Processes below `p`, all generations.
-fn descendant_count(e: &Engine, p: &Process) -> usize {
+/// The children of `p` the text tree draws, by pid.
+fn shown_children<'e>(
+    e: &'e Engine,
+    p: &Process,
+    opts: TreeOpts,
+    keep: Option<&HashSet<ProcId>>,
+) -> Vec<&'e Process> {
+    e.children_of(p)
+        .into_iter()
+        .filter(|c| opts.show_exited || !c.exited || has_live_descendant(e, c))
+        .filter(|c| keep.is_none_or(|k| k.contains(&c.id)))
+        .collect()
+}
+
+/// Processes below `p`, all generations, that the text tree would draw.
+fn descendant_count(
+    e: &Engine,
+    p: &Process,
+    opts: TreeOpts,
+    keep: Option<&HashSet<ProcId>>,
+) -> usize {
     let mut stack = vec![p];
     let mut n = 0usize;
     while let Some(q) = stack.pop() {
-        for c in e.children_of(q) {
+        for c in shown_children(e, q, opts, keep) {
             n += 1;
             stack.push(c);
         }
