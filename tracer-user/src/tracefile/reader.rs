@@ -554,6 +554,52 @@ impl<R: Read> TraceReader<R> {
         true
     }
 
+    /// Reads the payload of the frame at `start` whose header (`hlen` bytes) is `h`; false
+    /// when its checksum fails in version 2 (the frame is then skipped whole: its header, and
+    /// so its length, is good).
+    fn read_frame_payload(
+        &mut self,
+        start: u64,
+        hlen: u64,
+        h: &FrameHead,
+    ) -> Result<bool, TraceFileError> {
+        let got = read_payload(&mut self.src, h.len, &mut self.payload).map_err(|e| {
+            TraceFileError::Io {
+                offset: start,
+                error: e,
+            }
+        })?;
+        self.offset += got;
+        if got < h.len {
+            return Err(TraceFileError::Truncated {
+                offset: start,
+                what: "a frame",
+                need: hlen + h.len,
+                have: hlen + got,
+            });
+        }
+        let computed = crc32fast::hash(&self.payload);
+        if computed == h.crc || cfg!(fuzzing) {
+            return Ok(true);
+        }
+        let err = TraceFileError::Checksum {
+            offset: start,
+            what: "frame",
+            stored: h.crc,
+            computed,
+        };
+        if !self.framed() {
+            return Err(err);
+        }
+        if self.skipping.is_none() {
+            self.skipping = Some(Skipping {
+                from: start,
+                what: err.to_string(),
+            });
+        }
+        Ok(false)
+    }
+
     /// Reads the next good frame header and payload. `Ok(None)` at the end of input. Version 2
     /// skips damaged frames (see [`TailReport::damage`]); version 1 stops at the first.
     fn next_frame(&mut self) -> Result<Option<u8>, TraceFileError> {
@@ -586,39 +632,7 @@ impl<R: Read> TraceReader<R> {
                 }
                 Err(e) => return Err(e),
             };
-            let got = read_payload(&mut self.src, h.len, &mut self.payload).map_err(|e| {
-                TraceFileError::Io {
-                    offset: start,
-                    error: e,
-                }
-            })?;
-            self.offset += got;
-            if got < h.len {
-                return Err(TraceFileError::Truncated {
-                    offset: start,
-                    what: "a frame",
-                    need: hlen as u64 + h.len,
-                    have: n as u64 + got,
-                });
-            }
-            let computed = crc32fast::hash(&self.payload);
-            if computed != h.crc && !cfg!(fuzzing) {
-                let err = TraceFileError::Checksum {
-                    offset: start,
-                    what: "frame",
-                    stored: h.crc,
-                    computed,
-                };
-                if !self.framed() {
-                    return Err(err);
-                }
-                // The header is good, so its length is: the frame is skipped whole.
-                if self.skipping.is_none() {
-                    self.skipping = Some(Skipping {
-                        from: start,
-                        what: err.to_string(),
-                    });
-                }
+            if !self.read_frame_payload(start, hlen as u64, &h)? {
                 continue;
             }
             if let Some((number, before)) = h.number {
