@@ -29,7 +29,8 @@
 //!   get the placeholder [`UNKNOWN_PID`] (0) until the first prefixed line that can only be it
 //!   (a new pid that is not the child of an in-flight clone — or whose first line resumes a
 //!   call, which a new child cannot do); then every event so far is rewritten to the real pid.
-//!   If it never shows, 0 stays.
+//!   If it never shows, 0 stays: [`Import::initial_pid_unknown`] says so, and the text tree
+//!   and the commands' warnings call it "the initial process", not a pid.
 //! * Thread ids map to process ids through the CLONE_THREAD clones seen. `Process N attached
 //!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
 //!   without a notice or a matching clone are taken as N's threads.
@@ -57,7 +58,11 @@
 //!    resumed line, spliced into the call line, or right after the returning line. It goes to
 //!    the clone that returned N, else to a waiting clone (below);
 //! 2. in a log without notices, the first line of a pid not seen before, matched the same way
-//!    (a first line that resumes a call is a task that existed before tracing);
+//!    (a first line that resumes a call is a task that existed before tracing) — except when
+//!    the waiting clone returned a pid of strace's namespace not seen yet: that return value,
+//!    if it shows up later in the log, names the child; the first unseen pid after the clone is
+//!    taken only if it never does (at the end of the log, its `Fork` then placed before its
+//!    first event);
 //! 3. the return value N when it is not foreign: in an `-o FILE` log (pid column, no notice
 //!    seen — strace writes notices to stderr, never into the file) at once when the call
 //!    returns; otherwise when neither came before the caller's next line (or its exit, or the
