@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
+use crate::escape::escape;
 use crate::event::{Event, EventKind};
 use crate::lineage::{Engine, How, ProcId, Process, Reason, Role, SnapshotProcess};
 
@@ -14,7 +15,7 @@ use crate::lineage::{Engine, How, ProcId, Process, Reason, Role, SnapshotProcess
 pub fn write_jsonl(events: impl Iterator<Item = Event>, out: &mut impl Write) -> io::Result<u64> {
     let mut n = 0;
     for ev in events {
-        serde_json::to_writer(&mut *out, &ev).map_err(io::Error::other)?;
+        serde_json::to_writer(&mut *out, &ev).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
         n += 1;
     }
@@ -221,7 +222,7 @@ pub fn write_perfetto(
             out.write_all(b",\n")?;
         }
         first = false;
-        serde_json::to_writer(&mut *out, &v).map_err(io::Error::other)
+        serde_json::to_writer(&mut *out, &v).map_err(io::Error::from)
     };
     let tid = |id: ProcId| id as u64 + 1;
     for p in e.processes() {
@@ -338,13 +339,14 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=8];")?;
     for p in e.processes() {
         let (shape, fill) = role_style(p.role);
-        let mut label = format!("{} {}", p.pid, p.name());
+        // Control bytes made visible first (`\33`), then the DOT quoting on top.
+        let mut label = format!("{} {}", p.pid, escape(&p.name()));
         if let Some(r) = p.role {
             label.push_str(&format!("\n[{r}]"));
         }
         if let Some(c) = &p.container_id {
             let short: String = c.chars().take(12).collect();
-            label.push_str(&format!("\ncid {short}"));
+            label.push_str(&format!("\ncid {}", escape(&short)));
         }
         match (p.exited, p.exit_status) {
             (true, Some(st)) => label.push_str(&format!("\n({st})")),
@@ -605,5 +607,25 @@ mod tests {
     #[test]
     fn dot_strings_are_escaped() {
         assert_eq!(dot_str("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+    }
+
+    #[test]
+    fn dot_labels_show_control_bytes_escaped() {
+        let mut e = seeded(&[]);
+        e.apply(&ev(
+            1,
+            7,
+            "\x1b]0;PWNED\x07",
+            EventKind::ExitEnter {
+                syscall: crate::event::Syscall::ExitGroup,
+                code: 0,
+            },
+        ));
+        let mut out = Vec::new();
+        write_dot(&e, &mut out).unwrap();
+        let dot = String::from_utf8(out).unwrap();
+        assert!(!dot.chars().any(|c| c.is_control() && c != '\n'), "{dot}");
+        // `\33` made visible, its backslash then quoted for DOT.
+        assert!(dot.contains("7 \\\\33]0;PWNED\\\\7"), "{dot}");
     }
 }

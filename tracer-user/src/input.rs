@@ -100,8 +100,8 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
     }
 }
 
-/// Where trace-file bytes come from: a file, or bytes in memory (the embedded demo).
-type TraceSource = Box<dyn Read + Send>;
+/// Where recording bytes come from: a file, standard input, or bytes in memory (the demo).
+pub type TraceSource = Box<dyn Read + Send>;
 
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
@@ -127,18 +127,36 @@ pub struct StraceReport {
     pub unreadable: usize,
     /// The first few unreadable lines: (line number, text).
     pub first_unreadable: Vec<(usize, String)>,
+    /// Lines without a pid belong to the initial process, whose pid the log never showed
+    /// (its events carry pid [`crate::strace::UNKNOWN_PID`]).
+    pub initial_pid_unknown: bool,
 }
 
 impl Input {
-    /// Opens `path` and detects what it is from its content.
+    /// Opens `path` (`-`: standard input) and detects what it is from its content. The input
+    /// is opened once and read as a stream, so a pipe, `/dev/stdin` or a FIFO works as well
+    /// as a file.
     pub fn open(path: &Path) -> Result<Input, InputError> {
         let io = |error| InputError::Io {
             path: path.to_path_buf(),
             error,
         };
-        let mut file = File::open(path).map_err(io)?;
+        let file: TraceSource = if path.as_os_str() == "-" {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(File::open(path).map_err(io)?)
+        };
+        Input::from_reader(path, file)
+    }
+
+    /// Reads a recording from `src`, once, as a stream; `path` names it in messages.
+    pub fn from_reader(path: &Path, mut src: TraceSource) -> Result<Input, InputError> {
+        let io = |error| InputError::Io {
+            path: path.to_path_buf(),
+            error,
+        };
         let mut prefix = Vec::with_capacity(SNIFF_BYTES);
-        (&mut file)
+        (&mut src)
             .take(SNIFF_BYTES as u64)
             .read_to_end(&mut prefix)
             .map_err(io)?;
@@ -149,10 +167,9 @@ impl Input {
         let mut report = None;
         let source = match kind {
             Kind::TraceFile => {
-                // Re-open from the start: simpler than chaining the sniffed bytes.
-                drop(file);
-                let file = File::open(path).map_err(io)?;
-                let src: TraceSource = Box::new(BufReader::with_capacity(256 << 10, file));
+                // The sniffed bytes, then the rest: nothing is read twice.
+                let chained = std::io::Cursor::new(prefix).chain(src);
+                let src: TraceSource = Box::new(BufReader::with_capacity(256 << 10, chained));
                 let reader = TraceReader::new(src).map_err(|e| InputError::TraceFile {
                     path: path.to_path_buf(),
                     error: e,
@@ -160,9 +177,7 @@ impl Input {
                 Source::Trace(Box::new(reader))
             }
             Kind::StraceLog => {
-                let mut rest = Vec::new();
-                file.read_to_end(&mut rest).map_err(io)?;
-                prefix.extend_from_slice(&rest);
+                src.read_to_end(&mut prefix).map_err(io)?;
                 // Lossy on bad UTF-8: a log with a stray byte is still a log.
                 let import =
                     crate::strace::parse_reader(&prefix[..]).map_err(|e| InputError::Strace {
@@ -173,6 +188,7 @@ impl Input {
                     lines: import.lines,
                     unreadable: import.unreadable,
                     first_unreadable: import.first_unreadable,
+                    initial_pid_unknown: import.initial_pid_unknown,
                 });
                 Source::Events(import.events.into_iter())
             }

@@ -112,11 +112,13 @@
 
 pub mod decode;
 pub mod demo;
+pub mod escape;
 pub mod event;
 pub mod export;
 pub mod input;
 pub mod lineage;
 pub mod names;
+pub mod outfile;
 pub mod render;
 pub mod stats;
 pub mod strace;

@@ -5,6 +5,7 @@
 //! in between, the held call is printed `<unfinished ...>` and its exit later as
 //! `<... clone resumed>) = 4086`, exactly as strace does.
 
+use crate::escape::{escape, quoted as quote};
 use crate::event::{Event, EventKind, ExitStatus, Syscall};
 use crate::names;
 use std::collections::HashMap;
@@ -35,28 +36,6 @@ pub struct LineRenderer {
     /// `probes` trace-header entry): no syscall exits arrive, so an execve line completes at
     /// its exec and a prctl line at once, both `= 0` (only successful ones are seen).
     pub sched_probes: bool,
-}
-
-fn quote(s: &str, truncated: bool) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    if truncated {
-        out.push_str("...");
-    }
-    out
 }
 
 fn ret_text(syscall: Syscall, ret: i64, child: Option<u32>) -> String {
@@ -291,7 +270,8 @@ impl LineRenderer {
                     let _ = write!(
                         line,
                         "+++ superseded by execve in pid {} ({}) +++",
-                        ev.tid, filename.value
+                        ev.tid,
+                        escape(&filename.value)
                     );
                     lines.push(line);
                     // The exec's exit is reported in the leader's tid: move the held enter.
@@ -629,5 +609,61 @@ mod tests {
                 "[pid      5] prctl(PR_SET_CHILD_SUBREAPER, 1) = 0",
             ]
         );
+    }
+
+    #[test]
+    fn control_bytes_in_arguments_are_escaped_like_strace() {
+        let name = CapturedStr {
+            value: "\x1b]0;PWNED\x07".into(),
+            truncated: false,
+        };
+        let lines = all(&[
+            ev(
+                1,
+                5,
+                EventKind::ExecEnter {
+                    syscall: Syscall::Execve,
+                    dirfd: -100,
+                    at_flags: 0,
+                    filename: CapturedStr {
+                        value: "/tmp/\x1b[2J\x7f".into(),
+                        truncated: false,
+                    },
+                    argv: vec!["a\nb".into(), "\x1b1".into()],
+                    argv_truncated: false,
+                },
+            ),
+            ev(
+                2,
+                5,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Execve,
+                    ret: 0,
+                },
+            ),
+            ev(
+                3,
+                5,
+                EventKind::PrctlEnter {
+                    option: tracer_common::prctl::PR_SET_NAME,
+                    arg2: 0,
+                    name: Some(name),
+                },
+            ),
+            ev(
+                4,
+                5,
+                EventKind::SyscallExit {
+                    syscall: Syscall::Prctl,
+                    ret: 0,
+                },
+            ),
+        ]);
+        assert_eq!(
+            lines[0],
+            "[pid      5] execve(\"/tmp/\\33[2J\\177\", [\"a\\nb\", \"\\0331\"]) = 0"
+        );
+        assert!(lines[1].contains("\"\\33]0;PWNED\\7\""), "{}", lines[1]);
+        assert!(lines.iter().all(|l| !l.chars().any(char::is_control)));
     }
 }

@@ -1,33 +1,14 @@
 //! The trace-file commands end to end: replay, export (jsonl, perfetto, dot), damage handling.
+//! (Hostile input, output errors and output files: cli_hostile.rs.)
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use tracer::tracefile::{synth, to_bytes, CaptureMode, Header};
-use tracer::Event;
+use std::process::Command;
 
-const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
+mod common;
+use common::{sample, text, tracer};
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cli-tracefile-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn sample(dir: &Path, n: u64) -> (PathBuf, Vec<Event>) {
-    let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
-    h.snapshot = synth::storm_snapshot();
-    let evs: Vec<Event> = synth::Storm::new(n).collect();
-    let path = dir.join("storm.trace");
-    std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
-    (path, evs)
-}
-
-fn tracer(args: &[&str]) -> Output {
-    Command::new(TRACER).args(args).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    common::temp("cli-tracefile", name)
 }
 
 #[test]
@@ -129,6 +110,22 @@ fn damage_is_an_error_unless_salvage_and_a_cut_file_is_a_warning() {
     bad[at] ^= 0xff;
     let bad_path = dir.join("bad.trace");
     std::fs::write(&bad_path, &bad).unwrap();
+    // Version 2: the damaged frame is skipped and reported, the rest is used.
+    let out = tracer(&["replay", bad_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("checksum mismatch"), "{stderr}");
+    assert!(stderr.contains("events lost"), "{stderr}");
+
+    // Version 1 (the demo as it was recorded then) has no frame markers: damage stops
+    // reading, an error unless --salvage.
+    let demo =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/trace/containerd-v1.trace");
+    let mut v1 = std::fs::read(demo).unwrap();
+    assert_eq!(v1[8], 1, "a version 1 recording");
+    let at = v1.len() * 2 / 3;
+    v1[at] ^= 0xff;
+    std::fs::write(&bad_path, &v1).unwrap();
     let out = tracer(&["replay", bad_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);

@@ -49,6 +49,15 @@ fn sigkilled_record_keeps_every_whole_frame() {
     let dir = std::env::temp_dir().join(format!("record-sigkill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("k.trace");
+    // An older recording at the path, 0644, with a second name: replaced by a new 0600 file,
+    // never truncated or chmod'ed in place (the other name keeps it as it was).
+    std::fs::write(&path, "old recording").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let other = dir.join("other-name");
+    std::fs::hard_link(&path, &other).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tracer"))
         .arg("record")
         .arg("-o")
@@ -100,5 +109,8 @@ fn sigkilled_record_keeps_every_whole_frame() {
     let mode = std::fs::metadata(&path).unwrap();
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(mode.permissions().mode() & 0o777, 0o600);
+    let kept = std::fs::metadata(&other).unwrap();
+    assert_eq!(kept.permissions().mode() & 0o777, 0o644);
+    assert_eq!(std::fs::read(&other).unwrap(), b"old recording");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -48,9 +48,11 @@ fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
         ..ReplayOpts::default()
     };
     let engine = replay_input(input, &opts)?;
-    println!("\n== process tree at the end of the demo\n");
-    print!("{}", traced_tree_text(&engine, TreeOpts::default()));
-    println!("\n== container births\n");
-    print!("{}", story_text(&tracer::lineage::stories(&engine)));
+    super::output::to_stdout(|out| {
+        writeln!(out, "\n== process tree at the end of the demo\n")?;
+        out.write_all(traced_tree_text(&engine, TreeOpts::default()).as_bytes())?;
+        writeln!(out, "\n== container births\n")?;
+        out.write_all(story_text(&tracer::lineage::stories(&engine)).as_bytes())
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,84 +1,118 @@
 //! `tracer tree` and `tracer story`: the lineage engine over a recording.
 
+use super::output::to_stdout;
 use super::OutputFormat;
 use anyhow::Result;
 use std::path::Path;
 use tracer::input::Input;
 use tracer::lineage::{
-    story_json, story_text, traced_tree_text, tree_json, tree_text, Engine, TreeOpts,
+    story_json, story_text, subtree_text, traced_tree_text, tree_text, write_tree_json, Engine,
+    JsonWarning, TreeOpts,
 };
 
-/// A recording (trace file or strace log, told apart by content) run through the engine,
-/// seeded with the trace file's /proc snapshot; up to event `at` when given.
-pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Engine> {
+/// A recording run through the engine, and what the user must hear about its input.
+pub struct Loaded {
+    pub engine: Engine,
+    /// One line each (also printed on stderr as they are found).
+    pub notes: Vec<String>,
+}
+
+/// A recording (trace file or strace log, told apart by content; `-` is stdin) run through the
+/// engine, seeded with the trace file's /proc snapshot; up to event `at` when given. Every
+/// warning about the input is printed on stderr and returned.
+pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
     let mut input = Input::open(path)?;
-    if let Some(r) = input.strace_report() {
-        if r.unreadable > 0 {
-            eprintln!(
-                "tracer: {}: {} of {} lines not understood",
-                path.display(),
-                r.unreadable,
-                r.lines
-            );
-            for (line, text) in &r.first_unreadable {
-                eprintln!("tracer:   line {line}: {text}");
-            }
-        }
-    }
     let mut engine = input.seeded_engine();
-    for ev in input.by_ref() {
+    let mut notes = Vec::new();
+    let mut stopped = false;
+    while let Some(ev) = input.next_event() {
         let ev = match ev {
             Ok(ev) => ev,
             // A recording killed mid-write: every whole frame is used.
             Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
-                eprintln!("tracer: warning: {e}; using the events before it");
+                let t = e.trace_error().map(ToString::to_string).unwrap_or_default();
+                notes.push(format!("{t}; using the events before it"));
+                stopped = true;
                 break;
             }
             Err(e) => return Err(e.into()),
         };
         if at.is_some_and(|seq| ev.seq > seq) {
+            stopped = true;
             break;
         }
         engine.apply(&ev);
     }
-    Ok(engine)
+    if !stopped {
+        notes.extend(super::tracefile::input_notes(&input, false));
+    } else if let Some(r) = input.strace_report() {
+        // Stopped early by --at: the strace counts are known anyway (the log was read whole).
+        if r.unreadable > 0 {
+            notes.extend(super::tracefile::input_notes(&input, true));
+        }
+    }
+    if let Some(seq) = at {
+        match engine.last_seq() {
+            Some(last) if seq > last => notes.push(format!(
+                "--at {seq} is past the last event (seq {last}): this is the final state"
+            )),
+            None => notes.push(format!("--at {seq}: the recording has no events")),
+            _ => {}
+        }
+    }
+    for n in &notes {
+        eprintln!("tracer: warning: {}: {n}", path.display());
+    }
+    Ok(Loaded { engine, notes })
 }
 
-pub fn tree(
-    file: &Path,
-    format: OutputFormat,
-    at: Option<u64>,
-    hide_exited: bool,
-    traced: bool,
-) -> Result<()> {
-    let engine = load_engine(file, at)?;
-    match format {
+/// What `tracer tree` shows.
+pub struct TreeArgs<'a> {
+    pub file: &'a Path,
+    pub format: OutputFormat,
+    pub at: Option<u64>,
+    pub hide_exited: bool,
+    pub traced: bool,
+    pub root: Option<u32>,
+}
+
+pub fn tree(a: TreeArgs<'_>) -> Result<()> {
+    let Loaded { engine, notes } = load_engine(a.file, a.at)?;
+    match a.format {
         OutputFormat::Text => {
             let opts = TreeOpts {
-                show_exited: !hide_exited,
+                show_exited: !a.hide_exited,
                 ..TreeOpts::default()
             };
-            if traced {
-                print!("{}", traced_tree_text(&engine, opts));
-            } else {
-                print!("{}", tree_text(&engine, opts));
-            }
+            let text = match a.root {
+                Some(pid) => subtree_text(&engine, pid, opts).ok_or_else(|| {
+                    anyhow::anyhow!("--root {pid}: no process with that pid in the recording")
+                })?,
+                None if a.traced => traced_tree_text(&engine, opts),
+                None => tree_text(&engine, opts),
+            };
+            to_stdout(|out| out.write_all(text.as_bytes()))?;
             if engine.warning_count() > 0 {
                 eprintln!("tracer: {} anomalies in the stream (missing or out-of-order events); see --format json", engine.warning_count());
             }
         }
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&tree_json(&engine))?),
+        OutputFormat::Json => {
+            let warnings: Vec<JsonWarning> = notes.into_iter().map(JsonWarning::input).collect();
+            to_stdout(|out| write_tree_json(&engine, &warnings, out))?;
+        }
     }
     Ok(())
 }
 
 pub fn story(file: &Path, format: OutputFormat) -> Result<()> {
-    let engine = load_engine(file, None)?;
+    let engine = load_engine(file, None)?.engine;
     let stories = tracer::lineage::stories(&engine);
-    match format {
-        OutputFormat::Text if stories.is_empty() => println!("no container birth found"),
-        OutputFormat::Text => print!("{}", story_text(&stories)),
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&story_json(&stories))?),
-    }
-    Ok(())
+    to_stdout(|out| match format {
+        OutputFormat::Text if stories.is_empty() => writeln!(out, "no container birth found"),
+        OutputFormat::Text => out.write_all(story_text(&stories).as_bytes()),
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &story_json(&stories))?;
+            writeln!(out)
+        }
+    })
 }

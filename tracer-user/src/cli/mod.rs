@@ -2,6 +2,7 @@
 
 mod demo;
 mod lineage;
+mod output;
 #[cfg(feature = "capture")]
 mod record;
 #[cfg(feature = "capture")]
@@ -73,7 +74,7 @@ pub enum Command {
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
-        /// A trace file or an `strace -f` log (told apart by content).
+        /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin.
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -87,10 +88,15 @@ pub enum Command {
         /// start snapshot).
         #[arg(long)]
         traced: bool,
+        /// Text tree: only the subtree of this process (the newest with that pid); how to see
+        /// what lies below the depth the full tree stops drawing at. The JSON lists every
+        /// process anyway.
+        #[arg(long, value_name = "PID", conflicts_with = "traced")]
+        root: Option<u32>,
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
-        /// A trace file or an `strace -f` log (told apart by content).
+        /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin.
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -113,6 +119,7 @@ pub enum Command {
     },
     /// Replay a recording (trace file or strace -f log) in the terminal viewer.
     View {
+        /// A trace file or an `strace -f` log; `-` reads stdin.
         file: std::path::PathBuf,
         /// Playback speed relative to the recorded timing.
         #[arg(long, default_value_t = 1.0)]
@@ -160,7 +167,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             at,
             hide_exited,
             traced,
-        }) => lineage::tree(&file, format, at, hide_exited, traced).map(|()| ExitCode::SUCCESS),
+            root,
+        }) => lineage::tree(lineage::TreeArgs {
+            file: &file,
+            format,
+            at,
+            hide_exited,
+            traced,
+            root,
+        })
+        .map(|()| ExitCode::SUCCESS),
         Some(Command::Story { file, format }) => {
             lineage::story(&file, format).map(|()| ExitCode::SUCCESS)
         }

@@ -33,7 +33,7 @@ pub fn run(
     rt.block_on(async move {
         let mut out: Box<dyn Write + Send> = match &output {
             Some(path) => Box::new(std::io::BufWriter::new(
-                std::fs::File::create(path)
+                tracer::outfile::create_streaming(path)
                     .with_context(|| format!("cannot create {}", path.display()))?,
             )),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
@@ -54,31 +54,38 @@ pub fn run(
         renderer.sched_probes = !cap.syscall_probes();
         let mut stats = StreamStats::default();
 
-        let mut emit = |batch: &mut Vec<tracer::Event>, out: &mut Box<dyn Write + Send>| -> bool {
+        let mut emit = |batch: &mut Vec<tracer::Event>,
+                        out: &mut Box<dyn Write + Send>|
+         -> std::io::Result<()> {
             for ev in batch.drain(..) {
                 stats.observe(&ev);
-                let res = match format {
+                match format {
                     OutputFormat::Json => serde_json::to_string(&ev)
                         .map_err(std::io::Error::other)
-                        .and_then(|s| writeln!(out, "{s}")),
+                        .and_then(|s| writeln!(out, "{s}"))?,
                     OutputFormat::Text => renderer
                         .render(&ev)
                         .iter()
-                        .try_for_each(|l| writeln!(out, "{l}")),
+                        .try_for_each(|l| writeln!(out, "{l}"))?,
                 };
-                if res.is_err() {
-                    return false;
-                }
             }
-            out.flush().is_ok()
+            out.flush()
         };
 
-        // A closed stdout (`| head`) ends the trace quietly.
+        // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
+        let mut write_err = None;
         drive(&mut cap, follow, deadline, |step, _| match step {
-            Step::Batch(batch) => Ok(emit(batch, &mut out)),
+            Step::Batch(batch) => match emit(batch, &mut out) {
+                Ok(()) => Ok(true),
+                Err(e) => {
+                    write_err = Some(e);
+                    Ok(false)
+                }
+            },
             Step::Tick => Ok(true),
         })
         .await?;
+        super::output::check_write(write_err.map_or(Ok(()), Err))?;
         let dropped = cap.drops();
         eprintln!("tracer: {}", stats.summary(dropped));
         if cap.decode_errors() > 0 {

@@ -7,7 +7,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use tracer::escape::escape;
 use tracer::input::{Input, InputError};
+use tracer::outfile::OutFile;
 use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 use tracer::tracefile::{CaptureMode, Header, TraceWriter};
@@ -24,7 +26,7 @@ pub struct RecordArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
-    /// A trace file or an strace log (told apart by content).
+    /// A trace file or an strace log (told apart by content); `-` reads stdin.
     pub file: PathBuf,
     /// Replay speed: 1 = original timing, 2 = twice as fast, 0 = as fast as possible.
     /// Default: 1 when stdout is a terminal, else as fast as possible.
@@ -57,7 +59,7 @@ pub enum ExportFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// A trace file or an strace log (told apart by content).
+    /// A trace file or an strace log (told apart by content); `-` reads stdin.
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: ExportFormat,
@@ -71,7 +73,7 @@ pub struct ExportArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// An `strace -f` log.
+    /// An `strace -f` log (or a trace file, re-encoded); `-` reads stdin.
     pub log: PathBuf,
     /// Trace file to write.
     #[arg(short, long, value_name = "FILE")]
@@ -90,18 +92,6 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     }
 }
 
-/// Creates an output file with mode 0600 (exports carry argv too).
-fn create_private(path: &Path) -> Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))
-}
-
 /// Events of `input` until the first error, which is kept in `err`.
 fn until_error<'a>(
     input: &'a mut Input,
@@ -116,9 +106,59 @@ fn until_error<'a>(
     })
 }
 
-/// Reports how the input ended. A file cut short (a recording killed) is a warning; damage is
-/// an error unless `salvage`.
+/// What the user must hear about an input once it is read, one line each: strace lines not
+/// understood, damaged frames skipped, duplicated frames, counts that disagree, an unusable
+/// tail, a missing end record. Text from the input is escaped.
+pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(r) = input.strace_report() {
+        if r.unreadable > 0 {
+            notes.push(format!(
+                "{} of {} lines not understood (skipped)",
+                r.unreadable, r.lines
+            ));
+            for (line, text) in &r.first_unreadable {
+                notes.push(format!("  line {line}: {}", escape(text)));
+            }
+        }
+        if r.initial_pid_unknown {
+            notes.push(format!(
+                "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
+                tracer::strace::UNKNOWN_PID
+            ));
+        }
+    }
+    if let Some(tail) = input.tail() {
+        notes.extend(tail.warnings());
+        if tail.unusable_bytes > 0 && !stopped_by_error {
+            notes.push(format!(
+                "{} bytes at the tail unusable (from byte {}): {}",
+                tail.unusable_bytes,
+                tail.unusable_from.unwrap_or(0),
+                tail.error.as_deref().unwrap_or("damaged")
+            ));
+        }
+        if !tail.clean_end && !stopped_by_error {
+            notes.push(
+                "no end record: the recording was interrupted; every whole frame was used".into(),
+            );
+        }
+    }
+    notes
+}
+
+/// Prints [`input_notes`] as warnings on stderr.
+pub fn print_input_notes(input: &Input, stopped_by_error: bool) {
+    for n in input_notes(input, stopped_by_error) {
+        eprintln!("tracer: warning: {}: {n}", input.path.display());
+    }
+}
+
+/// Reports how the input ended. A file cut short (a recording killed) is a warning; damage
+/// that stopped reading is an error unless `salvage`.
 fn finish_input(input: &Input, err: Option<InputError>, salvage: bool) -> Result<()> {
+    print_input_notes(input, err.is_some());
+    let Some(e) = err else { return Ok(()) };
     if let Some(tail) = input.tail() {
         if tail.unusable_bytes > 0 {
             eprintln!(
@@ -128,14 +168,7 @@ fn finish_input(input: &Input, err: Option<InputError>, salvage: bool) -> Result
                 tail.unusable_from.unwrap_or(0)
             );
         }
-        if !tail.clean_end && err.is_none() {
-            eprintln!(
-                "tracer: {}: no end record: the recording was interrupted; every whole frame was used",
-                input.path.display()
-            );
-        }
     }
-    let Some(e) = err else { return Ok(()) };
     let truncated = e.trace_error().is_some_and(|t| t.is_truncation());
     if truncated {
         eprintln!(
@@ -186,21 +219,20 @@ pub struct ReplayOpts {
 /// engine it fed, for the tree and stories.
 pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::lineage::Engine> {
     if let Some(h) = input.header() {
+        let or_unknown = |s: &str| {
+            if s.is_empty() {
+                "?".into()
+            } else {
+                escape(s).into_owned()
+            }
+        };
         eprintln!(
             "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
             input.path.display(),
-            if h.hostname.is_empty() {
-                "?"
-            } else {
-                &h.hostname
-            },
-            if h.kernel_release.is_empty() {
-                "?"
-            } else {
-                &h.kernel_release
-            },
-            h.mode,
-            h.tool_version,
+            or_unknown(&h.hostname),
+            or_unknown(&h.kernel_release),
+            escape(&h.mode.to_string()),
+            escape(&h.tool_version),
             h.snapshot.len()
         );
     }
@@ -222,12 +254,13 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
     let mut err = None;
     let started = Instant::now();
     let mut t0: Option<u64> = None;
-    let mut broken_pipe = false;
+    // The first write error: lines stop, the replay still feeds the engine for the summary.
+    let mut write_err: Option<std::io::Error> = None;
     let mut step = args.step;
     for ev in until_error(&mut input, &mut err) {
         stats.observe(&ev);
         engine.apply(&ev);
-        if broken_pipe {
+        if write_err.is_some() {
             continue;
         }
         if paced && ev.ts_ns != 0 {
@@ -235,22 +268,23 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
             let due = Duration::from_secs_f64(ev.ts_ns.saturating_sub(base) as f64 / 1e9 / speed);
             let now = started.elapsed();
             if due > now {
-                if out.flush().is_err() {
-                    broken_pipe = true;
+                if let Err(e) = out.flush() {
+                    write_err = Some(e);
                     continue;
                 }
                 std::thread::sleep(due - now);
             }
         }
         let lines = renderer.render(&ev);
-        for line in &lines {
-            if writeln!(out, "{line}").is_err() {
-                broken_pipe = true;
-                break;
-            }
+        if let Err(e) = lines.iter().try_for_each(|line| writeln!(out, "{line}")) {
+            write_err = Some(e);
+            continue;
         }
         if step && !lines.is_empty() {
-            let _ = out.flush();
+            if let Err(e) = out.flush() {
+                write_err = Some(e);
+                continue;
+            }
             let mut buf = String::new();
             if std::io::stdin()
                 .read_line(&mut buf)
@@ -260,7 +294,9 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
             }
         }
     }
-    let _ = out.flush();
+    if write_err.is_none() {
+        write_err = out.flush().err();
+    }
     drop(out);
     let drops = input.last_stats().map_or(0, |s| s.drops);
     let live = engine.processes().filter(|p| !p.exited).count();
@@ -273,15 +309,22 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
         tracer::lineage::stories(&engine).len()
     );
     finish_input(&input, err, args.salvage)?;
+    super::output::check_write(write_err.map_or(Ok(()), Err))?;
     Ok(engine)
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let mut input = open_input(&args.file)?;
     let snapshot = input.snapshot();
-    let mut sink: Box<dyn Write> = match &args.output {
-        Some(p) if p.as_os_str() != "-" => Box::new(create_private(p)?),
-        _ => Box::new(std::io::stdout().lock()),
+    let mut file = match &args.output {
+        Some(p) if p.as_os_str() != "-" => {
+            Some(OutFile::atomic(p).with_context(|| format!("cannot create {}", p.display()))?)
+        }
+        _ => None,
+    };
+    let mut sink: Box<dyn Write> = match file.as_mut() {
+        Some(f) => Box::new(f),
+        None => Box::new(std::io::stdout().lock()),
     };
     let mut out = std::io::BufWriter::with_capacity(256 << 10, &mut sink);
     let mut err = None;
@@ -316,18 +359,20 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         Ok(what)
     })();
     drop(out);
+    drop(sink);
     let what = match res {
         Ok(w) => w,
         // `tracer export ... | head`: the reader went away; not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(anyhow::Error::new(e).context("cannot write the export")),
     };
-    if let Some(p) = &args.output {
-        if p.as_os_str() != "-" {
-            eprintln!("tracer: wrote {} ({what})", p.display());
-        }
-    }
+    // A damaged input fails before the output replaces anything.
     finish_input(&input, err, args.salvage)?;
+    if let (Some(f), Some(p)) = (file, &args.output) {
+        f.commit()
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        eprintln!("tracer: wrote {} ({what})", p.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -341,15 +386,20 @@ pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
         // Re-encoding a trace file: keep what it says about its capture.
         header = h.clone();
     }
-    let mut w = TraceWriter::create(&args.output, &header)
+    // Written beside the target and renamed at the end: `-o` naming the input reads it whole.
+    let file = OutFile::atomic(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let mut w = TraceWriter::new(std::io::BufWriter::with_capacity(256 << 10, file), &header)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     let mut err = None;
     for ev in until_error(&mut input, &mut err) {
         w.write_event(&ev)?;
     }
     let n = w.stats().events;
-    w.finish()?;
-    eprintln!("tracer: wrote {} ({n} events)", args.output.display());
+    let file = w.finish()?.into_inner().map_err(|e| e.into_error())?;
     finish_input(&input, err, false)?;
+    file.commit()
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    eprintln!("tracer: wrote {} ({n} events)", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -11,10 +11,22 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
-    let input = tracer::Input::open(file)?;
+    let mut input = tracer::Input::open(file)?;
     let sched_probes = input.sched_probes();
     let seed = input.snapshot();
-    let events = input.collect::<Result<Vec<_>, _>>()?;
+    let mut events = Vec::new();
+    let mut cut = None;
+    while let Some(ev) = input.next_event() {
+        match ev {
+            Ok(ev) => events.push(ev),
+            // A recording killed mid-write: every whole frame is shown.
+            Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
+                cut = Some(e);
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -26,6 +38,13 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
         sched_probes,
     };
     tracer::tui::run_replay(events, seed, title, opts)?;
+    // Said once the terminal is back: what of the input could not be shown.
+    super::tracefile::print_input_notes(&input, cut.is_some());
+    if let Some(e) = cut {
+        eprintln!(
+            "tracer: warning: {e} (the recording was interrupted; every whole frame was shown)"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

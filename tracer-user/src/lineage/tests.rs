@@ -1630,18 +1630,41 @@ fn tree_text_survives_deep_chains_and_marks_placeholders() {
     for pid in 2..3000 {
         b.fork(pid, pid + 1);
     }
-    b.push(
-        9000,
-        9000,
-        "ghost",
-        EventKind::CloneEnter {
-            syscall: Syscall::Clone,
-            flags: CloneFlags(0),
-            exit_signal: 17,
-        },
+    push_ghost(&mut b);
+    let e = b.engine();
+    let t = tree_text(&e, TreeOpts::default());
+    // The cut says how many are not drawn and how to see them: the chain below the last pid
+    // drawn is every pid up to 3000.
+    let cut = t
+        .lines()
+        .find(|l| l.contains("└─ … "))
+        .expect("a depth cut");
+    let words: Vec<&str> = cut.split_whitespace().collect();
+    let hidden: usize = words[2].parse().unwrap();
+    let below: u32 = words[5].parse().unwrap();
+    assert_eq!(hidden, (3000 - below) as usize, "{cut}");
+    assert!(
+        cut.ends_with(&format!("see them with --root {below} or --format json")),
+        "{cut}"
     );
-    let t = tree_text(&b.engine(), TreeOpts::default());
-    assert!(t.contains("└─ …\n"));
+    assert!(!t.contains("\n3000 ") && !t.contains(" 3000 ?"));
+    // Following the advice reaches the deepest process.
+    let mut root = below;
+    for _ in 0..3 {
+        let sub = super::subtree_text(&e, root, TreeOpts::default()).unwrap();
+        assert!(sub.starts_with(&format!("{root} ")), "{}", &sub[..100]);
+        if sub.contains("└─ 3000 ") {
+            root = 3000;
+            break;
+        }
+        let cut = sub
+            .lines()
+            .find(|l| l.contains("└─ … "))
+            .expect("a depth cut");
+        root = cut.split_whitespace().nth(5).unwrap().parse().unwrap();
+    }
+    assert_eq!(root, 3000, "the deepest process is drawn below --root");
+    assert!(super::subtree_text(&e, 123_456, TreeOpts::default()).is_none());
     assert!(
         t.ends_with("9000 ghost (placeholder)\n"),
         "{}",
@@ -2144,4 +2167,96 @@ fn a_bundles_identity_names_every_process_of_its_container() {
     assert_eq!(e.process(300).unwrap().k8s, None);
     let label = node_label(e.process(101).unwrap(), TreeOpts::default());
     assert!(label.contains("<pod shop/web-7d9f · nginx>"), "{label}");
+}
+
+#[test]
+fn tree_json_lists_warnings_with_seq_pid_kind_and_text() {
+    let mut b = B::default();
+    b.fork(1, 2);
+    push_ghost(&mut b);
+    let e = b.engine();
+    let v = tree_json(&e);
+    assert_eq!(v["warning_count"], 1);
+    let w = &v["warnings"][0];
+    assert_eq!(w["kind"], "unknown_pid");
+    assert_eq!(w["pid"], 9000);
+    assert_eq!(w["seq"], e.warnings()[0].seq);
+    assert!(w["text"].as_str().unwrap().contains("unknown pid 9000"));
+
+    // Input warnings come first, without seq or pid, and count.
+    let mut out = Vec::new();
+    super::write_tree_json(&e, &[super::JsonWarning::input("no end record")], &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["warning_count"], 2);
+    assert_eq!(
+        v["warnings"][0],
+        serde_json::json!({"seq": null, "pid": null, "kind": "input", "text": "no end record"})
+    );
+    assert_eq!(v["processes"], tree_json(&e)["processes"]);
+}
+
+/// A name a traced process chose (an OSC title sequence) never reaches the terminal raw.
+const HOSTILE: &str = "\x1b]0;PWNED\x07";
+
+fn no_raw_control(text: &str) {
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "raw control byte in {text:?}"
+    );
+}
+
+#[test]
+fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
+    let mut b = B::default();
+    b.fork(1, 2);
+    b.exec_comm(2, 2, "/tmp/x\x1b[2J", &["x\x1b[2J", "\t"], HOSTILE);
+    let e = b.engine();
+    let t = tree_text(&e, TreeOpts::default());
+    no_raw_control(&t);
+    assert!(t.contains("2 \\33]0;PWNED\\7"), "{t}");
+    let story = Story {
+        container_id: Some(format!("cid{HOSTILE}")),
+        kind: StoryKind::Containerd,
+        runtime: Some(HOSTILE.into()),
+        shim_pid: None,
+        runtime_pid: None,
+        init_pid: 2,
+        workload: Some(HOSTILE.into()),
+        pod: Some(HOSTILE.into()),
+        container_name: Some(HOSTILE.into()),
+        steps: vec![StoryStep {
+            kind: StepKind::ShimStarted,
+            seq: 1,
+            pid: 2,
+            text: format!("{HOSTILE} 2 started"),
+        }],
+    };
+    let s = story_text(&[story]);
+    no_raw_control(&s);
+    assert!(s.contains("cid\\33]0;PWNED\\7"), "{s}");
+    // JSON keeps the real bytes (serde escapes them as \u001b).
+    let j = serde_json::to_string(&tree_json(&e)).unwrap();
+    no_raw_control(&j);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let p2 = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == 2)
+        .unwrap();
+    assert_eq!(p2["comm"], HOSTILE);
+}
+
+/// An event of pid 9000, never seen created: the engine's `unknown_pid` warning.
+fn push_ghost(b: &mut B) {
+    b.push(
+        9000,
+        9000,
+        "ghost",
+        EventKind::CloneEnter {
+            syscall: Syscall::Clone,
+            flags: CloneFlags(0),
+            exit_signal: 17,
+        },
+    );
 }

@@ -6,10 +6,11 @@ use serde_json::{json, Value};
 
 use crate::event::ExitStatus;
 
-use super::engine::Engine;
+use super::engine::{Engine, Warning, WarningKind};
 use super::process::{How, ProcId, Process, Reason};
 use super::roles::Role;
 use super::story::Story;
+use crate::escape::escape;
 use std::collections::HashSet;
 
 /// Indentation kept at most (about 1000 levels); deeper subtrees are shown as `…`.
@@ -57,6 +58,8 @@ pub enum Mark<'a> {
     NsPid(u32),
     /// `(placeholder)`: a pid the source named but never showed being created.
     Placeholder,
+    /// An strace log's initial process whose pid the log never shows.
+    InitialProcess,
     /// `(subreaper)`
     Subreaper,
     /// `(CLONE_PARENT via 8420)`: born to its caller's parent.
@@ -74,11 +77,11 @@ impl Mark<'_> {
     pub fn text(&self) -> String {
         match self {
             Mark::Role(r) => format!(" [{r}]"),
-            Mark::Container(c) => format!(" {{cid:{}}}", short_cid(c)),
+            Mark::Container(c) => format!(" {{cid:{}}}", escape(short_cid(c))),
             Mark::Pod(k) => {
-                let pod = k.pod_text().unwrap_or_else(|| "?".into());
+                let pod = escape(&k.pod_text().unwrap_or_else(|| "?".into())).into_owned();
                 match (&k.container_name, k.sandbox) {
-                    (Some(c), _) => format!(" <pod {pod} · {c}>"),
+                    (Some(c), _) => format!(" <pod {pod} · {}>", escape(c)),
                     (None, true) => format!(" <pod {pod} · sandbox>"),
                     (None, false) => format!(" <pod {pod}>"),
                 }
@@ -86,6 +89,7 @@ impl Mark<'_> {
             Mark::Threads(n) => format!(" {{{n} threads}}"),
             Mark::NsPid(n) => format!(" (pid {n} in container)"),
             Mark::Placeholder => " (placeholder)".into(),
+            Mark::InitialProcess => " (initial process: its pid is not in the log)".into(),
             Mark::Subreaper => " (subreaper)".into(),
             Mark::CloneParent(Some(c)) => format!(" (CLONE_PARENT via {c})"),
             Mark::CloneParent(None) => " (CLONE_PARENT)".into(),
@@ -118,7 +122,10 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
         v.push(Mark::Threads(n));
     }
     v.extend(p.ns_pid().map(Mark::NsPid));
-    if p.born_how() == How::Unknown {
+    if p.pid == crate::strace::UNKNOWN_PID {
+        // Only an strace log makes one: lines without a pid whose owner never showed its pid.
+        v.push(Mark::InitialProcess);
+    } else if p.born_how() == How::Unknown {
         v.push(Mark::Placeholder);
     }
     if p.is_subreaper {
@@ -141,7 +148,7 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
 
 /// `4090 runc [oci-runtime create] {cid:0123456789ab}` and marks.
 pub fn node_label(p: &Process, opts: TreeOpts) -> String {
-    let mut s = format!("{} {}", p.pid, p.name());
+    let mut s = format!("{} {}", p.pid, escape(&p.name()));
     for m in marks(p, opts.show_threads) {
         s.push_str(&m.text());
     }
@@ -211,12 +218,7 @@ fn write_children(
 ) {
     // Depth is bounded by the number of records; a cycle cannot form because a record only
     // ever gets a parent that existed before it or one found walking up from it.
-    let kids: Vec<&Process> = e
-        .children_of(p)
-        .into_iter()
-        .filter(|c| opts.show_exited || !c.exited || has_live_descendant(e, c))
-        .filter(|c| keep.is_none_or(|k| k.contains(&c.id)))
-        .collect();
+    let kids = shown_children(e, p, opts, keep);
     let n = kids.len();
     for (i, c) in kids.into_iter().enumerate() {
         let last = i + 1 == n;
@@ -229,12 +231,64 @@ fn write_children(
         if next.len() < MAX_PREFIX_BYTES {
             write_children(e, c, opts, keep, &next, out);
         } else if !c.child_ids().is_empty() {
+            let hidden = descendant_count(e, c, opts, keep);
             out.push_str(&next);
-            out.push_str("└─ …\n");
+            let _ = writeln!(
+                out,
+                "└─ … {hidden} more below {} not drawn (too deep): see them with --root {} or --format json",
+                c.pid, c.pid
+            );
         }
     }
 }
 
+/// The children of `p` the text tree draws, by pid.
+fn shown_children<'e>(
+    e: &'e Engine,
+    p: &Process,
+    opts: TreeOpts,
+    keep: Option<&HashSet<ProcId>>,
+) -> Vec<&'e Process> {
+    e.children_of(p)
+        .into_iter()
+        .filter(|c| opts.show_exited || !c.exited || has_live_descendant(e, c))
+        .filter(|c| keep.is_none_or(|k| k.contains(&c.id)))
+        .collect()
+}
+
+/// Processes below `p`, all generations, that the text tree would draw.
+fn descendant_count(
+    e: &Engine,
+    p: &Process,
+    opts: TreeOpts,
+    keep: Option<&HashSet<ProcId>>,
+) -> usize {
+    let mut stack = vec![p];
+    let mut n = 0usize;
+    while let Some(q) = stack.pop() {
+        for c in shown_children(e, q, opts, keep) {
+            n += 1;
+            stack.push(c);
+        }
+        // A record only gets a parent that existed before it, so no cycle; bounded anyway.
+        if n > e.process_count() {
+            break;
+        }
+    }
+    n
+}
+
+/// The text tree below the newest process with pid `root`, that process first; `None` when
+/// the recording has no such pid.
+pub fn subtree_text(e: &Engine, root: u32, opts: TreeOpts) -> Option<String> {
+    let p = e.process(root)?;
+    let mut out = node_label(p, opts);
+    out.push('\n');
+    write_children(e, p, opts, None, "", &mut out);
+    Some(out)
+}
+
+/// One process of the tree JSON: every per-process field is built here.
 fn process_json(p: &Process) -> Value {
     let lineage: Vec<Value> = p
         .lineage
@@ -294,15 +348,120 @@ fn process_json(p: &Process) -> Value {
     })
 }
 
-/// The tree as JSON: `{ "last_seq", "warnings", "processes": [...] }`, processes by pid then seq.
-pub fn tree_json(e: &Engine) -> Value {
+/// What the engine's warning is about: a short name, and the pid when it names one.
+fn warning_kind(k: &WarningKind) -> (&'static str, Option<u32>) {
+    match *k {
+        WarningKind::UnknownPid { pid } => ("unknown_pid", Some(pid)),
+        WarningKind::UnknownThread { pid, .. } => ("unknown_thread", Some(pid)),
+        WarningKind::PidReuse { pid } => ("pid_reuse", Some(pid)),
+        WarningKind::DuplicateThread { pid, .. } => ("duplicate_thread", Some(pid)),
+        WarningKind::Disagreement { pid, .. } => ("disagreement", Some(pid)),
+        WarningKind::CorrectedAfterLoss { pid, .. } => ("corrected_after_loss", Some(pid)),
+        WarningKind::SeqBackwards { .. } => ("seq_backwards", None),
+        WarningKind::LostEvents { .. } => ("lost_events", None),
+        WarningKind::PendingExecOverflow => ("pending_exec_overflow", None),
+    }
+}
+
+/// One entry of the JSON `warnings` list: an engine anomaly, or something the input said
+/// (a damaged or cut-short file, lines not understood), which has no seq or pid.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct JsonWarning {
+    /// Seq of the event that revealed it (`None` for input warnings).
+    pub seq: Option<u64>,
+    /// The process it is about, when one.
+    pub pid: Option<u32>,
+    /// A short machine name (`unknown_pid`, `lost_events`, ..., `input`).
+    pub kind: &'static str,
+    /// One line for people.
+    pub text: String,
+}
+
+impl From<&Warning> for JsonWarning {
+    fn from(w: &Warning) -> Self {
+        let (kind, pid) = warning_kind(&w.kind);
+        JsonWarning {
+            seq: Some(w.seq),
+            pid,
+            kind,
+            text: w.kind.to_string(),
+        }
+    }
+}
+
+impl JsonWarning {
+    /// A warning about the input itself (kind `input`).
+    pub fn input(text: impl Into<String>) -> Self {
+        JsonWarning {
+            seq: None,
+            pid: None,
+            kind: "input",
+            text: text.into(),
+        }
+    }
+}
+
+/// The processes of [`TreeJson`], serialized one at a time so a huge tree is never held as a
+/// whole JSON value.
+struct ProcessList<'a>(&'a [&'a Process]);
+
+impl serde::Serialize for ProcessList<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|p| process_json(p)))
+    }
+}
+
+/// The tree as JSON: `{ "last_seq", "warning_count", "warnings": [...], "processes": [...] }`,
+/// processes by pid then seq. `input_warnings` come first in `warnings` and count in
+/// `warning_count`; the engine's list holds its first [`super::MAX_WARNINGS`].
+#[derive(serde::Serialize)]
+pub struct TreeJson<'a> {
+    last_seq: Option<u64>,
+    warning_count: u64,
+    warnings: Vec<JsonWarning>,
+    processes: ProcessList<'a>,
+}
+
+/// Builds [`TreeJson`] over `procs` (from [`tree_json_processes`]).
+pub fn tree_json_doc<'a>(
+    e: &Engine,
+    procs: &'a [&'a Process],
+    input_warnings: &[JsonWarning],
+) -> TreeJson<'a> {
+    let mut warnings = input_warnings.to_vec();
+    warnings.extend(e.warnings().iter().map(JsonWarning::from));
+    TreeJson {
+        last_seq: e.last_seq(),
+        warning_count: e.warning_count() + input_warnings.len() as u64,
+        warnings,
+        processes: ProcessList(procs),
+    }
+}
+
+/// The processes in JSON order: by pid, then start seq.
+pub fn tree_json_processes(e: &Engine) -> Vec<&Process> {
     let mut ps: Vec<&Process> = e.processes().collect();
     ps.sort_by_key(|p| (p.pid, p.start_seq, p.id));
-    json!({
-        "last_seq": e.last_seq(),
-        "warnings": e.warning_count(),
-        "processes": ps.into_iter().map(process_json).collect::<Vec<_>>(),
-    })
+    ps
+}
+
+/// Writes the tree JSON (pretty-printed) to `out`, one process at a time.
+pub fn write_tree_json(
+    e: &Engine,
+    input_warnings: &[JsonWarning],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let procs = tree_json_processes(e);
+    let doc = tree_json_doc(e, &procs, input_warnings);
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::from)?;
+    out.write_all(b"\n")
+}
+
+/// The tree as one JSON value (tests, small trees); `tracer tree` streams with
+/// [`write_tree_json`].
+pub fn tree_json(e: &Engine) -> Value {
+    let procs = tree_json_processes(e);
+    serde_json::to_value(tree_json_doc(e, &procs, &[])).unwrap_or(Value::Null)
 }
 
 /// Stories as text: a header per container birth, then one line per step.
@@ -313,24 +472,24 @@ pub fn story_text(stories: &[Story]) -> String {
             out.push('\n');
         }
         let cid = s.container_id.as_deref().unwrap_or("?");
-        let _ = write!(out, "container {cid}");
+        let _ = write!(out, "container {}", escape(cid));
         if let Some(n) = &s.container_name {
-            let _ = write!(out, " ({n})");
+            let _ = write!(out, " ({})", escape(n));
         }
         if let Some(p) = &s.pod {
-            let _ = write!(out, " of pod {p}");
+            let _ = write!(out, " of pod {}", escape(p));
         }
         let _ = write!(out, " ({}", s.kind.as_str());
         if let Some(r) = &s.runtime {
-            let _ = write!(out, ", {r}");
+            let _ = write!(out, ", {}", escape(r));
         }
         out.push(')');
         if let Some(w) = &s.workload {
-            let _ = write!(out, " → {w}");
+            let _ = write!(out, " → {}", escape(w));
         }
         out.push('\n');
         for st in &s.steps {
-            let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, st.text);
+            let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
         }
     }
     out

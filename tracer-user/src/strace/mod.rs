@@ -29,7 +29,8 @@
 //!   get the placeholder [`UNKNOWN_PID`] (0) until the first prefixed line that can only be it
 //!   (a new pid that is not the child of an in-flight clone — or whose first line resumes a
 //!   call, which a new child cannot do); then every event so far is rewritten to the real pid.
-//!   If it never shows, 0 stays.
+//!   If it never shows, 0 stays: [`Import::initial_pid_unknown`] says so, and the text tree
+//!   and the commands' warnings call it "the initial process", not a pid.
 //! * Thread ids map to process ids through the CLONE_THREAD clones seen. `Process N attached
 //!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
 //!   without a notice or a matching clone are taken as N's threads.
@@ -57,7 +58,11 @@
 //!    resumed line, spliced into the call line, or right after the returning line. It goes to
 //!    the clone that returned N, else to a waiting clone (below);
 //! 2. in a log without notices, the first line of a pid not seen before, matched the same way
-//!    (a first line that resumes a call is a task that existed before tracing);
+//!    (a first line that resumes a call is a task that existed before tracing) — except when
+//!    the waiting clone returned a pid of strace's namespace not seen yet: that return value,
+//!    if it shows up later in the log, names the child; the first unseen pid after the clone is
+//!    taken only if it never does (at the end of the log, its `Fork` then placed before its
+//!    first event);
 //! 3. the return value N when it is not foreign: in an `-o FILE` log (pid column, no notice
 //!    seen — strace writes notices to stderr, never into the file) at once when the call
 //!    returns; otherwise when neither came before the caller's next line (or its exit, or the
@@ -137,6 +142,9 @@ pub struct Import {
     /// The first [`MAX_KEPT_UNREADABLE`] unreadable lines: (1-based line number, text, cut to
     /// 200 characters).
     pub first_unreadable: Vec<(usize, String)>,
+    /// Lines without a pid belong to the initial process, whose pid the log never showed:
+    /// their events carry [`UNKNOWN_PID`] ("the initial process").
+    pub initial_pid_unknown: bool,
 }
 
 /// Why an strace log could not be imported. Unreadable lines are not errors: they are
@@ -224,6 +232,9 @@ struct CloneRec {
     /// process may be it.
     closed: bool,
     ts: u64,
+    /// The first unseen pid that appeared after this clone returned a pid not seen yet: the
+    /// child if the return value never shows up in the log (index of its first event).
+    candidate: Option<(u32, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -385,6 +396,8 @@ impl Parser {
         for c in callers {
             self.fallback_identity(c);
         }
+        self.resolve_candidates();
+        self.out.initial_pid_unknown = self.anon;
         if self.understood == 0 {
             return Err(StraceError::NotAnStraceLog {
                 lines: self.out.lines,
@@ -519,8 +532,14 @@ impl Parser {
         // resumes a call is not new: it existed before tracing.
         if how != Seen::PrefixResumed {
             if let Some(i) = self.waiting_clone() {
-                self.assign_child(i, pid);
-                return;
+                if !self.return_may_show(i) {
+                    self.assign_child(i, pid);
+                    return;
+                }
+                // The clone returned a pid of strace's namespace not seen yet: that pid, if it
+                // shows up later, is the child; this one only if it never does.
+                let at = self.out.events.len();
+                self.clones[i].candidate.get_or_insert((pid, at));
             }
         }
         // a process that existed before tracing, or a child nobody can be named the creator of
@@ -609,6 +628,46 @@ impl Parser {
             }
         }
         None
+    }
+
+    /// Clone `i` returned a pid that may still show up in the log as its child: one of
+    /// strace's namespace (not foreign) that no live task has.
+    fn return_may_show(&mut self, i: usize) -> bool {
+        match self.clones[i].ret.and_then(|r| u32::try_from(r).ok()) {
+            Some(n) if n > 0 && !self.live.contains(&n) => !self.foreign_return(i, n),
+            _ => false,
+        }
+    }
+
+    /// At the end of the log: a clone whose return value never showed up gets its candidate
+    /// (the first unseen pid after it) as child, its `Fork` placed before that pid's first
+    /// event.
+    fn resolve_candidates(&mut self) {
+        while let Some(i) = self
+            .clones
+            .iter()
+            .position(|c| c.child.is_none() && c.candidate.is_some())
+        {
+            let Some((pid, at)) = self.clones[i].candidate.take() else {
+                continue;
+            };
+            let claimed =
+                self.out.events.iter().any(
+                    |e| matches!(e.kind, EventKind::Fork { child_tid, .. } if child_tid == pid),
+                );
+            if claimed || at > self.out.events.len() {
+                continue;
+            }
+            let end = self.out.events.len();
+            self.assign_child(i, pid);
+            // Move what assign_child emitted to where the child first appeared; seq stays
+            // emission order.
+            let emitted = self.out.events.len() - end;
+            self.out.events[at..].rotate_right(emitted);
+            for (k, e) in self.out.events.iter_mut().enumerate().skip(at) {
+                e.seq = k as u64 + 1;
+            }
+        }
     }
 
     /// Evidence that the return value `n` of clone `i` is not a pid of strace's namespace.
@@ -735,6 +794,11 @@ impl Parser {
                 .and_then(|r| u32::try_from(r).ok())
                 .filter(|&p| p > 0);
             match n {
+                // A candidate appeared meanwhile: wait for the return value to show up until
+                // the end of the log (`finish`), the caller's exit line now.
+                Some(n) if !self.unclaimed.contains(&n) && self.clones[i].candidate.is_some() => {
+                    self.close(i)
+                }
                 Some(n) if self.unclaimed.contains(&n) || !self.foreign_return(i, n) => {
                     self.assign_child(i, n)
                 }
@@ -884,6 +948,7 @@ impl Parser {
                     child: None,
                     closed: false,
                     ts,
+                    candidate: None,
                 });
                 self.pending.insert(tid, Pending::Clone(id));
             }
@@ -973,6 +1038,7 @@ impl Parser {
                             child: None,
                             closed: false,
                             ts,
+                            candidate: None,
                         });
                         self.clones.len() - 1
                     }

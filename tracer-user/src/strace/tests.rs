@@ -1728,3 +1728,55 @@ fn real_logs_give_every_birth_its_calling_thread() {
     // containerd, the shims and runc (Go) create from threads other than their leader.
     assert!(thread_callers > 0);
 }
+
+#[test]
+fn a_clone_return_that_shows_up_later_beats_the_first_unseen_pid() {
+    // [pid 10] clone() = 100, then unseen 55, then 100: 100 is the child, 55 has no creator.
+    let imp = parse(
+        "[pid    10] clone(child_stack=NULL, flags=SIGCHLD) = 100\n\
+         [pid    55] execve(\"/bin/a\", [\"a\"], 0x7ffc /* 3 vars */) = 0\n\
+         [pid   100] execve(\"/bin/b\", [\"b\"], 0x7ffc /* 3 vars */) = 0\n\
+         [pid   100] +++ exited with 0 +++\n\
+         [pid    55] +++ exited with 0 +++\n\
+         [pid    10] +++ exited with 0 +++\n",
+    );
+    assert_eq!(forks(&imp), vec![(10, 100, 100, Some(0))]);
+    // The return value never shows up: the first unseen pid after the clone is the child, its
+    // fork placed before its first event, seq still in order.
+    let imp = parse(
+        "[pid    10] clone(child_stack=NULL, flags=SIGCHLD) = 100\n\
+         [pid    55] execve(\"/bin/a\", [\"a\"], 0x7ffc /* 3 vars */) = 0\n\
+         [pid    10] wait4(-1, NULL, 0, NULL) = 55\n\
+         [pid    55] +++ exited with 0 +++\n\
+         [pid    10] +++ exited with 0 +++\n",
+    );
+    assert_eq!(forks(&imp), vec![(10, 55, 55, Some(0))]);
+    let first_55 = imp.events.iter().position(|e| e.tid == 55).unwrap();
+    let fork_at = imp
+        .events
+        .iter()
+        .position(|e| matches!(e.kind, K::Fork { .. }))
+        .unwrap();
+    assert!(fork_at < first_55);
+    let seqs: Vec<u64> = imp.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=imp.events.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn unprefixed_lines_of_an_initial_process_that_never_shows_its_pid_are_marked() {
+    let log = "execve(\"/bin/sh\", [\"sh\", \"-c\", \"x\"], 0x7ffc /* 3 vars */) = 0\n\
+               clone(child_stack=NULL, flags=SIGCHLD) = 4086\n\
+               [pid  4086] execve(\"/bin/true\", [\"true\"], 0x7ffc /* 3 vars */) = 0\n\
+               [pid  4086] +++ exited with 0 +++\n\
+               exit_group(0)                           = ?\n\
+               +++ exited with 0 +++\n";
+    let imp = parse(log);
+    assert!(imp.initial_pid_unknown);
+    assert!(imp.events.iter().any(|e| e.tid == UNKNOWN_PID));
+    // Once a prefixed line shows it, its earlier lines are rewritten to it.
+    let log = log.replace("exit_group(0)      ", "[pid  4085] exit_group(0)");
+    let imp = parse(&log);
+    assert!(!imp.initial_pid_unknown);
+    assert!(imp.events.iter().all(|e| e.tid != UNKNOWN_PID));
+    assert_eq!(forks(&imp), vec![(4085, 4086, 4086, Some(0))]);
+}

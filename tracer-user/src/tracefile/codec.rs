@@ -310,7 +310,8 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
     for _ in 0..n {
         extra.push((c.string("extra field key")?, c.string("extra field value")?));
     }
-    if format_version >= 2 {
+    // Appended within version 2: a header without it has no namespaces, cgroups or launch.
+    if format_version >= 2 && !c.buf.is_empty() {
         for p in snapshot.iter_mut() {
             let marker = get_small(&mut c, 7, "a snapshot process marker (0-7)")?;
             p.launched = marker & 2 != 0;

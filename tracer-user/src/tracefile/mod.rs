@@ -3,15 +3,18 @@
 //! The format is described byte by byte in `docs/trace-format.md`. In short: a 20-byte
 //! preamble (magic, format version, header length and checksum), a header (tool version,
 //! capture start, host, capture mode, the /proc snapshot of processes that existed at start,
-//! the tracefs layouts used), then length-prefixed, checksummed frames: batches of
+//! the tracefs layouts used), then frames (a marker, a length, a number, checksums): batches of
 //! [`Event`]s in a compact delta encoding, periodic [`StatsRecord`]s (drop counters and
 //! sequence gaps) and a final end record.
 //!
 //! [`TraceWriter`] streams with bounded memory and hands a whole frame to the kernel at least
 //! every [`FLUSH_INTERVAL`], so a recording killed with SIGKILL keeps every whole frame.
 //! [`TraceReader`] streams frames back, never panics, checks every length before use and never
-//! allocates more than the bytes actually present; on corruption it yields one
-//! [`TraceFileError`] naming the byte offset and what was expected, after every good frame.
+//! allocates more than the bytes actually present. A damaged frame costs that frame only: the
+//! reader skips to the next frame marker whose header checksum holds and reports what it
+//! skipped ([`TailReport`]); a frame read twice is delivered once. Damage it cannot skip
+//! (the header, a version-1 file) yields one [`TraceFileError`] naming the byte offset and what
+//! was expected, after every good frame.
 //!
 //! Privacy: environment variables are never recorded. argv is, and can hold secrets
 //! (passwords and tokens passed on command lines); files are created with mode 0600.
@@ -25,7 +28,7 @@ mod reader;
 pub mod synth;
 mod writer;
 
-pub use reader::{Record, TailReport, TraceReader};
+pub use reader::{Damage, Record, TailReport, TraceReader, MAX_KEPT_DAMAGE};
 pub use writer::TraceWriter;
 
 use crate::event::Event;
@@ -35,12 +38,20 @@ use std::time::Duration;
 /// First 8 bytes of every trace file. The high byte rules out text files, the `\n` detects
 /// line-ending conversion.
 pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
-/// The format version this tracer writes and the newest it reads.
+/// The format version this tracer writes and the newest it reads (it reads every older one).
 pub const FORMAT_VERSION: u16 = 2;
+/// The first version whose frames start with [`FRAME_SYNC`] and carry a number, the count of
+/// events before them and a header checksum, so a reader skips a damaged frame and goes on.
+pub const FRAMED_VERSION: u16 = 2;
 /// Bytes before the header: magic, version, flags, header length, header CRC-32.
 pub const PREAMBLE_LEN: usize = 20;
-/// Bytes before each frame's payload: length, type, CRC-32.
-pub const FRAME_HEADER_LEN: usize = 9;
+/// The marker every frame starts with (version 2): where a reader resynchronizes after damage.
+pub const FRAME_SYNC: [u8; 4] = *b"\xf5FRM";
+/// Bytes before each frame's payload (version 2): marker, length, type, frame number, events
+/// before the frame, payload CRC-32, header CRC-32.
+pub const FRAME_HEADER_LEN: usize = 29;
+/// Bytes before each frame's payload in version 1: length, type, CRC-32.
+pub const FRAME_HEADER_LEN_V1: usize = 9;
 /// Largest header body accepted (a /proc snapshot of a very busy host fits easily).
 pub const MAX_HEADER_LEN: u64 = 64 << 20;
 /// Largest frame payload accepted.

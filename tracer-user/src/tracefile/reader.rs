@@ -7,8 +7,9 @@ use std::path::Path;
 
 use super::codec::{decode_event, decode_header, decode_stats, Ctx, Cur, DecodeError};
 use super::{
-    frame_type, Header, StatsRecord, TraceFileError, FORMAT_VERSION, FRAME_HEADER_LEN, MAGIC,
-    MAX_FRAME_LEN, MAX_HEADER_LEN, PREAMBLE_LEN,
+    frame_type, Header, StatsRecord, TraceFileError, FORMAT_VERSION, FRAMED_VERSION,
+    FRAME_HEADER_LEN, FRAME_HEADER_LEN_V1, FRAME_SYNC, MAGIC, MAX_FRAME_LEN, MAX_HEADER_LEN,
+    PREAMBLE_LEN,
 };
 use crate::event::Event;
 
@@ -22,6 +23,36 @@ pub enum Record {
     /// The final counters: the recording ended cleanly.
     End(StatsRecord),
 }
+
+/// Bytes the reader skipped to get from damage to the next good frame (format version 2).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Damage {
+    /// Offset of the first byte skipped.
+    pub offset: u64,
+    /// Bytes skipped.
+    pub bytes: u64,
+    /// Frames lost, from the frame numbers (`None` when the damage runs to the end of the file).
+    pub frames: Option<u64>,
+    /// Events lost, from the next good frame's count of events before it (`None`: unknown).
+    pub events: Option<u64>,
+    /// What was wrong at `offset` (the first problem of the run).
+    pub what: String,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "byte {}: {} bytes skipped", self.offset, self.bytes)?;
+        match (self.frames, self.events) {
+            (Some(fr), Some(ev)) => write!(f, " ({fr} frames, {ev} events lost)")?,
+            (Some(fr), None) => write!(f, " ({fr} frames lost)")?,
+            _ => f.write_str(" (to the end of the file)")?,
+        }
+        write!(f, ": {}", self.what)
+    }
+}
+
+/// How many [`Damage`] runs [`TailReport::damage`] keeps (all are counted).
+pub const MAX_KEPT_DAMAGE: usize = 32;
 
 /// How a file ended, once the reader is exhausted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +69,118 @@ pub struct TailReport {
     pub truncated: bool,
     /// Whole frames read.
     pub frames: u64,
+    /// Events delivered.
+    pub events: u64,
+    /// Damaged stretches skipped before a good frame (version 2 resynchronizes at the next
+    /// frame marker), the first [`MAX_KEPT_DAMAGE`].
+    pub damage: Vec<Damage>,
+    /// Damaged stretches skipped, all of them.
+    pub damage_count: u64,
+    /// Bytes skipped in them.
+    pub skipped_bytes: u64,
+    /// Frames lost in them (known from the frame numbers of the good frames after them).
+    pub skipped_frames: u64,
+    /// Events lost in them (known from the good frames after them).
+    pub skipped_events: u64,
+    /// Frames whose number was already read (a duplicated copy): skipped, not delivered twice.
+    pub duplicate_frames: u64,
+    /// The end record's count of events written, when it was read.
+    pub end_events: Option<u64>,
+}
+
+impl TailReport {
+    /// Frames were skipped, duplicated, or the end record's count disagrees with what was read.
+    pub fn damaged(&self) -> bool {
+        self.damage_count > 0 || self.duplicate_frames > 0 || self.count_disagrees()
+    }
+
+    /// The end record counts a different number of events than were read.
+    pub fn count_disagrees(&self) -> bool {
+        self.end_events.is_some_and(|n| n != self.events)
+    }
+
+    /// One line per problem, for people (empty for a clean file).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .damage
+            .iter()
+            .map(|d| format!("damaged: {d}"))
+            .collect();
+        if self.damage_count > self.damage.len() as u64 {
+            out.push(format!(
+                "damaged: {} more damaged stretches not listed",
+                self.damage_count - self.damage.len() as u64
+            ));
+        }
+        if self.damage_count > 0 {
+            out.push(format!(
+                "damage skipped in all: {} bytes, {} frames, {} events (known)",
+                self.skipped_bytes, self.skipped_frames, self.skipped_events
+            ));
+        }
+        if self.duplicate_frames > 0 {
+            out.push(format!(
+                "{} duplicated frames skipped (their events were already read)",
+                self.duplicate_frames
+            ));
+        }
+        if let (Some(n), true) = (self.end_events, self.count_disagrees()) {
+            out.push(format!(
+                "the end record counts {n} events written, {} were read",
+                self.events
+            ));
+        }
+        out
+    }
+}
+
+/// A damaged stretch being skipped: where it started and why.
+struct Skipping {
+    from: u64,
+    what: String,
+}
+
+/// The input with bytes pushed back (resynchronization rereads what a bad frame header took).
+struct Src<R> {
+    inner: R,
+    back: Vec<u8>,
+    back_pos: usize,
+}
+
+impl<R: Read> Src<R> {
+    /// Makes `bytes` the next ones read, before anything not yet read.
+    fn unread(&mut self, bytes: &[u8]) {
+        let mut v = Vec::with_capacity(bytes.len() + self.back.len() - self.back_pos);
+        v.extend_from_slice(bytes);
+        v.extend_from_slice(&self.back[self.back_pos..]);
+        self.back = v;
+        self.back_pos = 0;
+    }
+}
+
+impl<R: Read> Read for Src<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.back_pos < self.back.len() {
+            let n = buf.len().min(self.back.len() - self.back_pos);
+            buf[..n].copy_from_slice(&self.back[self.back_pos..self.back_pos + n]);
+            self.back_pos += n;
+            if self.back_pos == self.back.len() {
+                self.back.clear();
+                self.back_pos = 0;
+            }
+            return Ok(n);
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// A frame header, checked.
+struct FrameHead {
+    len: u64,
+    kind: u8,
+    /// Version 2: frame number and events written before the frame.
+    number: Option<(u32, u64)>,
+    crc: u32,
 }
 
 enum State {
@@ -55,8 +198,13 @@ enum State {
 /// After an error the iterator yields `None`; [`TraceReader::tail`] then tells how many bytes
 /// at the end could not be used.
 pub struct TraceReader<R: Read> {
-    src: R,
+    src: Src<R>,
     header: Header,
+    version: u16,
+    /// Version 2: the number the next frame should have.
+    next_frame: u32,
+    /// A damaged stretch being skipped.
+    skipping: Option<Skipping>,
     /// Offset of the next unread byte.
     offset: u64,
     payload: Vec<u8>,
@@ -177,8 +325,15 @@ impl<R: Read> TraceReader<R> {
             }
         })?;
         Ok(TraceReader {
-            src,
+            src: Src {
+                inner: src,
+                back: Vec::new(),
+                back_pos: 0,
+            },
             header,
+            version,
+            next_frame: 0,
+            skipping: None,
             offset: PREAMBLE_LEN as u64 + header_len,
             payload: Vec::new(),
             payload_offset: 0,
@@ -215,8 +370,10 @@ impl<R: Read> TraceReader<R> {
         Events { r: self }
     }
 
-    /// Stops with `err`: counts the bytes from `from` to the end of the input as unusable.
+    /// Stops with `err`: counts the bytes from `from` (or from the damaged stretch being
+    /// skipped) to the end of the input as unusable.
     fn fail(&mut self, from: u64, err: TraceFileError) -> TraceFileError {
+        let from = self.skipping.take().map_or(from, |sk| sk.from.min(from));
         let rest = std::io::copy(&mut self.src, &mut std::io::sink()).unwrap_or(0);
         self.tail.unusable_bytes = self.offset.saturating_sub(from) + rest;
         self.tail.unusable_from = Some(from);
@@ -229,6 +386,19 @@ impl<R: Read> TraceReader<R> {
         err
     }
 
+    /// Version 2 and later: frames carry a marker, a number and a header checksum.
+    fn framed(&self) -> bool {
+        self.version >= FRAMED_VERSION
+    }
+
+    fn frame_header_len(&self) -> usize {
+        if self.framed() {
+            FRAME_HEADER_LEN
+        } else {
+            FRAME_HEADER_LEN_V1
+        }
+    }
+
     fn next_event_in_frame(&mut self) -> Option<Result<Event, TraceFileError>> {
         if self.pos >= self.payload.len() || !matches!(self.state, State::Frames) {
             return None;
@@ -237,11 +407,14 @@ impl<R: Read> TraceReader<R> {
         match decode_event(&mut c, &mut self.ctx) {
             Ok(ev) => {
                 self.pos = self.payload.len() - c.buf.len();
+                self.tail.events += 1;
                 Some(Ok(ev))
             }
             Err(DecodeError(expected)) => {
                 let at = self.payload_offset + (self.payload.len() - c.buf.len()) as u64;
-                let frame_start = self.payload_offset.saturating_sub(FRAME_HEADER_LEN as u64);
+                let frame_start = self
+                    .payload_offset
+                    .saturating_sub(self.frame_header_len() as u64);
                 let err = TraceFileError::Garbage {
                     offset: at,
                     what: "an event frame",
@@ -253,29 +426,36 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    /// Reads the next frame header and payload. `Ok(None)` at a clean end of input.
-    fn next_frame(&mut self) -> Result<Option<u8>, TraceFileError> {
-        let start = self.offset;
-        let mut head = [0u8; FRAME_HEADER_LEN];
-        let n = read_full(&mut self.src, &mut head).map_err(|e| TraceFileError::Io {
-            offset: start,
-            error: e,
-        })?;
-        self.offset += n as u64;
-        if n == 0 {
-            return Ok(None);
+    /// Checks a frame header read at `start`.
+    fn parse_head(&self, start: u64, head: &[u8]) -> Result<FrameHead, TraceFileError> {
+        let mut h = head;
+        let mut number = None;
+        if self.framed() {
+            if h[..FRAME_SYNC.len()] != FRAME_SYNC {
+                return Err(TraceFileError::Garbage {
+                    offset: start,
+                    what: "a frame header",
+                    expected: "the frame marker",
+                });
+            }
+            let (body, stored) = head.split_at(FRAME_HEADER_LEN - 4);
+            let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
+            let computed = crc32fast::hash(body);
+            if computed != stored && !cfg!(fuzzing) {
+                return Err(TraceFileError::Checksum {
+                    offset: start,
+                    what: "frame header",
+                    stored,
+                    computed,
+                });
+            }
+            h.advance(FRAME_SYNC.len());
         }
-        if n < FRAME_HEADER_LEN {
-            return Err(TraceFileError::Truncated {
-                offset: start,
-                what: "a frame header",
-                need: FRAME_HEADER_LEN as u64,
-                have: n as u64,
-            });
-        }
-        let mut h = &head[..];
         let len = u64::from(h.get_u32_le());
         let kind = h.get_u8();
+        if self.framed() {
+            number = Some((h.get_u32_le(), h.get_u64_le()));
+        }
         let crc = h.get_u32_le();
         if len > MAX_FRAME_LEN {
             return Err(TraceFileError::ImpossibleLength {
@@ -291,37 +471,189 @@ impl<R: Read> TraceReader<R> {
         );
         if !known && kind < 0x80 {
             return Err(TraceFileError::UnknownFrame {
-                offset: start + 4,
+                offset: start + 4 + if self.framed() { 4 } else { 0 },
                 kind,
             });
         }
-        let got = read_payload(&mut self.src, len, &mut self.payload).map_err(|e| {
+        Ok(FrameHead {
+            len,
+            kind,
+            number,
+            crc,
+        })
+    }
+
+    /// A damaged frame at `start`: remembers where the damaged stretch began (unless one is
+    /// being skipped already) and positions the input at the next frame marker after `start`,
+    /// or at the end of the input. `taken` are the bytes read from `start` on.
+    fn resync(&mut self, start: u64, taken: &[u8], what: String) -> Result<(), TraceFileError> {
+        if self.skipping.is_none() {
+            self.skipping = Some(Skipping { from: start, what });
+        }
+        self.src.unread(&taken[1..]);
+        self.offset = start + 1;
+        let mut window = [0u8; FRAME_SYNC.len()];
+        let mut seen = 0usize;
+        loop {
+            let mut b = [0u8; 1];
+            let n = read_full(&mut self.src, &mut b).map_err(|e| TraceFileError::Io {
+                offset: self.offset,
+                error: e,
+            })?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.offset += 1;
+            window.rotate_left(1);
+            window[FRAME_SYNC.len() - 1] = b[0];
+            seen += 1;
+            if seen >= FRAME_SYNC.len() && window == FRAME_SYNC {
+                self.src.unread(&FRAME_SYNC);
+                self.offset -= FRAME_SYNC.len() as u64;
+                return Ok(());
+            }
+        }
+    }
+
+    /// A good version-2 frame numbered `number` with `before` events before it, at `start`:
+    /// whether to deliver it (not a duplicate), closing the damaged stretch it ends.
+    fn accept_numbered(&mut self, start: u64, number: u32, before: u64) -> bool {
+        if number < self.next_frame {
+            self.tail.duplicate_frames += 1;
+            return false;
+        }
+        let frames = u64::from(number - self.next_frame);
+        let events = before.saturating_sub(self.tail.events);
+        let sk = self.skipping.take();
+        if sk.is_some() || frames > 0 {
+            let (from, what) = sk.map_or_else(
+                || {
+                    (
+                        start,
+                        format!("frames {} to {} missing", self.next_frame, number - 1),
+                    )
+                },
+                |sk| (sk.from, sk.what),
+            );
+            // A hostile count of events before the frame can be anything: saturate.
+            self.tail.damage_count += 1;
+            self.tail.skipped_bytes = self.tail.skipped_bytes.saturating_add(start - from);
+            self.tail.skipped_frames = self.tail.skipped_frames.saturating_add(frames);
+            self.tail.skipped_events = self.tail.skipped_events.saturating_add(events);
+            if self.tail.damage.len() < MAX_KEPT_DAMAGE {
+                self.tail.damage.push(Damage {
+                    offset: from,
+                    bytes: start - from,
+                    frames: Some(frames),
+                    events: Some(events),
+                    what,
+                });
+            }
+        }
+        self.next_frame = number.saturating_add(1);
+        true
+    }
+
+    /// Reads the payload of the frame at `start` whose header (`hlen` bytes) is `h`; false
+    /// when its checksum fails in version 2 (the frame is then skipped whole: its header, and
+    /// so its length, is good).
+    fn read_frame_payload(
+        &mut self,
+        start: u64,
+        hlen: u64,
+        h: &FrameHead,
+    ) -> Result<bool, TraceFileError> {
+        let got = read_payload(&mut self.src, h.len, &mut self.payload).map_err(|e| {
             TraceFileError::Io {
                 offset: start,
                 error: e,
             }
         })?;
         self.offset += got;
-        if got < len {
+        if got < h.len {
             return Err(TraceFileError::Truncated {
                 offset: start,
                 what: "a frame",
-                need: FRAME_HEADER_LEN as u64 + len,
-                have: n as u64 + got,
+                need: hlen + h.len,
+                have: hlen + got,
             });
         }
         let computed = crc32fast::hash(&self.payload);
-        if computed != crc && !cfg!(fuzzing) {
-            return Err(TraceFileError::Checksum {
-                offset: start,
-                what: "frame",
-                stored: crc,
-                computed,
+        if computed == h.crc || cfg!(fuzzing) {
+            return Ok(true);
+        }
+        let err = TraceFileError::Checksum {
+            offset: start,
+            what: "frame",
+            stored: h.crc,
+            computed,
+        };
+        if !self.framed() {
+            return Err(err);
+        }
+        if self.skipping.is_none() {
+            self.skipping = Some(Skipping {
+                from: start,
+                what: err.to_string(),
             });
         }
-        self.payload_offset = start + FRAME_HEADER_LEN as u64;
-        self.tail.frames += 1;
-        Ok(Some(kind))
+        Ok(false)
+    }
+
+    /// Reads the next good frame header and payload. `Ok(None)` at the end of input. Version 2
+    /// skips damaged frames (see [`TailReport::damage`]); version 1 stops at the first.
+    fn next_frame(&mut self) -> Result<Option<u8>, TraceFileError> {
+        loop {
+            let start = self.offset;
+            let hlen = self.frame_header_len();
+            let mut head_buf = [0u8; FRAME_HEADER_LEN];
+            let head = &mut head_buf[..hlen];
+            let n = read_full(&mut self.src, head).map_err(|e| TraceFileError::Io {
+                offset: start,
+                error: e,
+            })?;
+            self.offset += n as u64;
+            if n == 0 {
+                return Ok(None);
+            }
+            if n < hlen {
+                return Err(TraceFileError::Truncated {
+                    offset: start,
+                    what: "a frame header",
+                    need: hlen as u64,
+                    have: n as u64,
+                });
+            }
+            let h = match self.parse_head(start, head) {
+                Ok(h) => h,
+                Err(e) if self.framed() => {
+                    self.resync(start, &head_buf[..hlen], e.to_string())?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if !self.read_frame_payload(start, hlen as u64, &h)? {
+                continue;
+            }
+            if let Some((number, before)) = h.number {
+                if !self.accept_numbered(start, number, before) {
+                    continue;
+                }
+            }
+            self.payload_offset = start + hlen as u64;
+            self.tail.frames += 1;
+            return Ok(Some(h.kind));
+        }
+    }
+
+    /// The input ended: a damaged stretch being skipped is the unusable tail.
+    fn ended_without_end_record(&mut self) {
+        if let Some(sk) = self.skipping.take() {
+            self.tail.unusable_bytes = self.offset - sk.from;
+            self.tail.unusable_from = Some(sk.from);
+            self.tail.error = Some(sk.what);
+        }
+        self.state = State::Done;
     }
 
     fn next_record(&mut self) -> Option<Result<Record, TraceFileError>> {
@@ -360,8 +692,9 @@ impl<R: Read> TraceReader<R> {
             let kind = match self.next_frame() {
                 Ok(Some(kind)) => kind,
                 Ok(None) => {
-                    // No end record: a recording that was stopped hard, cut at a frame edge.
-                    self.state = State::Done;
+                    // No end record: a recording that was stopped hard, cut at a frame edge,
+                    // or damage up to the end.
+                    self.ended_without_end_record();
                     return None;
                 }
                 Err(e) => return Some(Err(self.fail(start, e))),
@@ -378,6 +711,7 @@ impl<R: Read> TraceReader<R> {
                         Ok(s) => {
                             self.last_stats = Some(s);
                             if kind == frame_type::END {
+                                self.tail.end_events = Some(s.events);
                                 self.state = State::Ended;
                                 return Some(Ok(Record::End(s)));
                             }

@@ -355,20 +355,20 @@ fn bad_magic_version_length_and_flags_are_named() {
     assert!(matches!(e, TraceFileError::BadMagic { .. }));
 
     let mut b = bytes.clone();
-    b[8] = 3;
+    b[8] = 9;
     let e = TraceReader::new(Cursor::new(&b)).err().unwrap();
     assert!(
         matches!(
             e,
             TraceFileError::UnknownVersion {
-                found: 3,
+                found: 9,
                 offset: 8,
                 ..
             }
         ),
         "{e}"
     );
-    assert!(e.to_string().contains("version 3 is not supported"));
+    assert!(e.to_string().contains("version 9 is not supported"));
 
     let mut b = bytes.clone();
     b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
@@ -396,15 +396,17 @@ fn bad_magic_version_length_and_flags_are_named() {
 }
 
 #[test]
-fn impossible_frame_length_and_garbage_frames_stop_after_good_frames() {
+/// Version 1 has no frame marker: the first damaged frame stops the reader (every good frame
+/// before it delivered), as it always did.
+fn v1_impossible_frame_length_and_garbage_frames_stop_after_good_frames() {
     let h = Header::default();
     let evs = sample_events();
     let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
     w.write_event(&evs[0]).unwrap();
     w.flush().unwrap();
-    let good_end = w.bytes_written() as usize;
     w.write_event(&evs[1]).unwrap();
-    let bytes = w.finish().unwrap();
+    let (bytes, ends) = to_v1(&w.finish().unwrap());
+    let good_end = ends[0];
 
     // Impossible length.
     let mut b = bytes.clone();
@@ -431,7 +433,7 @@ fn impossible_frame_length_and_garbage_frames_stop_after_good_frames() {
 
     // Flipped payload byte: checksum.
     let mut b = bytes.clone();
-    b[good_end + FRAME_HEADER_LEN + 1] ^= 0x55;
+    b[good_end + FRAME_HEADER_LEN_V1 + 1] ^= 0x55;
     let (recs, err, _) = read_all(&b);
     assert_eq!(events_of(&recs).len(), 1);
     assert!(matches!(err, Some(TraceFileError::Checksum { .. })));
@@ -447,11 +449,11 @@ fn impossible_frame_length_and_garbage_frames_stop_after_good_frames() {
     assert_eq!(events_of(&recs).len(), 1);
     let err = err.unwrap();
     assert!(
-        matches!(err, TraceFileError::Garbage { offset, .. } if offset == (good_end + FRAME_HEADER_LEN) as u64),
+        matches!(err, TraceFileError::Garbage { offset, .. } if offset == (good_end + FRAME_HEADER_LEN_V1) as u64),
         "{err}"
     );
     assert!(err.to_string().contains("expected an event tag"), "{err}");
-    assert_eq!(tail.unusable_bytes, (FRAME_HEADER_LEN + 3) as u64);
+    assert_eq!(tail.unusable_bytes, (FRAME_HEADER_LEN_V1 + 3) as u64);
 
     // Optional unknown frame types are skipped.
     let mut b = bytes[..good_end].to_vec();
@@ -474,16 +476,243 @@ fn impossible_frame_length_and_garbage_frames_stop_after_good_frames() {
     assert_eq!(tail.unusable_bytes, 4);
 }
 
+/// Rewrites a version-2 file as version 1 (9-byte frame headers); returns it and the end
+/// offset of each frame.
+pub(crate) fn to_v1(v2: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let header_len = u32::from_le_bytes(v2[12..16].try_into().unwrap()) as usize;
+    let mut out = v2[..PREAMBLE_LEN + header_len].to_vec();
+    out[8..10].copy_from_slice(&1u16.to_le_bytes());
+    let mut at = out.len();
+    let mut ends = vec![];
+    while at < v2.len() {
+        let h = &v2[at..at + FRAME_HEADER_LEN];
+        let len = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+        out.extend_from_slice(&h[4..9]);
+        out.extend_from_slice(&h[21..25]);
+        out.extend_from_slice(&v2[at + FRAME_HEADER_LEN..at + FRAME_HEADER_LEN + len]);
+        ends.push(out.len());
+        at += FRAME_HEADER_LEN + len;
+    }
+    (out, ends)
+}
+
+/// Appends a version-2 frame with valid checksums.
+pub(crate) fn push_frame(b: &mut Vec<u8>, kind: u8, number: u32, before: u64, payload: &[u8]) {
+    let start = b.len();
+    b.extend_from_slice(&FRAME_SYNC);
+    b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    b.push(kind);
+    b.extend_from_slice(&number.to_le_bytes());
+    b.extend_from_slice(&before.to_le_bytes());
+    b.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    let head_crc = crc32fast::hash(&b[start..]);
+    b.extend_from_slice(&head_crc.to_le_bytes());
+    b.extend_from_slice(payload);
+}
+
+/// Each frame of a file: its byte range and its events.
+type Frames = Vec<(std::ops::Range<usize>, Vec<Event>)>;
+
+/// A file of several frames, and each frame's byte range and events (events frames of two
+/// events, a stats frame in the middle, the end frame last).
+fn framed_sample() -> (Vec<u8>, Frames) {
+    let evs = sample_events();
+    let mut w = TraceWriter::new(Vec::new(), &sample_header()).unwrap();
+    let mut frames = vec![];
+    let mut start = w.bytes_written() as usize;
+    for (i, pair) in evs.chunks(2).enumerate() {
+        for e in pair {
+            w.write_event(e).unwrap();
+        }
+        w.flush().unwrap();
+        let end = w.bytes_written() as usize;
+        frames.push((start..end, pair.to_vec()));
+        start = end;
+        if i == 1 {
+            w.write_stats(3, 0, 0).unwrap();
+            let end = w.bytes_written() as usize;
+            frames.push((start..end, vec![]));
+            start = end;
+        }
+    }
+    let bytes = w.finish().unwrap();
+    frames.push((start..bytes.len(), vec![]));
+    (bytes, frames)
+}
+
+/// Which frames' events `got` is made of, in order; `None` when it is not whole frames.
+fn frames_kept(
+    got: &[Event],
+    frames: &[(std::ops::Range<usize>, Vec<Event>)],
+) -> Option<Vec<bool>> {
+    let mut rest = got;
+    let mut kept = vec![];
+    for (_, evs) in frames {
+        let whole = !evs.is_empty() && rest.starts_with(evs);
+        if whole {
+            rest = &rest[evs.len()..];
+        }
+        kept.push(whole || evs.is_empty());
+    }
+    rest.is_empty().then_some(kept)
+}
+
 #[test]
-fn every_single_byte_corruption_is_an_error_or_harmless_never_a_panic() {
-    let bytes = to_bytes(&sample_header(), &sample_events()).unwrap();
+fn every_single_byte_corruption_is_an_error_or_harmless() {
+    // Any byte of the file damaged in any way gives: an error (the preamble and header), or
+    // exactly the original events, or the original events minus the damaged frame, with a
+    // report that names the bytes, the frame and the events skipped.
+    let (bytes, frames) = framed_sample();
+    let evs = sample_events();
+    let first_frame = frames[0].0.start;
     for i in 0..bytes.len() {
         for x in [0x01u8, 0x80, 0xff] {
             let mut b = bytes.clone();
             b[i] ^= x;
-            let _ = read_all(&b);
+            let (recs, err, tail) = read_all(&b);
+            if i < first_frame {
+                assert!(
+                    err.is_some() && recs.is_empty(),
+                    "byte {i}: header damage read"
+                );
+                continue;
+            }
+            assert!(err.is_none(), "byte {i} ^ {x:#x}: {err:?}");
+            let (k, (range, lost)) = frames
+                .iter()
+                .enumerate()
+                .find(|(_, (r, _))| r.contains(&i))
+                .unwrap();
+            let got = events_of(&recs);
+            let kept = frames_kept(&got, &frames).expect("whole frames");
+            let want: Vec<bool> = (0..frames.len())
+                .map(|j| j != k || lost.is_empty())
+                .collect();
+            assert_eq!(kept, want, "byte {i} ^ {x:#x}: only frame {k} may be lost");
+            assert_eq!(got.len(), evs.len() - lost.len());
+            if k + 1 == frames.len() {
+                // The end frame: nothing after it to resynchronize at.
+                assert!(!tail.clean_end);
+                assert_eq!(tail.unusable_from, Some(range.start as u64), "byte {i}");
+                assert_eq!(tail.unusable_bytes, range.len() as u64);
+            } else {
+                assert!(tail.clean_end, "byte {i}");
+                assert_eq!(tail.damage_count, 1, "byte {i} ^ {x:#x}");
+                let d = &tail.damage[0];
+                assert_eq!(
+                    (d.offset, d.bytes, d.frames, d.events),
+                    (
+                        range.start as u64,
+                        range.len() as u64,
+                        Some(1),
+                        Some(lost.len() as u64)
+                    ),
+                    "byte {i} ^ {x:#x}: {d}"
+                );
+                assert_eq!(tail.count_disagrees(), !lost.is_empty());
+            }
         }
     }
+}
+
+#[test]
+fn a_flipped_length_bit_costs_that_frame_only() {
+    let (bytes, frames) = framed_sample();
+    // The second events frame: its payload length field is at +4..+8.
+    let (range, lost) = &frames[1];
+    for bit in 0..32 {
+        let mut b = bytes.clone();
+        b[range.start + 4 + bit / 8] ^= 1 << (bit % 8);
+        let (recs, err, tail) = read_all(&b);
+        assert!(err.is_none());
+        let got = events_of(&recs);
+        let want: Vec<Event> = sample_events()
+            .into_iter()
+            .filter(|e| !lost.contains(e))
+            .collect();
+        assert_eq!(got, want, "bit {bit}");
+        assert_eq!(tail.skipped_frames, 1);
+        assert_eq!(tail.skipped_events, lost.len() as u64);
+        assert!(tail
+            .warnings()
+            .iter()
+            .any(|w| w.contains(&format!("byte {}", range.start))));
+    }
+}
+
+#[test]
+fn a_duplicated_frame_is_read_once_and_reported() {
+    let (bytes, frames) = framed_sample();
+    let r = frames[1].0.clone();
+    let mut b = bytes[..r.end].to_vec();
+    b.extend_from_slice(&bytes[r.clone()]);
+    b.extend_from_slice(&bytes[r.end..]);
+    let (recs, err, tail) = read_all(&b);
+    assert!(err.is_none());
+    assert_eq!(events_of(&recs), sample_events());
+    assert_eq!(tail.duplicate_frames, 1);
+    assert!(!tail.count_disagrees());
+    assert!(tail
+        .warnings()
+        .iter()
+        .any(|w| w.contains("1 duplicated frames")));
+
+    // Version 1 has no frame numbers: the events come twice, and the end record's count says
+    // so.
+    let (v1, ends) = to_v1(&bytes);
+    let (s, e) = (ends[0], ends[1]);
+    let mut b = v1[..e].to_vec();
+    b.extend_from_slice(&v1[s..e]);
+    b.extend_from_slice(&v1[e..]);
+    let (recs, err, tail) = read_all(&b);
+    assert!(err.is_none());
+    assert_eq!(events_of(&recs).len(), sample_events().len() + 2);
+    assert!(tail.count_disagrees());
+    let w = tail.warnings().join("\n");
+    assert!(
+        w.contains(&format!(
+            "the end record counts {} events written, {} were read",
+            sample_events().len(),
+            sample_events().len() + 2
+        )),
+        "{w}"
+    );
+}
+
+#[test]
+fn damage_spanning_frames_is_one_stretch_with_its_counts() {
+    let (bytes, frames) = framed_sample();
+    let mut b = bytes.clone();
+    // Garbage over the whole of frames 0 and 1 and the start of the stats frame.
+    for x in &mut b[frames[0].0.start..frames[2].0.start + 3] {
+        *x = 0xa5;
+    }
+    let (recs, err, tail) = read_all(&b);
+    assert!(err.is_none());
+    assert_eq!(events_of(&recs), sample_events()[4..].to_vec());
+    assert_eq!(tail.damage_count, 1);
+    assert_eq!(tail.skipped_frames, 3);
+    assert_eq!(tail.skipped_events, 4);
+    assert_eq!(
+        tail.skipped_bytes,
+        (frames[3].0.start - frames[0].0.start) as u64
+    );
+}
+
+#[test]
+fn version_1_files_still_read() {
+    let (bytes, _) = framed_sample();
+    let (v1, _) = to_v1(&bytes);
+    let (recs, err, tail) = read_all(&v1);
+    assert!(err.is_none() && tail.clean_end);
+    assert_eq!(events_of(&recs), sample_events());
+    assert_eq!(
+        TraceReader::new(Cursor::new(&v1))
+            .unwrap()
+            .header()
+            .format_version,
+        1
+    );
 }
 
 #[test]
@@ -702,11 +931,8 @@ mod prop {
             // Keep the header, drop the end record: random frames follow.
             let body_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
             bytes.truncate(PREAMBLE_LEN + body_len);
-            for (kind, payload) in &frames {
-                bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-                bytes.push(*kind);
-                bytes.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-                bytes.extend_from_slice(payload);
+            for (i, (kind, payload)) in frames.iter().enumerate() {
+                push_frame(&mut bytes, *kind, i as u32, 0, payload);
             }
             let (recs, err, tail) = read_all(&bytes);
             if let Some(e) = &err {
@@ -740,6 +966,18 @@ fn write_fuzz_seeds() {
     std::fs::create_dir_all(&dir).unwrap();
     let small = to_bytes(&sample_header(), &sample_events()).unwrap();
     std::fs::write(dir.join("sample.trace"), &small).unwrap();
+    // Version 1 stays readable.
+    std::fs::write(dir.join("sample-v1.trace"), to_v1(&small).0).unwrap();
+    // Damage the reader skips: a flipped length bit, a duplicated frame.
+    let (framed, frames) = framed_sample();
+    let mut flip = framed.clone();
+    flip[frames[1].0.start + 5] ^= 0x08;
+    std::fs::write(dir.join("flipped-length.trace"), flip).unwrap();
+    let r = frames[1].0.clone();
+    let mut dup = framed[..r.end].to_vec();
+    dup.extend_from_slice(&framed[r.clone()]);
+    dup.extend_from_slice(&framed[r.end..]);
+    std::fs::write(dir.join("duplicated-frame.trace"), dup).unwrap();
     let storm: Vec<Event> = synth::Storm::new(300).collect();
     let h = Header {
         snapshot: synth::storm_snapshot(),
@@ -769,4 +1007,41 @@ fn probe_set_of_a_recording_comes_from_the_header() {
     assert!(h.sched_probes());
     h.extra[1].1 = "sched+syscalls".into();
     assert!(!h.sched_probes());
+}
+
+/// `TRACER_BIG_TREE=FILE cargo test -p tracer-user --lib write_big_tree -- --ignored`: a
+/// recording of 400,000 processes (a 4-ary fork tree) for measuring `tracer tree` at scale
+/// (BENCHMARKS.md).
+#[test]
+#[ignore]
+fn write_big_tree() {
+    let path = std::path::PathBuf::from(std::env::var("TRACER_BIG_TREE").unwrap());
+    let n: u32 = std::env::var("TRACER_BIG_TREE_PROCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400_000);
+    let evs = crate::tui::synth::fork_tree(n);
+    let bytes = to_bytes(&Header::default(), &evs).unwrap();
+    if let Ok(v1) = std::env::var("TRACER_BIG_TREE_V1") {
+        // The same in format version 1, for tracers from before version 2.
+        std::fs::write(v1, to_v1(&bytes).0).unwrap();
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn hostile_frame_counts_never_overflow_the_report() {
+    // Found by the fuzzer: a frame claiming u64::MAX events before it, after damage, twice.
+    let mut b = to_bytes(&Header::default(), &[]).unwrap();
+    let body_len = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    b.truncate(PREAMBLE_LEN + body_len);
+    b.extend_from_slice(b"damaged");
+    push_frame(&mut b, frame_type::EVENTS, 1, u64::MAX, &[]);
+    b.extend_from_slice(b"damaged");
+    push_frame(&mut b, frame_type::EVENTS, 3, u64::MAX, &[]);
+    let (recs, err, tail) = read_all(&b);
+    assert!(err.is_none() && recs.is_empty());
+    assert_eq!(tail.damage_count, 2);
+    assert_eq!(tail.skipped_events, u64::MAX);
+    assert_eq!(tail.skipped_frames, 2);
 }

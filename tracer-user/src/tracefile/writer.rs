@@ -9,7 +9,8 @@ use std::time::Instant;
 use super::codec::{encode_event, encode_header, encode_stats, Ctx};
 use super::{
     frame_type, Header, StatsRecord, TraceFileError, FLUSH_INTERVAL, FORMAT_VERSION,
-    FRAME_HEADER_LEN, FRAME_MAX_EVENTS, FRAME_TARGET_BYTES, MAGIC, MAX_FRAME_LEN, MAX_HEADER_LEN,
+    FRAME_HEADER_LEN, FRAME_MAX_EVENTS, FRAME_SYNC, FRAME_TARGET_BYTES, MAGIC, MAX_FRAME_LEN,
+    MAX_HEADER_LEN,
 };
 
 /// Writes a trace file frame by frame. Memory stays bounded by one frame
@@ -29,22 +30,17 @@ pub struct TraceWriter<W: Write> {
     stats: StatsRecord,
     bytes_written: u64,
     since_clock_check: u32,
+    /// Number of the next frame sealed.
+    frame_number: u32,
+    /// Metadata events written (they take no sequence number).
+    metadata: u64,
 }
 
 impl TraceWriter<File> {
-    /// Creates (or truncates) `path` with mode 0600 and writes the header.
+    /// Creates `path` with mode 0600 and writes the header; the file is readable as it grows
+    /// (see [`crate::outfile::create_streaming`] for what happens to an existing `path`).
     pub fn create(path: &Path, header: &Header) -> Result<Self, TraceFileError> {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(TraceFileError::Write)?;
-        // An existing file keeps its mode on open: tighten it too.
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(TraceFileError::Write)?;
+        let file = crate::outfile::create_streaming(path).map_err(TraceFileError::Write)?;
         TraceWriter::new(file, header)
     }
 }
@@ -78,6 +74,8 @@ impl<W: Write> TraceWriter<W> {
             stats: StatsRecord::default(),
             bytes_written: pre.len() as u64,
             since_clock_check: 0,
+            frame_number: 0,
+            metadata: 0,
         };
         w.start_frame();
         Ok(w)
@@ -112,8 +110,11 @@ impl<W: Write> TraceWriter<W> {
         }
         self.frame_events += 1;
         self.stats.events += 1;
+        // Metadata repeats the seq of the event it was read for: it fills no gap.
+        self.metadata += u64::from(ev.kind.is_metadata());
         self.stats.last_seq = self.stats.last_seq.max(ev.seq);
-        self.stats.seq_gaps = self.stats.last_seq.saturating_sub(self.stats.events);
+        let kernel_events = self.stats.events - self.metadata;
+        self.stats.seq_gaps = self.stats.last_seq.saturating_sub(kernel_events);
         if self.frame.len() >= FRAME_TARGET_BYTES || self.frame_events >= FRAME_MAX_EVENTS {
             self.seal(frame_type::EVENTS)?;
         }
@@ -141,10 +142,17 @@ impl<W: Write> TraceWriter<W> {
         }
         let payload_len = self.frame.len() - FRAME_HEADER_LEN;
         let crc = crc32fast::hash(&self.frame[FRAME_HEADER_LEN..]);
+        let events_before = self.stats.events - self.frame_events as u64;
         let mut head = &mut self.frame[..FRAME_HEADER_LEN];
+        head.put_slice(&FRAME_SYNC);
         head.put_u32_le(payload_len as u32);
         head.put_u8(kind);
+        head.put_u32_le(self.frame_number);
+        head.put_u64_le(events_before);
         head.put_u32_le(crc);
+        let head_crc = crc32fast::hash(&self.frame[..FRAME_HEADER_LEN - 4]);
+        (&mut self.frame[FRAME_HEADER_LEN - 4..FRAME_HEADER_LEN]).put_u32_le(head_crc);
+        self.frame_number = self.frame_number.wrapping_add(1);
         self.out
             .write_all(&self.frame)
             .map_err(TraceFileError::Write)?;

@@ -627,3 +627,47 @@ fn live_drops_exited_processes_after_a_while() {
     let s = replay_state("synth", &evs, n, (80, 24));
     assert!(exited.iter().all(|p| pids(&s).contains(p)));
 }
+
+#[test]
+fn hostile_names_and_argv_are_escaped_on_screen() {
+    use crate::event::{CapturedStr, EventKind, Syscall};
+    let hostile = "\x1b]0;PWNED\x07";
+    let evs = vec![
+        Event::bare(
+            1,
+            1000,
+            7,
+            7,
+            "sh",
+            EventKind::ExecEnter {
+                syscall: Syscall::Execve,
+                dirfd: -100,
+                at_flags: 0,
+                filename: CapturedStr {
+                    value: "/bin/x\x1b[2J".into(),
+                    truncated: false,
+                },
+                argv: vec![format!("x{hostile}")],
+                argv_truncated: false,
+            },
+        ),
+        Event::bare(
+            2,
+            2000,
+            7,
+            7,
+            hostile,
+            EventKind::Exec {
+                old_tid: 7,
+                filename: CapturedStr {
+                    value: "/bin/x\x1b[2J".into(),
+                    truncated: false,
+                },
+            },
+        ),
+    ];
+    let mut s = replay_state("hostile", &evs, 2, (120, 30));
+    let text = screen(&mut s);
+    assert!(text.contains("\\33]0;PWNED\\7"), "{text}");
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+}

@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
+use crate::escape::escape;
 use crate::lineage::view::{marks, Mark};
 use crate::lineage::{How, Process, Role};
 
@@ -199,7 +200,7 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
         base.add_modifier(Modifier::BOLD)
     };
     v.push(Span::raw(" "));
-    v.push(Span::styled(p.name(), name_style));
+    v.push(Span::styled(escape(&p.name()).into_owned(), name_style));
     // Next to the name, where a long row is never cut.
     if s.is_new(p.id) {
         v.push(Span::styled(
@@ -231,7 +232,7 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
         Mark::Subreaper => base.patch(fg(s, Color::Blue)),
         Mark::CloneParent(_) | Mark::NsPid(_) => mark,
         Mark::Adopted(_) | Mark::Reparented => mark.add_modifier(Modifier::BOLD),
-        Mark::Threads(_) | Mark::Placeholder | Mark::Exit(_) => base,
+        Mark::Threads(_) | Mark::Placeholder | Mark::InitialProcess | Mark::Exit(_) => base,
     }
 }
 
@@ -239,7 +240,7 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
     let live = s.engine.processes().filter(|p| !p.exited).count();
     let mut title = format!("processes {live} live");
     if let Some(p) = s.focus_root.and_then(|id| s.engine.get(id)) {
-        let _ = write!(title, " · focus {} {}", p.pid, p.name());
+        let _ = write!(title, " · focus {} {}", p.pid, escape(&p.name()));
     }
     if !s.show_exited {
         title.push_str(" · exited hidden");
@@ -292,7 +293,7 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
                     })
                     .unwrap_or_default();
                 spans.push(Span::styled(
-                    format!("{{{name}}} {tid}"),
+                    format!("{{{}}} {tid}", escape(&name)),
                     Style::new().add_modifier(Modifier::DIM),
                 ));
             }
@@ -313,12 +314,12 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
 fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     let key = |k: &str| Span::styled(format!("{k:<10}"), fg(s, Color::Cyan));
     let mut out = Vec::new();
-    let mut head = format!("{} {}", p.pid, p.name());
+    let mut head = format!("{} {}", p.pid, escape(&p.name()));
     if let Some(r) = p.role {
         let _ = write!(head, " [{r}]");
     }
     if let Some(c) = &p.container_id {
-        let _ = write!(head, " container {c}");
+        let _ = write!(head, " container {}", escape(c));
     }
     if let Some(k) = &p.k8s {
         if let Some(pod) = k.pod_text() {
@@ -334,9 +335,14 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     ));
     out.push(Line::from(vec![
         key("exe"),
-        Span::raw(p.exe.as_deref().unwrap_or("?").to_string()),
+        Span::raw(escape(p.exe.as_deref().unwrap_or("?")).into_owned()),
     ]));
-    let mut argv = p.argv.join(" ");
+    let mut argv = p
+        .argv
+        .iter()
+        .map(|a| escape(a))
+        .collect::<Vec<_>>()
+        .join(" ");
     if p.argv_truncated {
         argv.push_str(" …");
     }
@@ -433,13 +439,18 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     for x in &p.execs {
         out.push(Line::from(vec![
             key("exec"),
-            Span::raw(format!("{} @{}", x.exe, x.seq)),
+            Span::raw(format!("{} @{}", escape(&x.exe), x.seq)),
         ]));
     }
     for r in &p.renames {
         out.push(Line::from(vec![
             key("renamed"),
-            Span::raw(format!("{} (tid {}) @{}", r.comm, r.tid, r.seq)),
+            Span::raw(format!(
+                "{} (tid {}) @{}",
+                escape(&r.comm.to_string()),
+                r.tid,
+                r.seq
+            )),
         ]));
     }
     out
@@ -460,7 +471,7 @@ fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
                 let mut l = detail_lines(s, p);
                 l.insert(
                     1,
-                    Line::from(format!("thread {tid} of {} {}", p.pid, p.name())),
+                    Line::from(format!("thread {tid} of {} {}", p.pid, escape(&p.name()))),
                 );
                 l
             }
@@ -502,15 +513,15 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
     for st in &s.stories {
         let mut head = format!(
             "container {} ({}",
-            st.container_id.as_deref().unwrap_or("?"),
+            escape(st.container_id.as_deref().unwrap_or("?")),
             st.kind.as_str()
         );
         if let Some(r) = &st.runtime {
-            let _ = write!(head, ", {r}");
+            let _ = write!(head, ", {}", escape(r));
         }
         head.push(')');
         if let Some(w) = &st.workload {
-            let _ = write!(head, " → {w}");
+            let _ = write!(head, " → {}", escape(w));
         }
         lines.push(Line::styled(
             head,
@@ -532,7 +543,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
             }
             let mark = if cur { "▸" } else { " " };
             lines.push(Line::styled(
-                format!("{mark} {:>6}  {}", step.seq, step.text),
+                format!("{mark} {:>6}  {}", step.seq, escape(&step.text)),
                 style,
             ));
             k += 1;
