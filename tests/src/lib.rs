@@ -3,6 +3,7 @@
 //! drives too (xtask uses this crate without its `capture` feature, so no BPF toolchain).
 
 pub mod labs;
+pub mod prereq;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -22,12 +23,8 @@ pub struct Captured {
     pub status: Option<std::process::ExitStatus>,
 }
 
-/// True when the process may load BPF programs (root tests skip otherwise... but are
-/// `#[ignore = "root"]` anyway, so this only guards a manual `--ignored` run).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+/// True when the process may load BPF programs.
+pub use prereq::is_root;
 
 /// Runs `argv` followed from its first instruction until every followed process is gone.
 /// With `read_live == false` nothing is read until the command exits (to force drops).

@@ -76,17 +76,61 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Totals of cargo's `test result:` lines across every test run.
+/// Totals of cargo's `test result:` lines across every test run, and which tests did not run:
+/// ignored ones (root tests when not root) and the ones a missing prerequisite skipped on the
+/// developer's request (tests/src/prereq.rs, reported through [`skip_log`]).
 #[derive(Default)]
 struct Tally {
     passed: u64,
     failed: u64,
     ignored: u64,
+    /// Tests cargo reported `ignored`, until a later run (the root tests) ran them.
+    ignored_names: std::collections::BTreeSet<String>,
+}
+
+impl Tally {
+    /// One line of `cargo test` output.
+    fn observe(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut words = part
+                    .split_whitespace()
+                    .filter(|w| *w != "ok." && *w != "FAILED.");
+                if let (Some(n), Some(what)) = (
+                    words.next().and_then(|n| n.parse::<u64>().ok()),
+                    words.next(),
+                ) {
+                    match what {
+                        "passed" => self.passed += n,
+                        "failed" => self.failed += n,
+                        "ignored" => self.ignored += n,
+                        _ => {}
+                    }
+                }
+            }
+        } else if let Some((name, outcome)) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.split_once(" ... "))
+        {
+            if outcome.starts_with("ignored") {
+                self.ignored_names.insert(name.to_string());
+            } else if self.ignored_names.remove(name) {
+                // Ran now (ok or FAILED): counted by this run's result line instead.
+                self.ignored = self.ignored.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// The file the tests append opted-out skips to (`TRACER_TEST_SKIP_LOG`).
+fn skip_log() -> PathBuf {
+    workspace_root().join("target/test-skips.log")
 }
 
 /// Runs a `cargo test`, echoing its output and adding its result lines to `tally`.
 fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
     use std::io::BufRead;
+    cmd.env(tests::prereq::SKIP_LOG_VAR, skip_log());
     println!("xtask: {cmd:?}");
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
@@ -96,24 +140,7 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
         for line in std::io::BufReader::new(out).lines() {
             let line = line?;
             println!("{line}");
-            if let Some(rest) = line.strip_prefix("test result: ") {
-                for part in rest.split(';') {
-                    let mut words = part
-                        .split_whitespace()
-                        .filter(|w| *w != "ok." && *w != "FAILED.");
-                    if let (Some(n), Some(what)) = (
-                        words.next().and_then(|n| n.parse::<u64>().ok()),
-                        words.next(),
-                    ) {
-                        match what {
-                            "passed" => tally.passed += n,
-                            "failed" => tally.failed += n,
-                            "ignored" => tally.ignored += n,
-                            _ => {}
-                        }
-                    }
-                }
-            }
+            tally.observe(&line);
         }
     }
     let status = child.wait()?;
@@ -125,13 +152,39 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
 
 fn test() -> Result<()> {
     setup::setup()?;
+    let _ = std::fs::remove_file(skip_log());
     let mut tally = Tally::default();
     let result = test_all(&mut tally);
-    // One closing line over every run (root tests are counted as skipped when not root).
+    // Skips on request passed as far as cargo knows: move them to the skipped column.
+    let opted: Vec<String> = std::fs::read_to_string(skip_log())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let mut f = l.splitn(3, '\t');
+            let (test, what, why) = (f.next(), f.next(), f.next());
+            format!(
+                "{} (missing `{}`: {}; opted out with {})",
+                test.unwrap_or("?"),
+                what.unwrap_or("?"),
+                why.unwrap_or("?"),
+                tests::prereq::SKIP_VAR
+            )
+        })
+        .collect();
+    let skipped = tally.ignored + opted.len() as u64;
+    // One closing line over every run, then every test that did not run, by name.
     println!(
         "tests: {} passed, {} failed, {} skipped",
-        tally.passed, tally.failed, tally.ignored
+        tally.passed.saturating_sub(opted.len() as u64),
+        tally.failed,
+        skipped
     );
+    for name in &tally.ignored_names {
+        println!("xtask: skipped {name} (ignored: needs root)");
+    }
+    for line in &opted {
+        println!("xtask: skipped {line}");
+    }
     result
 }
 
@@ -152,16 +205,16 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         .env("RUSTDOCFLAGS", "-D warnings"))?;
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
-        // Only the ignored (root) ones: the rest already ran above, where these counted as
-        // ignored; what runs now is no longer skipped.
-        let before = tally.passed + tally.failed;
+        // Only the ignored (root) ones: the rest already ran above, where these were ignored;
+        // the tally takes each one that runs now off the skipped list.
         // The lab tests record with the release binary, as `cargo xtask lab` does.
         run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
         run_tests(
             cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
             tally,
         )?;
-        // The library's root tests: the follow_lineage example and the capture stream.
+        // The library's root tests: the follow_lineage example, the capture stream, a
+        // recording killed with SIGKILL.
         run_tests(
             cargo().args([
                 "test",
@@ -169,13 +222,14 @@ fn test_all(tally: &mut Tally) -> Result<()> {
                 "tracer-user",
                 "--test",
                 "examples",
+                "--test",
+                "record_sigkill",
                 "--",
                 "--ignored",
+                "--test-threads=1",
             ]),
             tally,
         )?;
-        let ran = tally.passed + tally.failed - before;
-        tally.ignored = tally.ignored.saturating_sub(ran);
     } else {
         println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
     }

@@ -99,10 +99,7 @@ pub fn boot_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use crate::prereq::is_root;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 

@@ -91,9 +91,12 @@
 //! does.
 
 mod args;
+mod fuzz_check;
 mod line;
 #[cfg(test)]
 mod tests;
+
+pub use fuzz_check::fuzz_check;
 
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
@@ -156,9 +159,9 @@ pub enum StraceError {
 /// Parses a whole strace log.
 pub fn parse_log(text: &str) -> Result<Import, StraceError> {
     let mut p = Parser::new();
-    let text = text.strip_suffix('\n').unwrap_or(text);
+    // Every '\n' ends a line (a lone "\n" is one empty line), as for `parse_reader`.
     if !text.is_empty() {
-        for l in text.split('\n') {
+        for l in text.strip_suffix('\n').unwrap_or(text).split('\n') {
             p.feed_line(l);
         }
     }

@@ -1607,36 +1607,3 @@ fn fixture_podman_conmon() {
         exit_ts - exec_ts
     );
 }
-
-// ---------------------------------------------------------------- performance
-
-/// `cargo test --release -p tracer-user --no-default-features --lib strace::tests::throughput -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn throughput() {
-    let base = [
-        fixture("runc-stderr.log"),
-        fixture("ctr.log"),
-        fixture("podman.log"),
-    ]
-    .concat();
-    let mut text = String::new();
-    while text.len() < 100 << 20 {
-        text.push_str(&base);
-    }
-    let n = text.lines().count();
-    let t = std::time::Instant::now();
-    let imp = parse_log(&text).unwrap();
-    let dt = t.elapsed().as_secs_f64();
-    eprintln!(
-        "{n} lines, {} events in {dt:.3} s: {:.0} lines/s, {:.0} MB/s",
-        imp.events.len(),
-        n as f64 / dt,
-        text.len() as f64 / dt / 1e6
-    );
-    let t = std::time::Instant::now();
-    let imp2 = parse_reader(text.as_bytes()).unwrap();
-    let dt = t.elapsed().as_secs_f64();
-    eprintln!("parse_reader: {:.0} lines/s", n as f64 / dt);
-    assert_eq!(imp.events.len(), imp2.events.len());
-}

@@ -25,7 +25,7 @@ mod reader;
 pub mod synth;
 mod writer;
 
-pub use reader::{Record, TailReport, TraceReader};
+pub use reader::{Checksums, Record, TailReport, TraceReader};
 pub use writer::TraceWriter;
 
 use crate::event::Event;
