@@ -12,6 +12,28 @@ use tracer::Event;
 /// OCI bundles from busybox-static (shared with the labs).
 pub use labs::busybox_bundle;
 
+/// The engine's model of the kernel was wrong: the kernel reported another parent than the
+/// engine had predicted (the engine then takes the kernel's word, so its tree alone would not
+/// show the mistake). The one place the truth tests name that warning kind.
+pub fn is_model_disagreement(w: &tracer::lineage::Warning) -> bool {
+    matches!(w.kind, tracer::lineage::WarningKind::ParentMismatch { .. })
+}
+
+/// Fails with every model/kernel disagreement the engine met (see [`is_model_disagreement`]).
+pub fn assert_no_model_disagreement(e: &tracer::Engine, what: &str) {
+    let bad: Vec<String> = e
+        .warnings()
+        .iter()
+        .filter(|w| is_model_disagreement(w))
+        .map(|w| w.to_string())
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: the engine's model disagreed with the kernel:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
 /// What a capture of one command delivered.
 #[derive(Debug)]
 pub struct Captured {

@@ -476,7 +476,9 @@ fn sigint_stops_a_busy_system_wide_trace() {
     std::thread::sleep(Duration::from_secs(2));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(t.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // A generous ceiling: the storm may slow the exit on a loaded machine; what matters is
+    // that SIGINT is not lost (a lost one never ends the trace).
+    let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(st) = t.try_wait().expect("wait") {
             break Some(st);
@@ -494,7 +496,7 @@ fn sigint_stops_a_busy_system_wide_trace() {
     }
     let out = t.wait_with_output().expect("output");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(status.is_some(), "tracer still running 5 s after SIGINT");
+    assert!(status.is_some(), "tracer still running 60 s after SIGINT");
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
     assert!(stderr.contains(" dropped, "), "no summary: {stderr}");
 }
@@ -530,10 +532,33 @@ fn late_subreaper_is_reported_before_the_adoption() {
     assert_eq!(c.events[reported].comm.to_string(), "actor");
     assert_eq!(exit_of(&c, child), Some((9 << 8, true)));
     assert_eq!(exit_of(&c, grandchild), Some((10 << 8, true)));
+    // The actor as /proc showed it when the capture started it: forked by this test.
     let mut engine = tracer::Engine::new();
+    engine.seed_snapshot(&[tracer::lineage::SnapshotProcess {
+        pid: actor,
+        ppid: std::process::id(),
+        comm: "actor".into(),
+        ..Default::default()
+    }]);
     c.events.iter().for_each(|e| engine.apply(e));
+    // The engine predicted the adoption itself: had it guessed another reaper, the
+    // grandchild's later events (which carry the kernel's parent) would have corrected it
+    // with a warning.
+    tests::assert_no_model_disagreement(&engine, "late subreaper");
+    let warnings: Vec<String> = engine.warnings().iter().map(|w| w.to_string()).collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
     let g = engine.process(grandchild).expect("grandchild known");
     assert_eq!(g.ppid, actor, "the grandchild's parent after the adoption");
+    let adopted = g.last_adoption().expect("the grandchild was adopted");
+    assert_eq!(
+        adopted.reason,
+        Some(tracer::lineage::Reason::ParentExited {
+            parent: child,
+            reaper: tracer::lineage::Reaper::Subreaper(actor)
+        }),
+        "{:?}",
+        g.lineage
+    );
 }
 
 /// Without syscall probes argv is read from the new image: an entry of exactly 127 bytes is

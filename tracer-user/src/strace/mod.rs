@@ -34,6 +34,9 @@
 //!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
 //!   without a notice or a matching clone are taken as N's threads.
 //! * A pid seen again after its `+++ exited` line is a new task (pid reuse).
+//! * A `Fork`'s `child_ppid` is the parent copy_process gives the child: the caller's process,
+//!   or with CLONE_PARENT or CLONE_THREAD the caller's parent when the log created the caller
+//!   and that parent is still alive (else 0, unknown: strace does not show reparenting).
 //! * Every event has `ppid` 0 (unknown), `uid` `u32::MAX`, `cgroup_id` 0 and an empty `comm`
 //!   (also with `-Y`, whose `<comm>` is accepted and ignored); `seq` counts from 1 in emission
 //!   order, which is log order.
@@ -288,6 +291,8 @@ pub struct Parser {
     next_clone: u64,
     /// Non-leader exec: leader pid → the thread that exec'd.
     pid_changed: HashMap<u32, u32>,
+    /// Process (tgid) → its parent as copy_process set it, for processes created in the log.
+    parents: HashMap<u32, u32>,
 }
 
 impl Parser {
@@ -549,14 +554,28 @@ impl Parser {
         for e in &mut self.out.events {
             fix(&mut e.tid);
             fix(&mut e.tgid);
-            if let EventKind::Fork { child_tgid, .. } = &mut e.kind {
+            if let EventKind::Fork {
+                child_tgid,
+                child_ppid,
+                flags,
+                ..
+            } = &mut e.kind
+            {
                 fix(child_tgid);
+                // 0 is the placeholder only where the caller is the parent; with CLONE_PARENT,
+                // CLONE_THREAD or unknown flags it means "unknown" and stays.
+                if flags.is_some_and(|f| f.0 & (cf::CLONE_PARENT | cf::CLONE_THREAD) == 0) {
+                    fix(child_ppid);
+                }
             }
             if let EventKind::Exec { old_tid, .. } = &mut e.kind {
                 fix(old_tid);
             }
         }
         for v in self.tgid_of.values_mut() {
+            fix(v);
+        }
+        for v in self.parents.values_mut() {
             fix(v);
         }
         for c in &mut self.clones {
@@ -687,6 +706,13 @@ impl Parser {
             }
         }
         self.live.insert(child);
+        let child_ppid = self.new_parent(&c);
+        if !thread {
+            match child_ppid {
+                Some(p) => self.parents.insert(child, p),
+                None => self.parents.remove(&child),
+            };
+        }
         let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
         self.emit(
             c.caller,
@@ -694,7 +720,7 @@ impl Parser {
             EventKind::Fork {
                 child_tid: child,
                 child_tgid,
-                child_ppid: 0,
+                child_ppid: child_ppid.unwrap_or(0),
                 syscall: Some(c.syscall),
                 flags: c.flags.map(CloneFlags),
             },
@@ -713,6 +739,21 @@ impl Parser {
             self.clones.remove(i);
         } else {
             self.clones[i].child = Some(child);
+        }
+    }
+
+    /// The parent copy_process gives the child of clone `c`: the caller's process, or with
+    /// CLONE_PARENT or CLONE_THREAD the caller's own parent — known when the log created the
+    /// caller and that parent is still alive (after its exit the caller was reparented, which
+    /// strace does not show). Unknown flags (the call is not in the log): unknown.
+    fn new_parent(&self, c: &CloneRec) -> Option<u32> {
+        match c.flags? & (cf::CLONE_PARENT | cf::CLONE_THREAD) {
+            0 => Some(c.tgid),
+            _ => self
+                .parents
+                .get(&c.tgid)
+                .copied()
+                .filter(|p| self.live.contains(p)),
         }
     }
 
@@ -756,6 +797,7 @@ impl Parser {
                 }
             }
             None => {
+                self.parents.remove(&tid);
                 for t in self.threads.remove(&tid).unwrap_or_default() {
                     self.live.remove(&t);
                     self.pending.remove(&t);
