@@ -98,9 +98,10 @@ impl Recorded {
             let (start, end) = (self.engine_at(m.boot_ns), self.engine_at(m.end_ns));
             let alive = |e: &Engine, pid: u32| e.process(pid).filter(|p| !p.exited).map(|p| p.ppid);
             let scenario = m.scenario(&roots);
+            // (The followed command may be gone by then: `podman run -d` exits at once.)
             assert!(
-                roots.iter().all(|r| scenario.iter().any(|p| p.pid == *r)),
-                "{}: a root of {roots:?} is not in /proc",
+                !scenario.is_empty(),
+                "{}: none of {roots:?} in /proc",
                 m.label
             );
             let mut wrong = Vec::new();

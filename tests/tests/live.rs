@@ -532,14 +532,21 @@ fn late_subreaper_is_reported_before_the_adoption() {
     assert_eq!(c.events[reported].comm.to_string(), "actor");
     assert_eq!(exit_of(&c, child), Some((9 << 8, true)));
     assert_eq!(exit_of(&c, grandchild), Some((10 << 8, true)));
-    // The actor as /proc showed it when the capture started it: forked by this test.
+    // This test and the actor it forked, as they were when the capture started.
     let mut engine = tracer::Engine::new();
-    engine.seed_snapshot(&[tracer::lineage::SnapshotProcess {
-        pid: actor,
-        ppid: std::process::id(),
-        comm: "actor".into(),
-        ..Default::default()
-    }]);
+    let me = std::process::id();
+    engine.seed_snapshot(&[
+        tracer::lineage::SnapshotProcess {
+            pid: me,
+            ..Default::default()
+        },
+        tracer::lineage::SnapshotProcess {
+            pid: actor,
+            ppid: me,
+            comm: "actor".into(),
+            ..Default::default()
+        },
+    ]);
     c.events.iter().for_each(|e| engine.apply(e));
     // The engine predicted the adoption itself: had it guessed another reaper, the
     // grandchild's later events (which carry the kernel's parent) would have corrected it
