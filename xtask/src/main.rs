@@ -84,8 +84,9 @@ struct Tally {
     passed: u64,
     failed: u64,
     ignored: u64,
-    /// Tests cargo reported `ignored`, until a later run (the root tests) ran them.
-    ignored_names: std::collections::BTreeSet<String>,
+    /// Tests cargo reported `ignored` (with the reason given, if any), until a later run (the
+    /// root tests) ran them.
+    ignored_names: std::collections::BTreeMap<String, String>,
 }
 
 impl Tally {
@@ -112,9 +113,10 @@ impl Tally {
             .strip_prefix("test ")
             .and_then(|l| l.split_once(" ... "))
         {
-            if outcome.starts_with("ignored") {
-                self.ignored_names.insert(name.to_string());
-            } else if self.ignored_names.remove(name) {
+            if let Some(rest) = outcome.strip_prefix("ignored") {
+                let reason = rest.trim_start_matches([',', ' ']).to_string();
+                self.ignored_names.insert(name.to_string(), reason);
+            } else if self.ignored_names.remove(name).is_some() {
                 // Ran now (ok or FAILED): counted by this run's result line instead.
                 self.ignored = self.ignored.saturating_sub(1);
             }
@@ -179,8 +181,11 @@ fn test() -> Result<()> {
         tally.failed,
         skipped
     );
-    for name in &tally.ignored_names {
-        println!("xtask: skipped {name} (ignored: needs root)");
+    for (name, reason) in &tally.ignored_names {
+        match reason.as_str() {
+            "" => println!("xtask: skipped {name} (ignored)"),
+            r => println!("xtask: skipped {name} (ignored: {r})"),
+        }
     }
     for line in &opted {
         println!("xtask: skipped {line}");
@@ -353,5 +358,33 @@ fn dispatch(task: Task) -> Result<()> {
         }
         Task::Fuzz { secs, target } => fuzz::fuzz(&workspace_root(), secs, target.as_deref()),
         Task::Lab(args) => lab::lab(args),
+    }
+}
+
+#[cfg(test)]
+mod tests_tally {
+    use super::Tally;
+
+    #[test]
+    fn root_tests_that_ran_later_leave_the_skipped_list() {
+        let mut t = Tally::default();
+        for l in [
+            "test labs_runc ... ignored, root",
+            "test live_a ... ignored, root",
+            "test unit_x ... ok",
+            "test result: ok. 1 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out",
+            // The root run: one of them runs (and fails), the other stays skipped.
+            "test labs_runc ... FAILED",
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out",
+        ] {
+            t.observe(l);
+        }
+        assert_eq!((t.passed, t.failed, t.ignored), (1, 1, 1));
+        let left: Vec<(&str, &str)> = t
+            .ignored_names
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.as_str()))
+            .collect();
+        assert_eq!(left, [("live_a", "root")]);
     }
 }
