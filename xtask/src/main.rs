@@ -194,35 +194,58 @@ fn test() -> Result<()> {
 }
 
 fn test_all(tally: &mut Tally) -> Result<()> {
+    // Every run goes on after a failing one (and cargo past a failing test binary), so the
+    // closing lines count and name everything; the failures are reported together at the end.
+    let mut failed: Vec<String> = Vec::new();
+    let mut keep = |r: Result<()>| {
+        if let Err(e) = r {
+            failed.push(format!("{e:#}"));
+        }
+    };
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
-    run_tests(cargo().args(["test"]), tally)?;
+    keep(run_tests(cargo().args(["test", "--no-fail-fast"]), tally));
     // The trainee build: no aya, no BPF toolchain, no root.
-    run_tests(
+    keep(run_tests(
         cargo()
-            .args(["test", "-p", "tracer-user", "--no-default-features"])
+            .args([
+                "test",
+                "--no-fail-fast",
+                "-p",
+                "tracer-user",
+                "--no-default-features",
+            ])
             .env("AYA_BUILD_SKIP", "1"),
         tally,
-    )?;
+    ));
     // The library's docs: every public item documented, no broken links.
-    run(cargo()
+    keep(run(cargo()
         .args(["doc", "--no-deps", "-p", "tracer-user"])
-        .env("RUSTDOCFLAGS", "-D warnings"))?;
+        .env("RUSTDOCFLAGS", "-D warnings")));
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
         // Only the ignored (root) ones: the rest already ran above, where these were ignored;
         // the tally takes each one that runs now off the skipped list.
         // The lab tests record with the release binary, as `cargo xtask lab` does.
         run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
-        run_tests(
-            cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
-            tally,
-        )?;
-        // The library's root tests: the follow_lineage example, the capture stream, a
-        // recording killed with SIGKILL.
-        run_tests(
+        keep(run_tests(
             cargo().args([
                 "test",
+                "--no-fail-fast",
+                "-p",
+                "tests",
+                "--",
+                "--ignored",
+                "--test-threads=1",
+            ]),
+            tally,
+        ));
+        // The library's root tests: the follow_lineage example, the capture stream, a
+        // recording killed with SIGKILL.
+        keep(run_tests(
+            cargo().args([
+                "test",
+                "--no-fail-fast",
                 "-p",
                 "tracer-user",
                 "--test",
@@ -234,9 +257,12 @@ fn test_all(tally: &mut Tally) -> Result<()> {
                 "--test-threads=1",
             ]),
             tally,
-        )?;
+        ));
     } else {
         println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
     }
     Ok(())
 }
