@@ -13,7 +13,7 @@
 #![cfg(feature = "capture")]
 
 use std::sync::{Mutex, MutexGuard};
-use tests::labs::{ContainerTruth, Lab, Outcome, Scenario};
+use tests::labs::{ContainerTruth, Lab, Moment, Outcome, ProcInfo, Scenario};
 use tracer::input::Input;
 use tracer::lineage::{Engine, How, Process, Role, StepKind, Story, StoryKind, WarningKind};
 use tracer::Event;
@@ -85,18 +85,12 @@ impl Recorded {
         e
     }
 
-    /// Both directions, at every moment, for every process of the scenario: each one /proc
-    /// shows in the scenario (the followed process, the daemons, the container monitors and
-    /// their descendants) is alive in the engine with the same parent, and each one the
-    /// engine has alive that the trace saw (not from the start snapshot) is in /proc with the
-    /// same parent. /proc was walked between `boot_ns` and `end_ns`: the engine may agree at
-    /// either instant (a process born or gone during the walk).
+    /// Both directions, at every moment, for every process of the scenario: see
+    /// [`Recorded::disagreements`].
     fn check_moments(&self) {
         assert!(!self.out.truth.moments.is_empty());
         let roots = self.out.truth.roots();
         for m in &self.out.truth.moments {
-            let (start, end) = (self.engine_at(m.boot_ns), self.engine_at(m.end_ns));
-            let alive = |e: &Engine, pid: u32| e.process(pid).filter(|p| !p.exited).map(|p| p.ppid);
             let scenario = m.scenario(&roots);
             // (The followed command may be gone by then: `podman run -d` exits at once.)
             assert!(
@@ -104,32 +98,7 @@ impl Recorded {
                 "{}: none of {roots:?} in /proc",
                 m.label
             );
-            let mut wrong = Vec::new();
-            for t in &scenario {
-                let (a, b) = (alive(&start, t.pid), alive(&end, t.pid));
-                if a != Some(t.ppid) && b != Some(t.ppid) {
-                    wrong.push(format!(
-                        "/proc has {t}; the engine has it {}",
-                        described(start.process(t.pid))
-                    ));
-                }
-            }
-            for p in start
-                .processes()
-                .filter(|p| !p.exited && p.born_how() != How::Snapshot)
-            {
-                let in_proc = m.procs.iter().find(|t| t.pid == p.pid && !t.is_zombie());
-                let gone_by_end = alive(&end, p.pid).is_none();
-                if in_proc.map(|t| t.ppid) != Some(p.ppid) && !gone_by_end {
-                    wrong.push(format!(
-                        "the engine has {} {} alive under {}; /proc has {}",
-                        p.name(),
-                        p.pid,
-                        p.ppid,
-                        in_proc.map_or("nothing".to_string(), |t| t.to_string())
-                    ));
-                }
-            }
+            let wrong = self.disagreements(m, &scenario);
             eprintln!(
                 "{}: {} processes of the scenario checked both ways",
                 m.label,
@@ -144,6 +113,42 @@ impl Recorded {
                 wrong.join("\n  ")
             );
         }
+    }
+
+    /// Each process /proc shows in the scenario (the followed process, the daemons, the
+    /// container monitors and their descendants) is alive in the engine with the same parent,
+    /// and each one the engine has alive that the trace saw (not from the start snapshot) is
+    /// in /proc with the same parent. /proc was walked between `boot_ns` and `end_ns`: the
+    /// engine may agree at either instant (a process born or gone during the walk).
+    fn disagreements(&self, m: &Moment, scenario: &[&ProcInfo]) -> Vec<String> {
+        let (start, end) = (self.engine_at(m.boot_ns), self.engine_at(m.end_ns));
+        let alive = |e: &Engine, pid: u32| e.process(pid).filter(|p| !p.exited).map(|p| p.ppid);
+        let mut wrong = Vec::new();
+        for t in scenario {
+            if alive(&start, t.pid) != Some(t.ppid) && alive(&end, t.pid) != Some(t.ppid) {
+                wrong.push(format!(
+                    "/proc has {t}; the engine has it {}",
+                    described(start.process(t.pid))
+                ));
+            }
+        }
+        let traced = start
+            .processes()
+            .filter(|p| !p.exited && p.born_how() != How::Snapshot);
+        for p in traced {
+            let in_proc = m.procs.iter().find(|t| t.pid == p.pid && !t.is_zombie());
+            let gone_by_end = alive(&end, p.pid).is_none();
+            if in_proc.map(|t| t.ppid) != Some(p.ppid) && !gone_by_end {
+                wrong.push(format!(
+                    "the engine has {} {} alive under {}; /proc has {}",
+                    p.name(),
+                    p.pid,
+                    p.ppid,
+                    in_proc.map_or("nothing".to_string(), |t| t.to_string())
+                ));
+            }
+        }
+        wrong
     }
 
     fn story_of(&self, c: &ContainerTruth) -> Story {
