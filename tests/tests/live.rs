@@ -9,8 +9,11 @@ use tracer::{EventKind, Syscall};
 const ACTOR: &str = env!("CARGO_BIN_EXE_actor");
 const RING: u32 = 8 << 20;
 
-/// (syscall, flags, child_tid, child_tgid, child_ppid) of every Fork made by `tgid`.
-fn forks_by(c: &Captured, tgid: u32) -> Vec<(Option<Syscall>, Option<CloneFlags>, u32, u32, u32)> {
+/// (syscall, flags, child_tid, child_tgid, child_ppid) of a Fork.
+type ForkRow = (Option<Syscall>, Option<CloneFlags>, u32, u32, u32);
+
+/// Every Fork made by `tgid`.
+fn forks_by(c: &Captured, tgid: u32) -> Vec<ForkRow> {
     c.events
         .iter()
         .filter(|e| e.tgid == tgid)
