@@ -3,6 +3,7 @@
 //! drives too (xtask uses this crate without its `capture` feature, so no BPF toolchain).
 
 pub mod labs;
+pub mod prereq;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,32 @@ use tracer::Event;
 
 /// OCI bundles from busybox-static (shared with the labs).
 pub use labs::busybox_bundle;
+
+/// The engine's model of the kernel was wrong: the kernel reported another parent than the
+/// engine had predicted (the engine then takes the kernel's word, so its tree alone would not
+/// show the mistake). The one place the truth tests name that warning kind.
+pub fn is_model_disagreement(w: &tracer::lineage::Warning) -> bool {
+    use tracer::lineage::WarningKind as W;
+    matches!(
+        w.kind,
+        W::Disagreement { .. } | W::CorrectedAfterLoss { .. }
+    )
+}
+
+/// Fails with every model/kernel disagreement the engine met (see [`is_model_disagreement`]).
+pub fn assert_no_model_disagreement(e: &tracer::Engine, what: &str) {
+    let bad: Vec<String> = e
+        .warnings()
+        .iter()
+        .filter(|w| is_model_disagreement(w))
+        .map(|w| w.to_string())
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: the engine's model disagreed with the kernel:\n  {}",
+        bad.join("\n  ")
+    );
+}
 
 /// What a capture of one command delivered.
 #[derive(Debug)]
@@ -22,12 +49,8 @@ pub struct Captured {
     pub status: Option<std::process::ExitStatus>,
 }
 
-/// True when the process may load BPF programs (root tests skip otherwise... but are
-/// `#[ignore = "root"]` anyway, so this only guards a manual `--ignored` run).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+/// True when the process may load BPF programs.
+pub use prereq::is_root;
 
 /// Runs `argv` followed from its first instruction until every followed process is gone.
 /// With `read_live == false` nothing is read until the command exits (to force drops).

@@ -198,11 +198,26 @@ fn bench(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    // The engine alone, on events decoded beforehand.
+    let events: Vec<_> = stream.iter().filter_map(|r| decode(r).ok()).collect();
+    g.bench_function("lineage", |b| {
+        b.iter_batched(
+            Engine::new,
+            |mut engine| {
+                events.iter().for_each(|ev| engine.apply(ev));
+                engine
+            },
+            BatchSize::PerIteration,
+        )
+    });
     let log = strace_log(N);
     let lines = log.lines().count() as u64;
     g.throughput(Throughput::Elements(lines));
     g.bench_function("strace-import (lines)", |b| {
         b.iter(|| black_box(tracer::strace::parse_log(&log).map(|i| i.events.len())))
+    });
+    g.bench_function("strace-import reader (lines)", |b| {
+        b.iter(|| black_box(tracer::strace::parse_reader(log.as_bytes()).map(|i| i.events.len())))
     });
     g.finish();
 }

@@ -1,27 +1,27 @@
 //! `tracer demo` replays the embedded recording with no root, no BPF and no LLVM: run as
 //! `nobody` when the tests run as root, else as whoever runs them.
 
+#[allow(dead_code)]
+#[path = "../../tests/src/prereq.rs"]
+mod prereq;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
 const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 #[test]
 fn demo_runs_without_root() {
-    let out = if is_root() {
-        let Some(setpriv) = ["/usr/bin/setpriv", "/bin/setpriv"]
+    let out = if prereq::is_root() {
+        let found = ["/usr/bin/setpriv", "/bin/setpriv"]
             .into_iter()
-            .find(|p| Path::new(p).is_file())
-        else {
-            eprintln!("skipped: root, and no setpriv to drop to nobody");
+            .find(|p| Path::new(p).is_file());
+        let why = "as root the test drops to nobody with setpriv (Debian package util-linux)";
+        if !prereq::require("setpriv", found.is_some(), why) {
             return;
-        };
+        }
+        let Some(setpriv) = found else { return };
         // A copy nobody can read and run, wherever the workspace is.
         let dir = std::env::temp_dir().join(format!("tracer-demo-nobody-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

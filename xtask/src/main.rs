@@ -76,17 +76,61 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Totals of cargo's `test result:` lines across every test run.
+/// Totals of cargo's `test result:` lines across every test run, and which tests did not run:
+/// ignored ones (root tests when not root) and the ones a missing prerequisite skipped on the
+/// developer's request (tests/src/prereq.rs, reported through [`skip_log`]).
 #[derive(Default)]
 struct Tally {
     passed: u64,
     failed: u64,
-    ignored: u64,
+    /// Tests cargo reported `ignored` (with the reason given, if any), until a later run (the
+    /// root tests) ran them.
+    ignored_names: std::collections::BTreeMap<String, String>,
+}
+
+impl Tally {
+    /// One line of `cargo test` output.
+    fn observe(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut words = part
+                    .split_whitespace()
+                    .filter(|w| *w != "ok." && *w != "FAILED.");
+                if let (Some(n), Some(what)) = (
+                    words.next().and_then(|n| n.parse::<u64>().ok()),
+                    words.next(),
+                ) {
+                    match what {
+                        "passed" => self.passed += n,
+                        "failed" => self.failed += n,
+                        _ => {}
+                    }
+                }
+            }
+        } else if let Some((name, outcome)) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.split_once(" ... "))
+        {
+            if let Some(rest) = outcome.strip_prefix("ignored") {
+                let reason = rest.trim_start_matches([',', ' ']).to_string();
+                self.ignored_names.insert(name.to_string(), reason);
+            } else {
+                // Ran now (ok or FAILED): counted by this run's result line.
+                self.ignored_names.remove(name);
+            }
+        }
+    }
+}
+
+/// The file the tests append opted-out skips to (`TRACER_TEST_SKIP_LOG`).
+fn skip_log() -> PathBuf {
+    workspace_root().join("target/test-skips.log")
 }
 
 /// Runs a `cargo test`, echoing its output and adding its result lines to `tally`.
 fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
     use std::io::BufRead;
+    cmd.env(tests::prereq::SKIP_LOG_VAR, skip_log());
     println!("xtask: {cmd:?}");
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
@@ -96,24 +140,7 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
         for line in std::io::BufReader::new(out).lines() {
             let line = line?;
             println!("{line}");
-            if let Some(rest) = line.strip_prefix("test result: ") {
-                for part in rest.split(';') {
-                    let mut words = part
-                        .split_whitespace()
-                        .filter(|w| *w != "ok." && *w != "FAILED.");
-                    if let (Some(n), Some(what)) = (
-                        words.next().and_then(|n| n.parse::<u64>().ok()),
-                        words.next(),
-                    ) {
-                        match what {
-                            "passed" => tally.passed += n,
-                            "failed" => tally.failed += n,
-                            "ignored" => tally.ignored += n,
-                            _ => {}
-                        }
-                    }
-                }
-            }
+            tally.observe(&line);
         }
     }
     let status = child.wait()?;
@@ -125,59 +152,116 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
 
 fn test() -> Result<()> {
     setup::setup()?;
+    let _ = std::fs::remove_file(skip_log());
     let mut tally = Tally::default();
     let result = test_all(&mut tally);
-    // One closing line over every run (root tests are counted as skipped when not root).
+    // Skips on request passed as far as cargo knows: move them to the skipped column.
+    let opted: Vec<String> = std::fs::read_to_string(skip_log())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let mut f = l.splitn(3, '\t');
+            let (test, what, why) = (f.next(), f.next(), f.next());
+            format!(
+                "{} (missing `{}`: {}; opted out with {})",
+                test.unwrap_or("?"),
+                what.unwrap_or("?"),
+                why.unwrap_or("?"),
+                tests::prereq::SKIP_VAR
+            )
+        })
+        .collect();
+    // By name: a test ignored in both the default and the engine-only run counts once.
+    let skipped = tally.ignored_names.len() + opted.len();
+    // One closing line over every run, then every test that did not run, by name.
     println!(
         "tests: {} passed, {} failed, {} skipped",
-        tally.passed, tally.failed, tally.ignored
+        tally.passed.saturating_sub(opted.len() as u64),
+        tally.failed,
+        skipped
     );
+    for (name, reason) in &tally.ignored_names {
+        match reason.as_str() {
+            "" => println!("xtask: skipped {name} (ignored)"),
+            r => println!("xtask: skipped {name} (ignored: {r})"),
+        }
+    }
+    for line in &opted {
+        println!("xtask: skipped {line}");
+    }
     result
 }
 
 fn test_all(tally: &mut Tally) -> Result<()> {
+    // Every run goes on after a failing one (and cargo past a failing test binary), so the
+    // closing lines count and name everything; the failures are reported together at the end.
+    let mut failed: Vec<String> = Vec::new();
+    let mut keep = |r: Result<()>| {
+        if let Err(e) = r {
+            failed.push(format!("{e:#}"));
+        }
+    };
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
-    run_tests(cargo().args(["test"]), tally)?;
+    keep(run_tests(cargo().args(["test", "--no-fail-fast"]), tally));
     // The trainee build: no aya, no BPF toolchain, no root.
-    run_tests(
+    keep(run_tests(
         cargo()
-            .args(["test", "-p", "tracer-user", "--no-default-features"])
+            .args([
+                "test",
+                "--no-fail-fast",
+                "-p",
+                "tracer-user",
+                "--no-default-features",
+            ])
             .env("AYA_BUILD_SKIP", "1"),
         tally,
-    )?;
+    ));
     // The library's docs: every public item documented, no broken links.
-    run(cargo()
+    keep(run(cargo()
         .args(["doc", "--no-deps", "-p", "tracer-user"])
-        .env("RUSTDOCFLAGS", "-D warnings"))?;
+        .env("RUSTDOCFLAGS", "-D warnings")));
     if setup::is_root() {
         // Live probe tests, one at a time (they share the host's tracepoints and runc state).
-        // Only the ignored (root) ones: the rest already ran above, where these counted as
-        // ignored; what runs now is no longer skipped.
-        let before = tally.passed + tally.failed;
+        // Only the ignored (root) ones: the rest already ran above, where these were ignored;
+        // the tally takes each one that runs now off the skipped list.
         // The lab tests record with the release binary, as `cargo xtask lab` does.
         run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
-        run_tests(
-            cargo().args(["test", "-p", "tests", "--", "--ignored", "--test-threads=1"]),
-            tally,
-        )?;
-        // The library's root tests: the follow_lineage example and the capture stream.
-        run_tests(
+        keep(run_tests(
             cargo().args([
                 "test",
+                "--no-fail-fast",
+                "-p",
+                "tests",
+                "--",
+                "--ignored",
+                "--test-threads=1",
+            ]),
+            tally,
+        ));
+        // The library's root tests: the follow_lineage example, the capture stream, a
+        // recording killed with SIGKILL.
+        keep(run_tests(
+            cargo().args([
+                "test",
+                "--no-fail-fast",
                 "-p",
                 "tracer-user",
                 "--test",
                 "examples",
+                "--test",
+                "record_sigkill",
                 "--",
                 "--ignored",
+                "--test-threads=1",
             ]),
             tally,
-        )?;
-        let ran = tally.passed + tally.failed - before;
-        tally.ignored = tally.ignored.saturating_sub(ran);
+        ));
     } else {
         println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
     }
     Ok(())
 }
@@ -299,5 +383,33 @@ fn dispatch(task: Task) -> Result<()> {
         }
         Task::Fuzz { secs, target } => fuzz::fuzz(&workspace_root(), secs, target.as_deref()),
         Task::Lab(args) => lab::lab(args),
+    }
+}
+
+#[cfg(test)]
+mod tests_tally {
+    use super::Tally;
+
+    #[test]
+    fn root_tests_that_ran_later_leave_the_skipped_list() {
+        let mut t = Tally::default();
+        for l in [
+            "test labs_runc ... ignored, root",
+            "test live_a ... ignored, root",
+            "test unit_x ... ok",
+            "test result: ok. 1 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out",
+            // The root run: one of them runs (and fails), the other stays skipped.
+            "test labs_runc ... FAILED",
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out",
+        ] {
+            t.observe(l);
+        }
+        assert_eq!((t.passed, t.failed), (1, 1));
+        let left: Vec<(&str, &str)> = t
+            .ignored_names
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.as_str()))
+            .collect();
+        assert_eq!(left, [("live_a", "root")]);
     }
 }

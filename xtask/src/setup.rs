@@ -8,7 +8,8 @@ use std::process::Command;
 /// The nightly the probes are built with (keep in sync with tracer-user/build.rs).
 pub const EBPF_TOOLCHAIN: &str = "nightly-2026-05-20";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
-/// Debian packages the build, the probes and the root tests need.
+/// Debian packages the build, the probes and the tests need (tests fail, not skip, without
+/// them: tests/src/prereq.rs). Keep in sync with .ci/run.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libpolly-22-dev",
@@ -17,12 +18,12 @@ const APT_PACKAGES: &[&str] = &[
     "busybox-static",
     "runc",
     "strace",
+    "tmux",
+    "graphviz",
+    "util-linux",
 ];
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use tests::prereq::is_root;
 
 fn ok(what: &str) {
     println!("setup: ok        {what}");

@@ -122,29 +122,63 @@ pub struct ContainerTruth {
     pub monitor: ProcInfo,
 }
 
-/// Every process in /proc at one moment, with that moment's CLOCK_BOOTTIME (the clock of
-/// the trace's event timestamps): the reconstructed tree at that time must match it.
+/// Every process in /proc at one moment: the walk started at `boot_ns` and ended at `end_ns`
+/// (CLOCK_BOOTTIME, the clock of the trace's event timestamps). The reconstructed tree at
+/// those times must match it.
 #[derive(Clone, Debug)]
 pub struct Moment {
     pub label: String,
+    /// Taken before the walk: everything the trace says happened before it, /proc showed.
     pub boot_ns: u64,
+    /// Taken after the walk.
+    pub end_ns: u64,
     pub procs: Vec<ProcInfo>,
 }
 
 impl Moment {
     pub fn now(label: impl Into<String>) -> Moment {
+        let boot_ns = system::boot_ns();
         let procs = system::find_procs(|_| true);
         Moment {
             label: label.into(),
-            boot_ns: system::boot_ns(),
+            boot_ns,
+            end_ns: system::boot_ns(),
             procs,
         }
+    }
+
+    /// The live (not zombie) processes of the scenario at this moment: `roots` and, in /proc's
+    /// own tree, every descendant of them.
+    pub fn scenario(&self, roots: &[u32]) -> Vec<&ProcInfo> {
+        let live: Vec<&ProcInfo> = self.procs.iter().filter(|p| !p.is_zombie()).collect();
+        let mut inside: Vec<u32> = roots
+            .iter()
+            .copied()
+            .filter(|r| live.iter().any(|p| p.pid == *r))
+            .collect();
+        // Grows the set level by level; a pid joins at most once, so this ends.
+        loop {
+            let before = inside.len();
+            for p in &live {
+                if !inside.contains(&p.pid) && inside.contains(&p.ppid) {
+                    inside.push(p.pid);
+                }
+            }
+            if inside.len() == before {
+                break;
+            }
+        }
+        live.into_iter()
+            .filter(|p| inside.contains(&p.pid))
+            .collect()
     }
 }
 
 /// What /proc said at the moments that matter.
 #[derive(Clone, Debug, Default)]
 pub struct Truth {
+    /// The pid `tracer record` follows: the command it started, or `--pid`'s process.
+    pub followed: u32,
     /// Whole-/proc snapshots taken while the containers ran.
     pub moments: Vec<Moment>,
     /// The runtime daemon (containerd): one entry per start (`restart`: before, after).
@@ -155,6 +189,17 @@ pub struct Truth {
     pub after_restart: Vec<ContainerTruth>,
     /// `restart`: the `ctr task exec` process before and after the restart.
     pub exec: Vec<ProcInfo>,
+}
+
+impl Truth {
+    /// Where the scenario's processes hang in /proc: the followed process, the daemons and
+    /// the container monitors (a shim or conmon is adopted away from what started it).
+    pub fn roots(&self) -> Vec<u32> {
+        let mut v = vec![self.followed];
+        v.extend(self.daemons.iter().map(|d| d.pid));
+        v.extend(self.containers.iter().map(|c| c.monitor.pid));
+        v
+    }
 }
 
 /// What a lab run produced.

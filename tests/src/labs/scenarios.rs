@@ -90,6 +90,7 @@ pub(crate) fn runc(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> 
     let summary = finish(lab, rec)?;
     Ok((
         Truth {
+            followed: runc_pid,
             moments: vec![moment],
             containers: vec![c],
             ..Truth::default()
@@ -312,11 +313,11 @@ impl Containerd {
     }
 }
 
-fn containerd_setup(
-    lab: &Lab,
-    cleanup: &mut Cleanup,
-    allow_host: bool,
-) -> Result<(Containerd, Recorder, ProcInfo, PathBuf)> {
+/// What `containerd_setup` started: the daemon to talk to, the recorder, the truth so far
+/// (followed pid, first daemon), the rootfs.
+type Setup = (Containerd, Recorder, Truth, PathBuf);
+
+fn containerd_setup(lab: &Lab, cleanup: &mut Cleanup, allow_host: bool) -> Result<Setup> {
     lab.say("building a busybox-static rootfs (no image pull)");
     let rootfs = busybox_rootfs(&lab.work.join("rootfs"))?;
     let (ctd, follow) = Containerd::choose(lab, allow_host)?;
@@ -331,20 +332,25 @@ fn containerd_setup(
         }
     };
     let rec = start_recorder(lab, &follow, &what)?;
+    let followed = match follow {
+        Follow::Pid(p) => p,
+        Follow::Command(_) => rec.command_pid()?,
+    };
     let daemon = ctd.wait_ready(None)?;
     lab.say(format!(
         "containerd {} answers on {}",
         daemon.pid, ctd.address
     ));
-    Ok((ctd, rec, daemon, rootfs))
-}
-
-pub(crate) fn containerd(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
-    let (ctd, rec, daemon, rootfs) = containerd_setup(lab, cleanup, true)?;
-    let mut truth = Truth {
+    let truth = Truth {
+        followed,
         daemons: vec![daemon],
         ..Truth::default()
     };
+    Ok((ctd, rec, truth, rootfs))
+}
+
+pub(crate) fn containerd(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
+    let (ctd, rec, mut truth, rootfs) = containerd_setup(lab, cleanup, true)?;
     for id in ["lab-a", "lab-b"] {
         let c = ctd.run(lab, cleanup, &rootfs, id)?;
         truth.containers.push(c);
@@ -363,7 +369,8 @@ pub(crate) fn containerd(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, Str
 
 pub(crate) fn restart(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
     // Never restart the host's daemon: always a private one.
-    let (ctd, rec, daemon, rootfs) = containerd_setup(lab, cleanup, false)?;
+    let (ctd, rec, truth, rootfs) = containerd_setup(lab, cleanup, false)?;
+    let daemon = truth.daemons[0].clone();
     let c = ctd.run(lab, cleanup, &rootfs, "lab-r")?;
     lab.say("ctr task exec -d --exec-id lab-exec lab-r sleep 301: the shim runs `runc exec`; the new process ends up under the shim too");
     ctd.ctr(&[
@@ -432,6 +439,7 @@ pub(crate) fn restart(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String
             containers: vec![c],
             after_restart: vec![after],
             exec: vec![exec_before, exec_after],
+            ..truth
         },
         summary,
     ))
@@ -495,6 +503,7 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
         &Follow::Command(argv),
         "-- podman run -d --runtime runc … (followed from its first instruction)",
     )?;
+    let followed = rec.command_pid()?;
     lab.say("podman starts conmon, which forks again: the survivor sets PR_SET_CHILD_SUBREAPER and runs `runc create`; podman runs `runc start`");
     let podman = |args: &[&str]| output(Command::new("podman").args(&opts).args(args));
     let (init, conmon) = wait_for("the container to run", STARTUP, || {
@@ -531,6 +540,7 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
     let summary = finish(lab, rec)?;
     Ok((
         Truth {
+            followed,
             moments: vec![moment],
             containers: vec![c],
             ..Truth::default()

@@ -14,6 +14,8 @@ pub struct ProcInfo {
     pub ppid: u32,
     pub comm: String,
     pub argv: Vec<String>,
+    /// Field 3 of /proc/PID/stat: R, S, D, Z (exited, not yet reaped)...
+    pub state: char,
 }
 
 impl ProcInfo {
@@ -25,9 +27,13 @@ impl ProcInfo {
         let open = stat.find('(').context("stat: no comm")?;
         let close = stat.rfind(')').context("stat: no comm")?;
         let comm = stat[open + 1..close].to_string();
-        let ppid = stat[close + 1..]
-            .split_whitespace()
-            .nth(1)
+        let mut fields = stat[close + 1..].split_whitespace();
+        let state = fields
+            .next()
+            .and_then(|s| s.chars().next())
+            .context("stat: no state")?;
+        let ppid = fields
+            .next()
             .and_then(|s| s.parse().ok())
             .context("stat: no ppid")?;
         let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -41,7 +47,13 @@ impl ProcInfo {
             ppid,
             comm,
             argv,
+            state,
         })
+    }
+
+    /// It has exited; only its parent's wait is missing.
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
     }
 }
 
@@ -99,10 +111,7 @@ pub fn boot_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use crate::prereq::is_root;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 

@@ -1729,57 +1729,6 @@ fn story_views_render() {
     assert_eq!(t.lines().count(), 17);
 }
 
-/// Rough throughput check; run with `cargo test --release -- --ignored throughput --nocapture`.
-#[test]
-#[ignore]
-fn throughput() {
-    let mut b = B::default();
-    let mut pid = 1000u32;
-    while b.events.len() < 1_000_000 {
-        let p = pid;
-        b.fork(1, p);
-        b.thread(p, p, p + 1);
-        b.push(
-            p,
-            p,
-            "",
-            EventKind::CloneEnter {
-                syscall: Syscall::Clone,
-                flags: CloneFlags(0),
-                exit_signal: 17,
-            },
-        );
-        b.push(
-            p,
-            p,
-            "",
-            EventKind::SyscallExit {
-                syscall: Syscall::Clone,
-                ret: 0,
-            },
-        );
-        b.fork(p, p + 2);
-        b.exec(p + 2, "/bin/true", &["true", "--flag"]);
-        b.task_exit(p, p + 1, 0, false);
-        b.task_exit(p + 2, p + 2, 0, true);
-        b.task_exit(p, p, 0, true);
-        pid = if pid > 4_000_000 { 1000 } else { pid + 3 };
-    }
-    let t = std::time::Instant::now();
-    let mut e = Engine::new();
-    for ev in &b.events {
-        e.apply(ev);
-    }
-    let dt = t.elapsed();
-    let rate = b.events.len() as f64 / dt.as_secs_f64();
-    println!(
-        "{} events in {:?}: {:.2} M events/s",
-        b.events.len(),
-        dt,
-        rate / 1e6
-    );
-}
-
 // ---- pid namespaces: find_new_reaper() never leaves the dying process's namespace ----
 
 const HOST_NS: u64 = 4026531836;

@@ -35,6 +35,9 @@
 //!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
 //!   without a notice or a matching clone are taken as N's threads.
 //! * A pid seen again after its `+++ exited` line is a new task (pid reuse).
+//! * A `Fork`'s `child_ppid` is the parent copy_process gives the child: the caller's process,
+//!   or with CLONE_PARENT or CLONE_THREAD the caller's parent when the log created the caller
+//!   and that parent is still alive (else 0, unknown: strace does not show reparenting).
 //! * Every event has `ppid` 0 (unknown), `uid` `u32::MAX`, `cgroup_id` 0 and an empty `comm`
 //!   (also with `-Y`, whose `<comm>` is accepted and ignored); `seq` counts from 1 in emission
 //!   order, which is log order.
@@ -96,10 +99,13 @@
 //! does.
 
 mod args;
+mod fuzz_check;
 mod line;
 mod pidns;
 #[cfg(test)]
 mod tests;
+
+pub use fuzz_check::fuzz_check;
 
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
@@ -165,9 +171,9 @@ pub enum StraceError {
 /// Parses a whole strace log.
 pub fn parse_log(text: &str) -> Result<Import, StraceError> {
     let mut p = Parser::new();
-    let text = text.strip_suffix('\n').unwrap_or(text);
+    // Every '\n' ends a line (a lone "\n" is one empty line), as for `parse_reader`.
     if !text.is_empty() {
-        for l in text.split('\n') {
+        for l in text.strip_suffix('\n').unwrap_or(text).split('\n') {
             p.feed_line(l);
         }
     }
@@ -299,6 +305,8 @@ pub struct Parser {
     pid_changed: HashMap<u32, u32>,
     /// Pid namespaces the log implies (strace shows none).
     pidns: pidns::NsInference,
+    /// Process (tgid) → its parent as copy_process set it, for processes created in the log.
+    parents: HashMap<u32, u32>,
 }
 
 impl Parser {
@@ -569,14 +577,28 @@ impl Parser {
         for e in &mut self.out.events {
             fix(&mut e.tid);
             fix(&mut e.tgid);
-            if let EventKind::Fork { child_tgid, .. } = &mut e.kind {
+            if let EventKind::Fork {
+                child_tgid,
+                child_ppid,
+                flags,
+                ..
+            } = &mut e.kind
+            {
                 fix(child_tgid);
+                // 0 is the placeholder only where the caller is the parent; with CLONE_PARENT,
+                // CLONE_THREAD or unknown flags it means "unknown" and stays.
+                if flags.is_some_and(|f| f.0 & (cf::CLONE_PARENT | cf::CLONE_THREAD) == 0) {
+                    fix(child_ppid);
+                }
             }
             if let EventKind::Exec { old_tid, .. } = &mut e.kind {
                 fix(old_tid);
             }
         }
         for v in self.tgid_of.values_mut() {
+            fix(v);
+        }
+        for v in self.parents.values_mut() {
             fix(v);
         }
         for c in &mut self.clones {
@@ -750,6 +772,13 @@ impl Parser {
             }
         }
         self.live.insert(child);
+        let child_ppid = self.new_parent(&c);
+        if !thread {
+            match child_ppid {
+                Some(p) => self.parents.insert(child, p),
+                None => self.parents.remove(&child),
+            };
+        }
         let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
         self.emit(
             c.caller,
@@ -757,7 +786,7 @@ impl Parser {
             EventKind::Fork {
                 child_tid: child,
                 child_tgid,
-                child_ppid: 0,
+                child_ppid: child_ppid.unwrap_or(0),
                 syscall: Some(c.syscall),
                 flags: c.flags.map(CloneFlags),
                 child_ns,
@@ -777,6 +806,21 @@ impl Parser {
             self.clones.remove(i);
         } else {
             self.clones[i].child = Some(child);
+        }
+    }
+
+    /// The parent copy_process gives the child of clone `c`: the caller's process, or with
+    /// CLONE_PARENT or CLONE_THREAD the caller's own parent — known when the log created the
+    /// caller and that parent is still alive (after its exit the caller was reparented, which
+    /// strace does not show). Unknown flags (the call is not in the log): unknown.
+    fn new_parent(&self, c: &CloneRec) -> Option<u32> {
+        match c.flags? & (cf::CLONE_PARENT | cf::CLONE_THREAD) {
+            0 => Some(c.tgid),
+            _ => self
+                .parents
+                .get(&c.tgid)
+                .copied()
+                .filter(|p| self.live.contains(p)),
         }
     }
 
@@ -826,6 +870,7 @@ impl Parser {
                 }
             }
             None => {
+                self.parents.remove(&tid);
                 for t in self.threads.remove(&tid).unwrap_or_default() {
                     self.live.remove(&t);
                     self.pending.remove(&t);

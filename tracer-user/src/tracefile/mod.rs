@@ -28,7 +28,7 @@ mod reader;
 pub mod synth;
 mod writer;
 
-pub use reader::{Damage, Record, TailReport, TraceReader, MAX_KEPT_DAMAGE};
+pub use reader::{Checksums, Damage, Record, TailReport, TraceReader, MAX_KEPT_DAMAGE};
 pub use writer::TraceWriter;
 
 use crate::event::Event;
