@@ -782,12 +782,32 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
         .args(["delete", "--force", &id])
         .status();
     assert!(rec.status.success(), "{rec:?}");
+    let tree_json = |extra: &[&str]| {
+        let out = std::process::Command::new(&tracer)
+            .arg("tree")
+            .arg(&trace)
+            .args(["--format", "json"])
+            .args(extra)
+            .output()
+            .expect("tracer tree");
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json")
+    };
     let out = std::process::Command::new(&tracer)
         .arg("tree")
         .arg(&trace)
         .args(["--format", "json"])
         .output()
         .expect("tracer tree");
+    // --pod: that pod's processes only (runc run and its stages, the init).
+    let pod = tree_json(&["--pod", "shop/web-7d9f"]);
+    let pod = pod["processes"].as_array().expect("processes");
+    assert!(pod.len() >= 3, "{pod:?}");
+    assert!(pod.iter().all(|p| p["pod"]["name"] == "web-7d9f"));
+    assert_eq!(
+        tree_json(&["--pod", "other"])["processes"],
+        serde_json::json!([])
+    );
     let _ = std::fs::remove_dir_all(&dir);
     // runc leaves the cgroup it made: remove it in every v1 hierarchy and the v2 tree.
     for h in std::fs::read_dir("/sys/fs/cgroup")

@@ -54,14 +54,22 @@ fn wire_stream(events: usize) -> Vec<Vec<u8>> {
         next(
             &mut out,
             to_bytes(&SchedFork {
-                hdr: hdr(kind::SCHED_FORK, 96, s(), shell, init),
+                hdr: hdr(
+                    kind::SCHED_FORK,
+                    std::mem::size_of::<SchedFork>(),
+                    s(),
+                    shell,
+                    init,
+                ),
                 child_tid: child,
                 child_tgid: child,
                 child_ppid: shell,
                 syscall: sc::CLONE,
                 clone_flags: cf::CLONE_CHILD_SETTID,
                 flags_known: 1,
-                _pad: 0,
+                ns_level: 1,
+                ns_inum: 4026532500,
+                ns_pid: 2,
             }),
         );
         next(
@@ -236,7 +244,8 @@ fn bench_tree_json(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("stream_100k_procs", |b| {
         b.iter(|| {
-            tracer::lineage::write_tree_json(black_box(&e), &[], &mut std::io::sink()).unwrap()
+            tracer::lineage::write_tree_json(black_box(&e), &[], None, &mut std::io::sink())
+                .unwrap()
         })
     });
     g.finish();

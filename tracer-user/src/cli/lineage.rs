@@ -6,8 +6,8 @@ use anyhow::Result;
 use std::path::Path;
 use tracer::input::Input;
 use tracer::lineage::{
-    story_json, story_text, subtree_text, traced_tree_text, tree_text, write_tree_json, Engine,
-    JsonWarning, TreeOpts,
+    pod_tree_text, story_json, story_text, subtree_text, traced_tree_text, tree_text,
+    write_tree_json, Engine, JsonWarning, TreeOpts,
 };
 
 /// A recording run through the engine, and what the user must hear about its input.
@@ -74,6 +74,8 @@ pub struct TreeArgs<'a> {
     pub hide_exited: bool,
     pub traced: bool,
     pub root: Option<u32>,
+    /// Only this pod's processes (its name, or `namespace/name`).
+    pub pod: Option<&'a str>,
 }
 
 pub fn tree(a: TreeArgs<'_>) -> Result<()> {
@@ -88,6 +90,7 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
                 Some(pid) => subtree_text(&engine, pid, opts).ok_or_else(|| {
                     anyhow::anyhow!("--root {pid}: no process with that pid in the recording")
                 })?,
+                None if a.pod.is_some() => pod_tree_text(&engine, opts, a.pod.unwrap_or_default()),
                 None if a.traced => traced_tree_text(&engine, opts),
                 None => tree_text(&engine, opts),
             };
@@ -98,7 +101,7 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
         }
         OutputFormat::Json => {
             let warnings: Vec<JsonWarning> = notes.into_iter().map(JsonWarning::input).collect();
-            to_stdout(|out| write_tree_json(&engine, &warnings, out))?;
+            to_stdout(|out| write_tree_json(&engine, &warnings, a.pod, out))?;
         }
     }
     Ok(())

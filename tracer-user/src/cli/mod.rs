@@ -93,6 +93,10 @@ pub enum Command {
         /// process anyway.
         #[arg(long, value_name = "PID", conflicts_with = "traced")]
         root: Option<u32>,
+        /// Only the processes of this pod (its name or `namespace/name`, as its bundles'
+        /// Kubernetes annotations name it) and their ancestors.
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["traced", "root"])]
+        pod: Option<String>,
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
@@ -168,6 +172,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             hide_exited,
             traced,
             root,
+            pod,
         }) => lineage::tree(lineage::TreeArgs {
             file: &file,
             format,
@@ -175,6 +180,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             hide_exited,
             traced,
             root,
+            pod: pod.as_deref(),
         })
         .map(|()| ExitCode::SUCCESS),
         Some(Command::Story { file, format }) => {

@@ -27,6 +27,6 @@ pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
-    node_label, story_json, story_text, subtree_text, traced_tree_text, tree_json, tree_text,
-    write_tree_json, JsonWarning, TreeOpts,
+    in_pod, node_label, pod_tree_text, story_json, story_text, subtree_text, traced_tree_text,
+    tree_json, tree_text, write_tree_json, JsonWarning, TreeOpts,
 };

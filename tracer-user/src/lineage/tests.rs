@@ -2134,7 +2134,13 @@ fn tree_json_lists_warnings_with_seq_pid_kind_and_text() {
 
     // Input warnings come first, without seq or pid, and count.
     let mut out = Vec::new();
-    super::write_tree_json(&e, &[super::JsonWarning::input("no end record")], &mut out).unwrap();
+    super::write_tree_json(
+        &e,
+        &[super::JsonWarning::input("no end record")],
+        None,
+        &mut out,
+    )
+    .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["warning_count"], 2);
     assert_eq!(

@@ -163,7 +163,6 @@ pub fn tree_text(e: &Engine, opts: TreeOpts) -> String {
 /// Only what the recording saw act (born, exec'd, renamed, set a subreaper or exited after
 /// the start) and its ancestors: leaves out the rest of the start snapshot.
 pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
-    let mut keep = HashSet::new();
     let acted = |p: &Process| {
         p.born_how() != How::Snapshot
             || p.exit_seq.is_some()
@@ -171,16 +170,35 @@ pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
             || !p.renames.is_empty()
             || p.subreaper_seq.is_some()
     };
-    for p in e.processes().filter(|p| acted(p)) {
-        if keep.insert(p.id) {
+    tree_text_of(e, opts, Some(&with_ancestors(e, acted)))
+}
+
+/// Only the processes of pod `name` (its name, or `namespace/name`) and their ancestors.
+pub fn pod_tree_text(e: &Engine, opts: TreeOpts, name: &str) -> String {
+    tree_text_of(e, opts, Some(&with_ancestors(e, |p| in_pod(p, name))))
+}
+
+/// `p` belongs to pod `name` (its name, or `namespace/name`), as its bundle's annotations say.
+pub fn in_pod(p: &Process, name: &str) -> bool {
+    p.k8s
+        .as_ref()
+        .and_then(|k| k.pod.as_ref())
+        .is_some_and(|pod| pod.name == name || format!("{}/{}", pod.namespace, pod.name) == name)
+}
+
+/// The records `keep` accepts, and every ancestor of each.
+fn with_ancestors(e: &Engine, keep: impl Fn(&Process) -> bool) -> HashSet<ProcId> {
+    let mut set = HashSet::new();
+    for p in e.processes().filter(|p| keep(p)) {
+        if set.insert(p.id) {
             for a in e.ancestors(p.id) {
-                if !keep.insert(a.id) {
+                if !set.insert(a.id) {
                     break;
                 }
             }
         }
     }
-    tree_text_of(e, opts, Some(&keep))
+    set
 }
 
 fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> String {
@@ -445,13 +463,18 @@ pub fn tree_json_processes(e: &Engine) -> Vec<&Process> {
     ps
 }
 
-/// Writes the tree JSON (pretty-printed) to `out`, one process at a time.
+/// Writes the tree JSON (pretty-printed) to `out`, one process at a time; only pod `pod`'s
+/// processes when given.
 pub fn write_tree_json(
     e: &Engine,
     input_warnings: &[JsonWarning],
+    pod: Option<&str>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let procs = tree_json_processes(e);
+    let mut procs = tree_json_processes(e);
+    if let Some(name) = pod {
+        procs.retain(|p| in_pod(p, name));
+    }
     let doc = tree_json_doc(e, &procs, input_warnings);
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::from)?;
     out.write_all(b"\n")
