@@ -99,8 +99,9 @@ fn follow_lineage_reports_the_command_birth_and_exit() {
         .lines()
         .find(|l| l.starts_with("birth ") && l.contains(" sh: parent "))
         .unwrap_or_else(|| panic!("no birth of sh in:\n{out}"));
+    // The tracer started it (held before its exec until followed): launched, not seen born.
     assert!(
-        birth.ends_with(&format!("parent {me}, snapshot")),
+        birth.ends_with(&format!("parent {me}, launched")),
         "{birth}"
     );
     let pid = birth.split_whitespace().nth(1).unwrap();
