@@ -5,7 +5,7 @@ use anyhow::Result;
 use std::path::Path;
 use tracer::input::Input;
 use tracer::lineage::{
-    story_json, story_text, traced_tree_text, tree_json, tree_text, Engine, TreeOpts,
+    story_json, story_text_with, traced_tree_text, tree_json, tree_text, Engine, TreeOpts,
 };
 
 /// A recording (trace file or strace log, told apart by content) run through the engine,
@@ -72,13 +72,19 @@ pub fn tree(
     Ok(())
 }
 
-pub fn story(file: &Path, format: OutputFormat) -> Result<()> {
+pub fn story(file: &Path, format: OutputFormat, explain: bool) -> Result<()> {
     let engine = load_engine(file, None)?;
     let stories = tracer::lineage::stories(&engine);
     match format {
         OutputFormat::Text if stories.is_empty() => println!("no container birth found"),
-        OutputFormat::Text => print!("{}", story_text(&stories)),
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&story_json(&stories))?),
+        OutputFormat::Text => print!("{}", story_text_with(&stories, explain)),
+        OutputFormat::Json => {
+            let mut json = story_json(&stories);
+            if explain {
+                tracer::lineage::explain::add_whys(&mut json, &stories);
+            }
+            println!("{}", serde_json::to_string_pretty(&json)?)
+        }
     }
     Ok(())
 }

@@ -94,6 +94,10 @@ pub enum Command {
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+        /// Explain each step: the kernel rule or runtime design behind it, and where it lives
+        /// (JSON: `why` and `why_source` on every step).
+        #[arg(long)]
+        explain: bool,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
     Record(tracefile::RecordArgs),
@@ -161,9 +165,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             hide_exited,
             traced,
         }) => lineage::tree(&file, format, at, hide_exited, traced).map(|()| ExitCode::SUCCESS),
-        Some(Command::Story { file, format }) => {
-            lineage::story(&file, format).map(|()| ExitCode::SUCCESS)
-        }
+        Some(Command::Story {
+            file,
+            format,
+            explain,
+        }) => lineage::story(&file, format, explain).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {
             target,
             format,

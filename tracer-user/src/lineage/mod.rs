@@ -6,6 +6,7 @@
 //! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
 
 mod engine;
+pub mod explain;
 mod process;
 mod reaper;
 mod roles;
@@ -24,5 +25,6 @@ pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
-    node_label, story_json, story_text, traced_tree_text, tree_json, tree_text, TreeOpts,
+    node_label, story_json, story_text, story_text_with, traced_tree_text, tree_json, tree_text,
+    TreeOpts,
 };

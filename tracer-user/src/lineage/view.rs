@@ -287,6 +287,15 @@ pub fn tree_json(e: &Engine) -> Value {
 
 /// Stories as text: a header per container birth, then one line per step.
 pub fn story_text(stories: &[Story]) -> String {
+    story_text_with(stories, false)
+}
+
+/// Width the explanations are wrapped to in [`story_text_with`].
+const WHY_WIDTH: usize = 96;
+
+/// [`story_text`], with each step's explanation ([`super::explain::why`]) under it when
+/// `explain`.
+pub fn story_text_with(stories: &[Story], explain: bool) -> String {
     let mut out = String::new();
     for (i, s) in stories.iter().enumerate() {
         if i > 0 {
@@ -305,6 +314,16 @@ pub fn story_text(stories: &[Story]) -> String {
         out.push('\n');
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, st.text);
+            if explain {
+                let w = super::explain::why(st.kind);
+                let opts = textwrap::Options::new(WHY_WIDTH)
+                    .initial_indent("      why: ")
+                    .subsequent_indent("           ");
+                for line in textwrap::wrap(w.text, &opts) {
+                    let _ = writeln!(out, "{line}");
+                }
+                let _ = writeln!(out, "           ({})", w.source);
+            }
         }
     }
     out
