@@ -127,6 +127,10 @@ pub enum Command {
         /// Start at the end (the final tree) instead of playing from the first event.
         #[arg(long)]
         end: bool,
+        /// Guided: open paused at the first container-birth step with its explanation;
+        /// `]` / `[` move between steps.
+        #[arg(long)]
+        guided: bool,
     },
     /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
     Demo(demo::DemoArgs),
@@ -157,7 +161,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             speed,
             paused,
             end,
-        }) => tui::view(&file, speed, paused, end),
+            guided,
+        }) => tui::view(
+            &file,
+            speed,
+            tui::ViewOpts {
+                paused,
+                at_end: end,
+                guided,
+            },
+        ),
         Some(Command::Tree {
             file,
             format,

@@ -43,6 +43,10 @@ pub struct ReplayArgs {
     /// On a corrupt file, use every good frame before the damage and report the rest.
     #[arg(long)]
     pub salvage: bool,
+    /// Guided, in the viewer: open paused at the first container-birth step with its
+    /// explanation; `]` / `[` move between steps.
+    #[arg(long, conflicts_with_all = ["no_tui", "step"])]
+    pub guided: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,10 +160,14 @@ fn open_input(path: &Path) -> Result<Input> {
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    if std::io::stdout().is_terminal() && !args.no_tui && !args.step {
+    if args.guided || (std::io::stdout().is_terminal() && !args.no_tui && !args.step) {
         // The same viewer as `tracer view`, at the asked speed.
         let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
-        return super::tui::view(&args.file, speed, false, false);
+        let v = super::tui::ViewOpts {
+            guided: args.guided,
+            ..Default::default()
+        };
+        return super::tui::view(&args.file, speed, v);
     }
     let input = open_input(&args.file)?;
     let opts = ReplayOpts {

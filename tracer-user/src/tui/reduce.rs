@@ -9,6 +9,10 @@ use super::state::{AppState, Mode, Pane, RowKind};
 pub const MIN_SPEED: f64 = 1.0 / 16.0;
 /// Fastest replay speed multiplier.
 pub const MAX_SPEED: f64 = 1024.0;
+/// Columns one `<` / `>` scrolls the tree.
+pub const HSCROLL_STEP: u16 = 8;
+/// Furthest the tree scrolls right (the draw stops at the widest row on screen).
+const MAX_HSCROLL: u16 = 4096;
 
 /// Applies `a`; returns what the replay source must do.
 pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
@@ -82,6 +86,22 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.mark_tree_dirty();
         }
         Action::ToggleHelp => s.show_help = !s.show_help,
+        Action::ToggleExplain => {
+            s.show_explain = !s.show_explain;
+            if s.show_explain && !s.show_story {
+                s.show_story = true;
+                s.pane = Pane::Story;
+                s.mark_tree_dirty();
+            }
+        }
+        Action::ToggleZoom => {
+            s.zoom = !s.zoom;
+            s.mark_tree_dirty();
+        }
+        Action::ScrollLeft => s.tree_hscroll = s.tree_hscroll.saturating_sub(HSCROLL_STEP),
+        Action::ScrollRight => {
+            s.tree_hscroll = (s.tree_hscroll + HSCROLL_STEP).min(MAX_HSCROLL);
+        }
         Action::ToggleLogFilter => s.log_subtree_only = !s.log_subtree_only,
         Action::NextPane => {
             s.pane = match active_pane(s) {
