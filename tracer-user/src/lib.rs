@@ -117,6 +117,7 @@ pub mod export;
 pub mod input;
 pub mod lineage;
 pub mod names;
+pub mod picture;
 pub mod render;
 pub mod stats;
 pub mod strace;

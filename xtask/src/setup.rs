@@ -17,6 +17,9 @@ const APT_PACKAGES: &[&str] = &[
     "busybox-static",
     "runc",
     "strace",
+    // The picture tests render `tracer export --format svg/html` with real renderers.
+    "librsvg2-bin",
+    "chromium",
 ];
 
 pub fn is_root() -> bool {

@@ -57,6 +57,10 @@ pub enum ExportFormat {
     Perfetto,
     /// Graphviz lineage graph (`dot -Tsvg`).
     Dot,
+    /// A timeline of the container births: a lifeline per process, seq across.
+    Svg,
+    /// One self-contained page: the timeline, the explained stories and the tree.
+    Html,
 }
 
 #[derive(clap::Args, Debug)]
@@ -71,6 +75,10 @@ pub struct ExportArgs {
     /// On a corrupt file, use every good frame before the damage and report the rest.
     #[arg(long)]
     pub salvage: bool,
+    /// svg/html: draw every process the recording saw act, not only the container births'
+    /// actors.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -317,6 +325,23 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                     e.apply(&ev);
                 }
                 tracer::export::write_dot(&e, &mut out)?;
+                format!("{} processes", e.process_count())
+            }
+            ExportFormat::Svg | ExportFormat::Html => {
+                let mut e = tracer::export::seeded(&snapshot);
+                for ev in until_error(&mut input, &mut err) {
+                    e.apply(&ev);
+                }
+                let opts = tracer::picture::PictureOpts { all: args.all };
+                let title = args.file.file_name().map_or_else(
+                    || args.file.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                if args.format == ExportFormat::Svg {
+                    tracer::picture::write_svg(&e, opts, &title, &mut out)?;
+                } else {
+                    tracer::picture::write_html(&e, opts, &title, &mut out)?;
+                }
                 format!("{} processes", e.process_count())
             }
         };
