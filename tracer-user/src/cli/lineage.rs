@@ -73,16 +73,26 @@ pub fn tree(
 }
 
 pub fn story(file: &Path, format: OutputFormat, explain: bool) -> Result<()> {
+    use tracer::lineage::restart::{restarts_text, runtime_restarts};
     let engine = load_engine(file, None)?;
     let stories = tracer::lineage::stories(&engine);
+    let restarts = runtime_restarts(&engine);
     match format {
-        OutputFormat::Text if stories.is_empty() => println!("no container birth found"),
-        OutputFormat::Text => print!("{}", story_text_with(&stories, explain)),
+        OutputFormat::Text => {
+            if stories.is_empty() {
+                println!("no container birth found");
+            }
+            print!("{}", story_text_with(&stories, explain));
+            if !restarts.is_empty() {
+                print!("\n{}", restarts_text(&restarts));
+            }
+        }
         OutputFormat::Json => {
             let mut json = story_json(&stories);
             if explain {
                 tracer::lineage::explain::add_whys(&mut json, &stories);
             }
+            json["runtime_restarts"] = serde_json::to_value(&restarts)?;
             println!("{}", serde_json::to_string_pretty(&json)?)
         }
     }

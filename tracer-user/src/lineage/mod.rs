@@ -9,6 +9,7 @@ mod engine;
 pub mod explain;
 mod process;
 mod reaper;
+pub mod restart;
 mod roles;
 mod story;
 mod transition;
