@@ -109,7 +109,7 @@ fn actors(e: &Engine, stories: &[Story], all: bool) -> Vec<ProcId> {
     let index = PidIndex::new(e);
     let mut keep: HashSet<ProcId> = HashSet::new();
     if all {
-        keep.extend(e.processes().filter(|p| acted(p)).map(|p| p.id));
+        keep.extend(e.processes().filter(|p| view::acted(p)).map(|p| p.id));
     } else {
         for st in stories {
             for step in &st.steps {
@@ -129,15 +129,6 @@ fn actors(e: &Engine, stories: &[Story], all: bool) -> Vec<ProcId> {
     let mut v: Vec<ProcId> = keep.into_iter().collect();
     v.sort_by_key(|&id| e.get(id).map(|p| (p.start_seq, p.id)));
     v
-}
-
-/// Born, exec'd, renamed, set a subreaper or exited during the recording.
-fn acted(p: &Process) -> bool {
-    p.born_how() != How::Snapshot
-        || p.exit_seq.is_some()
-        || !p.execs.is_empty()
-        || !p.renames.is_empty()
-        || p.subreaper_seq.is_some()
 }
 
 fn birth_caption(e: &Engine, p: &Process) -> Option<(Mark, String)> {

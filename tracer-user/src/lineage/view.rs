@@ -146,13 +146,6 @@ pub fn tree_text(e: &Engine, opts: TreeOpts) -> String {
 /// the start) and its ancestors: leaves out the rest of the start snapshot.
 pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
     let mut keep = HashSet::new();
-    let acted = |p: &Process| {
-        p.born_how() != How::Snapshot
-            || p.exit_seq.is_some()
-            || !p.execs.is_empty()
-            || !p.renames.is_empty()
-            || p.subreaper_seq.is_some()
-    };
     for p in e.processes().filter(|p| acted(p)) {
         if keep.insert(p.id) {
             for a in e.ancestors(p.id) {
@@ -163,6 +156,16 @@ pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
         }
     }
     tree_text_of(e, opts, Some(&keep))
+}
+
+/// Did the recording see `p` act: born, exec'd, renamed, set a subreaper or exited after the
+/// start?
+pub fn acted(p: &Process) -> bool {
+    p.born_how() != How::Snapshot
+        || p.exit_seq.is_some()
+        || !p.execs.is_empty()
+        || !p.renames.is_empty()
+        || p.subreaper_seq.is_some()
 }
 
 fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> String {

@@ -364,7 +364,17 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
         // Steps in seq order (stories interleave).
         let mut order: Vec<usize> = (0..steps.len()).collect();
         order.sort_by_key(|&k| (seq_of(&steps[k]), k));
-        if next {
+        // On a step at the current position: its neighbour, even at the same seq.
+        let here = order
+            .iter()
+            .position(|&k| k == s.story_cursor && at == Some(seq_of(&steps[k])));
+        if let Some(i) = here {
+            if next {
+                order.get(i + 1).copied()
+            } else {
+                i.checked_sub(1).map(|j| order[j])
+            }
+        } else if next {
             order
                 .into_iter()
                 .find(|&k| at.is_none_or(|a| seq_of(&steps[k]) > a))

@@ -421,7 +421,13 @@ impl AppState {
             }
         }
         let before = self.story_cursor;
-        self.story_cursor = best.map_or(0, |(_, k)| k);
+        // A cursor already on a step of the latest event reached stays (steps share seqs).
+        let keep = self
+            .current_step_in(&self.full_stories)
+            .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
+        if !keep {
+            self.story_cursor = best.map_or(0, |(_, k)| k);
+        }
         // Guided: the tree shows the step's process as the step is reached.
         if self.guided && (before != self.story_cursor || self.selected.is_none()) {
             self.select_pid = self.current_step_in(&self.full_stories).map(|st| st.pid);
