@@ -1,6 +1,7 @@
-//! The training pictures rendered by real renderers: the SVG timeline through librsvg
-//! (`rsvg-convert`, Debian librsvg2-bin) and the HTML page through a headless browser
-//! (Debian chromium). A missing renderer fails the test (CI installs both).
+//! Training material on the real strace fixtures: every story step explained, and the
+//! pictures rendered by real renderers: the SVG timeline through librsvg (`rsvg-convert`,
+//! Debian librsvg2-bin) and the HTML page through a headless browser (Debian chromium). A
+//! missing renderer fails the test (CI installs both).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +21,34 @@ fn engine_of(log: &str) -> Engine {
     let mut e = Engine::new();
     import.events.iter().for_each(|ev| e.apply(ev));
     e
+}
+
+#[test]
+fn every_story_step_of_the_real_logs_is_explained() {
+    let mut kinds = std::collections::HashSet::new();
+    for name in ["ctr", "runc", "podman"] {
+        let e = engine_of(&fixture_text(name));
+        let stories = tracer::lineage::stories(&e);
+        assert!(!stories.is_empty(), "{name}");
+        // What `tracer story LOG --explain --format json` prints.
+        let mut json = tracer::lineage::story_json(&stories);
+        tracer::lineage::explain::add_whys(&mut json, &stories);
+        for step in json["stories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["steps"].as_array().unwrap())
+        {
+            let why = step["why"].as_str().unwrap_or_default();
+            assert!(why.len() > 40 && why.ends_with('.'), "{step}");
+            assert!(!step["why_source"].as_str().unwrap_or_default().is_empty());
+            kinds.insert(step["kind"].as_str().unwrap().to_string());
+        }
+    }
+    assert!(
+        kinds.len() >= 10,
+        "the logs show most step kinds: {kinds:?}"
+    );
 }
 
 fn tool(name: &str, package: &str) -> PathBuf {
@@ -58,6 +87,32 @@ fn png_stats(path: &Path) -> (u32, u32, usize, f64) {
         colours.len(),
         inked as f64 / n as f64,
     )
+}
+
+/// A headless-browser screenshot of `html`, as a PNG in `dir`.
+fn screenshot(chromium: &Path, dir: &Path, name: &str, html: &str) -> PathBuf {
+    let page = dir.join(format!("{name}.html"));
+    std::fs::write(&page, html).unwrap();
+    let shot = dir.join(format!("{name}.png"));
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1000",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    shot
 }
 
 fn render_svg(svg_text: &str, dir: &Path, name: &str) -> PathBuf {
@@ -142,30 +197,22 @@ fn html_page_is_self_contained_and_draws_in_a_browser() {
     for fetch in ["<script", "<link", "<img", "src=", "@import", "url(http"] {
         assert!(!html.contains(fetch), "the page loads something: {fetch}");
     }
-    let page = dir.join("ctr.html");
-    std::fs::write(&page, &html).unwrap();
-    let shot = dir.join("shot.png");
-    let out = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--window-size=1400,1000",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        shot.is_file(),
-        "no screenshot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let shot = screenshot(&chromium, &dir, "ctr", &html);
     let (w, h, colours, inked) = png_stats(&shot);
     assert!(w >= 1000 && h >= 700, "{w}x{h}");
     assert!(colours > 16, "blank page: {colours} colours");
     assert!(inked > 0.01, "blank page: {inked:.3} inked");
+    // The check sees a blank page as blank.
+    let blank = screenshot(
+        &chromium,
+        &dir,
+        "blank",
+        "<!DOCTYPE html><html><body></body></html>",
+    );
+    let (_, _, colours, inked) = png_stats(&blank);
+    assert!(
+        colours <= 16 && inked < 0.01,
+        "{colours} colours, {inked:.3} inked"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
