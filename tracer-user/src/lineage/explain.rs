@@ -20,8 +20,8 @@ pub fn why(kind: StepKind) -> Why {
     let (text, source) = match kind {
         StepKind::ShimStarted => (
             "The containerd daemon does not parent its containers: it runs `containerd-shim-runc-v2 start`, \
-             and that short-lived `start` process forks the long-lived shim in a new session \
-             and exits (a double fork). The shim, not the daemon, then owns the container, so \
+             and that short-lived `start` process forks the long-lived shim in its own \
+             process group and exits (a double fork). The shim, not the daemon, then owns the container, so \
              containerd can be restarted or upgraded without killing what it started \
              (the daemonless design).",
             "containerd pkg/shim (shim.Run, the `start` command), runtime/v2/runc/manager",
@@ -44,14 +44,14 @@ pub fn why(kind: StepKind) -> Why {
              the runc processes that create the container exit, their orphans (the container's \
              init and exec'd processes) are reparented to the shim instead of to pid 1, so the \
              shim can wait() for them and report their exit status to containerd.",
-            "kernel/sys.c prctl() sets signal->is_child_subreaper; containerd sys/reaper, \
-             pkg/shim (SetSubreaper)",
+            "kernel/sys.c prctl() sets signal->is_child_subreaper; containerd pkg/shim \
+             (shim_unix.go: SetSubreaper(1))",
         ),
         StepKind::RuntimeStarted => (
             "The OCI runtime (`runc create`, `runc run`) was started with the bundle and the \
-             container id. It reads config.json, sets up the cgroup and the namespaces' \
-             description, and starts `runc init` to build the container; `runc create` exits \
-             once the container's init waits for `runc start`.",
+             container id. It reads the bundle's config.json, prepares the container's state and \
+             cgroup, and starts `runc init` to build the container; `runc create` exits once \
+             the container's init waits for `runc start`.",
             "runc create.go / run.go, libcontainer/container_linux.go (Start)",
         ),
         StepKind::InitExec => (
@@ -81,9 +81,9 @@ pub fn why(kind: StepKind) -> Why {
              runc nsexec.c clone_parent()",
         ),
         StepKind::InitCloned => (
-            "CHILD, having unshared the pid namespace, cloned INIT with CLONE_PARENT: INIT's \
-             parent is the runc runtime process and not the short-lived CHILD, and INIT is the \
-             first process of the new pid namespace, pid 1 there. It is that namespace's child \
+            "CHILD, having unshared the new namespaces, cloned INIT with CLONE_PARENT: INIT's \
+             parent is the runc runtime process and not the short-lived CHILD. When the \
+             container has its own pid namespace, INIT is its first process, pid 1 there. It is that namespace's child \
              reaper (orphans inside are reparented to it), and when it dies the kernel kills \
              every other process in the namespace.",
             "kernel/fork.c copy_process(), alloc_pid(); kernel/exit.c find_child_reaper(); \
@@ -98,7 +98,7 @@ pub fn why(kind: StepKind) -> Why {
         StepKind::RuntimeExited => (
             "The runtime process exited: `runc create` leaves the container's init blocked on \
              the exec fifo until `runc start` opens it, and returns. Its exit orphans INIT, \
-             whose parent it was.",
+             whose parent it was. `runc run` instead waits for the container and exits with it.",
             "runc create.go, libcontainer (exec.fifo); kernel/exit.c forget_original_parent()",
         ),
         StepKind::InitAdopted => (
