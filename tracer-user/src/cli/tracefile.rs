@@ -293,6 +293,9 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    if args.all && !matches!(args.format, ExportFormat::Svg | ExportFormat::Html) {
+        anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
+    }
     let mut input = open_input(&args.file)?;
     let snapshot = input.snapshot();
     let mut sink: Box<dyn Write> = match &args.output {
