@@ -428,9 +428,12 @@ impl AppState {
         if !keep {
             self.story_cursor = best.map_or(0, |(_, k)| k);
         }
-        // Guided: the tree shows the step's process as the step is reached.
+        // Guided: the tree shows the step's process as the step is reached...
         if self.guided && (before != self.story_cursor || self.selected.is_none()) {
-            self.select_pid = self.current_step_in(&self.full_stories).map(|st| st.pid);
+            let step = self.current_step_in(&self.full_stories);
+            self.select_pid = step.map(|st| st.pid);
+            // ... and the log its event.
+            self.log_cursor = step.map(|st| st.seq);
         }
     }
 

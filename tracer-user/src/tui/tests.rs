@@ -670,6 +670,11 @@ async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
     assert!(evs.iter().any(|e| e.seq > first.seq));
     assert_eq!(s.current_step().map(|st| st.seq), Some(first.seq));
     assert_eq!(s.selected_process().map(|p| p.pid), Some(first.pid));
+    assert_eq!(
+        s.log_cursor,
+        Some(first.seq),
+        "the log shows the step's event"
+    );
     let text = screen(&mut s);
     let why = crate::lineage::explain::why(first.kind).text;
     let first_words: String = why.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
