@@ -67,7 +67,7 @@ enum Mark {
         caller: Option<ProcId>,
         clone_parent: bool,
     },
-    /// Reparented to `from`.
+    /// Reparented to `from` (the new parent).
     Adopted { from: Option<ProcId> },
     /// The process ended (`exit 0`, `killed SIGKILL`).
     Exit(String),
@@ -344,7 +344,7 @@ fn legend(s: &mut String) {
     let rows: [(&str, &str); 6] = [
         ("<line class=\"birth\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahk)\"/>", "born: clone/fork, arrow from the parent"),
         ("<line class=\"cp\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#aho)\"/><circle class=\"caller\" cx=\"0\" cy=\"0\" r=\"4\"/>", "CLONE_PARENT: born to the caller's parent (○ the caller)"),
-        ("<line class=\"adopt\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahb)\"/>", "adopted: reparented when its parent exited"),
+        ("<line class=\"adopt\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahb)\"/>", "adopted: to its new parent, when its parent exited"),
         ("<path d=\"M14,-6L20,0L14,6L8,0z\" fill=\"#6a51a3\"/>", "PR_SET_CHILD_SUBREAPER"),
         ("<circle cx=\"14\" cy=\"0\" r=\"4\" fill=\"#31a354\"/><rect x=\"24\" y=\"-4\" width=\"8\" height=\"8\" fill=\"#fd8d3c\"/>", "exec ● · rename (PR_SET_NAME) ▪"),
         ("<line x1=\"0\" y1=\"0\" x2=\"20\" y2=\"0\" stroke=\"#888\" stroke-width=\"4\"/><line x1=\"20\" y1=\"-7\" x2=\"20\" y2=\"7\" stroke=\"#000\" stroke-width=\"2\"/>", "lifeline, ending at the exit (status below)"),
@@ -451,11 +451,12 @@ fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, u
                 }
             }
             Mark::Adopted { from } => {
-                let fy = from_y(*from);
+                // From the orphan to its new parent.
+                let py = from_y(*from);
+                let end = if py < y { py + 5 } else { py.saturating_sub(5) };
                 let _ = write!(
                     s,
-                    "<line class=\"adopt\" x1=\"{x}\" y1=\"{fy}\" x2=\"{x}\" y2=\"{}\" marker-end=\"url(#ahb)\"/>",
-                    tip(fy)
+                    "<line class=\"adopt\" x1=\"{x}\" y1=\"{y}\" x2=\"{x}\" y2=\"{end}\" marker-end=\"url(#ahb)\"/>"
                 );
             }
             Mark::Exit(st) => {
