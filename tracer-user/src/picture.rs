@@ -420,83 +420,84 @@ fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, u
             continue;
         };
         let (x, y) = (g.x(i), g.y(lane));
-        let from_y = |from: Option<ProcId>| {
-            from.and_then(|f| lane_of.get(&f))
+        // A lane not drawn: a short arrow from just above.
+        let lane_y = |p: Option<ProcId>| {
+            p.and_then(|p| lane_of.get(&p))
                 .map_or(y.saturating_sub(16), |&l| g.y(l))
         };
         // An arrow stops short of the lifeline it points at.
-        let tip = |fy: usize| if fy < y { y - 5 } else { y + 5 };
+        let short = |to: usize, from: usize| if from < to { to - 5 } else { to + 5 };
         match &c.mark {
             Mark::Birth {
                 from,
                 caller,
                 clone_parent,
             } => {
-                let fy = from_y(*from);
+                let fy = lane_y(*from);
                 let (class, head) = if *clone_parent {
                     ("cp", "aho")
                 } else {
                     ("birth", "ahk")
                 };
-                let _ = write!(
-                    s,
-                    "<line class=\"{class}\" x1=\"{x}\" y1=\"{fy}\" x2=\"{x}\" y2=\"{}\" marker-end=\"url(#{head})\"/>",
-                    tip(fy)
-                );
-                if let Some(cy) = caller.and_then(|c| lane_of.get(&c)).map(|&l| g.y(l)) {
+                arrow(s, class, head, x, fy, short(y, fy));
+                if let Some(&l) = caller.and_then(|c| lane_of.get(&c)) {
                     let _ = write!(
                         s,
-                        "<circle class=\"caller\" cx=\"{x}\" cy=\"{cy}\" r=\"5\"/>"
+                        "<circle class=\"caller\" cx=\"{x}\" cy=\"{}\" r=\"5\"/>",
+                        g.y(l)
                     );
                 }
             }
+            // From the orphan to its new parent.
             Mark::Adopted { from } => {
-                // From the orphan to its new parent.
-                let py = from_y(*from);
-                let end = if py < y { py + 5 } else { py.saturating_sub(5) };
-                let _ = write!(
-                    s,
-                    "<line class=\"adopt\" x1=\"{x}\" y1=\"{y}\" x2=\"{x}\" y2=\"{end}\" marker-end=\"url(#ahb)\"/>"
-                );
+                let py = lane_y(*from);
+                arrow(s, "adopt", "ahb", x, y, short(py, y));
             }
-            Mark::Exit(st) => {
-                let _ = write!(
-                    s,
-                    "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"#000\" stroke-width=\"2.5\"/>\
-                     <text class=\"st\" x=\"{}\" y=\"{}\">{}</text>",
-                    y - 8,
-                    y + 8,
-                    x + 3,
-                    y + 16,
-                    xml_text(st, 24)
-                );
-            }
-            Mark::Subreaper => {
-                let _ = write!(
-                    s,
-                    "<path d=\"M{x},{}L{},{y}L{x},{}L{},{y}z\" fill=\"#6a51a3\"/>",
-                    y - 8,
-                    x + 7,
-                    y + 8,
-                    x - 7
-                );
-            }
-            Mark::Exec => {
-                let _ = write!(
-                    s,
-                    "<circle cx=\"{x}\" cy=\"{y}\" r=\"5\" fill=\"#31a354\" stroke=\"#fff\"/>"
-                );
-            }
-            Mark::Rename => {
-                let _ = write!(
-                    s,
-                    "<rect x=\"{}\" y=\"{}\" width=\"9\" height=\"9\" fill=\"#fd8d3c\" stroke=\"#fff\"/>",
-                    x - 4,
-                    y - 4
-                );
-            }
+            glyph => draw_glyph(s, glyph, x, y),
         }
     }
+}
+
+fn arrow(s: &mut String, class: &str, head: &str, x: usize, y1: usize, y2: usize) {
+    let _ = write!(
+        s,
+        "<line class=\"{class}\" x1=\"{x}\" y1=\"{y1}\" x2=\"{x}\" y2=\"{y2}\" marker-end=\"url(#{head})\"/>"
+    );
+}
+
+/// The marks drawn on the lifeline itself: exit, subreaper, exec, rename.
+fn draw_glyph(s: &mut String, m: &Mark, x: usize, y: usize) {
+    let _ = match m {
+        Mark::Exit(st) => write!(
+            s,
+            "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"#000\" stroke-width=\"2.5\"/>\
+             <text class=\"st\" x=\"{}\" y=\"{}\">{}</text>",
+            y - 8,
+            y + 8,
+            x + 3,
+            y + 16,
+            xml_text(st, 24)
+        ),
+        Mark::Subreaper => write!(
+            s,
+            "<path d=\"M{x},{}L{},{y}L{x},{}L{},{y}z\" fill=\"#6a51a3\"/>",
+            y - 8,
+            x + 7,
+            y + 8,
+            x - 7
+        ),
+        Mark::Exec => write!(
+            s,
+            "<circle cx=\"{x}\" cy=\"{y}\" r=\"5\" fill=\"#31a354\" stroke=\"#fff\"/>"
+        ),
+        Mark::Rename => write!(
+            s,
+            "<rect x=\"{}\" y=\"{}\" width=\"9\" height=\"9\" fill=\"#fd8d3c\" stroke=\"#fff\"/>",
+            x - 4,
+            y - 4
+        ),
+        Mark::Birth { .. } | Mark::Adopted { .. } => Ok(()),
+    };
 }
 
 /// Writes [`svg`] to `out`.
