@@ -337,6 +337,21 @@ fn labs_restart_container_and_exec_survive_under_the_shim() {
     assert_eq!(new.ppid, old.ppid, "both started by the same supervisor");
     assert_eq!(old.role, Some(Role::RuntimeDaemon));
     assert_eq!(new.role, Some(Role::RuntimeDaemon));
+    // `tracer story`'s answer to the experiment: both daemons, and the container's init and
+    // shim (pids and parents from /proc above) among the survivors.
+    let rs = tracer::lineage::restart::runtime_restarts(e);
+    let r0 = rs
+        .iter()
+        .find(|x| x.old_pid == d1.pid)
+        .expect("the restart found");
+    assert_eq!(r0.new_pid, d2.pid);
+    for (pid, parent) in [
+        (before.init.pid, before.init.ppid),
+        (before.monitor.pid, before.monitor.ppid),
+    ] {
+        let s = r0.survivors.iter().find(|s| s.pid == pid);
+        assert_eq!(s.map(|s| s.parent), Some(parent), "{pid} survived: {r0:?}");
+    }
 
     let shim = e.process(before.monitor.pid).unwrap();
     assert!(

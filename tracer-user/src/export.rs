@@ -60,12 +60,12 @@ impl Clock {
 }
 
 /// Finds the record a pid denoted at a given seq (pids are reused).
-struct PidIndex {
+pub(crate) struct PidIndex {
     by_pid: HashMap<u32, Vec<ProcId>>,
 }
 
 impl PidIndex {
-    fn new(e: &Engine) -> Self {
+    pub(crate) fn new(e: &Engine) -> Self {
         let mut by_pid: HashMap<u32, Vec<ProcId>> = HashMap::new();
         for p in e.processes() {
             by_pid.entry(p.pid).or_default().push(p.id);
@@ -73,7 +73,7 @@ impl PidIndex {
         PidIndex { by_pid }
     }
 
-    fn at(&self, e: &Engine, pid: u32, seq: u64) -> Option<ProcId> {
+    pub(crate) fn at(&self, e: &Engine, pid: u32, seq: u64) -> Option<ProcId> {
         let ids = self.by_pid.get(&pid)?;
         ids.iter()
             .rev()
@@ -310,7 +310,7 @@ fn dot_str(s: &str) -> String {
 }
 
 /// (shape, fill colour) per role.
-fn role_style(role: Option<Role>) -> (&'static str, &'static str) {
+pub(crate) fn role_style(role: Option<Role>) -> (&'static str, &'static str) {
     match role {
         Some(Role::RuntimeDaemon) => ("box3d", "#9ecae1"),
         Some(Role::Shim) => ("hexagon", "#fdd49e"),

@@ -119,6 +119,7 @@ pub mod input;
 pub mod lineage;
 pub mod names;
 pub mod outfile;
+pub mod picture;
 pub mod render;
 pub mod stats;
 pub mod strace;

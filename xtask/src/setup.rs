@@ -21,6 +21,9 @@ const APT_PACKAGES: &[&str] = &[
     "tmux",
     "graphviz",
     "util-linux",
+    // The picture tests render `tracer export --format svg/html` with real renderers.
+    "librsvg2-bin",
+    "chromium",
 ];
 
 pub use tests::prereq::is_root;

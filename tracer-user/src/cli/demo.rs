@@ -19,6 +19,10 @@ pub struct DemoArgs {
     /// terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// Guided, in the viewer: open paused at the first container-birth step with its
+    /// explanation; `]` / `[` move between steps.
+    #[arg(long, conflicts_with = "no_tui")]
+    pub guided: bool,
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
@@ -29,7 +33,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
 /// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.
 fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
-    if std::io::stdout().is_terminal() && !args.no_tui {
+    if args.guided || (std::io::stdout().is_terminal() && !args.no_tui) {
         let sched_probes = input.sched_probes();
         let seed = input.snapshot();
         let events = input.collect::<Result<Vec<_>, _>>()?;
@@ -38,6 +42,7 @@ fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
             paused: false,
             at_end: false,
             sched_probes,
+            guided: args.guided,
         };
         tracer::tui::run_replay(events, seed, "demo: containerd lab".into(), opts)?;
         return Ok(ExitCode::SUCCESS);

@@ -6,7 +6,7 @@ use anyhow::Result;
 use std::path::Path;
 use tracer::input::Input;
 use tracer::lineage::{
-    pod_tree_text, story_json, story_text, subtree_text, traced_tree_text, tree_text,
+    pod_tree_text, story_json, story_text_with, subtree_text, traced_tree_text, tree_text,
     write_tree_json, Engine, JsonWarning, TreeOpts,
 };
 
@@ -107,14 +107,30 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
     Ok(())
 }
 
-pub fn story(file: &Path, format: OutputFormat) -> Result<()> {
+pub fn story(file: &Path, format: OutputFormat, explain: bool) -> Result<()> {
+    use tracer::lineage::restart::{restarts_text, runtime_restarts};
     let engine = load_engine(file, None)?.engine;
     let stories = tracer::lineage::stories(&engine);
+    let restarts = runtime_restarts(&engine);
     to_stdout(|out| match format {
-        OutputFormat::Text if stories.is_empty() => writeln!(out, "no container birth found"),
-        OutputFormat::Text => out.write_all(story_text(&stories).as_bytes()),
+        OutputFormat::Text => {
+            if stories.is_empty() {
+                writeln!(out, "no container birth found")?;
+            }
+            out.write_all(story_text_with(&stories, explain).as_bytes())?;
+            if !restarts.is_empty() {
+                write!(out, "\n{}", restarts_text(&restarts))?;
+            }
+            Ok(())
+        }
         OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, &story_json(&stories))?;
+            let mut json = story_json(&stories);
+            if explain {
+                tracer::lineage::explain::add_whys(&mut json, &stories);
+            }
+            json["runtime_restarts"] =
+                serde_json::to_value(&restarts).map_err(std::io::Error::from)?;
+            serde_json::to_writer_pretty(&mut *out, &json)?;
             writeln!(out)
         }
     })

@@ -104,6 +104,10 @@ pub enum Command {
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+        /// Explain each step: the kernel rule or runtime design behind it, and where it lives
+        /// (JSON: `why` and `why_source` on every step).
+        #[arg(long)]
+        explain: bool,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
     Record(tracefile::RecordArgs),
@@ -134,6 +138,10 @@ pub enum Command {
         /// Start at the end (the final tree) instead of playing from the first event.
         #[arg(long)]
         end: bool,
+        /// Guided: open paused at the first container-birth step with its explanation;
+        /// `]` / `[` move between steps.
+        #[arg(long)]
+        guided: bool,
     },
     /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
     Demo(demo::DemoArgs),
@@ -164,7 +172,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             speed,
             paused,
             end,
-        }) => tui::view(&file, speed, paused, end),
+            guided,
+        }) => tui::view(
+            &file,
+            speed,
+            tui::ViewOpts {
+                paused,
+                at_end: end,
+                guided,
+            },
+        ),
         Some(Command::Tree {
             file,
             format,
@@ -183,9 +200,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             pod: pod.as_deref(),
         })
         .map(|()| ExitCode::SUCCESS),
-        Some(Command::Story { file, format }) => {
-            lineage::story(&file, format).map(|()| ExitCode::SUCCESS)
-        }
+        Some(Command::Story {
+            file,
+            format,
+            explain,
+        }) => lineage::story(&file, format, explain).map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {
             target,
             format,

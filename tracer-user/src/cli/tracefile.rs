@@ -45,6 +45,10 @@ pub struct ReplayArgs {
     /// On a corrupt file, use every good frame before the damage and report the rest.
     #[arg(long)]
     pub salvage: bool,
+    /// Guided, in the viewer: open paused at the first container-birth step with its
+    /// explanation; `]` / `[` move between steps.
+    #[arg(long, conflicts_with_all = ["no_tui", "step"])]
+    pub guided: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +59,10 @@ pub enum ExportFormat {
     Perfetto,
     /// Graphviz lineage graph (`dot -Tsvg`).
     Dot,
+    /// A timeline of the container births: a lifeline per process, seq across.
+    Svg,
+    /// One self-contained page: the timeline, the explained stories and the tree.
+    Html,
 }
 
 #[derive(clap::Args, Debug)]
@@ -69,6 +77,10 @@ pub struct ExportArgs {
     /// On a corrupt file, use every good frame before the damage and report the rest.
     #[arg(long)]
     pub salvage: bool,
+    /// svg/html: draw every process the recording saw act, not only the container births'
+    /// actors.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -189,10 +201,14 @@ fn open_input(path: &Path) -> Result<Input> {
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    if std::io::stdout().is_terminal() && !args.no_tui && !args.step {
+    if args.guided || (std::io::stdout().is_terminal() && !args.no_tui && !args.step) {
         // The same viewer as `tracer view`, at the asked speed.
         let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
-        return super::tui::view(&args.file, speed, false, false);
+        let v = super::tui::ViewOpts {
+            guided: args.guided,
+            ..Default::default()
+        };
+        return super::tui::view(&args.file, speed, v);
     }
     let input = open_input(&args.file)?;
     let opts = ReplayOpts {
@@ -314,6 +330,9 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    if args.all && !matches!(args.format, ExportFormat::Svg | ExportFormat::Html) {
+        anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
+    }
     let mut input = open_input(&args.file)?;
     let snapshot = input.snapshot();
     let mut file = match &args.output {
@@ -352,6 +371,23 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                     e.apply(&ev);
                 }
                 tracer::export::write_dot(&e, &mut out)?;
+                format!("{} processes", e.process_count())
+            }
+            ExportFormat::Svg | ExportFormat::Html => {
+                let mut e = tracer::export::seeded(&snapshot);
+                for ev in until_error(&mut input, &mut err) {
+                    e.apply(&ev);
+                }
+                let opts = tracer::picture::PictureOpts { all: args.all };
+                let title = args.file.file_name().map_or_else(
+                    || args.file.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                if args.format == ExportFormat::Svg {
+                    tracer::picture::write_svg(&e, opts, &title, &mut out)?;
+                } else {
+                    tracer::picture::write_html(&e, opts, &title, &mut out)?;
+                }
                 format!("{} processes", e.process_count())
             }
         };

@@ -6,8 +6,19 @@ use std::path::Path;
 use std::process::ExitCode;
 use tracer::tui::ReplayOpts;
 
+/// How `tracer view` (and `replay` on a terminal) opens a recording.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ViewOpts {
+    /// Start paused.
+    pub paused: bool,
+    /// Start at the end.
+    pub at_end: bool,
+    /// Guided: paused at the first story step, explanations shown.
+    pub guided: bool,
+}
+
 /// `tracer view FILE`: replay a recording (trace file or strace log) in the viewer.
-pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitCode> {
+pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
@@ -33,9 +44,10 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
     );
     let opts = ReplayOpts {
         speed,
-        paused,
-        at_end,
+        paused: v.paused,
+        at_end: v.at_end,
         sched_probes,
+        guided: v.guided,
     };
     tracer::tui::run_replay(events, seed, title, opts)?;
     // Said once the terminal is back: what of the input could not be shown.

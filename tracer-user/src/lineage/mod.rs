@@ -6,9 +6,11 @@
 //! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
 
 mod engine;
+pub mod explain;
 pub mod k8s;
 mod process;
 mod reaper;
+pub mod restart;
 mod roles;
 mod story;
 mod transition;
@@ -27,6 +29,6 @@ pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
-    in_pod, node_label, pod_tree_text, story_json, story_text, subtree_text, traced_tree_text,
-    tree_json, tree_text, write_tree_json, JsonWarning, TreeOpts,
+    in_pod, node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,
+    traced_tree_text, tree_json, tree_text, write_tree_json, JsonWarning, TreeOpts,
 };

@@ -163,13 +163,6 @@ pub fn tree_text(e: &Engine, opts: TreeOpts) -> String {
 /// Only what the recording saw act (born, exec'd, renamed, set a subreaper or exited after
 /// the start) and its ancestors: leaves out the rest of the start snapshot.
 pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
-    let acted = |p: &Process| {
-        p.born_how() != How::Snapshot
-            || p.exit_seq.is_some()
-            || !p.execs.is_empty()
-            || !p.renames.is_empty()
-            || p.subreaper_seq.is_some()
-    };
     tree_text_of(e, opts, Some(&with_ancestors(e, acted)))
 }
 
@@ -199,6 +192,16 @@ fn with_ancestors(e: &Engine, keep: impl Fn(&Process) -> bool) -> HashSet<ProcId
         }
     }
     set
+}
+
+/// Did the recording see `p` act: born, exec'd, renamed, set a subreaper or exited after the
+/// start?
+pub fn acted(p: &Process) -> bool {
+    p.born_how() != How::Snapshot
+        || p.exit_seq.is_some()
+        || !p.execs.is_empty()
+        || !p.renames.is_empty()
+        || p.subreaper_seq.is_some()
 }
 
 fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> String {
@@ -489,6 +492,15 @@ pub fn tree_json(e: &Engine) -> Value {
 
 /// Stories as text: a header per container birth, then one line per step.
 pub fn story_text(stories: &[Story]) -> String {
+    story_text_with(stories, false)
+}
+
+/// Width the explanations are wrapped to in [`story_text_with`].
+const WHY_WIDTH: usize = 96;
+
+/// [`story_text`], with each step's explanation ([`super::explain::why`]) under it when
+/// `explain`.
+pub fn story_text_with(stories: &[Story], explain: bool) -> String {
     let mut out = String::new();
     for (i, s) in stories.iter().enumerate() {
         if i > 0 {
@@ -513,6 +525,16 @@ pub fn story_text(stories: &[Story]) -> String {
         out.push('\n');
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
+            if explain {
+                let w = super::explain::why(st.kind);
+                let opts = textwrap::Options::new(WHY_WIDTH)
+                    .initial_indent("      why: ")
+                    .subsequent_indent("           ");
+                for line in textwrap::wrap(w.text, &opts) {
+                    let _ = writeln!(out, "{line}");
+                }
+                let _ = writeln!(out, "           ({})", w.source);
+            }
         }
     }
     out

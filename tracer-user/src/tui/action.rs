@@ -54,6 +54,14 @@ pub enum Action {
     ToggleStory,
     /// ?: help.
     ToggleHelp,
+    /// e: explain the selected story step.
+    ToggleExplain,
+    /// z: the focused pane fills the screen.
+    ToggleZoom,
+    /// <: scroll the tree left.
+    ScrollLeft,
+    /// >: scroll the tree right.
+    ScrollRight,
     /// f: log shows the selected subtree only.
     ToggleLogFilter,
     /// Tab: next pane.
@@ -114,6 +122,10 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("t", "threads expanded / folded as {N threads}"),
     ("x", "show / hide exited (live drops them 30 s after exit)"),
     ("s", "story pane (container births, step by step)"),
+    (
+        "e z < >",
+        "explain the step · zoom the pane · scroll the tree",
+    ),
     ("f", "event log: all / selected subtree only"),
     ("Tab", "focus next pane (tree, story, log)"),
     ("space", "pause (live keeps recording while paused)"),
@@ -197,6 +209,10 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('s') => Action::ToggleStory,
         KeyCode::Char('f') => Action::ToggleLogFilter,
         KeyCode::Char('?') => Action::ToggleHelp,
+        KeyCode::Char('e') => Action::ToggleExplain,
+        KeyCode::Char('z') => Action::ToggleZoom,
+        KeyCode::Char('<') => Action::ScrollLeft,
+        KeyCode::Char('>') => Action::ScrollRight,
         KeyCode::Char(' ') => Action::TogglePause,
         KeyCode::Char('.') => Action::StepForward,
         KeyCode::Char(',') => Action::StepBack,

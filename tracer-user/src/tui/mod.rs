@@ -87,6 +87,9 @@ pub fn run_replay(
         state.paused = opts.paused;
         state.speed = opts.speed;
         state.seed(&seed);
+        if opts.guided {
+            state.guide();
+        }
         let src = tokio::spawn(source::replay(events, seed, opts, tx, ctl_rx));
         let res = app_loop(state, rx, Some(ctl_tx)).await;
         src.abort();

@@ -9,6 +9,10 @@ use super::state::{AppState, Mode, Pane, RowKind};
 pub const MIN_SPEED: f64 = 1.0 / 16.0;
 /// Fastest replay speed multiplier.
 pub const MAX_SPEED: f64 = 1024.0;
+/// Columns one `<` / `>` scrolls the tree.
+pub const HSCROLL_STEP: u16 = 8;
+/// Furthest the tree scrolls right (the draw stops at the widest row on screen).
+const MAX_HSCROLL: u16 = 4096;
 
 /// Applies `a`; returns what the replay source must do.
 pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
@@ -82,6 +86,22 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.mark_tree_dirty();
         }
         Action::ToggleHelp => s.show_help = !s.show_help,
+        Action::ToggleExplain => {
+            s.show_explain = !s.show_explain;
+            if s.show_explain && !s.show_story {
+                s.show_story = true;
+                s.pane = Pane::Story;
+                s.mark_tree_dirty();
+            }
+        }
+        Action::ToggleZoom => {
+            s.zoom = !s.zoom;
+            s.mark_tree_dirty();
+        }
+        Action::ScrollLeft => s.tree_hscroll = s.tree_hscroll.saturating_sub(HSCROLL_STEP),
+        Action::ScrollRight => {
+            s.tree_hscroll = (s.tree_hscroll + HSCROLL_STEP).min(MAX_HSCROLL);
+        }
         Action::ToggleLogFilter => s.log_subtree_only = !s.log_subtree_only,
         Action::NextPane => {
             s.pane = match active_pane(s) {
@@ -344,7 +364,17 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
         // Steps in seq order (stories interleave).
         let mut order: Vec<usize> = (0..steps.len()).collect();
         order.sort_by_key(|&k| (seq_of(&steps[k]), k));
-        if next {
+        // On a step at the current position: its neighbour, even at the same seq.
+        let here = order
+            .iter()
+            .position(|&k| k == s.story_cursor && at == Some(seq_of(&steps[k])));
+        if let Some(i) = here {
+            if next {
+                order.get(i + 1).copied()
+            } else {
+                i.checked_sub(1).map(|j| order[j])
+            }
+        } else if next {
             order
                 .into_iter()
                 .find(|&k| at.is_none_or(|a| seq_of(&steps[k]) > a))

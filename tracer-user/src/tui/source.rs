@@ -29,6 +29,8 @@ pub struct ReplayOpts {
     pub at_end: bool,
     /// Recorded without syscall probes ([`Header::sched_probes`](crate::tracefile::Header::sched_probes)).
     pub sched_probes: bool,
+    /// Guided: open paused right after the first story step's event (overrides `at_end`).
+    pub guided: bool,
 }
 
 impl Default for ReplayOpts {
@@ -38,6 +40,7 @@ impl Default for ReplayOpts {
             paused: false,
             at_end: false,
             sched_probes: false,
+            guided: false,
         }
     }
 }
@@ -80,7 +83,14 @@ pub async fn replay(
         events.iter().for_each(|ev| e.apply(ev));
         crate::lineage::stories(&e)
     };
-    if tx.send(Msg::Init { total, stories }).await.is_err() {
+    if tx
+        .send(Msg::Init {
+            total,
+            stories: stories.clone(),
+        })
+        .await
+        .is_err()
+    {
         return;
     }
     let vt = virtual_times(&events);
@@ -98,13 +108,22 @@ pub async fn replay(
             .collect();
         chunks
     };
-    if opts.at_end && total > 0 {
-        for c in send_range(0, total) {
+    let first_step = stories.iter().flat_map(|s| &s.steps).map(|st| st.seq).min();
+    let open_at = match first_step {
+        Some(seq) if opts.guided => events.iter().position(|e| e.seq > seq).unwrap_or(total),
+        _ if opts.at_end => total,
+        _ => 0,
+    };
+    if opts.guided {
+        paused = true;
+    }
+    if open_at > 0 {
+        for c in send_range(0, open_at) {
             if tx.send(Msg::Events(c)).await.is_err() {
                 return;
             }
         }
-        pos = total;
+        pos = open_at;
     }
 
     loop {

@@ -176,6 +176,14 @@ pub struct AppState {
     pub show_story: bool,
     /// Show the help.
     pub show_help: bool,
+    /// The story pane explains the selected step ([`crate::lineage::explain::why`]).
+    pub show_explain: bool,
+    /// The focused pane fills the screen.
+    pub zoom: bool,
+    /// Columns the tree is scrolled to the right (long rows are scrolled, not cut).
+    pub tree_hscroll: u16,
+    /// Guided replay: opened paused at the first story step, explanations shown.
+    pub guided: bool,
     /// The event log shows only the selected process's subtree.
     pub log_subtree_only: bool,
     /// The pane the movement keys act on.
@@ -241,6 +249,10 @@ impl AppState {
             show_threads: false,
             show_story: false,
             show_help: false,
+            show_explain: false,
+            zoom: false,
+            tree_hscroll: 0,
+            guided: false,
             log_subtree_only: false,
             pane: Pane::Tree,
             story_cursor: 0,
@@ -289,6 +301,17 @@ impl AppState {
             self.snapshots.clear();
             self.push_snapshot();
         }
+    }
+
+    /// Guided replay: the story pane focused with explanations, paused (the source opens
+    /// at the first step, see [`super::ReplayOpts::guided`]).
+    pub fn guide(&mut self) {
+        self.guided = true;
+        self.paused = true;
+        self.show_story = true;
+        self.show_explain = true;
+        self.pane = Pane::Story;
+        self.tree_dirty = true;
     }
 
     /// Replay position: events applied.
@@ -397,7 +420,21 @@ impl AppState {
                 k += 1;
             }
         }
-        self.story_cursor = best.map_or(0, |(_, k)| k);
+        let before = self.story_cursor;
+        // A cursor already on a step of the latest event reached stays (steps share seqs).
+        let keep = self
+            .current_step_in(&self.full_stories)
+            .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
+        if !keep {
+            self.story_cursor = best.map_or(0, |(_, k)| k);
+        }
+        // Guided: the tree shows the step's process as the step is reached...
+        if self.guided && (before != self.story_cursor || self.selected.is_none()) {
+            let step = self.current_step_in(&self.full_stories);
+            self.select_pid = step.map(|st| st.pid);
+            // ... and the log its event.
+            self.log_cursor = step.map(|st| st.seq);
+        }
     }
 
     /// Applies pending events (live, on resume).
@@ -607,6 +644,16 @@ impl AppState {
             .enumerate()
             .flat_map(|(i, s)| (0..s.steps.len()).map(move |j| (i, j)))
             .collect()
+    }
+
+    /// The story step under the story cursor.
+    pub fn current_step(&self) -> Option<&crate::lineage::StoryStep> {
+        self.current_step_in(&self.stories)
+    }
+
+    /// Step number `story_cursor` of `stories` (in story order).
+    fn current_step_in<'a>(&self, stories: &'a [Story]) -> Option<&'a crate::lineage::StoryStep> {
+        stories.iter().flat_map(|s| &s.steps).nth(self.story_cursor)
     }
 
     /// Log lines shown (all, or the selected subtree's).

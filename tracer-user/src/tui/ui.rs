@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use crate::escape::escape;
 use crate::lineage::view::{marks, Mark};
-use crate::lineage::{How, Process, Role};
+use crate::lineage::{How, Process, Role, StoryStep};
 
 use super::action::{active_pane, KEY_HELP};
 use super::state::{AppState, Mode, Pane, Row, RowKind};
@@ -44,12 +44,17 @@ fn pct(x: u16, num: u32) -> u16 {
 pub fn layout(area: Rect, s: &AppState) -> Areas {
     let h = area.height.saturating_sub(1);
     let status = Rect::new(area.x, area.y + h, area.width, area.height.min(1));
+    if s.zoom {
+        return zoomed(area, h, status, active_pane(s));
+    }
     if area.width >= WIDE {
         let lw = pct(area.width, 55);
         let rw = area.width - lw;
         let tree = Rect::new(area.x, area.y, lw, h);
         let rx = area.x + lw;
-        let (d, st) = if s.show_story {
+        let (d, st) = if s.show_story && s.show_explain {
+            (pct(h, 20), pct(h, 55))
+        } else if s.show_story {
             (pct(h, 35), pct(h, 35))
         } else {
             (pct(h, 45), 0)
@@ -65,7 +70,7 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
             status,
         }
     } else {
-        let t = pct(h, 45).max(3.min(h));
+        let t = pct(h, if s.show_explain { 30 } else { 45 }).max(3.min(h));
         let m = pct(h - t, 55).min(h - t);
         let tree = Rect::new(area.x, area.y, area.width, t);
         let mid = Rect::new(area.x, area.y + t, area.width, m);
@@ -78,6 +83,25 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
             status,
         }
     }
+}
+
+/// `pane` over the whole screen but the status line; the others get empty areas.
+fn zoomed(area: Rect, h: u16, status: Rect, pane: Pane) -> Areas {
+    let full = Rect::new(area.x, area.y, area.width, h);
+    let none = Rect::new(area.x, area.y, 0, 0);
+    let mut a = Areas {
+        tree: none,
+        detail: None,
+        story: None,
+        log: none,
+        status,
+    };
+    match pane {
+        Pane::Tree => a.tree = full,
+        Pane::Story => a.story = Some(full),
+        Pane::Log => a.log = full,
+    }
+    a
 }
 
 /// Rows the tree pane shows at the current terminal size.
@@ -122,14 +146,18 @@ pub fn draw(f: &mut Frame, s: &AppState) {
         return;
     }
     let a = layout(area, s);
-    draw_tree(f, s, a.tree);
+    if !a.tree.is_empty() {
+        draw_tree(f, s, a.tree);
+    }
     if let Some(r) = a.detail {
         draw_detail(f, s, r);
     }
     if let Some(r) = a.story {
         draw_story(f, s, r);
     }
-    draw_log(f, s, a.log);
+    if !a.log.is_empty() {
+        draw_log(f, s, a.log);
+    }
     draw_status(f, s, a.status);
     if s.show_help {
         draw_help(f, s, area);
@@ -248,11 +276,12 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
     if !s.search.is_empty() {
         let _ = write!(title, " · /{}", s.search);
     }
-    let block = pane_block(s, area, title, Some(Pane::Tree));
+    // The block is drawn after the rows: the title says whether rows go past the edge.
+    let block = pane_block(s, area, String::new(), Some(Pane::Tree));
     let inner = block.inner(area);
-    f.render_widget(block, area);
     let h = inner.height as usize;
     if s.rows.is_empty() {
+        f.render_widget(pane_block(s, area, title, Some(Pane::Tree)), area);
         f.render_widget(
             Paragraph::new(Line::styled(
                 "no processes yet",
@@ -269,7 +298,7 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
     } else if h > 0 && s.cursor >= off + h {
         off = s.cursor + 1 - h;
     }
-    let max_levels = (inner.width as usize / 3).max(2);
+    let max_levels = ((inner.width as usize + s.tree_hscroll as usize) / 3).max(2);
     let mut lines = Vec::with_capacity(h);
     for i in off..(off + h).min(s.rows.len()) {
         let row = s.rows[i];
@@ -306,7 +335,18 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
         }
         lines.push(line);
     }
-    f.render_widget(Paragraph::new(lines), inner);
+    let widest = lines.iter().map(Line::width).max().unwrap_or(0);
+    let room = inner.width as usize;
+    let hs = (s.tree_hscroll as usize).min(widest.saturating_sub(room));
+    // Scrolled: where, and whether rows go on past the right edge.
+    if hs > 0 {
+        let _ = write!(title, " · ◂ col {hs}");
+        if widest > room + hs {
+            title.push_str(" · > more");
+        }
+    }
+    f.render_widget(pane_block(s, area, title, Some(Pane::Tree)), area);
+    f.render_widget(Paragraph::new(lines).scroll((0, hs as u16)), inner);
 }
 
 // ---- detail ----
@@ -488,13 +528,17 @@ fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
 // ---- story ----
 
 fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
-    let block = pane_block(
-        s,
-        area,
-        format!("stories {} ([ ] steps, Enter jumps)", s.stories.len()),
-        Some(Pane::Story),
-    );
-    let inner = block.inner(area);
+    let mut title = format!("stories {} ([ ] steps, Enter jumps", s.stories.len());
+    title.push_str(if s.show_explain {
+        ", e hides why, z zooms)"
+    } else {
+        ")"
+    });
+    if s.guided {
+        title = format!("guided · {title}");
+    }
+    let block = pane_block(s, area, title, Some(Pane::Story));
+    let mut inner = block.inner(area);
     f.render_widget(block, area);
     if s.stories.is_empty() {
         f.render_widget(
@@ -542,11 +586,28 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
                 style = style.add_modifier(Modifier::REVERSED);
             }
             let mark = if cur { "▸" } else { " " };
-            lines.push(Line::styled(
-                format!("{mark} {:>6}  {}", step.seq, escape(&step.text)),
-                style,
-            ));
+            let text = format!("{mark} {:>6}  {}", step.seq, escape(&step.text));
+            if s.zoom {
+                // Zoomed: whole steps, wrapped under their text.
+                let opts = textwrap::Options::new(usize::from(inner.width.max(20)))
+                    .subsequent_indent("          ");
+                for l in textwrap::wrap(&text, opts) {
+                    lines.push(Line::styled(l.into_owned(), style));
+                }
+            } else {
+                lines.push(Line::styled(text, style));
+            }
             k += 1;
+        }
+    }
+    if s.show_explain {
+        if let Some(step) = s.current_step() {
+            let why = why_lines(s, step, inner.width);
+            // The steps keep at least three rows; `z` gives the explanation the screen.
+            let wh = (why.len() as u16).min(inner.height.saturating_sub(3));
+            let r = Rect::new(inner.x, inner.y + inner.height - wh, inner.width, wh);
+            inner.height -= wh;
+            f.render_widget(Paragraph::new(why), r);
         }
     }
     let h = inner.height as usize;
@@ -555,6 +616,27 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         .min(lines.len().saturating_sub(h));
     let shown: Vec<Line> = lines.into_iter().skip(off).take(h).collect();
     f.render_widget(Paragraph::new(shown), inner);
+}
+
+/// The explanation of `step`, wrapped to `width`: a rule, the text, its source.
+fn why_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
+    let w = crate::lineage::explain::why(step.kind);
+    let width = usize::from(width.max(10));
+    let head = fg(s, Color::Cyan).add_modifier(Modifier::BOLD);
+    let mut out: Vec<Line> = textwrap::wrap(&format!("── why: {}", step.text), width)
+        .into_iter()
+        .map(|l| Line::styled(l.into_owned(), head))
+        .collect();
+    for l in textwrap::wrap(w.text, width) {
+        out.push(Line::raw(l.into_owned()));
+    }
+    for l in textwrap::wrap(&format!("source: {}", w.source), width) {
+        out.push(Line::styled(
+            l.into_owned(),
+            fg(s, Color::Cyan).add_modifier(Modifier::DIM),
+        ));
+    }
+    out
 }
 
 // ---- log ----

@@ -1,0 +1,218 @@
+//! Why each story step happens: the kernel rule or the runtime design behind it, with the
+//! source that implements it. One table, one entry per [`StepKind`] (the match is exhaustive,
+//! so a new kind does not build until it is explained).
+
+use serde_json::Value;
+
+use super::story::{StepKind, Story};
+
+/// The explanation of a [`StepKind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Why {
+    /// What the step means and why it happens, in a few sentences.
+    pub text: &'static str,
+    /// Where it lives: the kernel function or the runtime source file.
+    pub source: &'static str,
+}
+
+/// The explanation of one step kind.
+pub fn why(kind: StepKind) -> Why {
+    let (text, source) = match kind {
+        StepKind::ShimStarted => (
+            "The containerd daemon does not parent its containers: it runs `containerd-shim-runc-v2 start`, \
+             and that short-lived `start` process forks the long-lived shim in its own \
+             process group and exits (a double fork). The shim, not the daemon, then owns the container, so \
+             containerd can be restarted or upgraded without killing what it started \
+             (the daemonless design).",
+            "containerd pkg/shim (shim.Run, the `start` command), runtime/v2/runc/manager",
+        ),
+        StepKind::ShimParentExited => (
+            "The `start` process printed the shim's socket address to containerd and exited, \
+             as designed. Its children are now orphans: on its exit the kernel looks for a new \
+             parent for each of them.",
+            "kernel/exit.c do_exit() → exit_notify() → forget_original_parent()",
+        ),
+        StepKind::ShimAdopted => (
+            "The kernel gave the orphaned shim a new parent: the nearest ancestor in the same \
+             pid namespace that set PR_SET_CHILD_SUBREAPER, else that namespace's init (pid 1). \
+             After this the shim hangs off init (or a subreaper such as a systemd user \
+             manager), not off containerd.",
+            "kernel/exit.c find_new_reaper(), find_child_reaper()",
+        ),
+        StepKind::ShimSubreaper => (
+            "The shim made itself a child subreaper with prctl(PR_SET_CHILD_SUBREAPER, 1). When \
+             the runc processes that create the container exit, their orphans (the container's \
+             init and exec'd processes) are reparented to the shim instead of to pid 1, so the \
+             shim can wait() for them and report their exit status to containerd.",
+            "kernel/sys.c prctl() sets signal->is_child_subreaper; containerd pkg/shim \
+             (shim_unix.go: SetSubreaper(1))",
+        ),
+        StepKind::RuntimeStarted => (
+            "The OCI runtime (`runc create`, `runc run`) was started with the bundle and the \
+             container id. It reads the bundle's config.json, prepares the container's state and \
+             cgroup, and starts `runc init` to build the container; `runc create` exits once \
+             the container's init waits for `runc start`.",
+            "runc create.go / run.go, libcontainer/container_linux.go (Start)",
+        ),
+        StepKind::InitExec => (
+            "runc re-executed itself as `runc init` (/proc/self/exe init) and sent it the \
+             bootstrap data (namespaces, id maps) over a socket pair. A C constructor, nsexec(), \
+             runs before the Go runtime starts, because setns() into a mount or user namespace \
+             is refused to a multi-threaded process. runc puts this process into the \
+             container's cgroup (manager.Apply) before it clones, so every later stage inherits \
+             the cgroup at fork.",
+            "runc libcontainer/process_linux.go (initProcess.start), libcontainer/nsenter/nsexec.c",
+        ),
+        StepKind::StageRenamed => (
+            "nsexec names each stage with prctl(PR_SET_NAME): runc:[0:PARENT] (stage 0: \
+             relays the child's pid and the user-namespace id maps back to runc), \
+             runc:[1:CHILD] (stage 1: joins the requested namespaces with setns() and unshares \
+             the new ones, the pid namespace among them), runc:[2:INIT] (stage 2: the \
+             container's first process, which finishes the setup in Go). Only the comm \
+             changes; the pid stays.",
+            "runc libcontainer/nsenter/nsexec.c (stage-0/1/2); kernel/sys.c prctl → set_task_comm()",
+        ),
+        StepKind::ChildCloned => (
+            "PARENT cloned CHILD with CLONE_PARENT: the kernel gives the new process the \
+             caller's parent as its parent, so CHILD's parent is the runc runtime process, not \
+             the short-lived PARENT. runc can then wait() for it, and PARENT's exit orphans \
+             nothing.",
+            "kernel/fork.c copy_process() (CLONE_PARENT: real_parent = current->real_parent); \
+             runc nsexec.c clone_parent()",
+        ),
+        StepKind::InitCloned => (
+            "CHILD, having unshared the new namespaces, cloned INIT with CLONE_PARENT: INIT's \
+             parent is the runc runtime process and not the short-lived CHILD. When the \
+             container has its own pid namespace, INIT is its first process, pid 1 there. It is that namespace's child \
+             reaper (orphans inside are reparented to it), and when it dies the kernel kills \
+             every other process in the namespace.",
+            "kernel/fork.c copy_process(), alloc_pid(); kernel/exit.c find_child_reaper(); \
+             kernel/pid_namespace.c zap_pid_ns_processes(); runc nsexec.c",
+        ),
+        StepKind::IntermediateExited => (
+            "The intermediate stage finished its part (namespaces joined, pids relayed over the \
+             sync pipe) and exited. Nothing is orphaned: thanks to CLONE_PARENT the next stage \
+             is the runtime's child, not this one's.",
+            "runc libcontainer/nsenter/nsexec.c (stage-0 and stage-1 exit)",
+        ),
+        StepKind::RuntimeExited => (
+            "The runtime process exited: `runc create` leaves the container's init blocked on \
+             the exec fifo until `runc start` opens it, and returns. Its exit orphans INIT, \
+             whose parent it was. `runc run` instead waits for the container and exits with it.",
+            "runc create.go, libcontainer (exec.fifo); kernel/exit.c forget_original_parent()",
+        ),
+        StepKind::InitAdopted => (
+            "INIT's parent (the runtime) exited, so the kernel reparented INIT to the nearest \
+             subreaper ancestor: the shim (or conmon), which is why it set \
+             PR_SET_CHILD_SUBREAPER. Without one INIT would go to the host's init.",
+            "kernel/exit.c find_new_reaper()",
+        ),
+        StepKind::WorkloadExec => (
+            "`runc start` (or `runc run`) opened the exec fifo, unblocking INIT, which \
+             execve()d the container's process. The pid, the parent and the namespaces stay; \
+             the program and the comm change.",
+            "runc libcontainer/standard_init_linux.go (Init → exec); fs/exec.c begin_new_exec()",
+        ),
+        StepKind::InitCgroup => (
+            "The runtime wrote the first `runc init` stage's pid into the container's cgroup              (cgroup.procs) before that stage cloned the others: fork copies the cgroup, so CHILD              and INIT are born inside it while the shim stays in the cgroup it inherited from              the daemon. That is why `systemctl status containerd` still lists the shims.",
+            "runc libcontainer/process_linux.go (p.manager.Apply); kernel/cgroup/cgroup.c              cgroup_attach_task(), cgroup_fork()",
+        ),
+    };
+    Why { text, source }
+}
+
+/// Adds `"why"` and `"why_source"` to every step of a `story_json` value.
+pub fn add_whys(json: &mut Value, stories: &[Story]) {
+    let Some(out) = json.get_mut("stories").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for (js, st) in out.iter_mut().zip(stories) {
+        let Some(steps) = js.get_mut("steps").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for (jstep, step) in steps.iter_mut().zip(&st.steps) {
+            let w = why(step.kind);
+            jstep["why"] = Value::from(w.text);
+            jstep["why_source"] = Value::from(w.source);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind, listed through an exhaustive match: a new variant fails to build here
+    /// until it is added (and so explained).
+    fn all_kinds() -> Vec<StepKind> {
+        let every = [
+            StepKind::ShimStarted,
+            StepKind::ShimParentExited,
+            StepKind::ShimAdopted,
+            StepKind::ShimSubreaper,
+            StepKind::RuntimeStarted,
+            StepKind::InitExec,
+            StepKind::StageRenamed,
+            StepKind::ChildCloned,
+            StepKind::InitCloned,
+            StepKind::IntermediateExited,
+            StepKind::RuntimeExited,
+            StepKind::InitAdopted,
+            StepKind::WorkloadExec,
+            StepKind::InitCgroup,
+        ];
+        for k in every {
+            match k {
+                StepKind::ShimStarted
+                | StepKind::ShimParentExited
+                | StepKind::ShimAdopted
+                | StepKind::ShimSubreaper
+                | StepKind::RuntimeStarted
+                | StepKind::InitExec
+                | StepKind::StageRenamed
+                | StepKind::ChildCloned
+                | StepKind::InitCloned
+                | StepKind::IntermediateExited
+                | StepKind::RuntimeExited
+                | StepKind::InitAdopted
+                | StepKind::WorkloadExec
+                | StepKind::InitCgroup => {}
+            }
+        }
+        every.to_vec()
+    }
+
+    #[test]
+    fn every_step_kind_has_a_sentence_and_a_source() {
+        for k in all_kinds() {
+            let w = why(k);
+            let t = w.text.trim();
+            assert!(t.len() >= 40, "{k:?}: too short: {t:?}");
+            assert!(t.ends_with('.'), "{k:?}: not a sentence: {t:?}");
+            assert!(!w.source.trim().is_empty(), "{k:?}: no source");
+        }
+    }
+
+    #[test]
+    fn whys_are_distinct() {
+        let kinds = all_kinds();
+        let texts: std::collections::HashSet<&str> = kinds.iter().map(|&k| why(k).text).collect();
+        assert_eq!(texts.len(), kinds.len(), "two kinds share an explanation");
+    }
+
+    #[test]
+    fn the_whys_name_the_kernel_rules() {
+        assert!(why(StepKind::ShimAdopted)
+            .source
+            .contains("find_new_reaper"));
+        assert!(why(StepKind::ShimSubreaper)
+            .text
+            .contains("PR_SET_CHILD_SUBREAPER"));
+        assert!(why(StepKind::InitCloned).text.contains("CLONE_PARENT"));
+        assert!(why(StepKind::InitCloned)
+            .source
+            .contains("zap_pid_ns_processes"));
+        assert!(why(StepKind::ChildCloned).source.contains("nsexec.c"));
+        assert!(why(StepKind::ShimStarted).text.contains("double fork"));
+    }
+}
