@@ -48,6 +48,8 @@ pub enum Action {
     SearchPrev,
     /// t: show threads.
     ToggleThreads,
+    /// Tree ↔ pods → containers → processes.
+    TogglePods,
     /// x: show exited processes.
     ToggleExited,
     /// s: show the story pane.
@@ -117,9 +119,9 @@ pub const KEY_HELP: &[(&str, &str)] = &[
         "Esc Backspace",
         "leave focus / search / help; log follows the tail",
     ),
-    ("/", "search name, pid or container id (Enter, Esc)"),
+    ("/", "search name, pid, container id, pod (Enter, Esc)"),
     ("n N", "next / previous match"),
-    ("t", "threads expanded / folded as {N threads}"),
+    ("t p", "threads shown / folded · group by pod → container"),
     ("x", "show / hide exited (live drops them 30 s after exit)"),
     ("s", "story pane (container births, step by step)"),
     (
@@ -205,6 +207,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('n') => Action::SearchNext,
         KeyCode::Char('N') => Action::SearchPrev,
         KeyCode::Char('t') => Action::ToggleThreads,
+        KeyCode::Char('p') => Action::TogglePods,
         KeyCode::Char('x') => Action::ToggleExited,
         KeyCode::Char('s') => Action::ToggleStory,
         KeyCode::Char('f') => Action::ToggleLogFilter,

@@ -72,6 +72,11 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.show_threads = !s.show_threads;
             s.mark_tree_dirty();
         }
+        Action::TogglePods => {
+            s.pod_view = !s.pod_view;
+            s.tree_offset = 0;
+            s.mark_tree_dirty();
+        }
         Action::ToggleExited => {
             s.show_exited = !s.show_exited;
             s.mark_tree_dirty();
@@ -245,7 +250,7 @@ fn left(s: &mut AppState) {
                 return;
             }
         }
-        RowKind::Thread { .. } => {}
+        RowKind::Thread { .. } | RowKind::Pod(_) | RowKind::Container(_) => {}
     }
     if let Some(p) = row.parent_row.and_then(|i| s.rows.get(i)) {
         s.selected = Some(p.kind);

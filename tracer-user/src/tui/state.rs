@@ -70,13 +70,20 @@ pub enum RowKind {
         /// The thread.
         tid: u32,
     },
+    /// Pod view: a pod's header, named by one of its processes.
+    Pod(ProcId),
+    /// Pod view: a container's header (or the sandbox's), named by one of its processes.
+    Container(ProcId),
 }
 
 impl RowKind {
     /// The process the row belongs to.
     pub fn proc(self) -> ProcId {
         match self {
-            RowKind::Proc(p) | RowKind::Thread { proc: p, .. } => p,
+            RowKind::Proc(p)
+            | RowKind::Thread { proc: p, .. }
+            | RowKind::Pod(p)
+            | RowKind::Container(p) => p,
         }
     }
 }
@@ -172,6 +179,8 @@ pub struct AppState {
     pub show_exited: bool,
     /// Show threads.
     pub show_threads: bool,
+    /// The tree grouped as pods → containers → processes (`p`).
+    pub pod_view: bool,
     /// Show the story pane.
     pub show_story: bool,
     /// Show the help.
@@ -247,6 +256,7 @@ impl AppState {
             focus_root: None,
             show_exited: true,
             show_threads: false,
+            pod_view: false,
             show_story: false,
             show_help: false,
             show_explain: false,
@@ -717,6 +727,64 @@ fn live_below(e: &Engine) -> Vec<bool> {
 
 /// The visible rows: a depth-first walk from the roots (or the focused process), skipping
 /// exited leaves when they are hidden and the inside of folded nodes.
+/// Pod view: each pod (as its bundles' annotations name it), its containers (the sandbox
+/// first), then their processes by pid. Processes outside pods are not listed.
+fn pod_rows(e: &Engine, visible: &dyn Fn(&Process) -> bool) -> Vec<Row> {
+    use std::collections::BTreeMap;
+    type Containers = BTreeMap<(bool, String), Vec<(u32, ProcId)>>;
+    let mut pods: BTreeMap<String, Containers> = BTreeMap::new();
+    for p in e.processes().filter(|p| visible(p)) {
+        let Some(k) = p.k8s.as_deref() else { continue };
+        let Some(pod) = k.pod_text() else { continue };
+        let name = match (&k.container_name, &p.container_id) {
+            (Some(n), _) => n.to_string(),
+            (None, Some(c)) => c.to_string(),
+            (None, None) => String::new(),
+        };
+        let key = (!k.sandbox, name);
+        pods.entry(pod)
+            .or_default()
+            .entry(key)
+            .or_default()
+            .push((p.pid, p.id));
+    }
+    let mut rows = Vec::new();
+    let np = pods.len();
+    for (pi, containers) in pods.into_values().enumerate() {
+        let Some(rep) = containers.values().next().and_then(|v| v.first()) else {
+            continue;
+        };
+        let pod_row = rows.len();
+        rows.push(group_row(RowKind::Pod(rep.1), None, pi + 1 == np, 0));
+        let nc = containers.len();
+        for (ci, mut procs) in containers.into_values().enumerate() {
+            procs.sort_unstable();
+            let c_row = rows.len();
+            rows.push(group_row(
+                RowKind::Container(procs[0].1),
+                Some(pod_row),
+                ci + 1 == nc,
+                1,
+            ));
+            let n = procs.len();
+            for (i, (_, id)) in procs.into_iter().enumerate() {
+                rows.push(group_row(RowKind::Proc(id), Some(c_row), i + 1 == n, 2));
+            }
+        }
+    }
+    rows
+}
+
+fn group_row(kind: RowKind, parent_row: Option<usize>, last: bool, depth: u32) -> Row {
+    Row {
+        kind,
+        parent_row,
+        last,
+        depth,
+        folded_children: 0,
+    }
+}
+
 fn build_rows(s: &AppState) -> Vec<Row> {
     let e = &s.engine;
     // Live: exited processes go some time after their exit (replay keeps them: time travel).
@@ -735,6 +803,9 @@ fn build_rows(s: &AppState) -> Vec<Row> {
         live_below(e)
     };
     let visible = |p: &Process| !gone(p) || live.get(p.id).copied() == Some(true);
+    if s.pod_view {
+        return pod_rows(e, &visible);
+    }
     let roots: Vec<&Process> = match s.focus_root.and_then(|f| e.get(f)) {
         Some(f) => vec![f],
         None => e.roots().into_iter().filter(|p| visible(p)).collect(),

@@ -872,3 +872,145 @@ fn long_tree_rows_scroll_instead_of_being_cut() {
     keys(&mut s, &vec![key('<'); 8]);
     assert_eq!(screen(&mut s), before);
 }
+
+// ---- pods ----
+
+/// A shim (pid 100) running two `runc create`s of one pod, each followed by the metadata its
+/// bundle gave: the sandbox `sb1` and the container `c1` (`nginx`), both of pod shop/web-7d9f.
+fn pod_events() -> Vec<Event> {
+    use crate::event::{CapturedStr, CloneFlags, EventKind, Syscall};
+    let mut evs = Vec::new();
+    let mut push = |pid: u32, comm: &str, kind: EventKind| {
+        let seq = evs.len() as u64 + 1;
+        evs.push(Event::bare(seq, seq * 1000, pid, pid, comm, kind));
+    };
+    let ann = |extra: &[(&str, &str)]| {
+        let mut a: std::collections::BTreeMap<String, String> = [
+            ("io.kubernetes.cri.sandbox-name", "web-7d9f"),
+            ("io.kubernetes.cri.sandbox-namespace", "shop"),
+            ("io.kubernetes.cri.sandbox-uid", "u-42"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        a.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        a
+    };
+    for (runc, init, cid, extra, workload) in [
+        (
+            110,
+            111,
+            "sb1",
+            vec![("io.kubernetes.cri.container-type", "sandbox")],
+            "/pause",
+        ),
+        (
+            120,
+            121,
+            "c1",
+            vec![
+                ("io.kubernetes.cri.container-type", "container"),
+                ("io.kubernetes.cri.container-name", "nginx"),
+            ],
+            "/nginx",
+        ),
+    ] {
+        let fork = |child| EventKind::Fork {
+            child_tid: child,
+            child_tgid: child,
+            child_ppid: 0,
+            syscall: Some(Syscall::Clone),
+            flags: Some(CloneFlags(0)),
+            child_ns: None,
+        };
+        push(100, "containerd-shim", fork(runc));
+        let argv: Vec<String> = ["runc", "create", "--bundle", "/b", cid]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        push(
+            runc,
+            "containerd-shim",
+            EventKind::ExecEnter {
+                syscall: Syscall::Execve,
+                dirfd: -100,
+                at_flags: 0,
+                filename: CapturedStr::new("/usr/sbin/runc"),
+                argv,
+                argv_truncated: false,
+            },
+        );
+        push(
+            runc,
+            "runc",
+            EventKind::Exec {
+                old_tid: runc,
+                filename: CapturedStr::new("/usr/sbin/runc"),
+            },
+        );
+        push(
+            runc,
+            "runc",
+            EventKind::ContainerMeta {
+                pid: runc,
+                container_id: cid.into(),
+                annotations: ann(&extra),
+            },
+        );
+        push(runc, "runc", fork(init));
+        push(
+            init,
+            &workload[1..],
+            EventKind::Exec {
+                old_tid: init,
+                filename: CapturedStr::new(workload),
+            },
+        );
+    }
+    // Metadata takes no seq of its own: it repeats the exec's.
+    let mut seq = 0;
+    for ev in evs.iter_mut() {
+        if !ev.kind.is_metadata() {
+            seq += 1;
+        }
+        ev.seq = seq;
+    }
+    evs
+}
+
+#[test]
+fn pod_view_groups_pods_containers_and_processes() {
+    let evs = pod_events();
+    let mut s = replay_state("pods", &evs, evs.len(), (100, 24));
+    let tree = screen(&mut s);
+    assert!(tree.contains("<pod shop/web-7d9f · nginx>"), "{tree}");
+    keys(&mut s, &[key('p')]);
+    let text = screen(&mut s);
+    let rows: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_matches('"').trim_end())
+        .collect();
+    let pos = |needle: &str| {
+        rows.iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in\n{text}"))
+    };
+    // pod → sandbox (runc 110, init 111) → container nginx (runc 120, init 121).
+    let order = [
+        pos("pod shop/web-7d9f (uid u-42)"),
+        pos("sandbox {cid:sb1}"),
+        pos("110 runc"),
+        pos("111 pause"),
+        pos("container nginx {cid:c1}"),
+        pos("120 runc"),
+        pos("121 nginx"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{text}");
+    assert!(
+        !text.contains("100 containerd-shim"),
+        "outside the pod: {text}"
+    );
+    insta::assert_snapshot!("pods_100x24", text);
+    keys(&mut s, &[key('p')]);
+    assert!(screen(&mut s).contains("100 containerd-shim"));
+}

@@ -264,9 +264,44 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
     }
 }
 
+/// A pod view header: `pod shop/web-7d9f (uid u-42)`, `container nginx {cid:…}`, `sandbox`.
+fn group_span<'a>(s: &AppState, p: &Process, pod: bool) -> Span<'a> {
+    let k = p.k8s.as_deref();
+    let text = if pod {
+        let name = k.and_then(|k| k.pod_text()).unwrap_or_default();
+        match k.and_then(|k| k.pod.as_ref()).map(|p| p.uid.as_str()) {
+            Some(uid) if !uid.is_empty() => format!("pod {name} (uid {uid})"),
+            _ => format!("pod {name}"),
+        }
+    } else {
+        let cid = p
+            .container_id
+            .as_deref()
+            .map(|c| format!(" {{cid:{}}}", crate::lineage::view::short_cid(c)))
+            .unwrap_or_default();
+        match k.and_then(|k| k.container_name.as_deref()) {
+            Some(n) => format!("container {n}{cid}"),
+            None => format!("sandbox{cid}"),
+        }
+    };
+    let style = Style::new().add_modifier(Modifier::BOLD);
+    Span::styled(
+        escape(&text).into_owned(),
+        style.patch(fg(s, Color::Magenta)),
+    )
+}
+
 fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
     let live = s.engine.processes().filter(|p| !p.exited).count();
     let mut title = format!("processes {live} live");
+    if s.pod_view {
+        let pods = s
+            .rows
+            .iter()
+            .filter(|r| matches!(r.kind, RowKind::Pod(_)))
+            .count();
+        title = format!("pods {pods} · containers → processes (p: tree)");
+    }
     if let Some(p) = s.focus_root.and_then(|id| s.engine.get(id)) {
         let _ = write!(title, " · focus {} {}", p.pid, escape(&p.name()));
     }
@@ -310,6 +345,11 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
             RowKind::Proc(id) => {
                 if let Some(p) = s.engine.get(id) {
                     spans.extend(proc_spans(s, p, &row));
+                }
+            }
+            RowKind::Pod(id) | RowKind::Container(id) => {
+                if let Some(p) = s.engine.get(id) {
+                    spans.push(group_span(s, p, matches!(row.kind, RowKind::Pod(_))));
                 }
             }
             RowKind::Thread { proc, tid } => {
