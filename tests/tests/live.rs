@@ -31,6 +31,16 @@ fn forks_by(c: &Captured, tgid: u32) -> Vec<ForkRow> {
         .collect()
 }
 
+/// Removes runc container `id` (whatever state it is in) and the test's scratch directory.
+fn remove_container(id: &str, dir: Option<&std::path::Path>) {
+    let _ = std::process::Command::new("runc")
+        .args(["delete", "--force", id])
+        .status();
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// (wait status, group_dead) of the last TaskExit of `tid`.
 fn exit_of(c: &Captured, tid: u32) -> Option<(u32, bool)> {
     c.events.iter().rev().find_map(|e| match e.kind {
@@ -407,10 +417,7 @@ fn runc_run(syscalls: bool) {
         true,
         syscalls,
     );
-    let _ = std::process::Command::new("runc")
-        .args(["delete", "--force", &id])
-        .status();
-    let _ = std::fs::remove_dir_all(&dir);
+    remove_container(&id, Some(&dir));
     let c = c.expect("capture");
     assert_eq!(c.drops, 0);
     assert_eq!(c.status.and_then(|s| s.code()), Some(0), "runc run failed");
@@ -688,10 +695,7 @@ fn an_orphan_in_a_container_is_reaped_by_the_containers_init() {
     );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let found = watcher.join().expect("watcher");
-    let _ = std::process::Command::new("runc")
-        .args(["delete", "--force", &id])
-        .status();
-    let _ = std::fs::remove_dir_all(&dir);
+    remove_container(&id, Some(&dir));
     let c = c.expect("capture");
     assert_eq!(c.drops, 0);
     let (orphan, init) =
@@ -778,9 +782,7 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
         .arg(&id)
         .output()
         .expect("tracer record");
-    let _ = std::process::Command::new("runc")
-        .args(["delete", "--force", &id])
-        .status();
+    remove_container(&id, None);
     assert!(rec.status.success(), "{rec:?}");
     let tree_json = |extra: &[&str]| {
         let out = std::process::Command::new(&tracer)
