@@ -253,6 +253,10 @@ impl PidNs {
     }
 }
 
+/// The tid/tgid an strace log's initial process gets while the log has not revealed its pid
+/// (strace prints no pid for the process it started).
+pub const UNKNOWN_PID: u32 = 0;
+
 /// One lifecycle event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Event {

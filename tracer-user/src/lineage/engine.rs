@@ -1,41 +1,18 @@
 //! The state machine: events in, kernel process tree out.
 
-use std::collections::HashMap;
 use std::collections::HashMap as StdHashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
 
+use super::pidmap::PidMap;
 use super::process::{ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread};
 use super::roles::{basename, classify, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 
 /// Warnings kept in full; later ones are only counted.
 pub const MAX_WARNINGS: usize = 1000;
-
-/// Fx-style hasher: pids are small integers, SipHash would dominate the per-event cost.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct PidHasher(u64);
-
-const FX_K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl Hasher for PidHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(FX_K);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(FX_K);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
 
 /// A process that existed before tracing, as read from /proc.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 mod engine;
 pub mod explain;
 pub mod k8s;
+mod pidmap;
 mod process;
 mod reaper;
 pub mod restart;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::event::{prctl_opt, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
 
-use super::engine::PidMap;
+use super::pidmap::PidMap;
 
 /// Who a transition happened to, and what the kernel said of it at that moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

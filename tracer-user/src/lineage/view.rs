@@ -122,7 +122,7 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
         v.push(Mark::Threads(n));
     }
     v.extend(p.ns_pid().map(Mark::NsPid));
-    if p.pid == crate::strace::UNKNOWN_PID {
+    if p.pid == crate::event::UNKNOWN_PID {
         // Only an strace log makes one: lines without a pid whose owner never showed its pid.
         v.push(Mark::InitialProcess);
     } else if p.born_how() == How::Unknown {

@@ -116,8 +116,7 @@ use tracer_common::clone_flags as cf;
 
 pub use args::unescape;
 
-/// The tid/tgid given to the initial process while strace has not revealed its pid.
-pub const UNKNOWN_PID: u32 = 0;
+pub use crate::event::UNKNOWN_PID;
 /// How many unreadable lines [`Import::first_unreadable`] keeps.
 pub const MAX_KEPT_UNREADABLE: usize = 5;
 /// Longer lines are cut to this many bytes (by [`parse_reader`]) and kept only as unreadable.
