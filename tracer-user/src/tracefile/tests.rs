@@ -1029,6 +1029,18 @@ fn write_big_tree() {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// `TRACER_BIG_THREADS=FILE cargo test -p tracer-user --lib write_many_threads -- --ignored`:
+/// one process with 400,000 threads (`TRACER_BIG_THREADS_SHORT=1`: 400,000 that each exit
+/// before the next is made), for measuring `tracer tree` on thread-heavy processes.
+#[test]
+#[ignore]
+fn write_many_threads() {
+    let path = std::path::PathBuf::from(std::env::var("TRACER_BIG_THREADS").unwrap());
+    let short = std::env::var("TRACER_BIG_THREADS_SHORT").is_ok();
+    let evs = crate::tui::synth::many_threads(400_000, short);
+    std::fs::write(path, to_bytes(&Header::default(), &evs).unwrap()).unwrap();
+}
+
 #[test]
 fn hostile_frame_counts_never_overflow_the_report() {
     // Found by the fuzzer: a frame claiming u64::MAX events before it, after damage, twice.

@@ -55,3 +55,41 @@ pub fn fork_tree(n: u32) -> Vec<Event> {
     }
     evs
 }
+
+/// One process (pid 1000) creating `n` threads; with `short_lived` each exits before the next
+/// is created (a thread pool churning), else all stay. Scale input for `tracer tree`.
+pub fn many_threads(n: u32, short_lived: bool) -> Vec<Event> {
+    let thread_flags = tracer_common::clone_flags::CLONE_VM
+        | tracer_common::clone_flags::CLONE_THREAD
+        | tracer_common::clone_flags::CLONE_SIGHAND;
+    let mut evs = Vec::with_capacity(n as usize * 2 + 1);
+    let mut seq = 0u64;
+    let mut next = |evs: &mut Vec<Event>, tgid: u32, tid: u32, kind: EventKind| {
+        seq += 1;
+        let mut ev = event(seq, tgid, "pool", kind);
+        ev.tid = tid;
+        evs.push(ev);
+    };
+    let fork = |child: u32, flags: u64| EventKind::Fork {
+        child_tid: child,
+        child_tgid: if flags == 0 { child } else { 1000 },
+        child_ppid: 1,
+        syscall: Some(Syscall::Clone),
+        flags: Some(CloneFlags(flags)),
+        child_ns: None,
+    };
+    next(&mut evs, 1, 1, fork(1000, 0));
+    for i in 0..n {
+        // Thread ids wrap below the kernel's default pid_max, as real ones do.
+        let tid = 1001 + i % 4_000_000;
+        next(&mut evs, 1000, 1000, fork(tid, thread_flags));
+        if short_lived {
+            let exit = EventKind::TaskExit {
+                exit_code: 0,
+                group_dead: false,
+            };
+            next(&mut evs, 1000, tid, exit);
+        }
+    }
+    evs
+}
