@@ -17,6 +17,8 @@ const APT_PACKAGES: &[&str] = &[
     "busybox-static",
     "runc",
     "strace",
+    // protoc: the pod lab's CRI client (k8s-cri) compiles the CRI protos at build time.
+    "protobuf-compiler",
 ];
 
 pub fn is_root() -> bool {

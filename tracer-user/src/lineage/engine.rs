@@ -12,7 +12,7 @@ use crate::event::{
 use super::process::{
     basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
-use super::roles::{classify, Role};
+use super::roles::{classify, is_cni_plugin_name, Role};
 
 /// Warnings kept in full; later ones are only counted.
 pub const MAX_WARNINGS: usize = 1000;
@@ -751,8 +751,13 @@ impl Engine {
         }
         let prev = p.role;
         let classified = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
+        let cni = classified.is_none()
+            && is_cni_plugin_name(p.exe.as_deref(), &p.argv)
+            && self.runtime_ancestor(id);
+        let p = &mut self.procs[id];
         let new_role = match classified.as_ref().map(|c| c.role) {
             Some(r) => Some(r),
+            None if cni => Some(Role::CniPlugin),
             None if matches!(prev, Some(Role::OciInit { .. }) | Some(Role::Container)) => {
                 Some(Role::Container)
             }
@@ -770,6 +775,20 @@ impl Engine {
         if let Some(cid) = classified.and_then(|c| c.container_id) {
             p.container_id = Some(Arc::from(cid));
         }
+    }
+
+    /// Whether a runtime daemon is among the first ancestors of `id` (CNI plugins are run by
+    /// the runtime, and IPAM plugins by the plugin it ran).
+    fn runtime_ancestor(&self, id: ProcId) -> bool {
+        let mut at = self.procs[id].parent;
+        for _ in 0..8 {
+            let Some(a) = at else { return false };
+            if self.procs[a].role == Some(Role::RuntimeDaemon) {
+                return true;
+            }
+            at = self.procs[a].parent;
+        }
+        false
     }
 
     fn rename(&mut self, id: ProcId, tid: u32, comm: Comm, seq: u64) {

@@ -246,7 +246,12 @@ pub fn story_text(stories: &[Story]) -> String {
             out.push('\n');
         }
         let cid = s.container_id.as_deref().unwrap_or("?");
-        let _ = write!(out, "container {cid}");
+        if let Some(pod) = &s.pod {
+            let what = if s.sandbox { "sandbox" } else { "container" };
+            let _ = write!(out, "pod {pod}: {what} {cid}");
+        } else {
+            let _ = write!(out, "container {cid}");
+        }
         let _ = write!(out, " ({}", s.kind.as_str());
         if let Some(r) = &s.runtime {
             let _ = write!(out, ", {r}");
