@@ -151,7 +151,17 @@ fn build(e: &Engine, init: &Process) -> Story {
         .filter(|s| s.role == Some(Role::Shim));
 
     let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(e, sh, rt)));
+    // `runc exec` runs a process in a running container: no shim is born or found for it.
+    let exec = runtime.is_some_and(|r| {
+        matches!(
+            r.role,
+            Some(Role::OciRuntime {
+                subcommand: Some(OciCommand::Exec)
+            })
+        )
+    });
     match (shim, earlier) {
+        _ if exec => {}
         (Some(shim), Some(first)) => {
             let (seq, pid, text) = shim_reused(e, shim, first, runtime);
             step(StepKind::ShimReused, seq, pid, text);
@@ -395,6 +405,7 @@ fn shim_reused(
     runtime: Option<&Process>,
 ) -> (u64, u32, String) {
     let first_id = first.container_id.as_deref().unwrap_or("?");
+    let first_id = first_id.get(..12).unwrap_or(first_id);
     let pod = format!(
         "the pod's shim {} (running since {first_id}; one shim per pod)",
         shim.pid
