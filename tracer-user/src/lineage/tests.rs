@@ -1751,15 +1751,16 @@ fn a_pods_second_container_joins_its_shim() {
         reused.text
     );
     let t = story_text(&stories);
+    let pod = &SANDBOX[..12];
     assert!(
         t.starts_with(&format!(
-            "pod {SANDBOX}: sandbox {SANDBOX} (containerd, runc create) → pause\n"
+            "pod {pod}: sandbox {SANDBOX} (containerd, runc create) → pause\n"
         )),
         "{t}"
     );
     assert!(
         t.contains(&format!(
-            "pod {SANDBOX}: container {APP} (containerd, runc create) → sleep\n"
+            "pod {pod}: container {APP} (containerd, runc create) → sleep\n"
         )),
         "{t}"
     );

@@ -248,7 +248,9 @@ pub fn story_text(stories: &[Story]) -> String {
         let cid = s.container_id.as_deref().unwrap_or("?");
         if let Some(pod) = &s.pod {
             let what = if s.sandbox { "sandbox" } else { "container" };
-            let _ = write!(out, "pod {pod}: {what} {cid}");
+            // The pod by the short form of its sandbox id, as `crictl pods` shows it.
+            let short = pod.get(..12).unwrap_or(pod);
+            let _ = write!(out, "pod {short}: {what} {cid}");
         } else {
             let _ = write!(out, "container {cid}");
         }
