@@ -396,3 +396,163 @@ pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
     let summary = finish(lab, rec)?;
     Ok((truth, summary))
 }
+
+/// How the pod-creation benchmark watches containerd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watch {
+    Untraced,
+    /// `tracer record --pid <containerd>`.
+    Tracer,
+    /// `strace -f -p <containerd>` with the lifecycle syscalls (the seeds' method).
+    Strace,
+}
+
+/// Pod creation latency as kubelet drives it (RunPodSandbox + CreateContainer +
+/// StartContainer of one container), `rounds` paired rounds of `watches` in rotating order
+/// after one warm-up each; the seconds per watch. Pods are removed between runs, untimed.
+pub fn bench_pod_creation(lab: &Lab, watches: &[Watch], rounds: u32) -> Result<Vec<Vec<f64>>> {
+    let mut cleanup = Cleanup::new();
+    let _ = std::fs::remove_dir_all(&lab.work);
+    std::fs::create_dir_all(&lab.work)?;
+    cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
+    cleanup.push(Undo::Dir(lab.work.clone()));
+    let n = Names::new();
+    let images = build_images(lab, &n)?;
+    let cni_dir = lab.work.join("cni");
+    write_cni_conf(&cni_dir, &n, &lab.work.join("cni-ipam"))?;
+    cleanup.push(Undo::Link(n.bridge.clone()));
+    cleanup.push(Undo::new_cgroup(&n.cgroup));
+    let (ctd, follow) = Containerd::choose(lab, false, Some(&cri_toml(&n, &cni_dir)))?;
+    if let Some(u) = ctd.undo() {
+        cleanup.push(u);
+    }
+    let crate::labs::Follow::Command(argv) = follow else {
+        bail!("the benchmark needs its own containerd");
+    };
+    let mut supervisor = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .spawn()?;
+    let daemon = ctd.wait_ready(None)?;
+    for img in &images {
+        ctd.ctr_in(
+            K8S_NS,
+            &["images", "import", "--snapshotter", "native", &s(img)],
+        )?;
+    }
+    let mut cri = connect(lab, &ctd)?;
+    let (spec, containers) = pods(&n).swap_remove(0);
+    let one = &containers[1..];
+    let mut times = vec![Vec::new(); watches.len()];
+    for round in 0..=rounds {
+        for k in 0..watches.len() {
+            let i = (k + round as usize) % watches.len();
+            let t = time_pod(
+                lab,
+                &mut cri,
+                &mut cleanup,
+                &spec,
+                one,
+                watches[i],
+                daemon.pid,
+            )?;
+            // Round 0 warms every configuration up; it is not counted.
+            if round > 0 {
+                times[i].push(t);
+            }
+        }
+    }
+    ctd.stop(lab)?;
+    let _ = supervisor.wait();
+    cleanup.run();
+    Ok(times)
+}
+
+/// One pod created under `watch`, timed; then removed (untimed, unwatched).
+fn time_pod(
+    lab: &Lab,
+    cri: &mut Cri,
+    cleanup: &mut Cleanup,
+    spec: &PodSpec,
+    containers: &[ContainerSpec],
+    watch: Watch,
+    daemon: u32,
+) -> Result<f64> {
+    let trace = lab.work.join("bench.trace");
+    let rec = match watch {
+        Watch::Tracer => Some(crate::labs::Recorder::start(
+            &lab.tracer,
+            &trace,
+            &crate::labs::Follow::Pid(daemon),
+        )?),
+        _ => None,
+    };
+    let strace = match watch {
+        Watch::Strace => Some(attach_strace(daemon)?),
+        _ => None,
+    };
+    let start = std::time::Instant::now();
+    let sandbox = cri.run_pod(spec)?;
+    for c in containers {
+        cri.start_container(spec, &sandbox, c)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    drop(rec);
+    if let Some(mut st) = strace {
+        crate::labs::system::signal(st.id(), libc::SIGINT);
+        let _ = st.wait();
+    }
+    let (_, info) = cri.pod_status(&sandbox)?;
+    if let Some(ns) = info_netns(&info) {
+        cleanup.push(Undo::Netns(PathBuf::from(ns)));
+    }
+    cri.remove_pod(&sandbox)?;
+    Ok(secs)
+}
+
+/// `strace -f -p PID` on the lifecycle syscalls, once it has attached to every thread.
+fn attach_strace(pid: u32) -> Result<std::process::Child> {
+    let mut child = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-e",
+            "trace=clone,clone3,fork,vfork,execve,execveat,exit,exit_group,prctl",
+            "-o",
+            "/dev/null",
+            "-p",
+            &pid.to_string(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("strace is not installed")?;
+    let me = child.id();
+    // Attached once every thread of the daemon has strace as its tracer.
+    let threads = || -> Vec<u32> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let traced = |tid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("TracerPid:"))
+                    .and_then(|v| v.trim().parse::<u32>().ok())
+            })
+            == Some(me)
+    };
+    let res = wait_for("strace to attach", STARTUP, || {
+        Ok(threads().into_iter().all(traced).then_some(()))
+    });
+    if let Err(e) = res {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    Ok(child)
+}
