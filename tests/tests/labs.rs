@@ -415,11 +415,16 @@ fn check_pod(r: &Recorded, pod: &tests::labs::PodTruth) {
     for c in &pod.containers {
         assert_eq!(c.init.ppid, pod.shim.pid, "/proc: parent of {}", c.id);
     }
-    let mut got: Vec<u32> = r
-        .end
-        .children_of(shim)
+    // While the pods ran (an ExecSync'd process, also born by CLONE_PARENT, may end up
+    // under the shim too, but it was gone by then).
+    let at = r.engine_at(&r.out.truth.moments[0]);
+    let live_shim = at
+        .process(pod.shim.pid)
+        .expect("the shim while the pod ran");
+    let mut got: Vec<u32> = at
+        .children_of(live_shim)
         .into_iter()
-        .filter(|c| c.born_how() == How::CloneParent)
+        .filter(|c| !c.exited && c.born_how() == How::CloneParent)
         .map(|c| c.pid)
         .collect();
     want.sort();

@@ -8,9 +8,9 @@ use std::time::Duration;
 use crate::labs::cleanup::{stop_pid, Cleanup, Undo};
 use crate::labs::cri::{info_netns, info_pid, ContainerSpec, Cri, PodSpec};
 use crate::labs::image::oci_archive;
-use crate::labs::scenarios::{finish, s, start_recorder, Containerd, STARTUP};
+use crate::labs::scenarios::{finish, s, shim_with_id, start_recorder, Containerd, STARTUP};
 use crate::labs::system::{find_procs, pause, wait_for, ProcInfo};
-use crate::labs::{busybox_rootfs, ContainerTruth, Lab, Moment, PodTruth, Truth};
+use crate::labs::{busybox_rootfs, ContainerTruth, Follow, Lab, Moment, PodTruth, Truth};
 
 /// The CRI plugin's containerd namespace.
 const K8S_NS: &str = "k8s.io";
@@ -136,21 +136,6 @@ fn pods(n: &Names) -> Vec<(PodSpec, Vec<ContainerSpec>)> {
     ]
 }
 
-/// The shim of a pod: the long-lived `containerd-shim-runc-v2 … -id SANDBOX` (not `start`).
-fn shim_of(sandbox: &str) -> Result<ProcInfo> {
-    wait_for("the pod's shim", STARTUP, || {
-        Ok(find_procs(|p| {
-            p.argv
-                .first()
-                .is_some_and(|a| a.contains("containerd-shim"))
-                && p.argv.windows(2).any(|w| w[0] == "-id" && w[1] == sandbox)
-                && !p.argv.iter().any(|a| a == "start")
-        })
-        .into_iter()
-        .next())
-    })
-}
-
 /// Every live descendant of `root` (by /proc ppid), `root` excluded.
 pub fn descendants(root: u32) -> Vec<ProcInfo> {
     let all = find_procs(|_| true);
@@ -190,7 +175,7 @@ fn run_pod(
         cleanup.push(Undo::Netns(PathBuf::from(ns)));
     }
     let pause_pid = info_pid(&info).context("PodSandboxStatus: no sandbox pid")?;
-    let shim = shim_of(&sandbox)?;
+    let shim = shim_with_id(&sandbox)?;
     let pause = ProcInfo::read(pause_pid)?;
     lab.say(format!(
         "PodSandboxStatus: sandbox {} has IP {ip}; /proc now: shim {} (ppid {}), {pause}",
@@ -315,7 +300,9 @@ fn connect(lab: &Lab, ctd: &Containerd) -> Result<Cri> {
     Ok(cri)
 }
 
-pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
+/// Images, the CNI conflist and a private containerd with its CRI plugin, not yet started
+/// (`Follow` starts it), with what undoes them.
+fn prepare(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Names, [PathBuf; 2], Containerd, Follow)> {
     let n = Names::new();
     let images = build_images(lab, &n)?;
     let cni_dir = lab.work.join("cni");
@@ -330,13 +317,18 @@ pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
     if let Some(u) = ctd.undo() {
         cleanup.push(u);
     }
-    let rec = start_recorder(
-        lab,
-        &follow,
-        "-- /bin/sh restart-loop.sh (containerd with its CRI plugin; followed from its first instruction)",
-    )?;
+    Ok((n, images, ctd, follow))
+}
+
+/// Once containerd answers: the images imported into the CRI namespace, a CRI connection.
+fn import_and_connect(
+    lab: &Lab,
+    ctd: &Containerd,
+    n: &Names,
+    images: &[PathBuf],
+) -> Result<(ProcInfo, Cri)> {
     let daemon = ctd.wait_ready(None)?;
-    for img in &images {
+    for img in images {
         ctd.ctr_in(
             K8S_NS,
             &["images", "import", "--snapshotter", "native", &s(img)],
@@ -346,7 +338,17 @@ pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
         "containerd {} answers; images imported into its k8s.io namespace: {}, {}",
         daemon.pid, n.pause, n.busybox
     ));
-    let mut cri = connect(lab, &ctd)?;
+    Ok((daemon, connect(lab, ctd)?))
+}
+
+pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
+    let (n, images, ctd, follow) = prepare(lab, cleanup)?;
+    let rec = start_recorder(
+        lab,
+        &follow,
+        "-- /bin/sh restart-loop.sh (containerd with its CRI plugin; followed from its first instruction)",
+    )?;
+    let (daemon, mut cri) = import_and_connect(lab, &ctd, &n, &images)?;
     let mut truth = Truth {
         daemons: vec![daemon.clone()],
         ..Truth::default()
@@ -416,31 +418,15 @@ pub fn bench_pod_creation(lab: &Lab, watches: &[Watch], rounds: u32) -> Result<V
     std::fs::create_dir_all(&lab.work)?;
     cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
     cleanup.push(Undo::Dir(lab.work.clone()));
-    let n = Names::new();
-    let images = build_images(lab, &n)?;
-    let cni_dir = lab.work.join("cni");
-    write_cni_conf(&cni_dir, &n, &lab.work.join("cni-ipam"))?;
-    cleanup.push(Undo::Link(n.bridge.clone()));
-    cleanup.push(Undo::new_cgroup(&n.cgroup));
-    let (ctd, follow) = Containerd::choose(lab, false, Some(&cri_toml(&n, &cni_dir)))?;
-    if let Some(u) = ctd.undo() {
-        cleanup.push(u);
-    }
-    let crate::labs::Follow::Command(argv) = follow else {
+    let (n, images, ctd, follow) = prepare(lab, &mut cleanup)?;
+    let Follow::Command(argv) = follow else {
         bail!("the benchmark needs its own containerd");
     };
     let mut supervisor = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(std::process::Stdio::null())
         .spawn()?;
-    let daemon = ctd.wait_ready(None)?;
-    for img in &images {
-        ctd.ctr_in(
-            K8S_NS,
-            &["images", "import", "--snapshotter", "native", &s(img)],
-        )?;
-    }
-    let mut cri = connect(lab, &ctd)?;
+    let (daemon, mut cri) = import_and_connect(lab, &ctd, &n, &images)?;
     let (spec, containers) = pods(&n).swap_remove(0);
     let one = &containers[1..];
     let mut times = vec![Vec::new(); watches.len()];
@@ -483,7 +469,7 @@ fn time_pod(
         Watch::Tracer => Some(crate::labs::Recorder::start(
             &lab.tracer,
             &trace,
-            &crate::labs::Follow::Pid(daemon),
+            &Follow::Pid(daemon),
         )?),
         _ => None,
     };

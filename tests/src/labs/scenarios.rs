@@ -259,17 +259,7 @@ impl Containerd {
         ));
         self.ctr(&["run", "-d", "--rootfs", &s(rootfs), id, "/bin/sleep", "300"])?;
         let init = self.task_pid(id)?;
-        let shim = wait_for("the shim", STARTUP, || {
-            Ok(find_procs(|p| {
-                p.argv
-                    .first()
-                    .is_some_and(|a| a.contains("containerd-shim"))
-                    && p.argv.windows(2).any(|w| w[0] == "-id" && w[1] == id)
-                    && !p.argv.iter().any(|a| a == "start")
-            })
-            .into_iter()
-            .next())
-        })?;
+        let shim = shim_with_id(id)?;
         pause(Duration::from_millis(300))?;
         let c = ContainerTruth {
             id: id.to_string(),
@@ -324,6 +314,21 @@ impl Containerd {
         }
         Ok(())
     }
+}
+
+/// The long-lived shim started with `-id ID` (not its `start` process), once it runs.
+pub(crate) fn shim_with_id(id: &str) -> Result<ProcInfo> {
+    wait_for("the shim", STARTUP, || {
+        Ok(find_procs(|p| {
+            p.argv
+                .first()
+                .is_some_and(|a| a.contains("containerd-shim"))
+                && p.argv.windows(2).any(|w| w[0] == "-id" && w[1] == id)
+                && !p.argv.iter().any(|a| a == "start")
+        })
+        .into_iter()
+        .next())
+    })
 }
 
 fn containerd_setup(
