@@ -227,7 +227,11 @@ pub fn run(scenario: Scenario, lab: &Lab) -> Result<Outcome> {
     let mut cleanup = Cleanup::new();
     // Undone last: what the runtimes leave outside the scratch directory.
     match scenario {
-        Scenario::Containerd | Scenario::Restart | Scenario::Pod => {
+        Scenario::Pod => {
+            cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
+            cleanup.push(Undo::new_cgroup(&pod::cgroup_name()));
+        }
+        Scenario::Containerd | Scenario::Restart => {
             // The shim keeps runc state, fifos and sockets here whatever the daemon's config.
             cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
             cleanup.push(Undo::new_cgroup(scenarios::NAMESPACE));

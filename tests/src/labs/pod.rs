@@ -37,9 +37,15 @@ impl Names {
             // IFNAMSIZ: 15 bytes at most.
             bridge: format!("trlab{}", id % 10_000_000),
             subnet: format!("10.{}.{}.0/24", 200 + id % 50, (id / 50) % 256),
-            cgroup: format!("tracer-lab-pod-{id}"),
+            cgroup: cgroup_name(),
         }
     }
+}
+
+/// The cgroupfs parent of the lab's pods. Its removal must be undone after the processes in
+/// it are gone, so the guard registers it before the scratch directory's.
+pub(crate) fn cgroup_name() -> String {
+    format!("tracer-lab-pod-{}", std::process::id())
 }
 
 /// The CRI plugin's configuration: local sandbox image, CNI from Debian's bin dir and the
@@ -308,7 +314,6 @@ fn prepare(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Names, [PathBuf; 2], Con
     let cni_dir = lab.work.join("cni");
     write_cni_conf(&cni_dir, &n, &lab.work.join("cni-ipam"))?;
     cleanup.push(Undo::Link(n.bridge.clone()));
-    cleanup.push(Undo::new_cgroup(&n.cgroup));
     lab.say(format!(
         "CNI: bridge {} with host-local addresses from {} (plugins from {CNI_BIN}, Debian's containernetworking-plugins)",
         n.bridge, n.subnet
@@ -417,6 +422,7 @@ pub fn bench_pod_creation(lab: &Lab, watches: &[Watch], rounds: u32) -> Result<V
     let _ = std::fs::remove_dir_all(&lab.work);
     std::fs::create_dir_all(&lab.work)?;
     cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
+    cleanup.push(Undo::new_cgroup(&cgroup_name()));
     cleanup.push(Undo::Dir(lab.work.clone()));
     let (n, images, ctd, follow) = prepare(lab, &mut cleanup)?;
     let Follow::Command(argv) = follow else {
