@@ -164,7 +164,7 @@ fn containerd_shim_and_container_parents() {
     assert_eq!(sleep.ppid, 15921);
     assert_eq!(sleep.role, Some(Role::Container));
 
-    let stories = e.stories();
+    let stories = tracer::lineage::stories(&e);
     let story = stories
         .iter()
         .find(|s| s.init_pid == 15941)
@@ -203,7 +203,7 @@ fn podman_conmon_is_the_container_parent() {
     let init = e.process(17089).expect("container");
     assert_eq!(init.ppid, 17075);
     assert_eq!(init.role, Some(Role::Container));
-    let stories = e.stories();
+    let stories = tracer::lineage::stories(&e);
     assert!(
         stories
             .iter()

@@ -21,6 +21,7 @@ fn forks_by(c: &Captured, tgid: u32) -> Vec<(Option<Syscall>, Option<CloneFlags>
                 child_tid,
                 child_tgid,
                 child_ppid,
+                ..
             } => Some((*syscall, *flags, *child_tid, *child_tgid, *child_ppid)),
             _ => None,
         })
@@ -586,4 +587,143 @@ fn exec_argv(argv: &[&str], syscalls: bool) -> Option<(Vec<String>, bool)> {
         } => Some((argv.clone(), *argv_truncated)),
         _ => None,
     })
+}
+
+/// One /proc observation of a process inside a container: host pid, host ppid, NSpid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seen {
+    pid: u32,
+    ppid: u32,
+    ns_pid: u32,
+}
+
+/// `pid` as /proc shows it, when it lives in a pid namespace one level below the host's.
+fn seen_in_container(pid: u32) -> Option<Seen> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |k: &str| -> Vec<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| {
+                v.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    match (field("NSpid:").as_slice(), field("PPid:").as_slice()) {
+        ([_, ns_pid], [ppid]) => Some(Seen {
+            pid,
+            ppid: *ppid,
+            ns_pid: *ns_pid,
+        }),
+        _ => None,
+    }
+}
+
+/// The first process in a container whose cmdline is `argv`, and its parent, as /proc shows
+/// them at one moment.
+fn in_container_with_parent(argv: &[&str]) -> Option<(Seen, Seen)> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    tests::labs::system::pids().into_iter().find_map(|pid| {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        if cmd != want {
+            return None;
+        }
+        let me = seen_in_container(pid)?;
+        Some((me, seen_in_container(me.ppid)?))
+    })
+}
+
+#[test]
+#[ignore = "root"]
+fn an_orphan_in_a_container_is_reaped_by_the_containers_init() {
+    if which("runc").is_none() {
+        panic!("runc is not installed (cargo xtask setup installs it)");
+    }
+    let dir = temp_dir("orphan").expect("temp dir");
+    let script = "(sleep 2 &); sleep 1";
+    let bundle = busybox_bundle(&dir, &["sh", "-c", script]).expect("bundle");
+    let id = format!("tracer-orphan-{}", std::process::id());
+    let bundle_s = bundle.to_string_lossy().to_string();
+    // /proc while the container runs: the orphan `sleep 2` and the container's init.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // Its parent once the subshell is gone: the container's init (`sh`, or the
+            // `sleep 1` it exec'd into).
+            let mut found = None;
+            while found.is_none() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                found = in_container_with_parent(&["sleep", "2"]).filter(|(_, p)| p.ns_pid == 1);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            found
+        })
+    };
+    let c = capture_command(
+        &["runc", "run", "--bundle", &bundle_s, &id],
+        RING,
+        true,
+        false,
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let found = watcher.join().expect("watcher");
+    let _ = std::process::Command::new("runc")
+        .args(["delete", "--force", &id])
+        .status();
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = c.expect("capture");
+    assert_eq!(c.drops, 0);
+    let (orphan, init) =
+        found.expect("/proc never showed `sleep 2` adopted by the container's init");
+    // The kernel's own word, from outside the tool: the orphan's parent is the container init.
+    assert_eq!(orphan.ppid, init.pid, "{orphan:?} {init:?}");
+    assert_eq!(init.ns_pid, 1);
+
+    let mut e = tracer::Engine::new();
+    c.events.iter().for_each(|ev| e.apply(ev));
+    for w in e.warnings() {
+        assert!(
+            !matches!(
+                w.kind,
+                tracer::lineage::WarningKind::Disagreement { .. }
+                    | tracer::lineage::WarningKind::CorrectedAfterLoss { .. }
+            ),
+            "{w}"
+        );
+    }
+    let p = e.process(orphan.pid).expect("orphan in the engine");
+    let adoptions: Vec<_> = p.lineage.iter().skip(1).collect();
+    assert_eq!(adoptions.len(), 1, "{:?}", p.lineage);
+    assert_eq!(adoptions[0].parent, init.pid, "{:?}", p.lineage);
+    assert!(matches!(
+        adoptions[0].reason,
+        Some(tracer::lineage::Reason::ParentExited {
+            reaper: tracer::lineage::Reaper::NsInit(i),
+            ..
+        }) if i == init.pid
+    ));
+    assert_eq!(p.ns_pid(), Some(orphan.ns_pid));
+    assert!(orphan.ns_pid > 1);
+    let ip = e.process(init.pid).expect("init in the engine");
+    assert_eq!(ip.ns_pid(), Some(1));
+    // Every other process of the container is at pid > 1 there.
+    let ns = ip.pidns.expect("init's namespace");
+    let others: Vec<_> = e
+        .processes()
+        .filter(|q| {
+            q.pidns
+                == Some(tracer::PidNs {
+                    ns_pid: q.ns_pid().unwrap_or(0),
+                    ..ns
+                })
+        })
+        .filter(|q| q.pid != init.pid)
+        .collect();
+    assert!(others.len() >= 2, "subshell and orphan at least");
+    assert!(others.iter().all(|q| q.ns_pid().is_some_and(|n| n > 1)));
 }

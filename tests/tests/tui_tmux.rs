@@ -247,7 +247,7 @@ fn tui_replay_in_tmux() {
         "containerd-shim [shim]",
         "runc [oci-runtime create]",
         "sleep [container]",
-        "⤴ adopted ← 15931 exited",
+        "⤴ adopted ← 15913 exited",
         "(CLONE_PARENT via 15940)",
     ]);
     assert!(screen.contains("runc:[1:CHILD]"), "{screen}");

@@ -222,7 +222,12 @@ pub struct SchedFork {
     /// Clone flags seen at sys_enter (valid when `flags_known` is 1).
     pub clone_flags: u64,
     pub flags_known: u32,
-    pub _pad: u32,
+    /// The child's pid namespace: nesting level (`thread_pid->level`), inode number
+    /// (`numbers[level].ns->ns.inum`; 0 when the probe could not read the child task) and
+    /// the child's pid there (`numbers[level].nr`; 0 when unknown).
+    pub ns_level: u32,
+    pub ns_inum: u32,
+    pub ns_pid: u32,
 }
 
 /// sched:sched_process_exec: a successful exec. `hdr` describes the task after the exec.
@@ -296,7 +301,16 @@ pub struct ProbeConfig {
     /// BTF: `task_struct::comm`, `task_struct::flags` (PF_*).
     pub task_comm: u32,
     pub task_flags: u32,
-    pub _pad: u32,
+    /// BTF, for the child task the raw sched_process_fork tracepoint hands over:
+    /// `task_struct::pid` and `::thread_pid`, `pid::level` and `::numbers`, the size of
+    /// `struct upid` and the offset of `upid::ns`, and `pid_namespace::ns` + `ns_common::inum`.
+    pub task_pid: u32,
+    pub task_thread_pid: u32,
+    pub pid_level: u32,
+    pub pid_numbers: u32,
+    pub upid_size: u32,
+    pub upid_ns: u32,
+    pub pidns_inum: u32,
 }
 
 impl ProbeConfig {
@@ -328,7 +342,13 @@ impl ProbeConfig {
         signal_has_subreaper_bit: NO_OFFSET,
         task_comm: NO_OFFSET,
         task_flags: NO_OFFSET,
-        _pad: 0,
+        task_pid: NO_OFFSET,
+        task_thread_pid: NO_OFFSET,
+        pid_level: NO_OFFSET,
+        pid_numbers: NO_OFFSET,
+        upid_size: NO_OFFSET,
+        upid_ns: NO_OFFSET,
+        pidns_inum: NO_OFFSET,
     };
 }
 
@@ -359,9 +379,9 @@ const _: () = {
     assert!(EXEC_ENTER_HEAD == 88 + FILENAME_LEN);
     assert!(core::mem::size_of::<ExitEnter>() == 72);
     assert!(core::mem::size_of::<PrctlEnter>() == 96);
-    assert!(core::mem::size_of::<SchedFork>() == 96);
+    assert!(core::mem::size_of::<SchedFork>() == 104);
     assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
-    assert!(core::mem::size_of::<ProbeConfig>() == 112);
+    assert!(core::mem::size_of::<ProbeConfig>() == 136);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

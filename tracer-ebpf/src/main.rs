@@ -26,9 +26,9 @@ use aya_ebpf::{
         bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
         bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
-    macros::{map, tracepoint},
+    macros::{map, raw_tracepoint, tracepoint},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
-    programs::TracePointContext,
+    programs::{RawTracePointContext, TracePointContext},
     EbpfContext,
 };
 use aya_log_ebpf::warn;
@@ -604,13 +604,37 @@ pub fn sys_enter_prctl(ctx: TracePointContext) -> u32 {
 
 // ---- sched tracepoints (offsets from tracefs format files) ---------------------------------
 
-fn try_sched_fork(ctx: &TracePointContext) -> Result<u32, i32> {
+/// The child's pid namespace (level, inode, pid there) from its `thread_pid`:
+/// `numbers[level]` is the `struct upid` of the namespace the task lives in.
+#[inline(always)]
+fn child_pidns(child: *const u8) -> (u32, u32, u32) {
+    let pid: u64 = task_read(child, cfg(&CONFIG.task_thread_pid)).unwrap_or(0);
+    let pid = pid as *const u8;
+    let Some(level) = task_read::<u32>(pid, cfg(&CONFIG.pid_level)) else {
+        return (0, 0, 0);
+    };
+    let (numbers, size) = (cfg(&CONFIG.pid_numbers), cfg(&CONFIG.upid_size));
+    // Nesting is capped at 32 levels by the kernel (MAX_PID_NS_LEVEL); the mask keeps the
+    // offset provably bounded for the verifier.
+    if numbers == NO_OFFSET || size == NO_OFFSET || level > 32 {
+        return (level, 0, 0);
+    }
+    let upid = numbers + (level & 63) * (size & 0xff);
+    let nr = task_read::<i32>(pid, upid).unwrap_or(0) as u32;
+    let ns: u64 = task_read(pid, upid + cfg(&CONFIG.upid_ns)).unwrap_or(0);
+    let inum = task_read::<u32>(ns as *const u8, cfg(&CONFIG.pidns_inum)).unwrap_or(0);
+    (level, inum, nr)
+}
+
+/// One birth, from either fork tracepoint. `child` is the new task when the raw tracepoint
+/// handed it over (then its real parent and pid namespace are read from it), else null.
+#[inline(always)]
+fn sched_fork<C: EbpfContext>(ctx: &C, child_pid: u32, child: *const u8) -> Result<u32, i32> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let parent_tgid = (pid_tgid >> 32) as u32;
     if !traced(parent_tgid) {
         return Ok(0);
     }
-    let child_pid = tp_field::<i32>(ctx, &CONFIG.fork_child_pid)? as u32;
     // SAFETY: value copied out immediately.
     let pending = unsafe { PENDING.get(&(pid_tgid as u32)) }.copied();
     let _ = PENDING.remove(&(pid_tgid as u32));
@@ -626,10 +650,16 @@ fn try_sched_fork(ctx: &TracePointContext) -> Result<u32, i32> {
             "tracer: FOLLOWED map full; pid {} not followed", child_tgid
         );
     }
+    // The child's own real_parent when we have the child; else copy_process()'s rule:
+    // CLONE_PARENT/CLONE_THREAD children get the creator's real parent.
+    let real: u64 = task_read(child, cfg(&CONFIG.task_real_parent)).unwrap_or(0);
+    let from_child = task_read::<i32>(real as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0);
     let ppid_rule = flags & (CLONE_PARENT | CLONE_THREAD) != 0;
+    let (level, inum, nr) = child_pidns(child);
     emit::<SchedFork>(kind::SCHED_FORK, |r| unsafe {
-        // copy_process(): CLONE_PARENT/CLONE_THREAD children get the creator's real parent.
-        let child_ppid = if ppid_rule {
+        let child_ppid = if from_child > 0 {
+            from_child as u32
+        } else if ppid_rule {
             (*r).hdr.ppid
         } else {
             parent_tgid
@@ -640,11 +670,33 @@ fn try_sched_fork(ctx: &TracePointContext) -> Result<u32, i32> {
         addr_of_mut!((*r).syscall).write(sc);
         addr_of_mut!((*r).clone_flags).write(flags);
         addr_of_mut!((*r).flags_known).write(known);
-        addr_of_mut!((*r)._pad).write(0);
+        addr_of_mut!((*r).ns_level).write(level);
+        addr_of_mut!((*r).ns_inum).write(inum);
+        addr_of_mut!((*r).ns_pid).write(nr);
     });
     Ok(0)
 }
 
+fn try_sched_fork_raw(ctx: &RawTracePointContext) -> Result<u32, i32> {
+    // TP_PROTO(struct task_struct *parent, struct task_struct *child)
+    let child: *const u8 = ctx.arg(1);
+    let pid = task_read::<i32>(child, cfg(&CONFIG.task_pid)).ok_or(1)?;
+    sched_fork(ctx, pid as u32, child)
+}
+
+/// The raw sched_process_fork tracepoint: it hands over the child task itself (the classic
+/// tracepoint only copies its pid), so the child's real parent and pid namespace are exact.
+#[raw_tracepoint(tracepoint = "sched_process_fork")]
+pub fn sched_process_fork_raw(ctx: RawTracePointContext) -> i32 {
+    try_sched_fork_raw(&ctx).map_or(1, |r| r as i32)
+}
+
+fn try_sched_fork(ctx: &TracePointContext) -> Result<u32, i32> {
+    let child_pid = tp_field::<i32>(ctx, &CONFIG.fork_child_pid)? as u32;
+    sched_fork(ctx, child_pid, core::ptr::null())
+}
+
+/// Fallback where raw tracepoints cannot attach: no pid namespace, parent by rule.
 #[tracepoint]
 pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
     try_sched_fork(&ctx).unwrap_or(1)
@@ -806,8 +858,13 @@ fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
 fn report_subreaper(tgid: u32) {
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
-    if is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit)) && first_report(tgid) {
+    let on = is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit));
+    if on && first_report(tgid) {
         emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
+    } else if !on && SUBREAPERS.remove(&tgid).is_ok() {
+        // Cleared since it was reported (conmon does so before it runs its exit command, so
+        // that command is not reparented to it): say so before this child exists.
+        emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 0, true);
     }
 }
 

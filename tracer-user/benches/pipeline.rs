@@ -54,14 +54,22 @@ fn wire_stream(events: usize) -> Vec<Vec<u8>> {
         next(
             &mut out,
             to_bytes(&SchedFork {
-                hdr: hdr(kind::SCHED_FORK, 96, s(), shell, init),
+                hdr: hdr(
+                    kind::SCHED_FORK,
+                    std::mem::size_of::<SchedFork>(),
+                    s(),
+                    shell,
+                    init,
+                ),
                 child_tid: child,
                 child_tgid: child,
                 child_ppid: shell,
                 syscall: sc::CLONE,
                 clone_flags: cf::CLONE_CHILD_SETTID,
                 flags_known: 1,
-                _pad: 0,
+                ns_level: 0,
+                ns_inum: 0,
+                ns_pid: child,
             }),
         );
         next(

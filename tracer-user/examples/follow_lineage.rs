@@ -100,6 +100,8 @@ fn seed(target: &Target, child_pid: Option<u32>) -> Vec<SnapshotProcess> {
                 argv: argv.clone(),
                 threads: vec![child],
                 subreaper: false,
+                ns: None,
+                launched: true,
             });
             seed
         }

@@ -21,7 +21,7 @@ pub fn run(path: &Path, out: &mut impl Write) -> Result<(), Box<dyn std::error::
         engine.apply(&event?);
         events += 1;
     }
-    let stories = engine.stories();
+    let stories = tracer::lineage::stories(&engine);
     writeln!(
         out,
         "{}: {} ({events} events, {} processes, {} container births)",

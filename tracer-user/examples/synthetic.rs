@@ -41,6 +41,7 @@ impl Script {
                     Syscall::Clone
                 }),
                 flags: Some(CloneFlags(flags)),
+                child_ns: None,
             },
         );
     }

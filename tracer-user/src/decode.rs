@@ -3,7 +3,7 @@
 //! Every length is checked before any cast; a record that is short, oversized for its kind or
 //! of an unknown kind is an error, never a panic.
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
 use std::mem::size_of;
 use tracer_common::{
     kind, strflag, CloneEnter, ExecEnter, ExitEnter, Header, PrctlEnter, SchedExec, SchedExit,
@@ -183,6 +183,12 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                     None
                 },
                 flags: known.then_some(CloneFlags(r.clone_flags)),
+                // An inode of 0: the classic tracepoint, which cannot see the child task.
+                child_ns: (r.ns_inum != 0).then_some(PidNs {
+                    inum: u64::from(r.ns_inum),
+                    level: r.ns_level,
+                    ns_pid: r.ns_pid,
+                }),
             }
         }
         kind::SCHED_EXEC => {
@@ -255,7 +261,9 @@ mod tests {
             syscall: sc::CLONE,
             clone_flags: cf::CLONE_PARENT,
             flags_known: 1,
-            _pad: 0,
+            ns_level: 1,
+            ns_inum: 4026532000,
+            ns_pid: 1,
         }
     }
 
@@ -275,6 +283,11 @@ mod tests {
                 child_ppid: 1,
                 syscall: Some(Syscall::Clone),
                 flags: Some(CloneFlags(cf::CLONE_PARENT)),
+                child_ns: Some(PidNs {
+                    inum: 4026532000,
+                    level: 1,
+                    ns_pid: 1
+                }),
             }
         );
     }
@@ -283,12 +296,14 @@ mod tests {
     fn unknown_flags_stay_unknown() {
         let mut r = fork_record();
         r.flags_known = 0;
+        r.ns_inum = 0;
         let ev = decode(&to_bytes(&r)).unwrap();
         assert!(matches!(
             ev.kind,
             EventKind::Fork {
                 syscall: None,
                 flags: None,
+                child_ns: None,
                 ..
             }
         ));

@@ -217,6 +217,42 @@ impl Serialize for CloneFlags {
     }
 }
 
+/// The pid namespace a task lives in, and its pid there.
+///
+/// The kernel keeps one `struct upid` per level in `task->thread_pid->numbers[]`; the task's
+/// own namespace is the deepest one (`numbers[level]`). Level 0 is the host (initial)
+/// namespace, where `ns_pid` is the host pid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct PidNs {
+    /// The namespace's inode number (`/proc/PID/ns/pid` shows `pid:[INUM]`). Kernel inode
+    /// numbers are 32-bit: a larger value ([`PidNs::inferred`]) is an id the strace importer
+    /// gave a namespace it inferred (strace logs cannot see namespaces).
+    pub inum: u64,
+    /// Nesting depth: 0 for the host namespace, 1 for a container's, ...
+    pub level: u32,
+    /// The task's pid inside that namespace (`getpid()` there); 0 when unknown.
+    pub ns_pid: u32,
+}
+
+impl PidNs {
+    /// First id of namespaces a source inferred rather than saw.
+    pub const INFERRED: u64 = 1 << 32;
+
+    /// A namespace the source inferred, with an id of its own (`n` < 2^32).
+    pub fn inferred(n: u64, level: u32, ns_pid: u32) -> PidNs {
+        PidNs {
+            inum: Self::INFERRED | n,
+            level,
+            ns_pid,
+        }
+    }
+
+    /// The namespace is known by its kernel inode (not merely inferred).
+    pub fn is_known(&self) -> bool {
+        self.inum != 0 && self.inum < Self::INFERRED
+    }
+}
+
 /// One lifecycle event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Event {
@@ -323,6 +359,9 @@ pub enum EventKind {
         syscall: Option<Syscall>,
         /// Its clone flags, when known.
         flags: Option<CloneFlags>,
+        /// The child's pid namespace and its pid there, when the source knows them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        child_ns: Option<PidNs>,
     },
     /// A successful exec (sched_process_exec). The event's tid is the task after the exec;
     /// `old_tid` the thread that called exec (they differ for a non-leader thread).

@@ -444,6 +444,7 @@ mod tests {
                 child_ppid: ppid,
                 syscall: Some(Syscall::Clone),
                 flags: Some(CloneFlags(flags)),
+                child_ns: None,
             },
         )
     }
@@ -460,6 +461,7 @@ mod tests {
                 argv: vec!["/sbin/init".into()],
                 threads: vec![1],
                 subreaper: false,
+                ..Default::default()
             },
             SnapshotProcess {
                 pid: 50,
@@ -469,6 +471,7 @@ mod tests {
                 argv: vec!["containerd-shim-runc-v2".into()],
                 threads: vec![50],
                 subreaper: true,
+                ..Default::default()
             },
         ];
         let cp = crate::event::clone_flags::CLONE_PARENT;

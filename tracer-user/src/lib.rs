@@ -48,7 +48,7 @@
 //! let mut engine = Engine::new();
 //! engine.apply(&ev(1, 100, EventKind::Fork {
 //!     child_tid: 101, child_tgid: 101, child_ppid: 100,
-//!     syscall: Some(Syscall::Clone), flags: None,
+//!     syscall: Some(Syscall::Clone), flags: None, child_ns: None,
 //! }));
 //! engine.apply(&ev(2, 101, EventKind::Exec {
 //!     old_tid: 101, filename: CapturedStr::new("/bin/true"),
@@ -127,7 +127,7 @@ pub mod tui;
 pub mod capture;
 
 pub use decode::DecodeError;
-pub use event::{Comm, Event, EventKind, ExitStatus, Syscall};
+pub use event::{Comm, Event, EventKind, ExitStatus, PidNs, Syscall};
 pub use input::{Input, InputError};
 pub use lineage::{replay_until, Engine, LineageEntry, Process, Story};
 pub use strace::StraceError;

@@ -364,6 +364,7 @@ mod tests {
                     child_ppid: 4084,
                     syscall: Some(Syscall::Clone),
                     flags: Some(CloneFlags(cf::CLONE_PARENT)),
+                    child_ns: None,
                 },
             ),
             ev(
@@ -404,6 +405,7 @@ mod tests {
                     child_ppid: 19,
                     syscall: None,
                     flags: Some(CloneFlags(cf::CLONE_PARENT)),
+                    child_ns: None,
                 },
             ),
             ev(
@@ -479,6 +481,7 @@ mod tests {
                     child_ppid: 50,
                     syscall: Some(Syscall::Fork),
                     flags: Some(CloneFlags(0)),
+                    child_ns: None,
                 },
             ),
             ev(

@@ -29,7 +29,7 @@ fn synthetic_prints_the_tree_and_the_adoption() {
         [
             "100 sh",
             "└─ 200 supervisor (subreaper)",
-            "   ├─ 300 worker (exited with 0)",
+            "   ├─ 300 worker (exit 0)",
             "   ├─ 400 worker (CLONE_PARENT via 300)",
             "   └─ 500 sleep ⤴ adopted ← 300 exited",
         ],
@@ -60,7 +60,7 @@ fn replay_stories_tells_the_runc_story_of_the_ctr_fixture() {
         "  [seq     31] shim containerd-shim 15921 started by containerd-shim 15913",
         "  [seq     69] shim 15921 set PR_SET_CHILD_SUBREAPER",
         "  [seq    117] 15938 cloned 15940 with CLONE_PARENT: parent 15931",
-        "  [seq    344] init 15941 adopted by 15921 (parent 15931 exited; nearest subreaper 15921)",
+        "  [seq    351] init 15941 adopted by 15921 (parent 15931 exited; nearest subreaper 15921)",
         "  [seq    390] init 15941 exec'd /bin/sleep",
     ] {
         assert!(lines.contains(&want), "missing {want:?} in:\n{out}");

@@ -237,7 +237,40 @@ pub fn btf_offsets(path: &Path, cfg: &mut ProbeConfig) -> Result<(), CaptureErro
     ));
     cfg.task_comm = opt(member_offset(&btf, "task_struct", "comm"));
     cfg.task_flags = opt(member_offset(&btf, "task_struct", "flags"));
+    pidns_offsets(&btf, cfg);
     Ok(())
+}
+
+/// What the fork probe reads of the child: `task->pid`, and its pid namespace through
+/// `task->thread_pid->numbers[level]` (`struct upid { int nr; struct pid_namespace *ns; }`).
+/// Any one missing leaves the namespace unknown (0), nothing else.
+fn pidns_offsets(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) {
+    let opt = |r: Result<u32, CaptureError>| r.unwrap_or(NO_OFFSET);
+    cfg.task_pid = opt(member_offset(btf, "task_struct", "pid"));
+    cfg.task_thread_pid = opt(member_offset(btf, "task_struct", "thread_pid"));
+    cfg.pid_level = opt(member_offset(btf, "pid", "level"));
+    cfg.pid_numbers = opt(member_offset(btf, "pid", "numbers"));
+    cfg.upid_size = opt(struct_size(btf, "upid"));
+    cfg.upid_ns = opt(member_offset(btf, "upid", "ns"));
+    let ns = member_offset(btf, "pid_namespace", "ns");
+    let inum = member_offset(btf, "ns_common", "inum");
+    cfg.pidns_inum = match (ns, inum) {
+        (Ok(a), Ok(b)) => a + b,
+        _ => NO_OFFSET,
+    };
+}
+
+/// Size in bytes of struct `strukt`.
+fn struct_size(btf: &btf_rs::Btf, strukt: &str) -> Result<u32, CaptureError> {
+    btf.resolve_types_by_name(strukt)
+        .ok()
+        .and_then(|types| {
+            types.into_iter().find_map(|t| match t {
+                btf_rs::Type::Struct(s) => Some(s.size() as u32),
+                _ => None,
+            })
+        })
+        .ok_or_else(|| CaptureError::KernelFeature(format!("BTF: struct {strukt} not found")))
 }
 
 #[cfg(test)]

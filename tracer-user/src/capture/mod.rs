@@ -38,7 +38,7 @@ pub mod procfs;
 use crate::decode::decode;
 use crate::event::Event;
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use aya::programs::TracePoint;
+use aya::programs::{RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -307,8 +307,8 @@ fn program_kind(prog: &str) -> Option<EventKindFilter> {
 type Probe = (&'static str, &'static str, &'static str, bool);
 
 /// Always attached (when their kind is selected).
+/// (sched_process_fork: [`attach_fork`].)
 const SCHED_PROBES: &[Probe] = &[
-    ("sched_process_fork", "sched", "sched_process_fork", true),
     ("sched_process_exec", "sched", "sched_process_exec", true),
     ("sched_process_exit", "sched", "sched_process_exit", true),
 ];
@@ -470,6 +470,7 @@ impl Capture {
         } else {
             TASK_PROBES
         };
+        attach_fork(&mut ebpf, &mut notes)?;
         for &(prog, cat, name, required) in SCHED_PROBES.iter().chain(extra) {
             if program_kind(prog).is_some_and(|k| !b.kinds.contains(&k)) {
                 continue;
@@ -651,6 +652,27 @@ impl Capture {
     /// Ring-buffer records that could not be decoded (logged and skipped).
     pub fn decode_errors(&self) -> u64 {
         self.decode_errors
+    }
+
+    /// The command this capture started ([`Target::Command`]), as the engine's seed: the
+    /// tracer's child, held before its exec until it was followed, so no probe saw its birth.
+    pub fn launched_process(&self) -> Option<crate::lineage::SnapshotProcess> {
+        let Target::Command(argv) = &self.target else {
+            return None;
+        };
+        let pid = self.child_pid?;
+        let me = procfs::read_process(Path::new("/proc"), std::process::id());
+        Some(crate::lineage::SnapshotProcess {
+            pid,
+            ppid: std::process::id(),
+            comm: me.as_ref().map(|m| m.comm.clone()).unwrap_or_default(),
+            exe: None,
+            argv: argv.clone(),
+            threads: vec![pid],
+            subreaper: false,
+            ns: me.and_then(|m| m.ns),
+            launched: true,
+        })
     }
 
     /// The command's pid, for a [`Target::Command`].
@@ -849,41 +871,73 @@ fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
     errors
 }
 
-fn attach(ebpf: &mut Ebpf, prog: &str, cat: &str, name: &str) -> Result<(), CaptureError> {
-    let program: &mut TracePoint = ebpf
-        .program_mut(prog)
+/// The program `prog` of the object, as program type `P`.
+fn program<'a, P>(ebpf: &'a mut Ebpf, prog: &str) -> Result<&'a mut P, CaptureError>
+where
+    &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    ebpf.program_mut(prog)
         .ok_or_else(|| CaptureError::ProbeLoad {
             program: prog.into(),
             message: "not in the probe object".into(),
             verifier_log: None,
         })?
         .try_into()
-        .map_err(|e: aya::programs::ProgramError| CaptureError::ProbeLoad {
-            program: prog.into(),
-            message: e.to_string(),
-            verifier_log: None,
-        })?;
-    program.load().map_err(|e| {
-        let verifier_log = match &e {
-            aya::programs::ProgramError::LoadError { verifier_log, .. } => {
-                Some(verifier_log.to_string())
-            }
-            _ => None,
-        };
-        CaptureError::ProbeLoad {
-            program: prog.into(),
-            message: e.to_string(),
-            verifier_log,
+        .map_err(|e: aya::programs::ProgramError| load_error(prog, e))
+}
+
+fn load_error(prog: &str, e: aya::programs::ProgramError) -> CaptureError {
+    let verifier_log = match &e {
+        aya::programs::ProgramError::LoadError { verifier_log, .. } => {
+            Some(verifier_log.to_string())
         }
-    })?;
+        _ => None,
+    };
+    CaptureError::ProbeLoad {
+        program: prog.into(),
+        message: e.to_string(),
+        verifier_log,
+    }
+}
+
+fn attach_error(prog: &str, what: &str, e: aya::programs::ProgramError) -> CaptureError {
+    CaptureError::ProbeLoad {
+        program: prog.into(),
+        message: format!("attach to {what}: {e}"),
+        verifier_log: None,
+    }
+}
+
+fn attach(ebpf: &mut Ebpf, prog: &str, cat: &str, name: &str) -> Result<(), CaptureError> {
+    let program: &mut TracePoint = program(ebpf, prog)?;
+    program.load().map_err(|e| load_error(prog, e))?;
     program
         .attach(cat, name)
-        .map_err(|e| CaptureError::ProbeLoad {
-            program: prog.into(),
-            message: format!("attach to {cat}:{name}: {e}"),
-            verifier_log: None,
-        })?;
+        .map_err(|e| attach_error(prog, &format!("{cat}:{name}"), e))?;
     Ok(())
+}
+
+fn attach_raw(ebpf: &mut Ebpf, prog: &str, name: &str) -> Result<(), CaptureError> {
+    let program: &mut RawTracePoint = program(ebpf, prog)?;
+    program.load().map_err(|e| load_error(prog, e))?;
+    program
+        .attach(name)
+        .map_err(|e| attach_error(prog, &format!("raw tracepoint {name}"), e))?;
+    Ok(())
+}
+
+/// Births: the raw sched_process_fork tracepoint (the child task itself, so its real parent
+/// and pid namespace), else the classic one with a note (no pid namespaces then).
+fn attach_fork(ebpf: &mut Ebpf, notes: &mut Vec<String>) -> Result<(), CaptureError> {
+    match attach_raw(ebpf, "sched_process_fork_raw", "sched_process_fork") {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            notes.push(format!(
+                "raw tracepoint sched_process_fork unavailable ({e}): pid namespaces unknown"
+            ));
+            attach(ebpf, "sched_process_fork", "sched", "sched_process_fork")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -942,6 +996,7 @@ mod tests {
             .filter(|p| program_kind(p.0).is_none())
             .map(|p| p.0)
             .collect();
-        assert_eq!(always, ["sched_process_fork", "sched_process_exit"]);
+        // Births are attached by attach_fork, whatever the selection.
+        assert_eq!(always, ["sched_process_exit"]);
     }
 }

@@ -1,5 +1,6 @@
 //! /proc snapshot of the processes that exist when tracing starts.
 
+use crate::event::PidNs;
 use crate::lineage::SnapshotProcess;
 use std::fs;
 use std::path::Path;
@@ -38,6 +39,7 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
         })
         .unwrap_or_default();
     threads.sort_unstable();
+    let ns = pid_ns(&dir);
     // /proc does not show PR_SET_CHILD_SUBREAPER.
     Some(SnapshotProcess {
         pid,
@@ -47,7 +49,40 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
         argv,
         threads,
         subreaper: false,
+        ns,
+        launched: false,
     })
+}
+
+/// The pid namespace of the process at `dir` (`ns/pid` → `pid:[INUM]`) and its pid there
+/// (the last `NSpid:` column of `status`; one column per level, the host's first).
+fn pid_ns(dir: &Path) -> Option<PidNs> {
+    let link = fs::read_link(dir.join("ns/pid")).ok()?;
+    let inum = parse_ns_link(&link.to_string_lossy())?;
+    let status = fs::read_to_string(dir.join("status")).ok()?;
+    let (level, ns_pid) = parse_nspid(&status)?;
+    Some(PidNs {
+        inum,
+        level,
+        ns_pid,
+    })
+}
+
+/// `pid:[4026531836]` → 4026531836.
+pub fn parse_ns_link(link: &str) -> Option<u64> {
+    link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// `NSpid:\t8421\t1` → (level 1, pid 1 there).
+pub fn parse_nspid(status: &str) -> Option<(u32, u32)> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    let pids: Vec<u32> = line
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let level = u32::try_from(pids.len().checked_sub(1)?).ok()?;
+    Some((level, *pids.last()?))
 }
 
 /// Every process under `/proc`, sorted by pid.
@@ -82,10 +117,23 @@ mod tests {
     }
 
     #[test]
+    fn namespace_link_and_nspid() {
+        assert_eq!(parse_ns_link("pid:[4026531836]"), Some(4026531836));
+        assert_eq!(parse_ns_link("net:[1]"), None);
+        assert_eq!(parse_nspid("Name:\tsh\nNSpid:\t8421\t1\n"), Some((1, 1)));
+        assert_eq!(parse_nspid("NSpid:\t42\n"), Some((0, 42)));
+        assert_eq!(parse_nspid("NSpid:\t\n"), None);
+        assert_eq!(parse_nspid("NSpid:\t1\tx\n"), None);
+    }
+
+    #[test]
     fn reads_own_process() {
         let me = read_process(Path::new("/proc"), std::process::id()).expect("own /proc entry");
         assert_eq!(me.pid, std::process::id());
         assert!(me.threads.contains(&me.pid));
+        let ns = me.ns.expect("own pid namespace");
+        let link = fs::read_link("/proc/self/ns/pid").unwrap();
+        assert_eq!(Some(ns.inum), parse_ns_link(&link.to_string_lossy()));
         assert!(!me.argv.is_empty());
     }
 }

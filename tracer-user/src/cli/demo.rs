@@ -48,6 +48,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() && !args.no_tui {
         let sched_probes = input.sched_probes();
+        let seed = input.snapshot();
         let events = input.collect::<Result<Vec<_>, _>>()?;
         let opts = tracer::tui::ReplayOpts {
             speed: args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
@@ -55,7 +56,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             at_end: false,
             sched_probes,
         };
-        tracer::tui::run_replay(events, demo.title().into(), opts)?;
+        tracer::tui::run_replay(events, seed, demo.title().into(), opts)?;
         return Ok(ExitCode::SUCCESS);
     }
     let opts = ReplayOpts {
@@ -67,6 +68,6 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     println!("\n== process tree at the end of the demo\n");
     print!("{}", traced_tree_text(&engine, TreeOpts::default()));
     println!("\n== container births\n");
-    print!("{}", story_text(&engine.stories()));
+    print!("{}", story_text(&tracer::lineage::stories(&engine)));
     Ok(ExitCode::SUCCESS)
 }

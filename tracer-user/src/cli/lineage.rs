@@ -74,7 +74,7 @@ pub fn tree(
 
 pub fn story(file: &Path, format: OutputFormat) -> Result<()> {
     let engine = load_engine(file, None)?;
-    let stories = engine.stories();
+    let stories = tracer::lineage::stories(&engine);
     match format {
         OutputFormat::Text if stories.is_empty() => println!("no container birth found"),
         OutputFormat::Text => print!("{}", story_text(&stories)),

@@ -39,6 +39,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             .syscalls(args.target.syscalls)
             .start()?;
         header.layouts = cap.layouts().formats.clone();
+        header.snapshot.extend(cap.launched_process().as_ref().map(Into::into));
         header
             .extra
             .push(("probes".into(), cap.probe_set().into()));

@@ -270,7 +270,7 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
         engine.process_count(),
         live,
         engine.warning_count(),
-        engine.stories().len()
+        tracer::lineage::stories(&engine).len()
     );
     finish_input(&input, err, args.salvage)?;
     Ok(engine)

@@ -13,6 +13,7 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
     }
     let input = tracer::Input::open(file)?;
     let sched_probes = input.sched_probes();
+    let seed = input.snapshot();
     let events = input.collect::<Result<Vec<_>, _>>()?;
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
@@ -24,7 +25,7 @@ pub fn view(file: &Path, speed: f64, paused: bool, at_end: bool) -> Result<ExitC
         at_end,
         sched_probes,
     };
-    tracer::tui::run_replay(events, title, opts)?;
+    tracer::tui::run_replay(events, seed, title, opts)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,23 +1,19 @@
 //! The state machine: events in, kernel process tree out.
 
 use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::event::{
-    clone_flags as cf, prctl_opt, CloneFlags, Comm, Event, EventKind, ExitStatus, Syscall,
-};
+use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
 
-use super::process::{
-    basename, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
-};
-use super::roles::{classify, is_cni_plugin_name, Role};
+use super::process::{ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread};
+use super::roles::{basename, classify, is_cni_plugin_name, Role};
+use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 
 /// Warnings kept in full; later ones are only counted.
 pub const MAX_WARNINGS: usize = 1000;
-/// Pending exec enters kept at most (stale ones pile up when exits are lost).
-const MAX_PENDING_EXECS: usize = 1 << 16;
 
 /// Fx-style hasher: pids are small integers, SipHash would dominate the per-event cost.
 #[derive(Default, Clone, Copy)]
@@ -58,6 +54,10 @@ pub struct SnapshotProcess {
     pub threads: Vec<u32>,
     /// PR_SET_CHILD_SUBREAPER, if the source knows it (/proc does not show it).
     pub subreaper: bool,
+    /// Its pid namespace and pid there, when the source knows them.
+    pub ns: Option<PidNs>,
+    /// The tracer started it (the command of `tracer trace -- CMD`); `ppid` is the tracer.
+    pub launched: bool,
 }
 
 /// Something in the stream the engine had to guess around.
@@ -87,12 +87,23 @@ pub enum WarningKind {
         /// The thread.
         tid: u32,
     },
-    /// The kernel reported another parent than the engine had; corrected.
-    ParentMismatch {
+    /// The kernel reported another parent than the model predicted, with no loss of events
+    /// before: the model's rules were wrong. Corrected to the kernel's word.
+    Disagreement {
         /// The process.
         pid: u32,
-        /// The parent the engine had.
-        engine: u32,
+        /// The parent the model had.
+        model: u32,
+        /// The parent the kernel reported.
+        kernel: u32,
+    },
+    /// The kernel reported another parent after events were lost: the model missed what
+    /// happened. Corrected to the kernel's word.
+    CorrectedAfterLoss {
+        /// The process.
+        pid: u32,
+        /// The parent the model had.
+        model: u32,
         /// The parent the kernel reported.
         kernel: u32,
     },
@@ -127,16 +138,14 @@ impl fmt::Display for WarningKind {
             WarningKind::DuplicateThread { pid, tid } => {
                 write!(f, "thread {tid} of pid {pid} created twice")
             }
-            WarningKind::ParentMismatch {
-                pid,
-                engine,
-                kernel,
-            } => {
-                write!(
-                    f,
-                    "pid {pid}: kernel reports parent {kernel}, engine had {engine}"
-                )
-            }
+            WarningKind::Disagreement { pid, model, kernel } => write!(
+                f,
+                "pid {pid}: model/kernel disagreement: kernel reports parent {kernel}, model had {model}"
+            ),
+            WarningKind::CorrectedAfterLoss { pid, model, kernel } => write!(
+                f,
+                "pid {pid}: kernel reports parent {kernel}, model had {model} (events were lost before)"
+            ),
             WarningKind::SeqBackwards { prev } => write!(f, "seq went backwards (previous {prev})"),
             WarningKind::LostEvents { after, missing } => {
                 write!(f, "{missing} events lost after seq {after}")
@@ -163,25 +172,47 @@ impl fmt::Display for Warning {
     }
 }
 
-/// An exec enter waiting for its outcome.
-#[derive(Clone, Debug)]
-struct PendingExec {
-    filename: String,
-    argv: Vec<String>,
-    truncated: bool,
+/// A pid namespace below the host's, as far as the source showed it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Namespace {
+    /// Its `child_reaper`: the first process created in it (pid 1 there).
+    pub init: Option<ProcId>,
 }
 
 /// The lineage engine. Deterministic: the same events give the same state.
 #[derive(Clone, Debug, Default)]
 pub struct Engine {
-    procs: Vec<Process>,
+    pub(super) procs: Vec<Process>,
     /// pid → its newest record (live or exited).
-    by_pid: PidMap<ProcId>,
-    pending_exec: PidMap<PendingExec>,
+    pub(super) by_pid: PidMap<ProcId>,
+    /// tid → (record, index in its `threads`) of the newest thread with that id.
+    tids: PidMap<(ProcId, usize)>,
+    /// Pid namespaces below the host's, by inode (or the strace importer's inferred id).
+    pub(super) namespaces: StdHashMap<u64, Namespace>,
+    adapter: Adapter,
     warnings: Vec<Warning>,
     warning_count: u64,
     last_seq: Option<u64>,
     events: u64,
+    /// A sequence gap was seen: later corrections by the kernel may be missed events.
+    lost: bool,
+}
+
+/// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
+pub struct Ancestors<'a> {
+    engine: &'a Engine,
+    next: Option<ProcId>,
+    left: usize,
+}
+
+impl<'a> Iterator for Ancestors<'a> {
+    type Item = &'a Process;
+    fn next(&mut self) -> Option<&'a Process> {
+        self.left = self.left.checked_sub(1)?;
+        let p = self.engine.procs.get(self.next?)?;
+        self.next = p.parent;
+        Some(p)
+    }
 }
 
 impl Engine {
@@ -217,6 +248,33 @@ impl Engine {
             .collect();
         v.sort_by_key(|c| (c.pid, c.start_seq));
         v
+    }
+
+    /// The parent, grandparent... of record `id` (not `id` itself), nearest first.
+    pub fn ancestors(&self, id: ProcId) -> Ancestors<'_> {
+        Ancestors {
+            engine: self,
+            next: self.procs.get(id).and_then(|p| p.parent),
+            left: self.procs.len(),
+        }
+    }
+
+    /// Record `id` and everything below it, depth first; `descend` says whether to go below
+    /// a record (it is yielded either way). Bounded by the number of records.
+    pub fn subtree(&self, id: ProcId, mut descend: impl FnMut(&Process) -> bool) -> Vec<ProcId> {
+        let mut out = Vec::new();
+        let mut stack = vec![id];
+        while let Some(c) = stack.pop() {
+            let Some(p) = self.procs.get(c) else { continue };
+            if out.len() >= self.procs.len() {
+                break;
+            }
+            out.push(c);
+            if descend(p) {
+                stack.extend_from_slice(&p.children);
+            }
+        }
+        out
     }
 
     /// Records without a known parent, by pid then seq.
@@ -256,9 +314,13 @@ impl Engine {
         self.events
     }
 
-    /// Container-birth stories found so far.
-    pub fn stories(&self) -> Vec<super::Story> {
-        super::story::detect(self)
+    /// The init (pid 1 there) of the pid namespace `ns`, when the source showed it.
+    pub fn namespace_init(&self, ns: &PidNs) -> Option<&Process> {
+        if ns.level == 0 {
+            return self.process(1);
+        }
+        let id = self.namespaces.get(&ns.inum)?.init?;
+        self.procs.get(id)
     }
 
     // ---- seeding ----
@@ -273,27 +335,7 @@ impl Engine {
                     self.end_process(old, None, seq, 0);
                 }
             }
-            let id = self.new_record(s.pid, How::Snapshot, seq, 0);
-            let p = &mut self.procs[id];
-            p.comm = Comm::new(&s.comm);
-            p.exe = s.exe.as_deref().map(Arc::from);
-            p.argv = Arc::from(s.argv.clone());
-            p.is_subreaper = s.subreaper;
-            p.threads[0].comm = p.comm;
-            for &tid in &s.threads {
-                if tid != s.pid {
-                    p.threads.push(Thread {
-                        tid,
-                        comm: p.comm,
-                        alive: true,
-                    });
-                }
-            }
-            p.lineage[0].parent = s.ppid;
-            if let Some(c) = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv) {
-                p.role = Some(c.role);
-                p.container_id = c.container_id.map(Arc::from);
-            }
+            let id = self.seed_one(s, seq);
             ids.push((id, s.ppid));
         }
         for &(id, ppid) in &ids {
@@ -307,22 +349,43 @@ impl Engine {
                 self.set_parent(id, Some(parent), ppid);
             }
         }
-        // has_child_subreaper is inherited: compute it top-down along the ancestry.
+        // has_child_subreaper is inherited: some ancestor is a subreaper.
         for &(id, _) in &ids {
-            let mut cur = self.procs[id].parent;
-            let mut hops = 0;
-            while let Some(a) = cur {
-                if hops > self.procs.len() {
-                    break;
-                }
-                hops += 1;
-                if self.procs[a].is_subreaper {
-                    self.procs[id].has_child_subreaper = true;
-                    break;
-                }
-                cur = self.procs[a].parent;
+            let inherited = self.ancestors(id).any(|a| a.is_subreaper);
+            self.procs[id].has_child_subreaper = inherited;
+        }
+    }
+
+    fn seed_one(&mut self, s: &SnapshotProcess, seq: u64) -> ProcId {
+        let how = if s.launched {
+            How::Launched
+        } else {
+            How::Snapshot
+        };
+        let id = self.new_record(s.pid, how, seq, 0);
+        let comm = Comm::new(&s.comm);
+        let p = &mut self.procs[id];
+        p.comm = comm;
+        p.exe = s.exe.as_deref().map(Arc::from);
+        p.argv = Arc::from(s.argv.clone());
+        p.is_subreaper = s.subreaper;
+        p.threads[0].comm = comm;
+        p.lineage[0].parent = s.ppid;
+        if s.launched {
+            p.lineage[0].caller = Some(s.ppid);
+        }
+        p.pidns = s.ns;
+        if let Some(c) = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv) {
+            p.role = Some(c.role);
+            p.container_id = c.container_id.map(Arc::from);
+        }
+        for &tid in &s.threads {
+            if tid != s.pid {
+                self.add_thread(id, tid, comm);
             }
         }
+        self.register_namespace(id);
+        id
     }
 
     // ---- events ----
@@ -331,67 +394,38 @@ impl Engine {
     pub fn apply(&mut self, ev: &Event) {
         self.events += 1;
         self.track_seq(ev.seq);
-        match &ev.kind {
-            EventKind::Fork {
-                child_tid,
-                child_tgid,
-                child_ppid,
-                syscall,
-                flags,
-            } => self.on_fork(ev, *child_tid, *child_tgid, *child_ppid, *syscall, *flags),
-            EventKind::Exec { old_tid, filename } => self.on_exec(ev, *old_tid, &filename.value),
-            EventKind::ExecEnter {
-                filename,
-                argv,
-                argv_truncated,
-                ..
-            } => {
-                self.task(ev);
-                if self.pending_exec.len() >= MAX_PENDING_EXECS {
-                    self.pending_exec.clear();
-                    self.warn(ev.seq, WarningKind::PendingExecOverflow);
-                }
-                self.pending_exec.insert(
-                    ev.tid,
-                    PendingExec {
-                        filename: filename.value.clone(),
-                        argv: argv.clone(),
-                        truncated: *argv_truncated || filename.truncated,
-                    },
-                );
+        let adapted = self.adapter.adapt(ev);
+        if adapted.overflowed {
+            self.warn(ev.seq, WarningKind::PendingExecOverflow);
+        }
+        self.step(&adapted.transition);
+    }
+
+    /// Applies one kernel transition (what [`Engine::apply`] makes of an event).
+    pub fn step(&mut self, t: &Transition) {
+        match t {
+            Transition::Alive(a) => {
+                self.task(a);
             }
-            EventKind::SyscallExit { syscall, ret } => {
-                self.task(ev);
-                // A failed exec changes nothing; a successful one was consumed by Exec.
-                if matches!(syscall, Syscall::Execve | Syscall::Execveat) && *ret <= 0 {
-                    self.pending_exec.remove(&ev.tid);
-                }
+            Transition::Born(a, b) => self.on_born(a, b),
+            Transition::Exec(a, x) => self.on_exec(a, x),
+            Transition::Renamed(a, comm) => {
+                let id = self.task(a);
+                self.rename(id, a.tid, *comm, a.seq);
             }
-            EventKind::ExitEnter { syscall, code } => {
-                let id = self.task(ev);
-                if *syscall == Syscall::ExitGroup {
-                    self.procs[id].exit_group_code = Some(*code);
-                }
+            Transition::Subreaper(a, on) => {
+                let id = self.task(a);
+                self.set_subreaper(id, *on, a.seq);
             }
-            EventKind::PrctlEnter { option, arg2, name } => {
-                let id = self.task(ev);
-                match *option {
-                    prctl_opt::PR_SET_NAME => {
-                        if let Some(name) = name {
-                            self.rename(id, ev.tid, Comm::new(&name.value), ev.seq);
-                        }
-                    }
-                    prctl_opt::PR_SET_CHILD_SUBREAPER => self.set_subreaper(id, *arg2 != 0, ev.seq),
-                    _ => {}
-                }
+            Transition::ExitGroupCalled(a, code) => {
+                let id = self.task(a);
+                self.procs[id].exit_group_code = Some(*code);
             }
-            EventKind::CloneEnter { .. } => {
-                self.task(ev);
-            }
-            EventKind::TaskExit {
-                exit_code,
+            Transition::TaskExit {
+                actor,
+                status,
                 group_dead,
-            } => self.on_task_exit(ev, *exit_code, *group_dead),
+            } => self.on_task_exit(actor, *status, *group_dead),
         }
     }
 
@@ -401,6 +435,7 @@ impl Engine {
             Some(prev) if seq <= prev => self.warn(seq, WarningKind::SeqBackwards { prev }),
             Some(prev) => {
                 if seq - prev > 1 {
+                    self.lost = true;
                     self.warn(
                         seq,
                         WarningKind::LostEvents {
@@ -414,17 +449,18 @@ impl Engine {
         }
     }
 
-    fn warn(&mut self, seq: u64, kind: WarningKind) {
+    pub(super) fn warn(&mut self, seq: u64, kind: WarningKind) {
         self.warning_count += 1;
         if self.warnings.len() < MAX_WARNINGS {
             self.warnings.push(Warning { seq, kind });
         }
     }
 
-    fn new_record(&mut self, pid: u32, how: How, seq: u64, ts_ns: u64) -> ProcId {
+    pub(super) fn new_record(&mut self, pid: u32, how: How, seq: u64, ts_ns: u64) -> ProcId {
         let id = self.procs.len();
         self.procs.push(Process::blank(id, pid, how, seq, ts_ns));
         self.by_pid.insert(pid, id);
+        self.tids.insert(pid, (id, 0));
         id
     }
 
@@ -436,7 +472,7 @@ impl Engine {
             let parent = self.live_or_placeholder(ppid, seq, ts_ns);
             self.procs[id].lineage[0].parent = ppid;
             self.set_parent(id, Some(parent), ppid);
-            self.inherit_subreaper(id);
+            self.procs[id].has_child_subreaper = self.subreaper_above(parent);
         }
         id
     }
@@ -449,14 +485,13 @@ impl Engine {
         }
     }
 
-    fn inherit_subreaper(&mut self, id: ProcId) {
-        if let Some(p) = self.procs[id].parent {
-            let inh = self.procs[p].has_child_subreaper || self.procs[p].is_subreaper;
-            self.procs[id].has_child_subreaper = inh;
-        }
+    /// What a process created by `creator` inherits as has_child_subreaper (copy_signal()).
+    fn subreaper_above(&self, creator: ProcId) -> bool {
+        let c = &self.procs[creator];
+        c.has_child_subreaper || c.is_subreaper
     }
 
-    fn set_parent(&mut self, id: ProcId, parent: Option<ProcId>, ppid: u32) {
+    pub(super) fn set_parent(&mut self, id: ProcId, parent: Option<ProcId>, ppid: u32) {
         if let Some(old) = self.procs[id].parent {
             let ch = &mut self.procs[old].children;
             if let Some(pos) = ch.iter().position(|&c| c == id) {
@@ -470,210 +505,248 @@ impl Engine {
         }
     }
 
-    /// The live process the event happened in, with its thread; checks the parent the
-    /// kernel reports.
-    fn task(&mut self, ev: &Event) -> ProcId {
-        let id = match self.by_pid.get(&ev.tgid) {
+    // ---- threads ----
+
+    fn thread_slot(&self, id: ProcId, tid: u32) -> Option<usize> {
+        self.tids
+            .get(&tid)
+            .filter(|(p, i)| *p == id && *i < self.procs[id].threads.len())
+            .map(|&(_, i)| i)
+    }
+
+    /// Marks thread `tid` of `id` alive (adding it if new); true if it already was.
+    fn add_thread(&mut self, id: ProcId, tid: u32, comm: Comm) -> bool {
+        if let Some(i) = self.thread_slot(id, tid) {
+            let p = &mut self.procs[id];
+            let t = &mut p.threads[i];
+            if t.alive {
+                return true;
+            }
+            t.alive = true;
+            t.comm = comm;
+            p.live_threads += 1;
+            return false;
+        }
+        let p = &mut self.procs[id];
+        p.threads.push(Thread {
+            tid,
+            comm,
+            alive: true,
+        });
+        p.live_threads += 1;
+        let slot = p.threads.len() - 1;
+        self.tids.insert(tid, (id, slot));
+        false
+    }
+
+    fn thread_died(&mut self, id: ProcId, tid: u32) {
+        if let Some(i) = self.thread_slot(id, tid) {
+            let p = &mut self.procs[id];
+            if p.threads[i].alive {
+                p.threads[i].alive = false;
+                p.live_threads -= 1;
+            }
+        }
+    }
+
+    /// The name of thread `tid` of `id`, else the process's.
+    fn thread_comm(&self, id: ProcId, tid: u32) -> Comm {
+        let p = &self.procs[id];
+        self.thread_slot(id, tid)
+            .map_or(p.comm, |i| p.threads[i].comm)
+    }
+
+    // ---- the kernel's word ----
+
+    /// The live process an actor belongs to, with its thread; checks the parent the kernel
+    /// reports against the model.
+    fn task(&mut self, a: &Actor) -> ProcId {
+        let id = match self.by_pid.get(&a.pid) {
             Some(&id) if !self.procs[id].exited => id,
             _ => {
-                let id = self.placeholder(ev.tgid, ev.ppid, ev.seq, ev.ts_ns);
-                let p = &mut self.procs[id];
-                if ev.tid != ev.tgid {
-                    p.threads.push(Thread {
-                        tid: ev.tid,
-                        comm: ev.comm,
-                        alive: true,
-                    });
+                let id = self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns);
+                if a.tid != a.pid {
+                    self.add_thread(id, a.tid, a.comm);
                 } else {
-                    p.comm = ev.comm;
-                    p.threads[0].comm = ev.comm;
+                    self.procs[id].comm = a.comm;
+                    self.procs[id].threads[0].comm = a.comm;
                 }
                 return id;
             }
         };
-        if !self.procs[id]
-            .threads
-            .iter()
-            .any(|t| t.tid == ev.tid && t.alive)
+        if self
+            .thread_slot(id, a.tid)
+            .is_none_or(|i| !self.procs[id].threads[i].alive)
         {
             self.warn(
-                ev.seq,
+                a.seq,
                 WarningKind::UnknownThread {
-                    pid: ev.tgid,
-                    tid: ev.tid,
+                    pid: a.pid,
+                    tid: a.tid,
                 },
             );
-            let p = &mut self.procs[id];
-            match p.threads.iter_mut().find(|t| t.tid == ev.tid) {
-                Some(t) => t.alive = true,
-                None => p.threads.push(Thread {
-                    tid: ev.tid,
-                    comm: ev.comm,
-                    alive: true,
-                }),
-            }
+            self.add_thread(id, a.tid, a.comm);
         }
-        self.check_parent(id, ev.ppid, ev.seq);
+        self.check_parent(id, a.ppid, a.seq);
         id
     }
 
-    /// Corrects the parent from the kernel's report (a missed fork or reparenting).
+    /// Compares the kernel's word on `id`'s parent with the model. A parent the model did not
+    /// know is filled in; any other difference is a disagreement, corrected to the kernel's.
     fn check_parent(&mut self, id: ProcId, kernel: u32, seq: u64) {
-        let have = self.procs[id].ppid;
-        if kernel == 0 || kernel == have || kernel == self.procs[id].pid {
+        let (have, pid) = (self.procs[id].ppid, self.procs[id].pid);
+        if kernel == 0 || kernel == have || kernel == pid || self.raced_exit(id, kernel) {
             return;
         }
-        let parent = match self.by_pid.get(&kernel) {
-            // The kernel may report the dying parent a moment after its exit event.
-            Some(&pp) if self.procs[pp].exited => return,
-            Some(&pp) => pp,
-            None => self.placeholder(kernel, 0, seq, 0),
-        };
-        let pid = self.procs[id].pid;
-        let p = &mut self.procs[id];
-        if have == 0
-            && p.lineage.len() == 1
-            && matches!(p.lineage[0].how, How::Unknown | How::Snapshot)
-        {
-            // Not a change of parent: the parent was simply not known yet.
-            p.lineage[0].parent = kernel;
+        let parent = self.live_or_placeholder(kernel, seq, 0);
+        if have == 0 {
+            // Not a change of parent: the model did not know it yet.
+            if let Some(last) = self.procs[id].lineage.last_mut() {
+                last.parent = kernel;
+            }
             self.set_parent(id, Some(parent), kernel);
-            self.inherit_subreaper(id);
+            if self.procs[id].born_how() != How::Snapshot {
+                self.procs[id].has_child_subreaper |= self.subreaper_above(parent);
+            }
             return;
         }
-        self.warn(
-            seq,
-            WarningKind::ParentMismatch {
+        let kind = if self.lost {
+            WarningKind::CorrectedAfterLoss {
                 pid,
-                engine: have,
+                model: have,
                 kernel,
-            },
-        );
+            }
+        } else {
+            WarningKind::Disagreement {
+                pid,
+                model: have,
+                kernel,
+            }
+        };
+        self.warn(seq, kind);
         self.set_parent(id, Some(parent), kernel);
         self.procs[id].lineage.push(LineageEntry {
             how: How::Adopted,
             parent: kernel,
             caller: None,
+            caller_tid: None,
             flags: None,
             syscall: None,
-            reason: Some(Reason::KernelReports { parent: kernel }),
+            reason: Some(Reason::KernelReports {
+                parent: kernel,
+                model: have,
+                after_loss: self.lost,
+            }),
             seq,
         });
     }
 
-    fn on_fork(
-        &mut self,
-        ev: &Event,
-        child_tid: u32,
-        child_tgid: u32,
-        child_ppid: u32,
-        syscall: Option<Syscall>,
-        flags: Option<CloneFlags>,
-    ) {
-        let creator = self.task(ev);
-        let child_tgid = if child_tgid == 0 {
-            child_tid
-        } else {
-            child_tgid
+    /// The kernel still names the parent the model just saw exit: the event came from
+    /// between that parent's exit tracepoint and exit_notify()'s reparenting.
+    fn raced_exit(&self, id: ProcId, kernel: u32) -> bool {
+        let l = &self.procs[id].lineage;
+        let before = match l.len() {
+            n if n >= 2 && l[n - 1].how == How::Adopted => l[n - 2].parent,
+            _ => return false,
         };
-        let thread_flag = flags.is_some_and(|f| f.contains(cf::CLONE_THREAD));
-        let comm = if ev.comm.is_empty() {
-            self.procs[creator]
-                .threads
-                .iter()
-                .find(|t| t.tid == ev.tid)
-                .map_or(self.procs[creator].comm, |t| t.comm)
-        } else {
-            ev.comm
-        };
+        before == kernel && self.process(kernel).is_some_and(|p| p.exited)
+    }
 
-        if thread_flag || child_tgid != child_tid {
-            let pid = if child_tgid != child_tid {
-                child_tgid
+    // ---- births, execs, names ----
+
+    fn on_born(&mut self, a: &Actor, b: &Birth) {
+        let creator = self.task(a);
+        let comm = if a.comm.is_empty() {
+            self.thread_comm(creator, a.tid)
+        } else {
+            a.comm
+        };
+        let thread = b.flags.is_some_and(|f| f.contains(cf::CLONE_THREAD));
+        if thread || b.child_tgid != b.child_tid {
+            let pid = if b.child_tgid != b.child_tid {
+                b.child_tgid
             } else {
-                ev.tgid
+                a.pid
             };
             let id = if pid == self.procs[creator].pid {
                 creator
             } else {
-                self.live_or_placeholder(pid, ev.seq, ev.ts_ns)
+                self.live_or_placeholder(pid, a.seq, a.ts_ns)
             };
-            let p = &mut self.procs[id];
-            let dup = match p.threads.iter_mut().find(|t| t.tid == child_tid) {
-                Some(t) if t.alive => true,
-                Some(t) => {
-                    t.alive = true;
-                    t.comm = comm;
-                    false
-                }
-                None => {
-                    p.threads.push(Thread {
-                        tid: child_tid,
-                        comm,
-                        alive: true,
-                    });
-                    false
-                }
-            };
-            if dup {
-                self.warn(
-                    ev.seq,
-                    WarningKind::DuplicateThread {
-                        pid,
-                        tid: child_tid,
-                    },
-                );
+            if self.add_thread(id, b.child_tid, comm) {
+                let tid = b.child_tid;
+                self.warn(a.seq, WarningKind::DuplicateThread { pid, tid });
             }
             return;
         }
-
-        // A new process.
-        if let Some(&old) = self.by_pid.get(&child_tid) {
+        if let Some(&old) = self.by_pid.get(&b.child_tid) {
             if !self.procs[old].exited {
-                self.warn(ev.seq, WarningKind::PidReuse { pid: child_tid });
-                self.end_process(old, None, ev.seq, ev.ts_ns);
+                self.warn(a.seq, WarningKind::PidReuse { pid: b.child_tid });
+                self.end_process(old, None, a.seq, a.ts_ns);
             }
         }
-        let (cpid, cppid, cparent) = {
-            let c = &self.procs[creator];
-            (c.pid, c.ppid, c.parent)
+        let (parent_pid, parent_id) = self.birth_parent(creator, b, a);
+        let how = birth_how(b);
+        let id = self.new_record(b.child_tid, how, a.seq, a.ts_ns);
+        self.inherit_image(id, creator, comm);
+        let cpid = self.procs[creator].pid;
+        let p = &mut self.procs[id];
+        p.born_syscall = b.syscall;
+        p.creator = Some(creator);
+        p.birth_parent = parent_id;
+        p.pidns = b.ns;
+        p.lineage[0] = LineageEntry {
+            how,
+            parent: parent_pid,
+            caller: Some(cpid),
+            caller_tid: Some(a.tid),
+            flags: b.flags,
+            syscall: b.syscall,
+            reason: None,
+            seq: a.seq,
         };
-        let clone_parent = flags.is_some_and(|f| f.contains(cf::CLONE_PARENT));
-        let (parent_pid, parent_id) = if child_ppid != 0 && child_ppid != cpid {
-            let id = if child_ppid == cppid && cparent.is_some_and(|p| !self.procs[p].exited) {
-                cparent
-            } else {
-                Some(self.live_or_placeholder(child_ppid, ev.seq, ev.ts_ns))
-            };
-            (child_ppid, id)
-        } else if child_ppid == 0 && clone_parent {
-            (cppid, cparent)
-        } else {
-            (cpid, Some(creator))
-        };
-        let how = if syscall == Some(Syscall::Vfork)
-            || flags.is_some_and(|f| f.contains(cf::CLONE_VFORK))
-        {
-            How::Vfork
-        } else if clone_parent || (flags.is_none() && parent_pid != cpid && parent_pid != 0) {
-            How::CloneParent
-        } else if syscall == Some(Syscall::Fork) {
-            How::Fork
-        } else {
-            How::Clone
-        };
+        self.set_parent(id, parent_id, parent_pid);
+        // copy_signal() copies has_child_subreaper from `current`, the creator, which is not
+        // the parent of a CLONE_PARENT child.
+        self.procs[id].has_child_subreaper = self.subreaper_above(creator);
+        self.register_namespace(id);
+    }
 
-        let id = self.new_record(child_tid, how, ev.seq, ev.ts_ns);
-        let (exe, argv, trunc, role, cid) = {
-            let c = &self.procs[creator];
-            (
-                c.exe.clone(),
-                c.argv.clone(),
-                c.argv_truncated,
-                c.role,
-                c.container_id.clone(),
-            )
+    /// The parent the source reported, else copy_process()'s rule: CLONE_PARENT (and
+    /// CLONE_THREAD) children get the caller's real parent, others the caller.
+    fn birth_parent(&mut self, creator: ProcId, b: &Birth, a: &Actor) -> (u32, Option<ProcId>) {
+        let c = &self.procs[creator];
+        let (cpid, cppid, cparent) = (c.pid, c.ppid, c.parent);
+        let to_caller_parent = b
+            .flags
+            .is_some_and(|f| f.0 & (cf::CLONE_PARENT | cf::CLONE_THREAD) != 0);
+        let parent = match b.parent {
+            0 if to_caller_parent => cppid,
+            0 => cpid,
+            p => p,
         };
+        let id = if parent == cpid {
+            Some(creator)
+        } else if parent == cppid && cparent.is_some_and(|p| !self.procs[p].exited) {
+            cparent
+        } else if parent == 0 {
+            None
+        } else {
+            Some(self.live_or_placeholder(parent, a.seq, a.ts_ns))
+        };
+        (parent, id)
+    }
+
+    /// fork copies the creator's image: exe, argv, role, container id.
+    fn inherit_image(&mut self, id: ProcId, creator: ProcId, comm: Comm) {
+        let c = &self.procs[creator];
+        let (exe, argv, trunc, role, cid) = (
+            c.exe.clone(),
+            c.argv.clone(),
+            c.argv_truncated,
+            c.role,
+            c.container_id.clone(),
+        );
         let p = &mut self.procs[id];
         p.comm = comm;
         p.threads[0].comm = comm;
@@ -682,73 +755,52 @@ impl Engine {
         p.argv_truncated = trunc;
         p.role = role;
         p.container_id = cid;
-        p.born_syscall = syscall;
-        p.creator = Some(creator);
-        p.birth_parent = parent_id;
-        p.lineage[0] = LineageEntry {
-            how,
-            parent: parent_pid,
-            caller: Some(cpid),
-            flags,
-            syscall,
-            reason: None,
-            seq: ev.seq,
-        };
-        self.set_parent(id, parent_id, parent_pid);
-        self.inherit_subreaper(id);
     }
 
-    fn on_exec(&mut self, ev: &Event, old_tid: u32, filename: &str) {
-        let id = match self.by_pid.get(&ev.tgid) {
+    fn on_exec(&mut self, a: &Actor, x: &ExecDone) {
+        let id = match self.by_pid.get(&a.pid) {
             Some(&id) if !self.procs[id].exited => {
-                self.check_parent(id, ev.ppid, ev.seq);
+                self.check_parent(id, a.ppid, a.seq);
                 id
             }
-            _ => self.placeholder(ev.tgid, ev.ppid, ev.seq, ev.ts_ns),
+            _ => self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns),
         };
-        let pending = self.pending_exec.remove(&old_tid);
-        if old_tid != ev.tid {
-            // The exec'ing thread took over the leader's pid; its own tid is gone.
-            self.pending_exec.remove(&ev.tid);
-        }
-        let exe: Option<Arc<str>> = if !filename.is_empty() {
-            Some(Arc::from(filename))
+        let comm = if !a.comm.is_empty() {
+            a.comm
         } else {
-            pending.as_ref().map(|p| Arc::from(p.filename.as_str()))
+            Comm::new(x.exe.as_deref().map(basename).unwrap_or(""))
         };
-        let (argv, trunc) = match pending {
-            Some(p) => (p.argv, p.truncated),
-            None => (Vec::new(), false),
-        };
-        let comm = if !ev.comm.is_empty() {
-            ev.comm
-        } else {
-            Comm::new(exe.as_deref().map(basename).unwrap_or(""))
-        };
+        self.exec_threads(id, comm);
         let p = &mut self.procs[id];
-        // Exec leaves one thread, with the leader's pid; every other thread is gone.
-        for t in p.threads.iter_mut() {
+        p.comm = comm;
+        p.exe = x.exe.clone();
+        p.argv = Arc::from(x.argv.clone());
+        p.argv_truncated = x.truncated;
+        if let Some(exe) = &x.exe {
+            p.execs.push(ExecRecord {
+                seq: a.seq,
+                exe: exe.clone(),
+            });
+        }
+        self.classify_exec(id, a.seq);
+    }
+
+    /// de_thread(): exec leaves one thread, with the leader's pid; every other one is gone.
+    fn exec_threads(&mut self, id: ProcId, comm: Comm) {
+        let leader = self.procs[id].pid;
+        for t in self.procs[id].threads.iter_mut() {
             t.alive = false;
         }
-        let leader = p.pid;
-        match p.threads.iter_mut().find(|t| t.tid == leader) {
-            Some(t) => {
-                t.alive = true;
-                t.comm = comm;
-            }
-            None => p.threads.push(Thread {
-                tid: leader,
-                comm,
-                alive: true,
-            }),
+        self.procs[id].live_threads = 0;
+        self.add_thread(id, leader, comm);
+        if let Some(i) = self.thread_slot(id, leader) {
+            self.procs[id].threads[i].comm = comm;
         }
-        p.comm = comm;
-        p.exe = exe.clone();
-        p.argv = Arc::from(argv);
-        p.argv_truncated = trunc;
-        if let Some(exe) = exe {
-            p.execs.push(ExecRecord { seq: ev.seq, exe });
-        }
+    }
+
+    /// Role and container id after an exec.
+    fn classify_exec(&mut self, id: ProcId, seq: u64) {
+        let p = &mut self.procs[id];
         let prev = p.role;
         let classified = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
         let cni = classified.is_none()
@@ -764,12 +816,12 @@ impl Engine {
             None => None,
         };
         if matches!(new_role, Some(Role::OciInit { .. })) && p.init_exec_seq.is_none() {
-            p.init_exec_seq = Some(ev.seq);
+            p.init_exec_seq = Some(seq);
         }
         if matches!(prev, Some(Role::OciInit { .. }))
             && matches!(new_role, Some(Role::Container | Role::Sandbox))
         {
-            p.workload_exec_seq = Some(ev.seq);
+            p.workload_exec_seq = Some(seq);
         }
         p.role = new_role;
         if let Some(cid) = classified.and_then(|c| c.container_id) {
@@ -780,22 +832,16 @@ impl Engine {
     /// Whether a runtime daemon is among the first ancestors of `id` (CNI plugins are run by
     /// the runtime, and IPAM plugins by the plugin it ran).
     fn runtime_ancestor(&self, id: ProcId) -> bool {
-        let mut at = self.procs[id].parent;
-        for _ in 0..8 {
-            let Some(a) = at else { return false };
-            if self.procs[a].role == Some(Role::RuntimeDaemon) {
-                return true;
-            }
-            at = self.procs[a].parent;
-        }
-        false
+        self.ancestors(id)
+            .take(8)
+            .any(|a| a.role == Some(Role::RuntimeDaemon))
     }
 
     fn rename(&mut self, id: ProcId, tid: u32, comm: Comm, seq: u64) {
-        let p = &mut self.procs[id];
-        if let Some(t) = p.threads.iter_mut().find(|t| t.tid == tid) {
-            t.comm = comm;
+        if let Some(i) = self.thread_slot(id, tid) {
+            self.procs[id].threads[i].comm = comm;
         }
+        let p = &mut self.procs[id];
         p.renames.push(Rename { seq, tid, comm });
         // comm is per thread; the process shows its leader's.
         if tid == p.pid {
@@ -807,132 +853,89 @@ impl Engine {
     }
 
     fn set_subreaper(&mut self, id: ProcId, on: bool, seq: u64) {
-        self.procs[id].is_subreaper = on;
+        let p = &mut self.procs[id];
         if !on {
+            if p.is_subreaper {
+                p.subreaper_cleared_seq = Some(seq);
+            }
+            p.is_subreaper = false;
             return;
         }
-        self.procs[id].subreaper_seq = Some(seq);
-        // Like kernel/sys.c propagate_has_child_subreaper: existing descendants inherit it;
-        // subtrees that already have it are skipped.
-        let mut stack: Vec<ProcId> = self.procs[id].children.clone();
-        let mut visited = 0usize;
-        while let Some(c) = stack.pop() {
-            visited += 1;
-            if visited > self.procs.len() {
-                break;
+        p.is_subreaper = true;
+        p.subreaper_seq = Some(seq);
+        p.subreaper_cleared_seq = None;
+        // kernel/sys.c propagate_has_child_subreaper(): descendants get has_child_subreaper;
+        // a subtree that has it already, or under a pid namespace's init, is skipped.
+        let below: Vec<ProcId> = self.procs[id].children.clone();
+        for c in below {
+            let ids = self.subtree(c, |p| !p.exited && !p.has_child_subreaper && !is_ns_init(p));
+            for d in ids {
+                let p = &mut self.procs[d];
+                if !p.exited && !p.has_child_subreaper && !is_ns_init(p) {
+                    p.has_child_subreaper = true;
+                }
             }
-            let p = &mut self.procs[c];
-            if p.exited || p.has_child_subreaper {
-                continue;
-            }
-            p.has_child_subreaper = true;
-            stack.extend_from_slice(&p.children);
         }
     }
 
-    fn on_task_exit(&mut self, ev: &Event, exit_code: u32, group_dead: bool) {
-        let id = match self.by_pid.get(&ev.tgid) {
+    fn on_task_exit(&mut self, a: &Actor, status: u32, group_dead: bool) {
+        let id = match self.by_pid.get(&a.pid) {
             // Late exits of other threads of a process already ended (exit_group).
             Some(&id) if self.procs[id].exited => return,
             Some(&id) => {
-                self.check_parent(id, ev.ppid, ev.seq);
+                self.check_parent(id, a.ppid, a.seq);
                 id
             }
-            None => self.placeholder(ev.tgid, ev.ppid, ev.seq, ev.ts_ns),
+            None => self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns),
         };
-        let p = &mut self.procs[id];
-        if let Some(t) = p.threads.iter_mut().find(|t| t.tid == ev.tid) {
-            t.alive = false;
-        }
-        self.pending_exec.remove(&ev.tid);
+        self.thread_died(id, a.tid);
+        // After exit_group() the other threads still run until the kernel's SIGKILL reaches
+        // them (a Go runtime's threads finish their syscalls): the process ends with the last.
         let p = &self.procs[id];
-        if group_dead || p.exit_group_code.is_some() || !p.threads.iter().any(|t| t.alive) {
-            self.end_process(
-                id,
-                Some(ExitStatus::from_wait_status(exit_code)),
-                ev.seq,
-                ev.ts_ns,
-            );
+        if group_dead || p.live_threads == 0 {
+            let status = crate::event::ExitStatus::from_wait_status(status);
+            self.end_process(id, Some(status), a.seq, a.ts_ns);
         }
         // Otherwise a thread ended: the process's children stay (they belong to the process).
     }
 
-    /// The process is gone: mark it and hand its live children to the new reaper.
-    fn end_process(&mut self, id: ProcId, status: Option<ExitStatus>, seq: u64, ts_ns: u64) {
-        let p = &mut self.procs[id];
-        p.exited = true;
-        p.exit_status = status.or(p.exit_group_code.map(|code| ExitStatus::Exited { code }));
-        p.exit_seq = Some(seq);
-        p.exit_ts_ns = Some(ts_ns);
-        for t in p.threads.iter_mut() {
-            t.alive = false;
-        }
-        let dead_pid = p.pid;
-        if !self.procs[id]
-            .children
-            .iter()
-            .any(|&c| !self.procs[c].exited)
-        {
-            return;
-        }
-        let mut orphans: Vec<ProcId> = self.procs[id]
-            .children
-            .iter()
-            .copied()
-            .filter(|&c| !self.procs[c].exited)
-            .collect();
-        orphans.sort_by_key(|&c| (self.procs[c].pid, c));
-        let Some((reaper_id, reaper)) = self.find_new_reaper(id, seq) else {
+    /// Records a new process's pid namespace; the first process of one is its init.
+    pub(super) fn register_namespace(&mut self, id: ProcId) {
+        let Some(ns) = self.procs[id].pidns.filter(|ns| ns.level > 0) else {
             return;
         };
-        let reaper_pid = self.procs[reaper_id].pid;
-        // Detach all orphans at once (set_parent per orphan would rescan the list each time).
-        let mut kept = std::mem::take(&mut self.procs[id].children);
-        kept.retain(|&c| self.procs[c].exited);
-        self.procs[id].children = kept;
-        for c in orphans {
-            self.procs[c].parent = None;
-            self.set_parent(c, Some(reaper_id), reaper_pid);
-            self.procs[c].lineage.push(LineageEntry {
-                how: How::Adopted,
-                parent: reaper_pid,
-                caller: None,
-                flags: None,
-                syscall: None,
-                reason: Some(Reason::ParentExited {
-                    parent: dead_pid,
-                    reaper,
-                }),
-                seq,
-            });
+        let entry = self.namespaces.entry(ns.inum).or_default();
+        if ns.ns_pid == 1 {
+            entry.init = Some(id);
         }
     }
 
-    /// kernel/exit.c find_new_reaper. Another live thread is not a case here: a process only
-    /// ends with its last thread, and its children stay with it until then.
-    fn find_new_reaper(&mut self, dying: ProcId, seq: u64) -> Option<(ProcId, Reaper)> {
-        if self.procs[dying].has_child_subreaper {
-            let mut cur = self.procs[dying].parent;
-            let mut hops = 0;
-            while let Some(a) = cur {
-                hops += 1;
-                if hops > self.procs.len() || a == dying {
-                    break;
-                }
-                let ap = &self.procs[a];
-                if ap.is_subreaper && !ap.exited {
-                    return Some((a, Reaper::Subreaper(ap.pid)));
-                }
-                cur = ap.parent;
-            }
+    /// Every thread of the record is gone (its process ended).
+    pub(super) fn all_threads_dead(&mut self, id: ProcId) {
+        let p = &mut self.procs[id];
+        for t in p.threads.iter_mut() {
+            t.alive = false;
         }
-        let init = match self.by_pid.get(&1) {
-            Some(&i) if !self.procs[i].exited => i,
-            // Synthesized init: expected when tracing starts below pid 1, so no warning.
-            _ => self.new_record(1, How::Unknown, seq, 0),
-        };
-        // The dying process never adopts its own orphans (pid 1 dying keeps them).
-        (init != dying).then_some((init, Reaper::Init))
+        p.live_threads = 0;
+    }
+}
+
+/// The init of a pid namespace below the host's (pid 1 there): `is_child_reaper()`.
+pub(super) fn is_ns_init(p: &Process) -> bool {
+    p.pidns.is_some_and(|ns| ns.level > 0 && ns.ns_pid == 1)
+}
+
+/// How a birth happened, from what the source knows of the call.
+fn birth_how(b: &Birth) -> How {
+    let has = |bit| b.flags.is_some_and(|f: CloneFlags| f.contains(bit));
+    if b.syscall == Some(Syscall::Vfork) || has(cf::CLONE_VFORK) {
+        How::Vfork
+    } else if has(cf::CLONE_PARENT) {
+        How::CloneParent
+    } else if b.syscall == Some(Syscall::Fork) {
+        How::Fork
+    } else {
+        How::Clone
     }
 }
 

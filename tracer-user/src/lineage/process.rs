@@ -3,9 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::event::{CloneFlags, Comm, ExitStatus, Syscall};
+use crate::event::{CloneFlags, Comm, ExitStatus, PidNs, Syscall};
 
-use super::roles::{InitStage, Role};
+use super::roles::{basename, InitStage, Role};
 
 /// Index of a process record inside an [`super::Engine`]. Stable for the engine's lifetime;
 /// unlike a pid it is never reused.
@@ -26,6 +26,8 @@ pub enum How {
     Adopted,
     /// Existed before tracing started (from a /proc snapshot).
     Snapshot,
+    /// Started by the tracer itself (`tracer trace -- CMD`), held until it was followed.
+    Launched,
     /// Synthesized because an event named a pid the engine had never seen.
     Unknown,
 }
@@ -40,6 +42,7 @@ impl How {
             How::Vfork => "vfork",
             How::Adopted => "adopted",
             How::Snapshot => "snapshot",
+            How::Launched => "launched",
             How::Unknown => "unknown",
         }
     }
@@ -54,10 +57,14 @@ impl fmt::Display for How {
 /// Who took the orphans (kernel/exit.c find_new_reaper).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reaper {
-    /// The nearest live ancestor that set PR_SET_CHILD_SUBREAPER.
+    /// The nearest live ancestor in the same pid namespace that set PR_SET_CHILD_SUBREAPER.
     Subreaper(u32),
-    /// The pid namespace's init.
+    /// The host's init (pid 1 of the initial pid namespace).
     Init,
+    /// The init of a container's pid namespace (its `child_reaper`), by host pid.
+    NsInit(u32),
+    /// The init of the dying process's pid namespace, which the source never showed.
+    NsInitUnseen,
 }
 
 /// Why an adoption happened. Structured (no allocation per exit); rendered on demand.
@@ -70,10 +77,15 @@ pub enum Reason {
         /// Who took the orphan.
         reaper: Reaper,
     },
-    /// The kernel reported a different parent than the engine had (a missed event).
+    /// The kernel reported another parent than the model had. `after_loss`: events were
+    /// lost before, so the model missed something; otherwise the model itself was wrong.
     KernelReports {
         /// The parent the kernel reported.
         parent: u32,
+        /// The parent the model had.
+        model: u32,
+        /// A sequence gap or drop preceded the report.
+        after_loss: bool,
     },
 }
 
@@ -92,8 +104,43 @@ impl fmt::Display for Reason {
             } => {
                 write!(f, "parent {parent} exited; no subreaper ancestor: init")
             }
-            Reason::KernelReports { parent } => {
-                write!(f, "kernel reports parent {parent} (missed event)")
+            Reason::ParentExited {
+                parent,
+                reaper: Reaper::NsInit(i),
+            } => {
+                write!(
+                    f,
+                    "parent {parent} exited; no subreaper in its pid namespace: that namespace's init {i}"
+                )
+            }
+            Reason::ParentExited {
+                parent,
+                reaper: Reaper::NsInitUnseen,
+            } => {
+                write!(
+                    f,
+                    "parent {parent} exited; the init of its pid namespace (not seen)"
+                )
+            }
+            Reason::KernelReports {
+                parent,
+                model,
+                after_loss: true,
+            } => {
+                write!(
+                    f,
+                    "kernel reports parent {parent}, model had {model} (events were lost before)"
+                )
+            }
+            Reason::KernelReports {
+                parent,
+                model,
+                after_loss: false,
+            } => {
+                write!(
+                    f,
+                    "kernel reports parent {parent}, model had {model} (model/kernel disagreement)"
+                )
             }
         }
     }
@@ -108,6 +155,8 @@ pub struct LineageEntry {
     pub parent: u32,
     /// The process that called clone/fork (differs from `parent` with CLONE_PARENT).
     pub caller: Option<u32>,
+    /// The calling thread (a thread of `caller`, not necessarily its leader).
+    pub caller_tid: Option<u32>,
     /// Clone flags of the creating call, when known.
     pub flags: Option<CloneFlags>,
     /// The creating syscall, when known.
@@ -184,8 +233,11 @@ pub struct Process {
     pub threads: Vec<Thread>,
     /// Called PR_SET_CHILD_SUBREAPER.
     pub is_subreaper: bool,
-    /// Some descendant is a subreaper (used to find reapers quickly).
+    /// `signal->has_child_subreaper`: an ancestor was a subreaper when this process was
+    /// created (copied from the creator by copy_signal), or became one later.
     pub has_child_subreaper: bool,
+    /// Its pid namespace and pid there, when the source knows them.
+    pub pidns: Option<PidNs>,
     /// The whole process exited.
     pub exited: bool,
     /// How it ended, when seen.
@@ -214,6 +266,8 @@ pub struct Process {
     pub birth_parent: Option<ProcId>,
     /// Seq of its PR_SET_CHILD_SUBREAPER.
     pub subreaper_seq: Option<u64>,
+    /// Seq of a later PR_SET_CHILD_SUBREAPER(0) that cleared it.
+    pub subreaper_cleared_seq: Option<u64>,
     /// Every successful exec, oldest first.
     pub execs: Vec<ExecRecord>,
     /// Every PR_SET_NAME, oldest first.
@@ -223,6 +277,8 @@ pub struct Process {
     /// The exec from an oci-init stage into the workload.
     pub workload_exec_seq: Option<u64>,
     pub(crate) children: Vec<ProcId>,
+    /// Threads still alive (kept so a thread's exit does not scan every thread).
+    pub(crate) live_threads: usize,
 }
 
 impl Process {
@@ -243,6 +299,7 @@ impl Process {
             }],
             is_subreaper: false,
             has_child_subreaper: false,
+            pidns: None,
             exited: false,
             exit_status: None,
             exit_group_code: None,
@@ -252,6 +309,7 @@ impl Process {
                 how,
                 parent: 0,
                 caller: None,
+                caller_tid: None,
                 flags: None,
                 syscall: None,
                 reason: None,
@@ -265,11 +323,13 @@ impl Process {
             creator: None,
             birth_parent: None,
             subreaper_seq: None,
+            subreaper_cleared_seq: None,
             execs: Vec::new(),
             renames: Vec::new(),
             init_exec_seq: None,
             workload_exec_seq: None,
             children: Vec::new(),
+            live_threads: 1,
         }
     }
 
@@ -290,7 +350,14 @@ impl Process {
 
     /// Number of threads still alive.
     pub fn live_thread_count(&self) -> usize {
-        self.threads.iter().filter(|t| t.alive).count()
+        self.live_threads
+    }
+
+    /// Its pid inside its own pid namespace, when known and not the host's.
+    pub fn ns_pid(&self) -> Option<u32> {
+        self.pidns
+            .filter(|ns| ns.level > 0 && ns.ns_pid != 0)
+            .map(|ns| ns.ns_pid)
     }
 
     /// The last adoption, if any.
@@ -326,9 +393,4 @@ impl Process {
             None => "?".to_string(),
         }
     }
-}
-
-/// The last path component (`/usr/bin/runc` → `runc`).
-pub fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }

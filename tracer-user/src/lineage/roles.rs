@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use super::process::basename;
+/// The last path component (`/usr/bin/runc` → `runc`).
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
 
 /// The three stages of `runc init` (libcontainer/nsenter), named by PR_SET_NAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -112,9 +112,9 @@ fn label(p: &Process) -> String {
     format!("{} {}", p.name(), p.pid)
 }
 
-/// Finds every container birth: a process that became `runc:[2:INIT]` or exec'd out of an
-/// oci-init stage.
-pub(crate) fn detect(e: &Engine) -> Vec<Story> {
+/// Every container birth the engine has seen: a process that became `runc:[2:INIT]` or
+/// exec'd out of an oci-init stage.
+pub fn stories(e: &Engine) -> Vec<Story> {
     let mut anchors: Vec<&Process> = e
         .processes()
         .filter(|p| {
@@ -321,7 +321,7 @@ fn build(e: &Engine, init: &Process) -> Story {
             let name = r
                 .argv
                 .first()
-                .map_or_else(|| r.name(), |a| super::process::basename(a).to_string());
+                .map_or_else(|| r.name(), |a| super::roles::basename(a).to_string());
             format!("{name}{sub}")
         }),
         pod,

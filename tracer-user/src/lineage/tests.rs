@@ -3,7 +3,7 @@
 use super::*;
 use crate::event::{
     clone_flags as cf, prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind, ExitStatus,
-    Syscall,
+    PidNs, Syscall,
 };
 
 /// Writes events concisely; every method returns the seq of the (last) event it added.
@@ -48,6 +48,7 @@ impl B {
                 child_ppid,
                 syscall,
                 flags: flags.map(CloneFlags),
+                child_ns: None,
             },
         )
     }
@@ -254,13 +255,19 @@ fn threads_subreaper_prctl_marks_the_whole_process() {
 fn subreaper_cleared_with_zero() {
     let mut b = B::default();
     b.fork(1, 100);
-    b.subreaper(100, 100, true);
-    b.subreaper(100, 100, false);
-    assert!(!b.engine().process(100).unwrap().is_subreaper);
+    let set = b.subreaper(100, 100, true);
+    let cleared = b.subreaper(100, 100, false);
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert!(!p.is_subreaper);
+    assert_eq!(
+        (p.subreaper_seq, p.subreaper_cleared_seq),
+        (Some(set), Some(cleared))
+    );
 }
 
 #[test]
-fn threads_exit_group_ends_all_threads() {
+fn exit_group_ends_the_process_with_its_last_thread() {
     let mut b = B::default();
     b.fork(1, 100);
     b.fork(100, 200);
@@ -276,13 +283,26 @@ fn threads_exit_group_ends_all_threads() {
         },
     );
     let first = b.task_exit(100, 100, 3, false);
+    // Another thread still finishes a syscall after the leader's exit (a Go runtime does).
+    b.push(
+        100,
+        102,
+        "",
+        EventKind::SyscallExit {
+            syscall: Syscall::Clone,
+            ret: 0,
+        },
+    );
+    assert!(!replay_until(&b.events, first).process(100).unwrap().exited);
     b.task_exit(100, 102, 3, false);
-    b.task_exit(100, 101, 3, true);
+    let last = b.task_exit(100, 101, 3, true);
     let e = b.engine();
+    assert_eq!(e.processes().filter(|p| p.pid == 100).count(), 1);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
     let p = e.process(100).unwrap();
     assert!(p.exited);
     assert_eq!(p.exit_status, Some(ExitStatus::Exited { code: 3 }));
-    assert_eq!(p.exit_seq, Some(first));
+    assert_eq!(p.exit_seq, Some(last));
     assert_eq!(p.live_thread_count(), 0);
     // Its child was orphaned once, when the process ended.
     assert_eq!(ppid(&e, 200), 1);
@@ -370,6 +390,7 @@ fn fork_parent_is_the_caller() {
             syscall: Some(Syscall::Fork),
             reason: None,
             seq: s,
+            caller_tid: Some(1),
         }]
     );
     assert_eq!(p.start_seq, s);
@@ -394,15 +415,20 @@ fn clone_parent_makes_the_callers_parent_the_parent() {
 }
 
 #[test]
-fn kernel_child_ppid_wins_and_implies_clone_parent_when_flags_unknown() {
+fn the_sources_parent_wins_and_flags_unknown_stay_unknown() {
     let mut b = B::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.fork_full(200, 200, 300, 300, 100, Some(Syscall::Clone), None);
     let e = b.engine();
     assert_eq!(ppid(&e, 300), 100);
-    assert_eq!(e.process(300).unwrap().lineage[0].how, How::CloneParent);
-    assert_eq!(e.process(300).unwrap().lineage[0].flags, None);
+    // No guess at CLONE_PARENT: the caller and the parent say what is known.
+    let birth = &e.process(300).unwrap().lineage[0];
+    assert_eq!(birth.how, How::Clone);
+    assert_eq!(
+        (birth.caller, birth.parent, birth.flags),
+        (Some(200), 100, None)
+    );
 }
 
 #[test]
@@ -817,15 +843,15 @@ fn kernel_reported_parent_corrects_the_engine() {
     assert_eq!(ppid(&e, 200), 100);
     assert_eq!(
         reasons(&e, 200),
-        vec!["kernel reports parent 100 (missed event)"]
+        vec!["kernel reports parent 100, model had 1 (model/kernel disagreement)"]
     );
     assert_eq!(
         e.warnings(),
         &[Warning {
             seq: s,
-            kind: WarningKind::ParentMismatch {
+            kind: WarningKind::Disagreement {
                 pid: 200,
-                engine: 1,
+                model: 1,
                 kernel: 100
             }
         }]
@@ -931,6 +957,7 @@ fn arbitrary_streams_never_panic() {
                 } else {
                     Some(CloneFlags(next(1 << 17) << 8))
                 },
+                child_ns: None,
             },
             2 => EventKind::Exec {
                 old_tid: next(40) as u32,
@@ -984,7 +1011,7 @@ fn arbitrary_streams_never_panic() {
     assert!(e.warnings().len() <= MAX_WARNINGS);
     let _ = tree_text(&e, TreeOpts::default());
     let _ = tree_json(&e);
-    let _ = e.stories();
+    let _ = stories(&e);
 }
 
 #[test]
@@ -1025,6 +1052,7 @@ fn snapshot_seeds_processes_marked_as_such() {
             argv: vec!["/usr/bin/containerd".into()],
             threads: vec![100, 101, 102],
             subreaper: false,
+            ..Default::default()
         },
         SnapshotProcess {
             pid: 200,
@@ -1374,7 +1402,7 @@ fn containerd_story_has_every_step_in_order() {
     let (b, s) = containerd_story();
     let e = b.engine();
     assert!(e.warnings().is_empty(), "{:?}", e.warnings());
-    let stories = e.stories();
+    let stories = stories(&e);
     assert_eq!(stories.len(), 1);
     let st = &stories[0];
     assert_eq!(st.container_id.as_deref(), Some(CID));
@@ -1458,15 +1486,15 @@ fn containerd_story_has_every_step_in_order() {
 fn story_at_an_earlier_seq_lists_only_what_was_seen() {
     let (b, s) = containerd_story();
     let e = replay_until(&b.events, s.init_rename);
-    let stories = e.stories();
-    assert_eq!(stories.len(), 1);
-    let kinds: Vec<StepKind> = stories[0].steps.iter().map(|x| x.kind).collect();
+    let found = stories(&e);
+    assert_eq!(found.len(), 1);
+    let kinds: Vec<StepKind> = found[0].steps.iter().map(|x| x.kind).collect();
     assert_eq!(kinds.last(), Some(&StepKind::StageRenamed));
     assert!(!kinds.contains(&StepKind::InitAdopted));
-    assert_eq!(stories[0].workload, None);
+    assert_eq!(found[0].workload, None);
     assert_eq!(e.last_seq(), Some(s.init_rename));
     // Before the rename to INIT there is no container birth yet.
-    assert!(replay_until(&b.events, s.init_clone).stories().is_empty());
+    assert!(stories(&replay_until(&b.events, s.init_clone)).is_empty());
 }
 
 #[test]
@@ -1509,7 +1537,7 @@ fn conmon_story_ends_with_init_adopted_by_conmon() {
     let adopt = b.exit(610, 0);
     b.exec_comm(613, 613, "/usr/bin/nginx", &["nginx"], "nginx");
     let e = b.engine();
-    let st = &e.stories()[0];
+    let st = &stories(&e)[0];
     assert_eq!(st.kind, StoryKind::Conmon);
     assert_eq!(st.shim_pid, Some(601));
     assert_eq!(st.container_id.as_deref(), Some("C0FFEE"));
@@ -1543,7 +1571,7 @@ fn runc_run_story_has_no_shim_and_no_adoption() {
     b.exit(701, 0);
     b.exec_comm(703, 703, "/bin/sh", &["sh"], "sh");
     let e = b.engine();
-    let st = &e.stories()[0];
+    let st = &stories(&e)[0];
     assert_eq!(st.kind, StoryKind::Direct);
     assert_eq!(st.runtime.as_deref(), Some("runc run"));
     assert_eq!(st.shim_pid, None);
@@ -1608,13 +1636,7 @@ fn runc_create(b: &mut B, shim: u32, base: u32, id: &str, workload: &str) -> u32
     b.exit(child, 0);
     b.exit(parent, 0);
     b.exit(rt, 0);
-    b.exec_comm(
-        init,
-        init,
-        workload,
-        &[workload],
-        process::basename(workload),
-    );
+    b.exec_comm(init, init, workload, &[workload], roles::basename(workload));
     init
 }
 
@@ -1711,7 +1733,7 @@ fn cni_plugins_are_known_by_directory_or_by_name_under_a_runtime() {
 #[test]
 fn a_pods_second_container_joins_its_shim() {
     let e = pod_story().engine();
-    let stories = e.stories();
+    let stories = stories(&e);
     assert_eq!(stories.len(), 2);
     let (sandbox, app) = (&stories[0], &stories[1]);
     assert_eq!(sandbox.container_id.as_deref(), Some(SANDBOX));
@@ -1786,10 +1808,10 @@ fn tree_text_is_pstree_like() {
     );
     let full = tree_text(&e, TreeOpts::default());
     assert!(
-        full.contains("│  └─ 1000 containerd-shim [shim] {cid:0123456789ab} (exited with 0)\n"),
+        full.contains("│  └─ 1000 containerd-shim [shim] {cid:0123456789ab} (exit 0)\n"),
         "{full}"
     );
-    assert!(full.contains("1012 runc:[1:CHILD] [oci-init 1:CHILD] {cid:0123456789ab} (CLONE_PARENT via 1011) (exited with 0)"), "{full}");
+    assert!(full.contains("1012 runc:[1:CHILD] [oci-init 1:CHILD] {cid:0123456789ab} (CLONE_PARENT via 1011) (exit 0)"), "{full}");
 }
 
 #[test]
@@ -1838,8 +1860,8 @@ fn tree_json_has_the_documented_fields() {
     assert_eq!(
         init["lineage"],
         serde_json::json!([
-            {"how": "clone_parent", "parent": 1010, "caller": 1012, "flags": "CLONE_PARENT", "reason": null, "seq": s.init_clone},
-            {"how": "adopted", "parent": 1001, "caller": null, "flags": null,
+            {"how": "clone_parent", "parent": 1010, "caller": 1012, "caller_tid": 1012, "flags": "CLONE_PARENT", "reason": null, "seq": s.init_clone},
+            {"how": "adopted", "parent": 1001, "caller": null, "caller_tid": null, "flags": null,
              "reason": "parent 1010 exited; nearest subreaper 1001", "seq": s.runc_exit}
         ])
     );
@@ -1859,7 +1881,7 @@ fn tree_json_has_the_documented_fields() {
 #[test]
 fn story_views_render() {
     let (b, s) = containerd_story();
-    let stories = b.engine().stories();
+    let stories = stories(&b.engine());
     let v = story_json(&stories);
     assert_eq!(v["stories"][0]["kind"], "containerd");
     assert_eq!(v["stories"][0]["init_pid"], 1013);
@@ -1924,4 +1946,281 @@ fn throughput() {
         dt,
         rate / 1e6
     );
+}
+
+// ---- pid namespaces: find_new_reaper() never leaves the dying process's namespace ----
+
+const HOST_NS: u64 = 4026531836;
+const CTR_NS: u64 = 4026532500;
+const NESTED_NS: u64 = 4026532600;
+
+fn ns(inum: u64, level: u32, ns_pid: u32) -> Option<PidNs> {
+    Some(PidNs {
+        inum,
+        level,
+        ns_pid,
+    })
+}
+
+impl B {
+    /// A birth the kernel reported in full: real parent, flags and the child's namespace.
+    fn born(&mut self, caller: u32, child: u32, parent: u32, flags: u64, ns: Option<PidNs>) -> u64 {
+        let seq = self.fork_full(
+            caller,
+            caller,
+            child,
+            child,
+            parent,
+            Some(Syscall::Clone),
+            Some(flags),
+        );
+        if let Some(Event {
+            kind: EventKind::Fork { child_ns, .. },
+            ..
+        }) = self.events.last_mut()
+        {
+            *child_ns = ns;
+        }
+        seq
+    }
+
+    /// The kernel's word on `pid`'s parent, as every probe event carries it.
+    fn alive(&mut self, pid: u32, ppid: u32) -> u64 {
+        let seq = self.push(
+            pid,
+            pid,
+            "",
+            EventKind::CloneEnter {
+                syscall: Syscall::Clone,
+                flags: CloneFlags(0),
+                exit_signal: 17,
+            },
+        );
+        self.events.last_mut().unwrap().ppid = ppid;
+        seq
+    }
+}
+
+/// 1 → 10 shim (subreaper) → 20 `runc run` → [CLONE_PARENT] 30 container init (pid 1 in
+/// CTR_NS) → 40 sh (pid 2) → 50 sleep (pid 3).
+fn container() -> B {
+    let mut b = B::default();
+    b.born(1, 10, 1, 0, ns(HOST_NS, 0, 10));
+    b.subreaper(10, 10, true);
+    b.born(10, 20, 10, 0, ns(HOST_NS, 0, 20));
+    b.born(20, 30, 10, cf::CLONE_PARENT, ns(CTR_NS, 1, 1));
+    b.born(30, 40, 30, 0, ns(CTR_NS, 1, 2));
+    b.born(40, 50, 40, 0, ns(CTR_NS, 1, 3));
+    b
+}
+
+#[test]
+fn an_orphan_inside_a_container_goes_to_the_containers_init_not_the_subreaper_outside() {
+    let mut b = container();
+    let s = b.exit(40, 0);
+    b.alive(50, 30);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 50), 30);
+    assert_eq!(
+        reasons(&e, 50),
+        vec!["parent 40 exited; no subreaper in its pid namespace: that namespace's init 30"]
+    );
+    assert_eq!(e.process(50).unwrap().lineage[1].seq, s);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+    assert_eq!(e.process(30).unwrap().ns_pid(), Some(1));
+    assert_eq!(e.process(50).unwrap().ns_pid(), Some(3));
+    let ctr = e.process(50).unwrap().pidns.unwrap();
+    assert_eq!(e.namespace_init(&ctr).map(|p| p.pid), Some(30));
+}
+
+#[test]
+fn when_a_namespaces_init_dies_its_processes_are_killed_not_adopted() {
+    let mut b = container();
+    b.exit(40, 0);
+    b.exit(30, 0);
+    let e = b.engine();
+    // The orphan stays with the dead init until zap_pid_ns_processes() kills it.
+    assert_eq!(ppid(&e, 50), 30);
+    assert_eq!(reasons(&e, 50).len(), 1);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+#[test]
+fn outside_the_namespace_the_subreaper_still_adopts_the_init() {
+    let mut b = container();
+    b.exit(20, 0);
+    let e = b.engine();
+    // INIT's parent is the shim already (CLONE_PARENT): runc run's death changes nothing.
+    assert_eq!(ppid(&e, 30), 10);
+    let mut b = container();
+    // runc run's own child (not CLONE_PARENT) at host level goes to the subreaper.
+    b.born(20, 60, 20, 0, ns(HOST_NS, 0, 60));
+    b.exit(20, 0);
+    let e = b.engine();
+    assert_eq!(
+        reasons(&e, 60),
+        vec!["parent 20 exited; nearest subreaper 10"]
+    );
+}
+
+#[test]
+fn a_subreaper_inside_a_container_adopts_before_the_namespaces_init() {
+    let mut b = container();
+    b.subreaper(40, 40, true);
+    b.born(50, 70, 50, 0, ns(CTR_NS, 1, 4));
+    b.exit(50, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 70), 40);
+    assert_eq!(
+        reasons(&e, 70),
+        vec!["parent 50 exited; nearest subreaper 40"]
+    );
+}
+
+#[test]
+fn nested_namespaces_keep_to_their_own_level() {
+    let mut b = container();
+    b.subreaper(40, 40, true);
+    // 50 starts a nested namespace: 80 is its init, 90 under it.
+    b.born(50, 80, 50, 0, ns(NESTED_NS, 2, 1));
+    b.born(80, 90, 80, 0, ns(NESTED_NS, 2, 2));
+    b.born(90, 95, 90, 0, ns(NESTED_NS, 2, 3));
+    b.exit(90, 0);
+    b.exit(50, 0);
+    let e = b.engine();
+    // 95's search stops at level 2: the nested init, not subreaper 40 at level 1.
+    assert_eq!(ppid(&e, 95), 80);
+    // 80 (level 2) is a child of 50 (level 1): 50's death walks level 1 and finds 40.
+    assert_eq!(ppid(&e, 80), 40);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+#[test]
+fn has_child_subreaper_comes_from_the_creator_not_the_clone_parent_parent() {
+    let mut b = B::default();
+    b.born(1, 10, 1, 0, ns(HOST_NS, 0, 10));
+    b.born(10, 20, 10, 0, ns(HOST_NS, 0, 20));
+    b.subreaper(10, 10, true);
+    // 20 existed before 10 became a subreaper: propagation gives it the flag...
+    b.born(1, 30, 1, 0, ns(HOST_NS, 0, 30));
+    // ...while 30 (a child of init, no subreaper above) creates 35 with CLONE_PARENT:
+    // 35's parent is init, its creator 30 has no has_child_subreaper.
+    b.born(30, 35, 1, cf::CLONE_PARENT, ns(HOST_NS, 0, 35));
+    // 20 creates 25 with CLONE_PARENT: 25's parent is 10; copy_signal copies 20's flag.
+    b.born(20, 25, 10, cf::CLONE_PARENT, ns(HOST_NS, 0, 25));
+    let e = b.engine();
+    assert!(e.process(20).unwrap().has_child_subreaper);
+    assert!(e.process(25).unwrap().has_child_subreaper);
+    assert!(!e.process(35).unwrap().has_child_subreaper);
+}
+
+#[test]
+fn the_model_is_corrected_by_the_kernel_and_says_whether_events_were_lost() {
+    let mut b = container();
+    let s = b.alive(50, 10);
+    let e = b.engine();
+    assert_eq!(
+        e.warnings()[0].kind,
+        WarningKind::Disagreement {
+            pid: 50,
+            model: 40,
+            kernel: 10
+        }
+    );
+    assert_eq!(e.warnings()[0].seq, s);
+    assert_eq!(
+        reasons(&e, 50),
+        vec!["kernel reports parent 10, model had 40 (model/kernel disagreement)"]
+    );
+    let mut b = container();
+    b.events
+        .iter_mut()
+        .for_each(|ev| ev.seq += u64::from(ev.seq > 2));
+    let s = b.events.len() as u64 + 2;
+    b.alive(50, 10);
+    b.events.last_mut().unwrap().seq = s;
+    let e = b.engine();
+    assert!(e.warnings().iter().any(|w| w.kind
+        == WarningKind::CorrectedAfterLoss {
+            pid: 50,
+            model: 40,
+            kernel: 10
+        }));
+    assert!(!e
+        .warnings()
+        .iter()
+        .any(|w| matches!(w.kind, WarningKind::Disagreement { .. })));
+}
+
+#[test]
+fn the_kernel_naming_the_parent_that_just_exited_is_a_race_not_a_disagreement() {
+    let mut b = container();
+    b.exit(40, 0);
+    b.alive(50, 40);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 50), 30);
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+#[test]
+fn an_unseen_namespace_init_leaves_the_parent_unknown_until_the_kernel_names_it() {
+    let mut b = B::default();
+    b.born(1, 10, 1, 0, ns(HOST_NS, 0, 10));
+    b.born(10, 40, 10, 0, ns(CTR_NS, 1, 7));
+    b.born(40, 50, 40, 0, ns(CTR_NS, 1, 8));
+    b.exit(40, 0);
+    b.alive(50, 33);
+    let e = b.engine();
+    assert_eq!(
+        reasons(&e, 50),
+        vec!["parent 40 exited; the init of its pid namespace (not seen)"]
+    );
+    assert_eq!(ppid(&e, 50), 33);
+    assert!(!e
+        .warnings()
+        .iter()
+        .any(|w| matches!(w.kind, WarningKind::Disagreement { .. })));
+}
+
+#[test]
+fn lineage_names_the_calling_thread() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.thread(100, 100, 101);
+    b.fork_full(100, 101, 200, 200, 100, Some(Syscall::Clone), Some(0));
+    let e = b.engine();
+    let birth = &e.process(200).unwrap().lineage[0];
+    assert_eq!((birth.caller, birth.caller_tid), (Some(100), Some(101)));
+}
+
+#[test]
+fn many_thread_exits_keep_the_live_count_right() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    for t in 0..20_000 {
+        b.thread(100, 100, 1000 + t);
+    }
+    for t in 0..19_999 {
+        b.task_exit(100, 1000 + t, 0, false);
+    }
+    let e = b.engine();
+    let p = e.process(100).unwrap();
+    assert_eq!(p.live_thread_count(), 2);
+    assert!(!p.exited);
+}
+
+#[test]
+fn an_ancestor_whose_namespace_is_unknown_ends_the_search_inside_a_container() {
+    // The shim and the runtime came from a source that gave no namespace (a placeholder, an
+    // old recording); the container's processes did.
+    let mut b = B::default();
+    b.born(1, 10, 1, 0, None);
+    b.subreaper(10, 10, true);
+    b.born(10, 20, 10, 0, None);
+    b.born(20, 30, 10, cf::CLONE_PARENT, ns(CTR_NS, 1, 1));
+    b.born(30, 40, 30, 0, ns(CTR_NS, 1, 2));
+    b.born(40, 50, 40, 0, ns(CTR_NS, 1, 3));
+    b.exit(40, 0);
+    let e = b.engine();
+    assert_eq!(ppid(&e, 50), 30);
 }

@@ -4,8 +4,11 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use crate::event::ExitStatus;
+
 use super::engine::Engine;
 use super::process::{How, ProcId, Process, Reason};
+use super::roles::Role;
 use super::story::Story;
 use std::collections::HashSet;
 
@@ -31,59 +34,105 @@ impl Default for TreeOpts {
 }
 
 /// First 12 characters of a container id.
-fn short_cid(cid: &str) -> &str {
+pub fn short_cid(cid: &str) -> &str {
     match cid.char_indices().nth(12) {
         Some((i, _)) => &cid[..i],
         None => cid,
     }
 }
 
+/// One part of a process's label after `PID NAME`. The text tree and the viewer draw the
+/// same list, each in its own style.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mark<'a> {
+    /// `[oci-runtime create]`
+    Role(Role),
+    /// `{cid:0123456789ab}` (the first 12 characters)
+    Container(&'a str),
+    /// `{4 threads}`
+    Threads(usize),
+    /// `(pid 1 in container)`: its pid inside its own pid namespace.
+    NsPid(u32),
+    /// `(placeholder)`: a pid the source named but never showed being created.
+    Placeholder,
+    /// `(subreaper)`
+    Subreaper,
+    /// `(CLONE_PARENT via 8420)`: born to its caller's parent.
+    CloneParent(Option<u32>),
+    /// `⤴ adopted ← 8409 exited`
+    Adopted(u32),
+    /// `⤴ reparented (kernel-reported parent)`
+    Reparented,
+    /// `(exit 0)`, `(killed SIGKILL)`
+    Exit(Option<ExitStatus>),
+}
+
+impl Mark<'_> {
+    /// The mark as text, with its leading space.
+    pub fn text(&self) -> String {
+        match self {
+            Mark::Role(r) => format!(" [{r}]"),
+            Mark::Container(c) => format!(" {{cid:{}}}", short_cid(c)),
+            Mark::Threads(n) => format!(" {{{n} threads}}"),
+            Mark::NsPid(n) => format!(" (pid {n} in container)"),
+            Mark::Placeholder => " (placeholder)".into(),
+            Mark::Subreaper => " (subreaper)".into(),
+            Mark::CloneParent(Some(c)) => format!(" (CLONE_PARENT via {c})"),
+            Mark::CloneParent(None) => " (CLONE_PARENT)".into(),
+            Mark::Adopted(parent) => format!(" ⤴ adopted ← {parent} exited"),
+            Mark::Reparented => " ⤴ reparented (kernel-reported parent)".into(),
+            Mark::Exit(st) => format!(" ({})", exit_text(*st)),
+        }
+    }
+}
+
+/// `exit 0`, `killed SIGKILL`, `exited` (status unknown).
+pub fn exit_text(st: Option<ExitStatus>) -> String {
+    match st {
+        Some(ExitStatus::Exited { code }) => format!("exit {code}"),
+        Some(ExitStatus::Killed { signal, .. }) => {
+            format!("killed {}", crate::names::signal(signal))
+        }
+        None => "exited".into(),
+    }
+}
+
+/// The marks of `p`'s label, in display order (`threads`: count threads above one).
+pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
+    let mut v = Vec::with_capacity(6);
+    v.extend(p.role.map(Mark::Role));
+    v.extend(p.container_id.as_deref().map(Mark::Container));
+    let n = p.live_thread_count();
+    if threads && n > 1 {
+        v.push(Mark::Threads(n));
+    }
+    v.extend(p.ns_pid().map(Mark::NsPid));
+    if p.born_how() == How::Unknown {
+        v.push(Mark::Placeholder);
+    }
+    if p.is_subreaper {
+        v.push(Mark::Subreaper);
+    }
+    if let Some(l) = p.lineage.first().filter(|l| l.how == How::CloneParent) {
+        v.push(Mark::CloneParent(l.caller));
+    }
+    if let Some(a) = p.last_adoption() {
+        v.push(match a.reason {
+            Some(Reason::ParentExited { parent, .. }) => Mark::Adopted(parent),
+            _ => Mark::Reparented,
+        });
+    }
+    if p.exited {
+        v.push(Mark::Exit(p.exit_status));
+    }
+    v
+}
+
 /// `4090 runc [oci-runtime create] {cid:0123456789ab}` and marks.
 pub fn node_label(p: &Process, opts: TreeOpts) -> String {
     let mut s = format!("{} {}", p.pid, p.name());
-    if let Some(r) = p.role {
-        let _ = write!(s, " [{r}]");
-    }
-    if let Some(c) = &p.container_id {
-        let _ = write!(s, " {{cid:{}}}", short_cid(c));
-    }
-    let n = p.live_thread_count();
-    if opts.show_threads && n > 1 {
-        let _ = write!(s, " {{{n} threads}}");
-    }
-    if p.born_how() == How::Unknown {
-        s.push_str(" (placeholder)");
-    }
-    if p.is_subreaper {
-        s.push_str(" (subreaper)");
-    }
-    if let Some(l) = p.lineage.first() {
-        if l.how == How::CloneParent {
-            match l.caller {
-                Some(c) => {
-                    let _ = write!(s, " (CLONE_PARENT via {c})");
-                }
-                None => s.push_str(" (CLONE_PARENT)"),
-            }
-        }
-    }
-    if let Some(a) = p.last_adoption() {
-        match a.reason {
-            Some(Reason::ParentExited { parent, .. }) => {
-                let _ = write!(s, " ⤴ adopted ← {parent} exited");
-            }
-            Some(Reason::KernelReports { .. }) | None => {
-                s.push_str(" ⤴ adopted (kernel-reported parent)")
-            }
-        }
-    }
-    if p.exited {
-        match p.exit_status {
-            Some(st) => {
-                let _ = write!(s, " ({st})");
-            }
-            None => s.push_str(" (exited)"),
-        }
+    for m in marks(p, opts.show_threads) {
+        s.push_str(&m.text());
     }
     s
 }
@@ -105,12 +154,12 @@ pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
             || p.subreaper_seq.is_some()
     };
     for p in e.processes().filter(|p| acted(p)) {
-        let mut q = Some(p);
-        while let Some(x) = q {
-            if !keep.insert(x.id) {
-                break;
+        if keep.insert(p.id) {
+            for a in e.ancestors(p.id) {
+                if !keep.insert(a.id) {
+                    break;
+                }
             }
-            q = x.parent.and_then(|id| e.get(id));
         }
     }
     tree_text_of(e, opts, Some(&keep))
@@ -133,21 +182,12 @@ fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> S
 }
 
 fn has_live_descendant(e: &Engine, p: &Process) -> bool {
-    let mut stack: Vec<&Process> = vec![p];
-    let mut seen = 0usize;
-    while let Some(q) = stack.pop() {
-        seen += 1;
-        if seen > e.process_count() {
-            break;
-        }
-        for c in e.children_of(q) {
-            if !c.exited {
-                return true;
-            }
-            stack.push(c);
-        }
-    }
-    false
+    let mut found = false;
+    e.subtree(p.id, |q| {
+        found |= q.id != p.id && !q.exited;
+        !found
+    });
+    found
 }
 
 fn write_children(
@@ -193,6 +233,7 @@ fn process_json(p: &Process) -> Value {
                 "how": l.how.as_str(),
                 "parent": l.parent,
                 "caller": l.caller,
+                "caller_tid": l.caller_tid,
                 "flags": l.flags_text(),
                 "reason": l.reason_text(),
                 "seq": l.seq,
@@ -200,12 +241,12 @@ fn process_json(p: &Process) -> Value {
         })
         .collect();
     let exit_code = p.exit_status.map(|s| match s {
-        crate::event::ExitStatus::Exited { code } => json!(code),
-        crate::event::ExitStatus::Killed { .. } => Value::Null,
+        ExitStatus::Exited { code } => json!(code),
+        ExitStatus::Killed { .. } => Value::Null,
     });
     let signal = p.exit_status.and_then(|s| match s {
-        crate::event::ExitStatus::Killed { signal, .. } => Some(crate::names::signal(signal)),
-        crate::event::ExitStatus::Exited { .. } => None,
+        ExitStatus::Killed { signal, .. } => Some(crate::names::signal(signal)),
+        ExitStatus::Exited { .. } => None,
     });
     json!({
         "pid": p.pid,
@@ -216,7 +257,13 @@ fn process_json(p: &Process) -> Value {
         "role": p.role.map(|r| r.name()),
         "role_detail": p.role.and_then(|r| r.detail()),
         "container_id": p.container_id.as_deref(),
+        "ns_pid": p.pidns.filter(|ns| ns.ns_pid != 0).map(|ns| ns.ns_pid),
+        "pidns": p.pidns.filter(|ns| ns.is_known()).map(|ns| ns.inum),
+        "pidns_level": p.pidns.map(|ns| ns.level),
+        "pidns_inferred": p.pidns.is_some_and(|ns| !ns.is_known()),
         "subreaper": p.is_subreaper,
+        "subreaper_seq": p.subreaper_seq,
+        "subreaper_cleared_seq": p.subreaper_cleared_seq,
         "exited": p.exited,
         "exit_code": exit_code.unwrap_or(Value::Null),
         "exit_signal": signal,

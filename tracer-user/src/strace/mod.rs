@@ -92,6 +92,7 @@
 
 mod args;
 mod line;
+mod pidns;
 #[cfg(test)]
 mod tests;
 
@@ -285,6 +286,8 @@ pub struct Parser {
     next_clone: u64,
     /// Non-leader exec: leader pid → the thread that exec'd.
     pid_changed: HashMap<u32, u32>,
+    /// Pid namespaces the log implies (strace shows none).
+    pidns: pidns::NsInference,
 }
 
 impl Parser {
@@ -438,6 +441,7 @@ impl Parser {
     fn emit(&mut self, tid: u32, ts: u64, kind: EventKind) {
         self.seq += 1;
         let tgid = self.tgid(tid);
+        self.pidns.observe(tgid, tid, &kind);
         self.out.events.push(Event {
             seq: self.seq,
             ts_ns: ts,
@@ -563,6 +567,7 @@ impl Parser {
         if self.nested.remove(&UNKNOWN_PID) {
             self.nested.insert(pid);
         }
+        self.pidns.rebind(UNKNOWN_PID, pid);
         for p in self.pending.values_mut() {
             if let Pending::Exec { old_tid, .. } = p {
                 fix(old_tid);
@@ -674,11 +679,13 @@ impl Parser {
         let child_tgid = if thread { self.tgid(c.caller) } else { child };
         self.tgid_of.remove(&child); // a reused pid
         self.unclaimed.remove(&child);
+        let mut child_ns = None;
         if thread {
             self.set_thread(child, child_tgid);
         } else {
             self.nested.remove(&child);
-            let new_ns = c.flags.is_some_and(|f| f & cf::CLONE_NEWPID != 0);
+            child_ns = self.pidns.born(c.tgid, c.caller, child, c.flags);
+            let new_ns = child_ns.is_some_and(|ns| ns.ns_pid == 1);
             if new_ns || self.nested.contains(&c.tgid) {
                 self.nested.insert(child);
             }
@@ -694,6 +701,7 @@ impl Parser {
                 child_ppid: 0,
                 syscall: Some(c.syscall),
                 flags: c.flags.map(CloneFlags),
+                child_ns,
             },
         );
         if let Some(ret) = c.ret {
@@ -743,6 +751,7 @@ impl Parser {
 
     /// `tid` is gone; when it led its process, so are the process's other threads.
     fn task_gone(&mut self, tid: u32) {
+        self.pidns.gone(tid);
         self.live.remove(&tid);
         self.pending.remove(&tid);
         self.unclaimed.remove(&tid);

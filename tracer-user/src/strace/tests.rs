@@ -1,5 +1,6 @@
 use super::*;
 use crate::event::prctl_opt::{PR_SET_CHILD_SUBREAPER, PR_SET_NAME, PR_SET_PDEATHSIG};
+use crate::event::PidNs;
 use cf::{CLONE_PARENT, CLONE_VFORK, CLONE_VM};
 use EventKind as K;
 
@@ -54,6 +55,7 @@ fn fork(child: u32, tgid: u32, sc: Syscall, flags: u64) -> EventKind {
         child_ppid: 0,
         syscall: Some(sc),
         flags: Some(CloneFlags(flags)),
+        child_ns: None,
     }
 }
 
@@ -619,7 +621,34 @@ fn o_log_namespaced_caller_children_come_from_new_pids() {
     // the caller's exits come at once, with the namespace pids
     assert_eq!(e[4], (5001, 5001, sys_exit(Clone, 700)));
     assert_eq!(e[6], (5001, 5001, sys_exit(Clone3, 701)));
-    assert_eq!(e[7], (5001, 5001, fork(5003, 5003, Clone, 0)));
+    // The namespace is inferred: 5001 is pid 1 of it, its descendants are in it at pids the
+    // log does not show, the host caller's other child is in none the log implies.
+    let inside = PidNs::inferred(1, 1, 0);
+    let child_ns = |pid: u32| {
+        imp.events.iter().find_map(|ev| match ev.kind {
+            K::Fork {
+                child_tid,
+                child_ns,
+                ..
+            } if child_tid == pid => Some(child_ns),
+            _ => None,
+        })
+    };
+    assert_eq!(
+        child_ns(5001),
+        Some(Some(PidNs {
+            ns_pid: 1,
+            ..inside
+        }))
+    );
+    assert_eq!(child_ns(5003), Some(Some(inside)));
+    assert_eq!(child_ns(5006), Some(Some(inside)));
+    assert_eq!(child_ns(5010), Some(None));
+    let mut with_ns = fork(5003, 5003, Clone, 0);
+    if let K::Fork { child_ns, .. } = &mut with_ns {
+        *child_ns = Some(inside);
+    }
+    assert_eq!(e[7], (5001, 5001, with_ns));
     assert!(e.contains(&(5001, 5001, sys_exit(Clone, 5000))));
     assert_eq!(
         e.last(),
@@ -1008,7 +1037,8 @@ fn resumed_without_call_in_log() {
             child_tgid: 41,
             child_ppid: 0,
             syscall: Some(Syscall::Clone),
-            flags: None
+            flags: None,
+            child_ns: None,
         }
     );
     assert_eq!(imp.events[1].kind, sys_exit(Syscall::Clone, 41));
@@ -1639,4 +1669,62 @@ fn throughput() {
     let dt = t.elapsed().as_secs_f64();
     eprintln!("parse_reader: {:.0} lines/s", n as f64 / dt);
     assert_eq!(imp.events.len(), imp2.events.len());
+}
+
+#[test]
+fn real_logs_infer_the_containers_namespace_from_runcs_stages() {
+    for (log, init) in [("runc-stderr.log", 15286), ("runc.log", 0), ("ctr.log", 0)] {
+        let imp = parse(&fixture(log));
+        let mut e = crate::lineage::Engine::new();
+        imp.events.iter().for_each(|ev| e.apply(ev));
+        let stories = crate::lineage::stories(&e);
+        let init = if init == 0 {
+            stories.first().expect("a container birth").init_pid
+        } else {
+            init
+        };
+        let p = e.process(init).unwrap();
+        let ns = p
+            .pidns
+            .unwrap_or_else(|| panic!("{log}: no namespace for INIT {init}"));
+        assert!(!ns.is_known(), "{log}: inferred, not a kernel inode");
+        assert_eq!((ns.level, p.ns_pid()), (1, Some(1)), "{log}");
+        // runc's own processes are in no namespace the log implies.
+        let creator = p.creator.and_then(|c| e.get(c)).unwrap();
+        assert_eq!(creator.pidns, None, "{log}: {}", creator.pid);
+        // What INIT creates is inside, at a pid the log does not show.
+        for q in e.processes().filter(|q| q.creator == Some(p.id)) {
+            assert_eq!(
+                q.pidns.map(|n| (n.inum, n.ns_pid)),
+                Some((ns.inum, 0)),
+                "{log}"
+            );
+        }
+    }
+}
+
+#[test]
+fn real_logs_give_every_birth_its_calling_thread() {
+    let mut thread_callers = 0;
+    for log in ["runc-stderr.log", "runc.log", "ctr.log", "podman.log"] {
+        let imp = parse(&fixture(log));
+        let mut e = crate::lineage::Engine::new();
+        imp.events.iter().for_each(|ev| e.apply(ev));
+        let births = e.processes().filter(|p| p.creator.is_some());
+        for p in births {
+            let b = &p.lineage[0];
+            let tid = b
+                .caller_tid
+                .unwrap_or_else(|| panic!("{log}: {} has no caller_tid", p.pid));
+            let caller = e.get(p.creator.unwrap()).unwrap();
+            assert!(
+                caller.pid == tid || caller.threads.iter().any(|t| t.tid == tid),
+                "{log}: {tid} is not a thread of {}",
+                caller.pid
+            );
+            thread_callers += usize::from(tid != caller.pid);
+        }
+    }
+    // containerd, the shims and runc (Go) create from threads other than their leader.
+    assert!(thread_callers > 0);
 }

@@ -7,7 +7,7 @@
 
 use bytes::{Buf, BufMut};
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
 
 use super::{CaptureMode, Header, SnapshotEntry, StatsRecord};
 
@@ -234,6 +234,28 @@ pub(crate) fn encode_header(b: &mut impl BufMut, h: &Header) {
         put_str(b, k);
         put_str(b, v);
     }
+    // Version 2, after everything version 1 had: per snapshot process a marker (1: its pid
+    // namespace follows, 2: the tracer launched it), then the namespace.
+    for p in &h.snapshot {
+        b.put_u8(u8::from(p.ns.is_some()) | (u8::from(p.launched) << 1));
+        if let Some(ns) = &p.ns {
+            put_pidns_fields(b, ns);
+        }
+    }
+}
+
+fn put_pidns_fields(b: &mut impl BufMut, ns: &PidNs) {
+    put_varint(b, ns.inum);
+    put_varint(b, u64::from(ns.level));
+    put_varint(b, u64::from(ns.ns_pid));
+}
+
+fn get_pidns_fields(c: &mut Cur<'_>) -> DResult<PidNs> {
+    Ok(PidNs {
+        inum: c.varint("pid namespace inode")?,
+        level: c.u32v("pid namespace level")?,
+        ns_pid: c.u32v("pid in its namespace")?,
+    })
 }
 
 /// Decodes a header body. Bytes after the known fields are ignored (room for additions
@@ -267,6 +289,8 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
             exe: c.string("snapshot exe")?,
             argv: c.strings("snapshot argv")?,
             threads: c.u32s("snapshot threads")?,
+            ns: None,
+            launched: false,
         });
     }
     let n = c.count(2, "layout count")?;
@@ -278,6 +302,15 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
     let mut extra = Vec::with_capacity(n);
     for _ in 0..n {
         extra.push((c.string("extra field key")?, c.string("extra field value")?));
+    }
+    if format_version >= 2 {
+        for p in snapshot.iter_mut() {
+            let marker = get_small(&mut c, 3, "a snapshot process marker (0-3)")?;
+            p.launched = marker & 2 != 0;
+            if marker & 1 != 0 {
+                p.ns = Some(get_pidns_fields(&mut c)?);
+            }
+        }
     }
     Ok(Header {
         format_version,
@@ -522,17 +555,20 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
             child_ppid,
             syscall,
             flags,
+            child_ns,
         } => {
             put_varint(b, u64::from(*child_tid));
             put_varint(b, u64::from(*child_tgid));
             put_varint(b, u64::from(*child_ppid));
             b.put_u8(syscall.map_or(0, |s| s.to_wire() as u8));
-            match flags {
-                None => b.put_u8(0),
-                Some(f) => {
-                    b.put_u8(1);
-                    put_varint(b, f.0);
-                }
+            // Marker bits: 1 = flags follow, 2 = the child's pid namespace follows (version 2).
+            let marker = u8::from(flags.is_some()) | (u8::from(child_ns.is_some()) << 1);
+            b.put_u8(marker);
+            if let Some(f) = flags {
+                put_varint(b, f.0);
+            }
+            if let Some(ns) = child_ns {
+                put_pidns_fields(b, ns);
             }
         }
         EventKind::Exec { old_tid, filename } => {
@@ -650,9 +686,14 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
                 0 => None,
                 id => Syscall::from_wire(u32::from(id)),
             };
-            let flags = match get_small(c, 1, "fork flags marker (0-1)")? {
+            let marker = get_small(c, 3, "fork field marker (0-3)")?;
+            let flags = match marker & 1 {
                 0 => None,
                 _ => Some(CloneFlags(c.varint("fork flags")?)),
+            };
+            let child_ns = match marker & 2 {
+                0 => None,
+                _ => Some(get_pidns_fields(c)?),
             };
             EventKind::Fork {
                 child_tid,
@@ -660,6 +701,7 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
                 child_ppid,
                 syscall,
                 flags,
+                child_ns,
             }
         }
         K_EXEC => EventKind::Exec {

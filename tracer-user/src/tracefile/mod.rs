@@ -36,7 +36,7 @@ use std::time::Duration;
 /// line-ending conversion.
 pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
 /// The format version this tracer writes and the newest it reads.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Bytes before the header: magic, version, flags, header length, header CRC-32.
 pub const PREAMBLE_LEN: usize = 20;
 /// Bytes before each frame's payload: length, type, CRC-32.
@@ -110,6 +110,10 @@ pub struct SnapshotEntry {
     pub argv: Vec<String>,
     /// Thread ids, the leader included.
     pub threads: Vec<u32>,
+    /// Its pid namespace and pid there (`/proc/PID/ns/pid`, `NSpid:`), when read.
+    pub ns: Option<crate::event::PidNs>,
+    /// The command the tracer started (`record -- CMD`); its `ppid` is the tracer.
+    pub launched: bool,
 }
 
 impl SnapshotEntry {
@@ -123,6 +127,8 @@ impl SnapshotEntry {
             argv: self.argv.clone(),
             threads: self.threads.clone(),
             subreaper: false,
+            ns: self.ns,
+            launched: self.launched,
         }
     }
 }
@@ -136,6 +142,8 @@ impl From<&SnapshotProcess> for SnapshotEntry {
             exe: p.exe.clone().unwrap_or_default(),
             argv: p.argv.clone(),
             threads: p.threads.clone(),
+            ns: p.ns,
+            launched: p.launched,
         }
     }
 }

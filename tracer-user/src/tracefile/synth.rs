@@ -73,6 +73,7 @@ impl Storm {
                 child_ppid: 1000,
                 syscall: Some(Syscall::Clone),
                 flags: Some(vf),
+                child_ns: None,
             },
         );
         self.push(
@@ -168,6 +169,7 @@ impl Storm {
                 child_ppid: 900,
                 syscall: Some(Syscall::Clone),
                 flags: Some(CloneFlags(0)),
+                child_ns: None,
             },
         );
         self.push(
@@ -213,6 +215,7 @@ impl Storm {
                 child_ppid: 900,
                 syscall: Some(Syscall::Clone),
                 flags: Some(CloneFlags(cf::CLONE_PARENT)),
+                child_ns: None,
             },
         );
         self.push(
@@ -284,6 +287,7 @@ pub fn storm_snapshot() -> Vec<super::SnapshotEntry> {
             exe: "/usr/lib/systemd/systemd".into(),
             argv: vec!["/sbin/init".into()],
             threads: vec![1],
+            ..Default::default()
         },
         super::SnapshotEntry {
             pid: 900,
@@ -296,6 +300,7 @@ pub fn storm_snapshot() -> Vec<super::SnapshotEntry> {
                 "k8s.io".into(),
             ],
             threads: vec![900, 901, 902],
+            ..Default::default()
         },
         super::SnapshotEntry {
             pid: 1000,
@@ -308,6 +313,7 @@ pub fn storm_snapshot() -> Vec<super::SnapshotEntry> {
                 "while :; do /bin/true; done".into(),
             ],
             threads: vec![1000],
+            ..Default::default()
         },
     ]
 }

@@ -39,6 +39,7 @@ pub(crate) fn sample_events() -> Vec<Event> {
                 child_ppid: 100,
                 syscall: Some(Syscall::Clone),
                 flags: Some(CloneFlags(0x8000)),
+                child_ns: None,
             },
         ),
         ev(
@@ -123,6 +124,7 @@ pub(crate) fn sample_events() -> Vec<Event> {
                 child_ppid: 0,
                 syscall: None,
                 flags: None,
+                child_ns: None,
             },
         ),
         ev(
@@ -162,6 +164,7 @@ pub(crate) fn sample_header() -> Header {
             exe: "/usr/lib/systemd/systemd".into(),
             argv: vec!["/sbin/init".into()],
             threads: vec![1],
+            ..Default::default()
         },
         SnapshotEntry {
             pid: 100,
@@ -170,6 +173,7 @@ pub(crate) fn sample_header() -> Header {
             exe: String::new(),
             argv: vec![],
             threads: vec![100, 104],
+            ..Default::default()
         },
     ];
     h.layouts = vec![(
@@ -351,20 +355,20 @@ fn bad_magic_version_length_and_flags_are_named() {
     assert!(matches!(e, TraceFileError::BadMagic { .. }));
 
     let mut b = bytes.clone();
-    b[8] = 2;
+    b[8] = 3;
     let e = TraceReader::new(Cursor::new(&b)).err().unwrap();
     assert!(
         matches!(
             e,
             TraceFileError::UnknownVersion {
-                found: 2,
+                found: 3,
                 offset: 8,
                 ..
             }
         ),
         "{e}"
     );
-    assert!(e.to_string().contains("version 2 is not supported"));
+    assert!(e.to_string().contains("version 3 is not supported"));
 
     let mut b = bytes.clone();
     b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
@@ -532,7 +536,7 @@ fn engine_json(snapshot: &[crate::lineage::SnapshotProcess], evs: &[Event]) -> s
     }
     serde_json::json!({
         "tree": crate::lineage::tree_json(&e),
-        "stories": crate::lineage::story_json(&e.stories()),
+        "stories": crate::lineage::story_json(&crate::lineage::stories(&e)),
         "text": crate::lineage::tree_text(&e, Default::default()),
     })
 }
@@ -548,7 +552,7 @@ fn engine_json_via_file(header: &Header, evs: &[Event]) -> serde_json::Value {
     assert!(r.tail().clean_end);
     serde_json::json!({
         "tree": crate::lineage::tree_json(&e),
-        "stories": crate::lineage::story_json(&e.stories()),
+        "stories": crate::lineage::story_json(&crate::lineage::stories(&e)),
         "text": crate::lineage::tree_text(&e, Default::default()),
     })
 }
@@ -624,6 +628,7 @@ mod prop {
                         child_ppid,
                         syscall,
                         flags: flags.map(CloneFlags),
+                        child_ns: None,
                     }
                 }),
             (any::<u32>(), arb_cstr())

@@ -68,9 +68,15 @@ fn require_terminal() -> Result<()> {
     Ok(())
 }
 
-/// Replays `events` in the viewer until the user quits. `title` names the recording on
-/// the status bar. Needs a terminal (callers check `stdout().is_terminal()` first).
-pub fn run_replay(events: Vec<Event>, title: String, opts: ReplayOpts) -> Result<()> {
+/// Replays `events` in the viewer until the user quits, starting from `seed` (the
+/// recording's /proc snapshot). `title` names the recording on the status bar. Needs a
+/// terminal (callers check `stdout().is_terminal()` first).
+pub fn run_replay(
+    events: Vec<Event>,
+    seed: Vec<crate::lineage::SnapshotProcess>,
+    title: String,
+    opts: ReplayOpts,
+) -> Result<()> {
     require_terminal()?;
     let rt = runtime()?;
     rt.block_on(async move {
@@ -80,7 +86,8 @@ pub fn run_replay(events: Vec<Event>, title: String, opts: ReplayOpts) -> Result
         state.set_sched_probes(opts.sched_probes);
         state.paused = opts.paused;
         state.speed = opts.speed;
-        let src = tokio::spawn(source::replay(events, opts, tx, ctl_rx));
+        state.seed(&seed);
+        let src = tokio::spawn(source::replay(events, seed, opts, tx, ctl_rx));
         let res = app_loop(state, rx, Some(ctl_tx)).await;
         src.abort();
         res

@@ -68,6 +68,7 @@ fn virtual_times(events: &[Event]) -> Vec<u64> {
 /// Returns when the app is gone (either channel closed).
 pub async fn replay(
     events: Vec<Event>,
+    seed: Vec<crate::lineage::SnapshotProcess>,
     opts: ReplayOpts,
     tx: Sender<Msg>,
     mut ctl: Receiver<Control>,
@@ -75,8 +76,9 @@ pub async fn replay(
     let total = events.len();
     let stories = {
         let mut e = Engine::new();
+        e.seed_snapshot(&seed);
         events.iter().for_each(|ev| e.apply(ev));
-        e.stories()
+        crate::lineage::stories(&e)
     };
     if tx.send(Msg::Init { total, stories }).await.is_err() {
         return;
@@ -230,7 +232,12 @@ pub async fn live(
         Target::Pid(pid) => lineage_of(crate::capture::procfs::snapshot(), *pid, true),
         // Its descendants come from the events (it started after the probes).
         Target::Command(_) => match cap.child_pid() {
-            Some(pid) => lineage_of(crate::capture::procfs::snapshot(), pid, false),
+            Some(pid) => {
+                let mut seed = lineage_of(crate::capture::procfs::snapshot(), pid, false);
+                seed.retain(|p| p.pid != pid);
+                seed.extend(cap.launched_process());
+                seed
+            }
             None => Vec::new(),
         },
     };

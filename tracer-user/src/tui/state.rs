@@ -279,6 +279,18 @@ impl AppState {
         AppState::new(Mode::Replay, title.into())
     }
 
+    /// Adds the processes that existed before the first event (a trace file's /proc
+    /// snapshot, or the live start). Before any event, replay's rewind point includes them.
+    pub fn seed(&mut self, snap: &[crate::lineage::SnapshotProcess]) {
+        self.engine.seed_snapshot(snap);
+        self.seen_at.resize(self.engine.process_count(), None);
+        self.tree_dirty = true;
+        if self.events.is_empty() {
+            self.snapshots.clear();
+            self.push_snapshot();
+        }
+    }
+
     /// Replay position: events applied.
     pub fn position(&self) -> usize {
         self.events.len()
@@ -354,11 +366,7 @@ impl AppState {
                     self.follow_story();
                 }
             }
-            Msg::Seed(snap) => {
-                self.engine.seed_snapshot(&snap);
-                self.seen_at.resize(self.engine.process_count(), None);
-                self.tree_dirty = true;
-            }
+            Msg::Seed(snap) => self.seed(&snap),
             Msg::Rewind(n) => {
                 self.rewind(n);
                 self.follow_story();
@@ -505,7 +513,7 @@ impl AppState {
             self.rows = build_rows(self);
             self.stories = match self.mode {
                 Mode::Replay => self.full_stories.clone(),
-                Mode::Live => self.engine.stories(),
+                Mode::Live => crate::lineage::stories(&self.engine),
             };
             if self.story_cursor >= self.story_steps().len() {
                 self.story_cursor = self.story_steps().len().saturating_sub(1);
@@ -541,16 +549,9 @@ impl AppState {
         self.subtree_pids.clear();
         if self.log_subtree_only {
             if let Some(p) = self.selected_process() {
-                let mut stack = vec![p.id];
-                let mut n = 0;
-                while let Some(id) = stack.pop() {
-                    n += 1;
-                    if n > self.engine.process_count() {
-                        break;
-                    }
+                for id in self.engine.subtree(p.id, |_| true) {
                     if let Some(q) = self.engine.get(id) {
                         self.subtree_pids.insert(q.pid);
-                        stack.extend(q.child_ids().iter().copied());
                     }
                 }
             }
@@ -560,21 +561,15 @@ impl AppState {
 
     /// Unfolds every ancestor of `id` and leaves a focus that does not contain it.
     pub fn unfold_to(&mut self, id: ProcId) {
-        let mut cur = self.engine.get(id).and_then(|p| p.parent);
-        let mut hops = 0;
         let mut in_focus = self.focus_root.is_none() || self.focus_root == Some(id);
-        while let Some(a) = cur {
-            hops += 1;
-            if hops > self.engine.process_count() {
-                break;
-            }
+        let above: Vec<ProcId> = self.engine.ancestors(id).map(|a| a.id).collect();
+        for a in above {
             if self.folded.remove(&a) {
                 self.tree_dirty = true;
             }
             if self.focus_root == Some(a) {
                 in_focus = true;
             }
-            cur = self.engine.get(a).and_then(|p| p.parent);
         }
         if !in_focus {
             self.focus_root = None;
@@ -656,19 +651,12 @@ pub fn matches_query(p: &Process, q: &str) -> bool {
 fn live_below(e: &Engine) -> Vec<bool> {
     let n = e.process_count();
     let mut live = vec![false; n];
-    for p in e.processes() {
-        if p.exited {
-            continue;
-        }
-        let mut cur = p.parent;
-        let mut hops = 0;
-        while let Some(a) = cur {
-            hops += 1;
-            if a >= n || live[a] || hops > n {
+    for p in e.processes().filter(|p| !p.exited) {
+        for a in e.ancestors(p.id) {
+            if a.id >= n || live[a.id] {
                 break;
             }
-            live[a] = true;
-            cur = e.get(a).and_then(|q| q.parent);
+            live[a.id] = true;
         }
     }
     live

@@ -28,6 +28,7 @@ pub fn fork_tree(n: u32) -> Vec<Event> {
                 child_ppid: parent,
                 syscall: Some(Syscall::Clone),
                 flags: Some(CloneFlags(0)),
+                child_ns: None,
             },
         );
         let name = format!("worker-{i}");

@@ -28,7 +28,7 @@ fn fixture(name: &str) -> Vec<Event> {
 fn stories_of(events: &[Event]) -> Vec<crate::lineage::Story> {
     let mut e = Engine::new();
     events.iter().for_each(|ev| e.apply(ev));
-    e.stories()
+    crate::lineage::stories(&e)
 }
 
 /// A replay state with the first `upto` events of `events` applied, the clock far past any
@@ -555,7 +555,7 @@ async fn replay_source_obeys_controls() {
         paused: true,
         ..ReplayOpts::default()
     };
-    let task = tokio::spawn(replay(evs.clone(), opts, tx, ctl_rx));
+    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx));
     let mut s = AppState::new_replay("runc.log");
     s.ingest(recv_events(&mut rx).await);
     assert_eq!(s.total, total);

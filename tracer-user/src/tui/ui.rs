@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-use crate::event::ExitStatus;
-use crate::lineage::{How, Process, Reason, Role};
+use crate::lineage::view::{marks, Mark};
+use crate::lineage::{How, Process, Role};
 
 use super::action::{active_pane, KEY_HELP};
 use super::state::{AppState, Mode, Pane, Row, RowKind};
@@ -137,13 +137,6 @@ pub fn draw(f: &mut Frame, s: &AppState) {
 
 // ---- tree ----
 
-fn short_cid(c: &str) -> &str {
-    match c.char_indices().nth(12) {
-        Some((i, _)) => &c[..i],
-        None => c,
-    }
-}
-
 fn role_color(r: Role) -> Color {
     match r {
         Role::RuntimeDaemon => Color::Blue,
@@ -153,16 +146,6 @@ fn role_color(r: Role) -> Color {
         Role::Container => Color::Green,
         Role::Sandbox => Color::Gray,
         Role::CniPlugin => Color::LightBlue,
-    }
-}
-
-fn exit_text(p: &Process) -> String {
-    match p.exit_status {
-        Some(ExitStatus::Exited { code }) => format!("exit {code}"),
-        Some(ExitStatus::Killed { signal, .. }) => {
-            format!("killed {}", crate::names::signal(signal))
-        }
-        None => "exited".into(),
     }
 }
 
@@ -217,61 +200,36 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
     };
     v.push(Span::raw(" "));
     v.push(Span::styled(p.name(), name_style));
-    if let Some(r) = p.role {
-        v.push(Span::styled(
-            format!(" [{r}]"),
-            base.patch(fg(s, role_color(r))),
-        ));
-    }
-    if let Some(c) = &p.container_id {
-        v.push(Span::styled(
-            format!(" {{{}}}", short_cid(c)),
-            base.patch(fg(s, Color::Magenta)),
-        ));
-    }
-    let n = p.live_thread_count();
-    if n > 1 && !s.show_threads {
-        v.push(Span::styled(format!(" {{{n} threads}}"), base));
-    }
-    if row.folded_children > 0 {
-        v.push(Span::styled(
-            format!(" [+{}]", row.folded_children),
-            fg(s, Color::Cyan),
-        ));
-    }
-    let mark = base.patch(fg(s, Color::Yellow));
-    if p.born_how() == How::Unknown {
-        v.push(Span::styled(" (placeholder)", base));
-    }
-    if p.is_subreaper {
-        v.push(Span::styled(" (subreaper)", base.patch(fg(s, Color::Blue))));
-    }
-    if let Some(l) = p.lineage.first() {
-        if l.how == How::CloneParent {
-            let t = match l.caller {
-                Some(c) => format!(" (CLONE_PARENT via {c})"),
-                None => " (CLONE_PARENT)".into(),
-            };
-            v.push(Span::styled(t, mark));
-        }
-    }
-    if let Some(a) = p.last_adoption() {
-        let t = match a.reason {
-            Some(Reason::ParentExited { parent, .. }) => format!(" ⤴ adopted ← {parent} exited"),
-            _ => " ⤴ adopted (kernel-reported parent)".into(),
-        };
-        v.push(Span::styled(t, mark.add_modifier(Modifier::BOLD)));
-    }
-    if p.exited {
-        v.push(Span::styled(format!(" ({})", exit_text(p)), base));
-    }
+    // Next to the name, where a long row is never cut.
     if s.is_new(p.id) {
         v.push(Span::styled(
             " new",
             fg(s, Color::Green).add_modifier(Modifier::BOLD),
         ));
     }
+    let mut folded = (row.folded_children > 0)
+        .then(|| Span::styled(format!(" [+{}]", row.folded_children), fg(s, Color::Cyan)));
+    // The thread count shows here only while the thread rows are hidden.
+    for m in marks(p, !s.show_threads) {
+        if !matches!(m, Mark::Role(_) | Mark::Container(_) | Mark::Threads(_)) {
+            v.extend(folded.take());
+        }
+        v.push(Span::styled(m.text(), mark_style(s, &m, base)));
+    }
+    v.extend(folded.take());
     v
+}
+
+fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
+    let mark = base.patch(fg(s, Color::Yellow));
+    match m {
+        Mark::Role(r) => base.patch(fg(s, role_color(*r))),
+        Mark::Container(_) => base.patch(fg(s, Color::Magenta)),
+        Mark::Subreaper => base.patch(fg(s, Color::Blue)),
+        Mark::CloneParent(_) | Mark::NsPid(_) => mark,
+        Mark::Adopted(_) | Mark::Reparented => mark.add_modifier(Modifier::BOLD),
+        Mark::Threads(_) | Mark::Placeholder | Mark::Exit(_) => base,
+    }
 }
 
 fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
@@ -378,6 +336,9 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
             let _ = write!(t, "{}", l.how);
             if let Some(c) = l.caller {
                 let _ = write!(t, " by {c}");
+                if let Some(tid) = l.caller_tid.filter(|&t| t != c) {
+                    let _ = write!(t, " (thread {tid})");
+                }
             }
             if let Some(sc) = l.syscall {
                 let _ = write!(t, " ({sc})");
@@ -416,9 +377,26 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
         "running".into()
     };
     out.push(Line::from(vec![key("exit"), Span::raw(exit)]));
+    if let Some(ns) = p.pidns.filter(|ns| ns.level > 0) {
+        let id = if ns.is_known() {
+            format!("pid:[{}]", ns.inum)
+        } else {
+            "inferred".into()
+        };
+        let pid = match ns.ns_pid {
+            0 => "?".to_string(),
+            n => n.to_string(),
+        };
+        let t = format!("pid {pid} in {id} (level {})", ns.level);
+        out.push(Line::from(vec![key("pidns"), Span::raw(t)]));
+    }
     let sub = match (p.is_subreaper, p.subreaper_seq) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
+        (false, Some(q)) => match p.subreaper_cleared_seq {
+            Some(c) => format!("no (set @{q}, cleared @{c})"),
+            None => "no".into(),
+        },
         (false, _) if p.has_child_subreaper => "no (a subreaper ancestor exists)".into(),
         (false, _) => "no".into(),
     };

@@ -1,0 +1,140 @@
+//! A process's death and its orphans: kernel/exit.c exit_notify() → forget_original_parent()
+//! → find_child_reaper() / find_new_reaper(), and zap_pid_ns_processes().
+
+use crate::event::ExitStatus;
+
+use super::engine::Engine;
+use super::process::{How, LineageEntry, ProcId, Reaper, Reason};
+
+/// Where a dying process's live children go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NewReaper {
+    /// Reparented to this record.
+    Adopt(ProcId, Reaper),
+    /// Reparented to the init of the dying process's pid namespace, which the source never
+    /// showed: the new parent is unknown until the kernel names it.
+    Unseen,
+    /// The dying process is its pid namespace's init: the kernel kills every process left in
+    /// the namespace (zap_pid_ns_processes) and nobody is adopted.
+    NamespaceDies,
+}
+
+impl Engine {
+    /// The process is gone: mark it and hand its live children to the new reaper.
+    pub(super) fn end_process(
+        &mut self,
+        id: ProcId,
+        status: Option<ExitStatus>,
+        seq: u64,
+        ts_ns: u64,
+    ) {
+        let p = &mut self.procs[id];
+        p.exited = true;
+        p.exit_status = status.or(p.exit_group_code.map(|code| ExitStatus::Exited { code }));
+        p.exit_seq = Some(seq);
+        p.exit_ts_ns = Some(ts_ns);
+        self.all_threads_dead(id);
+        let mut orphans: Vec<ProcId> = self.procs[id]
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| !self.procs[c].exited)
+            .collect();
+        if orphans.is_empty() {
+            return;
+        }
+        orphans.sort_by_key(|&c| (self.procs[c].pid, c));
+        let (reaper_id, reason) = match self.find_new_reaper(id, seq) {
+            NewReaper::NamespaceDies => return,
+            NewReaper::Adopt(r, reaper) => (Some(r), reaper),
+            NewReaper::Unseen => (None, Reaper::NsInitUnseen),
+        };
+        self.adopt_all(id, orphans, reaper_id, reason, seq);
+    }
+
+    fn adopt_all(
+        &mut self,
+        dead: ProcId,
+        orphans: Vec<ProcId>,
+        reaper: Option<ProcId>,
+        why: Reaper,
+        seq: u64,
+    ) {
+        let dead_pid = self.procs[dead].pid;
+        let reaper_pid = reaper.map_or(0, |r| self.procs[r].pid);
+        // Detach all orphans at once (set_parent per orphan would rescan the list each time).
+        let mut kept = std::mem::take(&mut self.procs[dead].children);
+        kept.retain(|&c| self.procs[c].exited);
+        self.procs[dead].children = kept;
+        for c in orphans {
+            self.procs[c].parent = None;
+            self.set_parent(c, reaper, reaper_pid);
+            self.procs[c].lineage.push(LineageEntry {
+                how: How::Adopted,
+                parent: reaper_pid,
+                caller: None,
+                caller_tid: None,
+                flags: None,
+                syscall: None,
+                reason: Some(Reason::ParentExited {
+                    parent: dead_pid,
+                    reaper: why,
+                }),
+                seq,
+            });
+        }
+    }
+
+    /// find_new_reaper(). Its first case, another live thread of the dying process, is not
+    /// one here: a process ends only with its last thread and its children stay until then.
+    /// The subreaper search only climbs while the ancestors are at the dying process's pid
+    /// namespace level: it never leaves the namespace.
+    fn find_new_reaper(&mut self, dying: ProcId, seq: u64) -> NewReaper {
+        let d = &self.procs[dying];
+        if d.has_child_subreaper {
+            let level = d.pidns.map(|ns| ns.level);
+            let found = self
+                .ancestors(dying)
+                .take_while(|a| match (level, a.pidns) {
+                    (Some(l), Some(ns)) => ns.level == l,
+                    // An ancestor is never deeper than its descendant: below the host's
+                    // namespace, an ancestor of unknown level may be outside it.
+                    (Some(l), None) => l == 0,
+                    (None, _) => true,
+                })
+                .find(|a| a.is_subreaper && !a.exited && a.id != dying)
+                .map(|a| (a.id, a.pid));
+            if let Some((id, pid)) = found {
+                return NewReaper::Adopt(id, Reaper::Subreaper(pid));
+            }
+        }
+        self.child_reaper(dying, seq)
+    }
+
+    /// find_child_reaper(): the dying process's namespace's `child_reaper`.
+    fn child_reaper(&mut self, dying: ProcId, seq: u64) -> NewReaper {
+        match self.procs[dying].pidns {
+            Some(ns) if ns.level > 0 => {
+                match self.namespaces.get(&ns.inum).and_then(|n| n.init) {
+                    Some(init) if init == dying => NewReaper::NamespaceDies,
+                    // Still its child_reaper while the namespace is being torn down.
+                    Some(init) => NewReaper::Adopt(init, Reaper::NsInit(self.procs[init].pid)),
+                    None => NewReaper::Unseen,
+                }
+            }
+            _ => {
+                let init = match self.by_pid.get(&1) {
+                    Some(&i) if !self.procs[i].exited => i,
+                    // Synthesized init: expected when tracing starts below pid 1, so no warning.
+                    _ => self.new_record(1, How::Unknown, seq, 0),
+                };
+                // The dying process never adopts its own orphans.
+                if init == dying {
+                    NewReaper::NamespaceDies
+                } else {
+                    NewReaper::Adopt(init, Reaper::Init)
+                }
+            }
+        }
+    }
+}

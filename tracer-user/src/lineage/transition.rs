@@ -1,0 +1,241 @@
+//! The kernel transitions the engine models, and the adapter that turns the event model into
+//! them.
+//!
+//! Every source (the probes, the strace importer, trace files) ends in [`Event`]s; what is
+//! particular to a source (a namespace pid in a clone return, a parent strace cannot see, an
+//! argv reported before its exec) is settled where that source builds its events. This
+//! adapter only pairs what the event model splits in two (an exec's argv with its success,
+//! `exit_group`'s code with the death) so the engine sees one transition per kernel fact.
+
+use std::sync::Arc;
+
+use crate::event::{prctl_opt, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
+
+use super::engine::PidMap;
+
+/// Who a transition happened to, and what the kernel said of it at that moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Actor {
+    /// Seq of the event.
+    pub seq: u64,
+    /// Boot-time ns (0 when unknown).
+    pub ts_ns: u64,
+    /// Process (tgid).
+    pub pid: u32,
+    /// Thread.
+    pub tid: u32,
+    /// The kernel's word on its real parent (tgid); 0 when the source cannot tell.
+    pub ppid: u32,
+    /// The thread's name then (empty when unknown).
+    pub comm: Comm,
+}
+
+/// copy_process(): a new task. The [`Actor`] is the calling thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Birth {
+    /// The new task's thread id (host namespace).
+    pub child_tid: u32,
+    /// Its process id (the caller's with CLONE_THREAD).
+    pub child_tgid: u32,
+    /// Its real parent as the source saw it; 0 when it did not (then copy_process()'s rule
+    /// decides from the flags).
+    pub parent: u32,
+    /// The creating call, when known.
+    pub syscall: Option<Syscall>,
+    /// Its clone flags, when known.
+    pub flags: Option<CloneFlags>,
+    /// The new task's pid namespace and its pid there, when known.
+    pub ns: Option<PidNs>,
+}
+
+/// A successful exec (bprm_execve → exec_binprm).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecDone {
+    /// The thread that called exec (it takes over the leader's pid: de_thread()).
+    pub old_tid: u32,
+    /// The file, when known.
+    pub exe: Option<Arc<str>>,
+    /// The new argv, when the source reported it.
+    pub argv: Vec<String>,
+    /// argv (or the path) was cut short by the source.
+    pub truncated: bool,
+}
+
+/// One fact about the kernel's process tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// A live task made a call that changes nothing the model keeps (clone entry, a failed
+    /// exec, a syscall exit...): it exists, and the kernel reports its parent.
+    Alive(Actor),
+    /// copy_process().
+    Born(Actor, Birth),
+    /// A successful exec.
+    Exec(Actor, ExecDone),
+    /// The thread's comm changed (PR_SET_NAME, `task_rename`).
+    Renamed(Actor, Comm),
+    /// PR_SET_CHILD_SUBREAPER set (true) or cleared.
+    Subreaper(Actor, bool),
+    /// exit_group(code) called: every thread of the process is going.
+    ExitGroupCalled(Actor, i32),
+    /// A task ended (do_exit); `group_dead` when it was the last of its process.
+    TaskExit {
+        /// The task.
+        actor: Actor,
+        /// wait(2) status word.
+        status: u32,
+        /// It was the last live thread of its process.
+        group_dead: bool,
+    },
+}
+
+impl Transition {
+    /// The task it happened to.
+    pub fn actor(&self) -> &Actor {
+        match self {
+            Transition::Alive(a)
+            | Transition::Born(a, _)
+            | Transition::Exec(a, _)
+            | Transition::Renamed(a, _)
+            | Transition::Subreaper(a, _)
+            | Transition::ExitGroupCalled(a, _)
+            | Transition::TaskExit { actor: a, .. } => a,
+        }
+    }
+}
+
+/// Pending exec enters kept at most (stale ones pile up when exits are lost).
+pub(crate) const MAX_PENDING_EXECS: usize = 1 << 16;
+
+#[derive(Clone, Debug)]
+struct PendingExec {
+    filename: String,
+    argv: Vec<String>,
+    truncated: bool,
+}
+
+/// Event model → transitions. Holds exec enters until their outcome.
+#[derive(Clone, Debug, Default)]
+pub struct Adapter {
+    pending_exec: PidMap<PendingExec>,
+}
+
+/// What [`Adapter::adapt`] made of one event.
+#[derive(Debug)]
+pub(crate) struct Adapted {
+    pub transition: Transition,
+    /// Pending exec enters were dropped to stay bounded.
+    pub overflowed: bool,
+}
+
+impl Adapter {
+    /// The transition one event stands for.
+    pub(crate) fn adapt(&mut self, ev: &Event) -> Adapted {
+        let actor = Actor {
+            seq: ev.seq,
+            ts_ns: ev.ts_ns,
+            pid: ev.tgid,
+            tid: ev.tid,
+            ppid: ev.ppid,
+            comm: ev.comm,
+        };
+        let mut overflowed = false;
+        let transition = match &ev.kind {
+            EventKind::Fork {
+                child_tid,
+                child_tgid,
+                child_ppid,
+                syscall,
+                flags,
+                child_ns,
+            } => Transition::Born(
+                actor,
+                Birth {
+                    child_tid: *child_tid,
+                    child_tgid: if *child_tgid == 0 {
+                        *child_tid
+                    } else {
+                        *child_tgid
+                    },
+                    parent: *child_ppid,
+                    syscall: *syscall,
+                    flags: *flags,
+                    ns: *child_ns,
+                },
+            ),
+            EventKind::Exec { old_tid, filename } => {
+                Transition::Exec(actor, self.exec_done(ev.tid, *old_tid, &filename.value))
+            }
+            EventKind::ExecEnter {
+                filename,
+                argv,
+                argv_truncated,
+                ..
+            } => {
+                if self.pending_exec.len() >= MAX_PENDING_EXECS {
+                    self.pending_exec.clear();
+                    overflowed = true;
+                }
+                let pending = PendingExec {
+                    filename: filename.value.clone(),
+                    argv: argv.clone(),
+                    truncated: *argv_truncated || filename.truncated,
+                };
+                self.pending_exec.insert(ev.tid, pending);
+                Transition::Alive(actor)
+            }
+            EventKind::SyscallExit { syscall, ret } => {
+                // A failed exec changes nothing; a successful one was consumed by Exec.
+                if syscall.is_exec() && *ret <= 0 {
+                    self.pending_exec.remove(&ev.tid);
+                }
+                Transition::Alive(actor)
+            }
+            EventKind::ExitEnter { syscall, code } if *syscall == Syscall::ExitGroup => {
+                Transition::ExitGroupCalled(actor, *code)
+            }
+            EventKind::PrctlEnter { option, arg2, name } => match (*option, name) {
+                (prctl_opt::PR_SET_NAME, Some(name)) => {
+                    Transition::Renamed(actor, Comm::new(&name.value))
+                }
+                (prctl_opt::PR_SET_CHILD_SUBREAPER, _) => Transition::Subreaper(actor, *arg2 != 0),
+                _ => Transition::Alive(actor),
+            },
+            EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            } => {
+                self.pending_exec.remove(&ev.tid);
+                Transition::TaskExit {
+                    actor,
+                    status: *exit_code,
+                    group_dead: *group_dead,
+                }
+            }
+            EventKind::ExitEnter { .. } | EventKind::CloneEnter { .. } => Transition::Alive(actor),
+        };
+        Adapted {
+            transition,
+            overflowed,
+        }
+    }
+
+    fn exec_done(&mut self, tid: u32, old_tid: u32, filename: &str) -> ExecDone {
+        let pending = self.pending_exec.remove(&old_tid);
+        if old_tid != tid {
+            // The exec'ing thread took over the leader's pid; its own tid is gone.
+            self.pending_exec.remove(&tid);
+        }
+        let exe = if !filename.is_empty() {
+            Some(Arc::from(filename))
+        } else {
+            pending.as_ref().map(|p| Arc::from(p.filename.as_str()))
+        };
+        let (argv, truncated) = pending.map_or((Vec::new(), false), |p| (p.argv, p.truncated));
+        ExecDone {
+            old_tid,
+            exe,
+            argv,
+            truncated,
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Pid namespaces an strace log implies. strace shows no namespace, so they are inferred:
+//!
+//! * a child created with `CLONE_NEWPID` is the first process (pid 1) of a new namespace;
+//! * runc's `runc:[1:CHILD]` stage has unshared the pid namespace before it clones
+//!   `runc:[2:INIT]` (CLONE_PARENT) when the runtime creates a container (`runc create`,
+//!   `runc run`): INIT is pid 1 of a new namespace. Under `runc exec` the stages join the
+//!   container's namespace instead (setns), so nothing is inferred there;
+//! * any other child is in its creator's namespace, with a pid there that the log does not
+//!   show (0: unknown). A process whose namespace nothing implies gets none.
+//!
+//! An inferred namespace gets an id of its own ([`PidNs::inferred`], numbered in order of
+//! appearance), never a kernel inode.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::event::{clone_flags as cf, prctl_opt, EventKind, PidNs};
+use crate::lineage::{classify, InitStage, OciCommand, Role};
+
+/// Most processes tracked (older entries are dropped past it: a bounded guess, not a leak).
+const MAX_TRACKED: usize = 1 << 16;
+
+/// What the importer knows of namespaces so far.
+#[derive(Debug, Default)]
+pub(super) struct NsInference {
+    /// tgid → its (inferred) pid namespace.
+    ns_of: HashMap<u32, PidNs>,
+    /// tgid → the OCI runtime command it runs under (`runc create`, `runc exec`...), inherited.
+    runtime_cmd: HashMap<u32, OciCommand>,
+    /// Threads named `runc:[1:CHILD]`.
+    child_stage: HashSet<u32>,
+    next_id: u64,
+}
+
+impl NsInference {
+    /// Learns from an event of task `tid` of process `tgid` before it is emitted.
+    pub fn observe(&mut self, tgid: u32, tid: u32, kind: &EventKind) {
+        match kind {
+            EventKind::PrctlEnter {
+                option: prctl_opt::PR_SET_NAME,
+                name: Some(name),
+                ..
+            } => {
+                let stage = InitStage::from_comm(name.value.as_bytes());
+                if stage == Some(InitStage::Child) {
+                    self.bounded_insert_stage(tid);
+                } else {
+                    self.child_stage.remove(&tid);
+                }
+            }
+            EventKind::ExecEnter { filename, argv, .. } => {
+                let role = classify(b"", Some(&filename.value), argv).map(|c| c.role);
+                if let Some(Role::OciRuntime {
+                    subcommand: Some(cmd),
+                }) = role
+                {
+                    if self.runtime_cmd.len() < MAX_TRACKED {
+                        self.runtime_cmd.insert(tgid, cmd);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bounded_insert_stage(&mut self, tid: u32) {
+        if self.child_stage.len() >= MAX_TRACKED {
+            self.child_stage.clear();
+        }
+        self.child_stage.insert(tid);
+    }
+
+    /// The namespace of a new process `child` created by thread `tid` of `tgid`.
+    pub fn born(&mut self, tgid: u32, tid: u32, child: u32, flags: Option<u64>) -> Option<PidNs> {
+        if self.ns_of.len() >= MAX_TRACKED {
+            self.ns_of.clear();
+        }
+        if let Some(cmd) = self.runtime_cmd.get(&tgid).copied() {
+            if self.runtime_cmd.len() < MAX_TRACKED {
+                self.runtime_cmd.insert(child, cmd);
+            }
+        }
+        let has = |bit| flags.is_some_and(|f| f & bit != 0);
+        let creates = matches!(
+            self.runtime_cmd.get(&tgid),
+            Some(OciCommand::Create | OciCommand::Run)
+        );
+        let init_stage = self.child_stage.contains(&tid) && has(cf::CLONE_PARENT) && creates;
+        let parent_ns = self.ns_of.get(&tgid).copied();
+        let ns = if has(cf::CLONE_NEWPID) || init_stage {
+            self.next_id += 1;
+            let level = parent_ns.map_or(1, |p| p.level + 1);
+            Some(PidNs::inferred(self.next_id, level, 1))
+        } else {
+            parent_ns.map(|p| PidNs { ns_pid: 0, ..p })
+        };
+        match ns {
+            Some(ns) => self.ns_of.insert(child, ns),
+            None => self.ns_of.remove(&child),
+        };
+        ns
+    }
+
+    /// What was learnt of task `from` belongs to `to` (the initial process's pid became known).
+    pub fn rebind(&mut self, from: u32, to: u32) {
+        if let Some(ns) = self.ns_of.remove(&from) {
+            self.ns_of.insert(to, ns);
+        }
+        if let Some(cmd) = self.runtime_cmd.remove(&from) {
+            self.runtime_cmd.insert(to, cmd);
+        }
+        if self.child_stage.remove(&from) {
+            self.child_stage.insert(to);
+        }
+    }
+
+    /// Task `tid` is gone (its process too when it led it).
+    pub fn gone(&mut self, tid: u32) {
+        self.child_stage.remove(&tid);
+        self.ns_of.remove(&tid);
+        self.runtime_cmd.remove(&tid);
+    }
+}
