@@ -47,9 +47,14 @@ pub fn lab(args: LabArgs) -> Result<()> {
     if reexec_as_root()? {
         return Ok(());
     }
+    let scenario = args.scenario;
+    if args.restart_runtime && scenario != tests::labs::Scenario::Pod {
+        anyhow::bail!(
+            "--restart-runtime is for the pod lab (the restart lab restarts containerd by itself)"
+        );
+    }
     setup::setup()?;
     let tracer = build_tracer()?;
-    let scenario = args.scenario;
     let trace = args.record.clone().unwrap_or_else(|| {
         workspace_root()
             .join("target/labs")
