@@ -21,7 +21,7 @@
 //!    file and tells a trace file from an strace log by its content.
 //! 2. **The engine**, [`Engine`], is a pure state machine: [`Engine::apply`] each event in
 //!    sequence order, then query it — [`Engine::process`], [`Engine::children`],
-//!    [`Process::lineage`] (birth and every adoption, with how and why), [`Engine::stories`]
+//!    [`Process::lineage`] (birth and every adoption, with how and why), [`lineage::stories`]
 //!    (container births), [`replay_until`] (the tree at a sequence number).
 //! 3. **Views** render the engine: [`lineage::tree_text`], [`lineage::story_text`] and their
 //!    JSON twins; [`render`] prints strace-like lines; [`TraceWriter`] records events.
