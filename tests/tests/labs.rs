@@ -390,3 +390,133 @@ fn labs_podman_conmon_is_the_parent() {
     assert_eq!(story.shim_pid, Some(c.monitor.pid));
     assert_steps_in_order(&story, SHIM_STEPS);
 }
+
+/// The pod lab: each pod has one shim, adopted (by init or the nearest subreaper), whose
+/// CLONE_PARENT-born children are exactly the pod's sandbox and containers; CNI plugins run
+/// under containerd and exit 0; one `runc create` story per container, with its own id.
+#[test]
+#[ignore = "root"]
+fn labs_pod_one_shim_per_pod_sandbox_containers_and_cni() {
+    let r = record(Scenario::Pod);
+    let t = &r.out.truth;
+    assert_eq!(t.pods.len(), 2);
+    assert_eq!(t.pods[0].containers.len(), 3, "sandbox + two containers");
+    r.check_moments();
+    let stories = tracer::lineage::stories(&r.end);
+    for pod in &t.pods {
+        check_pod(&r, pod);
+    }
+    // The shared-pid pod's orphan: /proc gives it to pause, the namespace's init.
+    let shared = t.pods.iter().find(|p| p.shared_pid).expect("shared pod");
+    let pause = shared.containers[0].init.pid;
+    let inits: Vec<u32> = shared.containers.iter().map(|c| c.init.pid).collect();
+    assert!(
+        shared
+            .procs
+            .iter()
+            .any(|p| p.ppid == pause && !inits.contains(&p.pid)),
+        "/proc: an orphan adopted by pause in {:?}",
+        shared.procs
+    );
+    // CNI plugins: run by containerd (IPAM by the plugin that needed it), at least one exited 0.
+    let daemon = t.daemons[0].pid;
+    let cni: Vec<_> = r
+        .end
+        .processes()
+        .filter(|p| p.role == Some(Role::CniPlugin))
+        .collect();
+    assert!(!cni.is_empty(), "no cni-plugin in the trace");
+    for p in &cni {
+        let parent = r.end.process(p.lineage[0].parent);
+        assert!(
+            p.lineage[0].parent == daemon
+                || parent.is_some_and(|x| x.role == Some(Role::CniPlugin)),
+            "cni plugin {} {} born to {}",
+            p.name(),
+            p.pid,
+            p.lineage[0].parent
+        );
+    }
+    assert!(cni
+        .iter()
+        .any(|p| p.exit_status == Some(tracer::ExitStatus::Exited { code: 0 })));
+    // One `runc create` story per container, each with its own id.
+    let created: Vec<&Story> = stories
+        .iter()
+        .filter(|s| s.runtime.as_deref() == Some("runc create"))
+        .collect();
+    let all: usize = t.pods.iter().map(|p| p.containers.len()).sum();
+    assert_eq!(created.len(), all, "{stories:#?}");
+    let mut ids: Vec<&str> = created
+        .iter()
+        .filter_map(|s| s.container_id.as_deref())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), all);
+}
+
+fn check_pod(r: &Recorded, pod: &tests::labs::PodTruth) {
+    let shim = r.end.process(pod.shim.pid).expect("the pod's shim");
+    assert_eq!(shim.role, Some(Role::Shim));
+    assert_eq!(shim.ppid, pod.shim.ppid, "engine: the shim's parent");
+    assert!(shim.last_adoption().is_some(), "the shim was adopted");
+    assert_eq!(shim.container_id.as_deref(), Some(pod.sandbox_id.as_str()));
+    // /proc: every container's init is the shim's child.
+    let mut want: Vec<u32> = pod.containers.iter().map(|c| c.init.pid).collect();
+    for c in &pod.containers {
+        assert_eq!(c.init.ppid, pod.shim.pid, "/proc: parent of {}", c.id);
+    }
+    // While the pods ran (an ExecSync'd process, also born by CLONE_PARENT, may end up
+    // under the shim too, but it was gone by then).
+    let at = r.engine_at(r.out.truth.moments[0].boot_ns);
+    let live_shim = at
+        .process(pod.shim.pid)
+        .expect("the shim while the pod ran");
+    let mut got: Vec<u32> = at
+        .children_of(live_shim)
+        .into_iter()
+        .filter(|c| !c.exited && c.born_how() == How::CloneParent)
+        .map(|c| c.pid)
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(
+        got, want,
+        "{}: the shim's CLONE_PARENT-born children",
+        pod.name
+    );
+    for (i, c) in pod.containers.iter().enumerate() {
+        let p = r.end.process(c.init.pid).expect("container init");
+        let role = if i == 0 {
+            Role::Sandbox
+        } else {
+            Role::Container
+        };
+        assert_eq!(p.role, Some(role), "{} {}", p.name(), p.pid);
+        let story = r.story_of(c);
+        assert_eq!(story.container_id.as_deref(), Some(c.id.as_str()));
+        assert_eq!(story.runtime.as_deref(), Some("runc create"));
+        assert_eq!(story.sandbox_id.as_deref(), Some(pod.sandbox_id.as_str()));
+        // Named from the bundles' annotations: the pod, and each app container.
+        assert_eq!(story.pod.as_deref(), Some(pod.name.as_str()));
+        assert_eq!(story.container_name, c.name);
+        assert_eq!(story.shim_pid, Some(pod.shim.pid));
+        if i == 0 {
+            assert!(story.sandbox);
+            assert_steps_in_order(&story, SHIM_STEPS);
+            assert!(story.steps.iter().any(|s| s.kind == StepKind::CniPlugin));
+        } else {
+            assert_steps_in_order(
+                &story,
+                &[
+                    StepKind::ShimReused,
+                    StepKind::RuntimeStarted,
+                    StepKind::InitCloned,
+                    StepKind::InitAdopted,
+                ],
+            );
+            assert!(!story.steps.iter().any(|s| s.kind == StepKind::ShimStarted));
+        }
+    }
+}

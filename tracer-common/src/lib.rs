@@ -9,10 +9,13 @@
 pub const TASK_COMM_LEN: usize = 16;
 /// Bytes kept of an exec filename (path), NUL included.
 pub const FILENAME_LEN: usize = 256;
-/// Bytes kept of each argv entry (NUL included).
-pub const ARG_LEN: usize = 128;
-/// argv entries captured at most.
-pub const MAX_ARGS: usize = 16;
+/// Bytes of argv kept per exec: the NUL-separated entries back to back, whole up to this
+/// budget (a container runtime's argv — runc's `--root … --log <long path> … create --bundle …`
+/// — is several hundred bytes; strace shows it whole, and so must this).
+pub const ARGV_BYTES: usize = 4096;
+/// argv entries the `execve` syscall probe walks at most (the "sched" set reads the new image's
+/// argument area in one go and has no such limit below [`ARGV_BYTES`]).
+pub const MAX_ARGS: usize = 64;
 /// Bytes kept of a cgroup path (NUL included): Kubernetes' systemd-driver paths run to about
 /// 170 bytes.
 pub const CGROUP_PATH_LEN: usize = 512;
@@ -61,7 +64,8 @@ pub mod syscall {
 pub mod strflag {
     /// The filename did not fit and was cut.
     pub const FILENAME_TRUNCATED: u32 = 1;
-    /// argv had more entries than captured, or an entry was cut.
+    /// argv did not fit in [`ARGV_BYTES`](super::ARGV_BYTES) (or, with the syscall probe, had
+    /// more than [`MAX_ARGS`](super::MAX_ARGS) entries) and was cut.
     pub const ARGV_TRUNCATED: u32 = 2;
     /// The filename could not be read from user memory.
     pub const FILENAME_FAULT: u32 = 4;
@@ -156,14 +160,17 @@ pub struct SysExit {
     pub ret: i64,
 }
 
-/// sys_enter of execve / execveat: the path and the first argv entries.
+/// sys_enter of execve / execveat: the path and argv.
+///
+/// Sent at its used length: `hdr.size` is [`EXEC_ENTER_HEAD`] + `argv_len`, so the bytes of
+/// `argv` past `argv_len` are not on the wire.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExecEnter {
     pub hdr: Header,
     pub syscall: u32,
-    /// Number of argv entries stored in `argv`.
-    pub argc: u32,
+    /// Bytes of `argv` used (at most [`ARGV_BYTES`]).
+    pub argv_len: u32,
     /// [`strflag`] bits.
     pub flags: u32,
     /// execveat's flags (AT_*), 0 for execve.
@@ -172,9 +179,13 @@ pub struct ExecEnter {
     pub dirfd: i64,
     /// NUL-terminated path.
     pub filename: [u8; FILENAME_LEN],
-    /// The first `argc` argv entries, each NUL-terminated in its own slot.
-    pub argv: [[u8; ARG_LEN]; MAX_ARGS],
+    /// argv entries, each followed by a NUL, back to back (the kernel's own layout of the
+    /// argument area); a last entry without its NUL was cut at the budget.
+    pub argv: [u8; ARGV_BYTES],
 }
+
+/// Bytes of an [`ExecEnter`] before its `argv`: the smallest record of that kind.
+pub const EXEC_ENTER_HEAD: usize = core::mem::offset_of!(ExecEnter, argv);
 
 /// sys_enter of exit / exit_group.
 #[repr(C)]
@@ -403,7 +414,8 @@ const _: () = {
     assert!(core::mem::size_of::<Header>() == 64);
     assert!(core::mem::size_of::<CloneEnter>() == 80);
     assert!(core::mem::size_of::<SysExit>() == 80);
-    assert!(core::mem::size_of::<ExecEnter>() == 88 + FILENAME_LEN + MAX_ARGS * ARG_LEN);
+    assert!(core::mem::size_of::<ExecEnter>() == 88 + FILENAME_LEN + ARGV_BYTES);
+    assert!(EXEC_ENTER_HEAD == 88 + FILENAME_LEN);
     assert!(core::mem::size_of::<ExitEnter>() == 72);
     assert!(core::mem::size_of::<PrctlEnter>() == 96);
     assert!(core::mem::size_of::<SchedFork>() == 104);

@@ -24,7 +24,7 @@ use aya_ebpf::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
         bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_boot_ns,
         bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
-        bpf_probe_read_user_str_bytes,
+        bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{map, raw_tracepoint, tracepoint},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
@@ -35,8 +35,8 @@ use aya_log_ebpf::warn;
 use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
     kind, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header,
-    PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARG_LEN,
-    DEFAULT_RING_BYTES, NO_OFFSET,
+    PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARGV_BYTES,
+    DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS, NO_OFFSET,
 };
 
 /// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
@@ -66,6 +66,19 @@ static SUBREAPERS: HashMap<u32, u32> = HashMap::with_max_entries(4096, 0);
 /// Failed ring-buffer reserves, per CPU.
 #[map]
 static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// An exec record being built, and room past its argv for the syscall probe's last entry to
+/// overrun the budget: the verifier bounds a string read by its buffer, not by the bytes left.
+#[repr(C)]
+struct ExecScratch {
+    rec: ExecEnter,
+    spill: [u8; ARGV_BYTES],
+}
+
+/// Per-CPU room to build an ExecEnter, sent from here at its used length (a ring-buffer
+/// reserve must have a constant size; a 4 KiB+ reserve per exec would waste the ring).
+#[map]
+static EXEC_SCRATCH: PerCpuArray<ExecScratch> = PerCpuArray::with_max_entries(1, 0);
 
 /// The global sequence counter (index 0).
 #[map]
@@ -182,26 +195,17 @@ fn current_ppid() -> u32 {
     }
 }
 
-/// Reserves a record of type `T`, fills its header and hands it to `fill`.
-/// A failed reserve is counted per CPU and leaves a gap in the sequence.
+/// Writes the common header of a record about the current task.
+///
+/// # Safety
+/// `hdr` points at a writable record header.
 #[inline(always)]
-fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
-    let Some(mut entry) = EVENTS.reserve::<T>(0) else {
-        count_drop();
-        // Burn a sequence number so the loss also shows as a gap in the stream.
-        next_seq();
-        return;
-    };
-    // Taken after the reserve so sequence order follows ring order as closely as possible.
-    let seq = next_seq();
-    let rec = entry.as_mut_ptr();
+unsafe fn fill_header(hdr: *mut Header, kind: u32, size: usize, seq: u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
-    // Every record starts with a Header (checked by the layout asserts in tracer-common).
-    let hdr = rec as *mut Header;
-    // SAFETY: `rec` points at a reserved, writable record of size_of::<T>() bytes.
+    // SAFETY: the caller's header.
     unsafe {
         addr_of_mut!((*hdr).kind).write(kind);
-        addr_of_mut!((*hdr).size).write(core::mem::size_of::<T>() as u32);
+        addr_of_mut!((*hdr).size).write(size as u32);
         addr_of_mut!((*hdr).seq).write(seq);
         addr_of_mut!((*hdr).ktime_ns).write(bpf_ktime_get_boot_ns());
         addr_of_mut!((*hdr).cgroup_id).write(bpf_get_current_cgroup_id());
@@ -211,15 +215,74 @@ fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
         addr_of_mut!((*hdr).uid).write(bpf_get_current_uid_gid() as u32);
         addr_of_mut!((*hdr).comm).write(bpf_get_current_comm().unwrap_or([0; 16]));
     }
-    fill(rec);
-    // BPF_RB_NO_WAKEUP unless enough is waiting; userspace also drains on a short timer.
+}
+
+/// BPF_RB_NO_WAKEUP unless enough is waiting; userspace also drains on a short timer.
+#[inline(always)]
+fn wakeup_flag() -> u64 {
     let pending = EVENTS.query(BPF_RB_AVAIL_DATA);
-    let wake = if pending >= cfg(&CONFIG.wakeup_bytes) as u64 {
+    if pending >= cfg(&CONFIG.wakeup_bytes) as u64 {
         BPF_RB_FORCE_WAKEUP
     } else {
         BPF_RB_NO_WAKEUP
+    }
+}
+
+/// A lost record: counted per CPU, and a burnt sequence number so it shows as a gap too.
+#[inline(always)]
+fn lose_record() {
+    count_drop();
+    next_seq();
+}
+
+/// Reserves a record of type `T`, fills its header and hands it to `fill`.
+/// A failed reserve is counted per CPU and leaves a gap in the sequence.
+#[inline(always)]
+fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
+    let Some(mut entry) = EVENTS.reserve::<T>(0) else {
+        lose_record();
+        return;
     };
-    entry.submit(wake);
+    // Taken after the reserve so sequence order follows ring order as closely as possible.
+    let seq = next_seq();
+    let rec = entry.as_mut_ptr();
+    // Every record starts with a Header (checked by the layout asserts in tracer-common).
+    // SAFETY: `rec` points at a reserved, writable record of size_of::<T>() bytes.
+    unsafe { fill_header(rec as *mut Header, kind, core::mem::size_of::<T>(), seq) };
+    fill(rec);
+    entry.submit(wakeup_flag());
+}
+
+/// Builds an ExecEnter in the per-CPU scratch (`fill` writes everything after the header and
+/// returns the bytes of argv used) and copies it to the ring at that length. A failed copy
+/// is counted like a failed reserve (its sequence number was taken, so it leaves a gap).
+#[inline(always)]
+fn emit_exec(fill: impl FnOnce(*mut ExecScratch) -> usize) {
+    let Some(s) = EXEC_SCRATCH.get_ptr_mut(0) else {
+        lose_record();
+        return;
+    };
+    // SAFETY: the per-CPU value, this program's alone while it runs.
+    let rec = unsafe { addr_of_mut!((*s).rec) };
+    // SAFETY: `rec` is a whole, writable ExecEnter.
+    unsafe {
+        fill_header(
+            rec as *mut Header,
+            kind::EXEC_ENTER,
+            EXEC_ENTER_HEAD,
+            next_seq(),
+        )
+    };
+    let used = fill(s);
+    let size = EXEC_ENTER_HEAD + if used > ARGV_BYTES { ARGV_BYTES } else { used };
+    // SAFETY: as above; `size` is at most size_of::<ExecEnter>().
+    let bytes = unsafe {
+        addr_of_mut!((*rec).hdr.size).write(size as u32);
+        core::slice::from_raw_parts(rec as *const u8, size)
+    };
+    if EVENTS.output::<[u8]>(bytes, wakeup_flag()).is_err() {
+        count_drop();
+    }
 }
 
 // ---- clone family -------------------------------------------------------------------------
@@ -327,7 +390,7 @@ sys_exit_probe!(sys_exit_execveat, syscall::EXECVEAT);
 /// Fills an ExecEnter's call fields and filename (with `read`); returns the string flags.
 ///
 /// # Safety
-/// `r` points at a reserved ExecEnter record.
+/// `r` points at a writable ExecEnter record.
 #[inline(always)]
 unsafe fn exec_head(
     r: *mut ExecEnter,
@@ -370,42 +433,69 @@ fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
     };
     let filename: u64 = unsafe { ctx.read_at(fname_off)? };
     let argv: u64 = unsafe { ctx.read_at(argv_off)? };
-    emit::<ExecEnter>(kind::EXEC_ENTER, |r| unsafe {
+    emit_exec(|s| unsafe {
+        let r = addr_of_mut!((*s).rec);
         let mut flags = exec_head(r, sc, at_flags as u32, dirfd, |buf| {
             bpf_probe_read_user_str_bytes(filename as *const u8, buf).map(|s| s.len())
         });
-        let slots = &mut *addr_of_mut!((*r).argv);
-        let mut argc = 0u32;
-        let mut more = true;
-        for (i, slot) in slots.iter_mut().enumerate() {
-            let p: u64 = match bpf_probe_read_user((argv as *const u64).wrapping_add(i)) {
-                Ok(p) => p,
-                Err(_) => {
-                    flags |= strflag::ARGV_FAULT;
-                    more = false;
-                    break;
-                }
-            };
-            if p == 0 {
-                more = false;
-                break;
-            }
-            let read = bpf_probe_read_user_str_bytes(p as *const u8, slot).map(|s| s.len());
-            flags |= str_flags(read, slot, strflag::ARGV_TRUNCATED, strflag::ARGV_FAULT);
-            argc += 1;
-        }
-        if more {
-            // All slots used: truncated only if another entry follows.
-            let next: u64 =
-                bpf_probe_read_user((argv as *const u64).wrapping_add(slots.len())).unwrap_or(0);
-            if next != 0 {
-                flags |= strflag::ARGV_TRUNCATED;
-            }
-        }
-        addr_of_mut!((*r).argc).write(argc);
+        let (used, argv_flags) = argv_from_pointers(s, argv);
+        flags |= argv_flags;
+        addr_of_mut!((*r).argv_len).write(used as u32);
         addr_of_mut!((*r).flags).write(flags);
+        used
     });
     Ok(0)
+}
+
+/// Copies the strings of a user argv array back to back (NUL after each) into the scratch
+/// record's argv; returns the bytes used (at most ARGV_BYTES) and the string flags.
+///
+/// # Safety
+/// `s` is the per-CPU scratch value.
+#[inline(always)]
+unsafe fn argv_from_pointers(s: *mut ExecScratch, argv: u64) -> (usize, u32) {
+    // SAFETY: argv is followed by `spill` (repr(C)), so ARGV_BYTES from any offset below
+    // ARGV_BYTES stay inside the scratch value.
+    let base = unsafe { addr_of_mut!((*s).rec.argv) } as *mut u8;
+    let mut off = 0usize;
+    for i in 0..MAX_ARGS {
+        // SAFETY: user memory, read with a probe read.
+        let p: u64 = match unsafe { bpf_probe_read_user((argv as *const u64).wrapping_add(i)) } {
+            Ok(p) => p,
+            Err(_) => return (off, strflag::ARGV_FAULT),
+        };
+        if p == 0 {
+            return (off, 0);
+        }
+        if off >= ARGV_BYTES {
+            return (ARGV_BYTES, strflag::ARGV_TRUNCATED);
+        }
+        // The mask changes nothing (off < ARGV_BYTES, a power of two) but bounds it for the
+        // verifier.
+        let at = off & (ARGV_BYTES - 1);
+        // SAFETY: see above.
+        let dst = unsafe { core::slice::from_raw_parts_mut(base.add(at), ARGV_BYTES) };
+        // SAFETY: user memory, read with a probe read.
+        match unsafe { bpf_probe_read_user_str_bytes(p as *const u8, dst) } {
+            Ok(v) if v.len() < ARGV_BYTES - 1 && at + v.len() < ARGV_BYTES => {
+                off = at + v.len() + 1
+            }
+            Ok(_) => return (ARGV_BYTES, strflag::ARGV_TRUNCATED),
+            Err(_) => return (at, strflag::ARGV_FAULT),
+        }
+    }
+    // MAX_ARGS walked: cut only if another entry follows.
+    // SAFETY: user memory, read with a probe read.
+    let next: u64 =
+        unsafe { bpf_probe_read_user((argv as *const u64).wrapping_add(MAX_ARGS)) }.unwrap_or(0);
+    (
+        off,
+        if next != 0 {
+            strflag::ARGV_TRUNCATED
+        } else {
+            0
+        },
+    )
 }
 
 #[tracepoint]
@@ -639,8 +729,8 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
 }
 
 /// Without syscall probes: the exec's argv, read from the new image's argument area
-/// (`mm->arg_start..arg_end`, NUL-separated strings the kernel just copied there), reported
-/// as the ExecEnter a sys_enter_execve probe would have sent.
+/// (`mm->arg_start..arg_end`, NUL-separated strings the kernel just copied there) in one read
+/// of up to ARGV_BYTES, reported as the ExecEnter a sys_enter_execve probe would have sent.
 #[inline(always)]
 fn exec_argv_from_mm(filename: *const u8, old_tid: u32) {
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
@@ -648,54 +738,34 @@ fn exec_argv_from_mm(filename: *const u8, old_tid: u32) {
     let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
     let start: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_arg_start)).unwrap_or(0);
     let end: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_arg_end)).unwrap_or(0);
-    emit::<ExecEnter>(kind::EXEC_ENTER, |r| unsafe {
+    // SAFETY: the scratch record; the argument area is read with a probe read, at most
+    // ARGV_BYTES into the ARGV_BYTES of `argv`.
+    emit_exec(|s| unsafe {
+        let r = addr_of_mut!((*s).rec);
         // The call was made by the thread that is now the leader; a non-leader exec
         // reports it under its old tid, as sys_enter_execve would have.
         addr_of_mut!((*r).hdr.tid).write(old_tid);
         let mut flags = exec_head(r, syscall::EXECVE, 0, -100, |buf| {
             bpf_probe_read_kernel_str_bytes(filename, buf).map(|s| s.len())
         });
-        let slots = &mut *addr_of_mut!((*r).argv);
-        let mut argc = 0u32;
-        let mut p = start;
-        if start == 0 || end == 0 {
+        let mut len = 0usize;
+        if start == 0 || end < start {
             flags |= strflag::ARGV_FAULT;
-            p = end;
-        }
-        for slot in slots.iter_mut() {
-            if p >= end {
-                break;
+        } else {
+            len = (end - start) as usize;
+            if len > ARGV_BYTES {
+                len = ARGV_BYTES;
+                flags |= strflag::ARGV_TRUNCATED;
             }
-            match bpf_probe_read_user_str_bytes(p as *const u8, slot) {
-                Ok(s) if s.len() >= ARG_LEN - 1 => {
-                    let next = p + ARG_LEN as u64;
-                    let fits = bpf_probe_read_user((next - 1) as *const u8) == Ok(0u8);
-                    argc += 1;
-                    if fits {
-                        // Exactly ARG_LEN - 1 bytes: the next string starts right after.
-                        p = next;
-                        continue;
-                    }
-                    // Longer: where the next string starts is unknown, so stop here.
-                    flags |= strflag::ARGV_TRUNCATED;
-                    p = end;
-                    break;
-                }
-                Ok(s) => p += s.len() as u64 + 1,
-                Err(_) => {
-                    slot[0] = 0;
-                    flags |= strflag::ARGV_FAULT;
-                    p = end;
-                    break;
-                }
+            let dst = core::slice::from_raw_parts_mut(addr_of_mut!((*r).argv) as *mut u8, len);
+            if bpf_probe_read_user_buf(start as *const u8, dst).is_err() {
+                flags |= strflag::ARGV_FAULT;
+                len = 0;
             }
-            argc += 1;
         }
-        if p < end {
-            flags |= strflag::ARGV_TRUNCATED;
-        }
-        addr_of_mut!((*r).argc).write(argc);
+        addr_of_mut!((*r).argv_len).write(len as u32);
         addr_of_mut!((*r).flags).write(flags);
+        len
     });
 }
 

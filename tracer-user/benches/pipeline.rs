@@ -8,7 +8,7 @@ use tracer::decode::{decode, to_bytes};
 use tracer::lineage::Engine;
 use tracer_common::{
     clone_flags as cf, kind, syscall as sc, CloneEnter, ExecEnter, ExitEnter, Header, SchedExec,
-    SchedExit, SchedFork, SysExit, ARG_LEN, FILENAME_LEN, MAX_ARGS,
+    SchedExit, SchedFork, SysExit, ARGV_BYTES, EXEC_ENTER_HEAD, FILENAME_LEN,
 };
 
 fn hdr(kind: u32, size: usize, seq: u64, pid: u32, ppid: u32) -> Header {
@@ -91,24 +91,20 @@ fn wire_stream(events: usize) -> Vec<Vec<u8>> {
             }),
         );
         let mut ex = ExecEnter {
-            hdr: hdr(
-                kind::EXEC_ENTER,
-                std::mem::size_of::<ExecEnter>(),
-                s(),
-                child,
-                shell,
-            ),
+            hdr: hdr(kind::EXEC_ENTER, EXEC_ENTER_HEAD + 5, s(), child, shell),
             syscall: sc::EXECVE,
-            argc: 1,
+            argv_len: 5,
             flags: 0,
             at_flags: 0,
             dirfd: -100,
             filename: [0; FILENAME_LEN],
-            argv: [[0; ARG_LEN]; MAX_ARGS],
+            argv: [0; ARGV_BYTES],
         };
         ex.filename[..9].copy_from_slice(b"/bin/true");
-        ex.argv[0][..4].copy_from_slice(b"true");
-        next(&mut out, to_bytes(&ex));
+        ex.argv[..5].copy_from_slice(b"true\0");
+        let mut bytes = to_bytes(&ex);
+        bytes.truncate(EXEC_ENTER_HEAD + 5);
+        next(&mut out, bytes);
         let mut se = SchedExec {
             hdr: hdr(
                 kind::SCHED_EXEC,

@@ -7,7 +7,7 @@ use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, PidNs, Sysca
 use std::mem::size_of;
 use tracer_common::{
     kind, strflag, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header, PrctlEnter, SchedExec,
-    SchedExit, SchedFork, SysExit, ARG_LEN, MAX_ARGS,
+    SchedExit, SchedFork, SysExit, EXEC_ENTER_HEAD,
 };
 
 /// Why a ring-buffer record could not be decoded. Records are checked before any copy, so a
@@ -57,6 +57,27 @@ fn read<T: Copy>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
     Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
+/// Copies a `T` out of `bytes`, which may stop early (a record sent at its used length); the
+/// bytes not sent read as zero.
+fn read_prefix<T: Copy>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
+    let mut full = vec![0u8; size_of::<T>()];
+    let n = bytes.len().min(full.len());
+    full[..n].copy_from_slice(&bytes[..n]);
+    read(&full, what)
+}
+
+/// argv entries stored back to back, each followed by a NUL; a last entry without its NUL
+/// (cut at the budget) is kept as far as it goes.
+fn split_argv(area: &[u8]) -> Vec<String> {
+    let area = area.strip_suffix(&[0]).unwrap_or(area);
+    if area.is_empty() {
+        return Vec::new();
+    }
+    area.split(|&b| b == 0)
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
 /// Text up to the first NUL of a fixed buffer.
 fn cstr(buf: &[u8]) -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
@@ -73,6 +94,12 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     let need = match hdr.kind {
         kind::CLONE_ENTER => size_of::<CloneEnter>(),
         kind::SYS_EXIT => size_of::<SysExit>(),
+        // Sent at its used length: any size from the head to the whole record.
+        kind::EXEC_ENTER
+            if (EXEC_ENTER_HEAD..=size_of::<ExecEnter>()).contains(&(hdr.size as usize)) =>
+        {
+            hdr.size as usize
+        }
         kind::EXEC_ENTER => size_of::<ExecEnter>(),
         kind::EXIT_ENTER => size_of::<ExitEnter>(),
         kind::PRCTL_ENTER => size_of::<PrctlEnter>(),
@@ -82,7 +109,8 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         kind::CGROUP_ATTACH => size_of::<CgroupAttach>(),
         other => return Err(DecodeError::UnknownKind(other)),
     };
-    // The probe writes size_of::<T>(); anything else means a mismatched probe object.
+    // The probe writes size_of::<T>() (an exec record: its used length); anything else means a
+    // mismatched probe object.
     if hdr.size as usize != need || bytes.len() < need {
         return Err(DecodeError::BadSize {
             kind: hdr.kind,
@@ -107,12 +135,10 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             }
         }
         kind::EXEC_ENTER => {
-            let r: ExecEnter = read(bytes, "exec record")?;
-            let argc = (r.argc as usize).min(MAX_ARGS);
-            let argv = r.argv[..argc]
-                .iter()
-                .map(|slot| cstr(&slot[..ARG_LEN]))
-                .collect();
+            let r: ExecEnter = read_prefix(&bytes[..need], "exec record")?;
+            // Only what was sent counts, whatever argv_len claims.
+            let used = (r.argv_len as usize).min(need - EXEC_ENTER_HEAD);
+            let argv = split_argv(&r.argv[..used]);
             EventKind::ExecEnter {
                 syscall: syscall(r.syscall)?,
                 dirfd: r.dirfd,
@@ -220,7 +246,7 @@ pub fn to_bytes<T: Copy>(rec: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracer_common::{clone_flags as cf, syscall as sc, FILENAME_LEN};
+    use tracer_common::{clone_flags as cf, syscall as sc, ARGV_BYTES, FILENAME_LEN};
 
     fn header(kind: u32, size: usize) -> Header {
         let mut comm = [0u8; 16];
@@ -337,23 +363,26 @@ mod tests {
         );
     }
 
-    #[test]
-    fn exec_strings_and_truncation_flags() {
+    fn exec_record(argv: &[u8], flags: u32) -> Vec<u8> {
         let mut r = ExecEnter {
-            hdr: header(kind::EXEC_ENTER, size_of::<ExecEnter>()),
+            hdr: header(kind::EXEC_ENTER, EXEC_ENTER_HEAD + argv.len()),
             syscall: sc::EXECVE,
-            argc: 2,
-            flags: strflag::ARGV_TRUNCATED,
+            argv_len: argv.len() as u32,
+            flags,
             at_flags: 0,
             dirfd: -100,
             filename: [0; FILENAME_LEN],
-            argv: [[0; ARG_LEN]; MAX_ARGS],
+            argv: [0; ARGV_BYTES],
         };
         r.filename[..9].copy_from_slice(b"/bin/runc");
-        r.argv[0][..4].copy_from_slice(b"runc");
-        r.argv[1][..4].copy_from_slice(b"init");
-        r.argv[2][..5].copy_from_slice(b"stale"); // beyond argc: ignored
-        let ev = decode(&to_bytes(&r)).unwrap();
+        r.argv[..argv.len()].copy_from_slice(argv);
+        let mut bytes = to_bytes(&r);
+        bytes.truncate(EXEC_ENTER_HEAD + argv.len());
+        bytes
+    }
+
+    fn exec_argv(bytes: &[u8]) -> (CapturedStr, Vec<String>, bool) {
+        let ev = decode(bytes).unwrap();
         let EventKind::ExecEnter {
             filename,
             argv,
@@ -363,23 +392,43 @@ mod tests {
         else {
             panic!("wrong kind");
         };
-        assert_eq!(
-            filename,
-            CapturedStr {
-                value: "/bin/runc".into(),
-                truncated: false
-            }
-        );
-        assert_eq!(argv, vec!["runc", "init"]);
-        assert!(argv_truncated);
+        (filename, argv, argv_truncated)
+    }
 
-        // A lying argc is capped at the slots that exist.
-        r.argc = 1_000;
-        let ev = decode(&to_bytes(&r)).unwrap();
-        let EventKind::ExecEnter { argv, .. } = ev.kind else {
-            panic!("wrong kind")
-        };
-        assert_eq!(argv.len(), MAX_ARGS);
+    #[test]
+    fn exec_strings_and_truncation_flags() {
+        let long = "l".repeat(300);
+        let area = format!("runc\0{long}\0\0create\0");
+        let (filename, argv, cut) = exec_argv(&exec_record(area.as_bytes(), 0));
+        assert_eq!(filename, CapturedStr::new("/bin/runc"));
+        assert_eq!(argv, vec!["runc", long.as_str(), "", "create"]);
+        assert!(!cut);
+
+        // Cut at the budget: the last entry has no NUL and is kept as far as it goes.
+        let (_, argv, cut) = exec_argv(&exec_record(b"runc\0--lo", strflag::ARGV_TRUNCATED));
+        assert_eq!(argv, vec!["runc", "--lo"]);
+        assert!(cut);
+        let (_, argv, _) = exec_argv(&exec_record(b"", strflag::ARGV_FAULT));
+        assert!(argv.is_empty());
+    }
+
+    #[test]
+    fn exec_record_lengths_are_checked() {
+        let mut bytes = exec_record(b"runc\0", 0);
+        // A lying argv_len is capped at what was sent.
+        bytes[68..72].copy_from_slice(&4000u32.to_ne_bytes());
+        assert_eq!(exec_argv(&bytes).1, vec!["runc"]);
+        // Shorter than the head, or longer than the whole record: errors.
+        let head = exec_record(b"", 0);
+        assert!(decode(&head[..EXEC_ENTER_HEAD - 1]).is_err());
+        let mut whole = exec_record(&[b'x'; ARGV_BYTES], 0);
+        assert!(decode(&whole).is_ok());
+        whole[4..8].copy_from_slice(&((EXEC_ENTER_HEAD + ARGV_BYTES + 1) as u32).to_ne_bytes());
+        whole.push(0);
+        assert!(matches!(decode(&whole), Err(DecodeError::BadSize { .. })));
+        // Fewer bytes delivered than the header claims.
+        let short = exec_record(b"runc\0", 0);
+        assert!(decode(&short[..short.len() - 1]).is_err());
     }
 
     #[test]

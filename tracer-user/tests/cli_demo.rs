@@ -11,17 +11,17 @@ use std::process::Command;
 
 const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
 
-#[test]
-fn demo_runs_without_root() {
+/// `tracer demo ARGS` as nobody (or as whoever runs the tests): its stdout and stderr.
+fn run_demo(args: &[&str]) -> Option<(String, String)> {
     let out = if prereq::is_root() {
         let found = ["/usr/bin/setpriv", "/bin/setpriv"]
             .into_iter()
             .find(|p| Path::new(p).is_file());
         let why = "as root the test drops to nobody with setpriv (Debian package util-linux)";
         if !prereq::require("setpriv", found.is_some(), why) {
-            return;
+            return None;
         }
-        let Some(setpriv) = found else { return };
+        let setpriv = found?;
         // A copy nobody can read and run, wherever the workspace is.
         let dir = std::env::temp_dir().join(format!("tracer-demo-nobody-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -33,21 +33,59 @@ fn demo_runs_without_root() {
             .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
             .arg(&copy)
             .arg("demo")
+            .args(args)
             .current_dir(&dir)
             .output()
             .unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         out
     } else {
-        Command::new(TRACER).arg("demo").output().unwrap()
+        Command::new(TRACER)
+            .arg("demo")
+            .args(args)
+            .output()
+            .unwrap()
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "tracer demo failed: {stderr}");
+    Some((stdout, stderr))
+}
+
+#[test]
+fn demo_runs_without_root() {
+    let Some((stdout, stderr)) = run_demo(&["containerd"]) else {
+        return;
+    };
     // The strace-like replay, the tree and the stories of the two containers.
     assert!(stdout.contains("PR_SET_CHILD_SUBREAPER"), "{stdout}");
     assert!(stdout.contains("containerd-shim"), "{stdout}");
     assert!(stdout.contains("runc:[2:INIT]"), "{stdout}");
     assert!(stdout.contains("== container births"), "{stdout}");
     assert!(stderr.contains("2 container stories"), "{stderr}");
+}
+
+/// Plain `tracer demo` is the pod lab: sandboxes, CNI plugins, containers under each pod's
+/// one shim, and their stories.
+#[test]
+fn demo_pod_is_the_default() {
+    let Some((stdout, stderr)) = run_demo(&[]) else {
+        return;
+    };
+    assert_eq!(Some((stdout.clone(), stderr.clone())), run_demo(&["pod"]));
+    assert!(stderr.contains("demo:pod.trace"), "{stderr}");
+    for want in [
+        "pause [sandbox]",
+        "bridge [cni-plugin]",
+        "host-local [cni-plugin]",
+        ": sandbox ",
+        ": container ",
+        "cni plugin bridge",
+        "found the pod's shim",
+        "(containerd, runc create) → pause",
+    ] {
+        assert!(stdout.contains(want), "{want:?} not in:\n{stdout}");
+    }
+    // Two pods: two sandbox stories, each a pod of its own.
+    assert_eq!(stdout.matches(": sandbox ").count(), 2, "{stdout}");
 }

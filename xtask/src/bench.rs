@@ -18,6 +18,10 @@ enum Config {
     FollowSyscalls,
     AllSyscalls,
     Strace,
+    /// Pod creation: `tracer record --pid <containerd>`.
+    RecordDaemon,
+    /// Pod creation: the seeds' `strace -f -p <containerd>`.
+    StraceDaemon,
 }
 
 impl Config {
@@ -29,6 +33,8 @@ impl Config {
             Config::FollowSyscalls => "tracer --syscalls (follow)",
             Config::AllSyscalls => "tracer --all --syscalls",
             Config::Strace => "strace -f (same syscalls)",
+            Config::RecordDaemon => "tracer record --pid <containerd>",
+            Config::StraceDaemon => "strace -f -p <containerd> (same syscalls)",
         }
     }
 }
@@ -130,6 +136,7 @@ impl Bench {
                 background = Some(child);
                 Command::new("sh").args(["-c", &script]).status()?
             }
+            Config::RecordDaemon | Config::StraceDaemon => bail!("pod-only configuration"),
             Config::Strace => Command::new("strace")
                 .args([
                     "-f",
@@ -233,6 +240,37 @@ fn probe_table(b: &Bench) -> String {
         ));
     }
     s
+}
+
+/// Pod creation latency through CRI (RunPodSandbox + CreateContainer + StartContainer, as
+/// kubelet drives it), containerd untraced, recorded by tracer, and under strace.
+fn pod(b: &Bench, runs: u32) -> Result<String> {
+    use ::tests::labs::pod::{bench_pod_creation, Watch};
+    let mut lab = ::tests::labs::Lab::new(
+        b.tracer.clone(),
+        b.tmp.join("pod.trace"),
+        ::tests::labs::Scenario::Pod,
+    );
+    lab.narrate = false;
+    lab.work = b.tmp.join("pod-lab");
+    ::tests::labs::system::ensure_packages(::tests::labs::Scenario::Pod.packages())?;
+    let configs = [Config::Untraced, Config::RecordDaemon, Config::StraceDaemon];
+    let rounds = runs.max(5);
+    let times = bench_pod_creation(
+        &lab,
+        &[Watch::Untraced, Watch::Tracer, Watch::Strace],
+        rounds,
+    )?;
+    let mut s = format!(
+        "## 4. Pod creation through CRI: RunPodSandbox + CreateContainer + StartContainer ({rounds} rounds)\n\n\
+         A private containerd 1.6 with its CRI plugin (CNI bridge + host-local, local images), driven \
+         by the pod lab's CRI client; each run creates one pod with one container and is timed by \
+         the client, then the pod is removed (untimed). The tracer and strace attach to the running \
+         containerd before the run and detach after it.\n\n"
+    );
+    s.push_str(&table(&configs, &times, &["", "<= 1.05x", ""]));
+    s.push('\n');
+    Ok(s)
 }
 
 /// Parses tracer's closing summary: `N events (...), D dropped, G sequence gaps`.
@@ -382,8 +420,12 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
              `drops == issued - delivered` exactly.\n\n",
         );
     }
+    if want("pod") {
+        report.push_str(&pod(&b, runs)?);
+        println!("bench: pod done");
+    }
     report.push_str(
-        "## 4. Userspace (criterion, one core)\n\n\
+        "## 5. Userspace (criterion, one core)\n\n\
          `cargo bench -p tracer-user --no-default-features` runs `pipeline` (decode, decode + lineage, \
          strace import), `tracefile` (read + decode, write, replay RSS) and `tui` (one frame of a \
          10k-process tree); criterion prints each throughput.\n",

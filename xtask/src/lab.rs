@@ -1,4 +1,4 @@
-//! `cargo xtask lab <runc|containerd|restart|podman>`: a real runtime under `tracer record`,
+//! `cargo xtask lab <runc|containerd|restart|podman|pod>`: a real runtime under `tracer record`,
 //! narrated, then the recording shown. The scenario drivers live in `tests::labs` (shared
 //! with the end-to-end tests); this is the command line around them.
 
@@ -10,7 +10,7 @@ use crate::{cargo, run, setup, workspace_root};
 
 #[derive(clap::Args)]
 pub struct LabArgs {
-    /// runc, containerd, restart or podman.
+    /// runc, containerd, restart, podman or pod.
     pub scenario: tests::labs::Scenario,
     /// Keep the recording here (default: target/labs/SCENARIO.trace).
     #[arg(long, value_name = "FILE")]
@@ -18,6 +18,9 @@ pub struct LabArgs {
     /// Print `tracer tree` and `tracer story` instead of opening the interactive view.
     #[arg(long)]
     pub no_tui: bool,
+    /// pod: restart containerd while the pods run (their processes keep pids and parents).
+    #[arg(long)]
+    pub restart_runtime: bool,
 }
 
 /// The release `tracer` binary, built with the probes.
@@ -44,16 +47,22 @@ pub fn lab(args: LabArgs) -> Result<()> {
     if reexec_as_root()? {
         return Ok(());
     }
+    let scenario = args.scenario;
+    if args.restart_runtime && scenario != tests::labs::Scenario::Pod {
+        anyhow::bail!(
+            "--restart-runtime is for the pod lab (the restart lab restarts containerd by itself)"
+        );
+    }
     setup::setup()?;
     let tracer = build_tracer()?;
-    let scenario = args.scenario;
     let trace = args.record.clone().unwrap_or_else(|| {
         workspace_root()
             .join("target/labs")
             .join(format!("{}.trace", scenario.name()))
     });
     tests::labs::install_interrupt_handler();
-    let lab = tests::labs::Lab::new(tracer.clone(), trace, scenario);
+    let mut lab = tests::labs::Lab::new(tracer.clone(), trace, scenario);
+    lab.restart_runtime = args.restart_runtime;
     let out = tests::labs::run(scenario, &lab).with_context(|| format!("lab {scenario}"))?;
     println!("lab ▸ recorded {}", out.summary);
     show(&tracer, &out.trace, !args.no_tui)

@@ -24,6 +24,8 @@ const APT_PACKAGES: &[&str] = &[
     // The picture tests render `tracer export --format svg/html` with real renderers.
     "librsvg2-bin",
     "chromium",
+    // protoc: the pod lab's CRI client (k8s-cri) compiles the CRI protos at build time.
+    "protobuf-compiler",
 ];
 
 pub use tests::prereq::is_root;

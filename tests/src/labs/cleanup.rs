@@ -30,6 +30,11 @@ pub enum Undo {
         path: PathBuf,
         unless_running: &'static str,
     },
+    /// A network namespace bind-mounted at a path (CNI's `/var/run/netns/cni-…`): unmount
+    /// and remove it.
+    Netns(PathBuf),
+    /// A network link the lab's CNI config made (the bridge): `ip link del`.
+    Link(String),
     /// Remove a cgroup the runtime created (in every hierarchy where it did not exist at the
     /// start), once empty.
     NewCgroup(Vec<PathBuf>),
@@ -157,6 +162,11 @@ fn undo(u: &Undo) {
                 let _ = std::fs::remove_dir_all(path);
             }
         }
+        Undo::Netns(path) => {
+            quietly(Command::new("umount").arg(path));
+            let _ = std::fs::remove_file(path);
+        }
+        Undo::Link(name) => quietly(Command::new("ip").args(["link", "del", name])),
         Undo::NewCgroup(dirs) => {
             for d in dirs {
                 remove_cgroup(d);

@@ -8,6 +8,9 @@
 
 mod bundle;
 mod cleanup;
+pub mod cri;
+mod image;
+pub mod pod;
 mod recorder;
 mod scenarios;
 pub mod system;
@@ -30,14 +33,18 @@ pub enum Scenario {
     Restart,
     /// `podman run --runtime runc`: conmon is the container's parent.
     Podman,
+    /// containerd's CRI plugin driven like kubelet: two pods (sandbox, CNI, two containers
+    /// under one shim each; one pod shares its pid namespace).
+    Pod,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Runc,
         Scenario::Containerd,
         Scenario::Restart,
         Scenario::Podman,
+        Scenario::Pod,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +53,7 @@ impl Scenario {
             Scenario::Containerd => "containerd",
             Scenario::Restart => "restart",
             Scenario::Podman => "podman",
+            Scenario::Pod => "pod",
         }
     }
 
@@ -55,6 +63,14 @@ impl Scenario {
             Scenario::Runc => &["runc", "busybox-static"],
             Scenario::Containerd | Scenario::Restart => &["runc", "busybox-static", "containerd"],
             Scenario::Podman => &["runc", "busybox-static", "podman", "conmon"],
+            Scenario::Pod => &[
+                "runc",
+                "busybox-static",
+                "containerd",
+                "containernetworking-plugins",
+                "catatonit",
+                "iproute2",
+            ],
         }
     }
 }
@@ -65,7 +81,9 @@ impl std::str::FromStr for Scenario {
         Scenario::ALL
             .into_iter()
             .find(|x| x.name() == s)
-            .ok_or_else(|| format!("unknown scenario {s:?} (runc, containerd, restart, podman)"))
+            .ok_or_else(|| {
+                format!("unknown scenario {s:?} (runc, containerd, restart, podman, pod)")
+            })
     }
 }
 
@@ -86,6 +104,8 @@ pub struct Lab {
     pub work: PathBuf,
     /// Print one narrated line per step.
     pub narrate: bool,
+    /// `pod`: restart the runtime daemon while the pods run.
+    pub restart_runtime: bool,
 }
 
 impl Lab {
@@ -101,6 +121,7 @@ impl Lab {
             trace,
             work,
             narrate: true,
+            restart_runtime: false,
         }
     }
 
@@ -115,6 +136,8 @@ impl Lab {
 #[derive(Clone, Debug)]
 pub struct ContainerTruth {
     pub id: String,
+    /// Its name in the pod spec (CRI containers only; none for a sandbox or a plain runtime).
+    pub name: Option<String>,
     /// The container's init (the workload, `sleep`).
     pub init: ProcInfo,
     /// What should be its parent, found independently of the init's ppid: the shim (by its
@@ -174,6 +197,25 @@ impl Moment {
     }
 }
 
+/// A pod while it ran.
+#[derive(Clone, Debug)]
+pub struct PodTruth {
+    /// `namespace/name`.
+    pub name: String,
+    /// The CRI sandbox id (the shim's `-id`).
+    pub sandbox_id: String,
+    /// The pod's IP (PodSandboxStatus).
+    pub ip: String,
+    /// The containers share the pod's pid namespace.
+    pub shared_pid: bool,
+    /// The pod's one shim.
+    pub shim: ProcInfo,
+    /// The sandbox (pause) first, then the containers; each with the shim as `monitor`.
+    pub containers: Vec<ContainerTruth>,
+    /// Every process under the shim once all containers ran.
+    pub procs: Vec<ProcInfo>,
+}
+
 /// What /proc said at the moments that matter.
 #[derive(Clone, Debug, Default)]
 pub struct Truth {
@@ -189,6 +231,8 @@ pub struct Truth {
     pub after_restart: Vec<ContainerTruth>,
     /// `restart`: the `ctr task exec` process before and after the restart.
     pub exec: Vec<ProcInfo>,
+    /// `pod`: the pods.
+    pub pods: Vec<PodTruth>,
 }
 
 impl Truth {
@@ -230,6 +274,10 @@ pub fn run(scenario: Scenario, lab: &Lab) -> Result<Outcome> {
     let mut cleanup = Cleanup::new();
     // Undone last: what the runtimes leave outside the scratch directory.
     match scenario {
+        Scenario::Pod => {
+            cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
+            cleanup.push(Undo::new_cgroup(&pod::cgroup_name()));
+        }
         Scenario::Containerd | Scenario::Restart => {
             // The shim keeps runc state, fifos and sockets here whatever the daemon's config.
             cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
@@ -249,6 +297,7 @@ pub fn run(scenario: Scenario, lab: &Lab) -> Result<Outcome> {
         Scenario::Containerd => scenarios::containerd(lab, &mut cleanup)?,
         Scenario::Restart => scenarios::restart(lab, &mut cleanup)?,
         Scenario::Podman => scenarios::podman(lab, &mut cleanup)?,
+        Scenario::Pod => pod::pod(lab, &mut cleanup)?,
     };
     lab.say("cleaning up: containers, daemons, mounts and scratch files");
     cleanup.run();

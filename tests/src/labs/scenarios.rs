@@ -13,13 +13,13 @@ use crate::labs::{busybox_bundle, busybox_rootfs, ContainerTruth, Lab, Moment, T
 
 /// How long the recorder may take to end by itself once everything it follows is gone.
 const RECORDER_GRACE: Duration = Duration::from_secs(10);
-const STARTUP: Duration = Duration::from_secs(30);
+pub(crate) const STARTUP: Duration = Duration::from_secs(30);
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn start_recorder(lab: &Lab, follow: &Follow, what: &str) -> Result<Recorder> {
+pub(crate) fn start_recorder(lab: &Lab, follow: &Follow, what: &str) -> Result<Recorder> {
     lab.say(format!(
         "starting `tracer record -o {}` {what}",
         lab.trace.display()
@@ -27,7 +27,7 @@ fn start_recorder(lab: &Lab, follow: &Follow, what: &str) -> Result<Recorder> {
     Recorder::start(&lab.tracer, &lab.trace, follow)
 }
 
-fn finish(lab: &Lab, rec: Recorder) -> Result<String> {
+pub(crate) fn finish(lab: &Lab, rec: Recorder) -> Result<String> {
     let summary = rec.finish(RECORDER_GRACE)?;
     lab.say(format!("recorder stopped: {summary}"));
     Ok(summary)
@@ -74,6 +74,7 @@ pub(crate) fn runc(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> 
     pause(Duration::from_millis(300))?;
     let c = ContainerTruth {
         id: id.clone(),
+        name: None,
         init: ProcInfo::read(init)?,
         monitor: ProcInfo::read(runc_pid)?,
     };
@@ -105,8 +106,8 @@ pub(crate) fn runc(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> 
 /// A containerd to talk to: the host's, or a private one with its own root, state and socket,
 /// run under a small restart loop (like systemd's `Restart=always`) so a restart keeps it a
 /// descendant of what the recorder follows.
-struct Containerd {
-    address: String,
+pub(crate) struct Containerd {
+    pub(crate) address: String,
     private: Option<Private>,
 }
 
@@ -120,8 +121,13 @@ pub(crate) const NAMESPACE: &str = "tracer-lab";
 const MAX_STARTS: u32 = 3;
 
 impl Containerd {
-    /// The host's containerd if one runs and `allow_host`, else a private one (not started).
-    fn choose(lab: &Lab, allow_host: bool) -> Result<(Containerd, Follow)> {
+    /// The host's containerd if one runs and `allow_host`, else a private one (not started),
+    /// with `cri` (its CRI plugin's TOML tables) or without the CRI plugin.
+    pub(crate) fn choose(
+        lab: &Lab,
+        allow_host: bool,
+        cri: Option<&str>,
+    ) -> Result<(Containerd, Follow)> {
         let host_sock = "/run/containerd/containerd.sock";
         let running = find_procs(|p| p.comm == "containerd");
         if allow_host && Path::new(host_sock).exists() {
@@ -143,14 +149,18 @@ impl Containerd {
         std::fs::create_dir_all(&dir)?;
         let d = s(&dir);
         let config = dir.join("config.toml");
+        let no_cri = match cri {
+            Some(_) => "",
+            None => "disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n",
+        };
         std::fs::write(
             &config,
             format!(
-                "version = 2\nroot = \"{d}/root\"\nstate = \"{d}/state\"\n\
-                 disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n\
+                "version = 2\nroot = \"{d}/root\"\nstate = \"{d}/state\"\n{no_cri}\
                  [grpc]\n  address = \"{d}/containerd.sock\"\n\
                  [ttrpc]\n  address = \"{d}/containerd.sock.ttrpc\"\n\
-                 [debug]\n  address = \"{d}/debug.sock\"\n"
+                 [debug]\n  address = \"{d}/debug.sock\"\n{}",
+                cri.unwrap_or("")
             ),
         )?;
         let private = Private {
@@ -189,7 +199,7 @@ impl Containerd {
         ))
     }
 
-    fn undo(&self) -> Option<Undo> {
+    pub(crate) fn undo(&self) -> Option<Undo> {
         self.private.as_ref().map(|p| Undo::Containerd {
             stop_file: p.stop_file.clone(),
             pid_file: p.pid_file.clone(),
@@ -197,9 +207,14 @@ impl Containerd {
     }
 
     fn ctr(&self, args: &[&str]) -> Result<String> {
+        self.ctr_in(NAMESPACE, args)
+    }
+
+    /// `ctr` in a containerd namespace (the CRI plugin's is `k8s.io`).
+    pub(crate) fn ctr_in(&self, namespace: &str, args: &[&str]) -> Result<String> {
         output(
             Command::new("ctr")
-                .args(["--address", &self.address, "--namespace", NAMESPACE])
+                .args(["--address", &self.address, "--namespace", namespace])
                 .args(args),
         )
     }
@@ -214,7 +229,7 @@ impl Containerd {
     }
 
     /// Waits until a containerd (other than `not`) answers on the socket.
-    fn wait_ready(&self, not: Option<u32>) -> Result<ProcInfo> {
+    pub(crate) fn wait_ready(&self, not: Option<u32>) -> Result<ProcInfo> {
         let pid = wait_for("containerd to answer", STARTUP, || {
             let pid = match &self.private {
                 Some(_) => self
@@ -246,20 +261,11 @@ impl Containerd {
         ));
         self.ctr(&["run", "-d", "--rootfs", &s(rootfs), id, "/bin/sleep", "300"])?;
         let init = self.task_pid(id)?;
-        let shim = wait_for("the shim", STARTUP, || {
-            Ok(find_procs(|p| {
-                p.argv
-                    .first()
-                    .is_some_and(|a| a.contains("containerd-shim"))
-                    && p.argv.windows(2).any(|w| w[0] == "-id" && w[1] == id)
-                    && !p.argv.iter().any(|a| a == "start")
-            })
-            .into_iter()
-            .next())
-        })?;
+        let shim = shim_with_id(id)?;
         pause(Duration::from_millis(300))?;
         let c = ContainerTruth {
             id: id.to_string(),
+            name: None,
             init: ProcInfo::read(init)?,
             monitor: ProcInfo::read(shim.pid)?,
         };
@@ -300,7 +306,7 @@ impl Containerd {
     }
 
     /// Stops a private daemon and its restart loop (the host's is left alone).
-    fn stop(&self, lab: &Lab) -> Result<()> {
+    pub(crate) fn stop(&self, lab: &Lab) -> Result<()> {
         let Some(p) = &self.private else {
             return Ok(());
         };
@@ -313,6 +319,21 @@ impl Containerd {
     }
 }
 
+/// The long-lived shim started with `-id ID` (not its `start` process), once it runs.
+pub(crate) fn shim_with_id(id: &str) -> Result<ProcInfo> {
+    wait_for("the shim", STARTUP, || {
+        Ok(find_procs(|p| {
+            p.argv
+                .first()
+                .is_some_and(|a| a.contains("containerd-shim"))
+                && p.argv.windows(2).any(|w| w[0] == "-id" && w[1] == id)
+                && !p.argv.iter().any(|a| a == "start")
+        })
+        .into_iter()
+        .next())
+    })
+}
+
 /// What `containerd_setup` started: the daemon to talk to, the recorder, the truth so far
 /// (followed pid, first daemon), the rootfs.
 type Setup = (Containerd, Recorder, Truth, PathBuf);
@@ -320,7 +341,7 @@ type Setup = (Containerd, Recorder, Truth, PathBuf);
 fn containerd_setup(lab: &Lab, cleanup: &mut Cleanup, allow_host: bool) -> Result<Setup> {
     lab.say("building a busybox-static rootfs (no image pull)");
     let rootfs = busybox_rootfs(&lab.work.join("rootfs"))?;
-    let (ctd, follow) = Containerd::choose(lab, allow_host)?;
+    let (ctd, follow) = Containerd::choose(lab, allow_host, None)?;
     if let Some(u) = ctd.undo() {
         cleanup.push(u);
     }
@@ -411,6 +432,7 @@ pub(crate) fn restart(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String
     pause(Duration::from_millis(300))?;
     let after = ContainerTruth {
         id: c.id.clone(),
+        name: None,
         init: ProcInfo::read(c.init.pid)?,
         monitor: ProcInfo::read(c.monitor.pid)?,
     };
@@ -524,6 +546,7 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
     pause(Duration::from_millis(500))?;
     let c = ContainerTruth {
         id: name.clone(),
+        name: None,
         init: ProcInfo::read(init)?,
         monitor: ProcInfo::read(conmon)?,
     };

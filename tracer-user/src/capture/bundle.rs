@@ -89,7 +89,12 @@ fn meta_for(ev: &Event, proc_root: &Path) -> Option<Event> {
         return None;
     };
     let (container_id, dir) = bundle_of(&filename.value, argv)?;
-    let cwd: PathBuf = std::fs::read_link(proc_root.join(ev.tgid.to_string()).join("cwd")).ok()?;
+    // Only a relative bundle (or none: `runc run`) needs the runtime's working directory, which
+    // is gone once the runtime exits; containerd and CRI-O pass absolute paths.
+    let cwd: PathBuf = match dir.as_deref() {
+        Some(d) if Path::new(d).is_absolute() => PathBuf::from("/"),
+        _ => std::fs::read_link(proc_root.join(ev.tgid.to_string()).join("cwd")).ok()?,
+    };
     let annotations = read_annotations(dir.as_deref(), &cwd)?;
     if annotations.is_empty() {
         return None;

@@ -1,13 +1,27 @@
-//! `tracer demo`: the embedded recording of `cargo xtask lab containerd`, replayed.
+//! `tracer demo [pod|containerd]`: an embedded lab recording, replayed.
 
 use super::tracefile::{replay_input, ReplayOpts};
 use anyhow::Result;
 use std::process::ExitCode;
+use tracer::demo::Demo;
 use tracer::input::Input;
 use tracer::lineage::{story_text, traced_tree_text, TreeOpts};
 
+/// The bundled recordings.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum Which {
+    /// `cargo xtask lab pod`: two CRI pods (sandbox, CNI plugins, containers under one shim).
+    #[default]
+    Pod,
+    /// `cargo xtask lab containerd`: two `ctr run` containers, two shims.
+    Containerd,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
+    /// Which recording.
+    #[arg(value_enum, default_value_t = Which::Pod)]
+    pub which: Which,
     /// Replay speed: 1 = original timing, 0 = as fast as possible (the default without the
     /// viewer; the viewer plays at 1).
     #[arg(long, value_name = "X")]
@@ -26,12 +40,15 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
-    let input = tracer::demo::open()?;
-    show(input, &args)
+    let demo = match args.which {
+        Which::Pod => Demo::Pod,
+        Which::Containerd => Demo::Containerd,
+    };
+    show(demo, demo.open()?, &args)
 }
 
 /// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.
-fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
+fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
     if args.guided || (std::io::stdout().is_terminal() && !args.no_tui) {
         let sched_probes = input.sched_probes();
@@ -44,7 +61,7 @@ fn show(input: Input, args: &DemoArgs) -> Result<ExitCode> {
             sched_probes,
             guided: args.guided,
         };
-        tracer::tui::run_replay(events, seed, "demo: containerd lab".into(), opts)?;
+        tracer::tui::run_replay(events, seed, demo.title().into(), opts)?;
         return Ok(ExitCode::SUCCESS);
     }
     let opts = ReplayOpts {

@@ -8,7 +8,7 @@ use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
 
 use super::pidmap::PidMap;
 use super::process::{ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread};
-use super::roles::{basename, classify, Role};
+use super::roles::{basename, classify, is_cni_plugin_name, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 
 /// Warnings kept in full; later ones are only counted.
@@ -460,26 +460,32 @@ impl Engine {
         }
     }
 
-    /// The identity of `id`'s container, if its bundle was read; for a shim without one,
-    /// what its argv says (runtime namespace, the sandbox it serves).
+    /// The identity of `id`'s container (it just got its container id), if that container's
+    /// bundle was read. Else: for a shim, what its argv says (runtime namespace, the sandbox
+    /// it serves); for anything else only the pod it inherited (one shim per pod), never the
+    /// container name or sandbox role, which were another container's (the shim's `runc
+    /// create` for the pod's next container inherits the sandbox's identity at fork).
     fn attach_identity(&mut self, id: ProcId) {
+        use super::k8s::K8sIdentity;
         let p = &self.procs[id];
-        let k8s = p
+        let known = p
             .container_id
             .as_ref()
             .and_then(|c| self.containers.get(c))
-            .cloned()
-            .or_else(|| {
-                let shim = p.role == Some(Role::Shim) && p.k8s.is_none();
-                shim.then(|| {
-                    super::k8s::K8sIdentity::from_shim_argv(&p.argv, p.container_id.as_deref())
-                })
-                .flatten()
-                .map(Arc::new)
+            .cloned();
+        let k8s = known.or_else(|| {
+            if p.role == Some(Role::Shim) && p.k8s.is_none() {
+                let argv = K8sIdentity::from_shim_argv(&p.argv, p.container_id.as_deref());
+                return argv.map(Arc::new);
+            }
+            let pod_only = p.k8s.as_deref().map(|k| K8sIdentity {
+                container_name: None,
+                sandbox: false,
+                ..k.clone()
             });
-        if k8s.is_some() {
-            self.procs[id].k8s = k8s;
-        }
+            pod_only.map(Arc::new)
+        });
+        self.procs[id].k8s = k8s;
     }
 
     fn track_seq(&mut self, seq: u64) {
@@ -861,8 +867,13 @@ impl Engine {
         let p = &mut self.procs[id];
         let prev = p.role;
         let classified = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
+        let cni = classified.is_none()
+            && is_cni_plugin_name(p.exe.as_deref(), &p.argv)
+            && self.runtime_ancestor(id);
+        let p = &mut self.procs[id];
         let new_role = match classified.as_ref().map(|c| c.role) {
             Some(r) => Some(r),
+            None if cni => Some(Role::CniPlugin),
             None if matches!(prev, Some(Role::OciInit { .. }) | Some(Role::Container)) => {
                 Some(Role::Container)
             }
@@ -881,6 +892,14 @@ impl Engine {
             p.container_id = Some(Arc::from(cid));
             self.attach_identity(id);
         }
+    }
+
+    /// Whether a runtime daemon is among the first ancestors of `id` (CNI plugins are run by
+    /// the runtime, and IPAM plugins by the plugin it ran).
+    fn runtime_ancestor(&self, id: ProcId) -> bool {
+        self.ancestors(id)
+            .take(8)
+            .any(|a| a.role == Some(Role::RuntimeDaemon))
     }
 
     fn rename(&mut self, id: ProcId, tid: u32, comm: Comm, seq: u64) {

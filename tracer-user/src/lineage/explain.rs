@@ -113,6 +113,20 @@ pub fn why(kind: StepKind) -> Why {
              the program and the comm change.",
             "runc libcontainer/standard_init_linux.go (Init → exec); fs/exec.c begin_new_exec()",
         ),
+        StepKind::ShimReused => (
+            "A pod has one shim. For each later container of the pod containerd still runs \
+             `containerd-shim-runc-v2 start`; that process finds the pod's shim already \
+             listening (the shim's address is derived from the sandbox id) and exits at once, \
+             and the container is created by the shim that already holds the sandbox.",
+            "containerd runtime/v2/runc/manager (Start: the shim socket is per sandbox group)",
+        ),
+        StepKind::CniPlugin => (
+            "containerd's CRI plugin wires the sandbox's network namespace before any container \
+             starts: it runs the CNI plugins of the network config (bridge, then host-local for \
+             the address, loopback) as its own children, each a short-lived process that reads \
+             its config on stdin and exits 0 on success.",
+            "containerd pkg/cri (sandbox_run.go setupPodNetwork) → go-cni → libcni ExecPlugin",
+        ),
         StepKind::InitCgroup => (
             "The runtime wrote the first `runc init` stage's pid into the container's cgroup              (cgroup.procs) before that stage cloned the others: fork copies the cgroup, so CHILD              and INIT are born inside it while the shim stays in the cgroup it inherited from              the daemon. That is why `systemctl status containerd` still lists the shims.",
             "runc libcontainer/process_linux.go (p.manager.Apply); kernel/cgroup/cgroup.c              cgroup_attach_task(), cgroup_fork()",
@@ -160,6 +174,8 @@ mod tests {
             StepKind::InitAdopted,
             StepKind::WorkloadExec,
             StepKind::InitCgroup,
+            StepKind::ShimReused,
+            StepKind::CniPlugin,
         ];
         for k in every {
             match k {
@@ -176,7 +192,9 @@ mod tests {
                 | StepKind::RuntimeExited
                 | StepKind::InitAdopted
                 | StepKind::WorkloadExec
-                | StepKind::InitCgroup => {}
+                | StepKind::InitCgroup
+                | StepKind::ShimReused
+                | StepKind::CniPlugin => {}
             }
         }
         every.to_vec()

@@ -167,7 +167,7 @@ pub enum Role {
     Sandbox,
     /// What an oci-init stage exec'd into (and whatever that then runs).
     Container,
-    /// /opt/cni/bin/*.
+    /// A CNI plugin: a program in a CNI bin directory, or a standard plugin run by a runtime.
     CniPlugin,
 }
 
@@ -257,7 +257,7 @@ pub fn classify(comm: &[u8], exe: Option<&str>, argv: &[String]) -> Option<Class
             container_id: None,
         });
     }
-    let cni = |p: &str| p.starts_with("/opt/cni/bin/");
+    let cni = |p: &str| in_cni_dir(p);
     if exe.is_some_and(cni) || argv.first().is_some_and(|a| cni(a)) {
         return Some(Classified {
             role: Role::CniPlugin,
@@ -265,6 +265,51 @@ pub fn classify(comm: &[u8], exe: Option<&str>, argv: &[String]) -> Option<Class
         });
     }
     None
+}
+
+/// The reference plugins of containernetworking/plugins (main, ipam, meta), as runtimes find
+/// them in their CNI bin directories (`/opt/cni/bin`, Debian's `/usr/lib/cni`, or whatever
+/// `bin_dir` / `--cni-bin-dir` says).
+pub const CNI_PLUGINS: &[&str] = &[
+    "bridge",
+    "host-device",
+    "ipvlan",
+    "loopback",
+    "macvlan",
+    "ptp",
+    "vlan",
+    "dummy",
+    "tap",
+    "win-bridge",
+    "win-overlay",
+    "host-local",
+    "dhcp",
+    "static",
+    "bandwidth",
+    "firewall",
+    "portmap",
+    "sbr",
+    "tuning",
+    "vrf",
+    "flannel",
+    "calico",
+    "calico-ipam",
+    "cilium-cni",
+];
+
+/// A path in a directory CNI plugins live in by convention (`…/cni/bin/X`, `…/cni/X`).
+fn in_cni_dir(path: &str) -> bool {
+    let Some((dir, name)) = path.rsplit_once('/') else {
+        return false;
+    };
+    !name.is_empty() && (dir.ends_with("/cni/bin") || dir.ends_with("/cni"))
+}
+
+/// Whether an exec'd program is a standard CNI plugin by name (the engine also asks for a
+/// runtime daemon among its ancestors before calling it one: `bridge` alone is too common).
+pub fn is_cni_plugin_name(exe: Option<&str>, argv: &[String]) -> bool {
+    let named = |p: &str| CNI_PLUGINS.contains(&basename(p));
+    exe.is_some_and(named) || argv.first().is_some_and(|a| named(a))
 }
 
 /// The value of `-id X`, `--id X` or `--id=X`.

@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::engine::Engine;
-use super::process::{How, Process, Reason};
-use super::roles::{InitStage, Role};
+use super::process::{How, ProcId, Process, Reason};
+use super::roles::{InitStage, OciCommand, Role};
 
 /// Which machinery started the container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -44,6 +44,11 @@ pub enum StepKind {
     ShimAdopted,
     /// The shim called PR_SET_CHILD_SUBREAPER.
     ShimSubreaper,
+    /// The container joined a shim already running for its pod: the `shim start` process
+    /// (if seen) found it and exited, and no new shim was born (one shim per pod).
+    ShimReused,
+    /// A CNI plugin ran for the pod's network (sandbox stories).
+    CniPlugin,
     /// The OCI runtime (`runc create`/`run`) exec'd.
     RuntimeStarted,
     /// A child of the runtime exec'd `runc init`.
@@ -88,6 +93,11 @@ pub struct Story {
     pub kind: StoryKind,
     /// `runc create`, `runc run`…
     pub runtime: Option<String>,
+    /// The pod's sandbox id: the id its shim was started with (CRI's), when the shim also runs
+    /// a sandbox (pause).
+    pub sandbox_id: Option<String>,
+    /// Whether this container is the pod's sandbox (its init exec'd pause).
+    pub sandbox: bool,
     /// The shim process, when seen.
     pub shim_pid: Option<u32>,
     /// The OCI runtime process (`runc create`), when seen.
@@ -146,53 +156,28 @@ fn build(e: &Engine, init: &Process) -> Story {
         .and_then(|s| e.get(s))
         .filter(|s| s.role == Some(Role::Shim));
 
-    if let Some(shim) = shim {
-        let by = shim.lineage.first().and_then(|l| l.caller);
-        let by_text = match creator(shim) {
-            Some(c) => format!(" by {}", label(c)),
-            None => by.map(|b| format!(" by {b}")).unwrap_or_default(),
-        };
-        // Fork keeps the creator's cgroup, and no runtime moves the shim out of it.
-        let cg = match (&shim.cgroup, shim.cgroup_moves.is_empty()) {
-            (Some(c), true) => format!(" in its creator's cgroup {c}, where it stays"),
-            _ => String::new(),
-        };
-        step(
-            StepKind::ShimStarted,
-            shim.start_seq,
-            shim.pid,
-            format!("shim {} started{by_text}{cg}", label(shim)),
-        );
-        let sp = shim.birth_parent.and_then(|p| e.get(p));
-        if let Some(sp) = sp {
-            if let Some(x) = sp.exit_seq {
-                step(
-                    StepKind::ShimParentExited,
-                    x,
-                    sp.pid,
-                    format!("shim's parent {} exited", label(sp)),
-                );
-            }
-            let adoption = shim.lineage.iter().find(|l| {
-                matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == sp.pid)
-            });
-            if let Some(a) = adoption {
-                let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
-                step(
-                    StepKind::ShimAdopted,
-                    a.seq,
-                    shim.pid,
-                    format!("shim {} adopted by {} ({reason})", shim.pid, a.parent),
-                );
-            }
+    let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(e, sh, rt)));
+    // `runc exec` runs a process in a running container: no shim is born or found for it.
+    let exec = runtime.is_some_and(|r| {
+        matches!(
+            r.role,
+            Some(Role::OciRuntime {
+                subcommand: Some(OciCommand::Exec)
+            })
+        )
+    });
+    match (shim, earlier) {
+        _ if exec => {}
+        (Some(shim), Some(first)) => {
+            let (seq, pid, text) = shim_reused(e, shim, first, runtime);
+            step(StepKind::ShimReused, seq, pid, text);
         }
-        if let Some(s) = shim.subreaper_seq {
-            step(
-                StepKind::ShimSubreaper,
-                s,
-                shim.pid,
-                format!("shim {} set PR_SET_CHILD_SUBREAPER", shim.pid),
-            );
+        (Some(shim), None) => shim_birth(e, shim, &mut step),
+        _ => {}
+    }
+    if init.role == Some(Role::Sandbox) {
+        for (seq, pid, text) in cni_runs(e, init, shim) {
+            step(StepKind::CniPlugin, seq, pid, text);
         }
     }
 
@@ -331,6 +316,15 @@ fn build(e: &Engine, init: &Process) -> Story {
     }
     steps.sort_by_key(|s| s.seq);
 
+    let sandbox_id = shim
+        .filter(|sh| {
+            sh.children
+                .iter()
+                .filter_map(|&c| e.get(c))
+                .any(|c| c.role == Some(Role::Sandbox))
+        })
+        .and_then(|sh| sh.container_id.as_ref())
+        .map(|c| c.to_string());
     let kind = match shim {
         Some(s) if s.name().starts_with("conmon") => StoryKind::Conmon,
         Some(_) => StoryKind::Containerd,
@@ -357,6 +351,8 @@ fn build(e: &Engine, init: &Process) -> Story {
                 .map_or_else(|| r.name(), |a| super::roles::basename(a).to_string());
             format!("{name}{sub}")
         }),
+        sandbox_id,
+        sandbox: init.role == Some(Role::Sandbox),
         shim_pid: shim.map(|s| s.pid),
         runtime_pid: runtime.map(|r| r.pid),
         init_pid: init.pid,
@@ -368,4 +364,183 @@ fn build(e: &Engine, init: &Process) -> Story {
             .and_then(|k| k.container_name.as_deref().map(String::from)),
         steps,
     }
+}
+
+/// The steps of a shim's own birth: started, its parent gone, adopted, subreaper.
+fn shim_birth(e: &Engine, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let creator = |p: &Process| p.creator.and_then(|c| e.get(c));
+    let by = shim.lineage.first().and_then(|l| l.caller);
+    let by_text = match creator(shim) {
+        Some(c) => format!(" by {}", label(c)),
+        None => by.map(|b| format!(" by {b}")).unwrap_or_default(),
+    };
+    // Fork keeps the creator's cgroup, and no runtime moves the shim out of it.
+    let cg = match (&shim.cgroup, shim.cgroup_moves.is_empty()) {
+        (Some(c), true) => format!(" in its creator's cgroup {c}, where it stays"),
+        _ => String::new(),
+    };
+    step(
+        StepKind::ShimStarted,
+        shim.start_seq,
+        shim.pid,
+        format!("shim {} started{by_text}{cg}", label(shim)),
+    );
+    let sp = shim.birth_parent.and_then(|p| e.get(p));
+    if let Some(sp) = sp {
+        if let Some(x) = sp.exit_seq {
+            step(
+                StepKind::ShimParentExited,
+                x,
+                sp.pid,
+                format!("shim's parent {} exited", label(sp)),
+            );
+        }
+        let adoption = shim.lineage.iter().find(
+            |l| matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == sp.pid),
+        );
+        if let Some(a) = adoption {
+            let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
+            step(
+                StepKind::ShimAdopted,
+                a.seq,
+                shim.pid,
+                format!("shim {} adopted by {} ({reason})", shim.pid, a.parent),
+            );
+        }
+    }
+    if let Some(s) = shim.subreaper_seq {
+        step(
+            StepKind::ShimSubreaper,
+            s,
+            shim.pid,
+            format!("shim {} set PR_SET_CHILD_SUBREAPER", shim.pid),
+        );
+    }
+}
+
+/// An earlier OCI runtime (`runc create`) the same shim ran: then `rt`'s container joined a
+/// shim that was already there (a pod's later container).
+fn earlier_container<'a>(e: &'a Engine, shim: &Process, rt: &Process) -> Option<&'a Process> {
+    e.processes()
+        .filter(|r| r.birth_parent == Some(shim.id) && r.start_seq < rt.start_seq)
+        .find(|r| {
+            matches!(
+                r.role,
+                Some(Role::OciRuntime {
+                    subcommand: Some(OciCommand::Create | OciCommand::Run)
+                })
+            )
+        })
+}
+
+/// The step of a container joining its pod's running shim: the `shim start` process for this
+/// container (same id, exited without a daemon child), or, if it was not seen, the runtime.
+fn shim_reused(
+    e: &Engine,
+    shim: &Process,
+    first: &Process,
+    runtime: Option<&Process>,
+) -> (u64, u32, String) {
+    let first_id = first.container_id.as_deref().unwrap_or("?");
+    let first_id = first_id.get(..12).unwrap_or(first_id);
+    let pod = format!(
+        "the pod's shim {} (running since {first_id}; one shim per pod)",
+        shim.pid
+    );
+    let cid = runtime.and_then(|r| r.container_id.as_deref());
+    let start = e.processes().find(|p| {
+        p.role == Some(Role::Shim)
+            && p.id != shim.id
+            && p.start_seq > shim.start_seq
+            && p.argv.iter().any(|a| a == "start")
+            && cid.is_some()
+            && p.container_id.as_deref() == cid
+            && p.children
+                .iter()
+                .filter_map(|&c| e.get(c))
+                .all(|c| c.role != Some(Role::Shim))
+    });
+    match (start, runtime) {
+        (Some(st), _) => (
+            st.exit_seq.unwrap_or(st.start_seq),
+            st.pid,
+            format!("shim start {} found {pod} and exited", label(st)),
+        ),
+        (None, Some(rt)) => (
+            rt.start_seq,
+            shim.pid,
+            format!("no new shim: {pod} runs {}", label(rt)),
+        ),
+        (None, None) => (shim.start_seq, shim.pid, format!("no new shim: {pod}")),
+    }
+}
+
+/// CNI plugin runs that set up a sandbox's network: plugins under the runtime daemon that
+/// started the shim, after the previous sandbox came up and before this one's pause exec'd
+/// (containerd runs CNI before or after creating the sandbox, by version).
+fn cni_runs(e: &Engine, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32, String)> {
+    let Some(end) = sandbox.workload_exec_seq else {
+        return Vec::new();
+    };
+    let after = e
+        .processes()
+        .filter_map(|p| {
+            p.workload_exec_seq
+                .filter(|_| p.role == Some(Role::Sandbox))
+        })
+        .filter(|&s| s < end)
+        .max()
+        .unwrap_or(0);
+    let daemon = shim.and_then(|s| runtime_daemon_of(e, s));
+    let mut runs: Vec<(u64, u32, String)> = e
+        .processes()
+        .filter(|p| p.role == Some(Role::CniPlugin) && p.start_seq > after && p.start_seq < end)
+        .filter(|p| daemon.is_none_or(|d| descends_from(e, p, d.id)))
+        .map(|p| {
+            let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
+            let by = p
+                .birth_parent
+                .and_then(|b| e.get(b))
+                .map(|b| format!(" by {}", label(b)))
+                .unwrap_or_default();
+            let status = p
+                .exit_status
+                .as_ref()
+                .map(|s| format!(", {s}"))
+                .unwrap_or_else(|| ", still running".into());
+            (
+                seq,
+                p.pid,
+                format!("cni plugin {} ran{by}{status}", label(p)),
+            )
+        })
+        .collect();
+    runs.sort_by_key(|r| r.0);
+    runs
+}
+
+/// The runtime daemon among a process's first ancestors at birth.
+fn runtime_daemon_of<'a>(e: &'a Engine, p: &Process) -> Option<&'a Process> {
+    let mut at = p.birth_parent.and_then(|b| e.get(b));
+    for _ in 0..8 {
+        let a = at?;
+        if a.role == Some(Role::RuntimeDaemon) {
+            return Some(a);
+        }
+        at = a.birth_parent.and_then(|b| e.get(b));
+    }
+    None
+}
+
+/// Whether `ancestor` is among `p`'s first ancestors at birth.
+fn descends_from(e: &Engine, p: &Process, ancestor: ProcId) -> bool {
+    let mut at = p.birth_parent;
+    for _ in 0..8 {
+        match at {
+            Some(a) if a == ancestor => return true,
+            Some(a) => at = e.get(a).and_then(|x| x.birth_parent),
+            None => return false,
+        }
+    }
+    false
 }

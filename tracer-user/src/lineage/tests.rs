@@ -1597,6 +1597,197 @@ fn runc_run_story_has_no_shim_and_no_adoption() {
     assert_eq!(st.steps[5].seq, init_clone);
 }
 
+// ---- pods ----
+
+const SANDBOX: &str = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a";
+const APP: &str = "a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0";
+
+/// `runc create` of `id` by `shim` (from its thread), runc init → PARENT → CHILD → INIT, the
+/// intermediates and runc exit, INIT exec's `workload`. Pids from `base`. Returns INIT's pid.
+fn runc_create(b: &mut B, shim: u32, base: u32, id: &str, workload: &str) -> u32 {
+    let vf = cf::CLONE_VM | cf::CLONE_VFORK;
+    let (rt, parent, child, init) = (base, base + 1, base + 2, base + 3);
+    b.fork_full(shim, shim + 1, rt, rt, 0, Some(Syscall::Clone), Some(vf));
+    let bundle = format!("/run/containerd/io.containerd.runtime.v2.task/k8s.io/{id}");
+    let log = format!("{bundle}/log.json");
+    let argv = [
+        "runc",
+        "--root",
+        "/run/containerd/runc/k8s.io",
+        "--log",
+        &log,
+        "--log-format",
+        "json",
+        "create",
+        "--bundle",
+        &bundle,
+        "--pid-file",
+        "/x/init.pid",
+        id,
+    ];
+    b.exec(rt, "/usr/bin/runc", &argv);
+    b.fork_full(rt, rt, parent, parent, 0, Some(Syscall::Clone), Some(vf));
+    b.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
+    b.rename(parent, parent, "runc:[0:PARENT]");
+    b.clone(parent, child, cf::CLONE_PARENT);
+    b.rename(child, child, "runc:[1:CHILD]");
+    b.clone(child, init, cf::CLONE_PARENT);
+    b.rename(init, init, "runc:[2:INIT]");
+    b.exit(child, 0);
+    b.exit(parent, 0);
+    b.exit(rt, 0);
+    b.exec_comm(init, init, workload, &[workload], roles::basename(workload));
+    init
+}
+
+/// containerd runs CNI (bridge → host-local, loopback) from Debian's /usr/lib/cni, starts the
+/// pod's shim for the sandbox (pause), then a second `shim start` for the app container that
+/// finds the running shim and exits, and the app is created under the same shim.
+fn pod_story() -> B {
+    let mut b = B::default();
+    let vf = cf::CLONE_VM | cf::CLONE_VFORK;
+    b.fork(1, 900);
+    b.exec(900, "/usr/bin/containerd", &["/usr/bin/containerd"]);
+    b.thread(900, 900, 901);
+    for (pid, plugin) in [(950, "bridge"), (960, "loopback")] {
+        b.fork_full(900, 901, pid, pid, 0, Some(Syscall::Clone), Some(vf));
+        let path = format!("/usr/lib/cni/{plugin}");
+        b.exec_comm(pid, pid, &path, &[&path], plugin);
+        if plugin == "bridge" {
+            b.fork(950, 951);
+            b.exec_comm(
+                951,
+                951,
+                "/usr/lib/cni/host-local",
+                &["/usr/lib/cni/host-local"],
+                "host-local",
+            );
+            b.exit(951, 0);
+        }
+        b.exit(pid, 0);
+    }
+    let shim_argv = |id: &str, start: bool| {
+        let mut v = vec![
+            "/usr/bin/containerd-shim-runc-v2".to_string(),
+            "-namespace".into(),
+            "k8s.io".into(),
+            "-id".into(),
+            id.to_string(),
+        ];
+        if start {
+            v.push("start".into());
+        }
+        v
+    };
+    let exec_shim = |b: &mut B, pid: u32, argv: Vec<String>| {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        b.exec(pid, "/usr/bin/containerd-shim-runc-v2", &argv)
+    };
+    b.fork_full(900, 901, 1000, 1000, 0, Some(Syscall::Clone), Some(vf));
+    exec_shim(&mut b, 1000, shim_argv(SANDBOX, true));
+    b.fork_full(1000, 1000, 1001, 1001, 0, Some(Syscall::Clone), Some(vf));
+    exec_shim(&mut b, 1001, shim_argv(SANDBOX, false));
+    b.exit(1000, 0);
+    b.subreaper(1001, 1001, true);
+    b.thread(1001, 1001, 1002);
+    runc_create(&mut b, 1001, 1010, SANDBOX, "/pause");
+    // The app container: `shim start -id APP` finds the pod's shim and exits at once.
+    b.fork_full(900, 901, 1100, 1100, 0, Some(Syscall::Clone), Some(vf));
+    exec_shim(&mut b, 1100, shim_argv(APP, true));
+    b.exit(1100, 0);
+    runc_create(&mut b, 1001, 1110, APP, "/bin/sleep");
+    b
+}
+
+#[test]
+fn cni_plugins_are_known_by_directory_or_by_name_under_a_runtime() {
+    assert_eq!(
+        cls(
+            "bridge",
+            Some("/usr/lib/cni/bridge"),
+            &["/usr/lib/cni/bridge"]
+        ),
+        Some((Role::CniPlugin, None))
+    );
+    assert_eq!(cls("bridge", Some("/usr/sbin/bridge"), &["bridge"]), None);
+    let e = pod_story().engine();
+    for pid in [950, 951, 960] {
+        assert_eq!(e.process(pid).unwrap().role, Some(Role::CniPlugin), "{pid}");
+    }
+    // The same names outside a runtime's tree are nobody's plugins.
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/bin/bash", &["bash"]);
+    b.fork(100, 101);
+    b.exec(101, "/opt/lab/bridge", &["/opt/lab/bridge"]);
+    assert_eq!(b.engine().process(101).unwrap().role, None);
+    // Under a runtime, by name, wherever the bin dir is.
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/usr/bin/containerd", &["containerd"]);
+    b.fork(100, 101);
+    b.exec(101, "/opt/lab/plugins/portmap", &["portmap"]);
+    assert_eq!(b.engine().process(101).unwrap().role, Some(Role::CniPlugin));
+}
+
+#[test]
+fn a_pods_second_container_joins_its_shim() {
+    let e = pod_story().engine();
+    let stories = stories(&e);
+    assert_eq!(stories.len(), 2);
+    let (sandbox, app) = (&stories[0], &stories[1]);
+    assert_eq!(sandbox.container_id.as_deref(), Some(SANDBOX));
+    assert_eq!(app.container_id.as_deref(), Some(APP));
+    for st in [sandbox, app] {
+        assert_eq!(st.sandbox_id.as_deref(), Some(SANDBOX));
+        assert_eq!(st.shim_pid, Some(1001));
+        assert_eq!(st.runtime.as_deref(), Some("runc create"));
+    }
+    assert!(sandbox.sandbox && !app.sandbox);
+    let kinds = |st: &Story| st.steps.iter().map(|s| s.kind).collect::<Vec<_>>();
+    use StepKind as K;
+    let sk = kinds(sandbox);
+    assert_eq!(sk.iter().filter(|&&k| k == K::CniPlugin).count(), 3);
+    assert!(sk.contains(&K::ShimStarted) && !sk.contains(&K::ShimReused));
+    let cni: Vec<&str> = sandbox
+        .steps
+        .iter()
+        .filter(|s| s.kind == K::CniPlugin)
+        .map(|s| s.text.as_str())
+        .collect();
+    assert_eq!(
+        cni,
+        [
+            "cni plugin bridge 950 ran by containerd 900, exited with 0",
+            "cni plugin host-local 951 ran by bridge 950, exited with 0",
+            "cni plugin loopback 960 ran by containerd 900, exited with 0",
+        ]
+    );
+    let ak = kinds(app);
+    assert!(!ak.contains(&K::ShimStarted) && !ak.contains(&K::CniPlugin));
+    let reused = app.steps.iter().find(|s| s.kind == K::ShimReused).unwrap();
+    assert_eq!(reused.pid, 1100);
+    assert!(
+        reused.text.contains("found the pod's shim 1001"),
+        "{}",
+        reused.text
+    );
+    let t = story_text(&stories);
+    let pod = &SANDBOX[..12];
+    assert!(
+        t.starts_with(&format!(
+            "pod {pod}: sandbox {SANDBOX} (containerd, runc create) → pause\n"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!(
+            "pod {pod}: container {APP} (containerd, runc create) → sleep\n"
+        )),
+        "{t}"
+    );
+}
+
 // ---- views ----
 
 #[test]
@@ -2116,6 +2307,20 @@ fn a_bundles_identity_names_every_process_of_its_container() {
     assert_eq!(e.process(300).unwrap().k8s, None);
     let label = node_label(e.process(101).unwrap(), TreeOpts::default());
     assert!(label.contains("<pod shop/web-7d9f · nginx>"), "{label}");
+    // A child of that container that runs another container's runtime, whose bundle was not
+    // read: still the pod (one shim per pod), never nginx's name.
+    let mut b2 = B::default();
+    b2.events = b.events.clone();
+    b2.fork(101, 102);
+    b2.exec(
+        102,
+        "/usr/sbin/runc",
+        &["runc", "create", "--bundle", "/b2", "ctr2"],
+    );
+    let e = b2.engine();
+    let k = e.process(102).unwrap().k8s.clone().expect("pod kept");
+    assert_eq!(k.pod_text().as_deref(), Some("shop/web-7d9f"));
+    assert_eq!(k.container_name, None);
 }
 
 #[test]
@@ -2179,6 +2384,8 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
         workload: Some(HOSTILE.into()),
         pod: Some(HOSTILE.into()),
         container_name: Some(HOSTILE.into()),
+        sandbox_id: Some(HOSTILE.into()),
+        sandbox: false,
         steps: vec![StoryStep {
             kind: StepKind::ShimStarted,
             seq: 1,

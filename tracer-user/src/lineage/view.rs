@@ -507,12 +507,23 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
             out.push('\n');
         }
         let cid = s.container_id.as_deref().unwrap_or("?");
-        let _ = write!(out, "container {}", escape(cid));
+        let what = if s.sandbox { "sandbox" } else { "container" };
+        match (&s.pod, &s.sandbox_id) {
+            // The pod by name when a bundle gave it, else by the short form of its sandbox id,
+            // as `crictl pods` shows it.
+            (Some(pod), _) => {
+                let _ = write!(out, "pod {}: {what} {}", escape(pod), escape(cid));
+            }
+            (None, Some(sb)) => {
+                let short = sb.get(..12).unwrap_or(sb);
+                let _ = write!(out, "pod {}: {what} {}", escape(short), escape(cid));
+            }
+            (None, None) => {
+                let _ = write!(out, "container {}", escape(cid));
+            }
+        }
         if let Some(n) = &s.container_name {
             let _ = write!(out, " ({})", escape(n));
-        }
-        if let Some(p) = &s.pod {
-            let _ = write!(out, " of pod {}", escape(p));
         }
         let _ = write!(out, " ({}", s.kind.as_str());
         if let Some(r) = &s.runtime {
