@@ -1,0 +1,278 @@
+//! The agent's Prometheus metrics (text exposition format, `prometheus-client`) and the small
+//! HTTP server that serves them at `/metrics`.
+//!
+//! Event and drop counters come from the capture; births, adoptions and runtime restarts from
+//! a lineage [`Engine`] fed with the same events, counted as the engine's totals grow
+//! ([`Tally`]), so a counter never goes down when the engine is started afresh.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::lineage::{How, Reaper, Reason};
+use crate::{Engine, Event};
+
+type Labels = Vec<(String, String)>;
+
+/// Longest label value taken from a recording (a runtime or daemon name); longer is cut.
+const MAX_LABEL: usize = 64;
+
+fn label(key: &str, value: &str) -> Labels {
+    let mut v: String = value.chars().take(MAX_LABEL).collect();
+    if v.is_empty() {
+        v.push_str("unknown");
+    }
+    vec![(key.to_string(), v)]
+}
+
+/// Increments counters by how much a total grew since the last look.
+#[derive(Default)]
+struct Tally {
+    last: HashMap<String, u64>,
+}
+
+impl Tally {
+    fn update(&mut self, key: &str, now: HashMap<String, u64>, family: &Family<Labels, Counter>) {
+        for (k, n) in &now {
+            let before = self.last.get(k).copied().unwrap_or(0);
+            if *n > before {
+                family.get_or_create(&label(key, k)).inc_by(n - before);
+            }
+        }
+        self.last = now;
+    }
+}
+
+/// The metrics of one agent.
+pub struct Metrics {
+    registry: Registry,
+    events: Family<Labels, Counter>,
+    dropped: Counter,
+    births: Family<Labels, Counter>,
+    adoptions: Family<Labels, Counter>,
+    restarts: Family<Labels, Counter>,
+    buffered: Gauge,
+    nats_dropped: Counter,
+    kernel_drops_seen: u64,
+    nats_drops_seen: u64,
+    births_tally: Tally,
+    adoptions_tally: Tally,
+    restarts_tally: Tally,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::default(),
+            events: Family::default(),
+            dropped: Counter::default(),
+            births: Family::default(),
+            adoptions: Family::default(),
+            restarts: Family::default(),
+            buffered: Gauge::default(),
+            nats_dropped: Counter::default(),
+            kernel_drops_seen: 0,
+            nats_drops_seen: 0,
+            births_tally: Tally::default(),
+            adoptions_tally: Tally::default(),
+            restarts_tally: Tally::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "tracer_events",
+            "Events captured, by kind",
+            m.events.clone(),
+        );
+        r.register(
+            "tracer_dropped_events",
+            "Events the kernel could not hand over (ring buffer full)",
+            m.dropped.clone(),
+        );
+        r.register(
+            "tracer_container_births",
+            "Container births seen, by OCI runtime",
+            m.births.clone(),
+        );
+        r.register(
+            "tracer_adoptions",
+            "Processes adopted after their parent exited, by who took them",
+            m.adoptions.clone(),
+        );
+        r.register(
+            "tracer_runtime_restarts",
+            "Container runtime daemon restarts, by daemon",
+            m.restarts.clone(),
+        );
+        r.register(
+            "tracer_nats_buffered_events",
+            "Events waiting in the local buffer for NATS",
+            m.buffered.clone(),
+        );
+        r.register(
+            "tracer_nats_dropped_events",
+            "Events dropped because the local NATS buffer was full",
+            m.nats_dropped.clone(),
+        );
+        // The reasons are a fixed set: shown at 0 from the start.
+        for reason in REASONS {
+            let _ = m.adoptions.get_or_create(&label("reason", reason));
+        }
+        m
+    }
+
+    /// Counts one captured event.
+    pub fn observe(&self, ev: &Event) {
+        self.events
+            .get_or_create(&label("kind", ev.kind.name()))
+            .inc();
+    }
+
+    /// The capture's cumulative drop count, and the buffer's state.
+    pub fn set_counters(&mut self, kernel_drops: u64, buffered: u64, nats_drops: u64) {
+        self.dropped
+            .inc_by(kernel_drops.saturating_sub(self.kernel_drops_seen));
+        self.kernel_drops_seen = self.kernel_drops_seen.max(kernel_drops);
+        self.nats_dropped
+            .inc_by(nats_drops.saturating_sub(self.nats_drops_seen));
+        self.nats_drops_seen = self.nats_drops_seen.max(nats_drops);
+        self.buffered.set(buffered.min(i64::MAX as u64) as i64);
+    }
+
+    /// Births, adoptions and restarts as `engine` sees them now.
+    pub fn update_from(&mut self, engine: &Engine) {
+        let mut births = HashMap::new();
+        for s in crate::lineage::stories(engine) {
+            let runtime = s.runtime.as_deref().unwrap_or("unknown");
+            let name = runtime.split_whitespace().next().unwrap_or("unknown");
+            *births.entry(name.to_string()).or_insert(0) += 1;
+        }
+        self.births_tally.update("runtime", births, &self.births);
+        let mut adoptions = HashMap::new();
+        for p in engine.processes() {
+            for l in p.lineage.iter().filter(|l| l.how == How::Adopted) {
+                let reason = l.reason.map_or("unknown", reason_label);
+                *adoptions.entry(reason.to_string()).or_insert(0) += 1;
+            }
+        }
+        self.adoptions_tally
+            .update("reason", adoptions, &self.adoptions);
+        let mut restarts = HashMap::new();
+        for r in crate::lineage::restart::runtime_restarts(engine) {
+            *restarts.entry(r.daemon).or_insert(0) += 1;
+        }
+        self.restarts_tally
+            .update("daemon", restarts, &self.restarts);
+    }
+
+    /// A fresh engine replaces the old one: its totals start from zero, the counters go on.
+    pub fn engine_replaced(&mut self) {
+        self.births_tally = Tally::default();
+        self.adoptions_tally = Tally::default();
+        self.restarts_tally = Tally::default();
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut s, &self.registry);
+        s
+    }
+}
+
+/// Every value of `tracer_adoptions_total`'s `reason` label.
+pub const REASONS: [&str; 4] = ["subreaper", "init", "namespace_init", "kernel_reports"];
+
+/// `tracer_adoptions_total`'s `reason` label.
+pub fn reason_label(r: Reason) -> &'static str {
+    match r {
+        Reason::ParentExited { reaper, .. } => match reaper {
+            Reaper::Subreaper(_) => "subreaper",
+            Reaper::Init => "init",
+            Reaper::NsInit(_) | Reaper::NsInitUnseen => "namespace_init",
+        },
+        Reason::KernelReports { .. } => "kernel_reports",
+    }
+}
+
+/// Serves `/metrics` from `render` on `addr` on a thread of its own; returns the address bound
+/// (port 0 picks one).
+pub fn serve(
+    addr: SocketAddr,
+    render: Arc<dyn Fn() -> String + Send + Sync>,
+) -> std::io::Result<SocketAddr> {
+    let server = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| std::io::Error::other("not an IP listener"))?;
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for req in server.incoming_requests() {
+                let resp = if req.url() == "/metrics" {
+                    let ct = tiny_http::Header::from_bytes(
+                        "Content-Type",
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )
+                    .expect("static header is valid");
+                    tiny_http::Response::from_string(render()).with_header(ct)
+                } else {
+                    tiny_http::Response::from_string("not found: try /metrics\n")
+                        .with_status_code(404)
+                };
+                // A client that went away is its own problem.
+                let _ = req.respond(resp);
+            }
+        })?;
+    Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_only_ever_grow() {
+        let f: Family<Labels, Counter> = Family::default();
+        let mut t = Tally::default();
+        t.update("runtime", HashMap::from([("runc".into(), 2)]), &f);
+        t.update("runtime", HashMap::from([("runc".into(), 3)]), &f);
+        assert_eq!(f.get_or_create(&label("runtime", "runc")).get(), 3);
+        // A fresh engine starts from zero again.
+        let mut t = Tally::default();
+        t.update("runtime", HashMap::from([("runc".into(), 1)]), &f);
+        assert_eq!(f.get_or_create(&label("runtime", "runc")).get(), 4);
+    }
+
+    #[test]
+    fn exposition_names_every_metric() {
+        let mut m = Metrics::new();
+        m.set_counters(3, 7, 2);
+        let evs = crate::tracefile::tests::sample_events();
+        m.observe(&evs[0]);
+        let text = m.encode();
+        for name in [
+            "tracer_dropped_events_total 3",
+            "tracer_nats_buffered_events 7",
+            "tracer_nats_dropped_events_total 2",
+            &format!("tracer_events_total{{kind=\"{}\"}} 1", evs[0].kind.name()),
+            "tracer_adoptions_total{reason=\"subreaper\"} 0",
+        ] {
+            assert!(text.contains(name), "{name} missing in\n{text}");
+        }
+    }
+}
