@@ -1,5 +1,5 @@
-//! The agent's Prometheus metrics (text exposition format, `prometheus-client`) and the small
-//! HTTP server that serves them at `/metrics`.
+//! The agent's Prometheus metrics (text exposition format 0.0.4, the `prometheus` crate) and
+//! the small HTTP server that serves them at `/metrics`.
 //!
 //! Event and drop counters come from the capture; births, adoptions and runtime restarts from
 //! a lineage [`Engine`] fed with the same events, counted as the engine's totals grow
@@ -9,26 +9,21 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
 
 use crate::lineage::{How, Reaper, Reason};
 use crate::{Engine, Event};
 
-type Labels = Vec<(String, String)>;
-
 /// Longest label value taken from a recording (a runtime or daemon name); longer is cut.
 const MAX_LABEL: usize = 64;
 
-fn label(key: &str, value: &str) -> Labels {
-    let mut v: String = value.chars().take(MAX_LABEL).collect();
+fn label_value(value: &str) -> String {
+    let v: String = value.chars().take(MAX_LABEL).collect();
     if v.is_empty() {
-        v.push_str("unknown");
+        "unknown".into()
+    } else {
+        v
     }
-    vec![(key.to_string(), v)]
 }
 
 /// Increments counters by how much a total grew since the last look.
@@ -38,11 +33,13 @@ struct Tally {
 }
 
 impl Tally {
-    fn update(&mut self, key: &str, now: HashMap<String, u64>, family: &Family<Labels, Counter>) {
+    fn update(&mut self, now: HashMap<String, u64>, family: &IntCounterVec) {
         for (k, n) in &now {
             let before = self.last.get(k).copied().unwrap_or(0);
             if *n > before {
-                family.get_or_create(&label(key, k)).inc_by(n - before);
+                family
+                    .with_label_values(&[label_value(k).as_str()])
+                    .inc_by(n - before);
             }
         }
         self.last = now;
@@ -52,15 +49,13 @@ impl Tally {
 /// The metrics of one agent.
 pub struct Metrics {
     registry: Registry,
-    events: Family<Labels, Counter>,
-    dropped: Counter,
-    births: Family<Labels, Counter>,
-    adoptions: Family<Labels, Counter>,
-    restarts: Family<Labels, Counter>,
-    buffered: Gauge,
-    nats_dropped: Counter,
-    kernel_drops_seen: u64,
-    nats_drops_seen: u64,
+    events: IntCounterVec,
+    dropped: IntCounter,
+    births: IntCounterVec,
+    adoptions: IntCounterVec,
+    restarts: IntCounterVec,
+    buffered: IntGauge,
+    nats_dropped: IntCounter,
     births_tally: Tally,
     adoptions_tally: Tally,
     restarts_tally: Tally,
@@ -72,82 +67,88 @@ impl Default for Metrics {
     }
 }
 
+fn counter_vec(r: &Registry, name: &str, help: &str, label: &str) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid metric name");
+    r.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
+fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(name, help).expect("valid metric name");
+    r.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Metrics {
-        let mut m = Metrics {
-            registry: Registry::default(),
-            events: Family::default(),
-            dropped: Counter::default(),
-            births: Family::default(),
-            adoptions: Family::default(),
-            restarts: Family::default(),
-            buffered: Gauge::default(),
-            nats_dropped: Counter::default(),
-            kernel_drops_seen: 0,
-            nats_drops_seen: 0,
+        let r = Registry::new();
+        let buffered = IntGauge::new(
+            "tracer_nats_buffered_events",
+            "Events waiting in the local buffer for NATS",
+        )
+        .expect("valid metric name");
+        r.register(Box::new(buffered.clone()))
+            .expect("registered once");
+        let m = Metrics {
+            events: counter_vec(
+                &r,
+                "tracer_events_total",
+                "Events captured, by kind",
+                "kind",
+            ),
+            dropped: counter(
+                &r,
+                "tracer_dropped_events_total",
+                "Events the kernel could not hand over (ring buffer full)",
+            ),
+            births: counter_vec(
+                &r,
+                "tracer_container_births_total",
+                "Container births seen, by OCI runtime",
+                "runtime",
+            ),
+            adoptions: counter_vec(
+                &r,
+                "tracer_adoptions_total",
+                "Processes adopted after their parent exited, by who took them",
+                "reason",
+            ),
+            restarts: counter_vec(
+                &r,
+                "tracer_runtime_restarts_total",
+                "Container runtime daemon restarts, by daemon",
+                "daemon",
+            ),
+            nats_dropped: counter(
+                &r,
+                "tracer_nats_dropped_events_total",
+                "Events dropped because the local NATS buffer was full",
+            ),
+            buffered,
+            registry: r,
             births_tally: Tally::default(),
             adoptions_tally: Tally::default(),
             restarts_tally: Tally::default(),
         };
-        let r = &mut m.registry;
-        r.register(
-            "tracer_events",
-            "Events captured, by kind",
-            m.events.clone(),
-        );
-        r.register(
-            "tracer_dropped_events",
-            "Events the kernel could not hand over (ring buffer full)",
-            m.dropped.clone(),
-        );
-        r.register(
-            "tracer_container_births",
-            "Container births seen, by OCI runtime",
-            m.births.clone(),
-        );
-        r.register(
-            "tracer_adoptions",
-            "Processes adopted after their parent exited, by who took them",
-            m.adoptions.clone(),
-        );
-        r.register(
-            "tracer_runtime_restarts",
-            "Container runtime daemon restarts, by daemon",
-            m.restarts.clone(),
-        );
-        r.register(
-            "tracer_nats_buffered_events",
-            "Events waiting in the local buffer for NATS",
-            m.buffered.clone(),
-        );
-        r.register(
-            "tracer_nats_dropped_events",
-            "Events dropped because the local NATS buffer was full",
-            m.nats_dropped.clone(),
-        );
         // The reasons are a fixed set: shown at 0 from the start.
         for reason in REASONS {
-            let _ = m.adoptions.get_or_create(&label("reason", reason));
+            m.adoptions.with_label_values(&[reason]);
         }
         m
     }
 
     /// Counts one captured event.
     pub fn observe(&self, ev: &Event) {
-        self.events
-            .get_or_create(&label("kind", ev.kind.name()))
-            .inc();
+        self.events.with_label_values(&[ev.kind.name()]).inc();
     }
 
     /// The capture's cumulative drop count, and the buffer's state.
     pub fn set_counters(&mut self, kernel_drops: u64, buffered: u64, nats_drops: u64) {
         self.dropped
-            .inc_by(kernel_drops.saturating_sub(self.kernel_drops_seen));
-        self.kernel_drops_seen = self.kernel_drops_seen.max(kernel_drops);
+            .inc_by(kernel_drops.saturating_sub(self.dropped.get()));
         self.nats_dropped
-            .inc_by(nats_drops.saturating_sub(self.nats_drops_seen));
-        self.nats_drops_seen = self.nats_drops_seen.max(nats_drops);
+            .inc_by(nats_drops.saturating_sub(self.nats_dropped.get()));
         self.buffered.set(buffered.min(i64::MAX as u64) as i64);
     }
 
@@ -159,7 +160,7 @@ impl Metrics {
             let name = runtime.split_whitespace().next().unwrap_or("unknown");
             *births.entry(name.to_string()).or_insert(0) += 1;
         }
-        self.births_tally.update("runtime", births, &self.births);
+        self.births_tally.update(births, &self.births);
         let mut adoptions = HashMap::new();
         for p in engine.processes() {
             for l in p.lineage.iter().filter(|l| l.how == How::Adopted) {
@@ -167,14 +168,12 @@ impl Metrics {
                 *adoptions.entry(reason.to_string()).or_insert(0) += 1;
             }
         }
-        self.adoptions_tally
-            .update("reason", adoptions, &self.adoptions);
+        self.adoptions_tally.update(adoptions, &self.adoptions);
         let mut restarts = HashMap::new();
         for r in crate::lineage::restart::runtime_restarts(engine) {
             *restarts.entry(r.daemon).or_insert(0) += 1;
         }
-        self.restarts_tally
-            .update("daemon", restarts, &self.restarts);
+        self.restarts_tally.update(restarts, &self.restarts);
     }
 
     /// A fresh engine replaces the old one: its totals start from zero, the counters go on.
@@ -184,12 +183,12 @@ impl Metrics {
         self.restarts_tally = Tally::default();
     }
 
-    /// The text exposition.
+    /// The text exposition (format 0.0.4).
     pub fn encode(&self) -> String {
-        let mut s = String::new();
-        // Writing into a String cannot fail.
-        let _ = encode(&mut s, &self.registry);
-        s
+        let mut buf = Vec::new();
+        // Encoding gathered families into a Vec cannot fail.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
     }
 }
 
@@ -224,11 +223,8 @@ pub fn serve(
         .spawn(move || {
             for req in server.incoming_requests() {
                 let resp = if req.url() == "/metrics" {
-                    let ct = tiny_http::Header::from_bytes(
-                        "Content-Type",
-                        "text/plain; version=0.0.4; charset=utf-8",
-                    )
-                    .expect("static header is valid");
+                    let ct = tiny_http::Header::from_bytes("Content-Type", prometheus::TEXT_FORMAT)
+                        .expect("static header is valid");
                     tiny_http::Response::from_string(render()).with_header(ct)
                 } else {
                     tiny_http::Response::from_string("not found: try /metrics\n")
@@ -247,20 +243,21 @@ mod tests {
 
     #[test]
     fn tallies_only_ever_grow() {
-        let f: Family<Labels, Counter> = Family::default();
+        let f = IntCounterVec::new(Opts::new("t_total", "t"), &["runtime"]).unwrap();
         let mut t = Tally::default();
-        t.update("runtime", HashMap::from([("runc".into(), 2)]), &f);
-        t.update("runtime", HashMap::from([("runc".into(), 3)]), &f);
-        assert_eq!(f.get_or_create(&label("runtime", "runc")).get(), 3);
+        t.update(HashMap::from([("runc".into(), 2)]), &f);
+        t.update(HashMap::from([("runc".into(), 3)]), &f);
+        assert_eq!(f.with_label_values(&["runc"]).get(), 3);
         // A fresh engine starts from zero again.
         let mut t = Tally::default();
-        t.update("runtime", HashMap::from([("runc".into(), 1)]), &f);
-        assert_eq!(f.get_or_create(&label("runtime", "runc")).get(), 4);
+        t.update(HashMap::from([("runc".into(), 1)]), &f);
+        assert_eq!(f.with_label_values(&["runc"]).get(), 4);
     }
 
     #[test]
     fn exposition_names_every_metric() {
         let mut m = Metrics::new();
+        m.set_counters(3, 7, 2);
         m.set_counters(3, 7, 2);
         let evs = crate::tracefile::tests::sample_events();
         m.observe(&evs[0]);
