@@ -24,6 +24,9 @@ const APT_PACKAGES: &[&str] = &[
     // The picture tests render `tracer export --format svg/html` with real renderers.
     "librsvg2-bin",
     "chromium",
+    // The agent tests run a real NATS JetStream server and lint /metrics with promtool.
+    "nats-server",
+    "prometheus",
 ];
 
 pub use tests::prereq::is_root;

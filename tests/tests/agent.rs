@@ -1,0 +1,315 @@
+//! Root tests of `tracer agent` against real servers from Debian packages: `nats-server -js`
+//! on a loopback port (package nats-server) and `promtool check metrics` (package
+//! prometheus). Each test starts and stops its own servers. Run by `cargo xtask test` as root
+//! (`--ignored`).
+#![cfg(feature = "capture")]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tests::prereq::{require_program, require_root};
+use tests::{busybox_bundle, release_tracer, temp_dir};
+
+/// A child process killed (and reaped) when dropped: servers and agents never outlive a test.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    /// SIGTERM, then waits up to 10 s for the exit.
+    fn terminate(&mut self) {
+        // SAFETY: signals a child this test started and has not reaped yet.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A loopback port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out after {secs} s waiting for {what}");
+}
+
+fn listening(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+/// `nats-server -js` on 127.0.0.1:`port`, storing in `store`.
+fn start_nats(port: u16, store: &Path, log: &Path) -> Guard {
+    let log = std::fs::File::create(log).expect("nats log");
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(store)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start nats-server");
+    let g = Guard(child);
+    wait_for("nats-server to listen", 10, || listening(port));
+    g
+}
+
+/// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`.
+fn start_agent(tracer: &Path, nats_port: u16, node: &str, metrics_port: u16, log: &Path) -> Guard {
+    let log = std::fs::File::create(log).expect("agent log");
+    let child = Command::new(tracer)
+        .args(["agent", "--all", "--node", node, "--nats"])
+        .arg(format!("nats://127.0.0.1:{nats_port}"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start tracer agent");
+    let g = Guard(child);
+    // Capturing once it counted an event (the endpoint is up before the probes are).
+    wait_for("the agent to capture", 60, || {
+        scrape(metrics_port).is_some_and(|m| m.contains("tracer_events_total{"))
+    });
+    g
+}
+
+/// GET /metrics over plain HTTP/1.0; the body.
+fn scrape(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200")
+        .then(|| body.to_string())
+        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+}
+
+/// The value of the sample `name` (with its labels, as exposed), 0 when absent.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn tracer_out(tracer: &Path, args: &[&str]) -> String {
+    let out = Command::new(tracer).args(args).output().expect("run tracer");
+    assert!(
+        out.status.success(),
+        "tracer {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn prerequisites() -> bool {
+    require_root()
+        && require_program("nats-server", "nats-server")
+        && require_program("promtool", "prometheus")
+        && require_program("runc", "runc")
+}
+
+struct Dirs {
+    dir: PathBuf,
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `runc run` of a busybox container sleeping a little; returns (runc's pid, the container
+/// init's pid as `runc state` reports it while it runs).
+fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
+    let bundle = busybox_bundle(dir, &["sleep", "2"]).expect("bundle");
+    let mut runc = Command::new("runc")
+        .args(["run", "--bundle"])
+        .arg(&bundle)
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("runc run");
+    let mut init = None;
+    wait_for("runc state to report the init", 20, || {
+        let out = Command::new("runc").args(["state", id]).output();
+        init = out
+            .ok()
+            .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+            .and_then(|v| v["pid"].as_u64())
+            .filter(|p| *p > 0);
+        init.is_some()
+    });
+    let st = runc.wait().expect("runc exit");
+    let _ = Command::new("runc").args(["delete", "--force", id]).status();
+    assert!(st.success(), "runc run failed: {st}");
+    (runc.id(), init.expect("init pid") as u32)
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server and runc"]
+fn agent_publishes_a_container_birth_and_serves_metrics() {
+    if !prerequisites() {
+        return;
+    }
+    let tracer = release_tracer().expect("tracer binary");
+    let dirs = Dirs {
+        dir: temp_dir("agent-birth").expect("temp dir"),
+    };
+    let dir = &dirs.dir;
+    let (nats_port, metrics_port) = (free_port(), free_port());
+    let mut nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
+    let mut agent = start_agent(&tracer, nats_port, "n1", metrics_port, &dir.join("agent.log"));
+    let births = r#"tracer_container_births_total{runtime="runc"}"#;
+    let before = sample(&scrape(metrics_port).unwrap_or_default(), births);
+
+    let id = format!("tracer-agent-{}", std::process::id());
+    let (runc_pid, init_pid) = runc_run(&dir.join("bundle"), &id);
+    wait_for("the birth in tracer_container_births_total", 20, || {
+        sample(&scrape(metrics_port).unwrap_or_default(), births) >= before + 1.0
+    });
+    let metrics = scrape(metrics_port).expect("metrics");
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(metrics.as_bytes())
+        .expect("feed promtool");
+    let out = check.wait_with_output().expect("promtool result");
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{}{}\non:\n{metrics}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let url = format!("nats://127.0.0.1:{nats_port}/n1");
+    let tree: serde_json::Value =
+        serde_json::from_str(&tracer_out(&tracer, &["tree", &url, "--format", "json"]))
+            .expect("tree JSON");
+    agent.terminate();
+    nats.terminate();
+    let init = tree["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .find(|p| p["pid"] == init_pid)
+        .unwrap_or_else(|| panic!("container init {init_pid} not in the tree read from {url}"));
+    let birth = &init["lineage"][0];
+    assert_eq!(birth["how"], "clone_parent", "{init}");
+    // CLONE_PARENT from runc's stages: the init's real parent is `runc run` itself.
+    assert_eq!(birth["parent"], runc_pid, "{init}");
+}
+
+/// Runs `sh -c 'exit 0' MARKER` on the host; its pid.
+fn marker(name: &str) -> u32 {
+    let mut c = Command::new("/bin/sh")
+        .args(["-c", "exit 0", name])
+        .spawn()
+        .expect("marker process");
+    let pid = c.id();
+    assert!(c.wait().expect("marker exit").success());
+    pid
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts and kills nats-server"]
+fn a_nats_outage_within_the_buffer_loses_nothing() {
+    if !prerequisites() {
+        return;
+    }
+    let tracer = release_tracer().expect("tracer binary");
+    let dirs = Dirs {
+        dir: temp_dir("agent-outage").expect("temp dir"),
+    };
+    let dir = &dirs.dir;
+    let store = dir.join("store");
+    let (nats_port, metrics_port) = (free_port(), free_port());
+    let mut nats = start_nats(nats_port, &store, &dir.join("nats.log"));
+    let mut agent = start_agent(&tracer, nats_port, "n1", metrics_port, &dir.join("agent.log"));
+    let tag = format!("tracer-outage-{}", std::process::id());
+    let before = marker(&format!("{tag}-before"));
+    std::thread::sleep(Duration::from_secs(1));
+
+    nats.0.kill().expect("kill nats-server");
+    nats.0.wait().expect("reap nats-server");
+    let during = marker(&format!("{tag}-during"));
+    // The agent holds what it could not publish: the gauge shows it.
+    wait_for("events buffered during the outage", 20, || {
+        sample(
+            &scrape(metrics_port).unwrap_or_default(),
+            "tracer_nats_buffered_events",
+        ) > 0.0
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let mut nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
+    let after = marker(&format!("{tag}-after"));
+    wait_for("the buffer to drain", 60, || {
+        sample(
+            &scrape(metrics_port).unwrap_or_default(),
+            "tracer_nats_buffered_events",
+        ) == 0.0
+    });
+    let metrics = scrape(metrics_port).expect("metrics");
+    agent.terminate();
+
+    let url = format!("nats://127.0.0.1:{nats_port}/n1");
+    let out = Command::new(&tracer)
+        .args(["export", &url, "--format", "jsonl"])
+        .output()
+        .expect("export");
+    nats.terminate();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "export failed: {stderr}");
+    // Whole: no frame skipped or missing, the agent's end record there.
+    assert!(stderr.trim().is_empty(), "export warned: {stderr}");
+    assert_eq!(
+        sample(&metrics, "tracer_nats_dropped_events_total"),
+        0.0,
+        "{metrics}"
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    for (pid, name) in [(before, "before"), (during, "during"), (after, "after")] {
+        let argv = serde_json::json!(["/bin/sh", "-c", "exit 0", format!("{tag}-{name}")]);
+        let seen = events
+            .iter()
+            .any(|e| e["tgid"] == pid && e["event"] == "exec_enter" && e["argv"] == argv);
+        assert!(seen, "the exec of the marker {name} (pid {pid}) is missing");
+    }
+}
