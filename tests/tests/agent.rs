@@ -118,7 +118,10 @@ fn sample(text: &str, name: &str) -> f64 {
 }
 
 fn tracer_out(tracer: &Path, args: &[&str]) -> String {
-    let out = Command::new(tracer).args(args).output().expect("run tracer");
+    let out = Command::new(tracer)
+        .args(args)
+        .output()
+        .expect("run tracer");
     assert!(
         out.status.success(),
         "tracer {args:?} failed: {}",
@@ -167,7 +170,9 @@ fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
         init.is_some()
     });
     let st = runc.wait().expect("runc exit");
-    let _ = Command::new("runc").args(["delete", "--force", id]).status();
+    let _ = Command::new("runc")
+        .args(["delete", "--force", id])
+        .status();
     assert!(st.success(), "runc run failed: {st}");
     (runc.id(), init.expect("init pid") as u32)
 }
@@ -185,7 +190,13 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
     let dir = &dirs.dir;
     let (nats_port, metrics_port) = (free_port(), free_port());
     let mut nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
-    let mut agent = start_agent(&tracer, nats_port, "n1", metrics_port, &dir.join("agent.log"));
+    let mut agent = start_agent(
+        &tracer,
+        nats_port,
+        "n1",
+        metrics_port,
+        &dir.join("agent.log"),
+    );
     let births = r#"tracer_container_births_total{runtime="runc"}"#;
     let before = sample(&scrape(metrics_port).unwrap_or_default(), births);
 
@@ -259,7 +270,13 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
     let store = dir.join("store");
     let (nats_port, metrics_port) = (free_port(), free_port());
     let mut nats = start_nats(nats_port, &store, &dir.join("nats.log"));
-    let mut agent = start_agent(&tracer, nats_port, "n1", metrics_port, &dir.join("agent.log"));
+    let mut agent = start_agent(
+        &tracer,
+        nats_port,
+        "n1",
+        metrics_port,
+        &dir.join("agent.log"),
+    );
     let tag = format!("tracer-outage-{}", std::process::id());
     let before = marker(&format!("{tag}-before"));
     std::thread::sleep(Duration::from_secs(1));
@@ -274,7 +291,8 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
             "tracer_nats_buffered_events",
         ) > 0.0
     });
-    std::thread::sleep(Duration::from_secs(2));
+    // Longer than the client's 5 s acknowledgement timeout: publishes fail and are retried.
+    std::thread::sleep(Duration::from_secs(7));
     let mut nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
     let after = marker(&format!("{tag}-after"));
     wait_for("the buffer to drain", 60, || {
@@ -285,6 +303,11 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
     });
     let metrics = scrape(metrics_port).expect("metrics");
     agent.terminate();
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
+    assert!(
+        log.contains("buffering and retrying") && log.contains("again"),
+        "the agent never failed a publish and recovered:\n{log}"
+    );
 
     let url = format!("nats://127.0.0.1:{nats_port}/n1");
     let out = Command::new(&tracer)
