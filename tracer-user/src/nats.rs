@@ -27,6 +27,10 @@ pub const STREAM: &str = "TRACER";
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
 /// Message header: `header` (preamble and header) or `frames`.
 pub const PART_HEADER: &str = "Tracer-Part";
+/// Largest message payload: a segment's bytes are cut into messages of at most this size
+/// (NATS servers accept 1 MiB by default). Cuts fall anywhere, since a reader only
+/// concatenates them.
+pub const MAX_MESSAGE: usize = 512 << 10;
 /// Longest node name accepted (it is a subject token).
 pub const MAX_NODE_LEN: usize = 128;
 
@@ -55,6 +59,9 @@ pub enum NatsError {
         /// The client's error, as text (the client has one error type per request).
         error: String,
     },
+    /// The server refused a message as larger than its `max_payload`.
+    #[error("a message of {0} bytes is larger than the server accepts (max_payload)")]
+    TooLarge(usize),
     /// Encoding a segment failed.
     #[error(transparent)]
     Encode(#[from] TraceFileError),
@@ -187,13 +194,23 @@ impl Outbox {
     /// Queues `m`, or drops and counts it when its events do not fit. Returns whether it was
     /// queued.
     pub fn push(&mut self, m: Outgoing) -> bool {
-        if m.part == Part::Frames && self.events + m.events > self.max_events {
-            self.dropped_events += m.events;
-            self.dropped_messages += 1;
+        self.push_all(vec![m])
+    }
+
+    /// Queues the messages one flush made (a segment's bytes cut in pieces) all, or drops and
+    /// counts them all when their events do not fit. Returns whether they were queued.
+    pub fn push_all(&mut self, msgs: Vec<Outgoing>) -> bool {
+        let frames = msgs.iter().any(|m| m.part == Part::Frames);
+        let events: u64 = msgs.iter().map(|m| m.events).sum();
+        if frames && self.events + events > self.max_events {
+            self.dropped_events += events;
+            self.dropped_messages += msgs.len() as u64;
             return false;
         }
-        self.events += m.events;
-        self.queue.push_back(m);
+        for m in msgs {
+            self.events += m.events;
+            self.queue.push_back(m);
+        }
         true
     }
 
@@ -207,6 +224,14 @@ impl Outbox {
         let m = self.queue.pop_front()?;
         self.events -= m.events;
         Some(m)
+    }
+
+    /// Drops the oldest message for good (one the server will never take), counting it.
+    pub fn drop_front(&mut self) {
+        if let Some(m) = self.pop() {
+            self.dropped_events += m.events;
+            self.dropped_messages += 1;
+        }
     }
 
     /// Events waiting.
@@ -269,25 +294,41 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Starts segment `id` with `header`; returns it and its header message.
-    pub fn start(id: String, header: &Header) -> Result<(Segment, Outgoing), NatsError> {
+    /// Starts segment `id` with `header`; returns it and its header messages.
+    pub fn start(id: String, header: &Header) -> Result<(Segment, Vec<Outgoing>), NatsError> {
         let buf = Taken::default();
         let writer = TraceWriter::new(buf.clone(), header)?;
-        let first = Outgoing {
-            segment: id.clone(),
-            part: Part::Header,
-            index: 0,
-            payload: Bytes::from(buf.take()),
-            events: 0,
-        };
-        let seg = Segment {
+        let mut seg = Segment {
             id,
             writer,
             buf,
-            next_index: 1,
+            next_index: 0,
             events_taken: 0,
         };
-        Ok((seg, first))
+        let bytes = seg.buf.take();
+        let head = seg.messages(Part::Header, bytes, 0);
+        Ok((seg, head))
+    }
+
+    /// `bytes` cut into messages of at most [`MAX_MESSAGE`]; the events count goes with the
+    /// last one.
+    fn messages(&mut self, part: Part, bytes: Vec<u8>, events: u64) -> Vec<Outgoing> {
+        let bytes = Bytes::from(bytes);
+        let n = bytes.len().div_ceil(MAX_MESSAGE).max(1);
+        (0..n)
+            .map(|i| {
+                let end = ((i + 1) * MAX_MESSAGE).min(bytes.len());
+                let m = Outgoing {
+                    segment: self.id.clone(),
+                    part,
+                    index: self.next_index,
+                    payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
+                    events: if i + 1 == n { events } else { 0 },
+                };
+                self.next_index += 1;
+                m
+            })
+            .collect()
     }
 
     /// Appends an event.
@@ -300,9 +341,9 @@ impl Segment {
         self.writer.set_counters(drops, seq_issued, decode_errors);
     }
 
-    /// Seals what was written into a frames message (with a stats record when `stats`);
-    /// `None` when there is nothing.
-    pub fn flush(&mut self, stats: bool) -> Result<Option<Outgoing>, NatsError> {
+    /// Seals what was written into frames messages (with a stats record when `stats`); none
+    /// when there is nothing.
+    pub fn flush(&mut self, stats: bool) -> Result<Vec<Outgoing>, NatsError> {
         if stats {
             let s = *self.writer.stats();
             self.writer
@@ -310,38 +351,31 @@ impl Segment {
         } else {
             self.writer.flush()?;
         }
-        Ok(self.frames_message())
+        Ok(self.frames_messages())
     }
 
-    /// Ends the segment with its end record; returns the last frames message.
-    pub fn finish(self) -> Result<Outgoing, NatsError> {
+    /// Ends the segment with its end record; returns the last frames messages.
+    pub fn finish(mut self) -> Result<Vec<Outgoing>, NatsError> {
         let events = self.writer.stats().events - self.events_taken;
-        self.writer.finish()?;
-        Ok(Outgoing {
-            segment: self.id,
-            part: Part::Frames,
-            index: self.next_index,
-            payload: Bytes::from(self.buf.take()),
-            events,
-        })
+        let bytes = {
+            let writer = std::mem::replace(
+                &mut self.writer,
+                TraceWriter::new(Taken::default(), &Header::default())?,
+            );
+            writer.finish()?;
+            self.buf.take()
+        };
+        Ok(self.messages(Part::Frames, bytes, events))
     }
 
-    fn frames_message(&mut self) -> Option<Outgoing> {
+    fn frames_messages(&mut self) -> Vec<Outgoing> {
         let bytes = self.buf.take();
         if bytes.is_empty() {
-            return None;
+            return Vec::new();
         }
         let events = self.writer.stats().events - self.events_taken;
         self.events_taken = self.writer.stats().events;
-        let m = Outgoing {
-            segment: self.id.clone(),
-            part: Part::Frames,
-            index: self.next_index,
-            payload: Bytes::from(bytes),
-            events,
-        };
-        self.next_index += 1;
-        Some(m)
+        self.messages(Part::Frames, bytes, events)
     }
 }
 
@@ -410,8 +444,12 @@ pub async fn publish(
         .header(PART_HEADER, m.part.as_str());
     js.send_publish(subject.to_string(), msg)
         .await
-        .map_err(|e| e.to_string())
-        .map_err(js_err("publishing"))?
+        .map_err(|e| match e.kind() {
+            jetstream::context::PublishErrorKind::MaxPayloadExceeded => {
+                NatsError::TooLarge(m.payload.len())
+            }
+            _ => js_err("publishing")(e.to_string()),
+        })?
         .await
         .map_err(|e| e.to_string())
         .map_err(js_err("waiting for the acknowledgement"))?;
@@ -523,11 +561,12 @@ pub fn assemble(msgs: &[Received]) -> Assembled {
                 ids.push(&m.segment);
                 out.segments.push(m.payload.to_vec());
             }
-            Some(Part::Frames) => match ids.iter().position(|s| *s == m.segment) {
+            // A header (or frames) cut into several messages: the bytes simply follow.
+            Some(_) => match ids.iter().position(|s| *s == m.segment) {
                 Some(i) => out.segments[i].extend_from_slice(&m.payload),
                 None => out.orphan_messages += 1,
             },
-            _ => out.orphan_messages += 1,
+            None => out.orphan_messages += 1,
         }
     }
     out
@@ -594,6 +633,19 @@ mod tests {
         assert!(o.push(frames(5)));
         assert_eq!(o.buffered_events(), 9);
         assert_eq!(o.len(), 3);
+        // Pieces of one flush go together: none of them when the events do not fit.
+        let mut piece = frames(0);
+        piece.index = 7;
+        assert!(!o.push_all(vec![piece, frames(2)]));
+        assert_eq!(
+            (o.len(), o.dropped_messages(), o.dropped_events()),
+            (3, 3, 7)
+        );
+        o.drop_front();
+        assert_eq!(
+            (o.len(), o.dropped_events(), o.buffered_events()),
+            (2, 11, 5)
+        );
     }
 
     fn as_received(m: &Outgoing) -> Received {
@@ -610,17 +662,17 @@ mod tests {
         let mut msgs = Vec::new();
         for id in ["a", "b"] {
             let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
-            msgs.push(as_received(&head));
+            msgs.extend(head.iter().map(as_received));
             for (i, ev) in evs.iter().enumerate() {
                 seg.write_event(ev).unwrap();
                 if i % 2 == 0 {
-                    msgs.extend(seg.flush(i == 0).unwrap().as_ref().map(as_received));
+                    msgs.extend(seg.flush(i == 0).unwrap().iter().map(as_received));
                 }
             }
             if id == "a" {
-                msgs.push(as_received(&seg.finish().unwrap()));
+                msgs.extend(seg.finish().unwrap().iter().map(as_received));
             } else {
-                msgs.extend(seg.flush(true).unwrap().as_ref().map(as_received));
+                msgs.extend(seg.flush(true).unwrap().iter().map(as_received));
             }
         }
         // A late reader: frames of a segment whose header is gone come first.
@@ -643,5 +695,33 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(got, evs);
+    }
+
+    #[test]
+    fn large_segments_are_cut_into_messages_that_join_again() {
+        let mut header = sample_header();
+        // A header far over one message: a big node's snapshot.
+        header
+            .extra
+            .push(("note".into(), "x".repeat(3 * MAX_MESSAGE / 2)));
+        let (mut seg, head) = Segment::start("big".into(), &header).unwrap();
+        assert_eq!(head.len(), 2);
+        assert!(head.iter().all(|m| m.payload.len() <= MAX_MESSAGE));
+        let evs = sample_events();
+        for ev in &evs {
+            seg.write_event(ev).unwrap();
+        }
+        let tail = seg.finish().unwrap();
+        assert_eq!(tail.iter().map(|m| m.events).sum::<u64>(), evs.len() as u64);
+        let mut ids: Vec<u64> = head.iter().chain(&tail).map(|m| m.index).collect();
+        ids.dedup();
+        assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
+        let msgs: Vec<Received> = head.iter().chain(&tail).map(as_received).collect();
+        let a = assemble(&msgs);
+        let mut input = crate::Input::from_segments("nats://x/n", a.segments).unwrap();
+        assert_eq!(input.header().unwrap().extra, header.extra);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got, evs);
+        assert!(input.tail().unwrap().clean_end);
     }
 }

@@ -80,8 +80,8 @@ struct Shared {
 }
 
 impl Shared {
-    fn push(&self, m: Outgoing) {
-        self.lock().push(m);
+    fn push(&self, msgs: Vec<Outgoing>) {
+        self.lock().push_all(msgs);
         self.wake.notify_one();
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, Outbox> {
@@ -131,6 +131,11 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
                     eprintln!("tracer: publishing to {server} again");
                     failing = false;
                 }
+            }
+            Err(nats::NatsError::TooLarge(len)) => {
+                // Retrying cannot help: counted as dropped (raise the server's max_payload).
+                eprintln!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
+                shared.lock().drop_front();
             }
             Err(e) => {
                 report_failure(&mut failing, &e);
@@ -214,9 +219,8 @@ impl Agent {
         if stats_due || self.last_flush.elapsed() >= Duration::from_millis(200) {
             let seg = self.segment.as_mut().context("no segment")?;
             seg.set_counters(cap.drops(), cap.seq_issued(), cap.decode_errors());
-            if let Some(m) = seg.flush(stats_due)? {
-                self.shared.push(m);
-            }
+            let msgs = seg.flush(stats_due)?;
+            self.shared.push(msgs);
             self.last_flush = Instant::now();
         }
         if stats_due {
