@@ -147,6 +147,48 @@ impl Drop for Dirs {
     }
 }
 
+/// A test's world: the tracer binary, its directory (removed at the end), nats-server and an
+/// agent publishing as `n1`. Fields drop in order: agent, server, then the directory.
+struct World {
+    agent: Guard,
+    nats: Guard,
+    tracer: PathBuf,
+    nats_port: u16,
+    metrics_port: u16,
+    dirs: Dirs,
+}
+
+impl World {
+    fn start(tag: &str) -> World {
+        let tracer = release_tracer().expect("tracer binary");
+        let dirs = Dirs {
+            dir: temp_dir(tag).expect("temp dir"),
+        };
+        let dir = &dirs.dir;
+        let (nats_port, metrics_port) = (free_port(), free_port());
+        let nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
+        let agent = start_agent(
+            &tracer,
+            nats_port,
+            "n1",
+            metrics_port,
+            &dir.join("agent.log"),
+        );
+        World {
+            agent,
+            nats,
+            tracer,
+            nats_port,
+            metrics_port,
+            dirs,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}/n1", self.nats_port)
+    }
+}
+
 /// `runc run` of a busybox container sleeping a little; returns (runc's pid, the container
 /// init's pid as `runc state` reports it while it runs).
 fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
@@ -183,20 +225,8 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
     if !prerequisites() {
         return;
     }
-    let tracer = release_tracer().expect("tracer binary");
-    let dirs = Dirs {
-        dir: temp_dir("agent-birth").expect("temp dir"),
-    };
-    let dir = &dirs.dir;
-    let (nats_port, metrics_port) = (free_port(), free_port());
-    let mut nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
-    let mut agent = start_agent(
-        &tracer,
-        nats_port,
-        "n1",
-        metrics_port,
-        &dir.join("agent.log"),
-    );
+    let mut w = World::start("agent-birth");
+    let (dir, metrics_port) = (w.dirs.dir.clone(), w.metrics_port);
     let births = r#"tracer_container_births_total{runtime="runc"}"#;
     let before = sample(&scrape(metrics_port).unwrap_or_default(), births);
 
@@ -227,12 +257,12 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let url = format!("nats://127.0.0.1:{nats_port}/n1");
+    let url = w.url();
     let tree: serde_json::Value =
-        serde_json::from_str(&tracer_out(&tracer, &["tree", &url, "--format", "json"]))
+        serde_json::from_str(&tracer_out(&w.tracer, &["tree", &url, "--format", "json"]))
             .expect("tree JSON");
-    agent.terminate();
-    nats.terminate();
+    w.agent.terminate();
+    w.nats.terminate();
     let init = tree["processes"]
         .as_array()
         .expect("processes")
@@ -262,27 +292,15 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
     if !prerequisites() {
         return;
     }
-    let tracer = release_tracer().expect("tracer binary");
-    let dirs = Dirs {
-        dir: temp_dir("agent-outage").expect("temp dir"),
-    };
-    let dir = &dirs.dir;
+    let mut w = World::start("agent-outage");
+    let (dir, metrics_port, nats_port) = (w.dirs.dir.clone(), w.metrics_port, w.nats_port);
     let store = dir.join("store");
-    let (nats_port, metrics_port) = (free_port(), free_port());
-    let mut nats = start_nats(nats_port, &store, &dir.join("nats.log"));
-    let mut agent = start_agent(
-        &tracer,
-        nats_port,
-        "n1",
-        metrics_port,
-        &dir.join("agent.log"),
-    );
     let tag = format!("tracer-outage-{}", std::process::id());
     let before = marker(&format!("{tag}-before"));
     std::thread::sleep(Duration::from_secs(1));
 
-    nats.0.kill().expect("kill nats-server");
-    nats.0.wait().expect("reap nats-server");
+    w.nats.0.kill().expect("kill nats-server");
+    w.nats.0.wait().expect("reap nats-server");
     let during = marker(&format!("{tag}-during"));
     // The agent holds what it could not publish: the gauge shows it.
     wait_for("events buffered during the outage", 20, || {
@@ -293,7 +311,7 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
     });
     // Longer than the client's 5 s acknowledgement timeout: publishes fail and are retried.
     std::thread::sleep(Duration::from_secs(7));
-    let mut nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
+    w.nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
     let after = marker(&format!("{tag}-after"));
     wait_for("the buffer to drain", 60, || {
         sample(
@@ -302,19 +320,18 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
         ) == 0.0
     });
     let metrics = scrape(metrics_port).expect("metrics");
-    agent.terminate();
+    w.agent.terminate();
     let log = std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
     assert!(
         log.contains("buffering and retrying") && log.contains("again"),
         "the agent never failed a publish and recovered:\n{log}"
     );
 
-    let url = format!("nats://127.0.0.1:{nats_port}/n1");
-    let out = Command::new(&tracer)
-        .args(["export", &url, "--format", "jsonl"])
+    let out = Command::new(&w.tracer)
+        .args(["export", &w.url(), "--format", "jsonl"])
         .output()
         .expect("export");
-    nats.terminate();
+    w.nats.terminate();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "export failed: {stderr}");
     // Whole: no frame skipped or missing, the agent's end record there.
