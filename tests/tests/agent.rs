@@ -189,10 +189,22 @@ impl World {
     }
 }
 
-/// `runc run` of a busybox container sleeping a little; returns (runc's pid, the container
+/// `runc run` of a busybox container sleeping a little, annotated as container `app` of pod
+/// `default/ID`; returns (runc's pid, the container
 /// init's pid as `runc state` reports it while it runs).
 fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
     let bundle = busybox_bundle(dir, &["sleep", "2"]).expect("bundle");
+    // Named as a Kubernetes pod, as containerd's CRI plugin names its bundles.
+    let config = bundle.join("config.json");
+    let mut c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
+    c["annotations"] = serde_json::json!({
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.container-name": "app",
+        "io.kubernetes.cri.sandbox-name": id,
+        "io.kubernetes.cri.sandbox-namespace": "default",
+    });
+    std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("write config");
     let mut runc = Command::new("runc")
         .args(["run", "--bundle"])
         .arg(&bundle)
@@ -261,8 +273,26 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
     let tree: serde_json::Value =
         serde_json::from_str(&tracer_out(&w.tracer, &["tree", &url, "--format", "json"]))
             .expect("tree JSON");
+    // Every node searched for the pod: found on n1, with the container's init.
+    let all = format!("nats://127.0.0.1:{}/*", w.nats_port);
+    let pod = format!("default/{id}");
+    let across: serde_json::Value = serde_json::from_str(&tracer_out(
+        &w.tracer,
+        &["tree", &all, "--pod", &pod, "--format", "json"],
+    ))
+    .expect("tree JSON across nodes");
     w.agent.terminate();
     w.nats.terminate();
+    let nodes = across["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 1, "{across}");
+    assert_eq!(nodes[0]["node"], "n1");
+    let pod_pids: Vec<&serde_json::Value> = nodes[0]["tree"]["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .map(|p| &p["pid"])
+        .collect();
+    assert!(pod_pids.contains(&&serde_json::json!(init_pid)), "{across}");
     let init = tree["processes"]
         .as_array()
         .expect("processes")

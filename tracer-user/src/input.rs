@@ -257,6 +257,13 @@ impl Input {
             error,
         };
         let src = crate::nats::NatsSource::parse(url).map_err(nats)?;
+        if src.is_all_nodes() {
+            return Err(InputError::NotRecognized {
+                path: PathBuf::from(url),
+                reason:
+                    "every node at once: only `tracer tree --pod NAME` reads nats://HOST:PORT/*",
+            });
+        }
         let msgs = crate::nats::fetch_blocking(&src).map_err(nats)?;
         let assembled = crate::nats::assemble(&msgs);
         if assembled.orphan_messages > 0 {

@@ -90,7 +90,10 @@ pub fn subject(node: &str) -> String {
     format!("tracer.{node}.events")
 }
 
-/// A node's stream as a recording: `nats://HOST:PORT/NODE`.
+/// The node of `nats://HOST:PORT/*`: every node that published.
+pub const ALL_NODES: &str = "*";
+
+/// A node's stream as a recording: `nats://HOST:PORT/NODE` (or `/*`: every node).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NatsSource {
     /// `nats://HOST:PORT`.
@@ -100,6 +103,16 @@ pub struct NatsSource {
 }
 
 impl NatsSource {
+    /// `nats://HOST:PORT/*`.
+    pub fn is_all_nodes(&self) -> bool {
+        self.node == ALL_NODES
+    }
+
+    /// The same server, one node.
+    pub fn with_node(&self, node: &str) -> String {
+        format!("{}/{node}", self.server)
+    }
+
     /// Whether `s` names a NATS source at all (then [`NatsSource::parse`] decides if it is good).
     pub fn is_nats(s: &str) -> bool {
         s.starts_with("nats://")
@@ -116,7 +129,9 @@ impl NatsSource {
         if host.is_empty() || host.contains(['/', '@', '?', '#']) {
             return Err(NatsError::BadUrl(s.to_string()));
         }
-        check_node(node)?;
+        if node != ALL_NODES {
+            check_node(node)?;
+        }
         Ok(NatsSource {
             server: format!("nats://{host}"),
             node: node.to_string(),
@@ -486,18 +501,53 @@ fn received(m: &async_nats::Message) -> Received {
     }
 }
 
+async fn connect_reader(server: &str) -> Result<jetstream::Context, NatsError> {
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(5))
+        .connect(server)
+        .await
+        .map_err(|error| NatsError::Connect {
+            server: server.to_string(),
+            error,
+        })?;
+    Ok(jetstream::new(client))
+}
+
+/// The nodes that have messages in the stream, sorted; names that are not valid node names
+/// (published by something else) are left out.
+pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
+    use futures_util::StreamExt;
+    let js = connect_reader(server).await?;
+    let stream = js
+        .get_stream(STREAM)
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("opening the stream"))?;
+    let mut subjects = stream
+        .info_with_subjects("tracer.*.events")
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("listing the subjects"))?;
+    let mut out = Vec::new();
+    while let Some(s) = subjects.next().await {
+        let (subject, _) = s
+            .map_err(|e| e.to_string())
+            .map_err(js_err("listing the subjects"))?;
+        let node = subject
+            .strip_prefix("tracer.")
+            .and_then(|s| s.strip_suffix(".events"));
+        if let Some(node) = node.filter(|n| check_node(n).is_ok()) {
+            out.push(node.to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Every message of `src`'s node from the start of the stream up to the last one stored now.
 pub async fn fetch(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
     use futures_util::StreamExt;
-    let client = async_nats::ConnectOptions::new()
-        .connection_timeout(Duration::from_secs(5))
-        .connect(src.server.as_str())
-        .await
-        .map_err(|error| NatsError::Connect {
-            server: src.server.clone(),
-            error,
-        })?;
-    let js = jetstream::new(client);
+    let js = connect_reader(&src.server).await?;
     let subject = subject(&src.node);
     let stream = js
         .get_stream(STREAM)
@@ -572,18 +622,26 @@ pub fn assemble(msgs: &[Received]) -> Assembled {
     out
 }
 
-/// Reads `src` now (on a thread of its own, so callers inside a runtime can use it).
-pub fn fetch_blocking(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
-    let src = src.clone();
+/// Runs `f` to completion on a runtime of its own, on a thread of its own (so callers inside
+/// a runtime can use it too).
+pub fn block_on<T: Send + 'static>(
+    f: impl std::future::Future<Output = Result<T, NatsError>> + Send + 'static,
+) -> Result<T, NatsError> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| js_err("starting a runtime")(e.to_string()))?;
-        rt.block_on(fetch(&src))
+        rt.block_on(f)
     })
     .join()
     .unwrap_or_else(|_| Err(js_err("reading")("the reader thread panicked".into())))
+}
+
+/// Reads `src` now.
+pub fn fetch_blocking(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
+    let src = src.clone();
+    block_on(async move { fetch(&src).await })
 }
 
 #[cfg(test)]
@@ -606,6 +664,9 @@ mod tests {
         assert!(NatsSource::parse("nats://h/").is_err());
         assert!(NatsSource::parse(&format!("nats://h/{}", "a".repeat(129))).is_err());
         assert!(NatsSource::parse("nats://u@h/n").is_err());
+        let all = NatsSource::parse("nats://h:1/*").unwrap();
+        assert!(all.is_all_nodes());
+        assert_eq!(all.with_node("n2"), "nats://h:1/n2");
     }
 
     fn frames(n: u64) -> Outgoing {
