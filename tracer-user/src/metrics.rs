@@ -3,7 +3,7 @@
 //!
 //! Event and drop counters come from the capture; births, adoptions and runtime restarts from
 //! a lineage [`Engine`] fed with the same events, counted as the engine's totals grow
-//! ([`Tally`]), so a counter never goes down when the engine is started afresh.
+//! (a tally of the last totals), so a counter never goes down when the engine is started afresh.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -7,8 +7,8 @@
 //! gives a trace file [`crate::TraceReader`] reads as it is.
 //!
 //! The agent side: [`Outbox`] (the bounded local buffer), [`Segment`] (a [`TraceWriter`] whose
-//! bytes are taken out message by message), [`Publisher`] (stream creation, publishing with
-//! acknowledgements, retries). The reader side: [`NatsSource`] and [`fetch`], then
+//! bytes are taken out message by message), [`ensure_stream`] and [`publish`] (stream
+//! creation, publishing with acknowledgements; the agent retries). The reader side: [`NatsSource`] and [`fetch`], then
 //! [`assemble`] and [`crate::Input::from_segments`].
 
 use std::collections::VecDeque;
