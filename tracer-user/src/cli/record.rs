@@ -26,6 +26,19 @@ pub(super) fn header_for(target: &Target, ring_bytes: u32) -> Header {
     header
 }
 
+/// What the started capture adds to a header: the layouts it was configured from, the
+/// launched command, the probe set and its notes.
+pub(super) fn add_capture_facts(header: &mut Header, cap: &tracer::capture::Capture) {
+    header.layouts = cap.layouts().formats.clone();
+    header
+        .snapshot
+        .extend(cap.launched_process().as_ref().map(Into::into));
+    header.extra.push(("probes".into(), cap.probe_set().into()));
+    for note in cap.notes() {
+        header.extra.push(("note".into(), note.clone()));
+    }
+}
+
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = super::trace::target_of(&args.target)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -34,19 +47,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .build()?;
     rt.block_on(async move {
         let mut header = header_for(&target, args.target.ring_bytes);
-        let mut cap = CaptureBuilder::new(target.clone())
+        let cap = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
             .syscalls(args.target.syscalls)
             .start()?;
-        header.layouts = cap.layouts().formats.clone();
-        header.snapshot.extend(cap.launched_process().as_ref().map(Into::into));
-        header
-            .extra
-            .push(("probes".into(), cap.probe_set().into()));
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
-            header.extra.push(("note".into(), note.clone()));
         }
+        add_capture_facts(&mut header, &cap);
+        let mut cap = cap;
         let mut w = TraceWriter::create(&args.output, &header)
             .with_context(|| format!("cannot create {}", args.output.display()))?;
 
