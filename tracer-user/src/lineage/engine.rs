@@ -30,6 +30,9 @@ impl Hasher for PidHasher {
     fn write_u32(&mut self, n: u32) {
         self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(FX_K);
     }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(FX_K);
+    }
     fn finish(&self) -> u64 {
         self.0
     }
@@ -184,7 +187,7 @@ pub(super) struct Namespace {
 /// The lineage engine. Deterministic: the same events give the same state.
 #[derive(Clone, Debug, Default)]
 pub struct Engine {
-    pub(super) procs: Vec<Process>,
+    pub(super) procs: super::store::Store,
     /// pid → its newest record (live or exited).
     pub(super) by_pid: PidMap<ProcId>,
     /// tid → (record, index in its `threads`) of the newest thread with that id.
@@ -200,6 +203,8 @@ pub struct Engine {
     events: u64,
     /// A sequence gap was seen: later corrections by the kernel may be missed events.
     lost: bool,
+    /// Live views: what is dropped of exited processes, and when (`retain.rs`).
+    pub(super) retention: super::retain::RetentionState,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -288,14 +293,20 @@ impl Engine {
         v
     }
 
-    /// Every record ever made, in creation order (exited and replaced ones included).
+    /// Every record held, in creation order (exited and replaced ones included; with a
+    /// [`Retention`](super::Retention), those it dropped are not).
     pub fn processes(&self) -> impl Iterator<Item = &Process> + '_ {
         self.procs.iter()
     }
 
-    /// Number of records (exited and replaced ones included).
+    /// Number of records held (exited and replaced ones included).
     pub fn process_count(&self) -> usize {
         self.procs.len()
+    }
+
+    /// Every [`ProcId`] given so far is below this (ids are never reused).
+    pub fn id_bound(&self) -> ProcId {
+        self.procs.id_bound()
     }
 
     /// The first [`MAX_WARNINGS`] warnings (see [`Engine::warning_count`] for the total).
@@ -407,6 +418,7 @@ impl Engine {
             self.warn(ev.seq, WarningKind::PendingExecOverflow);
         }
         self.step(&adapted.transition);
+        self.maybe_prune(ev.ts_ns);
     }
 
     /// Applies one kernel transition (what [`Engine::apply`] makes of an event).
@@ -533,8 +545,9 @@ impl Engine {
     }
 
     pub(super) fn new_record(&mut self, pid: u32, how: How, seq: u64, ts_ns: u64) -> ProcId {
-        let id = self.procs.len();
-        self.procs.push(Process::blank(id, pid, how, seq, ts_ns));
+        let id = self
+            .procs
+            .push(|id| Process::blank(id, pid, how, seq, ts_ns));
         self.by_pid.insert(pid, id);
         self.tids.insert(pid, (id, 0));
         id
@@ -613,6 +626,13 @@ impl Engine {
         let slot = p.threads.len() - 1;
         self.tids.insert(tid, (id, slot));
         false
+    }
+
+    /// Drops the tid index entry of `tid` if it names record `id` (the record is dropped).
+    pub(super) fn forget_thread(&mut self, tid: u32, id: ProcId) {
+        if self.tids.get(&tid).is_some_and(|&(p, _)| p == id) {
+            self.tids.remove(&tid);
+        }
     }
 
     fn thread_died(&mut self, id: ProcId, tid: u32) {

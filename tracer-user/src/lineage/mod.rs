@@ -9,7 +9,9 @@ mod engine;
 pub mod k8s;
 mod process;
 mod reaper;
+mod retain;
 mod roles;
+mod store;
 mod story;
 mod transition;
 pub mod view;
@@ -23,6 +25,7 @@ pub use engine::{
 pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
+pub use retain::Retention;
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
