@@ -298,6 +298,127 @@ fn throughput(b: &Bench, actor: &Path, syscalls: bool, ring_bytes: Option<u32>) 
     Ok(s)
 }
 
+/// Resident set of `pid` in KiB (`VmRSS`).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A private tmux server running the live viewer; killed on drop.
+struct Viewer {
+    socket: String,
+    pid: u32,
+}
+
+impl Viewer {
+    fn start(tracer: &Path) -> Result<Viewer> {
+        let socket = format!("tracer-soak-{}", std::process::id());
+        let cmd = format!("exec {} tui --all", tracer.display());
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "45",
+                &cmd,
+            ])
+            .status()?
+            .success();
+        if !ok {
+            bail!("tmux new-session failed");
+        }
+        let out = Command::new("tmux")
+            .args(["-L", &socket, "list-panes", "-F", "#{pane_pid}"])
+            .output()?;
+        let pid = String::from_utf8_lossy(&out.stdout).trim().parse()?;
+        // The probes load and the /proc snapshot is read before the first event counts.
+        std::thread::sleep(Duration::from_secs(3));
+        Ok(Viewer { socket, pid })
+    }
+
+    fn rss_mib(&self) -> Result<f64> {
+        let kib = rss_kib(self.pid).context("the viewer is gone")?;
+        Ok(kib as f64 / 1024.0)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// How many lifetimes the soak drives, and how many of them are processes (the rest are
+/// threads): `TRACER_SOAK_LIFETIMES`, `TRACER_SOAK_PROCESSES`.
+fn soak_counts() -> (u64, u64) {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let total = var("TRACER_SOAK_LIFETIMES", 1_000_000);
+    (total, var("TRACER_SOAK_PROCESSES", total).min(total))
+}
+
+/// `tracer tui --all` in tmux while `actor` forks (then, past the process count, spawns
+/// threads) in chunks; the viewer's RSS at each checkpoint.
+fn soak(b: &Bench, actor: &Path) -> Result<String> {
+    let (total, processes) = soak_counts();
+    let viewer = Viewer::start(&b.tracer)?;
+    let start = std::time::Instant::now();
+    let mut s =
+        String::from("| lifetimes so far | of which processes | viewer RSS |\n|---|---|---|\n");
+    let mut rows = vec![(0u64, viewer.rss_mib()?)];
+    let checkpoints = [10_000u64, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+    let mut done = 0u64;
+    for &mark in checkpoints.iter().filter(|&&m| m <= total) {
+        while done < mark {
+            let n = (mark - done).min(50_000);
+            let step = match done < processes {
+                true => format!("storm:{}", n.min(processes - done)),
+                false => format!("threads:{n}"),
+            };
+            let n = step.split(':').nth(1).unwrap_or("0").parse::<u64>()?;
+            if !Command::new(actor).arg(&step).status()?.success() {
+                bail!("actor {step} failed");
+            }
+            done += n;
+        }
+        // Let the viewer catch up with the ring before reading its size.
+        std::thread::sleep(Duration::from_secs(2));
+        rows.push((done, viewer.rss_mib()?));
+        println!(
+            "bench: soak {done}: {:.1} MiB",
+            rows.last().map_or(0.0, |r| r.1)
+        );
+    }
+    for &(n, mib) in &rows {
+        let procs = n.min(processes);
+        s.push_str(&format!("| {n} | {procs} | {mib:.1} MiB |\n"));
+    }
+    let at = |n: u64| rows.iter().find(|r| r.0 == n).map(|r| r.1);
+    if let (Some(a), Some(z)) = (at(10_000), at(50_000)) {
+        s.push_str(&format!(
+            "\nGrowth from 10,000 to 50,000 lifetimes: {:.1} MiB (goal <= 8 MiB).\n",
+            z - a
+        ));
+    }
+    let peak = rows.iter().map(|r| r.1).fold(0.0, f64::max);
+    s.push_str(&format!(
+        "Highest RSS: {peak:.1} MiB (goal <= 150 MiB, flat after warm-up); {} s in all.\n",
+        start.elapsed().as_secs()
+    ));
+    Ok(s)
+}
+
 pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     if !crate::setup::is_root() {
         bail!("the benchmarks load probes: run them as root");
@@ -381,6 +502,12 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
              leave none); the root test `ring_overflow_drops_are_counted_exactly` checks \
              `drops == issued - delivered` exactly.\n\n",
         );
+    }
+    if want("soak") {
+        let actor = root.join("target/release/actor");
+        report.push_str("## 6. Soak: `tracer tui --all` (in tmux) while processes come and go\n\n");
+        report.push_str(&soak(&b, &actor)?);
+        report.push('\n');
     }
     report.push_str(
         "## 4. Userspace (criterion, one core)\n\n\
