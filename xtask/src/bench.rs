@@ -298,6 +298,61 @@ fn throughput(b: &Bench, actor: &Path, syscalls: bool, ring_bytes: Option<u32>) 
     Ok(s)
 }
 
+fn wall_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// `PROG ARGS -- sh -c 'date +%s%N > FILE'` `runs` times: (ms from launch until the command
+/// ran, ms from the command's end until the tracer exited), each run.
+fn launch_latency(b: &Bench, prog: &[&str], runs: u32) -> Result<Vec<(f64, f64)>> {
+    let out = b.tmp.join("ran-at");
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        let _ = std::fs::remove_file(&out);
+        let script = format!("date +%s%N > {}", out.display());
+        let t0 = wall_ns();
+        let status = Command::new(prog[0])
+            .args(&prog[1..])
+            .args(["sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        let t2 = wall_ns();
+        if !status.success() {
+            bail!("{} failed: {status}", prog.join(" "));
+        }
+        let t1: u128 = std::fs::read_to_string(&out)?.trim().parse()?;
+        v.push(((t1 - t0) as f64 / 1e6, (t2 - t1) as f64 / 1e6));
+    }
+    Ok(v)
+}
+
+/// Start and stop latency of `tracer trace -- CMD` (and strace's, for scale).
+fn latency(b: &Bench, runs: u32) -> Result<String> {
+    let tracer = b.tracer.to_string_lossy().into_owned();
+    let mut s = String::from(
+        "| command | runs | launch → command running (median, min–max) | command end → exit (median, min–max) |\n|---|---|---|---|\n",
+    );
+    let trace = [tracer.as_str(), "trace", "-o", "/dev/null", "--"];
+    let strace = ["strace", "-f", "-o", "/dev/null"];
+    for (name, prog) in [
+        ("tracer trace -- sh -c date", &trace[..]),
+        ("strace -f sh -c date", &strace[..]),
+    ] {
+        let v = launch_latency(b, prog, runs)?;
+        let (a, a0, a1) = stats(v.iter().map(|x| x.0).collect());
+        let (z, z0, z1) = stats(v.iter().map(|x| x.1).collect());
+        s.push_str(&format!(
+            "| `{name}` | {runs} | {a:.0} ms ({a0:.0}–{a1:.0}) | {z:.0} ms ({z0:.0}–{z1:.0}) |\n"
+        ));
+        println!("bench: latency {name}: start {a:.0} ms, stop {z:.0} ms");
+    }
+    s.push_str("\nGoals for `tracer trace`: command running <= 150 ms after launch, tracer exited <= 100 ms after the command.\n");
+    Ok(s)
+}
+
 /// Resident set of `pid` in KiB (`VmRSS`).
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -502,6 +557,11 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
              leave none); the root test `ring_overflow_drops_are_counted_exactly` checks \
              `drops == issued - delivered` exactly.\n\n",
         );
+    }
+    if want("latency") {
+        report.push_str("## 7. Start and stop: `tracer trace -- sh -c date`\n\n");
+        report.push_str(&latency(&b, 5)?);
+        report.push('\n');
     }
     if want("soak") {
         let actor = root.join("target/release/actor");

@@ -36,7 +36,7 @@ enum Task {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 15)]
         runs: u32,
-        /// Only one part: storm, dd, throughput or soak.
+        /// Only one part: storm, dd, throughput, latency or soak.
         #[arg(long)]
         only: Option<String>,
     },

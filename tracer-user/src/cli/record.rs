@@ -26,6 +26,19 @@ pub(super) fn header_for(target: &Target, ring_bytes: u32) -> Header {
     header
 }
 
+/// What only the started capture knows: tracefs layouts, the launched command, the probe set
+/// and its notes.
+pub(super) fn describe_capture(header: &mut Header, cap: &tracer::capture::Capture) {
+    header.layouts = cap.layouts().formats.clone();
+    header
+        .snapshot
+        .extend(cap.launched_process().as_ref().map(Into::into));
+    header.extra.push(("probes".into(), cap.probe_set().into()));
+    for note in cap.notes() {
+        header.extra.push(("note".into(), note.clone()));
+    }
+}
+
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = super::trace::target_of(&args.target)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -33,19 +46,20 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut header = header_for(&target, args.target.ring_bytes);
-        let mut cap = CaptureBuilder::new(target.clone())
+        // The /proc snapshot is read while the probes load.
+        let (t, ring_bytes) = (target.clone(), args.target.ring_bytes);
+        let snap = std::thread::spawn(move || header_for(&t, ring_bytes));
+        let started = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
             .syscalls(args.target.syscalls)
-            .start()?;
-        header.layouts = cap.layouts().formats.clone();
-        header.snapshot.extend(cap.launched_process().as_ref().map(Into::into));
-        header
-            .extra
-            .push(("probes".into(), cap.probe_set().into()));
+            .start();
+        let mut header = snap
+            .join()
+            .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
+        let mut cap = started?;
+        describe_capture(&mut header, &cap);
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
-            header.extra.push(("note".into(), note.clone()));
         }
         let mut w = TraceWriter::create(&args.output, &header)
             .with_context(|| format!("cannot create {}", args.output.display()))?;
@@ -114,6 +128,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             );
         }
         let code = super::trace::command_exit_code(&mut cap);
+        cap.release_in_background();
         Ok(ExitCode::from(code))
     })
 }

@@ -95,6 +95,7 @@ pub fn run(
             );
         }
         let code = command_exit_code(&mut cap);
+        cap.release_in_background();
         Ok(ExitCode::from(code))
     })
 }
@@ -131,13 +132,14 @@ pub(super) async fn drive(
                 if !on(Step::Batch(&mut batch), cap)? {
                     return Ok(());
                 }
+                if follow && cap.target_gone() { break; }
             }
             _ = tick.tick() => {
                 if !on(Step::Tick, cap)? {
                     return Ok(());
                 }
                 if deadline.is_some_and(|d| Instant::now() >= d) { break; }
-                if follow && cap.followed_count() == 0 { break; }
+                if follow && cap.target_gone() { break; }
             }
             _ = sigint.recv() => break,
             _ = sigterm.recv() => break,

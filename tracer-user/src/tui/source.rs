@@ -169,6 +169,12 @@ pub async fn replay(
 /// Where a live source can copy every event batch it reads (a trace-file writer, when
 /// `--record` is wired). Called on the source task, before the batch goes to the app.
 pub trait Recorder: Send {
+    /// Called once the capture has started, before the first batch (a trace file's header
+    /// takes the capture's layouts and probe set from it).
+    #[cfg(feature = "capture")]
+    fn begin(&mut self, _cap: &crate::capture::Capture) -> std::io::Result<()> {
+        Ok(())
+    }
     /// Records one batch of events, in seq order.
     fn record(&mut self, batch: &[Event]) -> std::io::Result<()>;
     /// Called once when the capture ends, with the drop count.
@@ -247,6 +253,10 @@ pub async fn live(
     for note in cap.notes().to_vec() {
         let _ = tx.try_send(Msg::Note(note));
     }
+    if let Some(Err(e)) = recorder.as_mut().map(|r| r.begin(&cap)) {
+        let _ = tx.try_send(Msg::Error(format!("recording not started: {e}")));
+        recorder = None;
+    }
     loop {
         tokio::select! {
             permit = tx.reserve(), if !pending.is_empty() => {
@@ -276,7 +286,7 @@ pub async fn live(
                 if d != last_drops && tx.try_send(Msg::Drops(d)).is_ok() {
                     last_drops = d;
                 }
-                if follow && !exited_sent && cap.followed_count() == 0 && tx.try_send(Msg::TargetExited).is_ok() {
+                if follow && !exited_sent && cap.target_gone() && tx.try_send(Msg::TargetExited).is_ok() {
                     exited_sent = true;
                 }
             }
