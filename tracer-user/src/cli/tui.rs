@@ -141,6 +141,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
             ring_bytes: args.ring_bytes,
             syscalls: args.syscalls,
             recorder,
+            record_path: record.clone(),
         };
         tracer::tui::run_live(target, opts).map_err(|e| {
             // One line that says why and what works without root (exit code 2 kept).

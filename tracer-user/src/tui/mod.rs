@@ -103,6 +103,8 @@ pub struct LiveOpts {
     pub recorder: Option<Box<dyn Recorder>>,
     /// Also attach the syscall probes ([`CaptureBuilder::syscalls`](crate::CaptureBuilder::syscalls)).
     pub syscalls: bool,
+    /// The file the recorder writes, named on the status bar (`● rec FILE`).
+    pub record_path: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "capture")]
@@ -112,6 +114,7 @@ impl Default for LiveOpts {
             ring_bytes: tracer_common::DEFAULT_RING_BYTES,
             syscalls: false,
             recorder: None,
+            record_path: None,
         }
     }
 }
@@ -158,6 +161,10 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let mut state = AppState::new_live(title);
         state.set_sched_probes(!cap.syscall_probes());
         state.message = note;
+        state.recording = opts
+            .record_path
+            .filter(|_| opts.recorder.is_some())
+            .map(|p| p.display().to_string());
         let src = tokio::spawn(source::live(cap, tx, opts.recorder));
         let res = app_loop(state, rx, None).await;
         // Dropping the receiver ends the source, which flushes the recorder.

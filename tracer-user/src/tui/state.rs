@@ -141,6 +141,8 @@ pub struct AppState {
     pub pending: Vec<Event>,
     /// Live: the followed processes are all gone.
     pub target_exited: bool,
+    /// Live: the trace file being written (`--record`), if any.
+    pub recording: Option<String>,
     /// The source's error, once it failed.
     pub source_error: Option<String>,
     /// Status-line message (search miss, notes).
@@ -228,6 +230,7 @@ impl AppState {
             paused: false,
             pending: Vec::new(),
             target_exited: false,
+            recording: None,
             source_error: None,
             message: None,
             now_ms: 0,

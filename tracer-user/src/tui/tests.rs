@@ -152,6 +152,10 @@ fn snapshot_empty_trace() {
     s.size = (80, 24);
     s.set_now(1_000);
     insta::assert_snapshot!("empty_live_80x24", screen(&mut s));
+    // Only a file being written is called a recording, and it is named.
+    s.recording = Some("/tmp/x\n.trace".into());
+    let text = screen(&mut s);
+    assert!(text.contains("● rec /tmp/x\\n.trace"), "{text}");
 }
 
 #[test]
