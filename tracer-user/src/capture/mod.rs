@@ -866,6 +866,9 @@ pub enum Notice {
         /// The first sequence number after the gap.
         before_seq: u64,
     },
+    /// Every followed process has exited (follow mode): the last item; the ring buffer was
+    /// drained before it.
+    TargetGone,
 }
 
 impl std::fmt::Display for Notice {
@@ -876,6 +879,7 @@ impl std::fmt::Display for Notice {
                 missing,
                 before_seq,
             } => write!(f, "{missing} events missing before seq {before_seq}"),
+            Notice::TargetGone => write!(f, "every followed process has exited"),
         }
     }
 }
@@ -891,31 +895,39 @@ impl Capture {
         let keep = probe_fds();
         let links = std::mem::take(&mut self.links);
         let max_fd = max_fd();
-        // SAFETY: the child only calls async-signal-safe functions (close, _exit) on data
-        // prepared before the fork.
+        // The child closes its copies once ours are closed (EOF here), so its are the last.
+        let Ok((ready_r, ready_w)) = pipe() else {
+            detach_all(links);
+            return;
+        };
+        let r = ready_r.as_raw_fd();
+        // SAFETY: the child only calls async-signal-safe functions (close, read, _exit) on
+        // data prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            for fd in 0..=max_fd {
-                if !keep.contains(&fd) {
-                    // SAFETY: closing descriptors of this child's own table.
-                    unsafe { libc::close(fd) };
-                }
+            for fd in (0..=max_fd).filter(|fd| *fd != r && !keep.contains(fd)) {
+                // SAFETY: closing descriptors of this child's own table.
+                unsafe { libc::close(fd) };
             }
-            // SAFETY: as above; then exit without running destructors or atexit handlers.
+            let mut b = 0u8;
+            // SAFETY: reading into a valid byte from our own pipe; then closing our own
+            // descriptors and exiting without destructors or atexit handlers.
             unsafe {
+                libc::read(r, (&mut b as *mut u8).cast(), 1);
                 for &fd in &keep {
                     libc::close(fd);
                 }
                 libc::_exit(0)
             }
         }
+        drop(ready_r);
         if pid < 0 {
             detach_all(links);
             return;
         }
-        // The child holds the last references: these closes are cheap.
         drop(links);
         drop(self);
+        drop(ready_w);
     }
 }
 
@@ -955,9 +967,12 @@ impl Drop for Capture {
     }
 }
 
-/// The state behind [`Capture::into_stream`].
-struct StreamState {
-    cap: Capture,
+/// The one capture loop: reads batches, turns them into [`CaptureItem`]s with the loss
+/// notices they imply, and ends a followed target with [`Notice::TargetGone`]. The stream
+/// ([`Capture::into_stream`]), `tracer trace`/`record` and the live viewer all read through it.
+/// `next` is cancel-safe (use it in `tokio::select!`): items are queued here, never lost.
+pub struct CaptureLoop<C> {
+    cap: C,
     follow: bool,
     batch: Vec<Event>,
     queue: std::collections::VecDeque<CaptureItem>,
@@ -966,7 +981,31 @@ struct StreamState {
     done: bool,
 }
 
-impl StreamState {
+impl<C: std::borrow::BorrowMut<Capture>> CaptureLoop<C> {
+    /// A loop over `cap` (owned, or `&mut`).
+    pub fn new(cap: C) -> Self {
+        let follow = !matches!(cap.borrow().target, Target::All);
+        CaptureLoop {
+            cap,
+            follow,
+            batch: Vec::new(),
+            queue: std::collections::VecDeque::new(),
+            max_seq: 0,
+            drops: 0,
+            done: false,
+        }
+    }
+
+    /// The capture, for its counters.
+    pub fn capture(&self) -> &Capture {
+        self.cap.borrow()
+    }
+
+    /// The capture, mutably (the command to wait on).
+    pub fn capture_mut(&mut self) -> &mut Capture {
+        self.cap.borrow_mut()
+    }
+
     /// Moves the batch into the queue with the notices it implies.
     fn enqueue_batch(&mut self) {
         for ev in self.batch.drain(..) {
@@ -979,7 +1018,7 @@ impl StreamState {
             self.max_seq = self.max_seq.max(ev.seq);
             self.queue.push_back(CaptureItem::Event(ev));
         }
-        let drops = self.cap.drops();
+        let drops = self.cap.borrow().drops();
         if drops > self.drops {
             self.drops = drops;
             self.queue
@@ -987,7 +1026,13 @@ impl StreamState {
         }
     }
 
-    async fn next_item(&mut self) -> Option<Result<CaptureItem, CaptureError>> {
+    /// An item already read, without waiting.
+    pub fn ready(&mut self) -> Option<CaptureItem> {
+        self.queue.pop_front()
+    }
+
+    /// The next item; `None` once the loop ended (the target is gone, or after an error).
+    pub async fn next(&mut self) -> Option<Result<CaptureItem, CaptureError>> {
         loop {
             if let Some(item) = self.queue.pop_front() {
                 return Some(Ok(item));
@@ -995,20 +1040,36 @@ impl StreamState {
             if self.done {
                 return None;
             }
-            if let Err(e) = self.cap.next_batch(&mut self.batch).await {
+            if let Err(e) = self.cap.borrow_mut().next_batch(&mut self.batch).await {
                 self.done = true;
                 return Some(Err(e));
             }
-            if self.follow && self.cap.target_gone() {
+            if self.follow && self.cap.borrow().target_gone() {
                 // Everything followed has exited: take what is left and end.
-                self.cap.drain_now(&mut self.batch);
-                self.done = true;
-                if let Some(child) = self.cap.child_mut() {
+                let cap = self.cap.borrow_mut();
+                cap.drain_now(&mut self.batch);
+                // Reap the command (its status stays readable through `child_mut`).
+                if let Some(child) = cap.child_mut() {
                     let _ = child.try_wait();
                 }
+                self.done = true;
+                self.enqueue_batch();
+                self.queue
+                    .push_back(CaptureItem::Notice(Notice::TargetGone));
+                continue;
             }
             self.enqueue_batch();
         }
+    }
+
+    /// Stopping early (a signal, a deadline): what is still in the ring buffer.
+    pub fn finish(&mut self) -> Vec<CaptureItem> {
+        if !self.done {
+            self.cap.borrow_mut().drain_now(&mut self.batch);
+            self.enqueue_batch();
+            self.done = true;
+        }
+        self.queue.drain(..).collect()
     }
 }
 
@@ -1021,26 +1082,19 @@ impl Capture {
     /// which the kernel's drop counter grew.
     ///
     /// For a [`Target::Pid`] or [`Target::Command`] the stream ends once every followed
-    /// process has exited (like `strace -f`); for [`Target::All`] it never ends by itself.
-    /// Dropping the stream detaches the probes. After an error the stream ends.
+    /// process has exited (like `strace -f`), with [`Notice::TargetGone`] last; for
+    /// [`Target::All`] it never ends by itself. Dropping the stream detaches the probes.
+    /// After an error the stream ends. ([`CaptureLoop`] is the same, keeping the capture at
+    /// hand.)
     ///
     /// Poll it inside a tokio runtime with I/O and time enabled; pin it
     /// (`std::pin::pin!`) to call `StreamExt::next` on it.
     pub fn into_stream(
         self,
     ) -> impl futures_core::Stream<Item = Result<CaptureItem, CaptureError>> {
-        let state = StreamState {
-            follow: !matches!(self.target, Target::All),
-            cap: self,
-            batch: Vec::new(),
-            queue: std::collections::VecDeque::new(),
-            max_seq: 0,
-            drops: 0,
-            done: false,
-        };
-        futures_util::stream::unfold(state, |mut st| async move {
-            let item = st.next_item().await?;
-            Some((item, st))
+        futures_util::stream::unfold(CaptureLoop::new(self), |mut lp| async move {
+            let item = lp.next().await?;
+            Some((item, lp))
         })
     }
 }

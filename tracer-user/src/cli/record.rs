@@ -64,7 +64,6 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut w = TraceWriter::create(&args.output, &header)
             .with_context(|| format!("cannot create {}", args.output.display()))?;
 
-        let follow = !matches!(target, Target::All);
         let deadline = args
             .target
             .duration
@@ -74,7 +73,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut last_events = 0u64;
         let tty = std::io::stderr().is_terminal();
 
-        super::trace::drive(&mut cap, follow, deadline, |step, cap| {
+        super::trace::drive(&mut cap, deadline, |step, cap| {
             match step {
                 Step::Batch(batch) => {
                     for ev in batch.drain(..) {
