@@ -6,7 +6,9 @@
 //!
 //! - turn it into an async [`Stream`](futures_core::Stream) of [`CaptureItem`]s with
 //!   [`Capture::into_stream`]: decoded events in sequence order, plus [`Notice`]s when the
-//!   ring buffer dropped events or the sequence has a gap; or
+//!   ring buffer dropped events or the sequence has a gap, and when a followed target is gone;
+//! - read the same items through a [`CaptureLoop`], which keeps the capture at hand (its
+//!   counters, the command's exit status); or
 //! - pull batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
 //!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...).
 //!
