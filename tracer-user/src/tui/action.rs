@@ -60,6 +60,8 @@ pub enum Action {
     NextPane,
     /// Space: pause / resume.
     TogglePause,
+    /// w: live, not recording: write what the view holds to a trace file.
+    SaveWindow,
     /// .: one event forward.
     StepForward,
     /// ,: one event back.
@@ -117,6 +119,10 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("f", "event log: all / selected subtree only"),
     ("Tab", "focus next pane (tree, story, log)"),
     ("space", "pause (live keeps recording while paused)"),
+    (
+        "w",
+        "live: write the events in view to a trace file (./tracer-live-*.trace)",
+    ),
     (". ,", "replay: step one event forward / back"),
     ("[ ]", "previous / next story step"),
     ("+ -", "replay speed ×2 / ÷2"),
@@ -198,6 +204,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('f') => Action::ToggleLogFilter,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char(' ') => Action::TogglePause,
+        KeyCode::Char('w') => Action::SaveWindow,
         KeyCode::Char('.') => Action::StepForward,
         KeyCode::Char(',') => Action::StepBack,
         KeyCode::Char('[') => Action::PrevStoryStep,

@@ -17,6 +17,7 @@
 pub mod action;
 pub mod msg;
 pub mod reduce;
+mod save;
 pub mod source;
 pub mod state;
 #[doc(hidden)]
@@ -214,6 +215,16 @@ async fn app_loop(
                             let _ = ctl.try_send(c);
                         }
                     }
+                }
+                if std::mem::take(&mut state.save_requested) {
+                    state.message = Some(match save::write_new(&state) {
+                        Ok((path, n)) => {
+                            let name = path.display();
+                            format!("wrote {n} events to {name} (tracer tree {name})")
+                        }
+                        Err(e) => format!("could not write the window: {e}"),
+                    });
+                    state.dirty = true;
                 }
             }
             _ = frame.tick() => {

@@ -13,6 +13,8 @@ use super::msg::Msg;
 
 /// Log lines kept in live mode (oldest dropped first). Replay keeps them all (it can rewind).
 pub const LIVE_LOG_CAP: usize = 50_000;
+/// Live: the newest events kept for `w` (write the window to a trace file).
+pub const LIVE_EVENTS_CAP: usize = 50_000;
 /// Events kept pending while a live view is paused before they are applied anyway.
 pub const MAX_PENDING: usize = 1_000_000;
 /// How long a new node stays highlighted, in ms.
@@ -143,6 +145,11 @@ pub struct AppState {
     pub target_exited: bool,
     /// Live: the trace file being written (`--record`), if any.
     pub recording: Option<String>,
+    /// Live: the processes seen at the start, and the newest [`LIVE_EVENTS_CAP`] events
+    /// (what `w` writes); whether older events were let go.
+    pub window: (Vec<crate::lineage::SnapshotProcess>, VecDeque<Event>, bool),
+    /// Live: `w` was pressed; the app loop writes the window and clears it.
+    pub save_requested: bool,
     /// The source's error, once it failed.
     pub source_error: Option<String>,
     /// Status-line message (search miss, notes).
@@ -231,6 +238,8 @@ impl AppState {
             pending: Vec::new(),
             target_exited: false,
             recording: None,
+            window: (Vec::new(), VecDeque::new(), false),
+            save_requested: false,
             source_error: None,
             message: None,
             now_ms: 0,
@@ -276,6 +285,11 @@ impl AppState {
         s
     }
 
+    /// The events come from the sched probe set (no syscall exits).
+    pub fn sched_probes(&self) -> bool {
+        self.renderer.sched_probes
+    }
+
     /// The events come without syscall exits (see [`LineRenderer::sched_probes`]).
     pub fn set_sched_probes(&mut self, on: bool) {
         self.renderer.sched_probes = on;
@@ -293,6 +307,9 @@ impl AppState {
     /// snapshot, or the live start). Before any event, replay's rewind point includes them.
     pub fn seed(&mut self, snap: &[crate::lineage::SnapshotProcess]) {
         self.engine.seed_snapshot(snap);
+        if self.mode == Mode::Live {
+            self.window.0.extend_from_slice(snap);
+        }
         self.seen_bound = self.engine.id_bound();
         self.tree_dirty = true;
         if self.events.is_empty() {
@@ -435,6 +452,9 @@ impl AppState {
         self.tree_dirty = true;
         for ev in evs {
             self.apply_one(&ev);
+            if self.mode == Mode::Live {
+                self.window.1.push_back(ev.clone());
+            }
             if self.mode == Mode::Replay {
                 self.events.push(ev);
                 let last = self.snapshots.last().map_or(0, |s| s.index);
@@ -445,6 +465,11 @@ impl AppState {
             }
         }
         if self.mode == Mode::Live {
+            let recent = &mut self.window.1;
+            while recent.len() > LIVE_EVENTS_CAP {
+                recent.pop_front();
+                self.window.2 = true;
+            }
             while self.log.len() > LIVE_LOG_CAP {
                 self.log.pop_front();
             }
