@@ -100,7 +100,7 @@ fn follow_lineage_reports_the_command_birth_and_exit() {
         .find(|l| l.starts_with("birth ") && l.contains(" sh: parent "))
         .unwrap_or_else(|| panic!("no birth of sh in:\n{out}"));
     assert!(
-        birth.ends_with(&format!("parent {me}, snapshot")),
+        birth.ends_with(&format!("parent {me}, launched")),
         "{birth}"
     );
     let pid = birth.split_whitespace().nth(1).unwrap();
