@@ -5,7 +5,7 @@
 //! exited processes within the window; and, closed over, the parent, creator and birth
 //! parent of everything kept, so no held record points to a dropped one (only `children`
 //! lists are trimmed). Pruning runs in batches whose cost is linear in the records held, and
-//! a batch waits for as many new exits as a fraction of that: amortized O(1) per event.
+//! a batch waits for as many new exits as an eighth of that: amortized O(1) per event.
 
 use super::engine::Engine;
 use super::process::ProcId;
@@ -119,7 +119,9 @@ impl Engine {
         let st = &mut self.retention;
         st.pruned += dropped.len() as u64;
         st.exited_held = exited;
-        let slack = MIN_BATCH.max(self.procs.len() / 2);
+        // An eighth of what is held: the batch's linear cost is spread over as many exits,
+        // and the records held above the window stay a small part of it.
+        let slack = MIN_BATCH.max(self.procs.len() / 8);
         st.next_count = r.max_exited.max(exited) + slack;
         st.next_ts = now_ts.saturating_add(age_step(r));
         dropped.len()

@@ -12,7 +12,7 @@ use crate::stats::StreamStats;
 use super::msg::Msg;
 
 /// Log lines kept in live mode (oldest dropped first). Replay keeps them all (it can rewind).
-pub const LIVE_LOG_CAP: usize = 50_000;
+pub const LIVE_LOG_CAP: usize = 20_000;
 /// Live: the newest events kept for `w` (write the window to a trace file).
 pub const LIVE_EVENTS_CAP: usize = 20_000;
 /// Events kept pending while a live view is paused before they are applied anyway.
