@@ -3,13 +3,38 @@
 //! Criterion prints the throughput (elem/s) of each.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tracer::decode::{decode, to_bytes};
+use tracer::event::EventKind;
 use tracer::lineage::Engine;
 use tracer_common::{
     clone_flags as cf, kind, syscall as sc, CloneEnter, ExecEnter, ExitEnter, Header, SchedExec,
     SchedExit, SchedFork, SysExit, ARGV_BYTES, EXEC_ENTER_HEAD, FILENAME_LEN,
 };
+
+/// Counts live heap bytes, for the engine's memory per process record.
+struct Counting;
+
+static HEAP: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only adds bookkeeping.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        HEAP.fetch_add(l.size(), Ordering::Relaxed);
+        // SAFETY: the caller's layout contract is passed on unchanged.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        HEAP.fetch_sub(l.size(), Ordering::Relaxed);
+        // SAFETY: `p` came from `alloc` with this layout.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn hdr(kind: u32, size: usize, seq: u64, pid: u32, ppid: u32) -> Header {
     let mut comm = [0u8; 16];
@@ -247,5 +272,29 @@ fn bench_tree_json(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_tree_json);
+/// Heap bytes per process record held by the engine (BENCHMARKS.md): live processes (the
+/// storm without its exits) and exited ones (the whole storm), each exec'd once.
+fn memory_per_process(_: &mut Criterion) {
+    let events: Vec<_> = wire_stream(450_000)
+        .iter()
+        .filter_map(|r| decode(r).ok())
+        .collect();
+    let per_record = |live: bool| {
+        let before = HEAP.load(Ordering::Relaxed);
+        let mut e = Engine::new();
+        let exit =
+            |k: &EventKind| matches!(k, EventKind::TaskExit { .. } | EventKind::ExitEnter { .. });
+        for ev in events.iter().filter(|ev| !(live && exit(&ev.kind))) {
+            e.apply(ev);
+        }
+        let bytes = HEAP.load(Ordering::Relaxed).saturating_sub(before);
+        let n = e.process_count().max(1);
+        (bytes / n, n)
+    };
+    let (live, n) = per_record(true);
+    let (exited, m) = per_record(false);
+    println!("engine memory: {live} B per live process ({n} held), {exited} B per exited process ({m} held)");
+}
+
+criterion_group!(benches, bench, bench_tree_json, memory_per_process);
 criterion_main!(benches);

@@ -142,5 +142,6 @@ pub use tracefile::{TraceFileError, TraceReader, TraceWriter};
 
 #[cfg(feature = "capture")]
 pub use capture::{
-    Capture, CaptureBuilder, CaptureError, CaptureItem, EventKindFilter, Notice, Target,
+    Capture, CaptureBuilder, CaptureError, CaptureItem, CaptureLoop, EventKindFilter, Notice,
+    Target,
 };

@@ -49,8 +49,9 @@ fn open_special(path: &Path) -> io::Result<File> {
     OpenOptions::new().write(true).open(path)
 }
 
-/// Creates `path` with mode 0600, failing if anything exists there.
-fn create_new_private(path: &Path) -> io::Result<File> {
+/// Creates `path` with mode 0600, failing if anything exists there (a name the tool chose
+/// itself, where nothing may be replaced).
+pub fn create_new_private(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -22,8 +22,12 @@ fn run_demo(args: &[&str]) -> Option<(String, String)> {
             return None;
         }
         let setpriv = found?;
-        // A copy nobody can read and run, wherever the workspace is.
-        let dir = std::env::temp_dir().join(format!("tracer-demo-nobody-{}", std::process::id()));
+        // A copy nobody can read and run, wherever the workspace is; one directory per call
+        // (the tests run at the same time).
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("tracer-demo-nobody-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let copy = dir.join("tracer");
         std::fs::copy(TRACER, &copy).unwrap();

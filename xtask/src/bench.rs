@@ -336,6 +336,182 @@ fn throughput(b: &Bench, actor: &Path, syscalls: bool, ring_bytes: Option<u32>) 
     Ok(s)
 }
 
+fn wall_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// `PROG ARGS -- sh -c 'date +%s%N > FILE'` `runs` times: (ms from launch until the command
+/// ran, ms from the command's end until the tracer exited), each run.
+fn launch_latency(b: &Bench, prog: &[&str], runs: u32) -> Result<Vec<(f64, f64)>> {
+    let out = b.tmp.join("ran-at");
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        let _ = std::fs::remove_file(&out);
+        let script = format!("date +%s%N > {}", out.display());
+        let t0 = wall_ns();
+        let status = Command::new(prog[0])
+            .args(&prog[1..])
+            .args(["sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        let t2 = wall_ns();
+        if !status.success() {
+            bail!("{} failed: {status}", prog.join(" "));
+        }
+        let t1: u128 = std::fs::read_to_string(&out)?.trim().parse()?;
+        v.push(((t1 - t0) as f64 / 1e6, (t2 - t1) as f64 / 1e6));
+    }
+    Ok(v)
+}
+
+/// Start and stop latency of `tracer trace -- CMD` (and strace's, for scale).
+fn latency(b: &Bench, runs: u32) -> Result<String> {
+    let tracer = b.tracer.to_string_lossy().into_owned();
+    let mut s = String::from(
+        "| command | runs | launch → command running (median, min–max) | command end → exit (median, min–max) |\n|---|---|---|---|\n",
+    );
+    let trace = [tracer.as_str(), "trace", "-o", "/dev/null", "--"];
+    let strace = ["strace", "-f", "-o", "/dev/null"];
+    for (name, prog) in [
+        ("tracer trace -- sh -c date", &trace[..]),
+        ("strace -f sh -c date", &strace[..]),
+    ] {
+        let v = launch_latency(b, prog, runs)?;
+        let (a, a0, a1) = stats(v.iter().map(|x| x.0).collect());
+        let (z, z0, z1) = stats(v.iter().map(|x| x.1).collect());
+        s.push_str(&format!(
+            "| `{name}` | {runs} | {a:.0} ms ({a0:.0}–{a1:.0}) | {z:.0} ms ({z0:.0}–{z1:.0}) |\n"
+        ));
+        println!("bench: latency {name}: start {a:.0} ms, stop {z:.0} ms");
+    }
+    s.push_str("\nGoals for `tracer trace`: command running <= 150 ms after launch, tracer exited <= 100 ms after the command.\n");
+    Ok(s)
+}
+
+/// Resident set of `pid` in KiB (`VmRSS`).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A private tmux server running the live viewer; killed on drop.
+struct Viewer {
+    socket: String,
+    pid: u32,
+}
+
+impl Viewer {
+    fn start(tracer: &Path) -> Result<Viewer> {
+        let socket = format!("tracer-soak-{}", std::process::id());
+        let cmd = format!("exec {} tui --all", tracer.display());
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "45",
+                &cmd,
+            ])
+            .status()?
+            .success();
+        if !ok {
+            bail!("tmux new-session failed");
+        }
+        let out = Command::new("tmux")
+            .args(["-L", &socket, "list-panes", "-F", "#{pane_pid}"])
+            .output()?;
+        let pid = String::from_utf8_lossy(&out.stdout).trim().parse()?;
+        // The probes load and the /proc snapshot is read before the first event counts.
+        std::thread::sleep(Duration::from_secs(3));
+        Ok(Viewer { socket, pid })
+    }
+
+    fn rss_mib(&self) -> Result<f64> {
+        let kib = rss_kib(self.pid).context("the viewer is gone")?;
+        Ok(kib as f64 / 1024.0)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// How many lifetimes the soak drives, and how many of them are processes (the rest are
+/// threads): `TRACER_SOAK_LIFETIMES`, `TRACER_SOAK_PROCESSES`.
+fn soak_counts() -> (u64, u64) {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let total = var("TRACER_SOAK_LIFETIMES", 1_000_000);
+    (total, var("TRACER_SOAK_PROCESSES", total).min(total))
+}
+
+/// `tracer tui --all` in tmux while `actor` forks (then, past the process count, spawns
+/// threads) in chunks; the viewer's RSS at each checkpoint.
+fn soak(b: &Bench, actor: &Path) -> Result<String> {
+    let (total, processes) = soak_counts();
+    let viewer = Viewer::start(&b.tracer)?;
+    let start = std::time::Instant::now();
+    let mut s =
+        String::from("| lifetimes so far | of which processes | viewer RSS |\n|---|---|---|\n");
+    let mut rows = vec![(0u64, viewer.rss_mib()?)];
+    let checkpoints = [10_000u64, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+    let mut done = 0u64;
+    for &mark in checkpoints.iter().filter(|&&m| m <= total) {
+        while done < mark {
+            let n = (mark - done).min(50_000);
+            let step = match done < processes {
+                true => format!("storm:{}", n.min(processes - done)),
+                false => format!("threads:{n}"),
+            };
+            let n = step.split(':').nth(1).unwrap_or("0").parse::<u64>()?;
+            if !Command::new(actor).arg(&step).status()?.success() {
+                bail!("actor {step} failed");
+            }
+            done += n;
+        }
+        // Let the viewer catch up with the ring before reading its size.
+        std::thread::sleep(Duration::from_secs(2));
+        rows.push((done, viewer.rss_mib()?));
+        println!(
+            "bench: soak {done}: {:.1} MiB",
+            rows.last().map_or(0.0, |r| r.1)
+        );
+    }
+    for &(n, mib) in &rows {
+        let procs = n.min(processes);
+        s.push_str(&format!("| {n} | {procs} | {mib:.1} MiB |\n"));
+    }
+    let at = |n: u64| rows.iter().find(|r| r.0 == n).map(|r| r.1);
+    if let (Some(a), Some(z)) = (at(10_000), at(50_000)) {
+        s.push_str(&format!(
+            "\nGrowth from 10,000 to 50,000 lifetimes: {:.1} MiB (goal <= 8 MiB).\n",
+            z - a
+        ));
+    }
+    let peak = rows.iter().map(|r| r.1).fold(0.0, f64::max);
+    s.push_str(&format!(
+        "Highest RSS: {peak:.1} MiB (goal <= 150 MiB, flat after warm-up); {} s in all.\n",
+        start.elapsed().as_secs()
+    ));
+    Ok(s)
+}
+
 pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     if !crate::setup::is_root() {
         bail!("the benchmarks load probes: run them as root");
@@ -423,6 +599,17 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     if want("pod") {
         report.push_str(&pod(&b, runs)?);
         println!("bench: pod done");
+    }
+    if want("latency") {
+        report.push_str("## 7. Start and stop: `tracer trace -- sh -c date`\n\n");
+        report.push_str(&latency(&b, 5)?);
+        report.push('\n');
+    }
+    if want("soak") {
+        let actor = root.join("target/release/actor");
+        report.push_str("## 6. Soak: `tracer tui --all` (in tmux) while processes come and go\n\n");
+        report.push_str(&soak(&b, &actor)?);
+        report.push('\n');
     }
     report.push_str(
         "## 5. Userspace (criterion, one core)\n\n\

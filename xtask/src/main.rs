@@ -29,13 +29,14 @@ enum Task {
     /// Set up, then run every test: unit, engine-only build, and (as root) the live probe tests.
     Test,
     /// Whole-process benchmarks as root: fork/exec storm and dd (untraced vs tracer vs strace),
-    /// event throughput, pod creation through CRI; writes BENCHMARKS.md (target/bench.md with
-    /// --only).
+    /// event throughput, pod creation through CRI, the live viewer's memory over many process
+    /// lifetimes (soak; sizes from TRACER_SOAK_LIFETIMES and TRACER_SOAK_PROCESSES), start and
+    /// stop latency; writes BENCHMARKS.md (target/bench.md with --only).
     Bench {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 15)]
         runs: u32,
-        /// Only one part: storm, dd, throughput or pod.
+        /// Only one part: storm, dd, throughput, pod, latency or soak.
         #[arg(long)]
         only: Option<String>,
     },

@@ -220,39 +220,48 @@ fn member_bit_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u3
 
 /// Fills the task_struct offsets of `cfg` from the kernel's BTF.
 pub fn btf_offsets(path: &Path, cfg: &mut ProbeConfig) -> Result<(), CaptureError> {
-    let btf = btf_rs::Btf::from_file(path).map_err(|e| {
-        CaptureError::KernelFeature(format!(
-            "kernel BTF unavailable at {} ({e})",
-            path.display()
-        ))
-    })?;
-    cfg.task_real_parent = member_offset(&btf, "task_struct", "real_parent")?;
-    cfg.task_tgid = member_offset(&btf, "task_struct", "tgid")?;
-    cfg.task_exit_code = member_offset(&btf, "task_struct", "exit_code")?;
-    cfg.task_signal = member_offset(&btf, "task_struct", "signal")?;
+    // Mapped, not parsed whole: a few lookups in a 6 MB blob are cheaper than indexing it
+    // (~100 ms), and the start of every capture waits for this. Parsed where mmap is refused.
+    let btf = btf_rs::Btf::from_file_with_backend(path, btf_rs::Backend::Mmap)
+        .or_else(|_| btf_rs::Btf::from_file(path))
+        .map_err(|e| {
+            CaptureError::KernelFeature(format!(
+                "kernel BTF unavailable at {} ({e})",
+                path.display()
+            ))
+        })?;
+    btf_fill(&btf, cfg)
+}
+
+/// The offsets the probes need, from a kernel's BTF.
+fn btf_fill(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) -> Result<(), CaptureError> {
+    cfg.task_real_parent = member_offset(btf, "task_struct", "real_parent")?;
+    cfg.task_tgid = member_offset(btf, "task_struct", "tgid")?;
+    cfg.task_exit_code = member_offset(btf, "task_struct", "exit_code")?;
+    cfg.task_signal = member_offset(btf, "task_struct", "signal")?;
     // Only needed where sched_process_exit lacks group_dead.
     if cfg.exit_group_dead == NO_OFFSET {
-        cfg.signal_live = member_offset(&btf, "signal_struct", "live")?;
+        cfg.signal_live = member_offset(btf, "signal_struct", "live")?;
     }
     // The "sched" probe set's; a missing one makes the capture attach syscall probes.
     let opt = |r: Result<u32, CaptureError>| r.unwrap_or(NO_OFFSET);
-    cfg.task_mm = opt(member_offset(&btf, "task_struct", "mm"));
-    cfg.mm_arg_start = opt(member_offset(&btf, "mm_struct", "arg_start"));
-    cfg.mm_arg_end = opt(member_offset(&btf, "mm_struct", "arg_end"));
-    cfg.task_in_execve_bit = opt(member_bit_offset(&btf, "task_struct", "in_execve"));
+    cfg.task_mm = opt(member_offset(btf, "task_struct", "mm"));
+    cfg.mm_arg_start = opt(member_offset(btf, "mm_struct", "arg_start"));
+    cfg.mm_arg_end = opt(member_offset(btf, "mm_struct", "arg_end"));
+    cfg.task_in_execve_bit = opt(member_bit_offset(btf, "task_struct", "in_execve"));
     cfg.signal_subreaper_bit = opt(member_bit_offset(
-        &btf,
+        btf,
         "signal_struct",
         "is_child_subreaper",
     ));
     cfg.signal_has_subreaper_bit = opt(member_bit_offset(
-        &btf,
+        btf,
         "signal_struct",
         "has_child_subreaper",
     ));
-    cfg.task_comm = opt(member_offset(&btf, "task_struct", "comm"));
-    cfg.task_flags = opt(member_offset(&btf, "task_struct", "flags"));
-    pidns_offsets(&btf, cfg);
+    cfg.task_comm = opt(member_offset(btf, "task_struct", "comm"));
+    cfg.task_flags = opt(member_offset(btf, "task_struct", "flags"));
+    pidns_offsets(btf, cfg);
     Ok(())
 }
 

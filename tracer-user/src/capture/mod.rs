@@ -6,7 +6,9 @@
 //!
 //! - turn it into an async [`Stream`](futures_core::Stream) of [`CaptureItem`]s with
 //!   [`Capture::into_stream`]: decoded events in sequence order, plus [`Notice`]s when the
-//!   ring buffer dropped events or the sequence has a gap; or
+//!   ring buffer dropped events or the sequence has a gap, and when a followed target is gone;
+//! - read the same items through a [`CaptureLoop`], which keeps the capture at hand (its
+//!   counters, the command's exit status); or
 //! - pull batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
 //!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...).
 //!
@@ -398,7 +400,56 @@ pub struct Capture {
     notes: Vec<String>,
     syscalls: bool,
     decode_errors: u64,
+    /// Follow mode: the followed tgids as the event stream shows them (births and deaths).
+    followed: Option<Followed>,
+    /// The command's pidfd, readable once it exited: the reader drains at once then.
+    child_exit: Option<AsyncFd<OwnedFd>>,
+    /// The attached probes (detached together on drop).
+    links: Vec<Link>,
     _logger: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// The followed set mirrored from the stream, so the end of the target is known without
+/// walking the BPF map; the map is asked only to confirm an empty set, or after events were
+/// lost (at most once a second).
+struct Followed {
+    live: std::collections::HashSet<u32>,
+    last_walk: std::cell::Cell<std::time::Instant>,
+}
+
+impl Followed {
+    fn observe(&mut self, evs: &[Event]) {
+        use crate::event::EventKind;
+        for ev in evs {
+            match ev.kind {
+                EventKind::Fork {
+                    child_tid,
+                    child_tgid,
+                    ..
+                } if child_tid == child_tgid => {
+                    self.live.insert(child_tgid);
+                }
+                EventKind::TaskExit {
+                    group_dead: true, ..
+                } => {
+                    self.live.remove(&ev.tgid);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A pidfd for `pid` (Linux 5.3+), readable once the process exits.
+fn pidfd(pid: u32) -> Option<AsyncFd<OwnedFd>> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the syscall just returned this fresh descriptor; it is owned once.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    readable_fd(fd).ok()
 }
 
 impl Capture {
@@ -413,6 +464,9 @@ impl Capture {
             }
         }
         raise_memlock();
+        // aya parses the kernel's BTF for its own use when the loader is made: on another
+        // core, while the offsets are read here.
+        let loader = std::thread::spawn(EbpfLoader::new);
         let mut notes = Vec::new();
         let mut cfg = ProbeConfig::EMPTY;
         cfg.follow_all = u32::from(b.target == Target::All);
@@ -434,7 +488,12 @@ impl Capture {
             cfg.cgroup_hierarchy = h.id;
         }
 
-        let mut ebpf = EbpfLoader::new()
+        let mut loader = loader.join().map_err(|_| CaptureError::ProbeLoad {
+            program: "(object)".into(),
+            message: "the loader thread panicked".into(),
+            verifier_log: None,
+        })?;
+        let mut ebpf = loader
             .override_global("CONFIG", &cfg, true)
             .map_max_entries("EVENTS", b.ring_bytes)
             .load(PROBES)
@@ -478,18 +537,20 @@ impl Capture {
         } else {
             TASK_PROBES
         };
-        attach_fork(&mut ebpf, &mut notes)?;
+        let mut links = vec![attach_fork(&mut ebpf, &mut notes)?];
         for &(prog, cat, name, required) in SCHED_PROBES.iter().chain(extra) {
             if program_kind(prog).is_some_and(|k| !b.kinds.contains(&k)) {
                 continue;
             }
-            if let Err(e) = attach(&mut ebpf, prog, cat, name) {
-                if required {
+            match attach(&mut ebpf, prog, cat, name) {
+                Ok(link) => links.push(link),
+                Err(e) if required => {
+                    detach_all(links);
                     return Err(e);
                 }
-                notes.push(format!(
+                Err(e) => notes.push(format!(
                     "optional tracepoint {cat}:{name} not attached: {e}"
-                ));
+                )),
             }
         }
 
@@ -510,6 +571,12 @@ impl Capture {
             notes,
             syscalls,
             decode_errors: 0,
+            followed: (b.target != Target::All).then(|| Followed {
+                live: Default::default(),
+                last_walk: std::cell::Cell::new(std::time::Instant::now()),
+            }),
+            child_exit: None,
+            links,
             _logger: logger,
         };
         match &b.target {
@@ -530,10 +597,32 @@ impl Capture {
             BpfHashMap::try_from(map).map_err(|e| CaptureError::Map(format!("FOLLOWED: {e}")))?;
         followed
             .insert(tgid, 1, 0)
-            .map_err(|e| CaptureError::Map(format!("FOLLOWED insert: {e}")))
+            .map_err(|e| CaptureError::Map(format!("FOLLOWED insert: {e}")))?;
+        if let Some(f) = &mut self.followed {
+            f.live.insert(tgid);
+        }
+        Ok(())
     }
 
-    /// Number of tgids currently followed (0 once every followed process has exited).
+    /// Follow mode: every followed process is gone. Known from the events read so far; the
+    /// BPF map confirms an empty set (a birth whose event is still in the ring), and is asked
+    /// once a second after events were lost (a death may be among them).
+    pub fn target_gone(&self) -> bool {
+        let Some(f) = &self.followed else {
+            return false;
+        };
+        if f.live.is_empty() {
+            return self.followed_count() == 0;
+        }
+        if self.drops() > 0 && f.last_walk.get().elapsed() >= std::time::Duration::from_secs(1) {
+            f.last_walk.set(std::time::Instant::now());
+            return self.followed_count() == 0;
+        }
+        false
+    }
+
+    /// Number of tgids currently followed (0 once every followed process has exited). Walks
+    /// the BPF map, one syscall per key: [`Capture::target_gone`] is the cheap question.
     pub fn followed_count(&self) -> usize {
         let Some(map) = self.ebpf.map("FOLLOWED") else {
             return 0;
@@ -607,7 +696,9 @@ impl Capture {
             .join()
             .map_err(|_| spawn_err(std::io::Error::other("spawn thread panicked")))?
             .map_err(spawn_err)?;
-        self.child_pid = Some(followed?);
+        let pid = followed?;
+        self.child_pid = Some(pid);
+        self.child_exit = pidfd(pid);
         self.child = Some(child);
         Ok(())
     }
@@ -617,18 +708,41 @@ impl Capture {
     /// event to `out`, sorted by sequence number. Undecodable records are counted, not fatal.
     pub async fn next_batch(&mut self, out: &mut Vec<Event>) -> Result<(), CaptureError> {
         let start = out.len();
-        let errors = match tokio::time::timeout(POLL, self.ring.readable_mut()).await {
-            Ok(guard) => {
-                let mut guard = guard?;
-                let errors = drain(guard.get_inner_mut(), out);
-                guard.clear_ready();
-                errors
+        let child_exit = self.child_exit.as_ref();
+        let exited = async {
+            match child_exit {
+                Some(fd) => fd.readable().await.map(|_| ()),
+                None => std::future::pending().await,
             }
-            Err(_) => drain(self.ring.get_mut(), out),
+        };
+        let errors = tokio::select! {
+            r = tokio::time::timeout(POLL, self.ring.readable_mut()) => match r {
+                Ok(guard) => {
+                    let mut guard = guard?;
+                    let errors = drain(guard.get_inner_mut(), out);
+                    guard.clear_ready();
+                    errors
+                }
+                Err(_) => drain(self.ring.get_mut(), out),
+            },
+            // The command is gone: its exit record is in the ring already (the probe ran in
+            // do_exit, before the pidfd became readable); read it now, not at the next poll.
+            _ = exited => {
+                self.child_exit = None;
+                drain(self.ring.get_mut(), out)
+            }
         };
         self.decode_errors += errors;
-        bundle::enrich(out, start, Path::new("/proc"));
+        self.observe(out, start);
         Ok(())
+    }
+
+    /// Bookkeeping for events just read: the followed set, bundle metadata.
+    fn observe(&mut self, out: &mut Vec<Event>, start: usize) {
+        if let Some(f) = &mut self.followed {
+            f.observe(&out[start..]);
+        }
+        bundle::enrich(out, start, Path::new("/proc"));
     }
 
     /// Appends whatever is in the ring buffer now, without waiting (for the final drain).
@@ -636,7 +750,7 @@ impl Capture {
         let start = out.len();
         let errors = drain(self.ring.get_mut(), out);
         self.decode_errors += errors;
-        bundle::enrich(out, start, Path::new("/proc"));
+        self.observe(out, start);
     }
 
     /// Events lost to a full ring buffer (sum of the per-CPU counters).
@@ -754,6 +868,9 @@ pub enum Notice {
         /// The first sequence number after the gap.
         before_seq: u64,
     },
+    /// Every followed process has exited (follow mode): the last item; the ring buffer was
+    /// drained before it.
+    TargetGone,
 }
 
 impl std::fmt::Display for Notice {
@@ -764,13 +881,100 @@ impl std::fmt::Display for Notice {
                 missing,
                 before_seq,
             } => write!(f, "{missing} events missing before seq {before_seq}"),
+            Notice::TargetGone => write!(f, "every followed process has exited"),
         }
     }
 }
 
-/// The state behind [`Capture::into_stream`].
-struct StreamState {
-    cap: Capture,
+impl Capture {
+    /// Ends the capture without waiting for the kernel to detach the probes: a forked child
+    /// keeps only the probes' descriptors, closes them and exits, while this process goes on
+    /// at once (each perf-event tracepoint takes an RCU grace period, under a kernel mutex, to
+    /// detach: ~40 ms apiece, 200 ms in all). For a command-line tool about to exit; the
+    /// probes stay attached, with nothing followed, until the child is done. Falls back to
+    /// detaching here if the child cannot be made.
+    pub fn release_in_background(mut self) {
+        let keep = probe_fds();
+        let links = std::mem::take(&mut self.links);
+        let max_fd = max_fd();
+        // The child closes its copies once ours are closed (EOF here), so its are the last.
+        let Ok((ready_r, ready_w)) = pipe() else {
+            detach_all(links);
+            return;
+        };
+        let r = ready_r.as_raw_fd();
+        // SAFETY: the child only calls async-signal-safe functions (close, read, _exit) on
+        // data prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            for fd in (0..=max_fd).filter(|fd| *fd != r && !keep.contains(fd)) {
+                // SAFETY: closing descriptors of this child's own table.
+                unsafe { libc::close(fd) };
+            }
+            let mut b = 0u8;
+            // SAFETY: reading into a valid byte from our own pipe; then closing our own
+            // descriptors and exiting without destructors or atexit handlers.
+            unsafe {
+                libc::read(r, (&mut b as *mut u8).cast(), 1);
+                for &fd in &keep {
+                    libc::close(fd);
+                }
+                libc::_exit(0)
+            }
+        }
+        drop(ready_r);
+        if pid < 0 {
+            detach_all(links);
+            return;
+        }
+        drop(links);
+        drop(self);
+        drop(ready_w);
+    }
+}
+
+/// This process's descriptors of BPF objects and perf events (what holds the probes).
+fn probe_fds() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut fds: Vec<i32> = dir
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|t| {
+                let t = t.to_string_lossy();
+                t.starts_with("anon_inode:bpf") || t == "anon_inode:[perf_event]"
+            })
+        })
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    fds.sort_unstable();
+    fds
+}
+
+/// The highest descriptor number this process may have open.
+fn max_fd() -> i32 {
+    let highest = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .max();
+    highest.unwrap_or(1024) + 64
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        detach_all(std::mem::take(&mut self.links));
+    }
+}
+
+/// The one capture loop: reads batches, turns them into [`CaptureItem`]s with the loss
+/// notices they imply, and ends a followed target with [`Notice::TargetGone`]. The stream
+/// ([`Capture::into_stream`]), `tracer trace`/`record` and the live viewer all read through it.
+/// `next` is cancel-safe (use it in `tokio::select!`): items are queued here, never lost.
+pub struct CaptureLoop<C> {
+    cap: C,
     follow: bool,
     batch: Vec<Event>,
     queue: std::collections::VecDeque<CaptureItem>,
@@ -779,7 +983,31 @@ struct StreamState {
     done: bool,
 }
 
-impl StreamState {
+impl<C: std::borrow::BorrowMut<Capture>> CaptureLoop<C> {
+    /// A loop over `cap` (owned, or `&mut`).
+    pub fn new(cap: C) -> Self {
+        let follow = !matches!(cap.borrow().target, Target::All);
+        CaptureLoop {
+            cap,
+            follow,
+            batch: Vec::new(),
+            queue: std::collections::VecDeque::new(),
+            max_seq: 0,
+            drops: 0,
+            done: false,
+        }
+    }
+
+    /// The capture, for its counters.
+    pub fn capture(&self) -> &Capture {
+        self.cap.borrow()
+    }
+
+    /// The capture, mutably (the command to wait on).
+    pub fn capture_mut(&mut self) -> &mut Capture {
+        self.cap.borrow_mut()
+    }
+
     /// Moves the batch into the queue with the notices it implies.
     fn enqueue_batch(&mut self) {
         for ev in self.batch.drain(..) {
@@ -792,7 +1020,7 @@ impl StreamState {
             self.max_seq = self.max_seq.max(ev.seq);
             self.queue.push_back(CaptureItem::Event(ev));
         }
-        let drops = self.cap.drops();
+        let drops = self.cap.borrow().drops();
         if drops > self.drops {
             self.drops = drops;
             self.queue
@@ -800,7 +1028,13 @@ impl StreamState {
         }
     }
 
-    async fn next_item(&mut self) -> Option<Result<CaptureItem, CaptureError>> {
+    /// An item already read, without waiting.
+    pub fn ready(&mut self) -> Option<CaptureItem> {
+        self.queue.pop_front()
+    }
+
+    /// The next item; `None` once the loop ended (the target is gone, or after an error).
+    pub async fn next(&mut self) -> Option<Result<CaptureItem, CaptureError>> {
         loop {
             if let Some(item) = self.queue.pop_front() {
                 return Some(Ok(item));
@@ -808,20 +1042,36 @@ impl StreamState {
             if self.done {
                 return None;
             }
-            if let Err(e) = self.cap.next_batch(&mut self.batch).await {
+            if let Err(e) = self.cap.borrow_mut().next_batch(&mut self.batch).await {
                 self.done = true;
                 return Some(Err(e));
             }
-            if self.follow && self.cap.followed_count() == 0 {
+            if self.follow && self.cap.borrow().target_gone() {
                 // Everything followed has exited: take what is left and end.
-                self.cap.drain_now(&mut self.batch);
-                self.done = true;
-                if let Some(child) = self.cap.child_mut() {
+                let cap = self.cap.borrow_mut();
+                cap.drain_now(&mut self.batch);
+                // Reap the command (its status stays readable through `child_mut`).
+                if let Some(child) = cap.child_mut() {
                     let _ = child.try_wait();
                 }
+                self.done = true;
+                self.enqueue_batch();
+                self.queue
+                    .push_back(CaptureItem::Notice(Notice::TargetGone));
+                continue;
             }
             self.enqueue_batch();
         }
+    }
+
+    /// Stopping early (a signal, a deadline): what is still in the ring buffer.
+    pub fn finish(&mut self) -> Vec<CaptureItem> {
+        if !self.done {
+            self.cap.borrow_mut().drain_now(&mut self.batch);
+            self.enqueue_batch();
+            self.done = true;
+        }
+        self.queue.drain(..).collect()
     }
 }
 
@@ -834,26 +1084,19 @@ impl Capture {
     /// which the kernel's drop counter grew.
     ///
     /// For a [`Target::Pid`] or [`Target::Command`] the stream ends once every followed
-    /// process has exited (like `strace -f`); for [`Target::All`] it never ends by itself.
-    /// Dropping the stream detaches the probes. After an error the stream ends.
+    /// process has exited (like `strace -f`), with [`Notice::TargetGone`] last; for
+    /// [`Target::All`] it never ends by itself. Dropping the stream detaches the probes.
+    /// After an error the stream ends. ([`CaptureLoop`] is the same, keeping the capture at
+    /// hand.)
     ///
     /// Poll it inside a tokio runtime with I/O and time enabled; pin it
     /// (`std::pin::pin!`) to call `StreamExt::next` on it.
     pub fn into_stream(
         self,
     ) -> impl futures_core::Stream<Item = Result<CaptureItem, CaptureError>> {
-        let state = StreamState {
-            follow: !matches!(self.target, Target::All),
-            cap: self,
-            batch: Vec::new(),
-            queue: std::collections::VecDeque::new(),
-            max_seq: 0,
-            drops: 0,
-            done: false,
-        };
-        futures_util::stream::unfold(state, |mut st| async move {
-            let item = st.next_item().await?;
-            Some((item, st))
+        futures_util::stream::unfold(CaptureLoop::new(self), |mut lp| async move {
+            let item = lp.next().await?;
+            Some((item, lp))
         })
     }
 }
@@ -921,29 +1164,47 @@ fn attach_error(prog: &str, what: &str, e: aya::programs::ProgramError) -> Captu
     }
 }
 
-fn attach(ebpf: &mut Ebpf, prog: &str, cat: &str, name: &str) -> Result<(), CaptureError> {
+/// An attached probe, owned: dropping it detaches it.
+type Link = Box<dyn Send>;
+
+fn attach(ebpf: &mut Ebpf, prog: &str, cat: &str, name: &str) -> Result<Link, CaptureError> {
     let program: &mut TracePoint = program(ebpf, prog)?;
     program.load().map_err(|e| load_error(prog, e))?;
-    program
+    let id = program
         .attach(cat, name)
         .map_err(|e| attach_error(prog, &format!("{cat}:{name}"), e))?;
-    Ok(())
+    let link = program.take_link(id).map_err(|e| load_error(prog, e))?;
+    Ok(Box::new(link))
 }
 
-fn attach_raw(ebpf: &mut Ebpf, prog: &str, name: &str) -> Result<(), CaptureError> {
+fn attach_raw(ebpf: &mut Ebpf, prog: &str, name: &str) -> Result<Link, CaptureError> {
     let program: &mut RawTracePoint = program(ebpf, prog)?;
     program.load().map_err(|e| load_error(prog, e))?;
-    program
+    let id = program
         .attach(name)
         .map_err(|e| attach_error(prog, &format!("raw tracepoint {name}"), e))?;
-    Ok(())
+    let link = program.take_link(id).map_err(|e| load_error(prog, e))?;
+    Ok(Box::new(link))
+}
+
+/// Detaches every probe at once: each perf-event tracepoint waits for an RCU grace period
+/// when it is detached (perf_trace_event_unreg → tracepoint_synchronize_unregister), so one
+/// after the other they take tens of ms each; side by side the waits overlap.
+fn detach_all(links: Vec<Link>) {
+    let threads: Vec<_> = links
+        .into_iter()
+        .map(|l| std::thread::spawn(move || drop(l)))
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
 }
 
 /// Births: the raw sched_process_fork tracepoint (the child task itself, so its real parent
 /// and pid namespace), else the classic one with a note (no pid namespaces then).
-fn attach_fork(ebpf: &mut Ebpf, notes: &mut Vec<String>) -> Result<(), CaptureError> {
+fn attach_fork(ebpf: &mut Ebpf, notes: &mut Vec<String>) -> Result<Link, CaptureError> {
     match attach_raw(ebpf, "sched_process_fork_raw", "sched_process_fork") {
-        Ok(()) => Ok(()),
+        Ok(link) => Ok(link),
         Err(e) => {
             notes.push(format!(
                 "raw tracepoint sched_process_fork unavailable ({e}): pid namespaces unknown"

@@ -46,11 +46,18 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut header = header_for(&target, args.target.ring_bytes);
-        let cap = CaptureBuilder::new(target.clone())
+        // The /proc snapshot is read while the probes load.
+        let (t, ring_bytes) = (target.clone(), args.target.ring_bytes);
+        let snap = std::thread::spawn(move || header_for(&t, ring_bytes));
+        let started = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
             .syscalls(args.target.syscalls)
-            .start()?;
+            .start();
+        let mut header = snap
+            .join()
+            .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
+        let cap = started?;
+        add_capture_facts(&mut header, &cap);
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
         }
@@ -59,7 +66,6 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut w = TraceWriter::create(&args.output, &header)
             .with_context(|| format!("cannot create {}", args.output.display()))?;
 
-        let follow = !matches!(target, Target::All);
         let deadline = args
             .target
             .duration
@@ -69,7 +75,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut last_events = 0u64;
         let tty = std::io::stderr().is_terminal();
 
-        super::trace::drive(&mut cap, follow, deadline, |step, cap| {
+        super::trace::drive(&mut cap, deadline, |step, cap| {
             match step {
                 Step::Batch(batch) => {
                     for ev in batch.drain(..) {
@@ -123,6 +129,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             );
         }
         let code = super::trace::command_exit_code(&mut cap);
+        cap.release_in_background();
         Ok(ExitCode::from(code))
     })
 }

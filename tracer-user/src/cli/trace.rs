@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{Capture, CaptureBuilder, Target};
+use tracer::capture::{Capture, CaptureBuilder, CaptureItem, CaptureLoop, Target};
 use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 
@@ -45,7 +45,6 @@ pub fn run(
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
         }
-        let follow = !matches!(target, Target::All);
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -74,7 +73,7 @@ pub fn run(
 
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
-        drive(&mut cap, follow, deadline, |step, _| match step {
+        drive(&mut cap, deadline, |step, _| match step {
             Step::Batch(batch) => match emit(batch, &mut out) {
                 Ok(()) => Ok(true),
                 Err(e) => {
@@ -95,6 +94,7 @@ pub fn run(
             );
         }
         let code = command_exit_code(&mut cap);
+        cap.release_in_background();
         Ok(ExitCode::from(code))
     })
 }
@@ -107,13 +107,12 @@ pub(super) enum Step<'a> {
     Tick,
 }
 
-/// The capture loop shared by `trace` and `record`: hands each batch and a 100 ms tick to
-/// `on` (which returns false to stop at once), and ends on the deadline, Ctrl-C, SIGTERM, or —
-/// when following — once every followed process is gone (like strace -f). The ring buffer is
-/// drained one last time before it returns.
+/// `trace` and `record` over the capture loop ([`CaptureLoop`]): hands each batch of events
+/// and a 100 ms tick to `on` (which returns false to stop at once), and ends on the deadline,
+/// Ctrl-C, SIGTERM, or — when following — once every followed process is gone (like strace
+/// -f). What is left in the ring buffer is handed over before it returns.
 pub(super) async fn drive(
     cap: &mut Capture,
-    follow: bool,
     deadline: Option<Instant>,
     mut on: impl FnMut(Step<'_>, &Capture) -> Result<bool>,
 ) -> Result<()> {
@@ -123,28 +122,40 @@ pub(super) async fn drive(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut lp = CaptureLoop::new(cap);
     let mut batch = Vec::new();
+    let events = |item: CaptureItem, batch: &mut Vec<tracer::Event>| {
+        if let CaptureItem::Event(ev) = item {
+            batch.push(ev);
+        }
+    };
     loop {
         tokio::select! {
-            r = cap.next_batch(&mut batch) => {
-                r?;
-                if !on(Step::Batch(&mut batch), cap)? {
+            item = lp.next() => {
+                let Some(item) = item else { break };
+                let mut item = Some(item?);
+                while let Some(i) = item {
+                    events(i, &mut batch);
+                    item = lp.ready();
+                }
+                if !on(Step::Batch(&mut batch), lp.capture())? {
                     return Ok(());
                 }
             }
             _ = tick.tick() => {
-                if !on(Step::Tick, cap)? {
+                if !on(Step::Tick, lp.capture())? {
                     return Ok(());
                 }
                 if deadline.is_some_and(|d| Instant::now() >= d) { break; }
-                if follow && cap.followed_count() == 0 { break; }
             }
             _ = sigint.recv() => break,
             _ = sigterm.recv() => break,
         }
     }
-    cap.drain_now(&mut batch);
-    on(Step::Batch(&mut batch), cap)?;
+    for i in lp.finish() {
+        events(i, &mut batch);
+    }
+    on(Step::Batch(&mut batch), lp.capture())?;
     Ok(())
 }
 

@@ -72,48 +72,42 @@ pub fn default_target() -> TargetArgs {
     }
 }
 
-/// `--record FILE` of the live view: every captured batch goes into a trace file.
+/// `--record FILE` of the live view: every captured batch goes into a trace file. The file
+/// is created first (so a bad path fails before the viewer starts); the header is written
+/// once the capture has started, with the layouts and probe set it chose.
 #[cfg(feature = "capture")]
 struct FileRecorder {
+    pending: Option<(std::fs::File, tracer::tracefile::Header)>,
     writer: Option<tracer::tracefile::TraceWriter<std::fs::File>>,
 }
 
 #[cfg(feature = "capture")]
 impl FileRecorder {
-    fn create(
-        path: &Path,
-        target: &tracer::capture::Target,
-        ring_bytes: u32,
-        syscalls: bool,
-    ) -> Result<FileRecorder> {
+    fn create(path: &Path, target: &tracer::capture::Target, ring_bytes: u32) -> Result<Self> {
         use anyhow::Context;
-        use tracer::capture::layout;
-        use tracer::tracefile::TraceWriter;
-        let mut header = super::record::header_for(target, ring_bytes);
-        // The same layouts the capture resolves when it starts.
-        let mut cfg = tracer_common::ProbeConfig::EMPTY;
-        if let Ok(layouts) =
-            layout::tracefs_root().and_then(|root| layout::tracepoint_offsets(&root, &mut cfg))
-        {
-            header.layouts = layouts.formats;
-        }
-        // Written before the capture starts, so the capture's own choice is made here too.
-        let btf = tracer::capture::CaptureBuilder::DEFAULT_BTF;
-        let syscalls = syscalls
-            || layout::btf_offsets(Path::new(btf), &mut cfg).is_err()
-            || tracer::capture::task_probes_missing(&cfg).is_some();
-        let probes = tracer::tracefile::probe_set_name(syscalls);
-        header.extra.push(("probes".into(), probes.into()));
-        let writer = TraceWriter::create(path, &header)
+        let file = tracer::outfile::create_streaming(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
+        let header = super::record::header_for(target, ring_bytes);
         Ok(FileRecorder {
-            writer: Some(writer),
+            pending: Some((file, header)),
+            writer: None,
         })
     }
 }
 
 #[cfg(feature = "capture")]
 impl tracer::tui::Recorder for FileRecorder {
+    fn begin(&mut self, cap: &tracer::capture::Capture) -> std::io::Result<()> {
+        let Some((file, mut header)) = self.pending.take() else {
+            return Ok(());
+        };
+        super::record::add_capture_facts(&mut header, cap);
+        let w =
+            tracer::tracefile::TraceWriter::new(file, &header).map_err(std::io::Error::other)?;
+        self.writer = Some(w);
+        Ok(())
+    }
+
     fn record(&mut self, batch: &[tracer::Event]) -> std::io::Result<()> {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
@@ -152,7 +146,6 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
                 path,
                 &target,
                 args.ring_bytes,
-                args.syscalls,
             )?)),
             None => None,
         };
@@ -160,6 +153,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
             ring_bytes: args.ring_bytes,
             syscalls: args.syscalls,
             recorder,
+            record_path: record.clone(),
         };
         tracer::tui::run_live(target, opts).map_err(|e| {
             // One line that says why and what works without root (exit code 2 kept).

@@ -161,7 +161,7 @@ pub(super) struct Namespace {
 /// The lineage engine. Deterministic: the same events give the same state.
 #[derive(Clone, Debug, Default)]
 pub struct Engine {
-    pub(super) procs: Vec<Process>,
+    pub(super) procs: super::store::Store,
     /// pid → its newest record (live or exited).
     pub(super) by_pid: PidMap<ProcId>,
     /// tid → (record, index in its `threads`) of the newest thread with that id.
@@ -177,6 +177,8 @@ pub struct Engine {
     events: u64,
     /// A sequence gap was seen: later corrections by the kernel may be missed events.
     lost: bool,
+    /// Live views: what is dropped of exited processes, and when (`retain.rs`).
+    pub(super) retention: super::retain::RetentionState,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -265,14 +267,20 @@ impl Engine {
         v
     }
 
-    /// Every record ever made, in creation order (exited and replaced ones included).
+    /// Every record held, in creation order (exited and replaced ones included; with a
+    /// [`Retention`](super::Retention), those it dropped are not).
     pub fn processes(&self) -> impl Iterator<Item = &Process> + '_ {
         self.procs.iter()
     }
 
-    /// Number of records (exited and replaced ones included).
+    /// Number of records held (exited and replaced ones included).
     pub fn process_count(&self) -> usize {
         self.procs.len()
+    }
+
+    /// Every [`ProcId`] given so far is below this (ids are never reused).
+    pub fn id_bound(&self) -> ProcId {
+        self.procs.id_bound()
     }
 
     /// The first [`MAX_WARNINGS`] warnings (see [`Engine::warning_count`] for the total).
@@ -384,6 +392,7 @@ impl Engine {
             self.warn(ev.seq, WarningKind::PendingExecOverflow);
         }
         self.step(&adapted.transition);
+        self.maybe_prune(ev.ts_ns);
     }
 
     /// Applies one kernel transition (what [`Engine::apply`] makes of an event).
@@ -516,8 +525,9 @@ impl Engine {
     }
 
     pub(super) fn new_record(&mut self, pid: u32, how: How, seq: u64, ts_ns: u64) -> ProcId {
-        let id = self.procs.len();
-        self.procs.push(Process::blank(id, pid, how, seq, ts_ns));
+        let id = self
+            .procs
+            .push(|id| Process::blank(id, pid, how, seq, ts_ns));
         self.by_pid.insert(pid, id);
         self.tids.insert(pid, (id, 0));
         id
@@ -596,6 +606,13 @@ impl Engine {
         let slot = p.threads.len() - 1;
         self.tids.insert(tid, (id, slot));
         false
+    }
+
+    /// Drops the tid index entry of `tid` if it names record `id` (the record is dropped).
+    pub(super) fn forget_thread(&mut self, tid: u32, id: ProcId) {
+        if self.tids.get(&tid).is_some_and(|&(p, _)| p == id) {
+            self.tids.remove(&tid);
+        }
     }
 
     fn thread_died(&mut self, id: ProcId, tid: u32) {

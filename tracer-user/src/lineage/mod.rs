@@ -12,7 +12,9 @@ mod pidmap;
 mod process;
 mod reaper;
 pub mod restart;
+mod retain;
 mod roles;
+mod store;
 mod story;
 mod transition;
 pub mod view;
@@ -26,6 +28,7 @@ pub use engine::{
 pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
+pub use retain::Retention;
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};

@@ -18,6 +18,9 @@ impl Hasher for PidHasher {
     fn write_u32(&mut self, n: u32) {
         self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(FX_K);
     }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(FX_K);
+    }
     fn finish(&self) -> u64 {
         self.0
     }

@@ -29,6 +29,9 @@ impl Engine {
         ts_ns: u64,
     ) {
         let p = &mut self.procs[id];
+        if !p.exited {
+            self.retention.exited_held += 1;
+        }
         p.exited = true;
         p.exit_status = status.or(p.exit_group_code.map(|code| ExitStatus::Exited { code }));
         p.exit_seq = Some(seq);

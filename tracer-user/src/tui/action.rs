@@ -70,6 +70,8 @@ pub enum Action {
     NextPane,
     /// Space: pause / resume.
     TogglePause,
+    /// w: live, not recording: write what the view holds to a trace file.
+    SaveWindow,
     /// .: one event forward.
     StepForward,
     /// ,: one event back.
@@ -130,7 +132,10 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ),
     ("f", "event log: all / selected subtree only"),
     ("Tab", "focus next pane (tree, story, log)"),
-    ("space", "pause (live keeps recording while paused)"),
+    (
+        "space w",
+        "pause (live still records) · w: save view to a file",
+    ),
     (". ,", "replay: step one event forward / back"),
     ("[ ]", "previous / next story step"),
     ("+ -", "replay speed ×2 / ÷2"),
@@ -217,6 +222,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('<') => Action::ScrollLeft,
         KeyCode::Char('>') => Action::ScrollRight,
         KeyCode::Char(' ') => Action::TogglePause,
+        KeyCode::Char('w') => Action::SaveWindow,
         KeyCode::Char('.') => Action::StepForward,
         KeyCode::Char(',') => Action::StepBack,
         KeyCode::Char('[') => Action::PrevStoryStep,

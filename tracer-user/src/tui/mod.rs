@@ -17,6 +17,7 @@
 pub mod action;
 pub mod msg;
 pub mod reduce;
+mod save;
 pub mod source;
 pub mod state;
 #[doc(hidden)]
@@ -106,6 +107,8 @@ pub struct LiveOpts {
     pub recorder: Option<Box<dyn Recorder>>,
     /// Also attach the syscall probes ([`CaptureBuilder::syscalls`](crate::CaptureBuilder::syscalls)).
     pub syscalls: bool,
+    /// The file the recorder writes, named on the status bar (`● rec FILE`).
+    pub record_path: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "capture")]
@@ -115,6 +118,7 @@ impl Default for LiveOpts {
             ring_bytes: tracer_common::DEFAULT_RING_BYTES,
             syscalls: false,
             recorder: None,
+            record_path: None,
         }
     }
 }
@@ -161,6 +165,10 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let mut state = AppState::new_live(title);
         state.set_sched_probes(!cap.syscall_probes());
         state.message = note;
+        state.recording = opts
+            .record_path
+            .filter(|_| opts.recorder.is_some())
+            .map(|p| p.display().to_string());
         let src = tokio::spawn(source::live(cap, tx, opts.recorder));
         let res = app_loop(state, rx, None).await;
         // Dropping the receiver ends the source, which flushes the recorder.
@@ -210,6 +218,16 @@ async fn app_loop(
                             let _ = ctl.try_send(c);
                         }
                     }
+                }
+                if std::mem::take(&mut state.save_requested) {
+                    state.message = Some(match save::write_new(&state) {
+                        Ok((path, n)) => {
+                            let name = path.display();
+                            format!("wrote {n} events to {name} (tracer tree {name})")
+                        }
+                        Err(e) => format!("could not write the window: {e}"),
+                    });
+                    state.dirty = true;
                 }
             }
             _ = frame.tick() => {

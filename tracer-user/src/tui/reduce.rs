@@ -115,6 +115,11 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
                 Pane::Log => Pane::Tree,
             }
         }
+        Action::SaveWindow => match (&s.mode, &s.recording) {
+            (Mode::Live, None) => s.save_requested = true,
+            (Mode::Live, Some(f)) => s.message = Some(format!("already recording to {f}")),
+            (Mode::Replay, _) => s.message = Some("replay: this is a recording already".into()),
+        },
         Action::TogglePause => {
             s.paused = !s.paused;
             if !s.paused && s.mode == Mode::Live {

@@ -188,6 +188,12 @@ pub async fn replay(
 /// Where a live source can copy every event batch it reads (a trace-file writer, when
 /// `--record` is wired). Called on the source task, before the batch goes to the app.
 pub trait Recorder: Send {
+    /// Called once the capture has started, before the first batch (a trace file's header
+    /// takes the capture's layouts and probe set from it).
+    #[cfg(feature = "capture")]
+    fn begin(&mut self, _cap: &crate::capture::Capture) -> std::io::Result<()> {
+        Ok(())
+    }
     /// Records one batch of events, in seq order.
     fn record(&mut self, batch: &[Event]) -> std::io::Result<()>;
     /// Called once when the capture ends, with the drop count.
@@ -239,13 +245,10 @@ pub async fn live(
     tx: Sender<Msg>,
     mut recorder: Option<Box<dyn Recorder>>,
 ) {
-    use crate::capture::Target;
-    let follow = !matches!(cap.target(), Target::All);
+    use crate::capture::{CaptureItem, Notice, Target};
     let mut pending: Vec<Event> = Vec::new();
     let mut batch: Vec<Event> = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let mut exited_sent = false;
-    let mut last_drops = 0;
     let seed = match cap.target() {
         Target::All => crate::capture::procfs::snapshot(),
         Target::Pid(pid) => lineage_of(crate::capture::procfs::snapshot(), *pid, true),
@@ -266,6 +269,13 @@ pub async fn live(
     for note in cap.notes().to_vec() {
         let _ = tx.try_send(Msg::Note(note));
     }
+    if let Some(Err(e)) = recorder.as_mut().map(|r| r.begin(&cap)) {
+        let _ = tx.try_send(Msg::Error(format!("recording not started: {e}")));
+        recorder = None;
+    }
+    let mut lp = crate::capture::CaptureLoop::new(&mut cap);
+    // Messages the full channel refused, retried at the tick (the loop never waits for the app).
+    let (mut drops_due, mut exited_due, mut ended) = (None, false, false);
     loop {
         tokio::select! {
             permit = tx.reserve(), if !pending.is_empty() => {
@@ -274,10 +284,23 @@ pub async fn live(
                     Err(_) => break,
                 }
             }
-            r = cap.next_batch(&mut batch) => {
-                if let Err(e) = r {
-                    let _ = tx.send(Msg::Error(format!("capture: {e}"))).await;
-                    break;
+            item = lp.next(), if !ended => {
+                let mut item = match item {
+                    None => { ended = true; continue; }
+                    Some(Err(e)) => {
+                        let _ = tx.send(Msg::Error(format!("capture: {e}"))).await;
+                        break;
+                    }
+                    Some(Ok(item)) => Some(item),
+                };
+                while let Some(i) = item {
+                    match i {
+                        CaptureItem::Event(ev) => batch.push(ev),
+                        CaptureItem::Notice(Notice::Drops { total }) => drops_due = Some(total),
+                        CaptureItem::Notice(Notice::TargetGone) => exited_due = true,
+                        CaptureItem::Notice(Notice::Gap { .. }) => {}
+                    }
+                    item = lp.ready();
                 }
                 if let Some(rec) = recorder.as_mut() {
                     if let Err(e) = rec.record(&batch) {
@@ -291,19 +314,25 @@ pub async fn live(
                 if tx.is_closed() {
                     break;
                 }
-                let d = cap.drops();
-                if d != last_drops && tx.try_send(Msg::Drops(d)).is_ok() {
-                    last_drops = d;
-                }
-                if follow && !exited_sent && cap.followed_count() == 0 && tx.try_send(Msg::TargetExited).is_ok() {
-                    exited_sent = true;
-                }
             }
         }
+        if drops_due.is_some_and(|d| tx.try_send(Msg::Drops(d)).is_ok()) {
+            drops_due = None;
+        }
+        if exited_due && pending.is_empty() && tx.try_send(Msg::TargetExited).is_ok() {
+            exited_due = false;
+        }
     }
-    cap.drain_now(&mut batch);
+    let rest: Vec<Event> = lp
+        .finish()
+        .into_iter()
+        .filter_map(|i| match i {
+            CaptureItem::Event(ev) => Some(ev),
+            CaptureItem::Notice(_) => None,
+        })
+        .collect();
     if let Some(rec) = recorder.as_mut() {
-        let _ = rec.record(&batch);
+        let _ = rec.record(&rest);
         let _ = rec.finish(cap.drops());
     }
 }

@@ -2,17 +2,19 @@
 //! ([`AppState::ingest`]) and the reducer mutate it; [`AppState::refresh`] recomputes the
 //! derived parts (visible tree rows, stories) before a frame is drawn.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::event::Event;
-use crate::lineage::{Engine, ProcId, Process, Story};
+use crate::lineage::{Engine, ProcId, Process, Retention, Story};
 use crate::render::LineRenderer;
 use crate::stats::StreamStats;
 
 use super::msg::Msg;
 
 /// Log lines kept in live mode (oldest dropped first). Replay keeps them all (it can rewind).
-pub const LIVE_LOG_CAP: usize = 50_000;
+pub const LIVE_LOG_CAP: usize = 20_000;
+/// Live: the newest events kept for `w` (write the window to a trace file).
+pub const LIVE_EVENTS_CAP: usize = 20_000;
 /// Events kept pending while a live view is paused before they are applied anyway.
 pub const MAX_PENDING: usize = 1_000_000;
 /// How long a new node stays highlighted, in ms.
@@ -148,6 +150,13 @@ pub struct AppState {
     pub pending: Vec<Event>,
     /// Live: the followed processes are all gone.
     pub target_exited: bool,
+    /// Live: the trace file being written (`--record`), if any.
+    pub recording: Option<String>,
+    /// Live: the processes seen at the start, and the newest [`LIVE_EVENTS_CAP`] events
+    /// (what `w` writes); whether older events were let go.
+    pub window: (Vec<crate::lineage::SnapshotProcess>, VecDeque<Event>, bool),
+    /// Live: `w` was pressed; the app loop writes the window and clears it.
+    pub save_requested: bool,
     /// The source's error, once it failed.
     pub source_error: Option<String>,
     /// Status-line message (search miss, notes).
@@ -156,9 +165,11 @@ pub struct AppState {
     // ---- clock (passed in, never read from the wall clock while drawing) ----
     /// Current time in ms (passed in).
     pub now_ms: u64,
-    /// Per ProcId: when it was first seen (ms), for the new-node highlight; `None` when it
-    /// came in a bulk load (a jump, the start of a replay at the end) and is not highlighted.
-    pub seen_at: Vec<Option<u64>>,
+    /// When each process still highlighted as new was first seen (ms); a bulk load (a jump,
+    /// the start of a replay at the end) highlights nothing. Expired entries are removed.
+    pub seen_at: HashMap<ProcId, u64>,
+    /// Records below this id were looked at for the highlight.
+    seen_bound: ProcId,
     /// (time ms, events so far) samples for the events/s rate.
     rate: VecDeque<(u64, u64)>,
 
@@ -243,10 +254,14 @@ impl AppState {
             paused: false,
             pending: Vec::new(),
             target_exited: false,
+            recording: None,
+            window: (Vec::new(), VecDeque::new(), false),
+            save_requested: false,
             source_error: None,
             message: None,
             now_ms: 0,
-            seen_at: Vec::new(),
+            seen_at: HashMap::new(),
+            seen_bound: 0,
             rate: VecDeque::new(),
             size: (80, 24),
             selected: None,
@@ -285,7 +300,16 @@ impl AppState {
 
     /// State for a live view titled `title`.
     pub fn new_live(title: impl Into<String>) -> AppState {
-        AppState::new(Mode::Live, title.into())
+        let mut s = AppState::new(Mode::Live, title.into());
+        s.engine = Engine::with_retention(Retention::default());
+        s.snapshots.clear();
+        s.push_snapshot();
+        s
+    }
+
+    /// The events come from the sched probe set (no syscall exits).
+    pub fn sched_probes(&self) -> bool {
+        self.renderer.sched_probes
     }
 
     /// The events come without syscall exits (see [`LineRenderer::sched_probes`]).
@@ -305,7 +329,10 @@ impl AppState {
     /// snapshot, or the live start). Before any event, replay's rewind point includes them.
     pub fn seed(&mut self, snap: &[crate::lineage::SnapshotProcess]) {
         self.engine.seed_snapshot(snap);
-        self.seen_at.resize(self.engine.process_count(), None);
+        if self.mode == Mode::Live {
+            self.window.0.extend_from_slice(snap);
+        }
+        self.seen_bound = self.engine.id_bound();
         self.tree_dirty = true;
         if self.events.is_empty() {
             self.snapshots.clear();
@@ -347,11 +374,9 @@ impl AppState {
     /// Sets the clock (ms since the app started).
     pub fn set_now(&mut self, now_ms: u64) {
         if now_ms != self.now_ms {
-            let highlighted = self
-                .seen_at
-                .iter()
-                .flatten()
-                .any(|&t| t + HIGHLIGHT_MS > self.now_ms && t + HIGHLIGHT_MS <= now_ms);
+            let before = self.seen_at.len();
+            self.seen_at.retain(|_, &mut t| t + HIGHLIGHT_MS > now_ms);
+            let highlighted = self.seen_at.len() != before;
             self.now_ms = now_ms;
             if highlighted {
                 self.dirty = true;
@@ -370,9 +395,7 @@ impl AppState {
     /// Was this process first seen less than [`HIGHLIGHT_MS`] ago?
     pub fn is_new(&self, id: ProcId) -> bool {
         self.seen_at
-            .get(id)
-            .copied()
-            .flatten()
+            .get(&id)
             .is_some_and(|t| self.now_ms < t + HIGHLIGHT_MS)
     }
 
@@ -476,6 +499,9 @@ impl AppState {
         self.tree_dirty = true;
         for ev in evs {
             self.apply_one(&ev);
+            if self.mode == Mode::Live {
+                self.window.1.push_back(ev.clone());
+            }
             if self.mode == Mode::Replay {
                 self.events.push(ev);
                 let last = self.snapshots.last().map_or(0, |s| s.index);
@@ -486,14 +512,22 @@ impl AppState {
             }
         }
         if self.mode == Mode::Live {
+            let recent = &mut self.window.1;
+            while recent.len() > LIVE_EVENTS_CAP {
+                recent.pop_front();
+                self.window.2 = true;
+            }
             while self.log.len() > LIVE_LOG_CAP {
                 self.log.pop_front();
             }
         }
-        let n = self.engine.process_count();
-        if self.seen_at.len() < n {
-            self.seen_at.resize(n, (!bulk).then_some(self.now_ms));
+        let n = self.engine.id_bound();
+        if !bulk {
+            let now = self.now_ms;
+            self.seen_at
+                .extend((self.seen_bound..n).map(|id| (id, now)));
         }
+        self.seen_bound = n;
     }
 
     fn push_snapshot(&mut self) {
@@ -529,7 +563,9 @@ impl AppState {
             self.apply_one(ev);
         }
         self.events.truncate(n);
-        self.seen_at.truncate(self.engine.process_count());
+        let n = self.engine.id_bound();
+        self.seen_at.retain(|&id, _| id < n);
+        self.seen_bound = n;
         self.tree_dirty = true;
         if self
             .log_cursor
@@ -553,7 +589,7 @@ impl AppState {
             self.tree_dirty = false;
             if self
                 .focus_root
-                .is_some_and(|f| f >= self.engine.process_count())
+                .is_some_and(|f| self.engine.get(f).is_none())
             {
                 self.focus_root = None;
             }
@@ -710,16 +746,14 @@ pub fn matches_query(p: &Process, q: &str) -> bool {
             .is_some_and(|e| crate::lineage::basename(e).to_lowercase().contains(&ql))
 }
 
-/// Does the subtree under each record hold a live process? (indexed by ProcId)
-fn live_below(e: &Engine) -> Vec<bool> {
-    let n = e.process_count();
-    let mut live = vec![false; n];
+/// The records whose subtree holds a live process.
+fn live_below(e: &Engine) -> HashSet<ProcId> {
+    let mut live = HashSet::new();
     for p in e.processes().filter(|p| !p.exited) {
         for a in e.ancestors(p.id) {
-            if a.id >= n || live[a.id] {
+            if !live.insert(a.id) {
                 break;
             }
-            live[a.id] = true;
         }
     }
     live
@@ -798,11 +832,11 @@ fn build_rows(s: &AppState) -> Vec<Row> {
                 || expire_before.is_some_and(|t| p.exit_ts_ns.is_some_and(|x| x > 0 && x < t)))
     };
     let live = if s.show_exited && expire_before.is_none() {
-        Vec::new()
+        HashSet::new()
     } else {
         live_below(e)
     };
-    let visible = |p: &Process| !gone(p) || live.get(p.id).copied() == Some(true);
+    let visible = |p: &Process| !gone(p) || live.contains(&p.id);
     if s.pod_view {
         return pod_rows(e, &visible);
     }

@@ -152,6 +152,10 @@ fn snapshot_empty_trace() {
     s.size = (80, 24);
     s.set_now(1_000);
     insta::assert_snapshot!("empty_live_80x24", screen(&mut s));
+    // Only a file being written is called a recording, and it is named.
+    s.recording = Some("/tmp/x\n.trace".into());
+    let text = screen(&mut s);
+    assert!(text.contains("● rec /tmp/x\\n.trace"), "{text}");
 }
 
 #[test]
@@ -1013,4 +1017,38 @@ fn pod_view_groups_pods_containers_and_processes() {
     insta::assert_snapshot!("pods_100x24", text);
     keys(&mut s, &[key('p')]);
     assert!(screen(&mut s).contains("100 containerd-shim"));
+}
+
+#[test]
+fn w_writes_the_live_window_to_a_new_private_trace_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let evs = fixture("runc");
+    let mut s = AppState::new_live("pid 15126");
+    s.ingest(Msg::Events(evs.clone()));
+    reduce(&mut s, Action::SaveWindow);
+    assert!(s.save_requested);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("w.trace");
+    let n = super::save::write_window(&s, &path).expect("written");
+    assert_eq!(n as usize, evs.len());
+    let mode = std::fs::metadata(&path).expect("file").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // The file reads back into the same tree as the events themselves.
+    let mut input = crate::Input::open(&path).expect("readable");
+    let mut back = crate::Engine::new();
+    back.seed_snapshot(&input.snapshot());
+    while let Some(ev) = input.next_event() {
+        back.apply(&ev.expect("event"));
+    }
+    let mut truth = crate::Engine::new();
+    evs.iter().for_each(|ev| truth.apply(ev));
+    let text = |e: &crate::Engine| crate::lineage::tree_text(e, Default::default());
+    assert_eq!(text(&back), text(&truth));
+    // Never over an existing file.
+    assert!(super::save::write_window(&s, &path).is_err());
+    // Recording already: nothing to save.
+    s.save_requested = false;
+    s.recording = Some("r.trace".into());
+    reduce(&mut s, Action::SaveWindow);
+    assert!(!s.save_requested);
 }

@@ -839,7 +839,14 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
                     fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
                 ));
             } else {
-                v.push(Span::styled("● rec", fg(s, Color::Red)));
+                match &s.recording {
+                    Some(file) => v.push(Span::styled(
+                        format!("● rec {}", crate::escape::escape(file)),
+                        fg(s, Color::Red),
+                    )),
+                    // The badge says LIVE; nothing is written to a file.
+                    None => v.push(Span::raw("not recorded")),
+                }
             }
             if s.target_exited {
                 v.push(sep());
