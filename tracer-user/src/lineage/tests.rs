@@ -2309,8 +2309,9 @@ fn a_bundles_identity_names_every_process_of_its_container() {
     assert!(label.contains("<pod shop/web-7d9f · nginx>"), "{label}");
     // A child of that container that runs another container's runtime, whose bundle was not
     // read: still the pod (one shim per pod), never nginx's name.
-    let mut b2 = B::default();
-    b2.events = b.events.clone();
+    let mut b2 = B {
+        events: b.events.clone(),
+    };
     b2.fork(101, 102);
     b2.exec(
         102,
