@@ -255,20 +255,26 @@ async fn run_loop(cap: &mut Capture, agent: &mut Agent, deadline: Option<Instant
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut batch = Vec::new();
+    let mut last_tick = Instant::now();
     loop {
+        // A batch comes within the capture's poll interval; the tick work runs between
+        // batches. (A timer raced against the batch would win whenever the tick work ran
+        // long, and drop the batch's pending poll each time: nothing would be read.)
         tokio::select! {
             r = cap.next_batch(&mut batch) => {
                 r?;
                 agent.on_batch(&mut batch)?;
             }
-            _ = tick.tick() => {
-                agent.on_tick(cap)?;
-                if deadline.is_some_and(|d| Instant::now() >= d) { break; }
-            }
             _ = sigint.recv() => break,
             _ = sigterm.recv() => break,
+        }
+        if last_tick.elapsed() >= Duration::from_millis(100) {
+            last_tick = Instant::now();
+            agent.on_tick(cap)?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
         }
     }
     cap.drain_now(&mut batch);
