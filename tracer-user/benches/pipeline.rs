@@ -1,5 +1,5 @@
 //! Userspace hot paths: ring-buffer record decoding + lineage engine, and strace import.
-//! Goals (issue 3/7): decode + lineage >= 3M events/s on one core; strace import >= 500k lines/s.
+//! Goals: decode + lineage >= 3M events/s on one core; strace import >= 500k lines/s.
 //! Criterion prints the throughput (elem/s) of each.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};

@@ -1,4 +1,4 @@
-//! Viewer frame cost. Goal (issue 5): one frame of a 10k-process tree renders in ≤ 10 ms.
+//! Viewer frame cost. Goal: one frame of a 10k-process tree renders in ≤ 10 ms.
 //! `draw` is the pure render of a frame (rows already derived); `refresh+draw` also rebuilds
 //! the visible rows from the engine, as after a batch of events.
 

@@ -1,4 +1,4 @@
-//! strace log import: `strace -f` output to [`crate::Event`]s (see issue 3).
+//! strace log import: `strace -f` output to [`crate::Event`]s.
 //!
 //! [`parse_log`] (whole text) and [`parse_reader`] (any `BufRead`, line by line) turn the output
 //! of `strace -f` into the same event model the eBPF probes produce, so the lineage engine can

@@ -1,4 +1,4 @@
-//! The terminal viewer (issue 5): process tree, lineage detail, event log and container
+//! The terminal viewer: process tree, lineage detail, event log and container
 //! stories, live or replaying a recording.
 //!
 //! Architecture (tracexec-style):
