@@ -55,6 +55,15 @@ pub enum InputError {
         /// The trace reader's error (see [`TraceFileError::offset`]).
         error: TraceFileError,
     },
+    /// A NATS source that could not be read.
+    #[cfg(feature = "agent")]
+    #[error("{path}: {error}")]
+    Nats {
+        /// The source.
+        path: PathBuf,
+        /// What failed.
+        error: crate::nats::NatsError,
+    },
     /// An strace log in which nothing could be read.
     #[error("{path}: strace log: {message}")]
     Strace {
@@ -106,6 +115,21 @@ pub type TraceSource = Box<dyn Read + Send>;
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
+    /// Trace files read one after the other (a NATS stream's segments); the first one's
+    /// header stands for all.
+    Segments {
+        first: Box<Header>,
+        current: Box<TraceReader<TraceSource>>,
+        rest: std::collections::VecDeque<Vec<u8>>,
+    },
+}
+
+fn trace_reader(path: &Path, bytes: Vec<u8>) -> Result<TraceReader<TraceSource>, InputError> {
+    let src: TraceSource = Box::new(std::io::Cursor::new(bytes));
+    TraceReader::new(src).map_err(|e| InputError::TraceFile {
+        path: path.to_path_buf(),
+        error: e,
+    })
 }
 
 /// An opened input: its header (trace files) and its events, streamed.
@@ -135,12 +159,20 @@ pub struct StraceReport {
 impl Input {
     /// Opens `path` (`-`: standard input) and detects what it is from its content. The input
     /// is opened once and read as a stream, so a pipe, `/dev/stdin` or a FIFO works as well
-    /// as a file.
+    /// as a file. `nats://HOST:PORT/NODE` (feature `agent`) reads that node's stream as it is
+    /// now, from its start (docs/nats.md).
     pub fn open(path: &Path) -> Result<Input, InputError> {
         let io = |error| InputError::Io {
             path: path.to_path_buf(),
             error,
         };
+        #[cfg(feature = "agent")]
+        if let Some(url) = path
+            .to_str()
+            .filter(|s| crate::nats::NatsSource::is_nats(s))
+        {
+            return Input::open_nats(url);
+        }
         let file: TraceSource = if path.as_os_str() == "-" {
             Box::new(std::io::stdin())
         } else {
@@ -217,6 +249,61 @@ impl Input {
         })
     }
 
+    /// A node's NATS stream, read now from its start.
+    #[cfg(feature = "agent")]
+    fn open_nats(url: &str) -> Result<Input, InputError> {
+        let nats = |error| InputError::Nats {
+            path: PathBuf::from(url),
+            error,
+        };
+        let src = crate::nats::NatsSource::parse(url).map_err(nats)?;
+        if src.is_all_nodes() {
+            return Err(InputError::NotRecognized {
+                path: PathBuf::from(url),
+                reason:
+                    "every node at once: only `tracer tree --pod NAME` reads nats://HOST:PORT/*",
+            });
+        }
+        let msgs = crate::nats::fetch_blocking(&src).map_err(nats)?;
+        let assembled = crate::nats::assemble(&msgs);
+        if assembled.orphan_messages > 0 {
+            log::info!(
+                "{url}: {} messages before the first segment header skipped",
+                assembled.orphan_messages
+            );
+        }
+        if assembled.segments.is_empty() {
+            return Err(InputError::NotRecognized {
+                path: PathBuf::from(url),
+                reason: "no segment header in the stream (no agent published to this node yet)",
+            });
+        }
+        Input::from_segments(url, assembled.segments)
+    }
+
+    /// Trace files read one after the other as one recording (the segments of a NATS
+    /// stream); the first one's header (its /proc snapshot) seeds the engine. `name` stands
+    /// in for a path in messages.
+    pub fn from_segments(name: &str, segments: Vec<Vec<u8>>) -> Result<Input, InputError> {
+        let path = PathBuf::from(name);
+        let mut rest: std::collections::VecDeque<Vec<u8>> = segments.into();
+        let first = rest.pop_front().ok_or(InputError::NotRecognized {
+            path: path.clone(),
+            reason: "no trace data",
+        })?;
+        let current = trace_reader(&path, first)?;
+        Ok(Input {
+            kind: Kind::TraceFile,
+            source: Source::Segments {
+                first: Box::new(current.header().clone()),
+                current: Box::new(current),
+                rest,
+            },
+            path,
+            strace_report: None,
+        })
+    }
+
     /// For an strace log: how many lines the importer could not read, and the first of them.
     pub fn strace_report(&self) -> Option<&StraceReport> {
         self.strace_report.as_ref()
@@ -226,6 +313,7 @@ impl Input {
     pub fn header(&self) -> Option<&Header> {
         match &self.source {
             Source::Trace(r) => Some(r.header()),
+            Source::Segments { first, .. } => Some(first),
             Source::Events(_) => None,
         }
     }
@@ -256,6 +344,7 @@ impl Input {
     pub fn last_stats(&self) -> Option<&StatsRecord> {
         match &self.source {
             Source::Trace(r) => r.last_stats(),
+            Source::Segments { current, .. } => current.last_stats(),
             Source::Events(_) => None,
         }
     }
@@ -264,6 +353,7 @@ impl Input {
     pub fn tail(&self) -> Option<&TailReport> {
         match &self.source {
             Source::Trace(r) => Some(r.tail()),
+            Source::Segments { current, .. } => Some(current.tail()),
             Source::Events(_) => None,
         }
     }
@@ -278,6 +368,18 @@ impl Input {
                 })
             }),
             Source::Events(it) => it.next().map(Ok),
+            Source::Segments { current, rest, .. } => loop {
+                if let Some(r) = current.events().next() {
+                    return Some(r.map_err(|e| InputError::TraceFile {
+                        path: self.path.clone(),
+                        error: e,
+                    }));
+                }
+                match trace_reader(&self.path, rest.pop_front()?) {
+                    Ok(next) => **current = next,
+                    Err(e) => return Some(Err(e)),
+                }
+            },
         }
     }
 }

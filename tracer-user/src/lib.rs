@@ -128,6 +128,10 @@ pub mod tui;
 
 #[cfg(feature = "capture")]
 pub mod capture;
+#[cfg(feature = "agent")]
+pub mod metrics;
+#[cfg(feature = "agent")]
+pub mod nats;
 
 pub use decode::DecodeError;
 pub use event::{Comm, Event, EventKind, ExitStatus, PidNs, Syscall};

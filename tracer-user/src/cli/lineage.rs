@@ -79,6 +79,17 @@ pub struct TreeArgs<'a> {
 }
 
 pub fn tree(a: TreeArgs<'_>) -> Result<()> {
+    #[cfg(feature = "agent")]
+    if let Some(src) = a
+        .file
+        .to_str()
+        .filter(|s| tracer::nats::NatsSource::is_nats(s))
+        .map(tracer::nats::NatsSource::parse)
+        .transpose()?
+        .filter(|s| s.is_all_nodes())
+    {
+        return tree_all_nodes(&a, &src);
+    }
     let Loaded { engine, notes } = load_engine(a.file, a.at)?;
     match a.format {
         OutputFormat::Text => {
@@ -102,6 +113,65 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
         OutputFormat::Json => {
             let warnings: Vec<JsonWarning> = notes.into_iter().map(JsonWarning::input).collect();
             to_stdout(|out| write_tree_json(&engine, &warnings, a.pod, out))?;
+        }
+    }
+    Ok(())
+}
+
+/// `tracer tree nats://HOST:PORT/* --pod NAME`: the pod's processes on every node that has
+/// them, node by node. A node whose stream cannot be read is a warning, not the end.
+#[cfg(feature = "agent")]
+fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()> {
+    use anyhow::Context;
+    use tracer::escape::escape;
+    use tracer::lineage::in_pod;
+    let pod = a
+        .pod
+        .context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
+    let server = src.server.clone();
+    let nodes = tracer::nats::block_on(async move { tracer::nats::nodes(&server).await })?;
+    let mut found = Vec::new();
+    for node in &nodes {
+        let url = src.with_node(node);
+        match load_engine(Path::new(&url), a.at) {
+            Ok(l) if l.engine.processes().any(|p| in_pod(p, pod)) => found.push((node, l)),
+            Ok(_) => {}
+            Err(e) => eprintln!("tracer: warning: {url}: {e:#}"),
+        }
+    }
+    if found.is_empty() {
+        anyhow::bail!(
+            "pod {} not found on any of the {} nodes in the stream",
+            escape(pod),
+            nodes.len()
+        );
+    }
+    let opts = TreeOpts {
+        show_exited: !a.hide_exited,
+        ..TreeOpts::default()
+    };
+    match a.format {
+        OutputFormat::Text => to_stdout(|out| {
+            for (node, l) in &found {
+                writeln!(out, "node {node}:")?;
+                out.write_all(pod_tree_text(&l.engine, opts, pod).as_bytes())?;
+            }
+            Ok(())
+        })?,
+        OutputFormat::Json => {
+            let mut list = Vec::new();
+            for (node, l) in found {
+                let warnings: Vec<JsonWarning> =
+                    l.notes.into_iter().map(JsonWarning::input).collect();
+                let mut buf = Vec::new();
+                write_tree_json(&l.engine, &warnings, Some(pod), &mut buf)?;
+                let tree: serde_json::Value = serde_json::from_slice(&buf)?;
+                list.push(serde_json::json!({ "node": node, "tree": tree }));
+            }
+            to_stdout(|out| {
+                serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "nodes": list }))?;
+                writeln!(out)
+            })?;
         }
     }
     Ok(())

@@ -1,5 +1,7 @@
 //! Argument parsing and dispatch for the `tracer` binary.
 
+#[cfg(feature = "agent")]
+mod agent;
 mod demo;
 mod lineage;
 mod output;
@@ -143,6 +145,10 @@ pub enum Command {
         #[arg(long)]
         guided: bool,
     },
+    /// Headless capture on this node, published to NATS JetStream, with Prometheus metrics
+    /// (docs/nats.md).
+    #[cfg(feature = "agent")]
+    Agent(agent::AgentArgs),
     /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
     Demo(demo::DemoArgs),
 }
@@ -226,5 +232,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Export(args)) => tracefile::export(args),
         Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
         Some(Command::Demo(args)) => demo::run(args),
+        #[cfg(feature = "agent")]
+        Some(Command::Agent(args)) => agent::run(args),
     }
 }

@@ -1,0 +1,385 @@
+//! Root tests of `tracer agent` against real servers from Debian packages: `nats-server -js`
+//! on a loopback port (package nats-server) and `promtool check metrics` (package
+//! prometheus). Each test starts and stops its own servers. Run by `cargo xtask test` as root
+//! (`--ignored`).
+#![cfg(feature = "capture")]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tests::prereq::{require_program, require_root};
+use tests::{busybox_bundle, release_tracer, temp_dir};
+
+/// A child process killed (and reaped) when dropped: servers and agents never outlive a test.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    /// SIGTERM, then waits up to 10 s for the exit.
+    fn terminate(&mut self) {
+        // SAFETY: signals a child this test started and has not reaped yet.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A loopback port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out after {secs} s waiting for {what}");
+}
+
+fn listening(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+/// `nats-server -js` on 127.0.0.1:`port`, storing in `store`.
+fn start_nats(port: u16, store: &Path, log: &Path) -> Guard {
+    let log = std::fs::File::create(log).expect("nats log");
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(store)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start nats-server");
+    let g = Guard(child);
+    wait_for("nats-server to listen", 10, || listening(port));
+    g
+}
+
+/// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`.
+fn start_agent(tracer: &Path, nats_port: u16, node: &str, metrics_port: u16, log: &Path) -> Guard {
+    let log = std::fs::File::create(log).expect("agent log");
+    let child = Command::new(tracer)
+        .args(["agent", "--all", "--node", node, "--nats"])
+        .arg(format!("nats://127.0.0.1:{nats_port}"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start tracer agent");
+    let g = Guard(child);
+    // Capturing once it counted an event (the endpoint is up before the probes are).
+    wait_for("the agent to capture", 60, || {
+        scrape(metrics_port).is_some_and(|m| m.contains("tracer_events_total{"))
+    });
+    g
+}
+
+/// GET /metrics over plain HTTP/1.0; the body.
+fn scrape(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200")
+        .then(|| body.to_string())
+        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+}
+
+/// The value of the sample `name` (with its labels, as exposed), 0 when absent.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn tracer_out(tracer: &Path, args: &[&str]) -> String {
+    let out = Command::new(tracer)
+        .args(args)
+        .output()
+        .expect("run tracer");
+    assert!(
+        out.status.success(),
+        "tracer {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn prerequisites() -> bool {
+    require_root()
+        && require_program("nats-server", "nats-server")
+        && require_program("promtool", "prometheus")
+        && require_program("runc", "runc")
+}
+
+struct Dirs {
+    dir: PathBuf,
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A test's world: the tracer binary, its directory (removed at the end), nats-server and an
+/// agent publishing as `n1`. Fields drop in order: agent, server, then the directory.
+struct World {
+    agent: Guard,
+    nats: Guard,
+    tracer: PathBuf,
+    nats_port: u16,
+    metrics_port: u16,
+    dirs: Dirs,
+}
+
+impl World {
+    fn start(tag: &str) -> World {
+        let tracer = release_tracer().expect("tracer binary");
+        let dirs = Dirs {
+            dir: temp_dir(tag).expect("temp dir"),
+        };
+        let dir = &dirs.dir;
+        let (nats_port, metrics_port) = (free_port(), free_port());
+        let nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
+        let agent = start_agent(
+            &tracer,
+            nats_port,
+            "n1",
+            metrics_port,
+            &dir.join("agent.log"),
+        );
+        World {
+            agent,
+            nats,
+            tracer,
+            nats_port,
+            metrics_port,
+            dirs,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}/n1", self.nats_port)
+    }
+}
+
+/// `runc run` of a busybox container sleeping a little, annotated as container `app` of pod
+/// `default/ID`; returns (runc's pid, the container
+/// init's pid as `runc state` reports it while it runs).
+fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
+    let bundle = busybox_bundle(dir, &["sleep", "2"]).expect("bundle");
+    // Named as a Kubernetes pod, as containerd's CRI plugin names its bundles.
+    let config = bundle.join("config.json");
+    let mut c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
+    c["annotations"] = serde_json::json!({
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.container-name": "app",
+        "io.kubernetes.cri.sandbox-name": id,
+        "io.kubernetes.cri.sandbox-namespace": "default",
+    });
+    std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("write config");
+    let mut runc = Command::new("runc")
+        .args(["run", "--bundle"])
+        .arg(&bundle)
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("runc run");
+    let mut init = None;
+    wait_for("runc state to report the init", 20, || {
+        let out = Command::new("runc").args(["state", id]).output();
+        init = out
+            .ok()
+            .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+            .and_then(|v| v["pid"].as_u64())
+            .filter(|p| *p > 0);
+        init.is_some()
+    });
+    let st = runc.wait().expect("runc exit");
+    let _ = Command::new("runc")
+        .args(["delete", "--force", id])
+        .status();
+    assert!(st.success(), "runc run failed: {st}");
+    (runc.id(), init.expect("init pid") as u32)
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server and runc"]
+fn agent_publishes_a_container_birth_and_serves_metrics() {
+    if !prerequisites() {
+        return;
+    }
+    let mut w = World::start("agent-birth");
+    let (dir, metrics_port) = (w.dirs.dir.clone(), w.metrics_port);
+    let births = r#"tracer_container_births_total{runtime="runc"}"#;
+    let before = sample(&scrape(metrics_port).unwrap_or_default(), births);
+
+    let id = format!("tracer-agent-{}", std::process::id());
+    let (runc_pid, init_pid) = runc_run(&dir.join("bundle"), &id);
+    wait_for("the birth in tracer_container_births_total", 20, || {
+        sample(&scrape(metrics_port).unwrap_or_default(), births) >= before + 1.0
+    });
+    let metrics = scrape(metrics_port).expect("metrics");
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(metrics.as_bytes())
+        .expect("feed promtool");
+    let out = check.wait_with_output().expect("promtool result");
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{}{}\non:\n{metrics}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let url = w.url();
+    let tree: serde_json::Value =
+        serde_json::from_str(&tracer_out(&w.tracer, &["tree", &url, "--format", "json"]))
+            .expect("tree JSON");
+    // Every node searched for the pod: found on n1, with the container's init.
+    let all = format!("nats://127.0.0.1:{}/*", w.nats_port);
+    let pod = format!("default/{id}");
+    let across: serde_json::Value = serde_json::from_str(&tracer_out(
+        &w.tracer,
+        &["tree", &all, "--pod", &pod, "--format", "json"],
+    ))
+    .expect("tree JSON across nodes");
+    w.agent.terminate();
+    w.nats.terminate();
+    let nodes = across["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 1, "{across}");
+    assert_eq!(nodes[0]["node"], "n1");
+    let pod_pids: Vec<&serde_json::Value> = nodes[0]["tree"]["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .map(|p| &p["pid"])
+        .collect();
+    assert!(pod_pids.contains(&&serde_json::json!(init_pid)), "{across}");
+    let init = tree["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .find(|p| p["pid"] == init_pid)
+        .unwrap_or_else(|| panic!("container init {init_pid} not in the tree read from {url}"));
+    let birth = &init["lineage"][0];
+    assert_eq!(birth["how"], "clone_parent", "{init}");
+    // CLONE_PARENT from runc's stages: the init's real parent is `runc run` itself.
+    assert_eq!(birth["parent"], runc_pid, "{init}");
+}
+
+/// Runs `sh -c 'exit 0' MARKER` on the host; its pid.
+fn marker(name: &str) -> u32 {
+    let mut c = Command::new("/bin/sh")
+        .args(["-c", "exit 0", name])
+        .spawn()
+        .expect("marker process");
+    let pid = c.id();
+    assert!(c.wait().expect("marker exit").success());
+    pid
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts and kills nats-server"]
+fn a_nats_outage_within_the_buffer_loses_nothing() {
+    if !prerequisites() {
+        return;
+    }
+    let mut w = World::start("agent-outage");
+    let (dir, metrics_port, nats_port) = (w.dirs.dir.clone(), w.metrics_port, w.nats_port);
+    let store = dir.join("store");
+    let tag = format!("tracer-outage-{}", std::process::id());
+    let before = marker(&format!("{tag}-before"));
+    std::thread::sleep(Duration::from_secs(1));
+
+    w.nats.0.kill().expect("kill nats-server");
+    w.nats.0.wait().expect("reap nats-server");
+    let during = marker(&format!("{tag}-during"));
+    // The agent holds what it could not publish: the gauge shows it.
+    wait_for("events buffered during the outage", 20, || {
+        sample(
+            &scrape(metrics_port).unwrap_or_default(),
+            "tracer_nats_buffered_events",
+        ) > 0.0
+    });
+    // Longer than the client's 5 s acknowledgement timeout: publishes fail and are retried.
+    std::thread::sleep(Duration::from_secs(7));
+    w.nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
+    let after = marker(&format!("{tag}-after"));
+    wait_for("the buffer to drain", 60, || {
+        sample(
+            &scrape(metrics_port).unwrap_or_default(),
+            "tracer_nats_buffered_events",
+        ) == 0.0
+    });
+    let metrics = scrape(metrics_port).expect("metrics");
+    w.agent.terminate();
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
+    assert!(
+        log.contains("buffering and retrying") && log.contains("again"),
+        "the agent never failed a publish and recovered:\n{log}"
+    );
+
+    let out = Command::new(&w.tracer)
+        .args(["export", &w.url(), "--format", "jsonl"])
+        .output()
+        .expect("export");
+    w.nats.terminate();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "export failed: {stderr}");
+    // Whole: no frame skipped or missing, the agent's end record there.
+    assert!(stderr.trim().is_empty(), "export warned: {stderr}");
+    assert_eq!(
+        sample(&metrics, "tracer_nats_dropped_events_total"),
+        0.0,
+        "{metrics}"
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    for (pid, name) in [(before, "before"), (during, "during"), (after, "after")] {
+        let argv = serde_json::json!(["/bin/sh", "-c", "exit 0", format!("{tag}-{name}")]);
+        let seen = events
+            .iter()
+            .any(|e| e["tgid"] == pid && e["event"] == "exec_enter" && e["argv"] == argv);
+        assert!(seen, "the exec of the marker {name} (pid {pid}) is missing");
+    }
+}

@@ -1,0 +1,788 @@
+//! Trace streams over NATS JetStream (docs/nats.md): one subject per node
+//! (`tracer.NODE.events`) in the stream [`STREAM`], carrying the trace-file encoding cut into
+//! messages — a *segment* is one trace file: a header message (preamble + header with the
+//! node's /proc snapshot) followed by frame messages (whole version-2 frames). The agent starts
+//! a new segment periodically, so a reader that comes late (or after the stream's limits
+//! dropped the oldest messages) starts at the next header. Concatenating a segment's messages
+//! gives a trace file [`crate::TraceReader`] reads as it is.
+//!
+//! The agent side: [`Outbox`] (the bounded local buffer), [`Segment`] (a [`TraceWriter`] whose
+//! bytes are taken out message by message), [`ensure_stream`] and [`publish`] (stream
+//! creation, publishing with acknowledgements; the agent retries). The reader side: [`NatsSource`] and [`fetch`], then
+//! [`assemble`] and [`crate::Input::from_segments`].
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, stream};
+use bytes::Bytes;
+
+use crate::tracefile::{Header, TraceFileError, TraceWriter};
+
+/// The JetStream stream every node publishes to.
+pub const STREAM: &str = "TRACER";
+/// Message header naming the segment (one trace file) a message belongs to.
+pub const SEGMENT_HEADER: &str = "Tracer-Segment";
+/// Message header: `header` (preamble and header) or `frames`.
+pub const PART_HEADER: &str = "Tracer-Part";
+/// Largest message payload: a segment's bytes are cut into messages of at most this size
+/// (NATS servers accept 1 MiB by default). Cuts fall anywhere, since a reader only
+/// concatenates them.
+pub const MAX_MESSAGE: usize = 512 << 10;
+/// Longest node name accepted (it is a subject token).
+pub const MAX_NODE_LEN: usize = 128;
+
+/// Why a NATS operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NatsError {
+    /// The source is not `nats://HOST:PORT/NODE`.
+    #[error("not a NATS source ({0}): expected nats://HOST:PORT/NODE")]
+    BadUrl(String),
+    /// A node name that cannot be a subject token.
+    #[error("bad node name {0:?}: letters, digits, '-' and '_' only, at most {MAX_NODE_LEN}")]
+    BadNode(String),
+    /// Connecting failed.
+    #[error("cannot connect to {server}: {error}")]
+    Connect {
+        /// `nats://HOST:PORT`.
+        server: String,
+        /// The client's error.
+        error: async_nats::ConnectError,
+    },
+    /// A JetStream request failed.
+    #[error("{what}: {error}")]
+    JetStream {
+        /// What was being done.
+        what: &'static str,
+        /// The client's error, as text (the client has one error type per request).
+        error: String,
+    },
+    /// The server refused a message as larger than its `max_payload`.
+    #[error("a message of {0} bytes is larger than the server accepts (max_payload)")]
+    TooLarge(usize),
+    /// Encoding a segment failed.
+    #[error(transparent)]
+    Encode(#[from] TraceFileError),
+}
+
+fn js_err(what: &'static str) -> impl FnOnce(String) -> NatsError {
+    move |error| NatsError::JetStream { what, error }
+}
+
+/// A node name usable as a subject token: `[A-Za-z0-9_-]{1,128}`.
+pub fn check_node(node: &str) -> Result<(), NatsError> {
+    let ok = !node.is_empty()
+        && node.len() <= MAX_NODE_LEN
+        && node
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(NatsError::BadNode(node.to_string()))
+    }
+}
+
+/// The subject a node publishes to.
+pub fn subject(node: &str) -> String {
+    format!("tracer.{node}.events")
+}
+
+/// The node of `nats://HOST:PORT/*`: every node that published.
+pub const ALL_NODES: &str = "*";
+
+/// A node's stream as a recording: `nats://HOST:PORT/NODE` (or `/*`: every node).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NatsSource {
+    /// `nats://HOST:PORT`.
+    pub server: String,
+    /// The node.
+    pub node: String,
+}
+
+impl NatsSource {
+    /// `nats://HOST:PORT/*`.
+    pub fn is_all_nodes(&self) -> bool {
+        self.node == ALL_NODES
+    }
+
+    /// The same server, one node.
+    pub fn with_node(&self, node: &str) -> String {
+        format!("{}/{node}", self.server)
+    }
+
+    /// Whether `s` names a NATS source at all (then [`NatsSource::parse`] decides if it is good).
+    pub fn is_nats(s: &str) -> bool {
+        s.starts_with("nats://")
+    }
+
+    /// Parses `nats://HOST:PORT/NODE`.
+    pub fn parse(s: &str) -> Result<NatsSource, NatsError> {
+        let rest = s
+            .strip_prefix("nats://")
+            .ok_or_else(|| NatsError::BadUrl(s.to_string()))?;
+        let (host, node) = rest
+            .split_once('/')
+            .ok_or_else(|| NatsError::BadUrl(s.to_string()))?;
+        if host.is_empty() || host.contains(['/', '@', '?', '#']) {
+            return Err(NatsError::BadUrl(s.to_string()));
+        }
+        if node != ALL_NODES {
+            check_node(node)?;
+        }
+        Ok(NatsSource {
+            server: format!("nats://{host}"),
+            node: node.to_string(),
+        })
+    }
+}
+
+/// Which part of a segment a message holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Preamble and header: the start of a trace file.
+    Header,
+    /// Whole frames that follow it.
+    Frames,
+}
+
+impl Part {
+    /// The value of [`PART_HEADER`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Part::Header => "header",
+            Part::Frames => "frames",
+        }
+    }
+}
+
+/// One message waiting to be published.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    /// The segment it belongs to (unique per agent run and segment).
+    pub segment: String,
+    /// Header or frames.
+    pub part: Part,
+    /// Its number in the segment (0 is the header): with the segment, the JetStream message
+    /// id, so a publish retried after a lost acknowledgement is stored once.
+    pub index: u64,
+    /// The bytes.
+    pub payload: Bytes,
+    /// Events in it.
+    pub events: u64,
+}
+
+impl Outgoing {
+    /// The JetStream de-duplication id.
+    pub fn message_id(&self) -> String {
+        format!("{}-{}", self.segment, self.index)
+    }
+}
+
+/// The bounded local buffer between capture and NATS. Frame messages are kept while their
+/// events fit in `max_events`; a batch that does not fit is dropped whole and counted (the
+/// reader sees the hole as a gap in the frame numbers and the events-before counts). Header
+/// messages are always kept: without one, a segment cannot be read at all.
+#[derive(Debug)]
+pub struct Outbox {
+    queue: VecDeque<Outgoing>,
+    events: u64,
+    max_events: u64,
+    dropped_events: u64,
+    dropped_messages: u64,
+}
+
+impl Outbox {
+    /// An empty buffer holding at most `max_events` events.
+    pub fn new(max_events: u64) -> Outbox {
+        Outbox {
+            queue: VecDeque::new(),
+            events: 0,
+            max_events,
+            dropped_events: 0,
+            dropped_messages: 0,
+        }
+    }
+
+    /// Queues `m`, or drops and counts it when its events do not fit. Returns whether it was
+    /// queued.
+    pub fn push(&mut self, m: Outgoing) -> bool {
+        self.push_all(vec![m])
+    }
+
+    /// Queues the messages one flush made (a segment's bytes cut in pieces) all, or drops and
+    /// counts them all when their events do not fit. Returns whether they were queued.
+    pub fn push_all(&mut self, msgs: Vec<Outgoing>) -> bool {
+        let frames = msgs.iter().any(|m| m.part == Part::Frames);
+        let events: u64 = msgs.iter().map(|m| m.events).sum();
+        if frames && self.events + events > self.max_events {
+            self.dropped_events += events;
+            self.dropped_messages += msgs.len() as u64;
+            return false;
+        }
+        for m in msgs {
+            self.events += m.events;
+            self.queue.push_back(m);
+        }
+        true
+    }
+
+    /// The oldest message, still queued.
+    pub fn front(&self) -> Option<&Outgoing> {
+        self.queue.front()
+    }
+
+    /// Removes the oldest message (once it was published).
+    pub fn pop(&mut self) -> Option<Outgoing> {
+        let m = self.queue.pop_front()?;
+        self.events -= m.events;
+        Some(m)
+    }
+
+    /// Drops the oldest message for good (one the server will never take), counting it.
+    pub fn drop_front(&mut self) {
+        if let Some(m) = self.pop() {
+            self.dropped_events += m.events;
+            self.dropped_messages += 1;
+        }
+    }
+
+    /// Events waiting.
+    pub fn buffered_events(&self) -> u64 {
+        self.events
+    }
+
+    /// Messages waiting.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Events dropped because the buffer was full.
+    pub fn dropped_events(&self) -> u64 {
+        self.dropped_events
+    }
+
+    /// Messages dropped because the buffer was full.
+    pub fn dropped_messages(&self) -> u64 {
+        self.dropped_messages
+    }
+}
+
+/// A `Write` whose bytes are taken out by its other handle.
+#[derive(Clone, Default)]
+struct Taken(Arc<Mutex<Vec<u8>>>);
+
+impl Taken {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Write for Taken {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One trace file written as messages: [`Segment::start`] gives the header message,
+/// [`Segment::flush`] one frames message with everything written since.
+pub struct Segment {
+    id: String,
+    writer: TraceWriter<Taken>,
+    buf: Taken,
+    next_index: u64,
+    events_taken: u64,
+}
+
+impl Segment {
+    /// Starts segment `id` with `header`; returns it and its header messages.
+    pub fn start(id: String, header: &Header) -> Result<(Segment, Vec<Outgoing>), NatsError> {
+        let buf = Taken::default();
+        let writer = TraceWriter::new(buf.clone(), header)?;
+        let mut seg = Segment {
+            id,
+            writer,
+            buf,
+            next_index: 0,
+            events_taken: 0,
+        };
+        let bytes = seg.buf.take();
+        let head = seg.messages(Part::Header, bytes, 0);
+        Ok((seg, head))
+    }
+
+    /// `bytes` cut into messages of at most [`MAX_MESSAGE`]; the events count goes with the
+    /// last one.
+    fn messages(&mut self, part: Part, bytes: Vec<u8>, events: u64) -> Vec<Outgoing> {
+        let bytes = Bytes::from(bytes);
+        let n = bytes.len().div_ceil(MAX_MESSAGE).max(1);
+        (0..n)
+            .map(|i| {
+                let end = ((i + 1) * MAX_MESSAGE).min(bytes.len());
+                let m = Outgoing {
+                    segment: self.id.clone(),
+                    part,
+                    index: self.next_index,
+                    payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
+                    events: if i + 1 == n { events } else { 0 },
+                };
+                self.next_index += 1;
+                m
+            })
+            .collect()
+    }
+
+    /// Appends an event.
+    pub fn write_event(&mut self, ev: &crate::Event) -> Result<(), NatsError> {
+        Ok(self.writer.write_event(ev)?)
+    }
+
+    /// The capture's counters, carried by the next stats or end record.
+    pub fn set_counters(&mut self, drops: u64, seq_issued: u64, decode_errors: u64) {
+        self.writer.set_counters(drops, seq_issued, decode_errors);
+    }
+
+    /// Seals what was written into frames messages (with a stats record when `stats`); none
+    /// when there is nothing.
+    pub fn flush(&mut self, stats: bool) -> Result<Vec<Outgoing>, NatsError> {
+        if stats {
+            let s = *self.writer.stats();
+            self.writer
+                .write_stats(s.drops, s.seq_issued, s.decode_errors)?;
+        } else {
+            self.writer.flush()?;
+        }
+        Ok(self.frames_messages())
+    }
+
+    /// Ends the segment with its end record; returns the last frames messages.
+    pub fn finish(mut self) -> Result<Vec<Outgoing>, NatsError> {
+        let events = self.writer.stats().events - self.events_taken;
+        let bytes = {
+            let writer = std::mem::replace(
+                &mut self.writer,
+                TraceWriter::new(Taken::default(), &Header::default())?,
+            );
+            writer.finish()?;
+            self.buf.take()
+        };
+        Ok(self.messages(Part::Frames, bytes, events))
+    }
+
+    fn frames_messages(&mut self) -> Vec<Outgoing> {
+        let bytes = self.buf.take();
+        if bytes.is_empty() {
+            return Vec::new();
+        }
+        let events = self.writer.stats().events - self.events_taken;
+        self.events_taken = self.writer.stats().events;
+        self.messages(Part::Frames, bytes, events)
+    }
+}
+
+/// Limits of the stream when the agent creates it.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamLimits {
+    /// Oldest messages go first past this size.
+    pub max_bytes: i64,
+    /// Messages older than this go.
+    pub max_age: Duration,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_bytes: 1 << 30,
+            max_age: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
+}
+
+/// Connects with unlimited reconnects; the client buffers and reconnects by itself.
+pub async fn connect(server: &str) -> Result<async_nats::Client, NatsError> {
+    async_nats::ConnectOptions::new()
+        .retry_on_initial_connect()
+        .max_reconnects(None)
+        .connection_timeout(Duration::from_secs(2))
+        .connect(server)
+        .await
+        .map_err(|error| NatsError::Connect {
+            server: server.to_string(),
+            error,
+        })
+}
+
+/// The stream, created with `limits` when missing (an existing one is used as configured).
+pub async fn ensure_stream(
+    js: &jetstream::Context,
+    limits: StreamLimits,
+) -> Result<stream::Stream, NatsError> {
+    js.get_or_create_stream(stream::Config {
+        name: STREAM.to_string(),
+        subjects: vec!["tracer.*.events".to_string()],
+        max_bytes: limits.max_bytes,
+        max_age: limits.max_age,
+        storage: stream::StorageType::File,
+        discard: stream::DiscardPolicy::Old,
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .map_err(js_err("creating the stream"))
+}
+
+/// Publishes one message and waits for JetStream's acknowledgement.
+pub async fn publish(
+    js: &jetstream::Context,
+    subject: &str,
+    m: &Outgoing,
+) -> Result<(), NatsError> {
+    let msg = jetstream::message::PublishMessage::build()
+        .payload(m.payload.clone())
+        .message_id(m.message_id())
+        .header(SEGMENT_HEADER, m.segment.as_str())
+        .header(PART_HEADER, m.part.as_str());
+    js.send_publish(subject.to_string(), msg)
+        .await
+        .map_err(|e| match e.kind() {
+            jetstream::context::PublishErrorKind::MaxPayloadExceeded => {
+                NatsError::TooLarge(m.payload.len())
+            }
+            _ => js_err("publishing")(e.to_string()),
+        })?
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("waiting for the acknowledgement"))?;
+    Ok(())
+}
+
+/// A message read back: its headers that matter and its payload.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// [`SEGMENT_HEADER`] (empty when missing).
+    pub segment: String,
+    /// [`PART_HEADER`], when known.
+    pub part: Option<Part>,
+    /// The bytes.
+    pub payload: Bytes,
+}
+
+fn received(m: &async_nats::Message) -> Received {
+    let get = |name: &str| {
+        m.headers
+            .as_ref()
+            .and_then(|h| h.get(name))
+            .map(|v| v.as_str().to_string())
+    };
+    let part = match get(PART_HEADER).as_deref() {
+        Some("header") => Some(Part::Header),
+        Some("frames") => Some(Part::Frames),
+        _ => None,
+    };
+    Received {
+        segment: get(SEGMENT_HEADER).unwrap_or_default(),
+        part,
+        payload: m.payload.clone(),
+    }
+}
+
+async fn connect_reader(server: &str) -> Result<jetstream::Context, NatsError> {
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(5))
+        .connect(server)
+        .await
+        .map_err(|error| NatsError::Connect {
+            server: server.to_string(),
+            error,
+        })?;
+    Ok(jetstream::new(client))
+}
+
+/// The nodes that have messages in the stream, sorted; names that are not valid node names
+/// (published by something else) are left out.
+pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
+    use futures_util::StreamExt;
+    let js = connect_reader(server).await?;
+    let stream = js
+        .get_stream(STREAM)
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("opening the stream"))?;
+    let mut subjects = stream
+        .info_with_subjects("tracer.*.events")
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("listing the subjects"))?;
+    let mut out = Vec::new();
+    while let Some(s) = subjects.next().await {
+        let (subject, _) = s
+            .map_err(|e| e.to_string())
+            .map_err(js_err("listing the subjects"))?;
+        let node = subject
+            .strip_prefix("tracer.")
+            .and_then(|s| s.strip_suffix(".events"));
+        if let Some(node) = node.filter(|n| check_node(n).is_ok()) {
+            out.push(node.to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every message of `src`'s node from the start of the stream up to the last one stored now.
+pub async fn fetch(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
+    use futures_util::StreamExt;
+    let js = connect_reader(&src.server).await?;
+    let subject = subject(&src.node);
+    let stream = js
+        .get_stream(STREAM)
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("opening the stream"))?;
+    let last = match stream.get_last_raw_message_by_subject(&subject).await {
+        Ok(m) => m.sequence,
+        Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => {
+            return Ok(Vec::new())
+        }
+        Err(e) => return Err(js_err("finding the last message")(e.to_string())),
+    };
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            filter_subject: subject,
+            deliver_policy: jetstream::consumer::DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("creating a consumer"))?;
+    let mut msgs = consumer
+        .messages()
+        .await
+        .map_err(|e| e.to_string())
+        .map_err(js_err("reading"))?;
+    let mut out = Vec::new();
+    while let Some(m) = msgs.next().await {
+        let m = m.map_err(|e| e.to_string()).map_err(js_err("reading"))?;
+        let seq = m
+            .info()
+            .map_err(|e| e.to_string())
+            .map_err(js_err("reading"))?
+            .stream_sequence;
+        out.push(received(&m));
+        if seq >= last {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Messages put back into trace files, in stream order.
+#[derive(Debug, Default)]
+pub struct Assembled {
+    /// One trace file per segment whose header was read.
+    pub segments: Vec<Vec<u8>>,
+    /// Frame messages skipped because their segment's header was not in the stream (a
+    /// reader that starts after the limits dropped it) or they were not marked.
+    pub orphan_messages: usize,
+}
+
+/// Groups messages by segment; a segment starts at its header message.
+pub fn assemble(msgs: &[Received]) -> Assembled {
+    let mut out = Assembled::default();
+    let mut ids: Vec<&str> = Vec::new();
+    for m in msgs {
+        match m.part {
+            Some(Part::Header) if !ids.contains(&m.segment.as_str()) => {
+                ids.push(&m.segment);
+                out.segments.push(m.payload.to_vec());
+            }
+            // A header (or frames) cut into several messages: the bytes simply follow.
+            Some(_) => match ids.iter().position(|s| *s == m.segment) {
+                Some(i) => out.segments[i].extend_from_slice(&m.payload),
+                None => out.orphan_messages += 1,
+            },
+            None => out.orphan_messages += 1,
+        }
+    }
+    out
+}
+
+/// Runs `f` to completion on a runtime of its own, on a thread of its own (so callers inside
+/// a runtime can use it too).
+pub fn block_on<T: Send + 'static>(
+    f: impl std::future::Future<Output = Result<T, NatsError>> + Send + 'static,
+) -> Result<T, NatsError> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| js_err("starting a runtime")(e.to_string()))?;
+        rt.block_on(f)
+    })
+    .join()
+    .unwrap_or_else(|_| Err(js_err("reading")("the reader thread panicked".into())))
+}
+
+/// Reads `src` now.
+pub fn fetch_blocking(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
+    let src = src.clone();
+    block_on(async move { fetch(&src).await })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tracefile::tests::{sample_events, sample_header};
+
+    #[test]
+    fn sources_parse_and_bound_the_node() {
+        assert_eq!(
+            NatsSource::parse("nats://127.0.0.1:4222/n1").unwrap(),
+            NatsSource {
+                server: "nats://127.0.0.1:4222".into(),
+                node: "n1".into()
+            }
+        );
+        assert!(NatsSource::parse("nats://127.0.0.1:4222").is_err());
+        assert!(NatsSource::parse("nats://h/a.b").is_err());
+        assert!(NatsSource::parse("nats://h/a>").is_err());
+        assert!(NatsSource::parse("nats://h/").is_err());
+        assert!(NatsSource::parse(&format!("nats://h/{}", "a".repeat(129))).is_err());
+        assert!(NatsSource::parse("nats://u@h/n").is_err());
+        let all = NatsSource::parse("nats://h:1/*").unwrap();
+        assert!(all.is_all_nodes());
+        assert_eq!(all.with_node("n2"), "nats://h:1/n2");
+    }
+
+    fn frames(n: u64) -> Outgoing {
+        Outgoing {
+            segment: "s".into(),
+            part: Part::Frames,
+            index: 1,
+            payload: Bytes::new(),
+            events: n,
+        }
+    }
+
+    #[test]
+    fn outbox_keeps_what_fits_and_counts_the_rest() {
+        let mut o = Outbox::new(10);
+        assert!(o.push(frames(6)));
+        assert!(!o.push(frames(5)));
+        assert!(o.push(frames(4)));
+        let mut h = frames(0);
+        h.part = Part::Header;
+        assert!(o.push(h));
+        assert_eq!((o.buffered_events(), o.dropped_events()), (10, 5));
+        assert_eq!(o.dropped_messages(), 1);
+        assert_eq!(o.pop().unwrap().events, 6);
+        assert!(o.push(frames(5)));
+        assert_eq!(o.buffered_events(), 9);
+        assert_eq!(o.len(), 3);
+        // Pieces of one flush go together: none of them when the events do not fit.
+        let mut piece = frames(0);
+        piece.index = 7;
+        assert!(!o.push_all(vec![piece, frames(2)]));
+        assert_eq!(
+            (o.len(), o.dropped_messages(), o.dropped_events()),
+            (3, 3, 7)
+        );
+        o.drop_front();
+        assert_eq!(
+            (o.len(), o.dropped_events(), o.buffered_events()),
+            (2, 11, 5)
+        );
+    }
+
+    fn as_received(m: &Outgoing) -> Received {
+        Received {
+            segment: m.segment.clone(),
+            part: Some(m.part),
+            payload: m.payload.clone(),
+        }
+    }
+
+    #[test]
+    fn segments_read_back_as_trace_files() {
+        let evs = sample_events();
+        let mut msgs = Vec::new();
+        for id in ["a", "b"] {
+            let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
+            msgs.extend(head.iter().map(as_received));
+            for (i, ev) in evs.iter().enumerate() {
+                seg.write_event(ev).unwrap();
+                if i % 2 == 0 {
+                    msgs.extend(seg.flush(i == 0).unwrap().iter().map(as_received));
+                }
+            }
+            if id == "a" {
+                msgs.extend(seg.finish().unwrap().iter().map(as_received));
+            } else {
+                msgs.extend(seg.flush(true).unwrap().iter().map(as_received));
+            }
+        }
+        // A late reader: frames of a segment whose header is gone come first.
+        let mut late = vec![msgs[1].clone()];
+        late.extend(msgs.iter().skip_while(|m| m.segment == "a").cloned());
+        let a = assemble(&msgs);
+        assert_eq!((a.segments.len(), a.orphan_messages), (2, 0));
+        let mut input = crate::Input::from_segments("nats://x/n", a.segments).unwrap();
+        assert_eq!(input.snapshot().len(), 2);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let twice: Vec<_> = evs.iter().chain(evs.iter()).cloned().collect();
+        assert_eq!(got, twice);
+        // The live segment has no end record yet.
+        assert!(!input.tail().unwrap().clean_end);
+
+        let l = assemble(&late);
+        assert_eq!((l.segments.len(), l.orphan_messages), (1, 1));
+        let got: Vec<_> = crate::Input::from_segments("nats://x/n", l.segments)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got, evs);
+    }
+
+    #[test]
+    fn large_segments_are_cut_into_messages_that_join_again() {
+        let mut header = sample_header();
+        // A header far over one message: a big node's snapshot.
+        header
+            .extra
+            .push(("note".into(), "x".repeat(3 * MAX_MESSAGE / 2)));
+        let (mut seg, head) = Segment::start("big".into(), &header).unwrap();
+        assert_eq!(head.len(), 2);
+        assert!(head.iter().all(|m| m.payload.len() <= MAX_MESSAGE));
+        let evs = sample_events();
+        for ev in &evs {
+            seg.write_event(ev).unwrap();
+        }
+        let tail = seg.finish().unwrap();
+        assert_eq!(tail.iter().map(|m| m.events).sum::<u64>(), evs.len() as u64);
+        let mut ids: Vec<u64> = head.iter().chain(&tail).map(|m| m.index).collect();
+        ids.dedup();
+        assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
+        let msgs: Vec<Received> = head.iter().chain(&tail).map(as_received).collect();
+        let a = assemble(&msgs);
+        let mut input = crate::Input::from_segments("nats://x/n", a.segments).unwrap();
+        assert_eq!(input.header().unwrap().extra, header.extra);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got, evs);
+        assert!(input.tail().unwrap().clean_end);
+    }
+}
