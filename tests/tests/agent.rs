@@ -46,7 +46,12 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+fn wait_for(what: &str, secs: u64, ok: impl FnMut() -> bool) {
+    wait_or(what, secs, ok, || String::new());
+}
+
+/// Like [`wait_for`], with `context()` (a log, say) in the failure message.
+fn wait_or(what: &str, secs: u64, mut ok: impl FnMut() -> bool, context: impl Fn() -> String) {
     let until = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < until {
         if ok() {
@@ -54,7 +59,7 @@ fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    panic!("timed out after {secs} s waiting for {what}");
+    panic!("timed out after {secs} s waiting for {what}\n{}", context());
 }
 
 fn listening(port: u16) -> bool {
@@ -78,7 +83,8 @@ fn start_nats(port: u16, store: &Path, log: &Path) -> Guard {
 
 /// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`.
 fn start_agent(tracer: &Path, nats_port: u16, node: &str, metrics_port: u16, log: &Path) -> Guard {
-    let log = std::fs::File::create(log).expect("agent log");
+    let log_path = log;
+    let log = std::fs::File::create(log_path).expect("agent log");
     let child = Command::new(tracer)
         .args(["agent", "--all", "--node", node, "--nats"])
         .arg(format!("nats://127.0.0.1:{nats_port}"))
@@ -88,11 +94,22 @@ fn start_agent(tracer: &Path, nats_port: u16, node: &str, metrics_port: u16, log
         .stderr(log)
         .spawn()
         .expect("start tracer agent");
-    let g = Guard(child);
-    // Capturing once it counted an event (the endpoint is up before the probes are).
-    wait_for("the agent to capture", 60, || {
-        scrape(metrics_port).is_some_and(|m| m.contains("tracer_events_total{"))
-    });
+    let mut g = Guard(child);
+    let log_text = || std::fs::read_to_string(log_path).unwrap_or_default();
+    // Capturing once it counted an event (the endpoint is up before the probes are). A quiet
+    // host may start no process for minutes: each try starts one.
+    wait_or(
+        "the agent to capture",
+        60,
+        || {
+            if let Ok(Some(st)) = g.0.try_wait() {
+                panic!("the agent exited ({st}); its log:\n{}", log_text());
+            }
+            let _ = Command::new("/bin/true").status();
+            scrape(metrics_port).is_some_and(|m| m.contains("tracer_events_total{"))
+        },
+        || format!("its log:\n{}\nmetrics: {:?}", log_text(), scrape(metrics_port)),
+    );
     g
 }
 
@@ -165,7 +182,10 @@ impl World {
             dir: temp_dir(tag).expect("temp dir"),
         };
         let dir = &dirs.dir;
-        let (nats_port, metrics_port) = (free_port(), free_port());
+        let nats_port = free_port();
+        let metrics_port = std::iter::repeat_with(free_port)
+            .find(|p| *p != nats_port)
+            .expect("a second free port");
         let nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
         let agent = start_agent(
             &tracer,

@@ -26,8 +26,8 @@ pub(super) fn header_for(target: &Target, ring_bytes: u32) -> Header {
     header
 }
 
-/// What the started capture adds to a header: the layouts it was configured from, the
-/// launched command, the probe set and its notes.
+/// What only the started capture knows: tracefs layouts, the launched command, the probe set
+/// and its notes.
 pub(super) fn add_capture_facts(header: &mut Header, cap: &tracer::capture::Capture) {
     header.layouts = cap.layouts().formats.clone();
     header
@@ -56,13 +56,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut header = snap
             .join()
             .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
-        let cap = started?;
+        let mut cap = started?;
         add_capture_facts(&mut header, &cap);
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
         }
-        add_capture_facts(&mut header, &cap);
-        let mut cap = cap;
         let mut w = TraceWriter::create(&args.output, &header)
             .with_context(|| format!("cannot create {}", args.output.display()))?;
 
