@@ -47,7 +47,7 @@ fn free_port() -> u16 {
 }
 
 fn wait_for(what: &str, secs: u64, ok: impl FnMut() -> bool) {
-    wait_or(what, secs, ok, || String::new());
+    wait_or(what, secs, ok, String::new);
 }
 
 /// Like [`wait_for`], with `context()` (a log, say) in the failure message.
@@ -108,7 +108,13 @@ fn start_agent(tracer: &Path, nats_port: u16, node: &str, metrics_port: u16, log
             let _ = Command::new("/bin/true").status();
             scrape(metrics_port).is_some_and(|m| m.contains("tracer_events_total{"))
         },
-        || format!("its log:\n{}\nmetrics: {:?}", log_text(), scrape(metrics_port)),
+        || {
+            format!(
+                "its log:\n{}\nmetrics: {:?}",
+                log_text(),
+                scrape(metrics_port)
+            )
+        },
     );
     g
 }
