@@ -115,21 +115,14 @@ pub type TraceSource = Box<dyn Read + Send>;
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
-    /// Trace files read one after the other (a NATS stream's segments); the first one's
-    /// header stands for all.
-    Segments {
+    /// A node's NATS stream: its segments (trace files) read one after the other; the first
+    /// one's header stands for all.
+    #[cfg(feature = "agent")]
+    Nats {
         first: Box<Header>,
         current: Box<TraceReader<TraceSource>>,
-        rest: std::collections::VecDeque<Vec<u8>>,
+        feed: crate::nats::SharedFeed,
     },
-}
-
-fn trace_reader(path: &Path, bytes: Vec<u8>) -> Result<TraceReader<TraceSource>, InputError> {
-    let src: TraceSource = Box::new(std::io::Cursor::new(bytes));
-    TraceReader::new(src).map_err(|e| InputError::TraceFile {
-        path: path.to_path_buf(),
-        error: e,
-    })
 }
 
 /// An opened input: its header (trace files) and its events, streamed.
@@ -171,7 +164,7 @@ impl Input {
             .to_str()
             .filter(|s| crate::nats::NatsSource::is_nats(s))
         {
-            return Input::open_nats(url);
+            return Input::open_nats(url, crate::nats::Follow::UntilNow);
         }
         let file: TraceSource = if path.as_os_str() == "-" {
             Box::new(std::io::stdin())
@@ -249,9 +242,10 @@ impl Input {
         })
     }
 
-    /// A node's NATS stream, read now from its start.
+    /// A node's NATS stream from its start: up to the last message stored now, or following
+    /// its tail (`follow`).
     #[cfg(feature = "agent")]
-    fn open_nats(url: &str) -> Result<Input, InputError> {
+    pub fn open_nats(url: &str, follow: crate::nats::Follow) -> Result<Input, InputError> {
         let nats = |error| InputError::Nats {
             path: PathBuf::from(url),
             error,
@@ -260,48 +254,51 @@ impl Input {
         if src.is_all_nodes() {
             return Err(InputError::NotRecognized {
                 path: PathBuf::from(url),
-                reason:
-                    "every node at once: only `tracer tree --pod NAME` reads nats://HOST:PORT/*",
+                reason: "every node at once: nats://HOST:PORT/* needs --pod NAME to pick a node",
             });
         }
-        let msgs = crate::nats::fetch_blocking(&src).map_err(nats)?;
-        let assembled = crate::nats::assemble(&msgs);
-        if assembled.orphan_messages > 0 {
-            log::info!(
-                "{url}: {} messages before the first segment header skipped",
-                assembled.orphan_messages
-            );
-        }
-        if assembled.segments.is_empty() {
-            return Err(InputError::NotRecognized {
-                path: PathBuf::from(url),
-                reason: "no segment header in the stream (no agent published to this node yet)",
-            });
-        }
-        Input::from_segments(url, assembled.segments)
+        let feed = crate::nats::Feed::open(&src, follow).map_err(nats)?;
+        Input::from_feed(url, feed)
     }
 
-    /// Trace files read one after the other as one recording (the segments of a NATS
-    /// stream); the first one's header (its /proc snapshot) seeds the engine. `name` stands
-    /// in for a path in messages.
-    pub fn from_segments(name: &str, segments: Vec<Vec<u8>>) -> Result<Input, InputError> {
+    /// Reads a NATS feed's segments as one recording; the first segment's header (its /proc
+    /// snapshot) seeds the engine. `name` stands in for a path in messages.
+    #[cfg(feature = "agent")]
+    pub fn from_feed(name: &str, feed: crate::nats::Feed) -> Result<Input, InputError> {
         let path = PathBuf::from(name);
-        let mut rest: std::collections::VecDeque<Vec<u8>> = segments.into();
-        let first = rest.pop_front().ok_or(InputError::NotRecognized {
+        let feed = std::sync::Arc::new(std::sync::Mutex::new(feed));
+        let current = next_nats_segment(&path, &feed).ok_or(InputError::NotRecognized {
             path: path.clone(),
-            reason: "no trace data",
-        })?;
-        let current = trace_reader(&path, first)?;
+            reason: "no segment header in the stream (its first messages were dropped by the stream's limits, or it holds no agent's data)",
+        })??;
         Ok(Input {
             kind: Kind::TraceFile,
-            source: Source::Segments {
+            source: Source::Nats {
                 first: Box::new(current.header().clone()),
                 current: Box::new(current),
-                rest,
+                feed,
             },
             path,
             strace_report: None,
         })
+    }
+
+    /// For a NATS stream followed: calls `f` once every event stored when it was opened has
+    /// been read (see [`crate::nats::Feed::on_caught_up`]). Other inputs never call it.
+    #[cfg(feature = "agent")]
+    pub fn on_caught_up(&mut self, f: Box<dyn FnOnce() + Send>) {
+        if let Source::Nats { feed, .. } = &self.source {
+            feed.lock().unwrap_or_else(|e| e.into_inner()).on_caught_up(f);
+        }
+    }
+
+    /// Messages of a NATS stream skipped because their segment's header was not there.
+    pub fn skipped_messages(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "agent")]
+            Source::Nats { feed, .. } => feed.lock().unwrap_or_else(|e| e.into_inner()).skipped(),
+            _ => 0,
+        }
     }
 
     /// For an strace log: how many lines the importer could not read, and the first of them.
@@ -313,7 +310,8 @@ impl Input {
     pub fn header(&self) -> Option<&Header> {
         match &self.source {
             Source::Trace(r) => Some(r.header()),
-            Source::Segments { first, .. } => Some(first),
+            #[cfg(feature = "agent")]
+            Source::Nats { first, .. } => Some(first),
             Source::Events(_) => None,
         }
     }
@@ -344,7 +342,8 @@ impl Input {
     pub fn last_stats(&self) -> Option<&StatsRecord> {
         match &self.source {
             Source::Trace(r) => r.last_stats(),
-            Source::Segments { current, .. } => current.last_stats(),
+            #[cfg(feature = "agent")]
+            Source::Nats { current, .. } => current.last_stats(),
             Source::Events(_) => None,
         }
     }
@@ -353,7 +352,8 @@ impl Input {
     pub fn tail(&self) -> Option<&TailReport> {
         match &self.source {
             Source::Trace(r) => Some(r.tail()),
-            Source::Segments { current, .. } => Some(current.tail()),
+            #[cfg(feature = "agent")]
+            Source::Nats { current, .. } => Some(current.tail()),
             Source::Events(_) => None,
         }
     }
@@ -368,20 +368,43 @@ impl Input {
                 })
             }),
             Source::Events(it) => it.next().map(Ok),
-            Source::Segments { current, rest, .. } => loop {
+            #[cfg(feature = "agent")]
+            Source::Nats { current, feed, .. } => loop {
                 if let Some(r) = current.events().next() {
                     return Some(r.map_err(|e| InputError::TraceFile {
                         path: self.path.clone(),
                         error: e,
                     }));
                 }
-                match trace_reader(&self.path, rest.pop_front()?) {
+                match next_nats_segment(&self.path, feed)? {
                     Ok(next) => **current = next,
                     Err(e) => return Some(Err(e)),
                 }
             },
         }
     }
+}
+
+/// The next segment of a NATS feed as a trace reader; `None` at the feed's end.
+#[cfg(feature = "agent")]
+fn next_nats_segment(
+    path: &Path,
+    feed: &crate::nats::SharedFeed,
+) -> Option<Result<TraceReader<TraceSource>, InputError>> {
+    let seg = match crate::nats::Feed::next_segment(feed)? {
+        Ok(seg) => seg,
+        Err(error) => {
+            return Some(Err(InputError::Nats {
+                path: path.to_path_buf(),
+                error,
+            }))
+        }
+    };
+    let src: TraceSource = Box::new(seg);
+    Some(TraceReader::new(src).map_err(|e| InputError::TraceFile {
+        path: path.to_path_buf(),
+        error: e,
+    }))
 }
 
 impl Iterator for Input {

@@ -8,8 +8,11 @@
 //!
 //! The agent side: [`Outbox`] (the bounded local buffer), [`Segment`] (a [`TraceWriter`] whose
 //! bytes are taken out message by message), [`ensure_stream`] and [`publish`] (stream
-//! creation, publishing with acknowledgements; the agent retries). The reader side: [`NatsSource`] and [`fetch`], then
-//! [`assemble`] and [`crate::Input::from_segments`].
+//! creation, publishing with acknowledgements; the agent retries). The reader side:
+//! [`NatsSource`], then [`Feed`] (a node's messages streamed by a thread of its own, up to now
+//! or following the tail) cut back into segments, which [`crate::Input`] reads one after the
+//! other as one recording. [`connect`] is the one way both sides connect (credentials and TLS
+//! from the environment).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -62,6 +65,20 @@ pub enum NatsError {
     /// The server refused a message as larger than its `max_payload`.
     #[error("a message of {0} bytes is larger than the server accepts (max_payload)")]
     TooLarge(usize),
+    /// The node has no message in the stream.
+    #[error("no message from node {0} in the stream (no agent published as that node yet)")]
+    NoData(String),
+    /// A credentials file that could not be read.
+    #[error("cannot read the NATS credentials {path}: {error}")]
+    Credentials {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// Connection settings that do not go together.
+    #[error("{0}")]
+    Config(&'static str),
     /// Encoding a segment failed.
     #[error(transparent)]
     Encode(#[from] TraceFileError),
@@ -412,18 +429,65 @@ impl Default for StreamLimits {
     }
 }
 
-/// Connects with unlimited reconnects; the client buffers and reconnects by itself.
-pub async fn connect(server: &str) -> Result<async_nats::Client, NatsError> {
-    async_nats::ConnectOptions::new()
-        .retry_on_initial_connect()
-        .max_reconnects(None)
-        .connection_timeout(Duration::from_secs(2))
-        .connect(server)
-        .await
-        .map_err(|error| NatsError::Connect {
-            server: server.to_string(),
-            error,
-        })
+/// When the first connection fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstConnect {
+    /// Keep trying (the agent: it starts before the server may be up, and runs unattended).
+    Retry,
+    /// Fail at once with the error (a reader: a person is waiting for an answer).
+    Fail,
+}
+
+/// Environment variables that give every connection (agent and readers) credentials and
+/// TLS: what a DaemonSet mounts from a Secret.
+pub const ENV_CREDS: &str = "TRACER_NATS_CREDS";
+/// PEM file of the CA roots that sign the server's certificate; setting it requires TLS.
+pub const ENV_CA: &str = "TRACER_NATS_CA";
+/// Client certificate (PEM) for servers that verify clients; needs [`ENV_KEY`].
+pub const ENV_CERT: &str = "TRACER_NATS_CERT";
+/// The client certificate's key (PEM).
+pub const ENV_KEY: &str = "TRACER_NATS_KEY";
+
+fn env_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(Into::into)
+}
+
+/// Options with the environment's credentials and TLS (see [`ENV_CREDS`]).
+async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
+    let mut o = async_nats::ConnectOptions::new();
+    if let Some(path) = env_path(ENV_CREDS) {
+        o = o
+            .credentials_file(&path)
+            .await
+            .map_err(|error| NatsError::Credentials { path, error })?;
+    }
+    if let Some(ca) = env_path(ENV_CA) {
+        o = o.add_root_certificates(ca).require_tls(true);
+    }
+    match (env_path(ENV_CERT), env_path(ENV_KEY)) {
+        (Some(cert), Some(key)) => o = o.add_client_certificate(cert, key).require_tls(true),
+        (None, None) => {}
+        _ => return Err(NatsError::Config("set both TRACER_NATS_CERT and TRACER_NATS_KEY")),
+    }
+    Ok(o)
+}
+
+/// Connects to `server`. Once connected, the client reconnects for as long as it lives
+/// (buffering what is published meanwhile); `first` says what a failed first attempt does.
+pub async fn connect(server: &str, first: FirstConnect) -> Result<async_nats::Client, NatsError> {
+    let mut o = auth_options().await?.max_reconnects(None);
+    o = match first {
+        FirstConnect::Retry => o
+            .retry_on_initial_connect()
+            .connection_timeout(Duration::from_secs(2)),
+        FirstConnect::Fail => o.connection_timeout(Duration::from_secs(5)),
+    };
+    o.connect(server).await.map_err(|error| NatsError::Connect {
+        server: server.to_string(),
+        error,
+    })
 }
 
 /// The stream, created with `limits` when missing (an existing one is used as configured).
@@ -478,11 +542,22 @@ pub struct Received {
     pub segment: String,
     /// [`PART_HEADER`], when known.
     pub part: Option<Part>,
+    /// Its number in the segment, from the message id (`None` when it has none).
+    pub index: Option<u64>,
+    /// Its sequence number in the stream.
+    pub seq: u64,
     /// The bytes.
     pub payload: Bytes,
 }
 
-fn received(m: &async_nats::Message) -> Received {
+impl Received {
+    /// The first message of a segment: a header message numbered 0 (or not numbered).
+    pub fn starts_segment(&self) -> bool {
+        self.part == Some(Part::Header) && self.index.is_none_or(|i| i == 0)
+    }
+}
+
+fn received(m: &async_nats::Message, seq: u64) -> Received {
     let get = |name: &str| {
         m.headers
             .as_ref()
@@ -494,35 +569,36 @@ fn received(m: &async_nats::Message) -> Received {
         Some("frames") => Some(Part::Frames),
         _ => None,
     };
+    let segment = get(SEGMENT_HEADER).unwrap_or_default();
+    // The id is `SEGMENT-INDEX` (Outgoing::message_id).
+    let index = get("Nats-Msg-Id")
+        .and_then(|id| id.strip_prefix(segment.as_str())?.strip_prefix('-')?.parse().ok());
     Received {
-        segment: get(SEGMENT_HEADER).unwrap_or_default(),
+        segment,
         part,
+        index,
+        seq,
         payload: m.payload.clone(),
     }
 }
 
-async fn connect_reader(server: &str) -> Result<jetstream::Context, NatsError> {
-    let client = async_nats::ConnectOptions::new()
-        .connection_timeout(Duration::from_secs(5))
-        .connect(server)
+async fn jetstream_reader(server: &str) -> Result<jetstream::Context, NatsError> {
+    Ok(jetstream::new(connect(server, FirstConnect::Fail).await?))
+}
+
+async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsError> {
+    js.get_stream(STREAM)
         .await
-        .map_err(|error| NatsError::Connect {
-            server: server.to_string(),
-            error,
-        })?;
-    Ok(jetstream::new(client))
+        .map_err(|e| e.to_string())
+        .map_err(js_err("opening the stream"))
 }
 
 /// The nodes that have messages in the stream, sorted; names that are not valid node names
 /// (published by something else) are left out.
 pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
     use futures_util::StreamExt;
-    let js = connect_reader(server).await?;
-    let stream = js
-        .get_stream(STREAM)
-        .await
-        .map_err(|e| e.to_string())
-        .map_err(js_err("opening the stream"))?;
+    let js = jetstream_reader(server).await?;
+    let stream = open_stream(&js).await?;
     let mut subjects = stream
         .info_with_subjects("tracer.*.events")
         .await
@@ -544,23 +620,222 @@ pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
     Ok(out)
 }
 
-/// Every message of `src`'s node from the start of the stream up to the last one stored now.
-pub async fn fetch(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
+/// How far a reader reads a node's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// From its start to the last message stored when it was opened.
+    UntilNow,
+    /// From its start, then every message published after, until the reader is dropped.
+    Forever,
+}
+
+/// What the reading thread hands over.
+enum Fed {
+    /// The stream's last sequence number for the node when reading began.
+    Start(u64),
+    Msg(Received),
+    Failed(NatsError),
+}
+
+/// Messages held between the reading thread and the reader: a few, so a node's stream is
+/// streamed, never held whole (messages are at most [`MAX_MESSAGE`]).
+const FEED_MESSAGES: usize = 64;
+
+/// A node's messages in stream order, read by a thread of its own into a small bounded
+/// channel, then cut back into segments: [`Feed::next_segment`] skips to the next segment's
+/// first message, [`SegmentRead`] reads one segment's bytes as a trace file.
+pub struct Feed {
+    rx: std::sync::mpsc::Receiver<Fed>,
+    /// A message taken but not used yet: the first one of the next segment.
+    pending: Option<Received>,
+    /// The last message stored when reading began.
+    last_at_open: u64,
+    /// That message has been handed over.
+    history_read: bool,
+    on_caught_up: Option<Box<dyn FnOnce() + Send>>,
+    skipped: u64,
+}
+
+/// A shared handle: the reader of the current segment and whoever opens the next one.
+pub type SharedFeed = Arc<Mutex<Feed>>;
+
+fn lock(feed: &SharedFeed) -> std::sync::MutexGuard<'_, Feed> {
+    feed.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Feed {
+    /// Starts reading `src` (one node) and waits until the stream answered: a missing stream,
+    /// an empty subject or an unreachable server is an error here.
+    pub fn open(src: &NatsSource, follow: Follow) -> Result<Feed, NatsError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(FEED_MESSAGES);
+        let src = src.clone();
+        std::thread::Builder::new()
+            .name("nats-reader".into())
+            .spawn(move || pump_thread(src, follow, tx))
+            .map_err(|e| js_err("starting the reader")(e.to_string()))?;
+        match rx.recv() {
+            Ok(Fed::Start(last)) => Ok(Feed::new(rx, last)),
+            Ok(Fed::Failed(e)) => Err(e),
+            _ => Err(js_err("reading")("the reader stopped".into())),
+        }
+    }
+
+    fn new(rx: std::sync::mpsc::Receiver<Fed>, last_at_open: u64) -> Feed {
+        Feed {
+            rx,
+            pending: None,
+            last_at_open,
+            history_read: false,
+            on_caught_up: None,
+            skipped: 0,
+        }
+    }
+
+    /// A feed of messages already at hand (tests, and anything that has them in memory), as
+    /// if the stream's last message had been `last_at_open` when it was opened.
+    pub fn from_messages(msgs: Vec<Received>, last_at_open: u64) -> Feed {
+        let (tx, rx) = std::sync::mpsc::sync_channel(msgs.len());
+        for m in msgs {
+            let _ = tx.send(Fed::Msg(m));
+        }
+        Feed::new(rx, last_at_open)
+    }
+
+    /// Calls `f` once every message stored at opening was read and the reader asks for more:
+    /// then every event they hold was read too (a trace reader asks for bytes only after it
+    /// handed over the frame before).
+    pub fn on_caught_up(&mut self, f: Box<dyn FnOnce() + Send>) {
+        self.on_caught_up = Some(f);
+    }
+
+    /// Messages skipped: frames whose segment's first message is not in the stream (the
+    /// stream's limits dropped it) or that carried no segment headers.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The next message; `None` at the end (the thread stopped: all read, or no follow).
+    fn recv(&mut self) -> Option<Result<Received, NatsError>> {
+        if let Some(m) = self.pending.take() {
+            return Some(Ok(m));
+        }
+        if self.history_read {
+            if let Some(f) = self.on_caught_up.take() {
+                f();
+            }
+        }
+        match self.rx.recv().ok()? {
+            Fed::Msg(m) => {
+                self.history_read |= m.seq >= self.last_at_open;
+                Some(Ok(m))
+            }
+            Fed::Failed(e) => Some(Err(e)),
+            Fed::Start(_) => self.recv(),
+        }
+    }
+
+    /// Skips to the first message of the next segment and returns a reader of it; `None`
+    /// at the end.
+    pub fn next_segment(feed: &SharedFeed) -> Option<Result<SegmentRead, NatsError>> {
+        let mut f = lock(feed);
+        loop {
+            match f.recv()? {
+                Ok(m) if m.starts_segment() => {
+                    return Some(Ok(SegmentRead {
+                        feed: feed.clone(),
+                        id: m.segment,
+                        buf: m.payload,
+                    }));
+                }
+                Ok(_) => f.skipped += 1,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+/// One segment's bytes, message after message: a trace file for [`crate::TraceReader`]. It
+/// ends where the next segment starts (or the feed ends).
+pub struct SegmentRead {
+    feed: SharedFeed,
+    id: String,
+    buf: Bytes,
+}
+
+impl std::io::Read for SegmentRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.buf.is_empty() {
+            let mut f = lock(&self.feed);
+            match f.recv() {
+                None => return Ok(0),
+                Some(Err(e)) => return Err(std::io::Error::other(e)),
+                Some(Ok(m)) if m.starts_segment() => {
+                    f.pending = Some(m);
+                    return Ok(0);
+                }
+                Some(Ok(m)) if m.segment == self.id => self.buf = m.payload,
+                Some(Ok(_)) => f.skipped += 1,
+            }
+        }
+        let n = out.len().min(self.buf.len());
+        out[..n].copy_from_slice(&self.buf[..n]);
+        self.buf = self.buf.slice(n..);
+        Ok(n)
+    }
+}
+
+/// The reading thread: a runtime of its own, so callers need none.
+fn pump_thread(src: NatsSource, follow: Follow, tx: std::sync::mpsc::SyncSender<Fed>) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = tx.send(Fed::Failed(js_err("starting a runtime")(e.to_string())));
+            return;
+        }
+    };
+    if let Err(e) = rt.block_on(pump(&src, follow, &tx)) {
+        let _ = tx.send(Fed::Failed(e));
+    }
+}
+
+/// Hands `m` over without blocking the runtime the client's connection runs on.
+async fn hand_over(tx: &std::sync::mpsc::SyncSender<Fed>, mut m: Fed) -> bool {
+    loop {
+        match tx.try_send(m) {
+            Ok(()) => return true,
+            Err(std::sync::mpsc::TrySendError::Full(back)) => {
+                m = back;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return false,
+        }
+    }
+}
+
+/// Reads the node's messages in order into `tx` until the end (or forever), or the reader
+/// is dropped.
+async fn pump(
+    src: &NatsSource,
+    follow: Follow,
+    tx: &std::sync::mpsc::SyncSender<Fed>,
+) -> Result<(), NatsError> {
     use futures_util::StreamExt;
-    let js = connect_reader(&src.server).await?;
+    let js = jetstream_reader(&src.server).await?;
     let subject = subject(&src.node);
-    let stream = js
-        .get_stream(STREAM)
-        .await
-        .map_err(|e| e.to_string())
-        .map_err(js_err("opening the stream"))?;
+    let stream = open_stream(&js).await?;
     let last = match stream.get_last_raw_message_by_subject(&subject).await {
         Ok(m) => m.sequence,
         Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => {
-            return Ok(Vec::new())
+            return Err(NatsError::NoData(src.node.clone()))
         }
         Err(e) => return Err(js_err("finding the last message")(e.to_string())),
     };
+    if !hand_over(tx, Fed::Start(last)).await {
+        return Ok(());
+    }
     let consumer = stream
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
             filter_subject: subject,
@@ -575,51 +850,31 @@ pub async fn fetch(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
         .await
         .map_err(|e| e.to_string())
         .map_err(js_err("reading"))?;
-    let mut out = Vec::new();
     while let Some(m) = msgs.next().await {
-        let m = m.map_err(|e| e.to_string()).map_err(js_err("reading"))?;
+        let m = match m.map_err(|e| e.to_string()) {
+            Ok(m) => m,
+            // The ordered consumer recreates itself after a server restart or a missed
+            // heartbeat; a follower waits for it, a one-off read reports it.
+            Err(e) if follow == Follow::Forever => {
+                log::warn!("{}: {e}; still following", src.with_node(&src.node));
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            Err(e) => return Err(js_err("reading")(e)),
+        };
         let seq = m
             .info()
             .map_err(|e| e.to_string())
             .map_err(js_err("reading"))?
             .stream_sequence;
-        out.push(received(&m));
-        if seq >= last {
-            break;
+        if !hand_over(tx, Fed::Msg(received(&m, seq))).await {
+            return Ok(());
+        }
+        if follow == Follow::UntilNow && seq >= last {
+            return Ok(());
         }
     }
-    Ok(out)
-}
-
-/// Messages put back into trace files, in stream order.
-#[derive(Debug, Default)]
-pub struct Assembled {
-    /// One trace file per segment whose header was read.
-    pub segments: Vec<Vec<u8>>,
-    /// Frame messages skipped because their segment's header was not in the stream (a
-    /// reader that starts after the limits dropped it) or they were not marked.
-    pub orphan_messages: usize,
-}
-
-/// Groups messages by segment; a segment starts at its header message.
-pub fn assemble(msgs: &[Received]) -> Assembled {
-    let mut out = Assembled::default();
-    let mut ids: Vec<&str> = Vec::new();
-    for m in msgs {
-        match m.part {
-            Some(Part::Header) if !ids.contains(&m.segment.as_str()) => {
-                ids.push(&m.segment);
-                out.segments.push(m.payload.to_vec());
-            }
-            // A header (or frames) cut into several messages: the bytes simply follow.
-            Some(_) => match ids.iter().position(|s| *s == m.segment) {
-                Some(i) => out.segments[i].extend_from_slice(&m.payload),
-                None => out.orphan_messages += 1,
-            },
-            None => out.orphan_messages += 1,
-        }
-    }
-    out
+    Ok(())
 }
 
 /// Runs `f` to completion on a runtime of its own, on a thread of its own (so callers inside
@@ -636,12 +891,6 @@ pub fn block_on<T: Send + 'static>(
     })
     .join()
     .unwrap_or_else(|_| Err(js_err("reading")("the reader thread panicked".into())))
-}
-
-/// Reads `src` now.
-pub fn fetch_blocking(src: &NatsSource) -> Result<Vec<Received>, NatsError> {
-    let src = src.clone();
-    block_on(async move { fetch(&src).await })
 }
 
 #[cfg(test)]
@@ -713,8 +962,54 @@ mod tests {
         Received {
             segment: m.segment.clone(),
             part: Some(m.part),
+            index: Some(m.index),
+            seq: 0,
             payload: m.payload.clone(),
         }
+    }
+
+    /// Messages as a stream would hold them (sequence numbers from 1).
+    fn input_of(mut msgs: Vec<Received>) -> crate::Input {
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.seq = i as u64 + 1;
+        }
+        let last = msgs.len() as u64;
+        crate::Input::from_feed("nats://x/n", Feed::from_messages(msgs, last)).unwrap()
+    }
+
+    #[test]
+    fn a_follower_hears_when_the_stored_events_are_read() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let evs = sample_events();
+        let mut msgs = Vec::new();
+        let mut history = 0;
+        for id in ["a", "b"] {
+            let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
+            msgs.extend(head.iter().map(as_received));
+            for (i, ev) in evs.iter().enumerate() {
+                seg.write_event(ev).unwrap();
+                msgs.extend(seg.flush(false).unwrap().iter().map(as_received));
+                if id == "b" && i == 1 {
+                    // Stored when the follower opened: segment a, and b up to its 2nd event.
+                    history = msgs.len();
+                }
+            }
+        }
+        for (i, m) in msgs.iter_mut().enumerate() {
+            m.seq = i as u64 + 1;
+        }
+        let feed = Feed::from_messages(msgs, history as u64);
+        let mut input = crate::Input::from_feed("nats://x/n", feed).unwrap();
+        let read = Arc::new(AtomicUsize::new(0));
+        let at_hook = Arc::new(AtomicUsize::new(usize::MAX));
+        let (r, h) = (read.clone(), at_hook.clone());
+        input.on_caught_up(Box::new(move || h.store(r.load(Ordering::SeqCst), Ordering::SeqCst)));
+        for ev in input.by_ref() {
+            ev.unwrap();
+            read.fetch_add(1, Ordering::SeqCst);
+        }
+        assert_eq!(read.load(Ordering::SeqCst), 2 * evs.len());
+        assert_eq!(at_hook.load(Ordering::SeqCst), evs.len() + 2);
     }
 
     #[test]
@@ -739,9 +1034,7 @@ mod tests {
         // A late reader: frames of a segment whose header is gone come first.
         let mut late = vec![msgs[1].clone()];
         late.extend(msgs.iter().skip_while(|m| m.segment == "a").cloned());
-        let a = assemble(&msgs);
-        assert_eq!((a.segments.len(), a.orphan_messages), (2, 0));
-        let mut input = crate::Input::from_segments("nats://x/n", a.segments).unwrap();
+        let mut input = input_of(msgs);
         assert_eq!(input.snapshot().len(), 2);
         let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
         let twice: Vec<_> = evs.iter().chain(evs.iter()).cloned().collect();
@@ -749,13 +1042,10 @@ mod tests {
         // The live segment has no end record yet.
         assert!(!input.tail().unwrap().clean_end);
 
-        let l = assemble(&late);
-        assert_eq!((l.segments.len(), l.orphan_messages), (1, 1));
-        let got: Vec<_> = crate::Input::from_segments("nats://x/n", l.segments)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let mut input = input_of(late);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
         assert_eq!(got, evs);
+        assert_eq!(input.skipped_messages(), 1);
     }
 
     #[test]
@@ -778,8 +1068,7 @@ mod tests {
         ids.dedup();
         assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
         let msgs: Vec<Received> = head.iter().chain(&tail).map(as_received).collect();
-        let a = assemble(&msgs);
-        let mut input = crate::Input::from_segments("nats://x/n", a.segments).unwrap();
+        let mut input = input_of(msgs);
         assert_eq!(input.header().unwrap().extra, header.extra);
         let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
         assert_eq!(got, evs);

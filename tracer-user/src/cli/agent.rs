@@ -94,7 +94,7 @@ impl Shared {
 async fn publisher(server: String, node: String, limits: StreamLimits, shared: Arc<Shared>) {
     let subject = nats::subject(&node);
     let client = loop {
-        match nats::connect(&server).await {
+        match nats::connect(&server, nats::FirstConnect::Retry).await {
             Ok(c) => break c,
             Err(e) => {
                 eprintln!("tracer: {e}; retrying");
