@@ -288,7 +288,9 @@ impl Input {
     #[cfg(feature = "agent")]
     pub fn on_caught_up(&mut self, f: Box<dyn FnOnce() + Send>) {
         if let Source::Nats { feed, .. } = &self.source {
-            feed.lock().unwrap_or_else(|e| e.into_inner()).on_caught_up(f);
+            feed.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .on_caught_up(f);
         }
     }
 
@@ -405,6 +407,80 @@ fn next_nats_segment(
         path: path.to_path_buf(),
         error: e,
     }))
+}
+
+/// What a followed recording sends after the events it held when opened (see
+/// [`follow_nats`]).
+#[derive(Debug)]
+pub enum TailItem {
+    /// One more event.
+    Event(Event),
+    /// Every event stored when the recording was opened has been sent.
+    CaughtUp,
+    /// The source failed; nothing more comes.
+    Failed(InputError),
+}
+
+/// A node's NATS stream followed live: what it held when opened, and a channel carrying
+/// every event published after.
+#[cfg(feature = "agent")]
+pub struct Followed {
+    /// The first segment's /proc snapshot.
+    pub seed: Vec<SnapshotProcess>,
+    /// Recorded without syscall probes.
+    pub sched_probes: bool,
+    /// The events stored when it was opened.
+    pub history: Vec<Event>,
+    /// Everything after, as it is published; closed when the stream ends.
+    pub tail: tokio::sync::mpsc::Receiver<TailItem>,
+}
+
+/// Events queued between the following thread and its reader.
+#[cfg(feature = "agent")]
+const TAIL_EVENTS: usize = 4096;
+
+/// Opens `url` (`nats://HOST:PORT/NODE`) following its tail: reads what is stored now, then
+/// leaves a thread reading the rest into [`Followed::tail`]; the thread ends with the first
+/// event published after the receiver was dropped. Waits for the history, so it is called
+/// outside an async runtime.
+#[cfg(feature = "agent")]
+pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
+    let mut input = Input::open_nats(url, crate::nats::Follow::Forever)?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(TAIL_EVENTS);
+    let hook = tx.clone();
+    input.on_caught_up(Box::new(move || {
+        let _ = hook.blocking_send(TailItem::CaughtUp);
+    }));
+    let (seed, sched_probes) = (input.snapshot(), input.sched_probes());
+    let thread = std::thread::Builder::new()
+        .name("nats-follow".into())
+        .spawn(move || {
+            while let Some(r) = input.next_event() {
+                let failed = r.is_err();
+                let item = r.map_or_else(TailItem::Failed, TailItem::Event);
+                if tx.blocking_send(item).is_err() || failed {
+                    return;
+                }
+            }
+        });
+    thread.map_err(|error| InputError::Io {
+        path: PathBuf::from(url),
+        error,
+    })?;
+    let mut history = Vec::new();
+    loop {
+        match rx.blocking_recv() {
+            Some(TailItem::Event(ev)) => history.push(ev),
+            Some(TailItem::Failed(e)) => return Err(e),
+            Some(TailItem::CaughtUp) | None => break,
+        }
+    }
+    Ok(Followed {
+        seed,
+        sched_probes,
+        history,
+        tail: rx,
+    })
 }
 
 impl Iterator for Input {

@@ -51,6 +51,9 @@ impl Tally {
 pub struct Metrics {
     registry: Registry,
     events: IntCounterVec,
+    /// `events`' counter of each kind seen, resolved once: a handful, scanned per event
+    /// instead of hashing the label under the family's lock.
+    events_by_kind: Vec<(&'static str, IntCounter)>,
     dropped: IntCounter,
     births: IntCounterVec,
     adoptions: IntCounterVec,
@@ -101,6 +104,7 @@ impl Metrics {
                 "Events captured, by kind",
                 "kind",
             ),
+            events_by_kind: Vec::new(),
             dropped: counter(
                 &r,
                 "tracer_dropped_events_total",
@@ -144,8 +148,17 @@ impl Metrics {
     }
 
     /// Counts one captured event.
-    pub fn observe(&self, ev: &Event) {
-        self.events.with_label_values(&[ev.kind.name()]).inc();
+    pub fn observe(&mut self, ev: &Event) {
+        let kind = ev.kind.name();
+        let i = match self.events_by_kind.iter().position(|(k, _)| *k == kind) {
+            Some(i) => i,
+            None => {
+                let c = self.events.with_label_values(&[kind]);
+                self.events_by_kind.push((kind, c));
+                self.events_by_kind.len() - 1
+            }
+        };
+        self.events_by_kind[i].1.inc();
     }
 
     /// The capture's cumulative drop count, and the buffer's state.
@@ -301,13 +314,21 @@ mod tests {
         m.set_counters(3, 7, 2);
         m.set_counters(3, 7, 2);
         let evs = crate::tracefile::tests::sample_events();
+        // Counted per kind: the same kind twice, another once.
+        let other = evs
+            .iter()
+            .find(|e| e.kind.name() != evs[0].kind.name())
+            .unwrap();
+        m.observe(&evs[0]);
+        m.observe(other);
         m.observe(&evs[0]);
         let text = m.encode();
         for name in [
             "tracer_dropped_events_total 3",
             "tracer_nats_buffered_events 7",
             "tracer_nats_dropped_events_total 2",
-            &format!("tracer_events_total{{kind=\"{}\"}} 1", evs[0].kind.name()),
+            &format!("tracer_events_total{{kind=\"{}\"}} 2", evs[0].kind.name()),
+            &format!("tracer_events_total{{kind=\"{}\"}} 1", other.kind.name()),
             "tracer_adoptions_total{reason=\"subreaper\"} 0",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");

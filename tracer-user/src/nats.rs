@@ -469,7 +469,11 @@ async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
     match (env_path(ENV_CERT), env_path(ENV_KEY)) {
         (Some(cert), Some(key)) => o = o.add_client_certificate(cert, key).require_tls(true),
         (None, None) => {}
-        _ => return Err(NatsError::Config("set both TRACER_NATS_CERT and TRACER_NATS_KEY")),
+        _ => {
+            return Err(NatsError::Config(
+                "set both TRACER_NATS_CERT and TRACER_NATS_KEY",
+            ))
+        }
     }
     Ok(o)
 }
@@ -571,8 +575,12 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
     };
     let segment = get(SEGMENT_HEADER).unwrap_or_default();
     // The id is `SEGMENT-INDEX` (Outgoing::message_id).
-    let index = get("Nats-Msg-Id")
-        .and_then(|id| id.strip_prefix(segment.as_str())?.strip_prefix('-')?.parse().ok());
+    let index = get("Nats-Msg-Id").and_then(|id| {
+        id.strip_prefix(segment.as_str())?
+            .strip_prefix('-')?
+            .parse()
+            .ok()
+    });
     Received {
         segment,
         part,
@@ -1003,7 +1011,9 @@ mod tests {
         let read = Arc::new(AtomicUsize::new(0));
         let at_hook = Arc::new(AtomicUsize::new(usize::MAX));
         let (r, h) = (read.clone(), at_hook.clone());
-        input.on_caught_up(Box::new(move || h.store(r.load(Ordering::SeqCst), Ordering::SeqCst)));
+        input.on_caught_up(Box::new(move || {
+            h.store(r.load(Ordering::SeqCst), Ordering::SeqCst)
+        }));
         for ev in input.by_ref() {
             ev.unwrap();
             read.fetch_add(1, Ordering::SeqCst);

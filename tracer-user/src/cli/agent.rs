@@ -205,7 +205,7 @@ impl Agent {
 
     fn on_batch(&mut self, batch: &mut Vec<tracer::Event>) -> Result<()> {
         let seg = self.segment.as_mut().context("no segment")?;
-        let metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        let mut metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
         for ev in batch.drain(..) {
             metrics.observe(&ev);
             self.engine.apply(&ev);

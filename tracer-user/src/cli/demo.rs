@@ -61,7 +61,14 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             sched_probes,
             guided: args.guided,
         };
-        tracer::tui::run_replay(events, seed, demo.title().into(), opts)?;
+        let rec = tracer::tui::Recording {
+            events,
+            seed,
+            title: demo.title().into(),
+            tail: None,
+            pod: None,
+        };
+        tracer::tui::run_replay(rec, opts)?;
         return Ok(ExitCode::SUCCESS);
     }
     let opts = ReplayOpts {
@@ -69,7 +76,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
         seq: args.seq,
         ..ReplayOpts::default()
     };
-    let engine = replay_input(input, &opts)?;
+    let engine = replay_input(input, &opts, None)?;
     super::output::to_stdout(|out| {
         writeln!(out, "\n== process tree at the end of the demo\n")?;
         out.write_all(traced_tree_text(&engine, TreeOpts::default()).as_bytes())?;

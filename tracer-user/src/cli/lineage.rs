@@ -21,6 +21,15 @@ pub struct Loaded {
 /// engine, seeded with the trace file's /proc snapshot; up to event `at` when given. Every
 /// warning about the input is printed on stderr and returned.
 pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
+    let loaded = load_engine_quietly(path, at)?;
+    for n in &loaded.notes {
+        eprintln!("tracer: warning: {}: {n}", path.display());
+    }
+    Ok(loaded)
+}
+
+/// [`load_engine`] without printing the warnings (a first pass; the second one says them).
+pub fn load_engine_quietly(path: &Path, at: Option<u64>) -> Result<Loaded> {
     let mut input = Input::open(path)?;
     let mut engine = input.seeded_engine();
     let mut notes = Vec::new();
@@ -60,10 +69,89 @@ pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
             _ => {}
         }
     }
-    for n in &notes {
-        eprintln!("tracer: warning: {}: {n}", path.display());
-    }
     Ok(Loaded { engine, notes })
+}
+
+/// `nats://HOST:PORT/*` (every node), when that is what `file` names.
+#[cfg(feature = "agent")]
+fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>> {
+    use tracer::nats::NatsSource;
+    Ok(file
+        .to_str()
+        .filter(|s| NatsSource::is_nats(s))
+        .map(NatsSource::parse)
+        .transpose()?
+        .filter(|s| s.is_all_nodes()))
+}
+
+/// The nodes of `src` (every node of a server) whose streams hold pod `pod`, each read
+/// through the engine, by node name. A node whose stream cannot be read is a warning.
+#[cfg(feature = "agent")]
+fn nodes_with_pod(
+    src: &tracer::nats::NatsSource,
+    pod: Option<&str>,
+    at: Option<u64>,
+) -> Result<Vec<(String, Loaded)>> {
+    use anyhow::Context;
+    use tracer::escape::escape;
+    let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
+    let server = src.server.clone();
+    let nodes = tracer::nats::block_on(async move { tracer::nats::nodes(&server).await })?;
+    let mut found = Vec::new();
+    for node in &nodes {
+        let url = src.with_node(node);
+        match load_engine(Path::new(&url), at) {
+            Ok(l) if tracer::lineage::pod::has_pod(&l.engine, pod) => found.push((node.clone(), l)),
+            Ok(_) => {}
+            Err(e) => eprintln!("tracer: warning: {url}: {e:#}"),
+        }
+    }
+    if found.is_empty() {
+        anyhow::bail!(
+            "pod {} not found on any of the {} nodes in the stream",
+            escape(pod),
+            nodes.len()
+        );
+    }
+    Ok(found)
+}
+
+/// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
+/// of the one node that holds pod `pod`.
+pub fn one_source(file: &Path, pod: Option<&str>) -> Result<std::path::PathBuf> {
+    #[cfg(feature = "agent")]
+    if let Some(src) = all_nodes(file)? {
+        let found = nodes_with_pod(&src, pod, None)?;
+        if let [(node, _)] = &found[..] {
+            return Ok(src.with_node(node).into());
+        }
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        anyhow::bail!(
+            "pod {} is on several nodes ({}): name one as {}",
+            tracer::escape::escape(pod.unwrap_or_default()),
+            names.join(", "),
+            src.with_node("NODE")
+        );
+    }
+    let _ = pod;
+    Ok(file.to_path_buf())
+}
+
+/// The events of pod `pod` in the recording at `path` (read once for this, whole).
+pub fn pod_events(path: &Path, pod: &str) -> Result<tracer::lineage::PodEvents> {
+    if path.as_os_str() == "-" {
+        anyhow::bail!("--pod reads the recording twice (to find the pod, then to show it): give a file, not stdin");
+    }
+    let engine = load_engine_quietly(path, None)?.engine;
+    let sel = tracer::lineage::PodEvents::new(&engine, pod);
+    if sel.is_empty() {
+        anyhow::bail!(
+            "{}: no process of pod {} in the recording",
+            path.display(),
+            tracer::escape::escape(pod)
+        );
+    }
+    Ok(sel)
 }
 
 /// What `tracer tree` shows.
@@ -80,14 +168,7 @@ pub struct TreeArgs<'a> {
 
 pub fn tree(a: TreeArgs<'_>) -> Result<()> {
     #[cfg(feature = "agent")]
-    if let Some(src) = a
-        .file
-        .to_str()
-        .filter(|s| tracer::nats::NatsSource::is_nats(s))
-        .map(tracer::nats::NatsSource::parse)
-        .transpose()?
-        .filter(|s| s.is_all_nodes())
-    {
+    if let Some(src) = all_nodes(a.file)? {
         return tree_all_nodes(&a, &src);
     }
     let Loaded { engine, notes } = load_engine(a.file, a.at)?;
@@ -122,30 +203,8 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
 /// them, node by node. A node whose stream cannot be read is a warning, not the end.
 #[cfg(feature = "agent")]
 fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()> {
-    use anyhow::Context;
-    use tracer::escape::escape;
-    use tracer::lineage::in_pod;
-    let pod = a
-        .pod
-        .context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
-    let server = src.server.clone();
-    let nodes = tracer::nats::block_on(async move { tracer::nats::nodes(&server).await })?;
-    let mut found = Vec::new();
-    for node in &nodes {
-        let url = src.with_node(node);
-        match load_engine(Path::new(&url), a.at) {
-            Ok(l) if l.engine.processes().any(|p| in_pod(p, pod)) => found.push((node, l)),
-            Ok(_) => {}
-            Err(e) => eprintln!("tracer: warning: {url}: {e:#}"),
-        }
-    }
-    if found.is_empty() {
-        anyhow::bail!(
-            "pod {} not found on any of the {} nodes in the stream",
-            escape(pod),
-            nodes.len()
-        );
-    }
+    let found = nodes_with_pod(src, a.pod, a.at)?;
+    let pod = a.pod.unwrap_or_default();
     let opts = TreeOpts {
         show_exited: !a.hide_exited,
         ..TreeOpts::default()
@@ -177,29 +236,80 @@ fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()
     Ok(())
 }
 
-pub fn story(file: &Path, format: OutputFormat, explain: bool) -> Result<()> {
+/// What `tracer story` shows.
+pub struct StoryArgs<'a> {
+    pub file: &'a Path,
+    pub format: OutputFormat,
+    pub explain: bool,
+    /// Only the births of this pod's containers (and no runtime restarts).
+    pub pod: Option<&'a str>,
+}
+
+pub fn story(a: StoryArgs<'_>) -> Result<()> {
+    #[cfg(feature = "agent")]
+    if let Some(src) = all_nodes(a.file)? {
+        let found = nodes_with_pod(&src, a.pod, None)?;
+        let per_node = found.into_iter().map(|(n, l)| (Some(n), l.engine));
+        return show_stories(&a, per_node.collect());
+    }
+    let engine = load_engine(a.file, None)?.engine;
+    show_stories(&a, vec![(None, engine)])
+}
+
+/// The stories (and runtime restarts) of one recording, or of each node named.
+fn show_stories(a: &StoryArgs<'_>, engines: Vec<(Option<String>, Engine)>) -> Result<()> {
     use tracer::lineage::restart::{restarts_text, runtime_restarts};
-    let engine = load_engine(file, None)?.engine;
-    let stories = tracer::lineage::stories(&engine);
-    let restarts = runtime_restarts(&engine);
-    to_stdout(|out| match format {
+    let mut shown = Vec::new();
+    for (node, engine) in engines {
+        let mut stories = tracer::lineage::stories(&engine);
+        let mut restarts = runtime_restarts(&engine);
+        if let Some(pod) = a.pod {
+            stories.retain(|st| tracer::lineage::story_in_pod(st, pod));
+            restarts.clear();
+        }
+        shown.push((node, stories, restarts));
+    }
+    if let Some(pod) = a.pod.filter(|_| shown.iter().all(|(_, s, _)| s.is_empty())) {
+        anyhow::bail!(
+            "{}: no container birth of pod {} in the recording",
+            a.file.display(),
+            tracer::escape::escape(pod)
+        );
+    }
+    to_stdout(|out| match a.format {
         OutputFormat::Text => {
-            if stories.is_empty() {
-                writeln!(out, "no container birth found")?;
-            }
-            out.write_all(story_text_with(&stories, explain).as_bytes())?;
-            if !restarts.is_empty() {
-                write!(out, "\n{}", restarts_text(&restarts))?;
+            for (node, stories, restarts) in &shown {
+                if let Some(node) = node {
+                    writeln!(out, "node {node}:")?;
+                }
+                if stories.is_empty() {
+                    writeln!(out, "no container birth found")?;
+                }
+                out.write_all(story_text_with(stories, a.explain).as_bytes())?;
+                if !restarts.is_empty() {
+                    write!(out, "\n{}", restarts_text(restarts))?;
+                }
             }
             Ok(())
         }
         OutputFormat::Json => {
-            let mut json = story_json(&stories);
-            if explain {
-                tracer::lineage::explain::add_whys(&mut json, &stories);
+            let mut list = Vec::new();
+            for (node, stories, restarts) in &shown {
+                let mut json = story_json(stories);
+                if a.explain {
+                    tracer::lineage::explain::add_whys(&mut json, stories);
+                }
+                json["runtime_restarts"] =
+                    serde_json::to_value(restarts).map_err(std::io::Error::from)?;
+                list.push(match node {
+                    Some(n) => serde_json::json!({ "node": n, "story": json }),
+                    None => json,
+                });
             }
-            json["runtime_restarts"] =
-                serde_json::to_value(&restarts).map_err(std::io::Error::from)?;
+            let json = match shown.first() {
+                Some((None, _, _)) => list.swap_remove(0),
+                _ => serde_json::json!({ "nodes": list }),
+            };
             serde_json::to_writer_pretty(&mut *out, &json)?;
             writeln!(out)
         }

@@ -76,7 +76,8 @@ pub enum Command {
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
-        /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin.
+        /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin;
+        /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -96,13 +97,15 @@ pub enum Command {
         #[arg(long, value_name = "PID", conflicts_with = "traced")]
         root: Option<u32>,
         /// Only the processes of this pod (its name or `namespace/name`, as its bundles'
-        /// Kubernetes annotations name it) and their ancestors.
+        /// Kubernetes annotations name it) and their ancestors; with `nats://HOST:PORT/*`, on
+        /// every node that has it.
         #[arg(long, value_name = "NAME", conflicts_with_all = ["traced", "root"])]
         pod: Option<String>,
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
-        /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin.
+        /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin;
+        /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -110,6 +113,10 @@ pub enum Command {
         /// (JSON: `why` and `why_source` on every step).
         #[arg(long)]
         explain: bool,
+        /// Only the births of this pod's containers (its name or `namespace/name`); with
+        /// `nats://HOST:PORT/*`, on every node that has it.
+        #[arg(long, value_name = "NAME")]
+        pod: Option<String>,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
     Record(tracefile::RecordArgs),
@@ -127,9 +134,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         record: Option<std::path::PathBuf>,
     },
-    /// Replay a recording (trace file or strace -f log) in the terminal viewer.
+    /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
+    /// stream is followed live.
     View {
-        /// A trace file or an `strace -f` log; `-` reads stdin.
+        /// A trace file or an `strace -f` log; `-` reads stdin; `nats://HOST:PORT/NODE` shows
+        /// the node's stream from its start, then follows its tail.
         file: std::path::PathBuf,
         /// Playback speed relative to the recorded timing.
         #[arg(long, default_value_t = 1.0)]
@@ -144,6 +153,10 @@ pub enum Command {
         /// `]` / `[` move between steps.
         #[arg(long)]
         guided: bool,
+        /// Only this pod (its name or `namespace/name`): its processes and their ancestors,
+        /// its containers' stories. With `nats://HOST:PORT/*`: the node that has it.
+        #[arg(long, value_name = "NAME")]
+        pod: Option<String>,
     },
     /// Headless capture on this node, published to NATS JetStream, with Prometheus metrics
     /// (docs/nats.md).
@@ -179,6 +192,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             paused,
             end,
             guided,
+            pod,
         }) => tui::view(
             &file,
             speed,
@@ -186,6 +200,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 paused,
                 at_end: end,
                 guided,
+                pod,
             },
         ),
         Some(Command::Tree {
@@ -210,7 +225,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             file,
             format,
             explain,
-        }) => lineage::story(&file, format, explain).map(|()| ExitCode::SUCCESS),
+            pod,
+        }) => lineage::story(lineage::StoryArgs {
+            file: &file,
+            format,
+            explain,
+            pod: pod.as_deref(),
+        })
+        .map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {
             target,
             format,

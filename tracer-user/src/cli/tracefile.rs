@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::escape::escape;
 use tracer::input::{Input, InputError};
+use tracer::lineage::PodEvents;
 use tracer::outfile::OutFile;
 use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
@@ -26,7 +27,8 @@ pub struct RecordArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
-    /// A trace file or an strace log (told apart by content); `-` reads stdin.
+    /// A trace file or an strace log (told apart by content); `-` reads stdin;
+    /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
     pub file: PathBuf,
     /// Replay speed: 1 = original timing, 2 = twice as fast, 0 = as fast as possible.
     /// Default: 1 when stdout is a terminal, else as fast as possible.
@@ -49,6 +51,11 @@ pub struct ReplayArgs {
     /// explanation; `]` / `[` move between steps.
     #[arg(long, conflicts_with_all = ["no_tui", "step"])]
     pub guided: bool,
+    /// Only the events of this pod (its name or `namespace/name`): of its processes and of
+    /// the shim, runtime and runc stages that started its containers. With
+    /// `nats://HOST:PORT/*`: the node that has it.
+    #[arg(long, value_name = "NAME")]
+    pub pod: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +74,8 @@ pub enum ExportFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// A trace file or an strace log (told apart by content); `-` reads stdin.
+    /// A trace file or an strace log (told apart by content); `-` reads stdin;
+    /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: ExportFormat,
@@ -81,6 +89,10 @@ pub struct ExportArgs {
     /// actors.
     #[arg(long)]
     pub all: bool,
+    /// Only the events of this pod (as `replay --pod`). With `nats://HOST:PORT/*`: the node
+    /// that has it.
+    #[arg(long, value_name = "NAME")]
+    pub pod: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -116,6 +128,24 @@ fn until_error<'a>(
             None
         }
     })
+}
+
+/// [`until_error`], only the events `keep` holds when given (`--pod`).
+fn kept<'a>(
+    input: &'a mut Input,
+    err: &'a mut Option<InputError>,
+    keep: Option<&'a PodEvents>,
+) -> impl Iterator<Item = Event> + 'a {
+    until_error(input, err).filter(move |ev| keep.is_none_or(|k| k.contains(ev)))
+}
+
+/// The recording a command reads (`/*`: the node holding `--pod`), and the pod's events.
+fn source_and_pod(file: &Path, pod: Option<&str>) -> Result<(PathBuf, Option<PodEvents>)> {
+    let file = super::lineage::one_source(file, pod)?;
+    let keep = pod
+        .map(|p| super::lineage::pod_events(&file, p))
+        .transpose()?;
+    Ok((file, keep))
 }
 
 /// What the user must hear about an input once it is read, one line each: strace lines not
@@ -206,18 +236,20 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
         let v = super::tui::ViewOpts {
             guided: args.guided,
+            pod: args.pod.clone(),
             ..Default::default()
         };
         return super::tui::view(&args.file, speed, v);
     }
-    let input = open_input(&args.file)?;
+    let (file, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
+    let input = open_input(&file)?;
     let opts = ReplayOpts {
         speed: args.speed,
         step: args.step,
         seq: args.seq,
         salvage: args.salvage,
     };
-    replay_input(input, &opts)?;
+    replay_input(input, &opts, keep.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -231,9 +263,13 @@ pub struct ReplayOpts {
     pub salvage: bool,
 }
 
-/// Replays an opened input as strace-like lines (the non-interactive view); returns the
-/// engine it fed, for the tree and stories.
-pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::lineage::Engine> {
+/// Replays an opened input as strace-like lines (the non-interactive view), only `keep`'s
+/// events when given; returns the engine it fed, for the tree and stories.
+pub fn replay_input(
+    mut input: Input,
+    args: &ReplayOpts,
+    keep: Option<&PodEvents>,
+) -> Result<tracer::lineage::Engine> {
     if let Some(h) = input.header() {
         let or_unknown = |s: &str| {
             if s.is_empty() {
@@ -273,7 +309,7 @@ pub fn replay_input(mut input: Input, args: &ReplayOpts) -> Result<tracer::linea
     // The first write error: lines stop, the replay still feeds the engine for the summary.
     let mut write_err: Option<std::io::Error> = None;
     let mut step = args.step;
-    for ev in until_error(&mut input, &mut err) {
+    for ev in kept(&mut input, &mut err, keep) {
         stats.observe(&ev);
         engine.apply(&ev);
         if write_err.is_some() {
@@ -333,7 +369,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     if args.all && !matches!(args.format, ExportFormat::Svg | ExportFormat::Html) {
         anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
     }
-    let mut input = open_input(&args.file)?;
+    let (file, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
+    let mut input = open_input(&file)?;
     let snapshot = input.snapshot();
     let mut file = match &args.output {
         Some(p) if p.as_os_str() != "-" => {
@@ -350,13 +387,16 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let res: std::io::Result<String> = (|| {
         let what = match args.format {
             ExportFormat::Jsonl => {
-                let n = tracer::export::write_jsonl(until_error(&mut input, &mut err), &mut out)?;
+                let n = tracer::export::write_jsonl(
+                    kept(&mut input, &mut err, keep.as_ref()),
+                    &mut out,
+                )?;
                 format!("{n} events")
             }
             ExportFormat::Perfetto => {
                 let e = tracer::export::write_perfetto(
                     &snapshot,
-                    until_error(&mut input, &mut err),
+                    kept(&mut input, &mut err, keep.as_ref()),
                     &mut out,
                 )?;
                 format!(
@@ -367,7 +407,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             }
             ExportFormat::Dot => {
                 let mut e = tracer::export::seeded(&snapshot);
-                for ev in until_error(&mut input, &mut err) {
+                for ev in kept(&mut input, &mut err, keep.as_ref()) {
                     e.apply(&ev);
                 }
                 tracer::export::write_dot(&e, &mut out)?;
@@ -375,7 +415,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             }
             ExportFormat::Svg | ExportFormat::Html => {
                 let mut e = tracer::export::seeded(&snapshot);
-                for ev in until_error(&mut input, &mut err) {
+                for ev in kept(&mut input, &mut err, keep.as_ref()) {
                     e.apply(&ev);
                 }
                 let opts = tracer::picture::PictureOpts { all: args.all };

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use tracer::tui::ReplayOpts;
 
 /// How `tracer view` (and `replay` on a terminal) opens a recording.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ViewOpts {
     /// Start paused.
     pub paused: bool,
@@ -15,12 +15,35 @@ pub struct ViewOpts {
     pub at_end: bool,
     /// Guided: paused at the first story step, explanations shown.
     pub guided: bool,
+    /// Only this pod.
+    pub pod: Option<String>,
 }
 
-/// `tracer view FILE`: replay a recording (trace file or strace log) in the viewer.
+impl ViewOpts {
+    fn replay_opts(&self, speed: f64, sched_probes: bool) -> ReplayOpts {
+        ReplayOpts {
+            speed,
+            paused: self.paused,
+            at_end: self.at_end,
+            sched_probes,
+            guided: self.guided,
+        }
+    }
+}
+
+/// `tracer view FILE`: replay a recording (trace file or strace log) in the viewer; a node's
+/// NATS stream is followed live.
 pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
+    }
+    let file = &super::lineage::one_source(file, v.pod.as_deref())?;
+    #[cfg(feature = "agent")]
+    if let Some(url) = file
+        .to_str()
+        .filter(|s| tracer::nats::NatsSource::is_nats(s))
+    {
+        return view_followed(url, speed, v);
     }
     let mut input = tracer::Input::open(file)?;
     let sched_probes = input.sched_probes();
@@ -38,18 +61,31 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     }
+    if let Some(pod) = &v.pod {
+        let mut e = tracer::lineage::Engine::new();
+        e.seed_snapshot(&seed);
+        events.iter().for_each(|ev| e.apply(ev));
+        if !tracer::lineage::pod::has_pod(&e, pod) {
+            anyhow::bail!(
+                "{}: no process of pod {} in the recording",
+                file.display(),
+                tracer::escape::escape(pod)
+            );
+        }
+    }
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let opts = ReplayOpts {
-        speed,
-        paused: v.paused,
-        at_end: v.at_end,
-        sched_probes,
-        guided: v.guided,
+    let opts = v.replay_opts(speed, sched_probes);
+    let rec = tracer::tui::Recording {
+        events,
+        seed,
+        title,
+        tail: None,
+        pod: v.pod,
     };
-    tracer::tui::run_replay(events, seed, title, opts)?;
+    tracer::tui::run_replay(rec, opts)?;
     // Said once the terminal is back: what of the input could not be shown.
     super::tracefile::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
@@ -57,6 +93,23 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
             "tracer: warning: {e} (the recording was interrupted; every whole frame was shown)"
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tracer view nats://HOST:PORT/NODE`: the node's stream from its start, then its tail as
+/// it is published, until `q`.
+#[cfg(feature = "agent")]
+fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
+    let f = tracer::input::follow_nats(url)?;
+    let opts = v.replay_opts(speed, f.sched_probes);
+    let rec = tracer::tui::Recording {
+        events: f.history,
+        seed: f.seed,
+        title: format!("{} (following)", tracer::escape::escape(url)),
+        tail: Some(f.tail),
+        pod: v.pod,
+    };
+    tracer::tui::run_replay(rec, opts)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -242,6 +242,24 @@ impl Engine {
         }
     }
 
+    /// The records `keep` accepts, and every ancestor of each.
+    pub fn with_ancestors(
+        &self,
+        keep: impl Fn(&Process) -> bool,
+    ) -> std::collections::HashSet<ProcId> {
+        let mut set = std::collections::HashSet::new();
+        for p in self.processes().filter(|p| keep(p)) {
+            if set.insert(p.id) {
+                for a in self.ancestors(p.id) {
+                    if !set.insert(a.id) {
+                        break;
+                    }
+                }
+            }
+        }
+        set
+    }
+
     /// Record `id` and everything below it, depth first; `descend` says whether to go below
     /// a record (it is yielded either way). Bounded by the number of records.
     pub fn subtree(&self, id: ProcId, mut descend: impl FnMut(&Process) -> bool) -> Vec<ProcId> {

@@ -9,6 +9,7 @@ mod engine;
 pub mod explain;
 pub mod k8s;
 mod pidmap;
+pub mod pod;
 mod process;
 mod reaper;
 pub mod restart;
@@ -25,6 +26,7 @@ mod tests;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
+pub use pod::{in_pod, pod_scope, story_in_pod, PodEvents};
 pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
@@ -33,6 +35,6 @@ pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
-    in_pod, node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,
+    node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,
     traced_tree_text, tree_json, tree_text, write_tree_json, JsonWarning, TreeOpts,
 };

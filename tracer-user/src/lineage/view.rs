@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::event::ExitStatus;
 
 use super::engine::{Engine, Warning, WarningKind};
+use super::pod::in_pod;
 use super::process::{How, ProcId, Process, Reason};
 use super::roles::Role;
 use super::story::Story;
@@ -163,35 +164,12 @@ pub fn tree_text(e: &Engine, opts: TreeOpts) -> String {
 /// Only what the recording saw act (born, exec'd, renamed, set a subreaper or exited after
 /// the start) and its ancestors: leaves out the rest of the start snapshot.
 pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
-    tree_text_of(e, opts, Some(&with_ancestors(e, acted)))
+    tree_text_of(e, opts, Some(&e.with_ancestors(acted)))
 }
 
 /// Only the processes of pod `name` (its name, or `namespace/name`) and their ancestors.
 pub fn pod_tree_text(e: &Engine, opts: TreeOpts, name: &str) -> String {
-    tree_text_of(e, opts, Some(&with_ancestors(e, |p| in_pod(p, name))))
-}
-
-/// `p` belongs to pod `name` (its name, or `namespace/name`), as its bundle's annotations say.
-pub fn in_pod(p: &Process, name: &str) -> bool {
-    p.k8s
-        .as_ref()
-        .and_then(|k| k.pod.as_ref())
-        .is_some_and(|pod| pod.name == name || format!("{}/{}", pod.namespace, pod.name) == name)
-}
-
-/// The records `keep` accepts, and every ancestor of each.
-fn with_ancestors(e: &Engine, keep: impl Fn(&Process) -> bool) -> HashSet<ProcId> {
-    let mut set = HashSet::new();
-    for p in e.processes().filter(|p| keep(p)) {
-        if set.insert(p.id) {
-            for a in e.ancestors(p.id) {
-                if !set.insert(a.id) {
-                    break;
-                }
-            }
-        }
-    }
-    set
+    tree_text_of(e, opts, Some(&super::pod::pod_scope(e, name)))
 }
 
 /// Did the recording see `p` act: born, exec'd, renamed, set a subreaper or exited after the

@@ -69,29 +69,39 @@ fn require_terminal() -> Result<()> {
     Ok(())
 }
 
-/// Replays `events` in the viewer until the user quits, starting from `seed` (the
-/// recording's /proc snapshot). `title` names the recording on the status bar. Needs a
-/// terminal (callers check `stdout().is_terminal()` first).
-pub fn run_replay(
-    events: Vec<Event>,
-    seed: Vec<crate::lineage::SnapshotProcess>,
-    title: String,
-    opts: ReplayOpts,
-) -> Result<()> {
+/// A recording for the viewer.
+pub struct Recording {
+    /// Its events (for a recording followed live: those stored when it was opened).
+    pub events: Vec<Event>,
+    /// Its /proc snapshot, where the tree starts.
+    pub seed: Vec<crate::lineage::SnapshotProcess>,
+    /// Names it on the status bar.
+    pub title: String,
+    /// A recording followed live: its later events, appended as they come.
+    pub tail: Option<mpsc::Receiver<crate::input::TailItem>>,
+    /// Show only this pod (see [`AppState::pod`]).
+    pub pod: Option<String>,
+}
+
+/// Replays a recording in the viewer until the user quits. Needs a terminal (callers check
+/// `stdout().is_terminal()` first).
+pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
     require_terminal()?;
     let rt = runtime()?;
     rt.block_on(async move {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let (ctl_tx, ctl_rx) = mpsc::channel(64);
-        let mut state = AppState::new_replay(title);
+        let mut state = AppState::new_replay(rec.title);
         state.set_sched_probes(opts.sched_probes);
         state.paused = opts.paused;
         state.speed = opts.speed;
-        state.seed(&seed);
+        state.pod = rec.pod;
+        state.seed(&rec.seed);
         if opts.guided {
             state.guide();
         }
-        let src = tokio::spawn(source::replay(events, seed, opts, tx, ctl_rx));
+        let replay = source::replay(rec.events, rec.seed, opts, tx, ctl_rx, rec.tail);
+        let src = tokio::spawn(replay);
         let res = app_loop(state, rx, Some(ctl_tx)).await;
         src.abort();
         res

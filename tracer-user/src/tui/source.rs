@@ -7,6 +7,7 @@ use tokio::sync::mpsc::{Receiver, Sender};
 use tokio::time::Instant;
 
 use crate::event::Event;
+use crate::input::TailItem;
 use crate::lineage::Engine;
 
 use super::msg::{Control, Msg};
@@ -45,144 +46,272 @@ impl Default for ReplayOpts {
     }
 }
 
-/// Virtual time of each event (ns from the first), gaps capped at [`MAX_GAP`].
-fn virtual_times(events: &[Event]) -> Vec<u64> {
-    let mut vt = Vec::with_capacity(events.len());
-    let mut t = 0u64;
-    let mut prev: Option<u64> = None;
-    for ev in events {
-        let gap = match prev {
+/// Virtual time (ns from the first event) of a growing event list, gaps capped at
+/// [`MAX_GAP`].
+#[derive(Default)]
+struct Clock {
+    t: u64,
+    prev: Option<u64>,
+    times: Vec<u64>,
+}
+
+impl Clock {
+    fn push(&mut self, ev: &Event) {
+        let gap = match self.prev {
             None => 0,
             Some(_) if ev.ts_ns == 0 => DEFAULT_GAP.as_nanos() as u64,
             Some(p) => ev.ts_ns.saturating_sub(p).min(MAX_GAP.as_nanos() as u64),
         };
         if ev.ts_ns != 0 {
-            prev = Some(ev.ts_ns);
-        } else if prev.is_none() {
-            prev = Some(0);
+            self.prev = Some(ev.ts_ns);
+        } else if self.prev.is_none() {
+            self.prev = Some(0);
         }
-        t = t.saturating_add(gap);
-        vt.push(t);
+        self.t = self.t.saturating_add(gap);
+        self.times.push(self.t);
     }
-    vt
 }
 
-/// Plays `events` with their original timing scaled by the speed; obeys [`Control`]s.
-/// Returns when the app is gone (either channel closed).
+/// A recording as the replay source holds it: its events so far, their virtual times, and
+/// the stories of them all.
+struct Played {
+    events: Vec<Event>,
+    clock: Clock,
+    engine: Engine,
+}
+
+impl Played {
+    fn new(events: Vec<Event>, seed: &[crate::lineage::SnapshotProcess]) -> Played {
+        let mut p = Played {
+            events: Vec::new(),
+            clock: Clock::default(),
+            engine: Engine::new(),
+        };
+        p.engine.seed_snapshot(seed);
+        p.append(events);
+        p
+    }
+
+    fn append(&mut self, events: Vec<Event>) {
+        for ev in &events {
+            self.clock.push(ev);
+            self.engine.apply(ev);
+        }
+        self.events.extend(events);
+    }
+
+    fn init(&self) -> Msg {
+        Msg::Init {
+            total: self.events.len(),
+            stories: crate::lineage::stories(&self.engine),
+        }
+    }
+
+    /// `events[from..to]` in messages of at most [`MAX_BATCH`].
+    fn chunks(&self, from: usize, to: usize) -> Vec<Msg> {
+        self.events[from..to]
+            .chunks(MAX_BATCH)
+            .map(|c| Msg::Events(c.to_vec()))
+            .collect()
+    }
+}
+
+/// The next items of a followed recording; never ready without one.
+async fn next_tail(tail: &mut Option<Receiver<TailItem>>, buf: &mut Vec<TailItem>) -> usize {
+    match tail {
+        Some(rx) => rx.recv_many(buf, MAX_BATCH).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The replay position and its timing.
+struct Player {
+    pos: usize,
+    paused: bool,
+    speed: f64,
+    /// Timing anchor: at `anchor`, virtual time `anchor_vt` was reached.
+    anchor: Instant,
+    anchor_vt: u64,
+}
+
+impl Player {
+    fn due(&self, vt: u64) -> Instant {
+        let dv = vt.saturating_sub(self.anchor_vt) as f64 / self.speed;
+        self.anchor + Duration::from_nanos(dv.min(3.6e12) as u64)
+    }
+
+    /// Re-anchors so that the event at `pos` comes after its own gap from now.
+    fn reanchor(&mut self, times: &[u64]) {
+        self.anchor = Instant::now();
+        self.anchor_vt = match self.pos {
+            0 => times.first().copied().unwrap_or(0),
+            p => times[p - 1],
+        };
+    }
+
+    /// Where a control moves the position to, if it does.
+    fn control(&mut self, c: Control, events: &[Event]) -> Option<usize> {
+        let total = events.len();
+        match c {
+            Control::Pause(p) => self.paused = p,
+            Control::Speed(s) => self.speed = s.clamp(1.0 / 64.0, 4096.0),
+            Control::Step(n) => {
+                self.paused = true;
+                return Some(if n >= 0 {
+                    self.pos.saturating_add(n as usize).min(total)
+                } else {
+                    self.pos.saturating_sub(n.unsigned_abs() as usize)
+                });
+            }
+            Control::Seek(seq) => {
+                return Some(events.iter().position(|e| e.seq > seq).unwrap_or(total))
+            }
+            Control::Start => return Some(0),
+            Control::End => return Some(total),
+        }
+        None
+    }
+}
+
+/// Where a replay opens: guided at the first story step, at the end, or at the start.
+fn open_position(played: &Played, opts: &ReplayOpts) -> usize {
+    let total = played.events.len();
+    let first_step = crate::lineage::stories(&played.engine)
+        .iter()
+        .flat_map(|s| &s.steps)
+        .map(|st| st.seq)
+        .min();
+    match first_step {
+        Some(seq) if opts.guided => played
+            .events
+            .iter()
+            .position(|e| e.seq > seq)
+            .unwrap_or(total),
+        _ if opts.at_end => total,
+        _ => 0,
+    }
+}
+
+/// Sends `msgs` in order; false when the app is gone.
+async fn send_all(tx: &Sender<Msg>, msgs: Vec<Msg>) -> bool {
+    for m in msgs {
+        if tx.send(m).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Plays `events` with their original timing scaled by the speed; obeys [`Control`]s. With
+/// a `tail` (a recording followed live), its events are appended as they come: played in
+/// turn, at once when the replay had reached the end. Returns when the app is gone (either
+/// channel closed).
 pub async fn replay(
     events: Vec<Event>,
     seed: Vec<crate::lineage::SnapshotProcess>,
     opts: ReplayOpts,
     tx: Sender<Msg>,
     mut ctl: Receiver<Control>,
+    mut tail: Option<Receiver<TailItem>>,
 ) {
-    let total = events.len();
-    let stories = {
-        let mut e = Engine::new();
-        e.seed_snapshot(&seed);
-        events.iter().for_each(|ev| e.apply(ev));
-        crate::lineage::stories(&e)
-    };
-    if tx
-        .send(Msg::Init {
-            total,
-            stories: stories.clone(),
-        })
-        .await
-        .is_err()
-    {
+    let mut played = Played::new(events, &seed);
+    if tx.send(played.init()).await.is_err() {
         return;
     }
-    let vt = virtual_times(&events);
-    let mut pos = 0usize;
-    let mut paused = opts.paused;
-    let mut speed = opts.speed.clamp(1.0 / 64.0, 4096.0);
-    // Timing anchor: at `anchor`, virtual time `anchor_vt` was reached.
-    let mut anchor = Instant::now();
-    let mut anchor_vt = 0u64;
-
-    let send_range = |from: usize, to: usize| {
-        let chunks: Vec<Vec<Event>> = events[from..to]
-            .chunks(MAX_BATCH)
-            .map(|c| c.to_vec())
-            .collect();
-        chunks
+    let mut p = Player {
+        pos: 0,
+        paused: opts.paused || opts.guided,
+        speed: opts.speed.clamp(1.0 / 64.0, 4096.0),
+        anchor: Instant::now(),
+        anchor_vt: 0,
     };
-    let first_step = stories.iter().flat_map(|s| &s.steps).map(|st| st.seq).min();
-    let open_at = match first_step {
-        Some(seq) if opts.guided => events.iter().position(|e| e.seq > seq).unwrap_or(total),
-        _ if opts.at_end => total,
-        _ => 0,
-    };
-    if opts.guided {
-        paused = true;
+    let open_at = open_position(&played, &opts);
+    if open_at > 0 && !send_all(&tx, played.chunks(0, open_at)).await {
+        return;
     }
-    if open_at > 0 {
-        for c in send_range(0, open_at) {
-            if tx.send(Msg::Events(c)).await.is_err() {
-                return;
-            }
-        }
-        pos = open_at;
-    }
-
+    p.pos = open_at;
+    let mut items = Vec::new();
     loop {
-        let due = |i: usize, anchor: Instant, anchor_vt: u64, speed: f64| -> Instant {
-            let dv = vt[i].saturating_sub(anchor_vt) as f64 / speed;
-            anchor + Duration::from_nanos(dv.min(3.6e12) as u64)
-        };
-        let next = (!paused && pos < total).then(|| due(pos, anchor, anchor_vt, speed));
+        let total = played.events.len();
+        let next = (!p.paused && p.pos < total).then(|| p.due(played.clock.times[p.pos]));
         let sleep = tokio::time::sleep_until(next.unwrap_or_else(Instant::now));
         tokio::select! {
             c = ctl.recv() => {
                 let Some(c) = c else { return };
-                let mut target: Option<usize> = None;
-                match c {
-                    Control::Pause(p) => paused = p,
-                    Control::Speed(s) => speed = s.clamp(1.0 / 64.0, 4096.0),
-                    Control::Step(n) => {
-                        paused = true;
-                        target = Some(if n >= 0 {
-                            pos.saturating_add(n as usize).min(total)
-                        } else {
-                            pos.saturating_sub(n.unsigned_abs() as usize)
-                        });
-                    }
-                    Control::Seek(seq) => {
-                        target = Some(events.iter().position(|e| e.seq > seq).unwrap_or(total));
-                    }
-                    Control::Start => target = Some(0),
-                    Control::End => target = Some(total),
-                }
-                if let Some(t) = target {
-                    if t > pos {
-                        for c in send_range(pos, t) {
-                            if tx.send(Msg::Events(c)).await.is_err() {
-                                return;
-                            }
-                        }
-                    } else if t < pos && tx.send(Msg::Rewind(t)).await.is_err() {
+                if let Some(t) = p.control(c, &played.events) {
+                    let msgs = match t.cmp(&p.pos) {
+                        std::cmp::Ordering::Greater => played.chunks(p.pos, t),
+                        std::cmp::Ordering::Less => vec![Msg::Rewind(t)],
+                        std::cmp::Ordering::Equal => Vec::new(),
+                    };
+                    if !send_all(&tx, msgs).await {
                         return;
                     }
-                    pos = t;
+                    p.pos = t;
                 }
-                // Re-anchor: the next event comes after its own gap from now.
-                anchor = Instant::now();
-                anchor_vt = if pos > 0 { vt[pos - 1] } else { vt.first().copied().unwrap_or(0) };
+                p.reanchor(&played.clock.times);
+            }
+            n = next_tail(&mut tail, &mut items) => {
+                if !take_tail(&mut played, &mut p, &mut tail, items.drain(..), n, &tx).await {
+                    return;
+                }
             }
             _ = sleep, if next.is_some() => {
                 let now = Instant::now();
-                let mut end = pos + 1;
-                while end < total && end - pos < MAX_BATCH && due(end, anchor, anchor_vt, speed) <= now {
+                let mut end = p.pos + 1;
+                while end < total && end - p.pos < MAX_BATCH && p.due(played.clock.times[end]) <= now {
                     end += 1;
                 }
-                if tx.send(Msg::Events(events[pos..end].to_vec())).await.is_err() {
+                if !send_all(&tx, played.chunks(p.pos, end)).await {
                     return;
                 }
-                pos = end;
+                p.pos = end;
             }
         }
     }
+}
+
+/// Appends what a followed recording sent (`n` items; none: it ended) and tells the app.
+/// False when the app is gone.
+async fn take_tail(
+    played: &mut Played,
+    p: &mut Player,
+    tail: &mut Option<Receiver<TailItem>>,
+    items: impl Iterator<Item = TailItem>,
+    n: usize,
+    tx: &Sender<Msg>,
+) -> bool {
+    let caught_up = p.pos == played.events.len();
+    let mut fresh = Vec::new();
+    let mut failed = None;
+    for item in items {
+        match item {
+            TailItem::Event(ev) => fresh.push(ev),
+            TailItem::CaughtUp => {}
+            TailItem::Failed(e) => failed = Some(e.to_string()),
+        }
+    }
+    if !fresh.is_empty() {
+        played.append(fresh);
+        if caught_up {
+            // Waiting at the end: the first new event plays now, the rest with their gaps.
+            p.anchor = Instant::now();
+            p.anchor_vt = played.clock.times[p.pos];
+        }
+        if tx.send(played.init()).await.is_err() {
+            return false;
+        }
+    }
+    let end = match (failed, n) {
+        (Some(e), _) => Some(Msg::Error(e)),
+        (None, 0) => Some(Msg::Note("the followed stream ended".into())),
+        _ => None,
+    };
+    if let Some(m) = end {
+        *tail = None;
+        return tx.send(m).await.is_ok();
+    }
+    true
 }
 
 /// Where a live source can copy every event batch it reads (a trace-file writer, when

@@ -192,6 +192,9 @@ pub struct AppState {
     pub show_threads: bool,
     /// The tree grouped as pods → containers → processes (`p`).
     pub pod_view: bool,
+    /// Only this pod (its name or `namespace/name`): its processes and their ancestors in
+    /// the tree, its containers' stories.
+    pub pod: Option<String>,
     /// Show the story pane.
     pub show_story: bool,
     /// Show the help.
@@ -272,6 +275,7 @@ impl AppState {
             show_exited: true,
             show_threads: false,
             pod_view: false,
+            pod: None,
             show_story: false,
             show_help: false,
             show_explain: false,
@@ -407,7 +411,7 @@ impl AppState {
         match msg {
             Msg::Init { total, stories } => {
                 self.total = total;
-                self.full_stories = stories;
+                self.full_stories = self.pod_stories(stories);
             }
             Msg::Events(evs) => {
                 if self.mode == Mode::Live && self.paused {
@@ -596,7 +600,7 @@ impl AppState {
             self.rows = build_rows(self);
             self.stories = match self.mode {
                 Mode::Replay => self.full_stories.clone(),
-                Mode::Live => crate::lineage::stories(&self.engine),
+                Mode::Live => self.pod_stories(crate::lineage::stories(&self.engine)),
             };
             if self.story_cursor >= self.story_steps().len() {
                 self.story_cursor = self.story_steps().len().saturating_sub(1);
@@ -712,6 +716,14 @@ impl AppState {
         } else {
             self.log.iter().collect()
         }
+    }
+
+    /// `stories`, or only the pod's when the view is scoped to one.
+    fn pod_stories(&self, mut stories: Vec<Story>) -> Vec<Story> {
+        if let Some(pod) = &self.pod {
+            stories.retain(|st| crate::lineage::story_in_pod(st, pod));
+        }
+        stories
     }
 
     /// Does `p` match the search (name substring, pid prefix, container id prefix)?
@@ -836,7 +848,13 @@ fn build_rows(s: &AppState) -> Vec<Row> {
     } else {
         live_below(e)
     };
-    let visible = |p: &Process| !gone(p) || live.contains(&p.id);
+    let scope = s
+        .pod
+        .as_deref()
+        .map(|name| crate::lineage::pod_scope(e, name));
+    let visible = |p: &Process| {
+        (!gone(p) || live.contains(&p.id)) && scope.as_ref().is_none_or(|sc| sc.contains(&p.id))
+    };
     if s.pod_view {
         return pod_rows(e, &visible);
     }

@@ -570,7 +570,7 @@ async fn replay_source_obeys_controls() {
         paused: true,
         ..ReplayOpts::default()
     };
-    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx));
+    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx, None));
     let mut s = AppState::new_replay("runc.log");
     s.ingest(recv_events(&mut rx).await);
     assert_eq!(s.total, total);
@@ -698,7 +698,7 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
         guided: true,
         ..ReplayOpts::default()
     };
-    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx));
+    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx, None));
     let mut s = AppState::new_replay(format!("{name}.log"));
     s.size = size;
     s.guide();
@@ -1051,4 +1051,95 @@ fn w_writes_the_live_window_to_a_new_private_trace_file() {
     s.recording = Some("r.trace".into());
     reduce(&mut s, Action::SaveWindow);
     assert!(!s.save_requested);
+}
+
+#[tokio::test]
+async fn a_followed_replay_plays_what_is_published_after_it_opened() {
+    use crate::input::TailItem;
+    let evs = fixture("runc");
+    let (head, rest) = evs.split_at(evs.len() / 3);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let (_ctl, ctl_rx) = tokio::sync::mpsc::channel(8);
+    let (tail, tail_rx) = tokio::sync::mpsc::channel(evs.len() + 2);
+    let opts = ReplayOpts {
+        at_end: true,
+        speed: 4096.0,
+        ..ReplayOpts::default()
+    };
+    let task = tokio::spawn(replay(
+        head.to_vec(),
+        Vec::new(),
+        opts,
+        tx,
+        ctl_rx,
+        Some(tail_rx),
+    ));
+    let mut s = AppState::new_replay("nats://x/n1");
+    while s.position() < head.len() {
+        s.ingest(recv_events(&mut rx).await);
+    }
+    assert_eq!(s.total, head.len());
+    tail.send(TailItem::CaughtUp).await.unwrap();
+    for ev in rest {
+        tail.send(TailItem::Event(ev.clone())).await.unwrap();
+    }
+    // Waiting at the end, the new events play by themselves and the stories grow with them.
+    while s.position() < evs.len() {
+        s.ingest(recv_events(&mut rx).await);
+    }
+    assert_eq!(s.total, evs.len());
+    assert_eq!(s.full_stories, stories_of(&evs));
+    assert_ne!(s.full_stories, stories_of(head), "the stories grew");
+    drop(tail);
+    let end = recv_events(&mut rx).await;
+    assert!(
+        matches!(&end, Msg::Note(n) if n.contains("ended")),
+        "{end:?}"
+    );
+    drop(rx);
+    task.abort();
+}
+
+#[test]
+fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
+    let mut input = crate::demo::open().unwrap();
+    let seed = input.snapshot();
+    let evs: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
+    let mut s = AppState::new_replay("pod.trace");
+    s.pod = Some("shared".into());
+    s.seed(&seed);
+    let mut e = Engine::new();
+    e.seed_snapshot(&seed);
+    evs.iter().for_each(|ev| e.apply(ev));
+    s.ingest(Msg::Init {
+        total: evs.len(),
+        stories: crate::lineage::stories(&e),
+    });
+    s.ingest(Msg::Events(evs.clone()));
+    s.refresh();
+    let scope = crate::lineage::pod_scope(&e, "shared");
+    let shown: std::collections::HashSet<_> = s
+        .rows
+        .iter()
+        .filter_map(|r| match r.kind {
+            RowKind::Proc(id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert!(!shown.is_empty());
+    assert!(shown.iter().all(|id| scope.contains(id)));
+    let in_pod: Vec<_> = e
+        .processes()
+        .filter(|p| crate::lineage::in_pod(p, "shared"))
+        .collect();
+    assert!(!in_pod.is_empty());
+    assert!(
+        in_pod.iter().all(|p| shown.contains(&p.id)),
+        "every pod process shown"
+    );
+    assert!(!s.full_stories.is_empty());
+    assert!(s
+        .full_stories
+        .iter()
+        .all(|st| crate::lineage::story_in_pod(st, "shared")));
 }

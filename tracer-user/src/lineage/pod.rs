@@ -1,0 +1,175 @@
+//! One pod picked out of a recording: which processes, stories and events are its. A pod
+//! is named as its bundles' Kubernetes annotations name it: `name` or `namespace/name`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::engine::Engine;
+use super::process::{ProcId, Process};
+use super::story::Story;
+use crate::event::{Event, EventKind};
+
+/// Whether `pod` (`namespace/name`) is the pod `query` names (its name, or `namespace/name`).
+fn pod_is(namespace: &str, name: &str, query: &str) -> bool {
+    name == query || query.split_once('/') == Some((namespace, name))
+}
+
+/// `p` belongs to pod `name`, as its bundle's annotations say.
+pub fn in_pod(p: &Process, name: &str) -> bool {
+    p.k8s
+        .as_ref()
+        .and_then(|k| k.pod.as_ref())
+        .is_some_and(|pod| pod_is(&pod.namespace, &pod.name, name))
+}
+
+/// `s` is the birth of a container of pod `name`.
+pub fn story_in_pod(s: &Story, name: &str) -> bool {
+    s.pod
+        .as_deref()
+        .and_then(|p| p.split_once('/'))
+        .is_some_and(|(ns, n)| pod_is(ns, n, name))
+}
+
+/// The pod's processes and every ancestor of each (what `tree --pod` and the viewer's pod
+/// scope show).
+pub fn pod_scope(e: &Engine, name: &str) -> HashSet<ProcId> {
+    e.with_ancestors(|p| in_pod(p, name))
+}
+
+/// Does the recording hold anything of pod `name`?
+pub fn has_pod(e: &Engine, name: &str) -> bool {
+    e.processes().any(|p| in_pod(p, name))
+}
+
+/// The events of one pod: those of its processes, and of every process one of its
+/// container-birth stories names (the shim, the runtime, runc's stages, which exit before
+/// or without the pod's annotations), each only within that process's lifetime (a pid can
+/// be reused). A fork counts for the child too, a cgroup move and a bundle's annotations
+/// for the process they name.
+#[derive(Clone, Debug, Default)]
+pub struct PodEvents {
+    /// Lifetimes (first and last seq) of the chosen processes, by pid.
+    windows: HashMap<u32, Vec<(u64, u64)>>,
+}
+
+impl PodEvents {
+    /// Picks pod `name` out of the engine that read the whole recording.
+    pub fn new(e: &Engine, name: &str) -> PodEvents {
+        let mut ids: HashSet<ProcId> = e
+            .processes()
+            .filter(|p| in_pod(p, name))
+            .map(|p| p.id)
+            .collect();
+        for st in super::story::stories(e)
+            .iter()
+            .filter(|s| story_in_pod(s, name))
+        {
+            for step in &st.steps {
+                let alive_then = e.processes().find(|p| {
+                    p.pid == step.pid
+                        && p.start_seq <= step.seq
+                        && p.exit_seq.is_none_or(|x| x >= step.seq)
+                });
+                ids.extend(alive_then.map(|p| p.id));
+            }
+        }
+        let mut windows: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        for p in ids.iter().filter_map(|&id| e.get(id)) {
+            let end = p.exit_seq.unwrap_or(u64::MAX);
+            windows.entry(p.pid).or_default().push((p.start_seq, end));
+        }
+        PodEvents { windows }
+    }
+
+    /// Nothing of the pod was found.
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// Processes chosen.
+    pub fn process_count(&self) -> usize {
+        self.windows.values().map(Vec::len).sum()
+    }
+
+    fn chosen(&self, pid: u32, seq: u64) -> bool {
+        self.windows
+            .get(&pid)
+            .is_some_and(|w| w.iter().any(|&(from, to)| from <= seq && seq <= to))
+    }
+
+    /// Is `ev` one of the pod's events?
+    pub fn contains(&self, ev: &Event) -> bool {
+        let other = match &ev.kind {
+            EventKind::Fork { child_tgid, .. } => Some(*child_tgid),
+            EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => {
+                Some(*pid)
+            }
+            _ => None,
+        };
+        self.chosen(ev.tgid, ev.seq) || other.is_some_and(|p| self.chosen(p, ev.seq))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Births = Vec<(Option<String>, Vec<(u64, u32)>)>;
+
+    /// Each birth of pod `name`: its container and its steps (seq, pid).
+    fn births(e: &Engine, name: &str) -> Births {
+        super::super::story::stories(e)
+            .iter()
+            .filter(|s| story_in_pod(s, name))
+            .map(|s| {
+                let steps = s.steps.iter().map(|st| (st.seq, st.pid)).collect();
+                (s.container_id.clone(), steps)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_pods_events_tell_its_births_and_nothing_of_the_other_pod() {
+        let mut input = crate::demo::open().unwrap();
+        let seed = input.snapshot();
+        let events: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let mut full = Engine::new();
+        full.seed_snapshot(&seed);
+        events.iter().for_each(|ev| full.apply(ev));
+        assert_eq!(births(&full, "web").len(), 4, "the fixture's pod");
+        assert!(
+            !births(&full, "shared").is_empty(),
+            "the fixture's other pod"
+        );
+
+        let web = PodEvents::new(&full, "tracer-lab/web");
+        let kept: Vec<&Event> = events.iter().filter(|ev| web.contains(ev)).collect();
+        assert!(!kept.is_empty() && kept.len() < events.len());
+        let mut only = Engine::new();
+        only.seed_snapshot(&seed);
+        kept.iter().for_each(|ev| only.apply(ev));
+        // The pod's births read the same from its events alone; the other pod is not there.
+        assert_eq!(births(&only, "web"), births(&full, "web"));
+        assert!(births(&only, "shared").is_empty());
+        // Every chosen process was born the same way, to the same parent.
+        let born = |e: &Engine, pid: u32, from: u64| {
+            let p = e.processes().find(|p| p.pid == pid && p.start_seq == from);
+            p.map(|p| (p.born_how(), p.lineage.first().map(|l| (l.parent, l.seq))))
+        };
+        for (&pid, w) in &web.windows {
+            for &(from, _) in w {
+                assert_eq!(born(&only, pid, from), born(&full, pid, from), "pid {pid}");
+            }
+        }
+        assert!(!has_pod(&only, "shared"));
+        assert!(PodEvents::new(&full, "nope").is_empty());
+    }
+
+    #[test]
+    fn a_pod_is_named_by_name_or_namespace_and_name() {
+        assert!(pod_is("ns", "web", "web"));
+        assert!(pod_is("ns", "web", "ns/web"));
+        assert!(!pod_is("ns", "web", "other/web"));
+        assert!(!pod_is("ns", "web", "ns/we"));
+        assert!(!pod_is("ns", "web", "ns"));
+    }
+}
