@@ -4,6 +4,7 @@
 
 pub mod labs;
 pub mod prereq;
+pub mod tmux;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

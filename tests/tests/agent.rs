@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tests::prereq::{require_program, require_root};
+use tests::tmux::Tmux;
 use tests::{busybox_bundle, release_tracer, temp_dir};
 
 /// A child process killed (and reaped) when dropped: servers and agents never outlive a test.
@@ -68,10 +69,16 @@ fn listening(port: u16) -> bool {
 
 /// `nats-server -js` on 127.0.0.1:`port`, storing in `store`.
 fn start_nats(port: u16, store: &Path, log: &Path) -> Guard {
+    start_nats_with(port, store, log, &[])
+}
+
+/// [`start_nats`] with more server options.
+fn start_nats_with(port: u16, store: &Path, log: &Path, extra: &[&std::ffi::OsStr]) -> Guard {
     let log = std::fs::File::create(log).expect("nats log");
     let child = Command::new("nats-server")
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(store)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -81,11 +88,19 @@ fn start_nats(port: u16, store: &Path, log: &Path) -> Guard {
     g
 }
 
-/// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`.
-fn start_agent(tracer: &Path, nats_port: u16, node: &str, metrics_port: u16, log: &Path) -> Guard {
+/// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`, with
+/// `env` added to its environment.
+fn start_agent(
+    tracer: &Path,
+    (nats_port, metrics_port): (u16, u16),
+    node: &str,
+    log: &Path,
+    env: &[(&str, &Path)],
+) -> Guard {
     let log_path = log;
     let log = std::fs::File::create(log_path).expect("agent log");
     let child = Command::new(tracer)
+        .envs(env.iter().copied())
         .args(["agent", "--all", "--node", node, "--nats"])
         .arg(format!("nats://127.0.0.1:{nats_port}"))
         .arg("--listen")
@@ -195,10 +210,10 @@ impl World {
         let nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
         let agent = start_agent(
             &tracer,
-            nats_port,
+            (nats_port, metrics_port),
             "n1",
-            metrics_port,
             &dir.join("agent.log"),
+            &[],
         );
         World {
             agent,
@@ -307,8 +322,49 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
         &["tree", &all, "--pod", &pod, "--format", "json"],
     ))
     .expect("tree JSON across nodes");
+    // A process that is not the pod's: in the node's stream, never in the pod's events.
+    let other = marker(&format!("tracer-not-the-pod-{}", std::process::id()));
+    wait_for("the marker in the node's stream", 20, || {
+        jsonl(&tracer_out(
+            &w.tracer,
+            &["export", &url, "--format", "jsonl"],
+        ))
+        .iter()
+        .any(|e| e["tgid"] == other)
+    });
+    let story: serde_json::Value = serde_json::from_str(&tracer_out(
+        &w.tracer,
+        &["story", &all, "--pod", &pod, "--format", "json"],
+    ))
+    .expect("story JSON across nodes");
+    let pod_events = jsonl(&tracer_out(
+        &w.tracer,
+        &["export", &all, "--pod", &pod, "--format", "jsonl"],
+    ));
+    let replayed = tracer_out(&w.tracer, &["replay", &all, "--pod", &pod, "--no-tui"]);
     w.agent.terminate();
     w.nats.terminate();
+    assert_eq!(story["nodes"][0]["node"], "n1", "{story}");
+    let births = story["nodes"][0]["story"]["stories"]
+        .as_array()
+        .expect("stories");
+    assert_eq!(births.len(), 1, "{story}");
+    assert_eq!(births[0]["init_pid"], init_pid, "{story}");
+    assert_eq!(births[0]["pod"], pod.as_str(), "{story}");
+    // The pod's events: its init's birth and exec are there, the other process is not.
+    let init_born = pod_events
+        .iter()
+        .any(|e| e["event"] == "fork" && e["child_tgid"] == init_pid);
+    assert!(init_born, "the init's fork is not among the pod's events");
+    assert!(pod_events
+        .iter()
+        .any(|e| e["tgid"] == init_pid && e["event"] == "exec"));
+    assert!(
+        pod_events.iter().all(|e| e["tgid"] != other),
+        "pid {other} is not the pod's"
+    );
+    assert!(replayed.contains(&format!("{init_pid} ")), "{replayed}");
+    assert!(!replayed.contains("tracer-not-the-pod"), "{replayed}");
     let nodes = across["nodes"].as_array().expect("nodes");
     assert_eq!(nodes.len(), 1, "{across}");
     assert_eq!(nodes[0]["node"], "n1");
@@ -329,6 +385,13 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
     assert_eq!(birth["how"], "clone_parent", "{init}");
     // CLONE_PARENT from runc's stages: the init's real parent is `runc run` itself.
     assert_eq!(birth["parent"], runc_pid, "{init}");
+}
+
+/// JSON lines.
+fn jsonl(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
 }
 
 /// Runs `sh -c 'exit 0' MARKER` on the host; its pid.
@@ -397,10 +460,7 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
         0.0,
         "{metrics}"
     );
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    let events = jsonl(&String::from_utf8_lossy(&out.stdout));
     for (pid, name) in [(before, "before"), (during, "during"), (after, "after")] {
         let argv = serde_json::json!(["/bin/sh", "-c", "exit 0", format!("{tag}-{name}")]);
         let seen = events
@@ -408,4 +468,183 @@ fn a_nats_outage_within_the_buffer_loses_nothing() {
             .any(|e| e["tgid"] == pid && e["event"] == "exec_enter" && e["argv"] == argv);
         assert!(seen, "the exec of the marker {name} (pid {pid}) is missing");
     }
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server; drives the viewer in tmux"]
+fn view_follows_a_nodes_stream_live() {
+    if !(prerequisites() && require_program("tmux", "tmux")) {
+        return;
+    }
+    let w = World::start("agent-view");
+    let dir = w.dirs.dir.clone();
+    let t = Tmux::start("agent-view", 200, 50);
+    t.wait_for(&["$"]);
+    let source = format!("{} --end", w.url());
+    let viewer = t.start_viewer(&w.tracer, &source, &["FOLLOW"], &dir.join("view.pid"));
+    // A program that did not exist when the viewer read the stream, with a name of its own.
+    let name = format!("tailmark{}", std::process::id() % 100_000);
+    let prog = dir.join(&name);
+    std::fs::copy("/bin/sleep", &prog).expect("copy sleep");
+    let mut c = Command::new(&prog)
+        .arg("30")
+        .spawn()
+        .expect("start the marker");
+    let pid = c.id();
+    // Searched for until the viewer has it: the detail pane then names the process.
+    let found = format!("process {pid}");
+    let deadline = Instant::now() + tests::tmux::CEILING;
+    while !t.capture().contains(&found) {
+        assert!(
+            Instant::now() < deadline,
+            "pid {pid} ({name}) never showed in the followed view:\n{}",
+            t.capture()
+        );
+        t.send(&["/"]);
+        t.type_text(&name);
+        t.send(&["Enter"]);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-follow-ok");
+    assert!(
+        !Path::new(&format!("/proc/{}", viewer.trim())).exists(),
+        "the viewer did not exit at q"
+    );
+}
+
+/// Runs openssl in `dir`; fails the test with its output when it fails.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA and a certificate for 127.0.0.1 it signed, made in `dir`: (ca.pem, server.pem,
+/// server.key).
+fn make_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509", "-days", "1", "-subj", "/CN=tracer test CA"];
+    ca.extend(ec);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
+    openssl(dir, &ca);
+    let mut csr = vec!["req", "-subj", "/CN=127.0.0.1"];
+    csr.extend(ec);
+    csr.extend(["-keyout", "server.key", "-out", "server.csr"]);
+    openssl(dir, &csr);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("extensions");
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "1",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ],
+    );
+    (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    )
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server with TLS"]
+fn the_agent_and_readers_use_tls_from_the_environment() {
+    if !(prerequisites() && require_program("openssl", "openssl")) {
+        return;
+    }
+    let tracer = release_tracer().expect("tracer binary");
+    let dirs = Dirs {
+        dir: temp_dir("agent-tls").expect("temp dir"),
+    };
+    let dir = &dirs.dir;
+    let (ca, cert, key) = make_certificates(dir);
+    let nats_port = free_port();
+    let metrics_port = std::iter::repeat_with(free_port)
+        .find(|p| *p != nats_port)
+        .expect("a second free port");
+    let tls = [
+        "--tls".as_ref(),
+        "--tlscert".as_ref(),
+        cert.as_os_str(),
+        "--tlskey".as_ref(),
+        key.as_os_str(),
+    ];
+    let mut nats = start_nats_with(nats_port, &dir.join("store"), &dir.join("nats.log"), &tls);
+    let with_ca = [("TRACER_NATS_CA", ca.as_path())];
+    let log = dir.join("agent.log");
+    let mut agent = start_agent(&tracer, (nats_port, metrics_port), "n1", &log, &with_ca);
+    let url = format!("nats://127.0.0.1:{nats_port}/n1");
+    let tag = format!("tracer-tls-{}", std::process::id());
+    let pid = marker(&tag);
+    let read = |env: &[(&str, &Path)]| {
+        Command::new(&tracer)
+            .envs(env.iter().copied())
+            .args(["export", &url, "--format", "jsonl"])
+            .output()
+            .expect("run tracer export")
+    };
+    // The marker's exec arrives over TLS, read back over TLS.
+    wait_or(
+        "the marker in the stream, over TLS",
+        30,
+        || {
+            let out = read(&with_ca);
+            out.status.success()
+                && jsonl(&String::from_utf8_lossy(&out.stdout))
+                    .iter()
+                    .any(|e| e["tgid"] == pid && e["event"] == "exec_enter")
+        },
+        || {
+            let out = read(&with_ca);
+            format!(
+                "reader: {}\nagent log:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        },
+    );
+    // Without the CA the server's certificate is not trusted: a one-line error, no panic.
+    let untrusted = read(&[]);
+    agent.terminate();
+    nats.terminate();
+    let stderr = String::from_utf8_lossy(&untrusted.stderr);
+    assert_eq!(untrusted.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot connect to nats://127.0.0.1"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }

@@ -26,9 +26,11 @@ const APT_PACKAGES: &[&str] = &[
     "chromium",
     // protoc: the pod lab's CRI client (k8s-cri) compiles the CRI protos at build time.
     "protobuf-compiler",
-    // The agent tests run a real NATS JetStream server and lint /metrics with promtool.
+    // The agent tests run a real NATS JetStream server (one with TLS, its certificates made
+    // by openssl) and lint /metrics with promtool.
     "nats-server",
     "prometheus",
+    "openssl",
 ];
 
 pub use tests::prereq::is_root;

@@ -105,7 +105,7 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     let rec = tracer::tui::Recording {
         events: f.history,
         seed: f.seed,
-        title: format!("{} (following)", tracer::escape::escape(url)),
+        title: url.to_string(),
         tail: Some(f.tail),
         pod: v.pod,
     };

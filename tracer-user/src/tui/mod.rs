@@ -96,6 +96,7 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
         state.paused = opts.paused;
         state.speed = opts.speed;
         state.pod = rec.pod;
+        state.following = rec.tail.is_some();
         state.seed(&rec.seed);
         if opts.guided {
             state.guide();

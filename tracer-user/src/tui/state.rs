@@ -195,6 +195,8 @@ pub struct AppState {
     /// Only this pod (its name or `namespace/name`): its processes and their ancestors in
     /// the tree, its containers' stories.
     pub pod: Option<String>,
+    /// Replay of a recording followed live: its new events are appended as they come.
+    pub following: bool,
     /// Show the story pane.
     pub show_story: bool,
     /// Show the help.
@@ -276,6 +278,7 @@ impl AppState {
             show_threads: false,
             pod_view: false,
             pod: None,
+            following: false,
             show_story: false,
             show_help: false,
             show_explain: false,

@@ -788,6 +788,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     }
     let (mode, mode_color) = match s.mode {
         Mode::Live => (" LIVE ", Color::Green),
+        Mode::Replay if s.following => (" FOLLOW ", Color::Green),
         Mode::Replay => (" REPLAY ", Color::Cyan),
     };
     let badge = if s.color {
