@@ -476,37 +476,46 @@ fn view_follows_a_nodes_stream_live() {
     if !(prerequisites() && require_program("tmux", "tmux")) {
         return;
     }
-    let w = World::start("agent-view");
+    let mut w = World::start("agent-view");
     let dir = w.dirs.dir.clone();
     let t = Tmux::start("agent-view", 200, 50);
     t.wait_for(&["$"]);
     let source = format!("{} --end", w.url());
     let viewer = t.start_viewer(&w.tracer, &source, &["FOLLOW"], &dir.join("view.pid"));
     // A program that did not exist when the viewer read the stream, with a name of its own.
-    let name = format!("tailmark{}", std::process::id() % 100_000);
-    let prog = dir.join(&name);
-    std::fs::copy("/bin/sleep", &prog).expect("copy sleep");
-    let mut c = Command::new(&prog)
-        .arg("30")
-        .spawn()
-        .expect("start the marker");
-    let pid = c.id();
-    // Searched for until the viewer has it: the detail pane then names the process.
-    let found = format!("process {pid}");
-    let deadline = Instant::now() + tests::tmux::CEILING;
-    while !t.capture().contains(&found) {
-        assert!(
-            Instant::now() < deadline,
-            "pid {pid} ({name}) never showed in the followed view:\n{}",
-            t.capture()
-        );
-        t.send(&["/"]);
-        t.type_text(&name);
-        t.send(&["Enter"]);
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let _ = c.kill();
-    let _ = c.wait();
+    let shows = |name: &str| {
+        let prog = dir.join(name);
+        std::fs::copy("/bin/sleep", &prog).expect("copy sleep");
+        let mut c = Command::new(&prog)
+            .arg("30")
+            .spawn()
+            .expect("start the marker");
+        let pid = c.id();
+        // Searched for until the viewer has it: the detail pane then names the process.
+        let found = format!("process {pid}");
+        let deadline = Instant::now() + tests::tmux::CEILING;
+        while !t.capture().contains(&found) {
+            assert!(
+                Instant::now() < deadline,
+                "pid {pid} ({name}) never showed in the followed view:\n{}",
+                t.capture()
+            );
+            t.send(&["/"]);
+            t.type_text(name);
+            t.send(&["Enter"]);
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    };
+    let tag = std::process::id() % 100_000;
+    shows(&format!("tailmark{tag}"));
+    // The server goes away and comes back: the view says so, and follows on.
+    w.nats.0.kill().expect("kill nats-server");
+    w.nats.0.wait().expect("reap nats-server");
+    t.wait_for(&["disconnected; reconnecting"]);
+    w.nats = start_nats(w.nats_port, &dir.join("store"), &dir.join("nats2.log"));
+    shows(&format!("tailagain{tag}"));
     t.send(&["q"]);
     t.assert_terminal_usable("after-follow-ok");
     assert!(

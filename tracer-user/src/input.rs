@@ -294,6 +294,15 @@ impl Input {
         }
     }
 
+    /// For a NATS stream followed: calls `f` (on the reading thread; it must not block) when
+    /// the server is lost and when reading resumes. Other inputs never call it.
+    #[cfg(feature = "agent")]
+    pub fn on_note(&mut self, f: crate::nats::NoteFn) {
+        if let Source::Nats { feed, .. } = &self.source {
+            feed.lock().unwrap_or_else(|e| e.into_inner()).on_note(f);
+        }
+    }
+
     /// Messages of a NATS stream skipped because their segment's header was not there.
     pub fn skipped_messages(&self) -> u64 {
         match &self.source {
@@ -417,6 +426,8 @@ pub enum TailItem {
     Event(Event),
     /// Every event stored when the recording was opened has been sent.
     CaughtUp,
+    /// How the source fares (a lost server, and its return), for the status line.
+    Note(String),
     /// The source failed; nothing more comes.
     Failed(InputError),
 }
@@ -451,6 +462,11 @@ pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
     input.on_caught_up(Box::new(move || {
         let _ = hook.blocking_send(TailItem::CaughtUp);
     }));
+    let notes = tx.clone();
+    // A note that finds the queue full is dropped: events matter more.
+    input.on_note(Box::new(move |n| {
+        let _ = notes.try_send(TailItem::Note(n));
+    }));
     let (seed, sched_probes) = (input.snapshot(), input.sched_probes());
     let thread = std::thread::Builder::new()
         .name("nats-follow".into())
@@ -472,6 +488,7 @@ pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
         match rx.blocking_recv() {
             Some(TailItem::Event(ev)) => history.push(ev),
             Some(TailItem::Failed(e)) => return Err(e),
+            Some(TailItem::Note(_)) => {}
             Some(TailItem::CaughtUp) | None => break,
         }
     }

@@ -481,7 +481,32 @@ async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
 /// Connects to `server`. Once connected, the client reconnects for as long as it lives
 /// (buffering what is published meanwhile); `first` says what a failed first attempt does.
 pub async fn connect(server: &str, first: FirstConnect) -> Result<async_nats::Client, NatsError> {
+    connect_with(server, first, None).await
+}
+
+/// [`connect`], telling `notes` when the connection is lost and when it is back.
+async fn connect_with(
+    server: &str,
+    first: FirstConnect,
+    notes: Option<Notes>,
+) -> Result<async_nats::Client, NatsError> {
     let mut o = auth_options().await?.max_reconnects(None);
+    if let Some(notes) = notes {
+        let server = server.to_string();
+        o = o.event_callback(move |event| {
+            let text = match event {
+                async_nats::Event::Disconnected => {
+                    Some(format!("{server}: disconnected; reconnecting"))
+                }
+                async_nats::Event::Connected => Some(format!("{server}: connected again")),
+                _ => None,
+            };
+            if let Some(text) = text {
+                say(&notes, text);
+            }
+            async {}
+        });
+    }
     o = match first {
         FirstConnect::Retry => o
             .retry_on_initial_connect()
@@ -590,8 +615,13 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
     }
 }
 
-async fn jetstream_reader(server: &str) -> Result<jetstream::Context, NatsError> {
-    Ok(jetstream::new(connect(server, FirstConnect::Fail).await?))
+async fn jetstream_reader(
+    server: &str,
+    notes: Option<Notes>,
+) -> Result<jetstream::Context, NatsError> {
+    Ok(jetstream::new(
+        connect_with(server, FirstConnect::Fail, notes).await?,
+    ))
 }
 
 async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsError> {
@@ -605,7 +635,7 @@ async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsErro
 /// (published by something else) are left out.
 pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
     use futures_util::StreamExt;
-    let js = jetstream_reader(server).await?;
+    let js = jetstream_reader(server, None).await?;
     let stream = open_stream(&js).await?;
     let mut subjects = stream
         .info_with_subjects("tracer.*.events")
@@ -661,7 +691,22 @@ pub struct Feed {
     /// That message has been handed over.
     history_read: bool,
     on_caught_up: Option<Box<dyn FnOnce() + Send>>,
+    notes: Notes,
     skipped: u64,
+}
+
+/// Where a following reader says how its connection fares (a lost server, and its return).
+pub type NoteFn = Box<dyn Fn(String) + Send>;
+
+/// The note handler, set by the reader's user after the thread started.
+type Notes = Arc<Mutex<Option<NoteFn>>>;
+
+/// Tells the note handler, if one is set.
+fn say(notes: &Notes, text: String) {
+    log::debug!("{text}");
+    if let Some(f) = notes.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        f(text);
+    }
 }
 
 /// A shared handle: the reader of the current segment and whoever opens the next one.
@@ -677,12 +722,17 @@ impl Feed {
     pub fn open(src: &NatsSource, follow: Follow) -> Result<Feed, NatsError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(FEED_MESSAGES);
         let src = src.clone();
+        let notes = Notes::default();
+        let pump_notes = notes.clone();
         std::thread::Builder::new()
             .name("nats-reader".into())
-            .spawn(move || pump_thread(src, follow, tx))
+            .spawn(move || pump_thread(src, follow, tx, pump_notes))
             .map_err(|e| js_err("starting the reader")(e.to_string()))?;
         match rx.recv() {
-            Ok(Fed::Start(last)) => Ok(Feed::new(rx, last)),
+            Ok(Fed::Start(last)) => Ok(Feed {
+                notes,
+                ..Feed::new(rx, last)
+            }),
             Ok(Fed::Failed(e)) => Err(e),
             _ => Err(js_err("reading")("the reader stopped".into())),
         }
@@ -695,6 +745,7 @@ impl Feed {
             last_at_open,
             history_read: false,
             on_caught_up: None,
+            notes: Notes::default(),
             skipped: 0,
         }
     }
@@ -714,6 +765,12 @@ impl Feed {
     /// handed over the frame before).
     pub fn on_caught_up(&mut self, f: Box<dyn FnOnce() + Send>) {
         self.on_caught_up = Some(f);
+    }
+
+    /// Calls `f` (on the reading thread: it must not block) when a following reader loses
+    /// the server and when it reads again.
+    pub fn on_note(&mut self, f: NoteFn) {
+        *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
 
     /// Messages skipped: frames whose segment's first message is not in the stream (the
@@ -793,7 +850,12 @@ impl std::io::Read for SegmentRead {
 }
 
 /// The reading thread: a runtime of its own, so callers need none.
-fn pump_thread(src: NatsSource, follow: Follow, tx: std::sync::mpsc::SyncSender<Fed>) {
+fn pump_thread(
+    src: NatsSource,
+    follow: Follow,
+    tx: std::sync::mpsc::SyncSender<Fed>,
+    notes: Notes,
+) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -804,10 +866,13 @@ fn pump_thread(src: NatsSource, follow: Follow, tx: std::sync::mpsc::SyncSender<
             return;
         }
     };
-    if let Err(e) = rt.block_on(pump(&src, follow, &tx)) {
+    if let Err(e) = rt.block_on(pump(&src, follow, &tx, &notes)) {
         let _ = tx.send(Fed::Failed(e));
     }
 }
+
+/// Longest pull a reader makes (see [`pump`]).
+const PULL_EXPIRES: Duration = Duration::from_secs(4);
 
 /// Hands `m` over without blocking the runtime the client's connection runs on.
 async fn hand_over(tx: &std::sync::mpsc::SyncSender<Fed>, mut m: Fed) -> bool {
@@ -829,9 +894,11 @@ async fn pump(
     src: &NatsSource,
     follow: Follow,
     tx: &std::sync::mpsc::SyncSender<Fed>,
+    notes: &Notes,
 ) -> Result<(), NatsError> {
     use futures_util::StreamExt;
-    let js = jetstream_reader(&src.server).await?;
+    let following = (follow == Follow::Forever).then(|| notes.clone());
+    let js = jetstream_reader(&src.server, following).await?;
     let subject = subject(&src.node);
     let stream = open_stream(&js).await?;
     let last = match stream.get_last_raw_message_by_subject(&subject).await {
@@ -848,6 +915,9 @@ async fn pump(
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
             filter_subject: subject,
             deliver_policy: jetstream::consumer::DeliverPolicy::All,
+            // Pulls of at most 4 s, so idle heartbeats every 2 s: a consumer a restarted
+            // server lost is recreated after two missed ones, not the client's 30 s.
+            max_expires: PULL_EXPIRES,
             ..Default::default()
         })
         .await
@@ -858,18 +928,25 @@ async fn pump(
         .await
         .map_err(|e| e.to_string())
         .map_err(js_err("reading"))?;
+    let url = src.with_node(&src.node);
+    let mut troubled = false;
     while let Some(m) = msgs.next().await {
         let m = match m.map_err(|e| e.to_string()) {
             Ok(m) => m,
             // The ordered consumer recreates itself after a server restart or a missed
-            // heartbeat; a follower waits for it, a one-off read reports it.
+            // heartbeat; a follower waits for it (saying so once), a one-off read reports it.
             Err(e) if follow == Follow::Forever => {
-                log::warn!("{}: {e}; still following", src.with_node(&src.node));
+                if !std::mem::replace(&mut troubled, true) {
+                    say(notes, format!("{url}: {e}; still following"));
+                }
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
             }
             Err(e) => return Err(js_err("reading")(e)),
         };
+        if std::mem::take(&mut troubled) {
+            say(notes, format!("{url}: reading again"));
+        }
         let seq = m
             .info()
             .map_err(|e| e.to_string())

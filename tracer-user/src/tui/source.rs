@@ -284,11 +284,18 @@ async fn take_tail(
     let caught_up = p.pos == played.events.len();
     let mut fresh = Vec::new();
     let mut failed = None;
+    let mut note = None;
     for item in items {
         match item {
             TailItem::Event(ev) => fresh.push(ev),
             TailItem::CaughtUp => {}
+            TailItem::Note(n) => note = Some(n),
             TailItem::Failed(e) => failed = Some(e.to_string()),
+        }
+    }
+    if let Some(n) = note {
+        if tx.send(Msg::Note(n)).await.is_err() {
+            return false;
         }
     }
     if !fresh.is_empty() {
