@@ -117,13 +117,14 @@ fn nodes_with_pod(
 }
 
 /// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
-/// of the one node that holds pod `pod`.
-pub fn one_source(file: &Path, pod: Option<&str>) -> Result<std::path::PathBuf> {
+/// of the one node that holds pod `pod` (with the engine that read it there).
+pub fn one_source(file: &Path, pod: Option<&str>) -> Result<(std::path::PathBuf, Option<Engine>)> {
     #[cfg(feature = "agent")]
     if let Some(src) = all_nodes(file)? {
-        let found = nodes_with_pod(&src, pod, None)?;
-        if let [(node, _)] = &found[..] {
-            return Ok(src.with_node(node).into());
+        let mut found = nodes_with_pod(&src, pod, None)?;
+        if found.len() == 1 {
+            let (node, l) = found.remove(0);
+            return Ok((src.with_node(&node).into(), Some(l.engine)));
         }
         let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
         anyhow::bail!(
@@ -134,15 +135,23 @@ pub fn one_source(file: &Path, pod: Option<&str>) -> Result<std::path::PathBuf> 
         );
     }
     let _ = pod;
-    Ok(file.to_path_buf())
+    Ok((file.to_path_buf(), None))
 }
 
-/// The events of pod `pod` in the recording at `path` (read once for this, whole).
-pub fn pod_events(path: &Path, pod: &str) -> Result<tracer::lineage::PodEvents> {
+/// The events of pod `pod` in the recording at `path`, from `engine` when it read the whole
+/// recording already, else from a read of it.
+pub fn pod_events(
+    path: &Path,
+    pod: &str,
+    engine: Option<Engine>,
+) -> Result<tracer::lineage::PodEvents> {
     if path.as_os_str() == "-" {
         anyhow::bail!("--pod reads the recording twice (to find the pod, then to show it): give a file, not stdin");
     }
-    let engine = load_engine_quietly(path, None)?.engine;
+    let engine = match engine {
+        Some(e) => e,
+        None => load_engine_quietly(path, None)?.engine,
+    };
     let sel = tracer::lineage::PodEvents::new(&engine, pod);
     if sel.is_empty() {
         anyhow::bail!(

@@ -141,9 +141,9 @@ fn kept<'a>(
 
 /// The recording a command reads (`/*`: the node holding `--pod`), and the pod's events.
 fn source_and_pod(file: &Path, pod: Option<&str>) -> Result<(PathBuf, Option<PodEvents>)> {
-    let file = super::lineage::one_source(file, pod)?;
+    let (file, engine) = super::lineage::one_source(file, pod)?;
     let keep = pod
-        .map(|p| super::lineage::pod_events(&file, p))
+        .map(|p| super::lineage::pod_events(&file, p, engine))
         .transpose()?;
     Ok((file, keep))
 }
@@ -169,6 +169,12 @@ pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
                 tracer::strace::UNKNOWN_PID
             ));
         }
+    }
+    if input.skipped_messages() > 0 {
+        notes.push(format!(
+            "{} messages skipped: the start of their segment is no longer in the stream",
+            input.skipped_messages()
+        ));
     }
     if let Some(tail) = input.tail() {
         notes.extend(tail.warnings());
@@ -263,8 +269,9 @@ pub struct ReplayOpts {
     pub salvage: bool,
 }
 
-/// Replays an opened input as strace-like lines (the non-interactive view), only `keep`'s
-/// events when given; returns the engine it fed, for the tree and stories.
+/// Replays an opened input as strace-like lines (the non-interactive view), printing only
+/// `keep`'s events when given; returns the engine it fed (with every event), for the tree and
+/// stories.
 pub fn replay_input(
     mut input: Input,
     args: &ReplayOpts,
@@ -309,12 +316,15 @@ pub fn replay_input(
     // The first write error: lines stop, the replay still feeds the engine for the summary.
     let mut write_err: Option<std::io::Error> = None;
     let mut step = args.step;
-    for ev in kept(&mut input, &mut err, keep) {
+    let mut shown = 0u64;
+    // Every event feeds the counts and the engine; `--pod` only chooses the lines printed.
+    for ev in until_error(&mut input, &mut err) {
         stats.observe(&ev);
         engine.apply(&ev);
-        if write_err.is_some() {
+        if write_err.is_some() || keep.is_some_and(|k| !k.contains(&ev)) {
             continue;
         }
+        shown += 1;
         if paced && ev.ts_ns != 0 {
             let base = *t0.get_or_insert(ev.ts_ns);
             let due = Duration::from_secs_f64(ev.ts_ns.saturating_sub(base) as f64 / 1e9 / speed);
@@ -360,6 +370,12 @@ pub fn replay_input(
         engine.warning_count(),
         tracer::lineage::stories(&engine).len()
     );
+    if let Some(k) = keep {
+        eprintln!(
+            "tracer: shown {shown} events of the pod's {} processes",
+            k.process_count()
+        );
+    }
     finish_input(&input, err, args.salvage)?;
     super::output::check_write(write_err.map_or(Ok(()), Err))?;
     Ok(engine)
@@ -369,8 +385,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     if args.all && !matches!(args.format, ExportFormat::Svg | ExportFormat::Html) {
         anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
     }
-    let (file, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
-    let mut input = open_input(&file)?;
+    let (source, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
+    let mut input = open_input(&source)?;
     let snapshot = input.snapshot();
     let mut file = match &args.output {
         Some(p) if p.as_os_str() != "-" => {
@@ -419,8 +435,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                     e.apply(&ev);
                 }
                 let opts = tracer::picture::PictureOpts { all: args.all };
-                let title = args.file.file_name().map_or_else(
-                    || args.file.display().to_string(),
+                let title = source.file_name().map_or_else(
+                    || source.display().to_string(),
                     |n| n.to_string_lossy().into_owned(),
                 );
                 if args.format == ExportFormat::Svg {

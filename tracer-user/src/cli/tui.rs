@@ -37,7 +37,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
-    let file = &super::lineage::one_source(file, v.pod.as_deref())?;
+    let (file, _) = &super::lineage::one_source(file, v.pod.as_deref())?;
     #[cfg(feature = "agent")]
     if let Some(url) = file
         .to_str()

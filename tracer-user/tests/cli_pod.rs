@@ -1,0 +1,115 @@
+//! `--pod NAME` on a recording: `story`, `export` and `replay` keep one pod's births and
+//! events (the bundled pod lab holds two pods, `tracer-lab/web` and `tracer-lab/shared`).
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
+
+fn pod_trace() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/demo/pod.trace")
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(TRACER)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "tracer {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).unwrap()
+}
+
+fn jsonl(args: &[&str]) -> Vec<serde_json::Value> {
+    ok(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The container inits of each pod, from the unfiltered stories.
+fn inits(all: &serde_json::Value, pod: &str) -> Vec<u64> {
+    all["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["pod"] == pod)
+        .map(|s| s["init_pid"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn story_and_export_keep_one_pod() {
+    let f = pod_trace();
+    let all = json(&["story", &f, "--format", "json"]);
+    let (web, shared) = (
+        inits(&all, "tracer-lab/web"),
+        inits(&all, "tracer-lab/shared"),
+    );
+    assert!(!web.is_empty() && !shared.is_empty());
+
+    // By name or namespace/name: the pod's births, all of them, nothing else.
+    for name in ["shared", "tracer-lab/shared"] {
+        let only = json(&["story", &f, "--pod", name, "--format", "json"]);
+        assert_eq!(inits(&only, "tracer-lab/shared"), shared);
+        assert_eq!(only["stories"].as_array().unwrap().len(), shared.len());
+    }
+
+    let every = jsonl(&["export", &f, "--format", "jsonl"]);
+    let kept = jsonl(&["export", &f, "--pod", "web", "--format", "jsonl"]);
+    assert!(kept.len() < every.len());
+    assert!(
+        kept.iter().all(|e| every.contains(e)),
+        "only the recording's events"
+    );
+    for pid in &web {
+        let of = |evs: &[serde_json::Value]| evs.iter().filter(|e| e["tgid"] == *pid).count();
+        assert_eq!(of(&kept), of(&every), "every event of web's init {pid}");
+    }
+    assert!(kept.iter().all(|e| !shared
+        .iter()
+        .any(|pid| e["tgid"] == *pid || e["child_tgid"] == *pid)));
+
+    let lines = ok(&["replay", &f, "--pod", "web", "--no-tui"]);
+    assert!(
+        web.iter()
+            .all(|pid| lines.contains(&format!("[pid {pid:>6}]"))),
+        "{lines}"
+    );
+    assert!(
+        shared.iter().all(|pid| !lines.contains(&format!("{pid}"))),
+        "{lines}"
+    );
+}
+
+#[test]
+fn a_pod_that_is_not_there_or_stdin_is_a_one_line_error() {
+    let f = pod_trace();
+    for args in [
+        vec!["story", f.as_str(), "--pod", "nope"],
+        vec!["export", f.as_str(), "--pod", "nope", "--format", "jsonl"],
+        vec!["replay", "-", "--pod", "web", "--no-tui"],
+        vec!["tree", "nats://127.0.0.1:1/*"],
+    ] {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
