@@ -363,7 +363,10 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
         pod_events.iter().all(|e| e["tgid"] != other),
         "pid {other} is not the pod's"
     );
-    assert!(replayed.contains(&format!("{init_pid} ")), "{replayed}");
+    assert!(
+        replayed.contains(&format!("[pid {init_pid:>6}]")),
+        "{replayed}"
+    );
     assert!(!replayed.contains("tracer-not-the-pod"), "{replayed}");
     let nodes = across["nodes"].as_array().expect("nodes");
     assert_eq!(nodes.len(), 1, "{across}");

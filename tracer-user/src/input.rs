@@ -122,6 +122,8 @@ enum Source {
         first: Box<Header>,
         current: Box<TraceReader<TraceSource>>,
         feed: crate::nats::SharedFeed,
+        /// Segments that ended inside a frame.
+        cut: u64,
     },
 }
 
@@ -267,7 +269,7 @@ impl Input {
     pub fn from_feed(name: &str, feed: crate::nats::Feed) -> Result<Input, InputError> {
         let path = PathBuf::from(name);
         let feed = std::sync::Arc::new(std::sync::Mutex::new(feed));
-        let current = next_nats_segment(&path, &feed).ok_or(InputError::NotRecognized {
+        let current = next_nats_segment(&path, &feed, true).ok_or(InputError::NotRecognized {
             path: path.clone(),
             reason: "no segment header in the stream (its first messages were dropped by the stream's limits, or it holds no agent's data)",
         })??;
@@ -277,6 +279,7 @@ impl Input {
                 first: Box::new(current.header().clone()),
                 current: Box::new(current),
                 feed,
+                cut: 0,
             },
             path,
             strace_report: None,
@@ -288,9 +291,7 @@ impl Input {
     #[cfg(feature = "agent")]
     pub fn on_caught_up(&mut self, f: Box<dyn FnOnce() + Send>) {
         if let Source::Nats { feed, .. } = &self.source {
-            feed.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .on_caught_up(f);
+            crate::nats::lock(feed).on_caught_up(f);
         }
     }
 
@@ -299,7 +300,17 @@ impl Input {
     #[cfg(feature = "agent")]
     pub fn on_note(&mut self, f: crate::nats::NoteFn) {
         if let Source::Nats { feed, .. } = &self.source {
-            feed.lock().unwrap_or_else(|e| e.into_inner()).on_note(f);
+            crate::nats::lock(feed).on_note(f);
+        }
+    }
+
+    /// Segments of a NATS stream that ended inside a frame (their agent stopped between the
+    /// pieces of a message); the frames before were read.
+    pub fn cut_segments(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "agent")]
+            Source::Nats { cut, .. } => *cut,
+            _ => 0,
         }
     }
 
@@ -307,7 +318,7 @@ impl Input {
     pub fn skipped_messages(&self) -> u64 {
         match &self.source {
             #[cfg(feature = "agent")]
-            Source::Nats { feed, .. } => feed.lock().unwrap_or_else(|e| e.into_inner()).skipped(),
+            Source::Nats { feed, .. } => crate::nats::lock(feed).skipped(),
             _ => 0,
         }
     }
@@ -380,14 +391,22 @@ impl Input {
             }),
             Source::Events(it) => it.next().map(Ok),
             #[cfg(feature = "agent")]
-            Source::Nats { current, feed, .. } => loop {
-                if let Some(r) = current.events().next() {
-                    return Some(r.map_err(|e| InputError::TraceFile {
-                        path: self.path.clone(),
-                        error: e,
-                    }));
+            Source::Nats {
+                current, feed, cut, ..
+            } => loop {
+                match current.events().next() {
+                    // An agent stopped between the pieces of a message: the segment's whole
+                    // frames were read; the next segment goes on.
+                    Some(Err(e)) if e.is_truncation() => *cut += 1,
+                    Some(r) => {
+                        return Some(r.map_err(|e| InputError::TraceFile {
+                            path: self.path.clone(),
+                            error: e,
+                        }))
+                    }
+                    None => {}
                 }
-                match next_nats_segment(&self.path, feed)? {
+                match next_nats_segment(&self.path, feed, false)? {
                     Ok(next) => **current = next,
                     Err(e) => return Some(Err(e)),
                 }
@@ -401,8 +420,9 @@ impl Input {
 fn next_nats_segment(
     path: &Path,
     feed: &crate::nats::SharedFeed,
+    stored_only: bool,
 ) -> Option<Result<TraceReader<TraceSource>, InputError>> {
-    let seg = match crate::nats::Feed::next_segment(feed)? {
+    let seg = match crate::nats::Feed::next_segment(feed, stored_only)? {
         Ok(seg) => seg,
         Err(error) => {
             return Some(Err(InputError::Nats {

@@ -712,7 +712,7 @@ fn say(notes: &Notes, text: String) {
 /// A shared handle: the reader of the current segment and whoever opens the next one.
 pub type SharedFeed = Arc<Mutex<Feed>>;
 
-fn lock(feed: &SharedFeed) -> std::sync::MutexGuard<'_, Feed> {
+pub(crate) fn lock(feed: &SharedFeed) -> std::sync::MutexGuard<'_, Feed> {
     feed.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -800,10 +800,16 @@ impl Feed {
     }
 
     /// Skips to the first message of the next segment and returns a reader of it; `None`
-    /// at the end.
-    pub fn next_segment(feed: &SharedFeed) -> Option<Result<SegmentRead, NatsError>> {
+    /// at the end, or with `stored_only` when the messages stored at opening hold none.
+    pub fn next_segment(
+        feed: &SharedFeed,
+        stored_only: bool,
+    ) -> Option<Result<SegmentRead, NatsError>> {
         let mut f = lock(feed);
         loop {
+            if stored_only && f.history_read && f.pending.is_none() {
+                return None;
+            }
             match f.recv()? {
                 Ok(m) if m.starts_segment() => {
                     return Some(Ok(SegmentRead {
@@ -874,6 +880,9 @@ fn pump_thread(
 /// Longest pull a reader makes (see [`pump`]).
 const PULL_EXPIRES: Duration = Duration::from_secs(4);
 
+/// How long a one-off read waits for the next message of a stream that holds more.
+const QUIET_END: Duration = Duration::from_secs(15);
+
 /// Hands `m` over without blocking the runtime the client's connection runs on.
 async fn hand_over(tx: &std::sync::mpsc::SyncSender<Fed>, mut m: Fed) -> bool {
     loop {
@@ -888,29 +897,19 @@ async fn hand_over(tx: &std::sync::mpsc::SyncSender<Fed>, mut m: Fed) -> bool {
     }
 }
 
-/// Reads the node's messages in order into `tx` until the end (or forever), or the reader
-/// is dropped.
-async fn pump(
-    src: &NatsSource,
-    follow: Follow,
-    tx: &std::sync::mpsc::SyncSender<Fed>,
-    notes: &Notes,
-) -> Result<(), NatsError> {
-    use futures_util::StreamExt;
-    let following = (follow == Follow::Forever).then(|| notes.clone());
-    let js = jetstream_reader(&src.server, following).await?;
-    let subject = subject(&src.node);
-    let stream = open_stream(&js).await?;
+/// The stream's last sequence number for `node` now, and an ordered consumer of the node's
+/// messages from the start; `None` when the node has none.
+async fn ordered_messages(
+    js: &jetstream::Context,
+    node: &str,
+) -> Result<Option<(u64, jetstream::consumer::pull::Ordered)>, NatsError> {
+    let subject = subject(node);
+    let stream = open_stream(js).await?;
     let last = match stream.get_last_raw_message_by_subject(&subject).await {
         Ok(m) => m.sequence,
-        Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => {
-            return Err(NatsError::NoData(src.node.clone()))
-        }
+        Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => return Ok(None),
         Err(e) => return Err(js_err("finding the last message")(e.to_string())),
     };
-    if !hand_over(tx, Fed::Start(last)).await {
-        return Ok(());
-    }
     let consumer = stream
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
             filter_subject: subject,
@@ -923,14 +922,43 @@ async fn pump(
         .await
         .map_err(|e| e.to_string())
         .map_err(js_err("creating a consumer"))?;
-    let mut msgs = consumer
+    let msgs = consumer
         .messages()
         .await
         .map_err(|e| e.to_string())
         .map_err(js_err("reading"))?;
+    Ok(Some((last, msgs)))
+}
+
+/// Reads the node's messages in order into `tx` until the end (or forever), or the reader
+/// is dropped.
+async fn pump(
+    src: &NatsSource,
+    follow: Follow,
+    tx: &std::sync::mpsc::SyncSender<Fed>,
+    notes: &Notes,
+) -> Result<(), NatsError> {
+    use futures_util::StreamExt;
+    let following = (follow == Follow::Forever).then(|| notes.clone());
+    let js = jetstream_reader(&src.server, following).await?;
+    let (last, mut msgs) = match ordered_messages(&js, &src.node).await? {
+        Some(found) => found,
+        None => return Err(NatsError::NoData(src.node.clone())),
+    };
+    if !hand_over(tx, Fed::Start(last)).await {
+        return Ok(());
+    }
     let url = src.with_node(&src.node);
     let mut troubled = false;
-    while let Some(m) = msgs.next().await {
+    loop {
+        let next = match follow {
+            Follow::Forever => msgs.next().await,
+            // A one-off read never waits for a message that may not come.
+            Follow::UntilNow => tokio::time::timeout(QUIET_END, msgs.next())
+                .await
+                .map_err(|_| js_err("reading")(format!("no message for {QUIET_END:?}")))?,
+        };
+        let Some(m) = next else { break };
         let m = match m.map_err(|e| e.to_string()) {
             Ok(m) => m,
             // The ordered consumer recreates itself after a server restart or a missed
@@ -947,15 +975,17 @@ async fn pump(
         if std::mem::take(&mut troubled) {
             say(notes, format!("{url}: reading again"));
         }
-        let seq = m
+        let (seq, pending) = m
             .info()
+            .map(|i| (i.stream_sequence, i.pending))
             .map_err(|e| e.to_string())
-            .map_err(js_err("reading"))?
-            .stream_sequence;
+            .map_err(js_err("reading"))?;
         if !hand_over(tx, Fed::Msg(received(&m, seq))).await {
             return Ok(());
         }
-        if follow == Follow::UntilNow && seq >= last {
+        // Up to the last message stored at the start, or to the end of the stream when the
+        // stream's limits removed that one meanwhile.
+        if follow == Follow::UntilNow && (seq >= last || pending == 0) {
             return Ok(());
         }
     }
@@ -1060,6 +1090,54 @@ mod tests {
         }
         let last = msgs.len() as u64;
         crate::Input::from_feed("nats://x/n", Feed::from_messages(msgs, last)).unwrap()
+    }
+
+    #[test]
+    fn a_segment_cut_inside_a_frame_ends_there_and_the_next_one_is_read() {
+        let evs = sample_events();
+        let mut msgs = Vec::new();
+        for id in ["a", "b"] {
+            let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
+            msgs.extend(head.iter().map(as_received));
+            for ev in &evs {
+                seg.write_event(ev).unwrap();
+                msgs.extend(seg.flush(false).unwrap().iter().map(as_received));
+            }
+            if id == "a" {
+                // The agent stopped halfway through its last message.
+                let last = msgs.last_mut().unwrap();
+                last.payload = last.payload.slice(..last.payload.len() / 2);
+            }
+        }
+        let mut input = input_of(msgs);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let mut want = evs[..evs.len() - 1].to_vec();
+        want.extend(evs.iter().cloned());
+        assert_eq!(got, want);
+        assert_eq!(input.cut_segments(), 1);
+    }
+
+    #[test]
+    fn a_follower_without_a_stored_segment_start_fails_at_once() {
+        let (mut seg, head) = Segment::start("a".into(), &sample_header()).unwrap();
+        seg.write_event(&sample_events()[0]).unwrap();
+        let mut frames: Vec<Received> = seg.flush(false).unwrap().iter().map(as_received).collect();
+        frames[0].seq = 7;
+        assert!(!head.is_empty());
+        // The stream still open (a live agent), its stored messages all frames.
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        tx.send(Fed::Msg(frames.remove(0))).unwrap();
+        let (done, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let opened = crate::Input::from_feed("nats://x/n", Feed::new(rx, 7));
+            let _ = done.send(opened.err().map(|e| e.to_string()));
+        });
+        let err = answer
+            .recv_timeout(Duration::from_secs(30))
+            .expect("opening waited for a segment that may never come")
+            .expect("no segment start: an error");
+        assert!(err.contains("no segment header"), "{err}");
+        drop(tx);
     }
 
     #[test]

@@ -92,7 +92,9 @@ fn story_and_export_keep_one_pod() {
         "{lines}"
     );
     assert!(
-        shared.iter().all(|pid| !lines.contains(&format!("{pid}"))),
+        shared
+            .iter()
+            .all(|pid| !lines.contains(&format!("[pid {pid:>6}]"))),
         "{lines}"
     );
 }

@@ -85,12 +85,15 @@ fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>> {
 }
 
 /// The nodes of `src` (every node of a server) whose streams hold pod `pod`, each read
-/// through the engine, by node name. A node whose stream cannot be read is a warning.
+/// through the engine, by node name. A node whose stream cannot be read is a warning; the
+/// warnings about a node's input are printed when `say_notes` (a command that reads the node
+/// again prints them then).
 #[cfg(feature = "agent")]
 fn nodes_with_pod(
     src: &tracer::nats::NatsSource,
     pod: Option<&str>,
     at: Option<u64>,
+    say_notes: bool,
 ) -> Result<Vec<(String, Loaded)>> {
     use anyhow::Context;
     use tracer::escape::escape;
@@ -100,8 +103,13 @@ fn nodes_with_pod(
     let mut found = Vec::new();
     for node in &nodes {
         let url = src.with_node(node);
-        match load_engine(Path::new(&url), at) {
-            Ok(l) if tracer::lineage::pod::has_pod(&l.engine, pod) => found.push((node.clone(), l)),
+        match load_engine_quietly(Path::new(&url), at) {
+            Ok(l) if tracer::lineage::pod::has_pod(&l.engine, pod) => {
+                for n in l.notes.iter().filter(|_| say_notes) {
+                    eprintln!("tracer: warning: {url}: {n}");
+                }
+                found.push((node.clone(), l));
+            }
             Ok(_) => {}
             Err(e) => eprintln!("tracer: warning: {url}: {e:#}"),
         }
@@ -121,7 +129,7 @@ fn nodes_with_pod(
 pub fn one_source(file: &Path, pod: Option<&str>) -> Result<(std::path::PathBuf, Option<Engine>)> {
     #[cfg(feature = "agent")]
     if let Some(src) = all_nodes(file)? {
-        let mut found = nodes_with_pod(&src, pod, None)?;
+        let mut found = nodes_with_pod(&src, pod, None, false)?;
         if found.len() == 1 {
             let (node, l) = found.remove(0);
             return Ok((src.with_node(&node).into(), Some(l.engine)));
@@ -212,7 +220,7 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
 /// them, node by node. A node whose stream cannot be read is a warning, not the end.
 #[cfg(feature = "agent")]
 fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()> {
-    let found = nodes_with_pod(src, a.pod, a.at)?;
+    let found = nodes_with_pod(src, a.pod, a.at, true)?;
     let pod = a.pod.unwrap_or_default();
     let opts = TreeOpts {
         show_exited: !a.hide_exited,
@@ -257,7 +265,7 @@ pub struct StoryArgs<'a> {
 pub fn story(a: StoryArgs<'_>) -> Result<()> {
     #[cfg(feature = "agent")]
     if let Some(src) = all_nodes(a.file)? {
-        let found = nodes_with_pod(&src, a.pod, None)?;
+        let found = nodes_with_pod(&src, a.pod, None, true)?;
         let per_node = found.into_iter().map(|(n, l)| (Some(n), l.engine));
         return show_stories(&a, per_node.collect());
     }

@@ -170,6 +170,12 @@ pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
             ));
         }
     }
+    if input.cut_segments() > 0 {
+        notes.push(format!(
+            "{} segments end inside a frame (their agent stopped mid-message): their whole frames were used",
+            input.cut_segments()
+        ));
+    }
     if input.skipped_messages() > 0 {
         notes.push(format!(
             "{} messages skipped: the start of their segment is no longer in the stream",

@@ -62,16 +62,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         }
     }
     if let Some(pod) = &v.pod {
-        let mut e = tracer::lineage::Engine::new();
-        e.seed_snapshot(&seed);
-        events.iter().for_each(|ev| e.apply(ev));
-        if !tracer::lineage::pod::has_pod(&e, pod) {
-            anyhow::bail!(
-                "{}: no process of pod {} in the recording",
-                file.display(),
-                tracer::escape::escape(pod)
-            );
-        }
+        require_pod(file, &seed, &events, pod)?;
     }
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
@@ -94,6 +85,26 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Fails unless the recording holds a process of pod `pod`.
+fn require_pod(
+    file: &Path,
+    seed: &[tracer::lineage::SnapshotProcess],
+    events: &[tracer::Event],
+    pod: &str,
+) -> Result<()> {
+    let mut e = tracer::lineage::Engine::new();
+    e.seed_snapshot(seed);
+    events.iter().for_each(|ev| e.apply(ev));
+    if !tracer::lineage::pod::has_pod(&e, pod) {
+        anyhow::bail!(
+            "{}: no process of pod {} in the recording",
+            file.display(),
+            tracer::escape::escape(pod)
+        );
+    }
+    Ok(())
 }
 
 /// `tracer view nats://HOST:PORT/NODE`: the node's stream from its start, then its tail as
