@@ -47,6 +47,15 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// Two different free loopback ports: NATS's and the metrics endpoint's.
+fn two_ports() -> (u16, u16) {
+    let first = free_port();
+    let second = std::iter::repeat_with(free_port)
+        .find(|p| *p != first)
+        .expect("a second free port");
+    (first, second)
+}
+
 fn wait_for(what: &str, secs: u64, ok: impl FnMut() -> bool) {
     wait_or(what, secs, ok, String::new);
 }
@@ -203,10 +212,7 @@ impl World {
             dir: temp_dir(tag).expect("temp dir"),
         };
         let dir = &dirs.dir;
-        let nats_port = free_port();
-        let metrics_port = std::iter::repeat_with(free_port)
-            .find(|p| *p != nats_port)
-            .expect("a second free port");
+        let (nats_port, metrics_port) = two_ports();
         let nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
         let agent = start_agent(
             &tracer,
@@ -288,7 +294,31 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
     wait_for("the birth in tracer_container_births_total", 20, || {
         sample(&scrape(metrics_port).unwrap_or_default(), births) >= before + 1.0
     });
-    let metrics = scrape(metrics_port).expect("metrics");
+    promtool_check(&scrape(metrics_port).expect("metrics"));
+
+    let url = w.url();
+    let tree: serde_json::Value =
+        serde_json::from_str(&tracer_out(&w.tracer, &["tree", &url, "--format", "json"]))
+            .expect("tree JSON");
+    let pod = format!("default/{id}");
+    let reads = PodReads::across_nodes(&w, &pod);
+    w.agent.terminate();
+    w.nats.terminate();
+    reads.check(&pod, init_pid);
+    let init = tree["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .find(|p| p["pid"] == init_pid)
+        .unwrap_or_else(|| panic!("container init {init_pid} not in the tree read from {url}"));
+    let birth = &init["lineage"][0];
+    assert_eq!(birth["how"], "clone_parent", "{init}");
+    // CLONE_PARENT from runc's stages: the init's real parent is `runc run` itself.
+    assert_eq!(birth["parent"], runc_pid, "{init}");
+}
+
+/// `promtool check metrics` passes on `metrics`.
+fn promtool_check(metrics: &str) {
     let mut check = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -309,85 +339,78 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
 
-    let url = w.url();
-    let tree: serde_json::Value =
-        serde_json::from_str(&tracer_out(&w.tracer, &["tree", &url, "--format", "json"]))
-            .expect("tree JSON");
-    // Every node searched for the pod: found on n1, with the container's init.
-    let all = format!("nats://127.0.0.1:{}/*", w.nats_port);
-    let pod = format!("default/{id}");
-    let across: serde_json::Value = serde_json::from_str(&tracer_out(
-        &w.tracer,
-        &["tree", &all, "--pod", &pod, "--format", "json"],
-    ))
-    .expect("tree JSON across nodes");
-    // A process that is not the pod's: in the node's stream, never in the pod's events.
-    let other = marker(&format!("tracer-not-the-pod-{}", std::process::id()));
-    wait_for("the marker in the node's stream", 20, || {
-        jsonl(&tracer_out(
-            &w.tracer,
-            &["export", &url, "--format", "jsonl"],
-        ))
-        .iter()
-        .any(|e| e["tgid"] == other)
-    });
-    let story: serde_json::Value = serde_json::from_str(&tracer_out(
-        &w.tracer,
-        &["story", &all, "--pod", &pod, "--format", "json"],
-    ))
-    .expect("story JSON across nodes");
-    let pod_events = jsonl(&tracer_out(
-        &w.tracer,
-        &["export", &all, "--pod", &pod, "--format", "jsonl"],
-    ));
-    let replayed = tracer_out(&w.tracer, &["replay", &all, "--pod", &pod, "--no-tui"]);
-    w.agent.terminate();
-    w.nats.terminate();
-    assert_eq!(story["nodes"][0]["node"], "n1", "{story}");
-    let births = story["nodes"][0]["story"]["stories"]
-        .as_array()
-        .expect("stories");
-    assert_eq!(births.len(), 1, "{story}");
-    assert_eq!(births[0]["init_pid"], init_pid, "{story}");
-    assert_eq!(births[0]["pod"], pod.as_str(), "{story}");
-    // The pod's events: its init's birth and exec are there, the other process is not.
-    let init_born = pod_events
-        .iter()
-        .any(|e| e["event"] == "fork" && e["child_tgid"] == init_pid);
-    assert!(init_born, "the init's fork is not among the pod's events");
-    assert!(pod_events
-        .iter()
-        .any(|e| e["tgid"] == init_pid && e["event"] == "exec"));
-    assert!(
-        pod_events.iter().all(|e| e["tgid"] != other),
-        "pid {other} is not the pod's"
-    );
-    assert!(
-        replayed.contains(&format!("[pid {init_pid:>6}]")),
-        "{replayed}"
-    );
-    assert!(!replayed.contains("tracer-not-the-pod"), "{replayed}");
-    let nodes = across["nodes"].as_array().expect("nodes");
-    assert_eq!(nodes.len(), 1, "{across}");
-    assert_eq!(nodes[0]["node"], "n1");
-    let pod_pids: Vec<&serde_json::Value> = nodes[0]["tree"]["processes"]
-        .as_array()
-        .expect("processes")
-        .iter()
-        .map(|p| &p["pid"])
-        .collect();
-    assert!(pod_pids.contains(&&serde_json::json!(init_pid)), "{across}");
-    let init = tree["processes"]
-        .as_array()
-        .expect("processes")
-        .iter()
-        .find(|p| p["pid"] == init_pid)
-        .unwrap_or_else(|| panic!("container init {init_pid} not in the tree read from {url}"));
-    let birth = &init["lineage"][0];
-    assert_eq!(birth["how"], "clone_parent", "{init}");
-    // CLONE_PARENT from runc's stages: the init's real parent is `runc run` itself.
-    assert_eq!(birth["parent"], runc_pid, "{init}");
+/// What every reader said about one pod, searched for on every node
+/// (`nats://HOST:PORT/*`), and a process that is not the pod's.
+struct PodReads {
+    tree: serde_json::Value,
+    story: serde_json::Value,
+    events: Vec<serde_json::Value>,
+    replayed: String,
+    other: u32,
+}
+
+impl PodReads {
+    fn across_nodes(w: &World, pod: &str) -> PodReads {
+        let all = format!("nats://127.0.0.1:{}/*", w.nats_port);
+        let out = |args: &[&str]| tracer_out(&w.tracer, args);
+        // A process that is not the pod's: in the node's stream, never in the pod's events.
+        let other = marker(&format!("tracer-not-the-pod-{}", std::process::id()));
+        wait_for("the marker in the node's stream", 20, || {
+            jsonl(&out(&["export", &w.url(), "--format", "jsonl"]))
+                .iter()
+                .any(|e| e["tgid"] == other)
+        });
+        let json = |args: &[&str]| -> serde_json::Value {
+            serde_json::from_str(&out(args)).expect("JSON")
+        };
+        PodReads {
+            tree: json(&["tree", &all, "--pod", pod, "--format", "json"]),
+            story: json(&["story", &all, "--pod", pod, "--format", "json"]),
+            events: jsonl(&out(&["export", &all, "--pod", pod, "--format", "jsonl"])),
+            replayed: out(&["replay", &all, "--pod", pod, "--no-tui"]),
+            other,
+        }
+    }
+
+    /// Found on n1 only, with the container's init; the other process nowhere.
+    fn check(&self, pod: &str, init_pid: u32) {
+        let (tree, story, other) = (&self.tree, &self.story, self.other);
+        let nodes = tree["nodes"].as_array().expect("nodes");
+        assert_eq!(nodes.len(), 1, "{tree}");
+        assert_eq!(nodes[0]["node"], "n1");
+        let pids: Vec<&serde_json::Value> = nodes[0]["tree"]["processes"]
+            .as_array()
+            .expect("processes")
+            .iter()
+            .map(|p| &p["pid"])
+            .collect();
+        assert!(pids.contains(&&serde_json::json!(init_pid)), "{tree}");
+        assert_eq!(story["nodes"][0]["node"], "n1", "{story}");
+        let births = story["nodes"][0]["story"]["stories"]
+            .as_array()
+            .expect("stories");
+        assert_eq!(births.len(), 1, "{story}");
+        assert_eq!(births[0]["init_pid"], init_pid, "{story}");
+        assert_eq!(births[0]["pod"], pod, "{story}");
+        // The pod's events: its init's birth and exec are there, the other process is not.
+        let evs = &self.events;
+        let init_born = evs
+            .iter()
+            .any(|e| e["event"] == "fork" && e["child_tgid"] == init_pid);
+        assert!(init_born, "the init's fork is not among the pod's events");
+        assert!(evs
+            .iter()
+            .any(|e| e["tgid"] == init_pid && e["event"] == "exec"));
+        assert!(
+            evs.iter().all(|e| e["tgid"] != other),
+            "pid {other} is not the pod's"
+        );
+        let r = &self.replayed;
+        assert!(r.contains(&format!("[pid {init_pid:>6}]")), "{r}");
+        assert!(!r.contains("tracer-not-the-pod"), "{r}");
+    }
 }
 
 /// JSON lines.
@@ -603,10 +626,7 @@ fn the_agent_and_readers_use_tls_from_the_environment() {
     };
     let dir = &dirs.dir;
     let (ca, cert, key) = make_certificates(dir);
-    let nats_port = free_port();
-    let metrics_port = std::iter::repeat_with(free_port)
-        .find(|p| *p != nats_port)
-        .expect("a second free port");
+    let (nats_port, metrics_port) = two_ports();
     let tls = [
         "--tls".as_ref(),
         "--tlscert".as_ref(),
@@ -629,24 +649,22 @@ fn the_agent_and_readers_use_tls_from_the_environment() {
             .expect("run tracer export")
     };
     // The marker's exec arrives over TLS, read back over TLS.
+    let has_marker = |out: &std::process::Output| {
+        out.status.success()
+            && jsonl(&String::from_utf8_lossy(&out.stdout))
+                .iter()
+                .any(|e| e["tgid"] == pid && e["event"] == "exec_enter")
+    };
+    let why = || {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        let reader = String::from_utf8_lossy(&read(&with_ca).stderr).into_owned();
+        format!("reader: {reader}\nagent log:\n{log}")
+    };
     wait_or(
         "the marker in the stream, over TLS",
         30,
-        || {
-            let out = read(&with_ca);
-            out.status.success()
-                && jsonl(&String::from_utf8_lossy(&out.stdout))
-                    .iter()
-                    .any(|e| e["tgid"] == pid && e["event"] == "exec_enter")
-        },
-        || {
-            let out = read(&with_ca);
-            format!(
-                "reader: {}\nagent log:\n{}",
-                String::from_utf8_lossy(&out.stderr),
-                std::fs::read_to_string(&log).unwrap_or_default()
-            )
-        },
+        || has_marker(&read(&with_ca)),
+        why,
     );
     // Without the CA the server's certificate is not trusted: a one-line error, no panic.
     let untrusted = read(&[]);
