@@ -73,37 +73,49 @@ impl Clock {
 }
 
 /// A recording as the replay source holds it: its events so far, their virtual times, and
-/// the stories of them all.
+/// the stories of them all. The engine that tells the stories is kept only while events
+/// can still come (a followed recording).
 struct Played {
     events: Vec<Event>,
     clock: Clock,
-    engine: Engine,
+    engine: Option<Engine>,
+    stories: Vec<crate::lineage::Story>,
 }
 
 impl Played {
-    fn new(events: Vec<Event>, seed: &[crate::lineage::SnapshotProcess]) -> Played {
+    fn new(events: Vec<Event>, seed: &[crate::lineage::SnapshotProcess], growing: bool) -> Played {
+        let mut engine = Engine::new();
+        engine.seed_snapshot(seed);
         let mut p = Played {
             events: Vec::new(),
             clock: Clock::default(),
-            engine: Engine::new(),
+            engine: Some(engine),
+            stories: Vec::new(),
         };
-        p.engine.seed_snapshot(seed);
         p.append(events);
+        if !growing {
+            p.engine = None;
+        }
         p
     }
 
     fn append(&mut self, events: Vec<Event>) {
         for ev in &events {
             self.clock.push(ev);
-            self.engine.apply(ev);
+            if let Some(e) = self.engine.as_mut() {
+                e.apply(ev);
+            }
         }
         self.events.extend(events);
+        if let Some(e) = &self.engine {
+            self.stories = crate::lineage::stories(e);
+        }
     }
 
     fn init(&self) -> Msg {
         Msg::Init {
             total: self.events.len(),
-            stories: crate::lineage::stories(&self.engine),
+            stories: self.stories.clone(),
         }
     }
 
@@ -176,7 +188,8 @@ impl Player {
 /// Where a replay opens: guided at the first story step, at the end, or at the start.
 fn open_position(played: &Played, opts: &ReplayOpts) -> usize {
     let total = played.events.len();
-    let first_step = crate::lineage::stories(&played.engine)
+    let first_step = played
+        .stories
         .iter()
         .flat_map(|s| &s.steps)
         .map(|st| st.seq)
@@ -214,7 +227,7 @@ pub async fn replay(
     mut ctl: Receiver<Control>,
     mut tail: Option<Receiver<TailItem>>,
 ) {
-    let mut played = Played::new(events, &seed);
+    let mut played = Played::new(events, &seed, tail.is_some());
     if tx.send(played.init()).await.is_err() {
         return;
     }
