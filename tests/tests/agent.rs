@@ -164,17 +164,21 @@ fn sample(text: &str, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-fn tracer_out(tracer: &Path, args: &[&str]) -> String {
-    let out = Command::new(tracer)
-        .args(args)
+/// Runs `cmd`; its stdout, or the test fails with its stderr.
+fn succeed(cmd: &mut Command) -> String {
+    let out = cmd
         .output()
-        .expect("run tracer");
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "tracer {args:?} failed: {}",
+        "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn tracer_out(tracer: &Path, args: &[&str]) -> String {
+    succeed(Command::new(tracer).args(args))
 }
 
 fn prerequisites() -> bool {
@@ -552,16 +556,7 @@ fn view_follows_a_nodes_stream_live() {
 
 /// Runs openssl in `dir`; fails the test with its output when it fails.
 fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeed(Command::new("openssl").current_dir(dir).args(args));
 }
 
 /// A CA and a certificate for 127.0.0.1 it signed, made in `dir`: (ca.pem, server.pem,

@@ -1083,11 +1083,27 @@ mod tests {
         }
     }
 
-    /// Messages as a stream would hold them (sequence numbers from 1).
-    fn input_of(mut msgs: Vec<Received>) -> crate::Input {
+    /// Sequence numbers from 1, as a stream holding only `msgs` gives them.
+    fn numbered(msgs: &mut [Received]) {
         for (i, m) in msgs.iter_mut().enumerate() {
             m.seq = i as u64 + 1;
         }
+    }
+
+    /// Segment `id`, still open: its header messages, then one frames message per event.
+    fn flushed_per_event(id: &str, evs: &[crate::Event]) -> Vec<Received> {
+        let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
+        let mut msgs: Vec<Received> = head.iter().map(as_received).collect();
+        for ev in evs {
+            seg.write_event(ev).unwrap();
+            msgs.extend(seg.flush(false).unwrap().iter().map(as_received));
+        }
+        msgs
+    }
+
+    /// Messages as a stream would hold them (sequence numbers from 1).
+    fn input_of(mut msgs: Vec<Received>) -> crate::Input {
+        numbered(&mut msgs);
         let last = msgs.len() as u64;
         crate::Input::from_feed("nats://x/n", Feed::from_messages(msgs, last)).unwrap()
     }
@@ -1095,20 +1111,11 @@ mod tests {
     #[test]
     fn a_segment_cut_inside_a_frame_ends_there_and_the_next_one_is_read() {
         let evs = sample_events();
-        let mut msgs = Vec::new();
-        for id in ["a", "b"] {
-            let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
-            msgs.extend(head.iter().map(as_received));
-            for ev in &evs {
-                seg.write_event(ev).unwrap();
-                msgs.extend(seg.flush(false).unwrap().iter().map(as_received));
-            }
-            if id == "a" {
-                // The agent stopped halfway through its last message.
-                let last = msgs.last_mut().unwrap();
-                last.payload = last.payload.slice(..last.payload.len() / 2);
-            }
-        }
+        let mut msgs = flushed_per_event("a", &evs);
+        // The agent stopped halfway through its last message.
+        let last = msgs.last_mut().unwrap();
+        last.payload = last.payload.slice(..last.payload.len() / 2);
+        msgs.extend(flushed_per_event("b", &evs));
         let mut input = input_of(msgs);
         let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
         let mut want = evs[..evs.len() - 1].to_vec();
@@ -1144,23 +1151,12 @@ mod tests {
     fn a_follower_hears_when_the_stored_events_are_read() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let evs = sample_events();
-        let mut msgs = Vec::new();
-        let mut history = 0;
-        for id in ["a", "b"] {
-            let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
-            msgs.extend(head.iter().map(as_received));
-            for (i, ev) in evs.iter().enumerate() {
-                seg.write_event(ev).unwrap();
-                msgs.extend(seg.flush(false).unwrap().iter().map(as_received));
-                if id == "b" && i == 1 {
-                    // Stored when the follower opened: segment a, and b up to its 2nd event.
-                    history = msgs.len();
-                }
-            }
-        }
-        for (i, m) in msgs.iter_mut().enumerate() {
-            m.seq = i as u64 + 1;
-        }
+        let mut msgs = flushed_per_event("a", &evs);
+        let b = flushed_per_event("b", &evs);
+        // Stored when the follower opened: segment a, and b up to its 2nd event.
+        let history = msgs.len() + (b.len() - evs.len()) + 2;
+        msgs.extend(b);
+        numbered(&mut msgs);
         let feed = Feed::from_messages(msgs, history as u64);
         let mut input = crate::Input::from_feed("nats://x/n", feed).unwrap();
         let read = Arc::new(AtomicUsize::new(0));

@@ -160,15 +160,20 @@ pub fn pod_events(
         Some(e) => e,
         None => load_engine_quietly(path, None)?.engine,
     };
-    let sel = tracer::lineage::PodEvents::new(&engine, pod);
-    if sel.is_empty() {
+    require_pod(path, &engine, pod)?;
+    Ok(tracer::lineage::PodEvents::new(&engine, pod))
+}
+
+/// Fails unless `engine` (the recording at `path`, read) holds a process of pod `pod`.
+pub fn require_pod(path: &Path, engine: &Engine, pod: &str) -> Result<()> {
+    if !tracer::lineage::pod::has_pod(engine, pod) {
         anyhow::bail!(
             "{}: no process of pod {} in the recording",
             path.display(),
             tracer::escape::escape(pod)
         );
     }
-    Ok(sel)
+    Ok(())
 }
 
 /// What `tracer tree` shows.
@@ -235,22 +240,45 @@ fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()
             Ok(())
         })?,
         OutputFormat::Json => {
-            let mut list = Vec::new();
-            for (node, l) in found {
-                let warnings: Vec<JsonWarning> =
-                    l.notes.into_iter().map(JsonWarning::input).collect();
-                let mut buf = Vec::new();
-                write_tree_json(&l.engine, &warnings, Some(pod), &mut buf)?;
-                let tree: serde_json::Value = serde_json::from_slice(&buf)?;
-                list.push(serde_json::json!({ "node": node, "tree": tree }));
-            }
+            use tracer::lineage::view::{tree_json_doc, tree_json_processes};
+            let warnings: Vec<Vec<JsonWarning>> = found
+                .iter()
+                .map(|(_, l)| l.notes.iter().cloned().map(JsonWarning::input).collect())
+                .collect();
+            let procs: Vec<_> = found
+                .iter()
+                .map(|(_, l)| tree_json_processes(&l.engine, Some(pod)))
+                .collect();
+            let nodes: Vec<NodeTree<'_>> = found
+                .iter()
+                .zip(&procs)
+                .zip(&warnings)
+                .map(|(((node, l), p), w)| NodeTree {
+                    node,
+                    tree: tree_json_doc(&l.engine, p, w),
+                })
+                .collect();
             to_stdout(|out| {
-                serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "nodes": list }))?;
+                serde_json::to_writer_pretty(&mut *out, &NodeTrees { nodes })?;
                 writeln!(out)
             })?;
         }
     }
     Ok(())
+}
+
+/// `{"nodes": [{"node": ..., "tree": <tree JSON>}]}`, serialized in one go.
+#[cfg(feature = "agent")]
+#[derive(serde::Serialize)]
+struct NodeTrees<'a> {
+    nodes: Vec<NodeTree<'a>>,
+}
+
+#[cfg(feature = "agent")]
+#[derive(serde::Serialize)]
+struct NodeTree<'a> {
+    node: &'a str,
+    tree: tracer::lineage::view::TreeJson<'a>,
 }
 
 /// What `tracer story` shows.

@@ -62,7 +62,9 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         }
     }
     if let Some(pod) = &v.pod {
-        require_pod(file, &seed, &events, pod)?;
+        let mut e = tracer::export::seeded(&seed);
+        events.iter().for_each(|ev| e.apply(ev));
+        super::lineage::require_pod(file, &e, pod)?;
     }
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
@@ -85,26 +87,6 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Fails unless the recording holds a process of pod `pod`.
-fn require_pod(
-    file: &Path,
-    seed: &[tracer::lineage::SnapshotProcess],
-    events: &[tracer::Event],
-    pod: &str,
-) -> Result<()> {
-    let mut e = tracer::lineage::Engine::new();
-    e.seed_snapshot(seed);
-    events.iter().for_each(|ev| e.apply(ev));
-    if !tracer::lineage::pod::has_pod(&e, pod) {
-        anyhow::bail!(
-            "{}: no process of pod {} in the recording",
-            file.display(),
-            tracer::escape::escape(pod)
-        );
-    }
-    Ok(())
 }
 
 /// `tracer view nats://HOST:PORT/NODE`: the node's stream from its start, then its tail as

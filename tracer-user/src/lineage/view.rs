@@ -437,9 +437,12 @@ pub fn tree_json_doc<'a>(
     }
 }
 
-/// The processes in JSON order: by pid, then start seq.
-pub fn tree_json_processes(e: &Engine) -> Vec<&Process> {
-    let mut ps: Vec<&Process> = e.processes().collect();
+/// The processes in JSON order: by pid, then start seq; only pod `pod`'s when given.
+pub fn tree_json_processes<'e>(e: &'e Engine, pod: Option<&str>) -> Vec<&'e Process> {
+    let mut ps: Vec<&Process> = e
+        .processes()
+        .filter(|p| pod.is_none_or(|name| in_pod(p, name)))
+        .collect();
     ps.sort_by_key(|p| (p.pid, p.start_seq, p.id));
     ps
 }
@@ -452,10 +455,7 @@ pub fn write_tree_json(
     pod: Option<&str>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let mut procs = tree_json_processes(e);
-    if let Some(name) = pod {
-        procs.retain(|p| in_pod(p, name));
-    }
+    let procs = tree_json_processes(e, pod);
     let doc = tree_json_doc(e, &procs, input_warnings);
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::from)?;
     out.write_all(b"\n")
@@ -464,7 +464,7 @@ pub fn write_tree_json(
 /// The tree as one JSON value (tests, small trees); `tracer tree` streams with
 /// [`write_tree_json`].
 pub fn tree_json(e: &Engine) -> Value {
-    let procs = tree_json_processes(e);
+    let procs = tree_json_processes(e, None);
     serde_json::to_value(tree_json_doc(e, &procs, &[])).unwrap_or(Value::Null)
 }
 

@@ -84,12 +84,10 @@ struct Played {
 
 impl Played {
     fn new(events: Vec<Event>, seed: &[crate::lineage::SnapshotProcess], growing: bool) -> Played {
-        let mut engine = Engine::new();
-        engine.seed_snapshot(seed);
         let mut p = Played {
             events: Vec::new(),
             clock: Clock::default(),
-            engine: Some(engine),
+            engine: Some(crate::export::seeded(seed)),
             stories: Vec::new(),
         };
         p.append(events);
