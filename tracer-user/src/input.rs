@@ -304,6 +304,15 @@ impl Input {
         }
     }
 
+    /// A node's NATS stream (whose last segment is usually still being written).
+    pub fn is_nats_stream(&self) -> bool {
+        match &self.source {
+            #[cfg(feature = "agent")]
+            Source::Nats { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Segments of a NATS stream that ended inside a frame (their agent stopped between the
     /// pieces of a message); the frames before were read.
     pub fn cut_segments(&self) -> u64 {

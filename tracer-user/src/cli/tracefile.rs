@@ -193,9 +193,11 @@ pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
             ));
         }
         if !tail.clean_end && !stopped_by_error {
-            notes.push(
-                "no end record: the recording was interrupted; every whole frame was used".into(),
-            );
+            notes.push(if input.is_nats_stream() {
+                "no end record in the last segment: its agent is still publishing (or stopped without ending it); every whole frame was used"
+            } else {
+                "no end record: the recording was interrupted; every whole frame was used"
+            }.into());
         }
     }
     notes
