@@ -3,6 +3,7 @@
 //! drives too (xtask uses this crate without its `capture` feature, so no BPF toolchain).
 
 pub mod labs;
+pub mod packages;
 pub mod prereq;
 pub mod tmux;
 

@@ -7,6 +7,7 @@ mod setup;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use setup::Scope;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -19,8 +20,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// Install what is missing: apt packages, the eBPF nightly + rust-src, bpf-linker; mount tracefs.
-    Setup,
+    /// Install what is missing, starting no service: running's needs (LLVM 22, the eBPF nightly
+    /// + rust-src, bpf-linker, tracefs), with --tests the tests' packages, with --dist the static
+    /// build's (musl target, cargo-deb).
+    Setup {
+        /// Also what the tests need (runc, tmux, chromium, nats-server, prometheus, podman, ...).
+        #[arg(long)]
+        tests: bool,
+        /// Also what `cargo xtask dist` needs.
+        #[arg(long)]
+        dist: bool,
+    },
     /// Set up, build, and run `tracer` as root (arguments after `--` go to tracer).
     Run {
         #[arg(last = true)]
@@ -153,7 +163,7 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
 }
 
 fn test() -> Result<()> {
-    setup::setup()?;
+    setup::setup(Scope::Tests)?;
     let _ = std::fs::remove_file(skip_log());
     let mut tally = Tally::default();
     let result = test_all(&mut tally);
@@ -271,7 +281,7 @@ fn test_all(tally: &mut Tally) -> Result<()> {
 /// `cargo xtask run`: the live view as root, following the container runtime if one runs;
 /// where the probes cannot load, says why in one line and shows the recorded demo instead.
 fn run_tracer(args: Vec<String>) -> Result<()> {
-    if let Err(e) = setup::setup() {
+    if let Err(e) = setup::setup(Scope::Run) {
         return demo_instead(&format!("the probe toolchain is not set up ({e:#})"), false);
     }
     if run(cargo().args(["build", "--release", "-p", "tracer-user"])).is_err() {
@@ -364,11 +374,17 @@ fn main() -> std::process::ExitCode {
 
 fn dispatch(task: Task) -> Result<()> {
     match task {
-        Task::Setup => setup::setup(),
+        Task::Setup { tests, dist } => {
+            setup::setup(if tests { Scope::Tests } else { Scope::Run })?;
+            if dist {
+                setup::setup(Scope::Dist)?;
+            }
+            Ok(())
+        }
         Task::Run { args } => run_tracer(args),
         Task::Test => test(),
         Task::Bench { runs, only } => {
-            setup::setup()?;
+            setup::setup(Scope::Tests)?;
             run(cargo().args([
                 "build",
                 "--release",

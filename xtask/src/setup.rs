@@ -2,36 +2,55 @@
 //! Idempotent: a second run only prints `ok` lines.
 
 use anyhow::{bail, Context, Result};
+use tests::packages::Need;
 use std::path::Path;
 use std::process::Command;
 
 /// The nightly the probes are built with (keep in sync with tracer-user/build.rs).
 pub const EBPF_TOOLCHAIN: &str = "nightly-2026-05-20";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
-/// Debian packages the build, the probes and the tests need (tests fail, not skip, without
-/// them: tests/src/prereq.rs). Keep in sync with .ci/run.
-const APT_PACKAGES: &[&str] = &[
-    "llvm-22-dev",
-    "libpolly-22-dev",
-    "zlib1g-dev",
-    "libzstd-dev",
-    "busybox-static",
-    "runc",
-    "strace",
-    "tmux",
-    "graphviz",
-    "util-linux",
-    // The picture tests render `tracer export --format svg/html` with real renderers.
-    "librsvg2-bin",
-    "chromium",
-    // protoc: the pod lab's CRI client (k8s-cri) compiles the CRI protos at build time.
-    "protobuf-compiler",
-    // The agent tests run a real NATS JetStream server (one with TLS, its certificates made
-    // by openssl) and lint /metrics with promtool.
-    "nats-server",
-    "prometheus",
-    "openssl",
+/// What running needs: building the probes (bpf-linker links against LLVM 22).
+const RUN_PACKAGES: &[Need] = &[
+    ("llvm-22-dev", "bpf-linker links against LLVM 22 to build the eBPF probes"),
+    ("libpolly-22-dev", "LLVM 22's llvm-config names Polly among its libraries"),
+    ("zlib1g-dev", "LLVM 22's link dependency (bpf-linker)"),
+    ("libzstd-dev", "LLVM 22's link dependency (bpf-linker)"),
 ];
+
+/// What the tests need on top (a test whose prerequisite is missing fails: tests/src/prereq.rs).
+/// The labs install their runtimes themselves (`Scenario::packages`).
+const TEST_PACKAGES: &[Need] = &[
+    ("busybox-static", "the containers' root filesystems and images"),
+    ("runc", "the root tests run containers with runc"),
+    ("strace", "strace logs to import and compare with"),
+    ("tmux", "the viewer tests drive a real terminal"),
+    ("graphviz", "`dot` renders the DOT export in its test"),
+    ("util-linux", "setpriv/unshare for the privilege and pid-namespace tests"),
+    ("librsvg2-bin", "rsvg-convert renders the SVG export in its test"),
+    ("chromium", "headless Chromium renders the HTML export in its test"),
+    ("nats-server", "the agent tests publish to a real JetStream server"),
+    ("prometheus", "promtool lints the agent's /metrics"),
+    ("openssl", "the TLS test makes its CA and certificates"),
+    ("podman", "the image is built and the DaemonSet's container run with podman"),
+];
+
+/// What `cargo xtask dist` needs on top of running: a static (musl) build, whose C parts
+/// (ring's) need musl's compiler wrapper.
+const DIST_PACKAGES: &[Need] = &[("musl-tools", "musl-gcc compiles ring's C for the static binary")];
+/// What `cargo xtask image` needs on top of dist.
+const IMAGE_PACKAGES: &[Need] = &[("podman", "builds the image into the local storage")];
+
+/// The static binary's target.
+pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// How much a task sets up: running needs the probes' toolchain only.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Scope {
+    Run,
+    Tests,
+    Dist,
+    Image,
+}
 
 pub use tests::prereq::is_root;
 
@@ -59,45 +78,12 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn dpkg_installed(pkg: &str) -> bool {
-    Command::new("dpkg-query")
-        .args(["-W", "-f=${Status}", pkg])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
-        .unwrap_or(false)
-}
-
-fn apt_packages() -> Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES
-        .iter()
-        .copied()
-        .filter(|p| !dpkg_installed(p))
-        .collect();
-    if missing.is_empty() {
-        ok(&format!("apt packages ({})", APT_PACKAGES.join(" ")));
-        return Ok(());
+fn apt_packages(needs: &[Need]) -> Result<()> {
+    if tests::packages::install("setup", needs)? == 0 {
+        let names: Vec<&str> = needs.iter().map(|(p, _)| *p).collect();
+        ok(&format!("apt packages ({})", names.join(" ")));
     }
-    if !Path::new("/usr/bin/apt-get").exists() {
-        bail!(
-            "missing packages {} and this is not a Debian-like system (no apt-get): install LLVM 22 \
-             development files, busybox-static and runc by hand",
-            missing.join(" ")
-        );
-    }
-    if !is_root() {
-        bail!(
-            "missing packages {}: run as root (or `sudo apt-get install {}`)",
-            missing.join(" "),
-            missing.join(" ")
-        );
-    }
-    doing(&format!("apt packages: {}", missing.join(" ")));
-    run(Command::new("apt-get").arg("update").arg("-qq"))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive"))
-    .context("apt-get install failed; is llvm-22-dev available (bookworm-security)?")
+    Ok(())
 }
 
 fn nightly() -> Result<()> {
@@ -184,12 +170,56 @@ fn btf() {
     }
 }
 
-/// Everything needed to build the probes and run the root tests.
-pub fn setup() -> Result<()> {
-    apt_packages()?;
+/// Checks and installs what `scope` needs: the probes' toolchain always, the tests' packages,
+/// the static build's target and the Debian packager for dist.
+pub fn setup(scope: Scope) -> Result<()> {
+    apt_packages(RUN_PACKAGES)?;
+    match scope {
+        Scope::Run => {}
+        Scope::Tests => apt_packages(TEST_PACKAGES)?,
+        Scope::Dist | Scope::Image => {
+            apt_packages(DIST_PACKAGES)?;
+            if scope == Scope::Image {
+                apt_packages(IMAGE_PACKAGES)?;
+            }
+        }
+    }
     nightly()?;
     bpf_linker()?;
+    if scope >= Scope::Dist {
+        musl_target()?;
+        cargo_deb()?;
+    }
     tracefs()?;
     btf();
     Ok(())
+}
+
+fn musl_target() -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == MUSL_TARGET))
+        .unwrap_or(false);
+    if installed {
+        ok(&format!("rust target {MUSL_TARGET}"));
+        return Ok(());
+    }
+    doing(&format!("rust target {MUSL_TARGET}: the static node binary"));
+    run(Command::new("rustup").args(["target", "add", MUSL_TARGET]))
+}
+
+/// The pinned cargo-deb (builds the node's .deb).
+const CARGO_DEB: &str = "3.8.0";
+
+fn cargo_deb() -> Result<()> {
+    let version = Command::new("cargo-deb").arg("--version").output();
+    if let Ok(out) = &version {
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains(CARGO_DEB) {
+            ok(&format!("cargo-deb {CARGO_DEB}"));
+            return Ok(());
+        }
+    }
+    doing(&format!("cargo-deb {CARGO_DEB}: packs the node's .deb"));
+    run(Command::new("cargo").args(["install", "cargo-deb", "--locked", "--version", CARGO_DEB]))
 }

@@ -224,47 +224,14 @@ pub fn which(prog: &str) -> Option<PathBuf> {
     found
 }
 
-/// Whether a Debian package is installed.
-pub fn dpkg_installed(pkg: &str) -> bool {
-    Command::new("dpkg-query")
-        .args(["-W", "-f=${Status}", pkg])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
-        .unwrap_or(false)
-}
-
-/// Installs the Debian packages that are missing (as root, with apt-get); says which.
-pub fn ensure_packages(pkgs: &[&str]) -> Result<()> {
-    let missing: Vec<&str> = pkgs
+/// Installs the scenario's missing Debian packages (root, apt-get), starting and enabling no
+/// service ([`crate::packages`]).
+pub fn ensure_packages(pkgs: &[&'static str]) -> Result<()> {
+    let needs: Vec<crate::packages::Need> = pkgs
         .iter()
-        .copied()
-        .filter(|p| !dpkg_installed(p))
+        .map(|p| (*p, "a runtime this lab runs (the lab starts its own instance)"))
         .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    if !Path::new("/usr/bin/apt-get").exists() {
-        bail!(
-            "missing packages {} and no apt-get: install them by hand",
-            missing.join(" ")
-        );
-    }
-    if !is_root() {
-        bail!("missing packages {}: run as root", missing.join(" "));
-    }
-    println!("lab: installing {}", missing.join(" "));
-    let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
-    if !ok(Command::new("apt-get").args(["update", "-qq"])) {
-        bail!("apt-get update failed");
-    }
-    if !ok(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive"))
-    {
-        bail!("apt-get install {} failed", missing.join(" "));
-    }
-    Ok(())
+    crate::packages::install("lab", &needs).map(|_| ())
 }
 
 /// Mount points at or under `dir` (deepest first), from /proc/self/mountinfo.
