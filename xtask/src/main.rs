@@ -1,6 +1,7 @@
 //! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab`.
 
 mod bench;
+mod dist;
 mod fuzz;
 mod lab;
 mod setup;
@@ -50,6 +51,12 @@ enum Task {
         #[arg(long)]
         only: Option<String>,
     },
+    /// The node package in target/dist/: a static `tracer` (probes embedded), its sha256, man
+    /// page, shell completions and a .deb.
+    Dist,
+    /// `dist`, then deploy/Containerfile built into the local podman storage as
+    /// localhost/tracer:latest (FROM scratch: nothing pulled).
+    Image,
     /// Run each cargo-fuzz target (fuzz/) for a bounded time; crashers become regression tests.
     Fuzz {
         /// Seconds per target.
@@ -239,6 +246,8 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         // the tally takes each one that runs now off the skipped list.
         // The lab tests record with the release binary, as `cargo xtask lab` does.
         run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
+        // The node package and image the deploy tests install and run.
+        keep(dist::image());
         keep(run_tests(
             cargo().args([
                 "test",
@@ -401,6 +410,8 @@ fn dispatch(task: Task) -> Result<()> {
         }
         Task::Fuzz { secs, target } => fuzz::fuzz(&workspace_root(), secs, target.as_deref()),
         Task::Lab(args) => lab::lab(args),
+        Task::Dist => dist::dist().map(|_| ()),
+        Task::Image => dist::image(),
     }
 }
 

@@ -84,18 +84,45 @@ pub(crate) fn enrich(events: &mut Vec<Event>, start: usize, proc_root: &Path) {
     }
 }
 
+/// Where to read a runtime's bundle `dir` from, best first, as (base directory, path below
+/// it). The path is the runtime's: through `/proc/PID/root` and `/proc/PID/cwd` it resolves in
+/// the runtime's mount namespace, so an agent in a container of its own reads it without
+/// mounting the runtime's state directories (this needs ptrace read access to the runtime:
+/// CAP_SYS_PTRACE when the runtime has capabilities the reader lacks). An absolute path is
+/// also tried as it is, in case the runtime exited before the read; a relative one needs the
+/// runtime's working directory, which is gone with it.
+fn runtime_view(proc_root: &Path, pid: u32, dir: Option<&str>) -> Vec<(PathBuf, Option<String>)> {
+    let proc_pid = proc_root.join(pid.to_string());
+    match dir {
+        Some(d) if Path::new(d).is_absolute() => {
+            let below = d.trim_start_matches('/').to_string();
+            vec![
+                (proc_pid.join("root"), Some(below.clone())),
+                (PathBuf::from("/"), Some(below)),
+            ]
+        }
+        rel => vec![(proc_pid.join("cwd"), rel.map(str::to_string))],
+    }
+}
+
+/// The annotations of the bundle `dir` of runtime `pid`, from the first place of
+/// [`runtime_view`] that has a readable config.json.
+fn runtime_annotations(
+    proc_root: &Path,
+    pid: u32,
+    dir: Option<&str>,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    runtime_view(proc_root, pid, dir)
+        .into_iter()
+        .find_map(|(base, rel)| read_annotations(rel.as_deref(), &base))
+}
+
 fn meta_for(ev: &Event, proc_root: &Path) -> Option<Event> {
     let EventKind::ExecEnter { filename, argv, .. } = &ev.kind else {
         return None;
     };
     let (container_id, dir) = bundle_of(&filename.value, argv)?;
-    // Only a relative bundle (or none: `runc run`) needs the runtime's working directory, which
-    // is gone once the runtime exits; containerd and CRI-O pass absolute paths.
-    let cwd: PathBuf = match dir.as_deref() {
-        Some(d) if Path::new(d).is_absolute() => PathBuf::from("/"),
-        _ => std::fs::read_link(proc_root.join(ev.tgid.to_string()).join("cwd")).ok()?,
-    };
-    let annotations = read_annotations(dir.as_deref(), &cwd)?;
+    let annotations = runtime_annotations(proc_root, ev.tgid, dir.as_deref())?;
     if annotations.is_empty() {
         return None;
     }
@@ -152,6 +179,30 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("b/config.json"), dir.join("l/config.json")).unwrap();
         assert_eq!(read_annotations(Some("l"), &dir), None);
         assert_eq!(read_annotations(Some("missing"), &dir), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_absolute_bundle_is_read_in_the_runtimes_mount_namespace() {
+        // A fake /proc whose PID/root is another directory: the bundle exists only there, as
+        // it does for an agent in a container reading a runtime's bundle on the host.
+        let dir = std::env::temp_dir().join(format!("tracer-bundle-ns-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let bundle = format!("/tracer-test-bundle-{}", std::process::id());
+        let inside = dir.join("their-root").join(bundle.trim_start_matches('/'));
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(dir.join("proc/42")).unwrap();
+        std::os::unix::fs::symlink(dir.join("their-root"), dir.join("proc/42/root")).unwrap();
+        let cfg = r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"web"}}"#;
+        std::fs::write(inside.join("config.json"), cfg).unwrap();
+        assert!(!Path::new(&bundle).exists(), "{bundle} must not exist on this root");
+        let got = runtime_annotations(&dir.join("proc"), 42, Some(&bundle));
+        // Only root-owned bundles are read: written by root, this one is.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        assert_eq!(got.is_some(), as_root, "{got:?}");
+        if let Some(a) = got {
+            assert_eq!(a.get("io.kubernetes.cri.sandbox-name").map(String::as_str), Some("web"));
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

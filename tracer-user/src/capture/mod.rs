@@ -247,29 +247,63 @@ fn page_size() -> u32 {
     }
 }
 
-/// Checks root / CAP_BPF+CAP_PERFMON before trying to load anything.
+/// Checks CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN) before trying to load anything. By the
+/// effective capability set, not the uid: root in a container started with `--cap-drop=ALL`
+/// has uid 0 and none of them.
 pub fn check_privileges() -> Result<(), CaptureError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return Ok(());
-    }
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let eff = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap_or(0);
-    const CAP_SYS_ADMIN: u64 = 1 << 21;
-    const CAP_PERFMON: u64 = 1 << 38;
-    const CAP_BPF: u64 = 1 << 39;
-    if eff & CAP_SYS_ADMIN != 0 || (eff & CAP_BPF != 0 && eff & CAP_PERFMON != 0) {
+    let missing = missing_capabilities(&status);
+    if missing.is_empty() {
         return Ok(());
     }
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     Err(CaptureError::MissingPrivilege(format!(
-        "loading eBPF probes needs root or CAP_BPF+CAP_PERFMON (running as uid {uid}); try sudo"
+        "loading eBPF probes needs {} (uid {uid} has not; as a user: sudo; in a container: add the capability)",
+        missing.join(" and ")
     )))
+}
+
+/// Why pod names may be missing, when this process lacks CAP_SYS_PTRACE (and CAP_SYS_ADMIN is
+/// no substitute here): the runtimes' bundles are read through `/proc/PID/root` and `cwd`,
+/// and other processes' `/proc/PID/exe` and namespace links, which `ptrace_may_access`
+/// (kernel/ptrace.c) refuses to a reader whose capabilities are not a superset of the
+/// target's unless it has CAP_SYS_PTRACE.
+pub fn ptrace_note() -> Option<String> {
+    const CAP_SYS_PTRACE: u64 = 1 << 19;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    (effective_capabilities(&status) & CAP_SYS_PTRACE == 0).then(|| {
+        "no CAP_SYS_PTRACE: runtimes' bundles and other processes' /proc links are unreadable, \
+         so pod and container names and executables may be missing"
+            .to_string()
+    })
+}
+
+/// `CapEff` of a `/proc/PID/status` text (0 when absent).
+fn effective_capabilities(status: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+/// The capabilities the probes need that `/proc/self/status`'s `CapEff` lacks: CAP_BPF to
+/// load programs and maps, CAP_PERFMON to attach tracepoints (include/linux/capability.h:
+/// `bpf_capable`, `perfmon_capable`), both implied by CAP_SYS_ADMIN.
+pub fn missing_capabilities(status: &str) -> Vec<&'static str> {
+    const CAP_SYS_ADMIN: u64 = 1 << 21;
+    const CAP_PERFMON: u64 = 1 << 38;
+    const CAP_BPF: u64 = 1 << 39;
+    let eff = effective_capabilities(status);
+    if eff & CAP_SYS_ADMIN != 0 {
+        return Vec::new();
+    }
+    [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
+        .into_iter()
+        .filter(|(bit, _)| eff & bit == 0)
+        .map(|(_, name)| name)
+        .collect()
 }
 
 /// RLIMIT_MEMLOCK only matters before kernel 5.11 (memcg accounting since); a failed raise
@@ -1217,6 +1251,23 @@ fn attach_fork(ebpf: &mut Ebpf, notes: &mut Vec<String>) -> Result<Link, Capture
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_capabilities_are_named_from_the_effective_set() {
+        let status = |eff: u64| format!("Name:\ttracer\nCapPrm:\tffffffffff\nCapEff:\t{eff:016x}\n");
+        let (admin, perfmon, bpf) = (1u64 << 21, 1u64 << 38, 1u64 << 39);
+        assert!(missing_capabilities(&status(bpf | perfmon)).is_empty());
+        assert!(missing_capabilities(&status(admin)).is_empty());
+        assert_eq!(missing_capabilities(&status(perfmon)), ["CAP_BPF"]);
+        assert_eq!(missing_capabilities(&status(bpf)), ["CAP_PERFMON"]);
+        assert_eq!(
+            missing_capabilities(&status(0)),
+            ["CAP_BPF", "CAP_PERFMON"]
+        );
+        // Root with every capability dropped (a container's `--cap-drop=ALL`): uid 0 is no
+        // capability.
+        assert_eq!(missing_capabilities("Uid:\t0\t0\t0\t0\nCapEff:\t0000000000000000\n").len(), 2);
+    }
 
     #[test]
     fn without_task_probe_offsets_syscall_probes_are_used() {

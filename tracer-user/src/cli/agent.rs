@@ -291,6 +291,12 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
     if !args.nats.starts_with("nats://") || args.nats["nats://".len()..].contains('/') {
         anyhow::bail!("--nats takes nats://HOST:PORT");
     }
+    // Before connecting anywhere: a node agent without the capabilities fails at once, naming
+    // them, instead of publishing an empty stream.
+    tracer::capture::check_privileges()?;
+    if let Some(note) = tracer::capture::ptrace_note() {
+        eprintln!("tracer: warning: {note}");
+    }
     let target = agent_target(&args);
     let daemon = args.pid.is_none() && !args.all && matches!(target, Target::Pid(_));
     let rt = tokio::runtime::Builder::new_multi_thread()

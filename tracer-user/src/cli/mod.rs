@@ -164,6 +164,14 @@ pub enum Command {
     Agent(agent::AgentArgs),
     /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
     Demo(demo::DemoArgs),
+    /// Print a shell completion script: `tracer completions bash > /etc/bash_completion.d/tracer`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout; the node package installs it as tracer(1).
+    #[command(hide = true)]
+    Manpage,
 }
 
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
@@ -254,6 +262,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Export(args)) => tracefile::export(args),
         Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
         Some(Command::Demo(args)) => demo::run(args),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "tracer", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Manpage) => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
         #[cfg(feature = "agent")]
         Some(Command::Agent(args)) => agent::run(args),
     }
