@@ -55,7 +55,10 @@ pub fn daemonset_run(path: &Path, cluster: &Cluster) -> Result<PodmanRun> {
 fn translate(pod: &Yaml, cluster: &Cluster) -> Result<PodmanRun> {
     let containers = pod["containers"].as_vec().context("no containers")?;
     let [c] = containers.as_slice() else {
-        bail!("the DaemonSet has {} containers; one expected", containers.len());
+        bail!(
+            "the DaemonSet has {} containers; one expected",
+            containers.len()
+        );
     };
     let mut flags = namespace_flags(pod);
     let (security, cap_add) = security_flags(&pod["securityContext"], &c["securityContext"])?;
@@ -123,10 +126,19 @@ fn security_flags(pod: &Yaml, c: &Yaml) -> Result<(Vec<String>, Vec<String>)> {
         Some(other) => bail!("seccompProfile type {other} is not translated"),
     }
     let caps = &c["capabilities"];
-    for cap in caps["drop"].as_vec().map(|v| strings(v)).transpose()?.unwrap_or_default() {
+    for cap in caps["drop"]
+        .as_vec()
+        .map(|v| strings(v))
+        .transpose()?
+        .unwrap_or_default()
+    {
         flags.push(format!("--cap-drop={}", cap_name(&cap)));
     }
-    let add = caps["add"].as_vec().map(|v| strings(v)).transpose()?.unwrap_or_default();
+    let add = caps["add"]
+        .as_vec()
+        .map(|v| strings(v))
+        .transpose()?
+        .unwrap_or_default();
     flags.extend(add.iter().map(|cap| format!("--cap-add={}", cap_name(cap))));
     Ok((flags, add))
 }
@@ -158,8 +170,14 @@ fn volume_flags(pod: &Yaml, c: &Yaml) -> Result<Vec<String>> {
         let host = host_paths
             .get(name)
             .with_context(|| format!("volumeMount {name} names no volume"))?;
-        let at = m["mountPath"].as_str().context("a volumeMount without mountPath")?;
-        let ro = if m["readOnly"].as_bool() == Some(true) { ":ro" } else { "" };
+        let at = m["mountPath"]
+            .as_str()
+            .context("a volumeMount without mountPath")?;
+        let ro = if m["readOnly"].as_bool() == Some(true) {
+            ":ro"
+        } else {
+            ""
+        };
         flags.push(format!("--volume={host}:{at}{ro}"));
     }
     Ok(flags)
@@ -258,8 +276,11 @@ mod tests {
             fields: [("spec.nodeName", "n1"), ("status.podIP", "127.0.0.1")].into(),
             env: [("NATS_URL", "nats://127.0.0.1:4222")].into(),
         };
-        daemonset_run(&crate::workspace_root().join("deploy/daemonset.yaml"), &cluster)
-            .expect("the manifest translates")
+        daemonset_run(
+            &crate::workspace_root().join("deploy/daemonset.yaml"),
+            &cluster,
+        )
+        .expect("the manifest translates")
     }
 
     #[test]
@@ -275,10 +296,17 @@ mod tests {
             "--volume=/sys/kernel/tracing:/sys/kernel/tracing:ro",
             "--env=NODE_NAME=n1",
         ] {
-            assert!(run.flags.iter().any(|f| f == flag), "{flag} missing: {run:?}");
+            assert!(
+                run.flags.iter().any(|f| f == flag),
+                "{flag} missing: {run:?}"
+            );
         }
         assert_eq!(run.cap_add, ["BPF", "PERFMON", "SYS_PTRACE"]);
-        assert!(run.args.contains(&"--nats=nats://127.0.0.1:4222".to_string()), "{run:?}");
+        assert!(
+            run.args
+                .contains(&"--nats=nats://127.0.0.1:4222".to_string()),
+            "{run:?}"
+        );
         assert!(run.args.contains(&"--node=n1".to_string()), "{run:?}");
         let fewer = run.without_capability("BPF");
         assert!(!fewer.flags.iter().any(|f| f == "--cap-add=CAP_BPF"));

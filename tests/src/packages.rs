@@ -110,8 +110,10 @@ impl ServiceHold {
             .open(POLICY_RC_D);
         match file {
             Ok(mut f) => {
-                f.write_all(b"#!/bin/sh\n# tracer set-up: start no service while installing.\nexit 101\n")
-                    .with_context(|| format!("cannot write {POLICY_RC_D}"))?;
+                f.write_all(
+                    b"#!/bin/sh\n# tracer set-up: start no service while installing.\nexit 101\n",
+                )
+                .with_context(|| format!("cannot write {POLICY_RC_D}"))?;
                 Ok(ServiceHold { created: true })
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -134,7 +136,11 @@ impl Drop for ServiceHold {
 /// aliases) and sysvinit's runlevels.
 fn link_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![PathBuf::from("/etc/systemd/system")];
-    dirs.extend("0123456S".chars().map(|r| PathBuf::from(format!("/etc/rc{r}.d"))));
+    dirs.extend(
+        "0123456S"
+            .chars()
+            .map(|r| PathBuf::from(format!("/etc/rc{r}.d"))),
+    );
     dirs
 }
 

@@ -696,7 +696,8 @@ impl Container {
             .args(["logs", &self.0])
             .output()
             .map(|o| {
-                String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+                String::from_utf8_lossy(&o.stdout).into_owned()
+                    + &String::from_utf8_lossy(&o.stderr)
             })
             .unwrap_or_default()
     }
@@ -710,8 +711,11 @@ fn manifest_run(nats_port: u16) -> tests::deploy::PodmanRun {
         fields: [("spec.nodeName", "n1"), ("status.podIP", "127.0.0.1")].into(),
         env: [("NATS_URL", url.as_str())].into(),
     };
-    tests::deploy::daemonset_run(&tests::workspace_root().join("deploy/daemonset.yaml"), &cluster)
-        .expect("deploy/daemonset.yaml translates to podman flags")
+    tests::deploy::daemonset_run(
+        &tests::workspace_root().join("deploy/daemonset.yaml"),
+        &cluster,
+    )
+    .expect("deploy/daemonset.yaml translates to podman flags")
 }
 
 /// `podman run` of the image with `run`'s flags and arguments; `detach` or in the foreground.
@@ -721,6 +725,10 @@ fn podman_run(run: &tests::deploy::PodmanRun, name: &str, detach: bool) -> std::
     if detach {
         cmd.arg("--detach");
     }
+    // Not the manifest's: podman on this machine cannot apply its own default rlimits to a
+    // container without CAP_SYS_RESOURCE ("error setting rlimit type 7"); a kubelet's runtime
+    // passes the node's.
+    cmd.args(["--ulimit=nofile=1024:1024", "--ulimit=nproc=1024:1024"]);
     cmd.args(&run.flags).arg(IMAGE).args(&run.args);
     cmd.stdin(Stdio::null())
         .output()
@@ -747,7 +755,11 @@ fn the_daemonsets_container_publishes_a_pod_as_the_manifest_runs_it() {
     };
     if !(prerequisites()
         && require_program("podman", "podman")
-        && tests::prereq::require("image", have_image(), "`cargo xtask image` builds localhost/tracer:latest"))
+        && tests::prereq::require(
+            "image",
+            have_image(),
+            "`cargo xtask image` builds localhost/tracer:latest",
+        ))
     {
         return;
     }
@@ -756,14 +768,25 @@ fn the_daemonsets_container_publishes_a_pod_as_the_manifest_runs_it() {
         dir: temp_dir("daemonset").expect("temp dir"),
     };
     let nats_port = free_port();
-    let mut nats = start_nats(nats_port, &dirs.dir.join("store"), &dirs.dir.join("nats.log"));
+    let mut nats = start_nats(
+        nats_port,
+        &dirs.dir.join("store"),
+        &dirs.dir.join("nats.log"),
+    );
     let run = manifest_run(nats_port);
     let metrics_port = manifest_metrics_port(&run);
-    assert!(!listening(metrics_port), "port {metrics_port} (the manifest's) is taken");
+    assert!(
+        !listening(metrics_port),
+        "port {metrics_port} (the manifest's) is taken"
+    );
 
     let agent = Container(format!("tracer-daemonset-{}", std::process::id()));
     let started = podman_run(&run, &agent.0, true);
-    assert!(started.status.success(), "podman run: {}", String::from_utf8_lossy(&started.stderr));
+    assert!(
+        started.status.success(),
+        "podman run: {}",
+        String::from_utf8_lossy(&started.stderr)
+    );
     wait_or(
         "the agent in its container to capture",
         60,
@@ -819,13 +842,26 @@ fn the_daemonsets_container_without_a_needed_capability_fails_naming_it() {
     }
     let run = manifest_run(free_port());
     for cap in ["BPF", "PERFMON"] {
-        assert!(run.cap_add.iter().any(|c| c == cap), "the manifest adds no {cap}");
+        assert!(
+            run.cap_add.iter().any(|c| c == cap),
+            "the manifest adds no {cap}"
+        );
         let short = run.without_capability(cap);
-        let name = Container(format!("tracer-ds-no-{}-{}", cap.to_lowercase(), std::process::id()));
+        let name = Container(format!(
+            "tracer-ds-no-{}-{}",
+            cap.to_lowercase(),
+            std::process::id()
+        ));
         let out = podman_run(&short, &name.0, false);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "the agent ran without CAP_{cap}: {stderr}");
-        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("tracer:")).collect();
+        assert!(
+            !out.status.success(),
+            "the agent ran without CAP_{cap}: {stderr}"
+        );
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("tracer:"))
+            .collect();
         assert_eq!(errors.len(), 1, "one line from tracer expected: {stderr}");
         assert!(errors[0].contains(&format!("CAP_{cap}")), "{stderr}");
     }
@@ -833,7 +869,11 @@ fn the_daemonsets_container_without_a_needed_capability_fails_naming_it() {
     let short = run.without_capability("SYS_PTRACE");
     let agent = Container(format!("tracer-ds-no-ptrace-{}", std::process::id()));
     let started = podman_run(&short, &agent.0, true);
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
     wait_or(
         "the warning about CAP_SYS_PTRACE",
         20,

@@ -41,16 +41,29 @@ fn the_static_binary_runs_with_no_library_and_matches_its_checksum() {
     let dir = dist_dir();
     let tracer = dir.join("tracer");
     if !(require_root()
-        && require("dist", tracer.is_file(), "`cargo xtask dist` writes target/dist/tracer"))
+        && require(
+            "dist",
+            tracer.is_file(),
+            "`cargo xtask dist` writes target/dist/tracer",
+        ))
     {
         return;
     }
-    let (ok, out, err) = output(Command::new("sha256sum").arg("-c").arg("tracer.sha256").current_dir(&dir));
+    let (ok, out, err) = output(
+        Command::new("sha256sum")
+            .arg("-c")
+            .arg("tracer.sha256")
+            .current_dir(&dir),
+    );
     assert!(ok, "sha256sum -c: {out}{err}");
     // An empty root: no libc, no loader, no Rust, no LLVM. A dynamic binary cannot start here.
     let root = tests::temp_dir("dist-root").expect("temp dir");
     std::fs::copy(&tracer, root.join("tracer")).expect("copy");
-    let (ok, out, err) = output(Command::new("chroot").arg(&root).args(["/tracer", "--version"]));
+    let (ok, out, err) = output(
+        Command::new("chroot")
+            .arg(&root)
+            .args(["/tracer", "--version"]),
+    );
     let _ = std::fs::remove_dir_all(&root);
     assert!(ok, "tracer --version in an empty root: {err}");
     assert!(out.starts_with("tracer "), "{out}");
@@ -60,13 +73,20 @@ fn the_static_binary_runs_with_no_library_and_matches_its_checksum() {
 #[ignore = "root: installs and removes the .deb with dpkg"]
 fn the_deb_installs_traces_and_removes_cleanly() {
     let Some(deb) = deb() else {
-        assert!(!require("dist", false, "`cargo xtask dist` writes target/dist/*.deb"));
+        assert!(!require(
+            "dist",
+            false,
+            "`cargo xtask dist` writes target/dist/*.deb"
+        ));
         return;
     };
     if !(require_root() && require_program("dpkg", "dpkg")) {
         return;
     }
-    assert!(!dpkg_installed("tracer"), "a tracer package is already installed: not touching it");
+    assert!(
+        !dpkg_installed("tracer"),
+        "a tracer package is already installed: not touching it"
+    );
     let (ok, out, err) = output(Command::new("dpkg").arg("-i").arg(&deb));
     assert!(ok, "dpkg -i: {out}{err}");
     let result = std::panic::catch_unwind(|| check_installed(Path::new("/usr/bin/tracer")));
@@ -76,7 +96,11 @@ fn the_deb_installs_traces_and_removes_cleanly() {
         std::panic::resume_unwind(panic);
     }
     assert!(!dpkg_installed("tracer"));
-    for gone in ["/usr/bin/tracer", "/usr/share/man/man1/tracer.1.gz", "/usr/share/bash-completion/completions/tracer"] {
+    for gone in [
+        "/usr/bin/tracer",
+        "/usr/share/man/man1/tracer.1.gz",
+        "/usr/share/bash-completion/completions/tracer",
+    ] {
         assert!(!Path::new(gone).exists(), "{gone} left behind");
     }
 }
@@ -91,7 +115,10 @@ fn check_installed(bin: &Path) {
         "/usr/share/zsh/vendor-completions/_tracer",
         "/usr/share/fish/vendor_completions.d/tracer.fish",
     ] {
-        assert!(files.lines().any(|l| l == want), "{want} not in the package: {files}");
+        assert!(
+            files.lines().any(|l| l == want),
+            "{want} not in the package: {files}"
+        );
     }
     let (ok, version, err) = output(Command::new(bin).arg("--version"));
     assert!(ok && version.starts_with("tracer "), "{version}{err}");

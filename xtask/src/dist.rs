@@ -21,9 +21,14 @@ pub fn dist_dir() -> PathBuf {
     workspace_root().join("target/dist")
 }
 
-/// Builds `target/dist/`: the static binary, its sha256, docs and completions, the .deb.
+/// `cargo xtask dist`: sets up, then [`build_dist`].
 pub fn dist() -> Result<PathBuf> {
-    setup::setup(Scope::Dist)?;
+    setup::setup(&[Scope::Dist])?;
+    build_dist()
+}
+
+/// Builds `target/dist/`: the static binary, its sha256, docs and completions, the .deb.
+pub fn build_dist() -> Result<PathBuf> {
     let binary = build_static()?;
     let out = dist_dir();
     // A fresh directory each time: nothing stale is packed.
@@ -33,7 +38,14 @@ pub fn dist() -> Result<PathBuf> {
     std::fs::copy(&binary, &tracer)
         .with_context(|| format!("cannot copy {} to {}", binary.display(), tracer.display()))?;
     write_sha256(&tracer)?;
-    generate_docs(&tracer, &out.join("share"))?;
+    // cargo-deb finds assets under the target's release directory by the `target/release/`
+    // prefix (tracer-user's [package.metadata.deb]); the same files are kept in dist/share.
+    let share = binary.with_file_name("share");
+    std::fs::create_dir_all(&share)?;
+    generate_docs(&tracer, &share)?;
+    for f in std::fs::read_dir(&share)?.flatten() {
+        std::fs::copy(f.path(), out.join("share").join(f.file_name()))?;
+    }
     let deb = build_deb(&out)?;
     println!("dist: {}", tracer.display());
     println!("dist: {}", deb.display());
@@ -53,21 +65,34 @@ fn build_static() -> Result<PathBuf> {
     Ok(binary)
 }
 
-/// The binary has no program interpreter and no dynamic section: it needs no shared library.
+/// The binary has no program interpreter and needs no shared library (no `DT_NEEDED`). A
+/// static-pie (Rust's musl default) keeps a dynamic section for its own relocations, so that
+/// alone is no sign of a shared library.
 pub fn ensure_static(binary: &Path) -> Result<()> {
-    use object::read::elf::{ElfFile64, ProgramHeader};
+    use object::read::elf::{Dyn, ElfFile64, ProgramHeader};
     use object::{elf, Endianness};
-    let data = std::fs::read(binary).with_context(|| format!("cannot read {}", binary.display()))?;
+    let data =
+        std::fs::read(binary).with_context(|| format!("cannot read {}", binary.display()))?;
     let file = ElfFile64::<Endianness>::parse(&*data)
         .with_context(|| format!("{} is not a 64-bit ELF file", binary.display()))?;
     let endian = file.endian();
     for ph in file.elf_program_headers() {
-        let kind = ph.p_type(endian);
-        if kind == elf::PT_INTERP || kind == elf::PT_DYNAMIC {
+        if ph.p_type(endian) == elf::PT_INTERP {
             bail!(
-                "{} is dynamically linked (program header {kind}); the node binary must be static",
+                "{} names a program interpreter: not static",
                 binary.display()
             );
+        }
+        let entries = ph
+            .dynamic(endian, &*data)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        if entries
+            .iter()
+            .any(|d| d.d_tag(endian) == u64::from(elf::DT_NEEDED))
+        {
+            bail!("{} needs shared libraries: not static", binary.display());
         }
     }
     Ok(())
@@ -99,9 +124,25 @@ fn generate_docs(tracer: &Path, share: &Path) -> Result<()> {
         std::fs::write(to, out.stdout).with_context(|| format!("cannot write {}", to.display()))
     };
     write(&["manpage"], &share.join("tracer.1"))?;
+    gzip(&share.join("tracer.1"))?;
     for shell in ["bash", "zsh", "fish"] {
-        write(&["completions", shell], &share.join(format!("tracer.{shell}")))?;
+        write(
+            &["completions", shell],
+            &share.join(format!("tracer.{shell}")),
+        )?;
     }
+    Ok(())
+}
+
+/// `FILE` → `FILE.gz` (man pages are installed compressed).
+fn gzip(file: &Path) -> Result<()> {
+    let data = std::fs::read(file)?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&data)?;
+    let mut name = file.as_os_str().to_owned();
+    name.push(".gz");
+    std::fs::write(PathBuf::from(name), gz.finish()?)?;
+    std::fs::remove_file(file)?;
     Ok(())
 }
 
@@ -120,11 +161,16 @@ fn build_deb(out: &Path) -> Result<PathBuf> {
     Ok(deb)
 }
 
-/// `cargo xtask image`: `deploy/Containerfile` on `target/dist/`, into the local podman
-/// storage as [`IMAGE`], pulling nothing.
+/// `cargo xtask image`: sets up, then [`build_image`].
 pub fn image() -> Result<()> {
-    setup::setup(Scope::Image)?;
-    let out = dist()?;
+    setup::setup(&[Scope::Image])?;
+    build_image()
+}
+
+/// [`build_dist`], then `deploy/Containerfile` on `target/dist/` into the local podman
+/// storage as [`IMAGE`], pulling nothing.
+pub fn build_image() -> Result<()> {
+    let out = build_dist()?;
     let containerfile = workspace_root().join("deploy/Containerfile");
     run(Command::new("podman")
         .args(["build", "--pull=never", "--tag", IMAGE, "--file"])

@@ -53,7 +53,7 @@ pub fn lab(args: LabArgs) -> Result<()> {
             "--restart-runtime is for the pod lab (the restart lab restarts containerd by itself)"
         );
     }
-    setup::setup(setup::Scope::Run)?;
+    setup::setup(&[setup::Scope::Run])?;
     let tracer = build_tracer()?;
     let trace = args.record.clone().unwrap_or_else(|| {
         workspace_root()

@@ -22,8 +22,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Task {
     /// Install what is missing, starting no service: running's needs (LLVM 22, the eBPF nightly
-    /// + rust-src, bpf-linker, tracefs), with --tests the tests' packages, with --dist the static
-    /// build's (musl target, cargo-deb).
+    /// with rust-src, bpf-linker, tracefs), with --tests the tests' packages, with --dist the
+    /// static build's (musl target, cargo-deb).
     Setup {
         /// Also what the tests need (runc, tmux, chromium, nats-server, prometheus, podman, ...).
         #[arg(long)]
@@ -170,7 +170,12 @@ fn run_tests(cmd: &mut Command, tally: &mut Tally) -> Result<()> {
 }
 
 fn test() -> Result<()> {
-    setup::setup(Scope::Tests)?;
+    // As root the deploy tests install and run the node package and image: set them up too.
+    if setup::is_root() {
+        setup::setup(&[Scope::Tests, Scope::Image])?;
+    } else {
+        setup::setup(&[Scope::Tests])?;
+    }
     let _ = std::fs::remove_file(skip_log());
     let mut tally = Tally::default();
     let result = test_all(&mut tally);
@@ -247,7 +252,7 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         // The lab tests record with the release binary, as `cargo xtask lab` does.
         run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
         // The node package and image the deploy tests install and run.
-        keep(dist::image());
+        keep(dist::build_image());
         keep(run_tests(
             cargo().args([
                 "test",
@@ -290,7 +295,7 @@ fn test_all(tally: &mut Tally) -> Result<()> {
 /// `cargo xtask run`: the live view as root, following the container runtime if one runs;
 /// where the probes cannot load, says why in one line and shows the recorded demo instead.
 fn run_tracer(args: Vec<String>) -> Result<()> {
-    if let Err(e) = setup::setup(Scope::Run) {
+    if let Err(e) = setup::setup(&[Scope::Run]) {
         return demo_instead(&format!("the probe toolchain is not set up ({e:#})"), false);
     }
     if run(cargo().args(["build", "--release", "-p", "tracer-user"])).is_err() {
@@ -384,16 +389,17 @@ fn main() -> std::process::ExitCode {
 fn dispatch(task: Task) -> Result<()> {
     match task {
         Task::Setup { tests, dist } => {
-            setup::setup(if tests { Scope::Tests } else { Scope::Run })?;
-            if dist {
-                setup::setup(Scope::Dist)?;
-            }
-            Ok(())
+            let scopes = [
+                Some(Scope::Run),
+                tests.then_some(Scope::Tests),
+                dist.then_some(Scope::Dist),
+            ];
+            setup::setup(&scopes.into_iter().flatten().collect::<Vec<_>>())
         }
         Task::Run { args } => run_tracer(args),
         Task::Test => test(),
         Task::Bench { runs, only } => {
-            setup::setup(Scope::Tests)?;
+            setup::setup(&[Scope::Tests])?;
             run(cargo().args([
                 "build",
                 "--release",

@@ -2,17 +2,23 @@
 //! Idempotent: a second run only prints `ok` lines.
 
 use anyhow::{bail, Context, Result};
-use tests::packages::Need;
 use std::path::Path;
 use std::process::Command;
+use tests::packages::Need;
 
 /// The nightly the probes are built with (keep in sync with tracer-user/build.rs).
 pub const EBPF_TOOLCHAIN: &str = "nightly-2026-05-20";
 const LLVM_PREFIX: &str = "/usr/lib/llvm-22";
 /// What running needs: building the probes (bpf-linker links against LLVM 22).
 const RUN_PACKAGES: &[Need] = &[
-    ("llvm-22-dev", "bpf-linker links against LLVM 22 to build the eBPF probes"),
-    ("libpolly-22-dev", "LLVM 22's llvm-config names Polly among its libraries"),
+    (
+        "llvm-22-dev",
+        "bpf-linker links against LLVM 22 to build the eBPF probes",
+    ),
+    (
+        "libpolly-22-dev",
+        "LLVM 22's llvm-config names Polly among its libraries",
+    ),
     ("zlib1g-dev", "LLVM 22's link dependency (bpf-linker)"),
     ("libzstd-dev", "LLVM 22's link dependency (bpf-linker)"),
 ];
@@ -20,36 +26,69 @@ const RUN_PACKAGES: &[Need] = &[
 /// What the tests need on top (a test whose prerequisite is missing fails: tests/src/prereq.rs).
 /// The labs install their runtimes themselves (`Scenario::packages`).
 const TEST_PACKAGES: &[Need] = &[
-    ("busybox-static", "the containers' root filesystems and images"),
+    (
+        "busybox-static",
+        "the containers' root filesystems and images",
+    ),
     ("runc", "the root tests run containers with runc"),
     ("strace", "strace logs to import and compare with"),
     ("tmux", "the viewer tests drive a real terminal"),
     ("graphviz", "`dot` renders the DOT export in its test"),
-    ("util-linux", "setpriv/unshare for the privilege and pid-namespace tests"),
-    ("librsvg2-bin", "rsvg-convert renders the SVG export in its test"),
-    ("chromium", "headless Chromium renders the HTML export in its test"),
-    ("nats-server", "the agent tests publish to a real JetStream server"),
+    (
+        "util-linux",
+        "setpriv/unshare for the privilege and pid-namespace tests",
+    ),
+    (
+        "librsvg2-bin",
+        "rsvg-convert renders the SVG export in its test",
+    ),
+    (
+        "chromium",
+        "headless Chromium renders the HTML export in its test",
+    ),
+    (
+        "nats-server",
+        "the agent tests publish to a real JetStream server",
+    ),
     ("prometheus", "promtool lints the agent's /metrics"),
     ("openssl", "the TLS test makes its CA and certificates"),
-    ("podman", "the image is built and the DaemonSet's container run with podman"),
+    (
+        "podman",
+        "the image is built and the DaemonSet's container run with podman",
+    ),
 ];
 
 /// What `cargo xtask dist` needs on top of running: a static (musl) build, whose C parts
 /// (ring's) need musl's compiler wrapper.
-const DIST_PACKAGES: &[Need] = &[("musl-tools", "musl-gcc compiles ring's C for the static binary")];
+const DIST_PACKAGES: &[Need] = &[(
+    "musl-tools",
+    "musl-gcc compiles ring's C for the static binary",
+)];
 /// What `cargo xtask image` needs on top of dist.
 const IMAGE_PACKAGES: &[Need] = &[("podman", "builds the image into the local storage")];
 
 /// The static binary's target.
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
 
-/// How much a task sets up: running needs the probes' toolchain only.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+/// What a task needs set up, beyond running's needs (the probes' toolchain), which every
+/// task has.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Scope {
     Run,
     Tests,
     Dist,
     Image,
+}
+
+impl Scope {
+    fn packages(self) -> &'static [&'static [Need]] {
+        match self {
+            Scope::Run => &[],
+            Scope::Tests => &[TEST_PACKAGES],
+            Scope::Dist => &[DIST_PACKAGES],
+            Scope::Image => &[DIST_PACKAGES, IMAGE_PACKAGES],
+        }
+    }
 }
 
 pub use tests::prereq::is_root;
@@ -170,23 +209,19 @@ fn btf() {
     }
 }
 
-/// Checks and installs what `scope` needs: the probes' toolchain always, the tests' packages,
-/// the static build's target and the Debian packager for dist.
-pub fn setup(scope: Scope) -> Result<()> {
+/// Checks and installs what the `scopes` need: the probes' toolchain always, the tests'
+/// packages, the static build's target and the Debian packager for dist and image.
+pub fn setup(scopes: &[Scope]) -> Result<()> {
     apt_packages(RUN_PACKAGES)?;
-    match scope {
-        Scope::Run => {}
-        Scope::Tests => apt_packages(TEST_PACKAGES)?,
-        Scope::Dist | Scope::Image => {
-            apt_packages(DIST_PACKAGES)?;
-            if scope == Scope::Image {
-                apt_packages(IMAGE_PACKAGES)?;
-            }
-        }
+    for needs in scopes.iter().flat_map(|s| s.packages()) {
+        apt_packages(needs)?;
     }
     nightly()?;
     bpf_linker()?;
-    if scope >= Scope::Dist {
+    if scopes
+        .iter()
+        .any(|s| matches!(s, Scope::Dist | Scope::Image))
+    {
         musl_target()?;
         cargo_deb()?;
     }
@@ -199,13 +234,19 @@ fn musl_target() -> Result<()> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == MUSL_TARGET))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l == MUSL_TARGET)
+        })
         .unwrap_or(false);
     if installed {
         ok(&format!("rust target {MUSL_TARGET}"));
         return Ok(());
     }
-    doing(&format!("rust target {MUSL_TARGET}: the static node binary"));
+    doing(&format!(
+        "rust target {MUSL_TARGET}: the static node binary"
+    ));
     run(Command::new("rustup").args(["target", "add", MUSL_TARGET]))
 }
 

@@ -3,6 +3,10 @@
 
 use anyhow::{Context, Result};
 use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint, Uri};
 use v1::runtime_service_client::RuntimeServiceClient;
 use v1::{
     ContainerConfig, ContainerMetadata, ContainerStatusRequest, CreateContainerRequest,
@@ -11,10 +15,6 @@ use v1::{
     PodSandboxConfig, PodSandboxMetadata, PodSandboxStatusRequest, RemovePodSandboxRequest,
     RunPodSandboxRequest, StartContainerRequest, StopPodSandboxRequest, VersionRequest,
 };
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-use tonic::transport::{Channel, Endpoint, Uri};
 
 /// The CRI v1 messages and client (`runtime.v1`), generated from tests/proto/cri-api/v1.proto.
 #[allow(clippy::all, missing_docs)]

@@ -229,7 +229,12 @@ pub fn which(prog: &str) -> Option<PathBuf> {
 pub fn ensure_packages(pkgs: &[&'static str]) -> Result<()> {
     let needs: Vec<crate::packages::Need> = pkgs
         .iter()
-        .map(|p| (*p, "a runtime this lab runs (the lab starts its own instance)"))
+        .map(|p| {
+            (
+                *p,
+                "a runtime this lab runs (the lab starts its own instance)",
+            )
+        })
         .collect();
     crate::packages::install("lab", &needs).map(|_| ())
 }

@@ -195,13 +195,19 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("their-root"), dir.join("proc/42/root")).unwrap();
         let cfg = r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"web"}}"#;
         std::fs::write(inside.join("config.json"), cfg).unwrap();
-        assert!(!Path::new(&bundle).exists(), "{bundle} must not exist on this root");
+        assert!(
+            !Path::new(&bundle).exists(),
+            "{bundle} must not exist on this root"
+        );
         let got = runtime_annotations(&dir.join("proc"), 42, Some(&bundle));
         // Only root-owned bundles are read: written by root, this one is.
         let as_root = unsafe { libc::geteuid() } == 0;
         assert_eq!(got.is_some(), as_root, "{got:?}");
         if let Some(a) = got {
-            assert_eq!(a.get("io.kubernetes.cri.sandbox-name").map(String::as_str), Some("web"));
+            assert_eq!(
+                a.get("io.kubernetes.cri.sandbox-name").map(String::as_str),
+                Some("web")
+            );
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1254,19 +1254,20 @@ mod tests {
 
     #[test]
     fn missing_capabilities_are_named_from_the_effective_set() {
-        let status = |eff: u64| format!("Name:\ttracer\nCapPrm:\tffffffffff\nCapEff:\t{eff:016x}\n");
+        let status =
+            |eff: u64| format!("Name:\ttracer\nCapPrm:\tffffffffff\nCapEff:\t{eff:016x}\n");
         let (admin, perfmon, bpf) = (1u64 << 21, 1u64 << 38, 1u64 << 39);
         assert!(missing_capabilities(&status(bpf | perfmon)).is_empty());
         assert!(missing_capabilities(&status(admin)).is_empty());
         assert_eq!(missing_capabilities(&status(perfmon)), ["CAP_BPF"]);
         assert_eq!(missing_capabilities(&status(bpf)), ["CAP_PERFMON"]);
-        assert_eq!(
-            missing_capabilities(&status(0)),
-            ["CAP_BPF", "CAP_PERFMON"]
-        );
+        assert_eq!(missing_capabilities(&status(0)), ["CAP_BPF", "CAP_PERFMON"]);
         // Root with every capability dropped (a container's `--cap-drop=ALL`): uid 0 is no
         // capability.
-        assert_eq!(missing_capabilities("Uid:\t0\t0\t0\t0\nCapEff:\t0000000000000000\n").len(), 2);
+        assert_eq!(
+            missing_capabilities("Uid:\t0\t0\t0\t0\nCapEff:\t0000000000000000\n").len(),
+            2
+        );
     }
 
     #[test]
