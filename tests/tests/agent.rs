@@ -309,6 +309,12 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
     w.agent.terminate();
     w.nats.terminate();
     reads.check(&pod, init_pid);
+    assert_runc_run_birth(&tree, init_pid, runc_pid, &url);
+}
+
+/// In `tree` (JSON, read from `url`), the container init was born by CLONE_PARENT from runc's
+/// stages: its real parent is `runc run` itself.
+fn assert_runc_run_birth(tree: &serde_json::Value, init_pid: u32, runc_pid: u32, url: &str) {
     let init = tree["processes"]
         .as_array()
         .expect("processes")
@@ -317,7 +323,6 @@ fn agent_publishes_a_container_birth_and_serves_metrics() {
         .unwrap_or_else(|| panic!("container init {init_pid} not in the tree read from {url}"));
     let birth = &init["lineage"][0];
     assert_eq!(birth["how"], "clone_parent", "{init}");
-    // CLONE_PARENT from runc's stages: the init's real parent is `runc run` itself.
     assert_eq!(birth["parent"], runc_pid, "{init}");
 }
 
@@ -735,6 +740,18 @@ fn podman_run(run: &tests::deploy::PodmanRun, name: &str, detach: bool) -> std::
         .unwrap_or_else(|e| panic!("cannot run podman: {e}"))
 }
 
+/// `run` started detached as `TAG-PID`; the test fails if podman cannot start it.
+fn start_container(run: &tests::deploy::PodmanRun, tag: &str) -> Container {
+    let c = Container(format!("{tag}-{}", std::process::id()));
+    let started = podman_run(run, &c.0, true);
+    assert!(
+        started.status.success(),
+        "podman run: {}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    c
+}
+
 /// The metrics port the manifest's `--listen` names.
 fn manifest_metrics_port(run: &tests::deploy::PodmanRun) -> u16 {
     run.args
@@ -780,13 +797,7 @@ fn the_daemonsets_container_publishes_a_pod_as_the_manifest_runs_it() {
         "port {metrics_port} (the manifest's) is taken"
     );
 
-    let agent = Container(format!("tracer-daemonset-{}", std::process::id()));
-    let started = podman_run(&run, &agent.0, true);
-    assert!(
-        started.status.success(),
-        "podman run: {}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    let agent = start_container(&run, "tracer-daemonset");
     wait_or(
         "the agent in its container to capture",
         60,
@@ -824,14 +835,7 @@ fn the_daemonsets_container_publishes_a_pod_as_the_manifest_runs_it() {
         .find(|s| s["init_pid"] == init_pid)
         .unwrap_or_else(|| panic!("no story of init {init_pid}: {story}"));
     assert_eq!(mine["pod"], format!("default/{id}"), "{mine}");
-    let init = tree["processes"]
-        .as_array()
-        .expect("processes")
-        .iter()
-        .find(|p| p["pid"] == init_pid)
-        .unwrap_or_else(|| panic!("container init {init_pid} not in the tree read from {url}"));
-    assert_eq!(init["lineage"][0]["how"], "clone_parent", "{init}");
-    assert_eq!(init["lineage"][0]["parent"], runc_pid, "{init}");
+    assert_runc_run_birth(&tree, init_pid, runc_pid, &url);
 }
 
 #[test]
@@ -867,13 +871,7 @@ fn the_daemonsets_container_without_a_needed_capability_fails_naming_it() {
     }
     // Without CAP_SYS_PTRACE the agent runs but says what it cannot read.
     let short = run.without_capability("SYS_PTRACE");
-    let agent = Container(format!("tracer-ds-no-ptrace-{}", std::process::id()));
-    let started = podman_run(&short, &agent.0, true);
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
-    );
+    let agent = start_container(&short, "tracer-ds-no-ptrace");
     wait_or(
         "the warning about CAP_SYS_PTRACE",
         20,
