@@ -1,6 +1,7 @@
 //! What a test needs from the machine (root, the probes, tmux, Graphviz, setpriv): one place
-//! that decides between failing and skipping. `.ci/run` and `cargo xtask setup` install every
-//! prerequisite, so a missing one fails the test, naming what to install. A developer's partial
+//! that decides between failing and skipping. `cargo xtask setup --tests` (run by
+//! `cargo xtask test`) installs every prerequisite, so a missing one fails the test, naming
+//! what to install. A developer's partial
 //! run may opt out explicitly with `TRACER_TEST_SKIP=tmux,root,...` (or `all`): the test then
 //! returns early and says so on stderr, and in the file named by `TRACER_TEST_SKIP_LOG`
 //! (`cargo xtask test` sets it and lists the skipped tests by name at the end).
