@@ -266,7 +266,7 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             tally,
         ));
         // The library's root tests: the follow_lineage example, the capture stream, a
-        // recording killed with SIGKILL.
+        // recording killed with SIGKILL, outputs aimed at devices and other users' files.
         keep(run_tests(
             cargo().args([
                 "test",
@@ -277,6 +277,8 @@ fn test_all(tally: &mut Tally) -> Result<()> {
                 "examples",
                 "--test",
                 "record_sigkill",
+                "--test",
+                "cli_outputs",
                 "--",
                 "--ignored",
                 "--test-threads=1",
