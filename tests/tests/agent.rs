@@ -879,3 +879,116 @@ fn the_daemonsets_container_without_a_needed_capability_fails_naming_it() {
         || agent.logs(),
     );
 }
+
+/// `GET PATH` over HTTP/1.1 to 127.0.0.1:`port`, answered within `within`: (status line,
+/// body).
+fn get(port: u16, path: &str, within: Duration) -> Option<(String, String)> {
+    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), within).ok()?;
+    s.set_read_timeout(Some(within)).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    Some((head.lines().next()?.to_string(), body.to_string()))
+}
+
+/// A scrape answered 200 within 2 s.
+fn answers(port: u16) -> bool {
+    get(port, "/metrics", Duration::from_secs(2)).is_some_and(|(status, body)| {
+        status.contains(" 200 ") && body.contains("tracer_events_total")
+    })
+}
+
+/// VmRSS of `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server; abuses the agent's /metrics"]
+fn the_metrics_endpoint_survives_abuse_in_bounded_memory() {
+    if !(prerequisites() && require_program("prlimit", "util-linux")) {
+        return;
+    }
+    let w = World::start("agent-abuse");
+    let (port, pid) = (w.metrics_port, w.agent.0.id());
+    for path in ["/metrics", "/metrics?x=1", "/metrics/"] {
+        let (status, _) = get(port, path, Duration::from_secs(2)).expect("an answer");
+        assert!(status.contains(" 200 "), "{path}: {status}");
+    }
+    let (status, _) = get(port, "/other", Duration::from_secs(2)).expect("an answer");
+    assert!(status.contains(" 404 "), "{status}");
+    let rss_before = rss_kib(pid);
+
+    // A header that never ends: the agent closes the connection after its request limit.
+    let mut endless = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    endless
+        .write_all(b"GET /metrics HTTP/1.1\r\nX-Endless: ")
+        .expect("write");
+    let chunk = vec![b'a'; 64 * 1024];
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut sent = 0usize;
+    while Instant::now() < until && endless.write_all(&chunk).is_ok() {
+        sent += chunk.len();
+    }
+    assert!(sent < 8 << 20, "the agent took {sent} bytes of one header");
+    assert!(answers(port), "no answer after the endless header");
+
+    // 1,000 idle connections, then a scrape.
+    let idle: Vec<TcpStream> = (0..1000)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
+        .collect();
+    assert!(idle.len() > 900, "only {} connections opened", idle.len());
+    assert!(
+        answers(port),
+        "no answer within 2 s under 1,000 idle connections"
+    );
+    drop(idle);
+
+    // Out of descriptors: the agent's soft limit lowered to what it has open now plus a few,
+    // then more connections than that; it must answer again once they are gone.
+    let nofile = |soft: &str| {
+        let st = Command::new("prlimit")
+            .args(["--pid", &pid.to_string(), &format!("--nofile={soft}:")])
+            .status()
+            .expect("prlimit");
+        assert!(st.success(), "prlimit --nofile={soft}:");
+    };
+    let soft_before = Command::new("prlimit")
+        .args([
+            "--pid",
+            &pid.to_string(),
+            "--nofile",
+            "--output=SOFT",
+            "--noheadings",
+        ])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .expect("prlimit");
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fds")
+        .count();
+    nofile(&(open + 8).to_string());
+    let flood: Vec<TcpStream> = (0..200)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    drop(flood);
+    wait_for("an answer after descriptor exhaustion", 5, || answers(port));
+    nofile(&soft_before);
+    assert!(answers(port));
+    let grown = rss_kib(pid).saturating_sub(rss_before);
+    assert!(grown < 20 * 1024, "the agent's RSS grew by {grown} KiB");
+}

@@ -236,34 +236,135 @@ pub fn reason_label(r: Reason) -> &'static str {
     }
 }
 
-/// Serves `/metrics` from `render` on `addr` on a thread of its own; returns the address bound
-/// (port 0 picks one).
-pub fn serve(
-    addr: SocketAddr,
-    render: Arc<dyn Fn() -> String + Send + Sync>,
-) -> std::io::Result<SocketAddr> {
-    let server = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| std::io::Error::other("not an IP listener"))?;
+/// How many connections the endpoint holds at once; at the limit a new one evicts the oldest
+/// (a scraper's request takes milliseconds, so the oldest is an idle or stalled one).
+pub const MAX_CONNECTIONS: usize = 256;
+/// The most a request's head may take (hyper's read buffer, headers included); a longer one is
+/// answered 431 and the connection closed, so a header without a line end costs no more.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
+/// How long a connection may take to send its request headers, the first or the next on a
+/// kept-alive connection (idle connections are closed after it).
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+/// The most one connection may live, whatever it does.
+pub const CONNECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// The pause after a failed accept (EMFILE, ENFILE, ENOBUFS...): the loop goes on after it.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// What renders the metrics text.
+pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Serves `/metrics` from `render` on `addr` on a thread of its own (hyper, HTTP/1.1, with the
+/// limits above); returns the address bound (port 0 picks one). `/metrics` ignores a query
+/// string and a trailing slash; other paths are 404, methods other than GET and HEAD 405.
+pub fn serve(addr: SocketAddr, render: Render) -> std::io::Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
-            for req in server.incoming_requests() {
-                let resp = if req.url() == "/metrics" {
-                    let ct = tiny_http::Header::from_bytes("Content-Type", prometheus::TEXT_FORMAT)
-                        .expect("static header is valid");
-                    tiny_http::Response::from_string(render()).with_header(ct)
-                } else {
-                    tiny_http::Response::from_string("not found: try /metrics\n")
-                        .with_status_code(404)
-                };
-                // A client that went away is its own problem.
-                let _ = req.respond(resp);
-            }
+            rt.block_on(async move {
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => accept_loop(l, render).await,
+                    Err(e) => log::error!("metrics endpoint: {e}"),
+                }
+            })
         })?;
     Ok(bound)
+}
+
+/// Accepts forever. Each connection gets a task and an eviction channel; at
+/// [`MAX_CONNECTIONS`], or when the process is out of descriptors, the oldest is told to go.
+async fn accept_loop(listener: tokio::net::TcpListener, render: Render) {
+    let mut live: std::collections::VecDeque<tokio::sync::oneshot::Sender<()>> =
+        std::collections::VecDeque::new();
+    let evict_oldest = |live: &mut std::collections::VecDeque<tokio::sync::oneshot::Sender<()>>| {
+        // Finished connections dropped their receiver.
+        live.retain(|tx| !tx.is_closed());
+        if let Some(tx) = live.pop_front() {
+            let _ = tx.send(());
+        }
+    };
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                live.retain(|tx| !tx.is_closed());
+                if live.len() >= MAX_CONNECTIONS {
+                    evict_oldest(&mut live);
+                }
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                live.push_back(tx);
+                tokio::spawn(connection(stream, render.clone(), rx));
+            }
+            Err(e) => {
+                // Out of descriptors: free one, then go on after a pause (never give up:
+                // the endpoint must answer once the pressure is gone).
+                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                    evict_oldest(&mut live);
+                }
+                log::debug!("metrics endpoint: accept: {e}");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
+/// One HTTP/1.1 connection under the limits, until it ends, times out or is evicted.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    render: Render,
+    evicted: tokio::sync::oneshot::Receiver<()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let service = hyper::service::service_fn(move |req| {
+        let render = render.clone();
+        async move { Ok::<_, std::convert::Infallible>(respond(&req, &*render)) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(MAX_REQUEST_BYTES)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        _ = tokio::time::timeout(CONNECTION_TIMEOUT, conn) => {}
+        _ = evicted => {}
+    }
+}
+
+type Body = http_body_util::Full<bytes::Bytes>;
+
+/// The answer to one request.
+fn respond<B>(req: &hyper::Request<B>, render: &dyn Fn() -> String) -> hyper::Response<Body> {
+    use hyper::{header, Method, StatusCode};
+    let reply = |status: StatusCode, text: String, content_type: &'static str| {
+        let mut r = hyper::Response::new(Body::from(text));
+        *r.status_mut() = status;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(content_type),
+        );
+        r
+    };
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET /metrics\n".into(),
+            "text/plain",
+        );
+    }
+    // Scrapers add parameters (`params:` in a scrape config) and some a trailing slash.
+    let path = req.uri().path();
+    if path != "/metrics" && path != "/metrics/" {
+        return reply(
+            StatusCode::NOT_FOUND,
+            "not found: try /metrics\n".into(),
+            "text/plain",
+        );
+    }
+    reply(StatusCode::OK, render(), prometheus::TEXT_FORMAT)
 }
 
 #[cfg(test)]
