@@ -7,14 +7,34 @@
 //! other control byte in octal as short as possible (`\33`, `\177`), three digits when the next
 //! byte is an octal digit (`\0331`), so the output reads back unambiguously. Unlike strace in the
 //! C locale, printable non-ASCII characters stay as they are (names are UTF-8); C1 controls
-//! (U+0080-U+009F, which some terminals obey like ESC sequences) and the bidirectional-override
-//! characters (which reorder what is displayed) are escaped byte by byte in octal.
+//! (U+0080-U+009F, which some terminals obey like ESC sequences) and the invisible format
+//! characters ([`is_invisible`]: bidirectional controls, which reorder what is displayed, and
+//! zero-width ones, which hide text) are escaped byte by byte in octal. The HTML and SVG
+//! outputs escape the same invisible characters the same way, and file names in error
+//! messages go through [`path`].
 
 use std::borrow::Cow;
 
+/// Invisible format characters a name can hide behind: the bidirectional marks, embeddings,
+/// overrides and isolates (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069, which reorder
+/// what is displayed: "Trojan Source"), zero-width spaces and joiners (U+200B-U+200D, U+2060-
+/// U+2064, U+FEFF), the line and paragraph separators (U+2028, U+2029) and the deprecated
+/// format controls U+206A-U+206F.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+    )
+}
+
 /// Characters that are printed escaped (besides `\` and, when quoting, `"`).
 fn needs_escape(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control() || is_invisible(c)
 }
 
 /// Appends `s` to `out` with control characters (and `\`, and `"` when `quote`) escaped.
@@ -62,6 +82,12 @@ pub fn escape(s: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(s.len() + 8);
     push_escaped(&mut out, s, false);
     Cow::Owned(out)
+}
+
+/// A file name for a message: escaped like every other text a user or recording controls
+/// (bytes that are not UTF-8 shown as U+FFFD).
+pub fn path(p: &std::path::Path) -> String {
+    escape(&p.to_string_lossy()).into_owned()
 }
 
 /// `"s"` as strace prints a string argument, with `...` after it when it was `truncated`.

@@ -32,7 +32,7 @@ impl Kind {
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// The file could not be opened or read.
-    #[error("cannot read {path}: {error}")]
+    #[error("cannot read {}: {error}", crate::escape::path(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -40,7 +40,7 @@ pub enum InputError {
         error: std::io::Error,
     },
     /// The content is neither a trace file nor an strace log.
-    #[error("{path}: {reason}")]
+    #[error("{}: {reason}", crate::escape::path(path))]
     NotRecognized {
         /// The file.
         path: PathBuf,
@@ -48,7 +48,7 @@ pub enum InputError {
         reason: &'static str,
     },
     /// A trace file that is damaged or unsupported; the inner error names the byte offset.
-    #[error("{path}: {error}")]
+    #[error("{}: {error}", crate::escape::path(path))]
     TraceFile {
         /// The file.
         path: PathBuf,
@@ -57,7 +57,7 @@ pub enum InputError {
     },
     /// A NATS source that could not be read.
     #[cfg(feature = "agent")]
-    #[error("{path}: {error}")]
+    #[error("{}: {error}", crate::escape::path(path))]
     Nats {
         /// The source.
         path: PathBuf,
@@ -65,7 +65,7 @@ pub enum InputError {
         error: crate::nats::NatsError,
     },
     /// An strace log in which nothing could be read.
-    #[error("{path}: strace log: {message}")]
+    #[error("{}: strace log: {message}", crate::escape::path(path))]
     Strace {
         /// The file.
         path: PathBuf,

@@ -69,7 +69,10 @@ pub enum NatsError {
     #[error("no message from node {0} in the stream (no agent published as that node yet)")]
     NoData(String),
     /// A credentials file that could not be read.
-    #[error("cannot read the NATS credentials {path}: {error}")]
+    #[error(
+        "cannot read the NATS credentials {}: {error}",
+        crate::escape::path(path)
+    )]
     Credentials {
         /// The file.
         path: std::path::PathBuf,

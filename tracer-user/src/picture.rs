@@ -37,7 +37,8 @@ pub struct PictureOpts {
 }
 
 /// `s` escaped for XML text and attribute values, control characters (not allowed in XML
-/// 1.0) replaced by U+FFFD, at most `max` characters (then `…`).
+/// 1.0) replaced by U+FFFD, invisible format characters (bidi controls, zero-width ones)
+/// shown escaped as the text outputs show them, at most `max` characters (then `…`).
 pub fn xml_text(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max * 2) + 8);
     for (n, c) in s.chars().enumerate() {
@@ -52,6 +53,9 @@ pub fn xml_text(s: &str, max: usize) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             c if c.is_control() || ('\u{fffe}'..='\u{ffff}').contains(&c) => out.push('\u{fffd}'),
+            c if crate::escape::is_invisible(c) => {
+                out.push_str(&crate::escape::escape(c.encode_utf8(&mut [0; 4])))
+            }
             c => out.push(c),
         }
     }
@@ -585,5 +589,10 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&apos;\u{fffd}[31m\u{fffd}"
         );
         assert_eq!(xml_text("abcdef", 3), "abc…");
+        // A right-to-left override would reorder what the picture shows: escaped as in text.
+        assert_eq!(
+            xml_text("a\u{202e}b\u{feff}", 100),
+            "a\\342\\200\\256b\\357\\273\\277"
+        );
     }
 }

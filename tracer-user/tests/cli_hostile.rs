@@ -170,13 +170,18 @@ fn output_onto_the_input_keeps_the_input_whole() {
 }
 
 fn hostile_trace(dir: &Path) -> PathBuf {
+    named_trace(dir, HOSTILE)
+}
+
+/// A recording of process 7 named `name` (its exit), its command line and host name `name`.
+fn named_trace(dir: &Path, name: &str) -> PathBuf {
     let evs = vec![
         Event::bare(
             1,
             1000,
             7,
             7,
-            HOSTILE,
+            name,
             EventKind::ExitEnter {
                 syscall: tracer::event::Syscall::ExitGroup,
                 code: 0,
@@ -187,16 +192,16 @@ fn hostile_trace(dir: &Path) -> PathBuf {
             2000,
             7,
             7,
-            HOSTILE,
+            name,
             EventKind::TaskExit {
                 exit_code: 0,
                 group_dead: true,
             },
         ),
     ];
-    let mut h = Header::for_this_host(CaptureMode::Command(vec![HOSTILE.into()]));
-    h.hostname = HOSTILE.into();
-    let path = dir.join("hostile.trace");
+    let mut h = Header::for_this_host(CaptureMode::Command(vec![name.into()]));
+    h.hostname = name.into();
+    let path = dir.join("named.trace");
     std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
     path
 }
@@ -229,6 +234,46 @@ fn control_bytes_never_reach_the_terminal() {
         text(&out.stdout).contains("7 \\33]0;PWNED\\7"),
         "{}",
         text(&out.stdout)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Names that reorder or hide text where they are shown: a right-to-left override and a
+/// zero-width space.
+const INVISIBLE: &str = "evil\u{202e}txt.exe\u{200b}";
+
+#[test]
+fn bidi_and_invisible_characters_are_escaped_in_pictures_and_file_names() {
+    let dir = temp("bidi");
+    let trace = named_trace(&dir, INVISIBLE);
+    let raw = |b: &[u8]| {
+        let t = text(b);
+        t.contains('\u{202e}') || t.contains('\u{200b}')
+    };
+    for cmd in [
+        vec!["export", "--format", "svg", "--all", p(&trace)],
+        vec!["export", "--format", "html", "--all", p(&trace)],
+        vec!["export", "--format", "dot", p(&trace)],
+    ] {
+        let out = tracer(&cmd);
+        let shown = text(&out.stdout);
+        assert!(out.status.success(), "{cmd:?}: {}", text(&out.stderr));
+        assert!(!raw(&out.stdout), "{cmd:?} shows the characters raw");
+        // Escaped as the text outputs escape them (DOT doubles the backslashes).
+        assert!(
+            shown.contains("evil\\342\\200\\256txt") || shown.contains("evil\\\\342"),
+            "{cmd:?}: {shown}"
+        );
+    }
+    // A file name from the command line, in the error that names it.
+    let missing = dir.join(format!("{INVISIBLE}{HOSTILE}"));
+    let out = tracer(&["tree", p(&missing)]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(!raw(&out.stderr) && !out.stderr.contains(&0x1b), "{err}");
+    assert!(
+        err.contains("cannot read") && err.contains("\\33]0;PWNED\\7"),
+        "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

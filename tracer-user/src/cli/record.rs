@@ -62,7 +62,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             eprintln!("tracer: note: {note}");
         }
         let mut w = TraceWriter::create(&args.output, &header)
-            .with_context(|| format!("cannot create {}", args.output.display()))?;
+            .with_context(|| format!("cannot create {}", tracer::escape::path(&args.output)))?;
 
         let deadline = args
             .target

@@ -34,7 +34,7 @@ pub fn run(
         let mut out: Box<dyn Write + Send> = match &output {
             Some(path) => Box::new(std::io::BufWriter::new(
                 tracer::outfile::create_streaming(path)
-                    .with_context(|| format!("cannot create {}", path.display()))?,
+                    .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?,
             )),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
         };

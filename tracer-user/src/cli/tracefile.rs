@@ -397,9 +397,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let mut input = open_input(&source)?;
     let snapshot = input.snapshot();
     let mut file = match &args.output {
-        Some(p) if p.as_os_str() != "-" => {
-            Some(OutFile::atomic(p).with_context(|| format!("cannot create {}", p.display()))?)
-        }
+        Some(p) if p.as_os_str() != "-" => Some(
+            OutFile::atomic(p)
+                .with_context(|| format!("cannot create {}", tracer::escape::path(p)))?,
+        ),
         _ => None,
     };
     let mut sink: Box<dyn Write> = match file.as_mut() {
@@ -470,7 +471,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     finish_input(&input, err, args.salvage)?;
     if let (Some(f), Some(p)) = (file, &args.output) {
         f.commit()
-            .with_context(|| format!("cannot write {}", p.display()))?;
+            .with_context(|| format!("cannot write {}", tracer::escape::path(p)))?;
         eprintln!("tracer: wrote {} ({what})", p.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -488,9 +489,9 @@ pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
     }
     // Written beside the target and renamed at the end: `-o` naming the input reads it whole.
     let file = OutFile::atomic(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
+        .with_context(|| format!("cannot create {}", tracer::escape::path(&args.output)))?;
     let mut w = TraceWriter::new(std::io::BufWriter::with_capacity(256 << 10, file), &header)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+        .with_context(|| format!("cannot write {}", tracer::escape::path(&args.output)))?;
     let mut err = None;
     for ev in until_error(&mut input, &mut err) {
         w.write_event(&ev)?;
@@ -499,7 +500,7 @@ pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
     let file = w.finish()?.into_inner().map_err(|e| e.into_error())?;
     finish_input(&input, err, false)?;
     file.commit()
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+        .with_context(|| format!("cannot write {}", tracer::escape::path(&args.output)))?;
     eprintln!("tracer: wrote {} ({n} events)", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -132,7 +132,7 @@ impl FileRecorder {
     fn create(path: &Path, target: &tracer::capture::Target, ring_bytes: u32) -> Result<Self> {
         use anyhow::Context;
         let file = tracer::outfile::create_streaming(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+            .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?;
         let header = super::record::header_for(target, ring_bytes);
         Ok(FileRecorder {
             pending: Some((file, header)),
