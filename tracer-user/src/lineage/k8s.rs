@@ -14,6 +14,8 @@ use serde::Serialize;
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Longest annotation value kept (a pod name is at most 253 bytes).
 pub const MAX_VALUE_BYTES: usize = 256;
+/// Longest container id kept (runtimes use 64 hex digits).
+pub const MAX_ID_BYTES: usize = 256;
 
 /// The annotation keys that name pods and containers (containerd, then CRI-O).
 pub const KNOWN_KEYS: &[&str] = &[
@@ -59,17 +61,26 @@ pub fn annotations_from_config(bytes: &[u8]) -> Result<BTreeMap<String, String>,
     let ann = ann
         .as_object()
         .ok_or_else(|| BundleError::NotOci("`annotations` is not an object".into()))?;
-    Ok(KNOWN_KEYS
-        .iter()
-        .filter_map(|&k| {
-            let v = ann.get(k)?.as_str()?;
-            Some((k.to_string(), bounded(v)))
-        })
-        .collect())
+    Ok(bounded_annotations(ann.iter().filter_map(|(k, v)| {
+        Some((k.clone(), v.as_str()?.to_string()))
+    })))
 }
 
-fn bounded(v: &str) -> String {
-    let mut end = v.len().min(MAX_VALUE_BYTES);
+/// The annotations an event may carry, whatever it came from (a bundle read live, a trace
+/// file, a NATS stream): the [`KNOWN_KEYS`] only, values cut to [`MAX_VALUE_BYTES`]. Every
+/// reader applies it, so a forged recording holds no more than a live capture would.
+pub fn bounded_annotations(
+    raw: impl IntoIterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
+    raw.into_iter()
+        .filter(|(k, _)| KNOWN_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k, bounded(&v, MAX_VALUE_BYTES)))
+        .collect()
+}
+
+/// `v` cut to at most `max` bytes, at a character boundary.
+pub fn bounded(v: &str, max: usize) -> String {
+    let mut end = v.len().min(max);
     while !v.is_char_boundary(end) {
         end -= 1;
     }
@@ -155,13 +166,13 @@ impl K8sIdentity {
             .iter()
             .position(|a| a == "-namespace" || a == "--namespace")
             .and_then(|i| argv.get(i + 1))
-            .map(|v| Arc::from(bounded(v)));
+            .map(|v| Arc::from(bounded(v, MAX_VALUE_BYTES)));
         if ns.is_none() && id.is_none() {
             return None;
         }
         Some(K8sIdentity {
             runtime_namespace: ns,
-            sandbox_id: id.map(|i| Arc::from(bounded(i))),
+            sandbox_id: id.map(|i| Arc::from(bounded(i, MAX_VALUE_BYTES))),
             ..K8sIdentity::default()
         })
     }

@@ -759,17 +759,19 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
             path: get_captured(c, "cgroup path")?,
         },
         _ => {
+            use crate::lineage::k8s::{bounded, bounded_annotations, MAX_ID_BYTES};
             let pid = c.u32v("container meta pid")?;
-            let container_id = c.string("container meta id")?;
+            let container_id = bounded(&c.string("container meta id")?, MAX_ID_BYTES);
             let n = c.count(2, "annotation count")?;
-            let mut annotations = std::collections::BTreeMap::new();
+            let mut raw = Vec::with_capacity(n.min(16));
             for _ in 0..n {
-                annotations.insert(c.string("annotation key")?, c.string("annotation value")?);
+                raw.push((c.string("annotation key")?, c.string("annotation value")?));
             }
+            // The bounds of a live capture, whatever wrote this file or stream.
             EventKind::ContainerMeta {
                 pid,
                 container_id,
-                annotations,
+                annotations: bounded_annotations(raw),
             }
         }
     };

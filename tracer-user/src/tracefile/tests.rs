@@ -250,6 +250,42 @@ fn round_trip_header_events_and_end() {
 }
 
 #[test]
+fn annotations_read_back_are_bounded_like_a_live_capture() {
+    use crate::lineage::k8s::{MAX_ID_BYTES, MAX_VALUE_BYTES};
+    let huge = "é".repeat(1 << 19);
+    let mut annotations = std::collections::BTreeMap::new();
+    annotations.insert("io.kubernetes.cri.sandbox-name".to_string(), huge.clone());
+    for i in 0..1000 {
+        annotations.insert(format!("x.forged/{i}"), huge[..1000].to_string());
+    }
+    let meta = ev(
+        1,
+        7,
+        7,
+        EventKind::ContainerMeta {
+            pid: 7,
+            container_id: "c".repeat(1 << 20),
+            annotations,
+        },
+    );
+    let bytes = to_bytes(&sample_header(), &[meta]).unwrap();
+    let (got, err) = read_events(&bytes);
+    assert!(err.is_none(), "{err:?}");
+    let EventKind::ContainerMeta {
+        container_id,
+        annotations,
+        ..
+    } = &got[0].kind
+    else {
+        panic!("{:?}", got[0].kind);
+    };
+    assert!(container_id.len() <= MAX_ID_BYTES);
+    assert_eq!(annotations.len(), 1, "only the known keys are kept");
+    let name = &annotations["io.kubernetes.cri.sandbox-name"];
+    assert!(name.len() <= MAX_VALUE_BYTES && huge.starts_with(name.as_str()));
+}
+
+#[test]
 fn stats_frames_come_between_events() {
     let h = sample_header();
     let evs = sample_events();
