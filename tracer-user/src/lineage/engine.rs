@@ -100,6 +100,19 @@ pub enum WarningKind {
     },
     /// Too many exec enters without a matching exit; they were dropped.
     PendingExecOverflow,
+    /// A runtime not run by root named a container (its bundle's pod and container): ignored,
+    /// as anyone can exec a binary called `runc` with another pod's bundle.
+    IdentityNotFromRoot {
+        /// The runtime process.
+        pid: u32,
+        /// Its real uid.
+        uid: u32,
+    },
+    /// A runtime named a container that already had another identity: the first stands.
+    IdentityConflict {
+        /// The runtime process that gave the second identity.
+        pid: u32,
+    },
 }
 
 impl fmt::Display for WarningKind {
@@ -132,6 +145,14 @@ impl fmt::Display for WarningKind {
             WarningKind::PendingExecOverflow => {
                 f.write_str("too many unmatched exec enters; dropped")
             }
+            WarningKind::IdentityNotFromRoot { pid, uid } => write!(
+                f,
+                "pid {pid} (uid {uid}, not root) named a container's pod: ignored"
+            ),
+            WarningKind::IdentityConflict { pid } => write!(
+                f,
+                "pid {pid} gave a container another pod identity than its first: the first stands"
+            ),
         }
     }
 }
@@ -448,7 +469,7 @@ impl Engine {
                 identity,
             } => {
                 self.task(actor);
-                self.container_meta(container_id, identity);
+                self.container_meta(actor, container_id, identity);
             }
         }
     }
@@ -473,9 +494,27 @@ impl Engine {
     }
 
     /// A container's Kubernetes identity: kept for processes classified later, and given to
-    /// every record of that container now.
-    fn container_meta(&mut self, cid: &Arc<str>, identity: &super::k8s::K8sIdentity) {
+    /// every record of that container now. Only from a runtime run by root (the runtimes of a
+    /// node run as root; a user can exec a binary named `runc` on another pod's root-owned
+    /// bundle with a victim's container id), and only the first: a later, different identity
+    /// for the same container is a warning, never a relabel. A source that cannot tell the
+    /// uid (strace logs, `u32::MAX`) is taken at its word.
+    fn container_meta(&mut self, by: &Actor, cid: &Arc<str>, identity: &super::k8s::K8sIdentity) {
         if identity.is_empty() {
+            return;
+        }
+        if by.uid != 0 && by.uid != u32::MAX {
+            let kind = WarningKind::IdentityNotFromRoot {
+                pid: by.pid,
+                uid: by.uid,
+            };
+            self.warn(by.seq, kind);
+            return;
+        }
+        if let Some(first) = self.containers.get(cid) {
+            if **first != *identity {
+                self.warn(by.seq, WarningKind::IdentityConflict { pid: by.pid });
+            }
             return;
         }
         let identity = Arc::new(identity.clone());

@@ -2324,6 +2324,68 @@ fn a_bundles_identity_names_every_process_of_its_container() {
     assert_eq!(k.container_name, None);
 }
 
+/// `runc create --bundle /b ctr1` by `pid` (real uid `uid`) naming pod `pod` for ctr1.
+fn runtime_names_pod(b: &mut B, pid: u32, uid: u32, pod: &str) {
+    b.fork(1, pid);
+    b.exec(
+        pid,
+        "/usr/sbin/runc",
+        &["runc", "create", "--bundle", "/b", "ctr1"],
+    );
+    b.push(
+        pid,
+        pid,
+        "runc",
+        EventKind::ContainerMeta {
+            pid,
+            container_id: "ctr1".into(),
+            annotations: [
+                ("io.kubernetes.cri.sandbox-name", pod),
+                ("io.kubernetes.cri.sandbox-namespace", "shop"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        },
+    );
+    let n = b.events.len();
+    for ev in &mut b.events[n - 2..] {
+        ev.uid = uid;
+    }
+}
+
+#[test]
+fn only_a_root_runtime_names_a_container_and_the_first_name_stands() {
+    use crate::lineage::WarningKind as W;
+    // A user's fake runtime first: ignored, then the real one names it.
+    let mut b = B::default();
+    runtime_names_pod(&mut b, 100, 1000, "not-mine");
+    runtime_names_pod(&mut b, 200, 0, "web");
+    // Later, a root runtime with another pod's bundle for the same container id.
+    runtime_names_pod(&mut b, 300, 0, "other");
+    let e = b.engine();
+    for pid in [100, 200, 300] {
+        let k = e.process(pid).unwrap().k8s.clone();
+        assert_eq!(
+            k.and_then(|k| k.pod_text()).as_deref(),
+            Some("shop/web"),
+            "pid {pid}"
+        );
+    }
+    let kinds: Vec<W> = e.warnings().iter().map(|w| w.kind).collect();
+    assert!(
+        kinds.contains(&W::IdentityNotFromRoot {
+            pid: 100,
+            uid: 1000
+        }),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&W::IdentityConflict { pid: 300 }),
+        "{kinds:?}"
+    );
+}
+
 #[test]
 fn tree_json_lists_warnings_with_seq_pid_kind_and_text() {
     let mut b = B::default();

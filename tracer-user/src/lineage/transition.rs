@@ -28,6 +28,8 @@ pub struct Actor {
     pub ppid: u32,
     /// The thread's name then (empty when unknown).
     pub comm: Comm,
+    /// Its real uid then; `u32::MAX` when the source cannot tell.
+    pub uid: u32,
 }
 
 /// copy_process(): a new task. The [`Actor`] is the calling thread.
@@ -158,6 +160,7 @@ impl Adapter {
             tid: ev.tid,
             ppid: ev.ppid,
             comm: ev.comm,
+            uid: ev.uid,
         };
         let mut overflowed = false;
         let transition = match &ev.kind {

@@ -359,6 +359,8 @@ fn warning_kind(k: &WarningKind) -> (&'static str, Option<u32>) {
         WarningKind::SeqBackwards { .. } => ("seq_backwards", None),
         WarningKind::LostEvents { .. } => ("lost_events", None),
         WarningKind::PendingExecOverflow => ("pending_exec_overflow", None),
+        WarningKind::IdentityNotFromRoot { pid, .. } => ("identity_not_from_root", Some(pid)),
+        WarningKind::IdentityConflict { pid } => ("identity_conflict", Some(pid)),
     }
 }
 
