@@ -60,6 +60,7 @@ pub struct Metrics {
     restarts: IntCounterVec,
     buffered: IntGauge,
     nats_dropped: IntCounter,
+    nats_foreign_duplicates: IntCounter,
     /// Births counted, by container id (or init pid): this engine's and the previous one's, so
     /// a birth that straddles a new segment (its processes in the new snapshot) counts once.
     births_seen: std::collections::HashSet<String>,
@@ -133,6 +134,11 @@ impl Metrics {
                 "tracer_nats_dropped_events_total",
                 "Events dropped because the local NATS buffer was full",
             ),
+            nats_foreign_duplicates: counter(
+                &r,
+                "tracer_nats_foreign_duplicates_total",
+                "Messages JetStream called duplicates of ids this agent never sent before (published by someone else first); each was published again under a new id",
+            ),
             buffered,
             registry: r,
             births_seen: Default::default(),
@@ -168,6 +174,12 @@ impl Metrics {
         self.nats_dropped
             .inc_by(nats_drops.saturating_sub(self.nats_dropped.get()));
         self.buffered.set(buffered.min(i64::MAX as u64) as i64);
+    }
+
+    /// How many message ids someone else published first, so far.
+    pub fn set_foreign_duplicates(&mut self, total: u64) {
+        let c = &self.nats_foreign_duplicates;
+        c.inc_by(total.saturating_sub(c.get()));
     }
 
     /// Births, adoptions and restarts as `engine` sees them now.

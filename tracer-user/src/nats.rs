@@ -185,9 +185,12 @@ pub struct Outgoing {
     pub segment: String,
     /// Header or frames.
     pub part: Part,
-    /// Its number in the segment (0 is the header): with the segment, the JetStream message
-    /// id, so a publish retried after a lost acknowledgement is stored once.
+    /// Its number in the segment (0 is the header): with the segment and the nonce, the
+    /// JetStream message id, so a publish retried after a lost acknowledgement is stored once.
     pub index: u64,
+    /// Random, so that nobody who reads the stream can publish the agent's next message ids
+    /// first (JetStream would then drop the agent's own messages as duplicates).
+    pub nonce: u64,
     /// The bytes.
     pub payload: Bytes,
     /// Events in it.
@@ -195,10 +198,28 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
-    /// The JetStream de-duplication id.
+    /// The JetStream de-duplication id: `SEGMENT-INDEX-NONCE`.
     pub fn message_id(&self) -> String {
-        format!("{}-{}", self.segment, self.index)
+        format!("{}-{}-{:016x}", self.segment, self.index, self.nonce)
     }
+
+    /// A fresh nonce: the same message under a new id (after a duplicate acknowledgement for
+    /// an id someone else published first).
+    pub fn renew_id(&mut self) {
+        self.nonce = random_u64();
+    }
+}
+
+/// 64 random bits from the kernel (getrandom(2)); 0 only if the kernel has none to give.
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = getrandom::fill(&mut b);
+    u64::from_ne_bytes(b)
+}
+
+/// An id nobody can predict: 128 random bits in hex (agent run ids).
+pub fn random_id() -> String {
+    format!("{:016x}{:016x}", random_u64(), random_u64())
 }
 
 /// The bounded local buffer between capture and NATS. Frame messages are kept while their
@@ -252,6 +273,11 @@ impl Outbox {
     /// The oldest message, still queued.
     pub fn front(&self) -> Option<&Outgoing> {
         self.queue.front()
+    }
+
+    /// The oldest message, to change its id.
+    pub fn front_mut(&mut self) -> Option<&mut Outgoing> {
+        self.queue.front_mut()
     }
 
     /// Removes the oldest message (once it was published).
@@ -357,6 +383,7 @@ impl Segment {
                     segment: self.id.clone(),
                     part,
                     index: self.next_index,
+                    nonce: random_u64(),
                     payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
                     events: if i + 1 == n { events } else { 0 },
                 };
@@ -542,12 +569,13 @@ pub async fn ensure_stream(
     .map_err(js_err("creating the stream"))
 }
 
-/// Publishes one message and waits for JetStream's acknowledgement.
+/// Publishes one message and waits for JetStream's acknowledgement; true when the server
+/// says it already had a message with that id (a retry of ours, or someone else's).
 pub async fn publish(
     js: &jetstream::Context,
     subject: &str,
     m: &Outgoing,
-) -> Result<(), NatsError> {
+) -> Result<bool, NatsError> {
     let msg = jetstream::message::PublishMessage::build()
         .payload(m.payload.clone())
         .message_id(m.message_id())
@@ -563,8 +591,8 @@ pub async fn publish(
         })?
         .await
         .map_err(|e| e.to_string())
-        .map_err(js_err("waiting for the acknowledgement"))?;
-    Ok(())
+        .map_err(js_err("waiting for the acknowledgement"))
+        .map(|ack| ack.duplicate)
 }
 
 /// A message read back: its headers that matter and its payload.
@@ -602,12 +630,10 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
         _ => None,
     };
     let segment = get(SEGMENT_HEADER).unwrap_or_default();
-    // The id is `SEGMENT-INDEX` (Outgoing::message_id).
+    // The id is `SEGMENT-INDEX-NONCE` (Outgoing::message_id; `SEGMENT-INDEX` before nonces).
     let index = get("Nats-Msg-Id").and_then(|id| {
-        id.strip_prefix(segment.as_str())?
-            .strip_prefix('-')?
-            .parse()
-            .ok()
+        let rest = id.strip_prefix(segment.as_str())?.strip_prefix('-')?;
+        rest.split('-').next()?.parse().ok()
     });
     Received {
         segment,
@@ -1041,9 +1067,24 @@ mod tests {
             segment: "s".into(),
             part: Part::Frames,
             index: 1,
+            nonce: 7,
             payload: Bytes::new(),
             events: n,
         }
+    }
+
+    #[test]
+    fn message_ids_are_unpredictable() {
+        let mut m = frames(0);
+        m.renew_id();
+        let (a, b) = (m.message_id(), {
+            m.renew_id();
+            m.message_id()
+        });
+        assert_ne!(a, b, "a renewed id repeats");
+        assert!(a.starts_with("s-1-") && a.len() == "s-1-".len() + 16, "{a}");
+        assert_ne!(random_id(), random_id());
+        assert_eq!(random_id().len(), 32);
     }
 
     #[test]

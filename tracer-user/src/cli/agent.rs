@@ -77,6 +77,9 @@ fn find_daemon() -> Option<(u32, &'static str)> {
 struct Shared {
     outbox: Mutex<Outbox>,
     wake: Notify,
+    /// Duplicate acknowledgements for messages this agent never sent (their ids published by
+    /// someone else first), for the metrics.
+    forged: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -106,6 +109,10 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
     let mut backoff = Duration::from_millis(100);
     let mut stream_ready = false;
     let mut failing = false;
+    // Whether the message at the front was sent before (a failed attempt), and how many ids
+    // someone else published first.
+    let mut tried_before = false;
+    let mut forged = 0u64;
     loop {
         if !stream_ready {
             match nats::ensure_stream(&js, limits).await {
@@ -124,7 +131,22 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
             continue;
         };
         match nats::publish(&js, &subject, &m).await {
-            Ok(()) => {
+            Ok(true) if !tried_before => {
+                // Never sent by us, yet the stream has the id: someone published it first.
+                forged += 1;
+                shared
+                    .forged
+                    .store(forged, std::sync::atomic::Ordering::Relaxed);
+                eprintln!(
+                    "tracer: NATS: message id {} was already in the stream, not published by this agent ({forged} so far): published again under a new id",
+                    tracer::escape::escape(&m.message_id())
+                );
+                if let Some(front) = shared.lock().front_mut() {
+                    front.renew_id();
+                }
+            }
+            Ok(_) => {
+                tried_before = false;
                 shared.lock().pop();
                 backoff = Duration::from_millis(100);
                 if failing {
@@ -135,9 +157,13 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
             Err(nats::NatsError::TooLarge(len)) => {
                 // Retrying cannot help: counted as dropped (raise the server's max_payload).
                 eprintln!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
+                tried_before = false;
                 shared.lock().drop_front();
             }
             Err(e) => {
+                // The server may have stored it before the error: a duplicate acknowledgement
+                // of the retry is then ours.
+                tried_before = true;
                 report_failure(&mut failing, &e);
                 // The stream may be gone with a server that lost its store.
                 stream_ready = false;
@@ -231,6 +257,11 @@ impl Agent {
             };
             let mut m = self.lock_metrics();
             m.set_counters(cap.drops(), buffered, dropped);
+            m.set_foreign_duplicates(
+                self.shared
+                    .forged
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
             m.update_from(&self.engine);
             drop(m);
             if self.daemon && cap.followed_count() == 0 {
@@ -317,6 +348,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         let shared = Arc::new(Shared {
             outbox: Mutex::new(Outbox::new(args.buffer_events)),
             wake: Notify::new(),
+            forged: std::sync::atomic::AtomicU64::new(0),
         });
         let limits = StreamLimits {
             max_bytes: args.stream_max_bytes,
@@ -335,7 +367,8 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
             eprintln!("tracer: note: {note}");
         }
         let now = Instant::now();
-        let run_id = tracer::tracefile::boot_time_ns().unwrap_or(0).to_string();
+        // Random: segment and message ids an outsider cannot predict.
+        let run_id = nats::random_id();
         let mut agent = Agent {
             node: args.node.clone(),
             run_id,
