@@ -201,6 +201,7 @@ mod tests {
         );
         let got = runtime_annotations(&dir.join("proc"), 42, Some(&bundle));
         // Only root-owned bundles are read: written by root, this one is.
+        // SAFETY: geteuid has no preconditions.
         let as_root = unsafe { libc::geteuid() } == 0;
         assert_eq!(got.is_some(), as_root, "{got:?}");
         if let Some(a) = got {
