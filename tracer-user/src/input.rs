@@ -332,6 +332,16 @@ impl Input {
         }
     }
 
+    /// Messages of a NATS stream that came after another segment had started (forged, or two
+    /// agents publishing as one node); they were read with their own segment.
+    pub fn interleaved_messages(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "agent")]
+            Source::Nats { feed, .. } => crate::nats::lock(feed).interleaved(),
+            _ => 0,
+        }
+    }
+
     /// For an strace log: how many lines the importer could not read, and the first of them.
     pub fn strace_report(&self) -> Option<&StraceReport> {
         self.strace_report.as_ref()

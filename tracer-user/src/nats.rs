@@ -722,6 +722,13 @@ pub struct Feed {
     on_caught_up: Option<Box<dyn FnOnce() + Send>>,
     notes: Notes,
     skipped: u64,
+    /// Another segment's first message, met while a segment was being read and not (yet)
+    /// known to end it (see [`SegmentRead`]).
+    held: Option<Received>,
+    /// Messages taken but to be read again, before the stream's next ones.
+    requeue: std::collections::VecDeque<Received>,
+    /// Messages of a segment that came after another segment had started.
+    interleaved: u64,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -776,6 +783,9 @@ impl Feed {
             on_caught_up: None,
             notes: Notes::default(),
             skipped: 0,
+            held: None,
+            requeue: std::collections::VecDeque::new(),
+            interleaved: 0,
         }
     }
 
@@ -808,9 +818,19 @@ impl Feed {
         self.skipped
     }
 
+    /// Messages of a segment that came after another segment's first message: two agents
+    /// publishing as one node, or messages forged by someone with publish rights on the
+    /// node's subject. They were read with their own segment.
+    pub fn interleaved(&self) -> u64 {
+        self.interleaved
+    }
+
     /// The next message; `None` at the end (the thread stopped: all read, or no follow).
     fn recv(&mut self) -> Option<Result<Received, NatsError>> {
         if let Some(m) = self.pending.take() {
+            return Some(Ok(m));
+        }
+        if let Some(m) = self.requeue.pop_front() {
             return Some(Ok(m));
         }
         if self.history_read {
@@ -836,7 +856,7 @@ impl Feed {
     ) -> Option<Result<SegmentRead, NatsError>> {
         let mut f = lock(feed);
         loop {
-            if stored_only && f.history_read && f.pending.is_none() {
+            if stored_only && f.history_read && f.pending.is_none() && f.requeue.is_empty() {
                 return None;
             }
             match f.recv()? {
@@ -862,19 +882,67 @@ pub struct SegmentRead {
     buf: Bytes,
 }
 
+impl SegmentRead {
+    /// Whether `next` is the segment this agent run starts after this one
+    /// (`NODE-RUN-N` → `NODE-RUN-N+1`): a rotation, which ends this segment at once.
+    fn is_successor(&self, next: &str) -> bool {
+        let split = |id: &str| {
+            let (run, n) = id.rsplit_once('-')?;
+            Some((run.to_string(), n.parse::<u64>().ok()?))
+        };
+        matches!((split(&self.id), split(next)), (Some((a, n)), Some((b, m))) if a == b && m == n + 1)
+    }
+
+    /// What a message means for this segment: more of its bytes, its end, or neither. Another
+    /// segment's start that is not this run's next one is held until the next message tells:
+    /// more of this segment means the two are interleaved (forged, or two agents on one node
+    /// name) and this one goes on; anything else means this one ended (an agent restarted).
+    fn consider(&self, f: &mut Feed, m: Received) -> Option<Bytes> {
+        if m.segment == self.id && !m.starts_segment() {
+            if f.held.is_some() {
+                f.interleaved += 1;
+            }
+            return Some(m.payload);
+        }
+        if m.starts_segment() && f.held.is_none() {
+            if self.is_successor(&m.segment) {
+                f.pending = Some(m);
+                return None;
+            }
+            f.held = Some(m);
+            return Some(Bytes::new());
+        }
+        match f.held.take() {
+            Some(h) if m.starts_segment() || m.segment == h.segment => {
+                f.pending = Some(h);
+                f.requeue.push_back(m);
+                None
+            }
+            held => {
+                f.held = held;
+                f.skipped += 1;
+                Some(Bytes::new())
+            }
+        }
+    }
+}
+
 impl std::io::Read for SegmentRead {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.buf.is_empty() {
             let mut f = lock(&self.feed);
-            match f.recv() {
-                None => return Ok(0),
-                Some(Err(e)) => return Err(std::io::Error::other(e)),
-                Some(Ok(m)) if m.starts_segment() => {
-                    f.pending = Some(m);
+            let m = match f.recv() {
+                None => {
+                    // The end: a held segment start is read next.
+                    f.pending = f.held.take();
                     return Ok(0);
                 }
-                Some(Ok(m)) if m.segment == self.id => self.buf = m.payload,
-                Some(Ok(_)) => f.skipped += 1,
+                Some(Err(e)) => return Err(std::io::Error::other(e)),
+                Some(Ok(m)) => m,
+            };
+            match self.consider(&mut f, m) {
+                Some(bytes) => self.buf = bytes,
+                None => return Ok(0),
             }
         }
         let n = out.len().min(self.buf.len());
@@ -1215,6 +1283,44 @@ mod tests {
         }
         assert_eq!(read.load(Ordering::SeqCst), 2 * evs.len());
         assert_eq!(at_hook.load(Ordering::SeqCst), evs.len() + 2);
+    }
+
+    #[test]
+    fn a_forged_segment_start_inside_a_segment_is_reported_and_the_segment_read_whole() {
+        let evs = sample_events();
+        let mut msgs = flushed_per_event("n1-0123abcd-0", &evs);
+        // Someone with publish rights on the subject starts a segment of their own in the
+        // middle of the agent's.
+        let forged = Received {
+            segment: "n1-forged-0".into(),
+            part: Some(Part::Header),
+            index: Some(0),
+            seq: 0,
+            payload: Bytes::from_static(b"not a trace file"),
+        };
+        msgs.insert(3, forged);
+        let mut input = input_of(msgs);
+        let mut got = Vec::new();
+        for ev in input.by_ref() {
+            match ev {
+                Ok(ev) => got.push(ev),
+                // The forged segment itself is not a trace file: an error after the real one.
+                Err(_) => break,
+            }
+        }
+        assert_eq!(got, evs, "the agent's events, all of them");
+        assert!(input.interleaved_messages() > 0);
+    }
+
+    #[test]
+    fn a_rotation_ends_a_segment_at_its_successors_start() {
+        let evs = sample_events();
+        let mut msgs = flushed_per_event("n1-run-0", &evs[..3]);
+        msgs.extend(flushed_per_event("n1-run-1", &evs[3..]));
+        let mut input = input_of(msgs);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got, evs);
+        assert_eq!(input.interleaved_messages(), 0);
     }
 
     #[test]

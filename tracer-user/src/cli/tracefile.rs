@@ -182,6 +182,14 @@ pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
             input.skipped_messages()
         ));
     }
+    if input.interleaved_messages() > 0 {
+        notes.push(format!(
+            "{} messages of a segment came after another segment had started on this node's subject: \
+             two agents publish as one node, or someone forged messages (publish rights on the subject are \
+             write access to its history); both were read",
+            input.interleaved_messages()
+        ));
+    }
     if let Some(tail) = input.tail() {
         notes.extend(tail.warnings());
         if tail.unusable_bytes > 0 && !stopped_by_error {
