@@ -992,3 +992,77 @@ fn the_metrics_endpoint_survives_abuse_in_bounded_memory() {
     let grown = rss_kib(pid).saturating_sub(rss_before);
     assert!(grown < 20 * 1024, "the agent's RSS grew by {grown} KiB");
 }
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server and runc; execs a user's fake runtime"]
+fn a_users_fake_runtime_never_names_a_container() {
+    if !(prerequisites()
+        && require_program("setpriv", "util-linux")
+        && require_program("busybox", "busybox-static"))
+    {
+        return;
+    }
+    let w = World::start("agent-fake-runtime");
+    let dir = w.dirs.dir.clone();
+    let id = format!("tracer-victim-{}", std::process::id());
+    // Another pod's bundle, owned by root as every bundle on a node is.
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).expect("dir");
+    let config = serde_json::json!({"annotations": {
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.container-name": "app",
+        "io.kubernetes.cri.sandbox-name": "not-the-victims",
+        "io.kubernetes.cri.sandbox-namespace": "default",
+    }});
+    std::fs::write(other.join("config.json"), config.to_string()).expect("config");
+    // A user's binary called runc (busybox: it only has to be exec'd), run as uid 65534
+    // before the real runtime creates the container, with the victim's container id.
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    for d in [&dir, &bin] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let busybox = tests::which("busybox").expect("busybox");
+    std::fs::copy(busybox, bin.join("runc")).expect("copy");
+    let _ = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin.join("runc"))
+        .args(["create", "--bundle"])
+        .arg(&other)
+        .arg(&id)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("the fake runtime");
+    let (_, init_pid) = runc_run(&dir.join("bundle"), &id);
+    let url = w.url();
+    let story_of_init = || -> Option<serde_json::Value> {
+        let story: serde_json::Value =
+            serde_json::from_str(&tracer_out(&w.tracer, &["story", &url, "--format", "json"]))
+                .ok()?;
+        story["stories"]
+            .as_array()?
+            .iter()
+            .find(|s| s["init_pid"] == init_pid)
+            .cloned()
+    };
+    wait_for("the victim's story in the stream", 20, || {
+        story_of_init().is_some()
+    });
+    let mine = story_of_init().expect("story");
+    assert_eq!(mine["pod"], format!("default/{id}"), "{mine}");
+    let tree: serde_json::Value =
+        serde_json::from_str(&tracer_out(&w.tracer, &["tree", &url, "--format", "json"]))
+            .expect("tree JSON");
+    let refused = tree["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .any(|w| w["kind"] == "identity_not_from_root");
+    assert!(
+        refused,
+        "no identity_not_from_root warning: {}",
+        tree["warnings"]
+    );
+}
