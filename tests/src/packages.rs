@@ -93,8 +93,12 @@ fn apt_install(names: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// The line that marks a policy-rc.d as this helper's own.
+const HOLD_MARK: &str = "# tracer set-up: start no service while installing.";
+
 /// `policy-rc.d` answering 101 while it lives, removed on drop. An administrator's own
-/// policy-rc.d is left as it is (and then decides).
+/// policy-rc.d is left as it is (and then decides); one of ours left behind by an interrupted
+/// run (Ctrl-C during apt) is recognised by its mark and removed this time.
 struct ServiceHold {
     created: bool,
 }
@@ -110,14 +114,14 @@ impl ServiceHold {
             .open(POLICY_RC_D);
         match file {
             Ok(mut f) => {
-                f.write_all(
-                    b"#!/bin/sh\n# tracer set-up: start no service while installing.\nexit 101\n",
-                )
-                .with_context(|| format!("cannot write {POLICY_RC_D}"))?;
+                f.write_all(format!("#!/bin/sh\n{HOLD_MARK}\nexit 101\n").as_bytes())
+                    .with_context(|| format!("cannot write {POLICY_RC_D}"))?;
                 Ok(ServiceHold { created: true })
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                Ok(ServiceHold { created: false })
+                let ours = std::fs::read_to_string(POLICY_RC_D)
+                    .is_ok_and(|text| text.lines().any(|l| l == HOLD_MARK));
+                Ok(ServiceHold { created: ours })
             }
             Err(e) => Err(e).with_context(|| format!("cannot create {POLICY_RC_D}")),
         }

@@ -332,6 +332,15 @@ impl Input {
         }
     }
 
+    /// Segments of a NATS stream whose start is not a trace file's (skipped).
+    pub fn bad_segments(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "agent")]
+            Source::Nats { feed, .. } => crate::nats::lock(feed).bad_segments(),
+            _ => 0,
+        }
+    }
+
     /// Messages of a NATS stream that came after another segment had started (forged, or two
     /// agents publishing as one node); they were read with their own segment.
     pub fn interleaved_messages(&self) -> u64 {
@@ -441,20 +450,24 @@ fn next_nats_segment(
     feed: &crate::nats::SharedFeed,
     stored_only: bool,
 ) -> Option<Result<TraceReader<TraceSource>, InputError>> {
-    let seg = match crate::nats::Feed::next_segment(feed, stored_only)? {
-        Ok(seg) => seg,
-        Err(error) => {
-            return Some(Err(InputError::Nats {
-                path: path.to_path_buf(),
-                error,
-            }))
+    loop {
+        let seg = match crate::nats::Feed::next_segment(feed, stored_only)? {
+            Ok(seg) => seg,
+            Err(error) => {
+                return Some(Err(InputError::Nats {
+                    path: path.to_path_buf(),
+                    error,
+                }))
+            }
+        };
+        let src: TraceSource = Box::new(seg);
+        match TraceReader::new(src) {
+            Ok(reader) => return Some(Ok(reader)),
+            // Not a trace file: published by something else (anyone with publish rights on
+            // the subject). Counted and skipped; the node's own segments go on being read.
+            Err(_) => crate::nats::lock(feed).bad_segment(),
         }
-    };
-    let src: TraceSource = Box::new(seg);
-    Some(TraceReader::new(src).map_err(|e| InputError::TraceFile {
-        path: path.to_path_buf(),
-        error: e,
-    }))
+    }
 }
 
 /// What a followed recording sends after the events it held when opened (see

@@ -272,12 +272,18 @@ pub fn serve(addr: SocketAddr, render: Render) -> std::io::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let bound = listener.local_addr()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    // The runtime is built on the thread itself: dropped inside the caller's async context
+    // (a failed spawn), a runtime would panic.
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => return log::error!("metrics endpoint: {e}"),
+            };
             rt.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
                     Ok(l) => accept_loop(l, render).await,

@@ -729,6 +729,8 @@ pub struct Feed {
     requeue: std::collections::VecDeque<Received>,
     /// Messages of a segment that came after another segment had started.
     interleaved: u64,
+    /// Segments whose start is not a trace file's.
+    bad_segments: u64,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -786,6 +788,7 @@ impl Feed {
             held: None,
             requeue: std::collections::VecDeque::new(),
             interleaved: 0,
+            bad_segments: 0,
         }
     }
 
@@ -823,6 +826,16 @@ impl Feed {
     /// node's subject. They were read with their own segment.
     pub fn interleaved(&self) -> u64 {
         self.interleaved
+    }
+
+    /// Counts a segment whose start is not a trace file's (the reader skips it).
+    pub fn bad_segment(&mut self) {
+        self.bad_segments += 1;
+    }
+
+    /// Segments skipped because their start is not a trace file's.
+    pub fn bad_segments(&self) -> u64 {
+        self.bad_segments
     }
 
     /// The next message; `None` at the end (the thread stopped: all read, or no follow).
@@ -1299,17 +1312,15 @@ mod tests {
             payload: Bytes::from_static(b"not a trace file"),
         };
         msgs.insert(3, forged);
+        // And the agent's next segment after it.
+        msgs.extend(flushed_per_event("n1-0123abcd-1", &evs));
         let mut input = input_of(msgs);
-        let mut got = Vec::new();
-        for ev in input.by_ref() {
-            match ev {
-                Ok(ev) => got.push(ev),
-                // The forged segment itself is not a trace file: an error after the real one.
-                Err(_) => break,
-            }
-        }
-        assert_eq!(got, evs, "the agent's events, all of them");
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let twice: Vec<_> = evs.iter().chain(evs.iter()).cloned().collect();
+        assert_eq!(got, twice, "the agent's events, all of them");
         assert!(input.interleaved_messages() > 0);
+        // The forged segment is no trace file: skipped and counted, not an end to reading.
+        assert_eq!(input.bad_segments(), 1);
     }
 
     #[test]

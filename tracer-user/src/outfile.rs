@@ -5,9 +5,14 @@
 //! * The final component of an output path is never followed: a symlink there is refused, so
 //!   a link another user planted cannot aim root's write at a file of their choosing.
 //! * A block device is refused outright (a recording written over a disk). A character device,
-//!   FIFO or socket named by the user (`/dev/null`, a terminal, a pipe) is written in place, as
+//!   FIFO or socket (`/dev/null`, a terminal, a pipe) is written in place, as
 //!   `strace -o /dev/null` does: opened without `O_CREAT` or `O_TRUNC`, and checked again
 //!   after the open, so a name swapped for a regular file meanwhile is refused, not written.
+//!   It must belong to root or to us: a FIFO another user planted in /tmp would hand them
+//!   every argv recorded.
+//! * The process's own descriptors — `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`,
+//!   `/proc/self/fd/N` — are links by nature and are what the invoker gave us: they are opened
+//!   through the link, without truncation, whatever they are but a block device or directory.
 //! * A regular file owned by another uid is never replaced or truncated.
 //! * A new file is created with mode 0600, `O_EXCL|O_NOFOLLOW`, never a wider one.
 //! * [`OutFile::atomic`] (exports, `import-strace`): the output goes to a temporary file in the
@@ -40,8 +45,8 @@ pub enum Refused {
     /// A block device (a disk or partition).
     #[error("it is a block device: output is never written to one")]
     BlockDevice,
-    /// A regular file of another user.
-    #[error("it belongs to uid {0}: output never replaces another user's file")]
+    /// A regular file of another user, or a FIFO, socket or device of neither root nor us.
+    #[error("it belongs to uid {0}: output never goes to another user's file")]
     OtherOwner(u32),
     /// What is at the path changed between the check and the write.
     #[error("it changed while the output was written (now a link, another owner's file or another kind of file); left as it is")]
@@ -60,8 +65,29 @@ enum Target {
     Missing(PathBuf),
     /// A regular file of this process's effective uid.
     Regular(PathBuf),
-    /// A character device, FIFO or socket: written to in place.
+    /// A character device, FIFO or socket of root's or ours: written to in place.
     Special(PathBuf),
+    /// One of this process's own descriptors (`/dev/stdout`, `/dev/fd/N`...).
+    Own(PathBuf),
+}
+
+/// Whether `path` names one of this process's descriptors (see the module documentation).
+fn own_descriptor(path: &Path) -> bool {
+    let s = path.as_os_str().as_encoded_bytes();
+    let fd_number = |rest: &[u8]| !rest.is_empty() && rest.iter().all(u8::is_ascii_digit);
+    matches!(s, b"/dev/stdout" | b"/dev/stderr")
+        || s.strip_prefix(b"/dev/fd/").is_some_and(fd_number)
+        || s.strip_prefix(b"/proc/self/fd/").is_some_and(fd_number)
+}
+
+/// Opens one of this process's descriptors by its name, without truncating what it is.
+fn open_own(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new().write(true).open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_block_device() {
+        return Err(Refused::BlockDevice.into());
+    }
+    Ok(file)
 }
 
 fn euid() -> u32 {
@@ -70,6 +96,9 @@ fn euid() -> u32 {
 }
 
 fn target(path: &Path) -> io::Result<Target> {
+    if own_descriptor(path) {
+        return Ok(Target::Own(path.to_path_buf()));
+    }
     match std::fs::symlink_metadata(path) {
         Ok(m) => classify(path, &m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Target::Missing(path.to_path_buf())),
@@ -92,10 +121,10 @@ fn classify(path: &Path, m: &Metadata) -> io::Result<Target> {
     if kind.is_block_device() {
         return Err(Refused::BlockDevice.into());
     }
+    if m.uid() != euid() && !(m.uid() == 0 && !kind.is_file()) {
+        return Err(Refused::OtherOwner(m.uid()).into());
+    }
     if kind.is_file() {
-        if m.uid() != euid() {
-            return Err(Refused::OtherOwner(m.uid()).into());
-        }
         return Ok(Target::Regular(path.to_path_buf()));
     }
     Ok(Target::Special(path.to_path_buf()))
@@ -103,14 +132,16 @@ fn classify(path: &Path, m: &Metadata) -> io::Result<Target> {
 
 /// Opens a character device, FIFO or socket for writing as it is (no create, no truncate, no
 /// mode change, no final symlink), then checks that what was opened is still no regular file
-/// or block device.
+/// or block device, and still root's or ours.
 fn open_special(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
         .open(path)?;
-    let kind = file.metadata()?.file_type();
-    if kind.is_file() || kind.is_block_device() || kind.is_dir() {
+    let m = file.metadata()?;
+    let kind = m.file_type();
+    let owner_ok = m.uid() == euid() || m.uid() == 0;
+    if kind.is_file() || kind.is_block_device() || kind.is_dir() || !owner_ok {
         return Err(Refused::Changed.into());
     }
     Ok(file)
@@ -131,6 +162,7 @@ pub fn create_new_private(path: &Path) -> io::Result<File> {
 pub fn create_streaming(path: &Path) -> io::Result<File> {
     match target(path)? {
         Target::Special(p) => open_special(&p),
+        Target::Own(p) => open_own(&p),
         Target::Missing(p) => create_new_private(&p),
         Target::Regular(p) => {
             std::fs::remove_file(&p)?;
@@ -155,6 +187,7 @@ impl OutFile {
     pub fn atomic(path: &Path) -> io::Result<OutFile> {
         let (dest, existed) = match target(path)? {
             Target::Special(p) => return Ok(OutFile::Direct(open_special(&p)?)),
+            Target::Own(p) => return Ok(OutFile::Direct(open_own(&p)?)),
             Target::Missing(p) => (p, false),
             Target::Regular(p) => (p, true),
         };
@@ -352,6 +385,24 @@ mod tests {
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         // No temporary file is left behind either.
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 2);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_processs_own_descriptors_are_written_through() {
+        let d = dir("own");
+        let file = d.join("captured");
+        let f = std::fs::File::create(&file).unwrap();
+        use std::os::fd::AsRawFd;
+        let fd = format!("/proc/self/fd/{}", f.as_raw_fd());
+        let mut o = OutFile::atomic(Path::new(&fd)).unwrap();
+        assert!(matches!(o, OutFile::Direct(_)));
+        o.write_all(b"through the descriptor").unwrap();
+        o.commit().unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"through the descriptor");
+        assert!(own_descriptor(Path::new("/dev/stdout")));
+        assert!(!own_descriptor(Path::new("/dev/fd/1x")));
+        assert!(!own_descriptor(Path::new("/proc/self/fd/")));
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -186,8 +186,14 @@ pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
         notes.push(format!(
             "{} messages of a segment came after another segment had started on this node's subject: \
              two agents publish as one node, or someone forged messages (publish rights on the subject are \
-             write access to its history); both were read",
+             write access to its history)",
             input.interleaved_messages()
+        ));
+    }
+    if input.bad_segments() > 0 {
+        notes.push(format!(
+            "{} segments skipped: their start is not a trace file (published by something other than an agent)",
+            input.bad_segments()
         ));
     }
     if let Some(tail) = input.tail() {

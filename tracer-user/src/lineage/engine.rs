@@ -108,6 +108,12 @@ pub enum WarningKind {
         /// Its real uid.
         uid: u32,
     },
+    /// A runtime inside a container's pid namespace named a container: ignored, as root in a
+    /// container owns every file there and can write a bundle naming any pod.
+    IdentityFromContainer {
+        /// The runtime process.
+        pid: u32,
+    },
     /// A runtime named a container that already had another identity: the first stands.
     IdentityConflict {
         /// The runtime process that gave the second identity.
@@ -148,6 +154,10 @@ impl fmt::Display for WarningKind {
             WarningKind::IdentityNotFromRoot { pid, uid } => write!(
                 f,
                 "pid {pid} (uid {uid}, not root) named a container's pod: ignored"
+            ),
+            WarningKind::IdentityFromContainer { pid } => write!(
+                f,
+                "pid {pid} (inside a container's pid namespace) named a container's pod: ignored"
             ),
             WarningKind::IdentityConflict { pid } => write!(
                 f,
@@ -468,8 +478,8 @@ impl Engine {
                 container_id,
                 identity,
             } => {
-                self.task(actor);
-                self.container_meta(actor, container_id, identity);
+                let id = self.task(actor);
+                self.container_meta(id, actor, container_id, identity);
             }
         }
     }
@@ -494,12 +504,19 @@ impl Engine {
     }
 
     /// A container's Kubernetes identity: kept for processes classified later, and given to
-    /// every record of that container now. Only from a runtime run by root (the runtimes of a
-    /// node run as root; a user can exec a binary named `runc` on another pod's root-owned
-    /// bundle with a victim's container id), and only the first: a later, different identity
-    /// for the same container is a warning, never a relabel. A source that cannot tell the
-    /// uid (strace logs, `u32::MAX`) is taken at its word.
-    fn container_meta(&mut self, by: &Actor, cid: &Arc<str>, identity: &super::k8s::K8sIdentity) {
+    /// every record of that container now. Only from a runtime run by root in the host's pid
+    /// namespace (a node's runtimes are; a user can exec a binary named `runc` on another
+    /// pod's root-owned bundle with a victim's container id, and root in a container owns
+    /// every file there), and only the first: a later, different identity for the same
+    /// container is a warning, never a relabel. What a source cannot tell (strace logs: no
+    /// uid, `u32::MAX`; no pid namespace) is taken at its word.
+    fn container_meta(
+        &mut self,
+        runtime: ProcId,
+        by: &Actor,
+        cid: &Arc<str>,
+        identity: &super::k8s::K8sIdentity,
+    ) {
         if identity.is_empty() {
             return;
         }
@@ -509,6 +526,10 @@ impl Engine {
                 uid: by.uid,
             };
             self.warn(by.seq, kind);
+            return;
+        }
+        if self.procs[runtime].pidns.is_some_and(|ns| ns.level > 0) {
+            self.warn(by.seq, WarningKind::IdentityFromContainer { pid: by.pid });
             return;
         }
         if let Some(first) = self.containers.get(cid) {

@@ -2324,9 +2324,10 @@ fn a_bundles_identity_names_every_process_of_its_container() {
     assert_eq!(k.container_name, None);
 }
 
-/// `runc create --bundle /b ctr1` by `pid` (real uid `uid`) naming pod `pod` for ctr1.
-fn runtime_names_pod(b: &mut B, pid: u32, uid: u32, pod: &str) {
-    b.fork(1, pid);
+/// `runc create --bundle /b ctr1` by `pid` (real uid `uid`, in pid namespace `ns`) naming pod
+/// `pod` for ctr1.
+fn runtime_names_pod(b: &mut B, pid: u32, uid: u32, pod: &str, ns: Option<PidNs>) {
+    b.born(1, pid, 1, 0, ns);
     b.exec(
         pid,
         "/usr/sbin/runc",
@@ -2359,12 +2360,14 @@ fn only_a_root_runtime_names_a_container_and_the_first_name_stands() {
     use crate::lineage::WarningKind as W;
     // A user's fake runtime first: ignored, then the real one names it.
     let mut b = B::default();
-    runtime_names_pod(&mut b, 100, 1000, "not-mine");
-    runtime_names_pod(&mut b, 200, 0, "web");
+    runtime_names_pod(&mut b, 100, 1000, "not-mine", None);
+    // Root inside a container (a child pid namespace), with a bundle of its own making.
+    runtime_names_pod(&mut b, 150, 0, "from-a-container", ns(CTR_NS, 1, 7));
+    runtime_names_pod(&mut b, 200, 0, "web", ns(HOST_NS, 0, 200));
     // Later, a root runtime with another pod's bundle for the same container id.
-    runtime_names_pod(&mut b, 300, 0, "other");
+    runtime_names_pod(&mut b, 300, 0, "other", None);
     let e = b.engine();
-    for pid in [100, 200, 300] {
+    for pid in [100, 150, 200, 300] {
         let k = e.process(pid).unwrap().k8s.clone();
         assert_eq!(
             k.and_then(|k| k.pod_text()).as_deref(),

@@ -360,6 +360,7 @@ fn warning_kind(k: &WarningKind) -> (&'static str, Option<u32>) {
         WarningKind::LostEvents { .. } => ("lost_events", None),
         WarningKind::PendingExecOverflow => ("pending_exec_overflow", None),
         WarningKind::IdentityNotFromRoot { pid, .. } => ("identity_not_from_root", Some(pid)),
+        WarningKind::IdentityFromContainer { pid } => ("identity_from_container", Some(pid)),
         WarningKind::IdentityConflict { pid } => ("identity_conflict", Some(pid)),
     }
 }
