@@ -121,7 +121,9 @@ fn classify(path: &Path, m: &Metadata) -> io::Result<Target> {
     if kind.is_block_device() {
         return Err(Refused::BlockDevice.into());
     }
-    if m.uid() != euid() && !(m.uid() == 0 && !kind.is_file()) {
+    // Ours, or (a device, FIFO or socket) root's.
+    let owner_ok = m.uid() == euid() || (m.uid() == 0 && !kind.is_file());
+    if !owner_ok {
         return Err(Refused::OtherOwner(m.uid()).into());
     }
     if kind.is_file() {
