@@ -143,18 +143,11 @@ fn start_agent(
     g
 }
 
-/// GET /metrics over plain HTTP/1.0; the body.
+/// GET /metrics; the body, when the answer is 200.
 fn scrape(port: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200")
-        .then(|| body.to_string())
-        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+    get(port, "/metrics", Duration::from_secs(5))
+        .filter(|(status, _)| status.contains(" 200 "))
+        .map(|(_, body)| body)
 }
 
 /// The value of the sample `name` (with its labels, as exposed), 0 when absent.

@@ -261,6 +261,13 @@ mod tests {
         d
     }
 
+    /// A FIFO at `path` with `mode`.
+    fn mkfifo(path: &Path, mode: libc::mode_t) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), mode) }, 0);
+    }
+
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
     }
@@ -305,9 +312,7 @@ mod tests {
 
         let d = dir("fifo");
         let fifo = d.join("pipe");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o640) }, 0);
+        mkfifo(&fifo, 0o640);
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).unwrap())
@@ -409,7 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn another_users_file_is_never_replaced() {
+    fn another_users_file_or_fifo_is_never_written() {
         if euid() != 0 {
             // Only root can make a file of another uid here; the root run covers it.
             return;
@@ -418,9 +423,21 @@ mod tests {
         let theirs = d.join("theirs.trace");
         std::fs::write(&theirs, "their data").unwrap();
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        // Their FIFO too: root's output would reach whoever reads it.
+        let fifo = d.join("their.fifo");
+        mkfifo(&fifo, 0o666);
+        std::os::unix::fs::chown(&fifo, Some(65534), Some(65534)).unwrap();
+        // Someone reading it, as an attacker would be: opening it to write then never blocks.
+        let _reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
         for e in [
             create_streaming(&theirs).unwrap_err(),
             OutFile::atomic(&theirs).unwrap_err(),
+            create_streaming(&fifo).unwrap_err(),
+            OutFile::atomic(&fifo).unwrap_err(),
         ] {
             assert!(
                 matches!(refusal(&e), Some(Refused::OtherOwner(65534))),
