@@ -2,6 +2,7 @@
 //! bundles from busybox-static, and the real-runtime labs ([`labs`]) that `cargo xtask lab`
 //! drives too (xtask uses this crate without its `capture` feature, so no BPF toolchain).
 
+pub mod big;
 pub mod deploy;
 pub mod labs;
 pub mod packages;

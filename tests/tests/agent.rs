@@ -185,6 +185,14 @@ struct Dirs {
     dir: PathBuf,
 }
 
+impl Dirs {
+    fn new(tag: &str) -> Dirs {
+        Dirs {
+            dir: temp_dir(tag).expect("temp dir"),
+        }
+    }
+}
+
 impl Drop for Dirs {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -205,9 +213,7 @@ struct World {
 impl World {
     fn start(tag: &str) -> World {
         let tracer = release_tracer().expect("tracer binary");
-        let dirs = Dirs {
-            dir: temp_dir(tag).expect("temp dir"),
-        };
+        let dirs = Dirs::new(tag);
         let dir = &dirs.dir;
         let (nats_port, metrics_port) = two_ports();
         let nats = start_nats(nats_port, &dir.join("store"), &dir.join("nats.log"));
@@ -607,18 +613,45 @@ fn make_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
+/// The tracer binary and a test directory holding a CA and a server certificate it signed
+/// ([`make_certificates`]).
+struct TlsSetup {
+    tracer: PathBuf,
+    dirs: Dirs,
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl TlsSetup {
+    fn new(tag: &str) -> TlsSetup {
+        let tracer = release_tracer().expect("tracer binary");
+        let dirs = Dirs::new(tag);
+        let (ca, cert, key) = make_certificates(&dirs.dir);
+        TlsSetup {
+            tracer,
+            dirs,
+            ca,
+            cert,
+            key,
+        }
+    }
+}
+
 #[test]
 #[ignore = "root: loads the probes, starts nats-server with TLS"]
 fn the_agent_and_readers_use_tls_from_the_environment() {
     if !(prerequisites() && require_program("openssl", "openssl")) {
         return;
     }
-    let tracer = release_tracer().expect("tracer binary");
-    let dirs = Dirs {
-        dir: temp_dir("agent-tls").expect("temp dir"),
-    };
+    let TlsSetup {
+        tracer,
+        dirs,
+        ca,
+        cert,
+        key,
+    } = TlsSetup::new("agent-tls");
     let dir = &dirs.dir;
-    let (ca, cert, key) = make_certificates(dir);
     let (nats_port, metrics_port) = two_ports();
     let tls = [
         "--tls".as_ref(),
@@ -634,20 +667,9 @@ fn the_agent_and_readers_use_tls_from_the_environment() {
     let url = format!("nats://127.0.0.1:{nats_port}/n1");
     let tag = format!("tracer-tls-{}", std::process::id());
     let pid = marker(&tag);
-    let read = |env: &[(&str, &Path)]| {
-        Command::new(&tracer)
-            .envs(env.iter().copied())
-            .args(["export", &url, "--format", "jsonl"])
-            .output()
-            .expect("run tracer export")
-    };
+    let read = |env: &[(&str, &Path)]| export(&tracer, &url, env);
     // The marker's exec arrives over TLS, read back over TLS.
-    let has_marker = |out: &std::process::Output| {
-        out.status.success()
-            && jsonl(&String::from_utf8_lossy(&out.stdout))
-                .iter()
-                .any(|e| e["tgid"] == pid && e["event"] == "exec_enter")
-    };
+    let has_marker = |out: &std::process::Output| has_exec(out, pid);
     let why = || {
         let log = std::fs::read_to_string(&log).unwrap_or_default();
         let reader = String::from_utf8_lossy(&read(&with_ca).stderr).into_owned();
@@ -774,9 +796,7 @@ fn the_daemonsets_container_publishes_a_pod_as_the_manifest_runs_it() {
         return;
     }
     let tracer = release_tracer().expect("tracer binary");
-    let dirs = Dirs {
-        dir: temp_dir("daemonset").expect("temp dir"),
-    };
+    let dirs = Dirs::new("daemonset");
     let nats_port = free_port();
     let mut nats = start_nats(
         nats_port,
@@ -1058,4 +1078,321 @@ fn a_users_fake_runtime_never_names_a_container() {
         "no identity_not_from_root warning: {}",
         tree["warnings"]
     );
+}
+
+/// The jsonl export of `url` (its output whole, status and stderr included).
+fn export(tracer: &Path, url: &str, env: &[(&str, &Path)]) -> std::process::Output {
+    Command::new(tracer)
+        .envs(env.iter().copied())
+        .args(["export", url, "--format", "jsonl"])
+        .output()
+        .expect("run tracer export")
+}
+
+/// Whether the export holds the exec of the marker process `pid`.
+fn has_exec(out: &std::process::Output, pid: u32) -> bool {
+    out.status.success()
+        && jsonl(&String::from_utf8_lossy(&out.stdout))
+            .iter()
+            .any(|e| e["tgid"] == pid && e["event"] == "exec_enter")
+}
+
+/// A pid no process has (above the kernel's pid_max limit).
+const FORGED_PID: u32 = 4_194_305;
+
+/// Publishes on `node`'s subject a whole segment its agent never wrote: a trace file whose one
+/// event is an exec by [`FORGED_PID`], as anyone with publish rights there could.
+fn forge_segment(nats_port: u16, node: &str) {
+    use tracer::event::{CapturedStr, EventKind};
+    use tracer::nats;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let server = format!("nats://127.0.0.1:{nats_port}");
+        let client = nats::connect(&server, nats::FirstConnect::Fail)
+            .await
+            .expect("connect");
+        let js = async_nats::jetstream::new(client);
+        let id = format!("{node}-{}-0", nats::random_id());
+        let header = tracer::tracefile::Header::default();
+        let (mut seg, mut msgs) = nats::Segment::start(id, &header).expect("segment");
+        let kind = EventKind::Exec {
+            old_tid: FORGED_PID,
+            filename: CapturedStr::new("/usr/bin/forged"),
+        };
+        let ev = tracer::Event::bare(1, 1, FORGED_PID, FORGED_PID, "forged", kind);
+        seg.write_event(&ev).expect("event");
+        msgs.extend(seg.flush(false).expect("flush"));
+        for m in &msgs {
+            nats::publish(&js, &nats::subject(node), m)
+                .await
+                .expect("publish");
+        }
+    });
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server"]
+fn a_forged_segment_in_the_stream_is_reported_and_hides_none_of_the_agents_events() {
+    if !prerequisites() {
+        return;
+    }
+    let mut w = World::start("agent-forged");
+    let url = w.url();
+    let tag = format!("tracer-forged-{}", std::process::id());
+    let log = w.dirs.dir.join("agent.log");
+    let why = |out: std::process::Output| {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        format!(
+            "reader: {}\nagent log:\n{log}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let before = marker(&format!("{tag}-before"));
+    wait_or(
+        "the first marker in the stream",
+        30,
+        || has_exec(&export(&w.tracer, &url, &[]), before),
+        || why(export(&w.tracer, &url, &[])),
+    );
+    // In the middle of the agent's segment, a forged one: its header and frames.
+    forge_segment(w.nats_port, "n1");
+    let after = marker(&format!("{tag}-after"));
+    wait_or(
+        "the marker run after the forgery in the stream",
+        30,
+        || has_exec(&export(&w.tracer, &url, &[]), after),
+        || why(export(&w.tracer, &url, &[])),
+    );
+    w.agent.terminate();
+    let out = export(&w.tracer, &url, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(has_exec(&out, before) && has_exec(&out, after), "{stderr}");
+    assert!(
+        stderr.contains("came after another segment had started"),
+        "the reader did not report the forged segment: {stderr}"
+    );
+    // The forged events are read as their own segment, after the agent's: reported, not
+    // hidden, and hiding nothing.
+    let forged = jsonl(&String::from_utf8_lossy(&out.stdout))
+        .iter()
+        .any(|e| e["tgid"] == FORGED_PID);
+    assert!(forged, "the forged segment's event is missing: {stderr}");
+}
+
+/// A client certificate for `cn` signed by the CA of [`make_certificates`] in `dir`:
+/// (cert, key).
+fn client_certificate(dir: &Path, cn: &str) -> (PathBuf, PathBuf) {
+    let (key, csr, cert) = (
+        format!("{cn}.key"),
+        format!("{cn}.csr"),
+        format!("{cn}.pem"),
+    );
+    let subj = format!("/CN={cn}");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-subj",
+            &subj,
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+        ],
+    );
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").expect("ext");
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "1",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-extfile",
+            "client.ext",
+            "-out",
+            &cert,
+        ],
+    );
+    (dir.join(cert), dir.join(key))
+}
+
+/// nats-server with TLS, each client certificate mapped to a user, and the users and rights
+/// of deploy/nats-authorization.conf (copied as it is).
+fn start_nats_with_authorization(dir: &Path, port: u16) -> Guard {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/nats-authorization.conf");
+    std::fs::copy(&shipped, dir.join("nats-authorization.conf")).expect("copy the rights");
+    let conf = format!(
+        "tls {{\n  cert_file: \"{d}/server.pem\"\n  key_file: \"{d}/server.key\"\n  \
+         ca_file: \"{d}/ca.pem\"\n  verify_and_map: true\n}}\ninclude ./nats-authorization.conf\n",
+        d = dir.display()
+    );
+    let path = dir.join("nats.conf");
+    std::fs::write(&path, conf).expect("nats.conf");
+    start_nats_with(
+        port,
+        &dir.join("store"),
+        &dir.join("nats.log"),
+        &["-c".as_ref(), path.as_os_str()],
+    )
+}
+
+/// What [`as_user`] tries.
+enum Try {
+    /// Publishing one message on the subject.
+    Publish(&'static str),
+    /// Subscribing to the subject.
+    Subscribe(&'static str),
+}
+
+/// Connects as the user of the client certificate `(cert, key)`, tries `what`, and returns
+/// what the server answered (its errors, as the client reports them).
+fn as_user(port: u16, ca: &Path, (cert, key): (&Path, &Path), what: Try) -> Vec<String> {
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let heard = said.clone();
+    rt.block_on(async move {
+        let client = async_nats::ConnectOptions::new()
+            .add_root_certificates(ca.to_path_buf())
+            .add_client_certificate(cert.to_path_buf(), key.to_path_buf())
+            .require_tls(true)
+            .event_callback(move |e| {
+                heard.lock().unwrap().push(e.to_string());
+                async {}
+            })
+            .connect(format!("nats://127.0.0.1:{port}"))
+            .await
+            .expect("connect");
+        let _sub = match what {
+            Try::Publish(subject) => {
+                client
+                    .publish(subject, "forged".into())
+                    .await
+                    .expect("publish");
+                None
+            }
+            Try::Subscribe(subject) => Some(client.subscribe(subject).await.expect("subscribe")),
+        };
+        client.flush().await.expect("flush");
+        // The refusal comes back asynchronously.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    });
+    let said = said.lock().unwrap().clone();
+    said
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server with TLS users"]
+fn per_node_rights_keep_each_node_to_its_own_subject() {
+    if !(prerequisites() && require_program("openssl", "openssl")) {
+        return;
+    }
+    let TlsSetup {
+        tracer, dirs, ca, ..
+    } = TlsSetup::new("agent-rights");
+    let dir = &dirs.dir;
+    let (node_cert, node_key) = client_certificate(dir, "tracer-node-1");
+    let (reader_cert, reader_key) = client_certificate(dir, "tracer-reader");
+    let (nats_port, metrics_port) = two_ports();
+    let nats_log = dir.join("nats.log");
+    let mut nats = start_nats_with_authorization(dir, nats_port);
+    let node1 = [
+        ("TRACER_NATS_CA", ca.as_path()),
+        ("TRACER_NATS_CERT", node_cert.as_path()),
+        ("TRACER_NATS_KEY", node_key.as_path()),
+    ];
+    let reader = [
+        ("TRACER_NATS_CA", ca.as_path()),
+        ("TRACER_NATS_CERT", reader_cert.as_path()),
+        ("TRACER_NATS_KEY", reader_key.as_path()),
+    ];
+    let log = dir.join("agent.log");
+    let mut agent = start_agent(
+        &tracer,
+        (nats_port, metrics_port),
+        "tracer-node-1",
+        &log,
+        &node1,
+    );
+    let url = |node: &str| format!("nats://127.0.0.1:{nats_port}/{node}");
+    let pid = marker(&format!("tracer-rights-{}", std::process::id()));
+    let server_log = || std::fs::read_to_string(&nats_log).unwrap_or_default();
+    wait_or(
+        "node 1's marker, read by the reader",
+        30,
+        || has_exec(&export(&tracer, &url("tracer-node-1"), &reader), pid),
+        || {
+            let out = export(&tracer, &url("tracer-node-1"), &reader);
+            format!(
+                "reader: {}\nagent log:\n{}\nserver log:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(&log).unwrap_or_default(),
+                server_log()
+            )
+        },
+    );
+    agent.terminate();
+    // Node 1 publishing as node 2, the reader publishing at all, node 1 listening to the
+    // replies readers get: the server refuses each (its log and its answer say so).
+    let node1_ids = (node_cert.as_path(), node_key.as_path());
+    let reader_ids = (reader_cert.as_path(), reader_key.as_path());
+    let said = [
+        as_user(
+            nats_port,
+            &ca,
+            node1_ids,
+            Try::Publish("tracer.tracer-node-2.events"),
+        ),
+        as_user(
+            nats_port,
+            &ca,
+            reader_ids,
+            Try::Publish("tracer.tracer-node-1.events"),
+        ),
+        as_user(nats_port, &ca, node1_ids, Try::Subscribe("_INBOX.>")),
+    ];
+    for (what, answer) in [
+        ("Publish to \"tracer.tracer-node-2.events\"", &said[0]),
+        ("Publish to \"tracer.tracer-node-1.events\"", &said[1]),
+        ("Subscription to \"_INBOX.>\"", &said[2]),
+    ] {
+        assert!(
+            answer
+                .iter()
+                .any(|e| e.contains("Permissions Violation") && e.contains(what)),
+            "not refused: {what}: {answer:?}\nserver log:\n{}",
+            server_log()
+        );
+    }
+    for subject in ["tracer.tracer-node-2.events", "tracer.tracer-node-1.events"] {
+        let logged = server_log().lines().any(|l| {
+            l.contains("Publish Violation") && l.contains(&format!("Subject \"{subject}\""))
+        });
+        assert!(logged, "the server did not log refusing {subject}");
+    }
+    // Node 2's history stays empty; node 1's certificate reads nothing (it may only publish).
+    let out = export(&tracer, &url("tracer-node-2"), &reader);
+    assert!(!out.status.success(), "node 2 has a history");
+    let out = export(&tracer, &url("tracer-node-1"), &node1);
+    assert!(!out.status.success(), "a node read the stream");
+    nats.terminate();
 }

@@ -493,7 +493,7 @@ pub struct Followed {
     /// Recorded without syscall probes.
     pub sched_probes: bool,
     /// The events stored when it was opened.
-    pub history: Vec<Event>,
+    pub history: crate::tracefile::PackedEvents,
     /// Everything after, as it is published; closed when the stream ends.
     pub tail: tokio::sync::mpsc::Receiver<TailItem>,
 }
@@ -535,10 +535,10 @@ pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
         path: PathBuf::from(url),
         error,
     })?;
-    let mut history = Vec::new();
+    let mut history = crate::tracefile::PackedEvents::new();
     loop {
         match rx.blocking_recv() {
-            Some(TailItem::Event(ev)) => history.push(ev),
+            Some(TailItem::Event(ev)) => history.push(&ev),
             Some(TailItem::Failed(e)) => return Err(e),
             Some(TailItem::Note(_)) => {}
             Some(TailItem::CaughtUp) | None => break,

@@ -26,6 +26,8 @@ use crate::tracefile::{Header, TraceFileError, TraceWriter};
 
 /// The JetStream stream every node publishes to.
 pub const STREAM: &str = "TRACER";
+
+pub mod guard;
 /// Message header naming the segment (one trace file) a message belongs to.
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
 /// Message header: `header` (preamble and header) or `frames`.
@@ -85,6 +87,22 @@ pub enum NatsError {
     /// Encoding a segment failed.
     #[error(transparent)]
     Encode(#[from] TraceFileError),
+    /// The server broke the protocol's bounds ([`guard`]); the connection was cut.
+    #[error("{server}: {violation}; the connection was cut")]
+    Protocol {
+        /// `nats://HOST:PORT`.
+        server: String,
+        /// What it sent.
+        violation: guard::Violation,
+    },
+    /// The loopback relay to the server could not start.
+    #[error("cannot relay to {server}: {error}")]
+    Relay {
+        /// `nats://HOST:PORT`.
+        server: String,
+        /// Why.
+        error: std::io::Error,
+    },
 }
 
 fn js_err(what: &'static str) -> impl FnOnce(String) -> NatsError {
@@ -484,6 +502,11 @@ fn env_path(name: &str) -> Option<std::path::PathBuf> {
         .map(Into::into)
 }
 
+/// Whether the environment asks for TLS ([`ENV_CA`], or a client certificate).
+fn tls_configured() -> bool {
+    env_path(ENV_CA).is_some() || env_path(ENV_CERT).is_some() || env_path(ENV_KEY).is_some()
+}
+
 /// Options with the environment's credentials and TLS (see [`ENV_CREDS`]).
 async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
     let mut o = async_nats::ConnectOptions::new();
@@ -511,42 +534,147 @@ async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
 /// Connects to `server`. Once connected, the client reconnects for as long as it lives
 /// (buffering what is published meanwhile); `first` says what a failed first attempt does.
 pub async fn connect(server: &str, first: FirstConnect) -> Result<async_nats::Client, NatsError> {
-    connect_with(server, first, None).await
+    let (client, watch) = connect_with(server, first, None, None).await?;
+    report_violations(server, watch);
+    Ok(client)
 }
 
-/// [`connect`], telling `notes` when the connection is lost and when it is back.
+/// Says on stderr each time the server breaks the protocol's bounds (the relay cuts that
+/// connection and the client reconnects): for the agent, which keeps going.
+fn report_violations(server: &str, watch: Violations) {
+    let Some(mut w) = watch else { return };
+    let server = server.to_string();
+    tokio::spawn(async move {
+        while w.changed().await.is_ok() {
+            if let Some(v) = w.borrow_and_update().clone() {
+                eprintln!(
+                    "tracer: {}",
+                    NatsError::Protocol {
+                        server: server.clone(),
+                        violation: v
+                    }
+                );
+            }
+        }
+    });
+}
+
+/// The relay's report of a server breaking the protocol's bounds (none when connected
+/// directly, over TLS).
+type Violations = Option<tokio::sync::watch::Receiver<Option<guard::Violation>>>;
+
+/// Runs `f`, unless the server breaks the protocol's bounds first: then that is the error.
+async fn unless_violated<T>(
+    server: &str,
+    watch: &Violations,
+    f: impl std::future::Future<Output = Result<T, NatsError>>,
+) -> Result<T, NatsError> {
+    let violated = async {
+        let Some(mut w) = watch.clone() else {
+            return std::future::pending().await;
+        };
+        let seen = w.wait_for(|v| v.is_some()).await.map(|v| v.clone());
+        match seen {
+            Ok(Some(v)) => v,
+            _ => std::future::pending().await,
+        }
+    };
+    let r = tokio::select! {
+        r = f => r,
+        violation = violated => return Err(NatsError::Protocol { server: server.to_string(), violation }),
+    };
+    // A failure the cut connection caused is told as its cause.
+    let cause = watch.as_ref().and_then(|w| w.borrow().clone());
+    match (r, cause) {
+        (Err(_), Some(violation)) => Err(NatsError::Protocol {
+            server: server.to_string(),
+            violation,
+        }),
+        (r, _) => r,
+    }
+}
+
+/// The inbox prefix of `node`'s agent: its acknowledgements come to `_INBOX.tracer.NODE.*`,
+/// so a node's NATS user needs to subscribe only there, and cannot listen to the replies
+/// other clients get (a reader's messages come as replies to its inbox).
+pub fn node_inbox(node: &str) -> String {
+    format!("_INBOX.tracer.{node}")
+}
+
+/// [`connect`] for `node`'s agent: the first attempt retried, replies to [`node_inbox`].
+pub async fn connect_node(server: &str, node: &str) -> Result<async_nats::Client, NatsError> {
+    let (client, watch) =
+        connect_with(server, FirstConnect::Retry, None, Some(node_inbox(node))).await?;
+    report_violations(server, watch);
+    Ok(client)
+}
+
+/// [`connect`], telling `notes` when the connection is lost and when it is back, with
+/// replies to `inbox` when given. A plain-text connection goes through a [`guard`] relay,
+/// whose reports come back with the client.
 async fn connect_with(
     server: &str,
     first: FirstConnect,
     notes: Option<Notes>,
-) -> Result<async_nats::Client, NatsError> {
+    inbox: Option<String>,
+) -> Result<(async_nats::Client, Violations), NatsError> {
     let mut o = auth_options().await?.max_reconnects(None);
-    if let Some(notes) = notes {
-        let server = server.to_string();
-        o = o.event_callback(move |event| {
-            let text = match event {
-                async_nats::Event::Disconnected => {
-                    Some(format!("{server}: disconnected; reconnecting"))
-                }
-                async_nats::Event::Connected => Some(format!("{server}: connected again")),
-                _ => None,
-            };
-            if let Some(text) = text {
-                say(&notes, text);
-            }
-            async {}
-        });
+    let relay = match guard::plain_address(server).filter(|_| !tls_configured()) {
+        Some(addr) => Some(guard::start(addr).await.map_err(|error| NatsError::Relay {
+            server: server.to_string(),
+            error,
+        })?),
+        None => None,
+    };
+    if relay.is_some() {
+        // Servers a cluster advertises would be connected to directly, past the relay.
+        o = o.ignore_discovered_servers();
     }
+    if let Some(prefix) = inbox {
+        o = o.custom_inbox_prefix(prefix);
+    }
+    let server_name = server.to_string();
+    o = o.event_callback(move |event| {
+        let text = match (&event, &notes) {
+            (async_nats::Event::Disconnected, Some(_)) => {
+                Some(format!("{server_name}: disconnected; reconnecting"))
+            }
+            (async_nats::Event::Connected, Some(_)) => {
+                Some(format!("{server_name}: connected again"))
+            }
+            // A refusal (a permissions violation, say) is why publishes go unacknowledged:
+            // said once per refusal, the server's words escaped.
+            (async_nats::Event::ServerError(e), _) => Some(format!(
+                "{server_name}: the server refused: {}",
+                crate::escape::escape(&e.to_string())
+            )),
+            _ => None,
+        };
+        match (text, &notes) {
+            (Some(text), Some(notes)) => say(notes, text),
+            (Some(text), None) => eprintln!("tracer: {text}"),
+            _ => {}
+        }
+        async {}
+    });
     o = match first {
         FirstConnect::Retry => o
             .retry_on_initial_connect()
             .connection_timeout(Duration::from_secs(2)),
         FirstConnect::Fail => o.connection_timeout(Duration::from_secs(5)),
     };
-    o.connect(server).await.map_err(|error| NatsError::Connect {
-        server: server.to_string(),
-        error,
+    let (target, watch) = match relay {
+        Some(r) => (r.url, Some(r.failed)),
+        None => (server.to_string(), None),
+    };
+    let client = unless_violated(server, &watch, async {
+        o.connect(target).await.map_err(|error| NatsError::Connect {
+            server: server.to_string(),
+            error,
+        })
     })
+    .await?;
+    Ok((client, watch))
 }
 
 /// The stream, created with `limits` when missing (an existing one is used as configured).
@@ -647,10 +775,9 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
 async fn jetstream_reader(
     server: &str,
     notes: Option<Notes>,
-) -> Result<jetstream::Context, NatsError> {
-    Ok(jetstream::new(
-        connect_with(server, FirstConnect::Fail, notes).await?,
-    ))
+) -> Result<(jetstream::Context, Violations), NatsError> {
+    let (client, watch) = connect_with(server, FirstConnect::Fail, notes, None).await?;
+    Ok((jetstream::new(client), watch))
 }
 
 async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsError> {
@@ -663,9 +790,13 @@ async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsErro
 /// The nodes that have messages in the stream, sorted; names that are not valid node names
 /// (published by something else) are left out.
 pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
+    let (js, watch) = jetstream_reader(server, None).await?;
+    unless_violated(server, &watch, nodes_of(&js)).await
+}
+
+async fn nodes_of(js: &jetstream::Context) -> Result<Vec<String>, NatsError> {
     use futures_util::StreamExt;
-    let js = jetstream_reader(server, None).await?;
-    let stream = open_stream(&js).await?;
+    let stream = open_stream(js).await?;
     let mut subjects = stream
         .info_with_subjects("tracer.*.events")
         .await
@@ -704,6 +835,12 @@ enum Fed {
     Failed(NatsError),
 }
 
+/// Other segments' messages in a row, with none of the one being read, after which that one
+/// is taken to have ended (its agent restarted): about six seconds of an agent's messages.
+const QUIET_MESSAGES: usize = 32;
+/// Payload bytes of other segments held while one is read.
+const HELD_BYTES: usize = 16 << 20;
+
 /// Messages held between the reading thread and the reader: a few, so a node's stream is
 /// streamed, never held whole (messages are at most [`MAX_MESSAGE`]).
 const FEED_MESSAGES: usize = 64;
@@ -722,9 +859,13 @@ pub struct Feed {
     on_caught_up: Option<Box<dyn FnOnce() + Send>>,
     notes: Notes,
     skipped: u64,
-    /// Another segment's first message, met while a segment was being read and not (yet)
-    /// known to end it (see [`SegmentRead`]).
-    held: Option<Received>,
+    /// Other segments' messages met while a segment was being read and not (yet) known to
+    /// end it, read after it (see [`SegmentRead`]); at most [`HELD_BYTES`] of payload.
+    held: std::collections::VecDeque<Received>,
+    /// Their payload bytes.
+    held_bytes: usize,
+    /// Other segments' messages since the segment being read had one of its own.
+    since_own: usize,
     /// Messages taken but to be read again, before the stream's next ones.
     requeue: std::collections::VecDeque<Received>,
     /// Messages of a segment that came after another segment had started.
@@ -785,7 +926,9 @@ impl Feed {
             on_caught_up: None,
             notes: Notes::default(),
             skipped: 0,
-            held: None,
+            held: std::collections::VecDeque::new(),
+            held_bytes: 0,
+            since_own: 0,
             requeue: std::collections::VecDeque::new(),
             interleaved: 0,
             bad_segments: 0,
@@ -846,7 +989,9 @@ impl Feed {
         if let Some(m) = self.requeue.pop_front() {
             return Some(Ok(m));
         }
-        if self.history_read {
+        // Stored messages held for after the segment being read are not read yet.
+        let stored_held = self.held.iter().any(|m| m.seq <= self.last_at_open);
+        if self.history_read && !stored_held {
             if let Some(f) = self.on_caught_up.take() {
                 f();
             }
@@ -868,6 +1013,8 @@ impl Feed {
         stored_only: bool,
     ) -> Option<Result<SegmentRead, NatsError>> {
         let mut f = lock(feed);
+        // What the last segment held (it ended at its end record) is read first.
+        f.release_held(None);
         loop {
             if stored_only && f.history_read && f.pending.is_none() && f.requeue.is_empty() {
                 return None;
@@ -906,37 +1053,59 @@ impl SegmentRead {
         matches!((split(&self.id), split(next)), (Some((a, n)), Some((b, m))) if a == b && m == n + 1)
     }
 
-    /// What a message means for this segment: more of its bytes, its end, or neither. Another
-    /// segment's start that is not this run's next one is held until the next message tells:
-    /// more of this segment means the two are interleaved (forged, or two agents on one node
-    /// name) and this one goes on; anything else means this one ended (an agent restarted).
+    /// What a message means for this segment: more of its bytes, its end, or neither (held
+    /// to be read after it). This run's next segment ends it at once. Other segments'
+    /// messages are held while this one goes on: its own messages after them mean the two are
+    /// interleaved (forged, or two agents on one node name), counted, and this one is read to
+    /// its end whatever was published between; [`QUIET_MESSAGES`] others in a row with none
+    /// of its own mean it ended (an agent restarted).
     fn consider(&self, f: &mut Feed, m: Received) -> Option<Bytes> {
         if m.segment == self.id && !m.starts_segment() {
-            if f.held.is_some() {
+            f.since_own = 0;
+            if !f.held.is_empty() {
                 f.interleaved += 1;
             }
             return Some(m.payload);
         }
-        if m.starts_segment() && f.held.is_none() {
-            if self.is_successor(&m.segment) {
-                f.pending = Some(m);
-                return None;
-            }
-            f.held = Some(m);
-            return Some(Bytes::new());
+        if m.starts_segment() && self.is_successor(&m.segment) {
+            f.pending = Some(m);
+            f.release_held(None);
+            return None;
         }
-        match f.held.take() {
-            Some(h) if m.starts_segment() || m.segment == h.segment => {
-                f.pending = Some(h);
-                f.requeue.push_back(m);
-                None
-            }
-            held => {
-                f.held = held;
-                f.skipped += 1;
-                Some(Bytes::new())
-            }
+        f.since_own += 1;
+        if f.since_own > QUIET_MESSAGES {
+            f.release_held(Some(m));
+            return None;
         }
+        f.hold(m);
+        Some(Bytes::new())
+    }
+}
+
+impl Feed {
+    /// Keeps another segment's message for later; past [`HELD_BYTES`] the oldest held ones
+    /// are let go and counted as skipped (an interleaver cannot make a reader hold a stream).
+    fn hold(&mut self, m: Received) {
+        self.held_bytes += m.payload.len();
+        self.held.push_back(m);
+        while self.held_bytes > HELD_BYTES {
+            let Some(old) = self.held.pop_front() else {
+                break;
+            };
+            self.held_bytes -= old.payload.len();
+            self.skipped += 1;
+        }
+    }
+
+    /// The segment being read ended: the held messages (then `next`) are read before
+    /// anything still queued.
+    fn release_held(&mut self, next: Option<Received>) {
+        let mut q: std::collections::VecDeque<Received> = self.held.drain(..).collect();
+        q.extend(next);
+        q.extend(self.requeue.drain(..));
+        self.requeue = q;
+        self.held_bytes = 0;
+        self.since_own = 0;
     }
 }
 
@@ -946,8 +1115,8 @@ impl std::io::Read for SegmentRead {
             let mut f = lock(&self.feed);
             let m = match f.recv() {
                 None => {
-                    // The end: a held segment start is read next.
-                    f.pending = f.held.take();
+                    // The end: held messages are read next.
+                    f.release_held(None);
                     return Ok(0);
                 }
                 Some(Err(e)) => return Err(std::io::Error::other(e)),
@@ -1048,10 +1217,21 @@ async fn pump(
     tx: &std::sync::mpsc::SyncSender<Fed>,
     notes: &Notes,
 ) -> Result<(), NatsError> {
-    use futures_util::StreamExt;
     let following = (follow == Follow::Forever).then(|| notes.clone());
-    let js = jetstream_reader(&src.server, following).await?;
-    let (last, mut msgs) = match ordered_messages(&js, &src.node).await? {
+    let (js, watch) = jetstream_reader(&src.server, following).await?;
+    unless_violated(&src.server, &watch, pump_from(&js, src, follow, tx, notes)).await
+}
+
+/// [`pump`] once connected.
+async fn pump_from(
+    js: &jetstream::Context,
+    src: &NatsSource,
+    follow: Follow,
+    tx: &std::sync::mpsc::SyncSender<Fed>,
+    notes: &Notes,
+) -> Result<(), NatsError> {
+    use futures_util::StreamExt;
+    let (last, mut msgs) = match ordered_messages(js, &src.node).await? {
         Some(found) => found,
         None => return Err(NatsError::NoData(src.node.clone())),
     };
@@ -1217,11 +1397,20 @@ mod tests {
 
     /// Segment `id`, still open: its header messages, then one frames message per event.
     fn flushed_per_event(id: &str, evs: &[crate::Event]) -> Vec<Received> {
+        segment_of(id, evs, false)
+    }
+
+    /// Segment `id`: its header messages, one frames message per event, and with `end` its
+    /// last message with the end record.
+    fn segment_of(id: &str, evs: &[crate::Event], end: bool) -> Vec<Received> {
         let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
         let mut msgs: Vec<Received> = head.iter().map(as_received).collect();
         for ev in evs {
             seg.write_event(ev).unwrap();
             msgs.extend(seg.flush(false).unwrap().iter().map(as_received));
+        }
+        if end {
+            msgs.extend(seg.finish().unwrap().iter().map(as_received));
         }
         msgs
     }
@@ -1276,9 +1465,10 @@ mod tests {
     fn a_follower_hears_when_the_stored_events_are_read() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let evs = sample_events();
-        let mut msgs = flushed_per_event("a", &evs);
-        let b = flushed_per_event("b", &evs);
-        // Stored when the follower opened: segment a, and b up to its 2nd event.
+        // An agent's segment and the next one it rotated to.
+        let mut msgs = flushed_per_event("n1-run-0", &evs);
+        let b = flushed_per_event("n1-run-1", &evs);
+        // Stored when the follower opened: segment 0, and 1 up to its 2nd event.
         let history = msgs.len() + (b.len() - evs.len()) + 2;
         msgs.extend(b);
         numbered(&mut msgs);
@@ -1321,6 +1511,121 @@ mod tests {
         assert!(input.interleaved_messages() > 0);
         // The forged segment is no trace file: skipped and counted, not an end to reading.
         assert_eq!(input.bad_segments(), 1);
+    }
+
+    /// A server that answers the handshake's INFO and then sends `then`, and holds on.
+    async fn hostile_server(then: &'static [u8]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let info = b"INFO {\"server_id\":\"x\",\"version\":\"2.10.0\",\"proto\":1,\"headers\":true,\"max_payload\":1048576}\r\n";
+                    let _ = c.write_all(info).await;
+                    let mut buf = [0u8; 4096];
+                    let _ = c.read(&mut buf).await;
+                    // The line, or message, a megabyte at a time without its end.
+                    for _ in 0..64 {
+                        if c.write_all(then).await.is_err() {
+                            return;
+                        }
+                        let _ = c.write_all(&[b'A'; 1 << 20]).await;
+                    }
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                });
+            }
+        });
+        format!("nats://{addr}")
+    }
+
+    #[tokio::test]
+    async fn a_server_sending_an_endless_line_or_a_huge_message_is_cut_off_and_named() {
+        for (then, want) in [
+            (&b"-ERR "[..], guard::Violation::LongLine),
+            (
+                &b"MSG a 1 99999999999\r\n"[..],
+                guard::Violation::BigMessage(99_999_999_999),
+            ),
+        ] {
+            let server = hostile_server(then).await;
+            let r = tokio::time::timeout(Duration::from_secs(20), nodes(&server)).await;
+            match r.expect("the reader gave up in time") {
+                Err(NatsError::Protocol { violation, .. }) => assert_eq!(violation, want),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_forged_segment_with_frames_inside_a_segment_hides_none_of_it() {
+        let evs = sample_events();
+        let mut msgs = flushed_per_event("n1-0123abcd-0", &evs);
+        // A whole forged segment, a trace file with events of its own, published in the
+        // middle of the agent's: its header and two frames messages.
+        let forged_evs: Vec<_> = evs.iter().take(2).cloned().collect();
+        let forged = flushed_per_event("n1-forged-0", &forged_evs);
+        for (k, m) in forged.into_iter().enumerate() {
+            msgs.insert(3 + k, m);
+        }
+        let mut input = input_of(msgs);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        // The agent's segment whole, then the forged one, read as its own segment after it.
+        let want: Vec<_> = evs.iter().chain(forged_evs.iter()).cloned().collect();
+        assert_eq!(got, want);
+        assert_eq!(
+            input.interleaved_messages(),
+            (evs.len() - 2) as u64,
+            "every message of the agent's after the forged start"
+        );
+        assert_eq!(input.skipped_messages(), 0);
+    }
+
+    #[test]
+    fn what_a_finished_segment_held_is_read_after_it() {
+        let evs = sample_events();
+        let mut msgs = segment_of("n1-0123abcd-0", &evs, true);
+        let forged_evs: Vec<_> = evs.iter().take(2).cloned().collect();
+        for (k, m) in flushed_per_event("n1-forged-0", &forged_evs)
+            .into_iter()
+            .enumerate()
+        {
+            msgs.insert(2 + k, m);
+        }
+        // The agent's next segment, after the first one's end record: the run's segments are
+        // read on, the forged one after them.
+        msgs.extend(segment_of("n1-0123abcd-1", &evs, true));
+        let mut input = input_of(msgs);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let want: Vec<_> = evs
+            .iter()
+            .chain(evs.iter())
+            .chain(forged_evs.iter())
+            .cloned()
+            .collect();
+        assert_eq!(got, want);
+        assert!(input.interleaved_messages() > 0);
+    }
+
+    #[test]
+    fn a_segment_silent_while_another_runs_on_ended_there() {
+        let evs = sample_events();
+        // An agent killed mid-segment (no end record), then restarted: a new run whose
+        // messages outnumber QUIET_MESSAGES before the old one could have gone on.
+        let mut msgs = flushed_per_event("n1-old-0", &evs[..2]);
+        let mut long = Vec::new();
+        while long.len() <= QUIET_MESSAGES + 2 {
+            long.extend(evs.iter().cloned());
+        }
+        for (i, ev) in long.iter_mut().enumerate() {
+            ev.seq = 1000 + i as u64;
+        }
+        msgs.extend(flushed_per_event("n1-new-0", &long));
+        let mut input = input_of(msgs);
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let want: Vec<_> = evs[..2].iter().chain(long.iter()).cloned().collect();
+        assert_eq!(got, want, "both runs, in order, none lost");
+        assert_eq!(input.interleaved_messages(), 0);
     }
 
     #[test]

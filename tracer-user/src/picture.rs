@@ -28,6 +28,11 @@ const CHAR_W: f64 = 6.4;
 const RIGHT_W: usize = 300;
 /// Slant of the captions, in degrees.
 const SLANT: i32 = -55;
+/// Most lifelines drawn: 2,000 lanes are already 76,000 px tall; past that a picture teaches
+/// nothing and only grows the file, so the rest are left out with a note.
+pub const MAX_LANES: usize = 2_000;
+/// Most event columns drawn (240,000 px wide), for the same reason.
+pub const MAX_COLS: usize = 10_000;
 
 /// What [`write_svg`] draws.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -299,8 +304,12 @@ impl Geo {
 /// The SVG timeline of `e`'s container births (see the module docs). `title` names the
 /// recording.
 pub fn svg(e: &Engine, stories: &[Story], opts: PictureOpts, title: &str) -> String {
-    let lanes = actors(e, stories, opts.all);
-    let cols = columns(e, &lanes, stories);
+    let mut lanes = actors(e, stories, opts.all);
+    let all_lanes = lanes.len();
+    lanes.truncate(MAX_LANES);
+    let mut cols = columns(e, &lanes, stories);
+    let all_cols = cols.len();
+    cols.truncate(MAX_COLS);
     let lane_of: HashMap<ProcId, usize> =
         lanes.iter().enumerate().map(|(i, &id)| (id, i)).collect();
     let g = Geo::new(&cols, lanes.len());
@@ -330,6 +339,14 @@ pub fn svg(e: &Engine, stories: &[Story], opts: PictureOpts, title: &str) -> Str
         cols.len()
     );
     legend(&mut s);
+    if all_lanes > lanes.len() || all_cols > cols.len() {
+        let _ = write!(
+            s,
+            "<text class=\"lg\" x=\"12\" y=\"62\">Cut to the first {} of {all_lanes} processes and {} of {all_cols} events (by seq): narrow it with --pod, or leave out --all</text>",
+            lanes.len(),
+            cols.len()
+        );
+    }
     if lanes.is_empty() {
         let _ = write!(
             s,
@@ -388,12 +405,22 @@ fn draw_grid_and_captions(s: &mut String, g: &Geo, cols: &[Col]) {
     }
 }
 
+/// Each drawn process's birth and exit columns, found in one pass over the columns.
+fn lane_ends(cols: &[Col]) -> HashMap<ProcId, (Option<usize>, Option<usize>)> {
+    let mut ends: HashMap<ProcId, (Option<usize>, Option<usize>)> = HashMap::new();
+    for (i, c) in cols.iter().enumerate() {
+        let end = ends.entry(c.proc).or_default();
+        match c.mark {
+            Mark::Birth { .. } => end.0 = end.0.or(Some(i)),
+            Mark::Exit(_) => end.1 = end.1.or(Some(i)),
+            _ => {}
+        }
+    }
+    ends
+}
+
 fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, lanes: &[ProcId], cols: &[Col]) {
-    let col_of = |id: ProcId, pick: fn(&Mark) -> bool| {
-        cols.iter()
-            .position(|c| c.proc == id && pick(&c.mark))
-            .map(|i| g.x(i))
-    };
+    let ends = lane_ends(cols);
     for (k, &id) in lanes.iter().enumerate() {
         let Some(p) = e.get(id) else { continue };
         let y = g.y(k);
@@ -406,8 +433,9 @@ fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, lanes: &[ProcId], cols: &[Col
             y + 11,
             xml_text(&marks, 60)
         );
-        let start = col_of(id, |m| matches!(m, Mark::Birth { .. })).unwrap_or(LABEL_W + 16);
-        let end = col_of(id, |m| matches!(m, Mark::Exit(_)));
+        let (birth, exit) = ends.get(&id).copied().unwrap_or_default();
+        let start = birth.map_or(LABEL_W + 16, |i| g.x(i));
+        let end = exit.map(|i| g.x(i));
         let (_, fill) = role_style(p.role);
         let stroke = if fill == "#ffffff" { "#9e9e9e" } else { fill };
         let _ = write!(
@@ -594,5 +622,51 @@ mod tests {
             xml_text("a\u{202e}b\u{feff}", 100),
             "a\\342\\200\\256b\\357\\273\\277"
         );
+    }
+
+    #[test]
+    fn a_picture_of_every_process_is_cut_with_a_note() {
+        let mut e = Engine::new();
+        for ev in crate::tui::synth::chain(MAX_LANES as u32 + 10) {
+            e.apply(&ev);
+        }
+        let svg = svg(&e, &[], PictureOpts { all: true }, "t");
+        assert_eq!(svg.matches("<text class=\"pid\"").count(), MAX_LANES);
+        // Each drawn lane's lifeline starts at its own birth column.
+        assert_eq!(svg.matches("stroke-linecap=\"round\"").count(), MAX_LANES);
+        assert!(svg.contains(&format!(
+            "Cut to the first {MAX_LANES} of {} processes",
+            MAX_LANES + 10
+        )));
+        let small = super::svg(&e, &[], PictureOpts { all: false }, "t");
+        assert!(!small.contains("Cut to"));
+    }
+
+    #[test]
+    fn a_lifeline_runs_from_its_birth_to_its_exit_column() {
+        let evs: Vec<_> = crate::tui::synth::fork_tree(4).into_iter().collect();
+        let mut e = Engine::new();
+        for ev in &evs {
+            e.apply(ev);
+        }
+        let svg = svg(&e, &[], PictureOpts { all: true }, "t");
+        // pid 1003's lifeline: from its own birth column to its own exit column, neither
+        // another lane's.
+        let cols = columns(&e, &actors(&e, &[], true), &[]);
+        let at = |proc_pid: u32, pick: fn(&Mark) -> bool| {
+            let i = cols
+                .iter()
+                .position(|c| e.get(c.proc).unwrap().pid == proc_pid && pick(&c.mark));
+            i.map(|i| LABEL_W + 20 + i * COL_W + COL_W / 2)
+        };
+        let birth = at(1003, |m| matches!(m, Mark::Birth { .. })).unwrap();
+        let exit = at(1003, |m| matches!(m, Mark::Exit(_))).unwrap();
+        assert_ne!(birth, exit);
+        let lifeline = format!("<line x1=\"{birth}\" y1=");
+        let l = svg
+            .find(&lifeline)
+            .expect("the lifeline of 1003 starts at its birth");
+        let element = svg[l..].split("/>").next().unwrap();
+        assert!(element.contains(&format!("x2=\"{exit}\"")), "{element}");
     }
 }

@@ -393,8 +393,13 @@ fn latency(b: &Bench, runs: u32) -> Result<String> {
 
 /// Resident set of `pid` in KiB (`VmRSS`).
 fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` size field (`VmRSS:`, `VmHWM:`) in KiB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -405,9 +410,10 @@ struct Viewer {
 }
 
 impl Viewer {
-    fn start(tracer: &Path) -> Result<Viewer> {
-        let socket = format!("tracer-soak-{}", std::process::id());
-        let cmd = format!("exec {} tui --all", tracer.display());
+    /// `tracer ARGS` in a private tmux server (the args are plain words and paths).
+    fn start(tracer: &Path, args: &str) -> Result<Viewer> {
+        let socket = format!("tracer-bench-{}", std::process::id());
+        let cmd = format!("exec {} {args}", tracer.display());
         let ok = Command::new("tmux")
             .args([
                 "-L",
@@ -438,6 +444,151 @@ impl Viewer {
         let kib = rss_kib(self.pid).context("the viewer is gone")?;
         Ok(kib as f64 / 1024.0)
     }
+
+    fn peak_mib(&self) -> Result<f64> {
+        let kib = status_kib(self.pid, "VmHWM:").context("the viewer is gone")?;
+        Ok(kib as f64 / 1024.0)
+    }
+
+    /// The bottom line of the screen (the status bar).
+    fn status_line(&self) -> Result<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(text
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string())
+    }
+
+    /// Waits (up to `limit`) until the status bar contains `what`; the time it took.
+    fn wait_for(&self, what: &str, limit: Duration) -> Result<Duration> {
+        let start = std::time::Instant::now();
+        while !self.status_line()?.contains(what) {
+            if start.elapsed() > limit {
+                bail!("the viewer never showed {what:?}: {}", self.status_line()?);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(start.elapsed())
+    }
+
+    fn keys(&self, keys: &str) -> Result<()> {
+        let ok = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", keys])
+            .status()?
+            .success();
+        if !ok {
+            bail!("tmux send-keys failed");
+        }
+        Ok(())
+    }
+}
+
+/// Wall seconds and peak RSS (MiB) of `tracer ARGS`, its output thrown away. The peak is
+/// read from the child's own `VmHWM` while it runs: `ru_maxrss` would start at ours (a forked
+/// child's high-water mark is carried over through exec).
+fn peak_of(tracer: &Path, args: &[&str]) -> Result<(f64, f64)> {
+    let start = std::time::Instant::now();
+    let mut child = Command::new(tracer)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = status_kib(child.id(), "VmHWM:") {
+            peak = peak.max(kib);
+        }
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if !status.success() {
+        bail!("tracer {} failed ({status})", args.join(" "));
+    }
+    Ok((start.elapsed().as_secs_f64(), peak as f64 / 1024.0))
+}
+
+/// `tracer tree`, the pictures of every process and the viewer at its end, on a million
+/// processes (and a 200,000-deep chain).
+fn scale(b: &Bench) -> Result<String> {
+    use ::tests::big::{write, Shape};
+    let mut s =
+        String::from("| recording | command | wall | peak RSS | goal |\n|---|---|---|---|---|\n");
+    let cases = [
+        (
+            "1,000,000 processes (4-ary tree)",
+            Shape::Tree,
+            1_000_000u32,
+            "tree1m",
+        ),
+        ("200,000-deep chain", Shape::Chain, 200_000, "chain200k"),
+    ];
+    let mut tree_mib = 0.0;
+    for (what, shape, n, name) in cases {
+        let file = b.tmp.join(format!("{name}.trace"));
+        let total = write(&file, shape, n)?;
+        let f = file.to_str().context("temp path")?;
+        let out = b.tmp.join("picture");
+        let o = out.to_str().context("temp path")?;
+        let runs: [(&str, Vec<&str>, &str); 3] = [
+            ("`tree`", vec!["tree", f], ""),
+            (
+                "`export --all --format svg`",
+                vec!["export", "--all", "--format", "svg", "-o", o, f],
+                "< 30 s",
+            ),
+            (
+                "`export --all --format html`",
+                vec!["export", "--all", "--format", "html", "-o", o, f],
+                "< 30 s",
+            ),
+        ];
+        for (label, args, goal) in runs {
+            let _ = std::fs::remove_file(&out);
+            let (secs, mib) = peak_of(&b.tracer, &args)?;
+            if label == "`tree`" {
+                tree_mib = mib;
+            }
+            s.push_str(&format!(
+                "| {what} | {label} | {secs:.1} s | {mib:.0} MiB | {goal} |\n"
+            ));
+            println!("bench: scale {name} {label}: {secs:.1} s, {mib:.0} MiB");
+        }
+        if shape != Shape::Tree {
+            continue;
+        }
+        let v = Viewer::start(&b.tracer, &format!("view --end --paused {f}"))?;
+        let load = v.wait_for(&format!("{total}/{total}"), Duration::from_secs(600))?;
+        // Settled: the same RSS twice, a second apart.
+        let mut rss = v.rss_mib()?;
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = v.rss_mib()?;
+            if now == rss {
+                break;
+            }
+            rss = now;
+        }
+        v.keys(",")?;
+        let back = v.wait_for(
+            &format!("{}/{}", total - 1, total),
+            Duration::from_secs(600),
+        )?;
+        let peak = v.peak_mib()?;
+        s.push_str(&format!(
+            "| {what} | `view --end` (in tmux): at the end / peak | {:.0} s to open | {rss:.0} / {peak:.0} MiB | <= 2x `tree` ({:.0} MiB) |\n\
+             | {what} | `view --end`, one step back (`,`) | {:.1} s | | |\n",
+            load.as_secs_f64(),
+            2.0 * tree_mib,
+            back.as_secs_f64()
+        ));
+    }
+    Ok(s)
 }
 
 impl Drop for Viewer {
@@ -465,7 +616,7 @@ fn soak_counts() -> (u64, u64) {
 /// threads) in chunks; the viewer's RSS at each checkpoint.
 fn soak(b: &Bench, actor: &Path) -> Result<String> {
     let (total, processes) = soak_counts();
-    let viewer = Viewer::start(&b.tracer)?;
+    let viewer = Viewer::start(&b.tracer, "tui --all")?;
     let start = std::time::Instant::now();
     let mut s =
         String::from("| lifetimes so far | of which processes | viewer RSS |\n|---|---|---|\n");
@@ -604,6 +755,12 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
         report.push_str("## 7. Start and stop: `tracer trace -- sh -c date`\n\n");
         report.push_str(&latency(&b, 5)?);
         report.push('\n');
+    }
+    if want("scale") {
+        report.push_str("## 8. Scale: a million processes, the pictures and the viewer\n\n");
+        report.push_str(&scale(&b)?);
+        report.push('\n');
+        println!("bench: scale done");
     }
     if want("soak") {
         let actor = root.join("target/release/actor");

@@ -28,7 +28,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// Follow this process and what it creates (default: the container runtime daemon if one
-    /// runs — containerd, crio, dockerd, podman — else every process).
+    /// runs — containerd, crio, dockerd, `podman system service` — else every process).
     #[arg(short, long, conflicts_with = "all")]
     pub pid: Option<u32>,
     /// Trace every process on the host.
@@ -65,12 +65,21 @@ fn agent_target(args: &AgentArgs) -> Target {
     }
 }
 
-/// The first of [`DAEMONS`] running, by its comm.
+/// The first of [`DAEMONS`] running.
 fn find_daemon() -> Option<(u32, &'static str)> {
-    let procs = procfs::snapshot();
+    daemon_in(&procfs::snapshot())
+}
+
+/// The first of [`DAEMONS`] among `procs`, by its comm. podman has no daemon but its API
+/// service (`podman system service`): a `podman run` someone typed ends soon and creates
+/// nothing the agent should follow after.
+fn daemon_in(procs: &[tracer::lineage::SnapshotProcess]) -> Option<(u32, &'static str)> {
+    let is = |p: &tracer::lineage::SnapshotProcess, d: &str| {
+        p.comm == d && (d != "podman" || p.argv.iter().skip(1).any(|a| a == "service"))
+    };
     DAEMONS
         .iter()
-        .find_map(|d| procs.iter().find(|p| p.comm == *d).map(|p| (p.pid, *d)))
+        .find_map(|d| procs.iter().find(|p| is(p, d)).map(|p| (p.pid, *d)))
 }
 
 /// Shared between the capture loop and the publisher task.
@@ -97,7 +106,7 @@ impl Shared {
 async fn publisher(server: String, node: String, limits: StreamLimits, shared: Arc<Shared>) {
     let subject = nats::subject(&node);
     let client = loop {
-        match nats::connect(&server, nats::FirstConnect::Retry).await {
+        match nats::connect_node(&server, &node).await {
             Ok(c) => break c,
             Err(e) => {
                 eprintln!("tracer: {e}; retrying");
@@ -411,4 +420,24 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         );
         Ok(ExitCode::SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_podman_command_is_no_daemon_but_its_api_service_is() {
+        let proc_of = |pid: u32, argv: &[&str]| tracer::lineage::SnapshotProcess {
+            pid,
+            ppid: 1,
+            comm: "podman".into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            ..Default::default()
+        };
+        let run = proc_of(10, &["podman", "run", "-d", "img"]);
+        assert_eq!(daemon_in(std::slice::from_ref(&run)), None);
+        let service = proc_of(11, &["podman", "system", "service", "--time=0"]);
+        assert_eq!(daemon_in(&[run, service]), Some((11, "podman")));
+    }
 }

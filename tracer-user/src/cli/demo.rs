@@ -53,7 +53,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     if args.guided || (std::io::stdout().is_terminal() && !args.no_tui) {
         let sched_probes = input.sched_probes();
         let seed = input.snapshot();
-        let events = input.collect::<Result<Vec<_>, _>>()?;
+        let events = input.collect::<Result<tracer::tracefile::PackedEvents, _>>()?;
         let opts = tracer::tui::ReplayOpts {
             speed: args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
             paused: false,

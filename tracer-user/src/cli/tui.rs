@@ -48,11 +48,17 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     let mut input = tracer::Input::open(file)?;
     let sched_probes = input.sched_probes();
     let seed = input.snapshot();
-    let mut events = Vec::new();
+    let mut events = tracer::tracefile::PackedEvents::new();
+    let mut pod_engine = v.pod.as_ref().map(|_| tracer::export::seeded(&seed));
     let mut cut = None;
     while let Some(ev) = input.next_event() {
         match ev {
-            Ok(ev) => events.push(ev),
+            Ok(ev) => {
+                if let Some(e) = pod_engine.as_mut() {
+                    e.apply(&ev);
+                }
+                events.push(&ev);
+            }
             // A recording killed mid-write: every whole frame is shown.
             Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
                 cut = Some(e);
@@ -61,9 +67,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     }
-    if let Some(pod) = &v.pod {
-        let mut e = tracer::export::seeded(&seed);
-        events.iter().for_each(|ev| e.apply(ev));
+    if let (Some(pod), Some(e)) = (&v.pod, pod_engine.take()) {
         super::lineage::require_pod(file, &e, pod)?;
     }
     let title = file.file_name().map_or_else(

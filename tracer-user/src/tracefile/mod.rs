@@ -23,6 +23,8 @@ mod fuzz_check;
 #[doc(hidden)]
 pub use fuzz_check::fuzz_check;
 mod codec;
+mod packed;
+pub use packed::{Iter as PackedIter, PackedEvents};
 mod reader;
 #[doc(hidden)]
 pub mod synth;

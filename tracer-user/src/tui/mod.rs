@@ -36,8 +36,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
-use crate::event::Event;
-
 pub use action::Action;
 pub use msg::{Control, Msg, CHANNEL_CAPACITY};
 pub use reduce::reduce;
@@ -71,8 +69,8 @@ fn require_terminal() -> Result<()> {
 
 /// A recording for the viewer.
 pub struct Recording {
-    /// Its events (for a recording followed live: those stored when it was opened).
-    pub events: Vec<Event>,
+    /// Its events (for a recording followed live: those stored when it was opened), packed.
+    pub events: crate::tracefile::PackedEvents,
     /// Its /proc snapshot, where the tree starts.
     pub seed: Vec<crate::lineage::SnapshotProcess>,
     /// Names it on the status bar.

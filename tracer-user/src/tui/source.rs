@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use crate::event::Event;
 use crate::input::TailItem;
 use crate::lineage::Engine;
+use crate::tracefile::PackedEvents;
 
 use super::msg::{Control, Msg};
 
@@ -76,25 +77,30 @@ impl Clock {
 /// the stories of them all. The engine that tells the stories is kept only while events
 /// can still come (a followed recording).
 struct Played {
-    events: Vec<Event>,
+    events: PackedEvents,
     clock: Clock,
     engine: Option<Engine>,
     stories: Vec<crate::lineage::Story>,
 }
 
 impl Played {
-    fn new(events: Vec<Event>, seed: &[crate::lineage::SnapshotProcess], growing: bool) -> Played {
-        let mut p = Played {
-            events: Vec::new(),
-            clock: Clock::default(),
-            engine: Some(crate::export::seeded(seed)),
-            stories: Vec::new(),
-        };
-        p.append(events);
-        if !growing {
-            p.engine = None;
+    fn new(
+        events: PackedEvents,
+        seed: &[crate::lineage::SnapshotProcess],
+        growing: bool,
+    ) -> Played {
+        let mut engine = crate::export::seeded(seed);
+        let mut clock = Clock::default();
+        for ev in events.iter() {
+            clock.push(&ev);
+            engine.apply(&ev);
         }
-        p
+        Played {
+            stories: crate::lineage::stories(&engine),
+            events,
+            clock,
+            engine: growing.then_some(engine),
+        }
     }
 
     fn append(&mut self, events: Vec<Event>) {
@@ -103,8 +109,8 @@ impl Played {
             if let Some(e) = self.engine.as_mut() {
                 e.apply(ev);
             }
+            self.events.push(ev);
         }
-        self.events.extend(events);
         if let Some(e) = &self.engine {
             self.stories = crate::lineage::stories(e);
         }
@@ -117,12 +123,21 @@ impl Played {
         }
     }
 
-    /// `events[from..to]` in messages of at most [`MAX_BATCH`].
-    fn chunks(&self, from: usize, to: usize) -> Vec<Msg> {
-        self.events[from..to]
-            .chunks(MAX_BATCH)
-            .map(|c| Msg::Events(c.to_vec()))
-            .collect()
+    /// `events[from..to]` in messages of at most [`MAX_BATCH`], each decoded as it is
+    /// taken (seeking to the end of a big recording never holds it all unpacked).
+    fn chunks(&self, from: usize, to: usize) -> impl Iterator<Item = Msg> + '_ {
+        (from..to)
+            .step_by(MAX_BATCH)
+            .map(move |a| Msg::Events(self.events.range(a, (a + MAX_BATCH).min(to))))
+    }
+
+    /// Index of the first event after `seq` (the end if none).
+    fn after(&self, seq: u64) -> usize {
+        let total = self.events.len();
+        self.events
+            .iter()
+            .position(|e| e.seq > seq)
+            .unwrap_or(total)
     }
 }
 
@@ -160,8 +175,8 @@ impl Player {
     }
 
     /// Where a control moves the position to, if it does.
-    fn control(&mut self, c: Control, events: &[Event]) -> Option<usize> {
-        let total = events.len();
+    fn control(&mut self, c: Control, played: &Played) -> Option<usize> {
+        let total = played.events.len();
         match c {
             Control::Pause(p) => self.paused = p,
             Control::Speed(s) => self.speed = s.clamp(1.0 / 64.0, 4096.0),
@@ -173,9 +188,7 @@ impl Player {
                     self.pos.saturating_sub(n.unsigned_abs() as usize)
                 });
             }
-            Control::Seek(seq) => {
-                return Some(events.iter().position(|e| e.seq > seq).unwrap_or(total))
-            }
+            Control::Seek(seq) => return Some(played.after(seq)),
             Control::Start => return Some(0),
             Control::End => return Some(total),
         }
@@ -193,18 +206,14 @@ fn open_position(played: &Played, opts: &ReplayOpts) -> usize {
         .map(|st| st.seq)
         .min();
     match first_step {
-        Some(seq) if opts.guided => played
-            .events
-            .iter()
-            .position(|e| e.seq > seq)
-            .unwrap_or(total),
+        Some(seq) if opts.guided => played.after(seq),
         _ if opts.at_end => total,
         _ => 0,
     }
 }
 
 /// Sends `msgs` in order; false when the app is gone.
-async fn send_all(tx: &Sender<Msg>, msgs: Vec<Msg>) -> bool {
+async fn send_all(tx: &Sender<Msg>, msgs: impl IntoIterator<Item = Msg>) -> bool {
     for m in msgs {
         if tx.send(m).await.is_err() {
             return false;
@@ -218,7 +227,7 @@ async fn send_all(tx: &Sender<Msg>, msgs: Vec<Msg>) -> bool {
 /// turn, at once when the replay had reached the end. Returns when the app is gone (either
 /// channel closed).
 pub async fn replay(
-    events: Vec<Event>,
+    events: PackedEvents,
     seed: Vec<crate::lineage::SnapshotProcess>,
     opts: ReplayOpts,
     tx: Sender<Msg>,
@@ -249,11 +258,11 @@ pub async fn replay(
         tokio::select! {
             c = ctl.recv() => {
                 let Some(c) = c else { return };
-                if let Some(t) = p.control(c, &played.events) {
-                    let msgs = match t.cmp(&p.pos) {
-                        std::cmp::Ordering::Greater => played.chunks(p.pos, t),
-                        std::cmp::Ordering::Less => vec![Msg::Rewind(t)],
-                        std::cmp::Ordering::Equal => Vec::new(),
+                if let Some(t) = p.control(c, &played) {
+                    let msgs: Box<dyn Iterator<Item = Msg> + Send + '_> = match t.cmp(&p.pos) {
+                        std::cmp::Ordering::Greater => Box::new(played.chunks(p.pos, t)),
+                        std::cmp::Ordering::Less => Box::new(std::iter::once(Msg::Rewind(t))),
+                        std::cmp::Ordering::Equal => Box::new(std::iter::empty()),
                     };
                     if !send_all(&tx, msgs).await {
                         return;

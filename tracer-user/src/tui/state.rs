@@ -11,8 +11,9 @@ use crate::stats::StreamStats;
 
 use super::msg::Msg;
 
-/// Log lines kept in live mode (oldest dropped first). Replay keeps them all (it can rewind).
-pub const LIVE_LOG_CAP: usize = 20_000;
+/// Log lines kept (oldest dropped first). Replay rebuilds them from its packed events when
+/// it steps back.
+pub const LOG_CAP: usize = 20_000;
 /// Live: the newest events kept for `w` (write the window to a trace file).
 pub const LIVE_EVENTS_CAP: usize = 20_000;
 /// Events kept pending while a live view is paused before they are applied anyway.
@@ -28,6 +29,22 @@ const BULK_EVENTS: usize = 256;
 const RATE_WINDOW_MS: u64 = 2_000;
 /// Fewest events between two replay snapshots (more when the tree is big).
 const SNAPSHOT_EVERY: usize = 4_096;
+/// Process records all replay snapshots together may hold (about 930 bytes each): the
+/// oldest are let go past it, and none is taken of an engine bigger than it. Stepping back
+/// through a recording of a million processes then replays from an earlier point instead
+/// of keeping copies of a gigabyte engine (BENCHMARKS.md).
+const SNAPSHOT_RECORDS: usize = 300_000;
+
+/// Appends `r`'s lines for `ev` to `log`.
+fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
+    for text in r.render(ev) {
+        log.push_back(LogLine {
+            seq: ev.seq,
+            tgid: ev.tgid,
+            text,
+        });
+    }
+}
 
 /// Where the events come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,12 +125,12 @@ pub struct Row {
 
 /// Engine and log state at a replay position, to step back without replaying everything.
 #[derive(Clone)]
-struct Snapshot {
+pub(super) struct Snapshot {
     index: usize,
-    engine: Engine,
+    last_ts_ns: u64,
+    pub(super) engine: Engine,
     stats: StreamStats,
     renderer: LineRenderer,
-    log_len: usize,
 }
 
 /// Everything the view shows. Rendering is a pure function of this.
@@ -135,13 +152,16 @@ pub struct AppState {
     renderer: LineRenderer,
 
     // ---- replay ----
-    /// Replay: the events applied so far, in order (the file's first `events.len()`).
-    pub events: Vec<Event>,
+    /// Replay: the events applied so far, in order (the file's first `events.len()`),
+    /// packed: a million-process recording is stepped back through in ~50 MB, not 400.
+    events: crate::tracefile::PackedEvents,
     /// Replay: number of events in the file.
     pub total: usize,
     /// Replay: the stories of the whole file.
     pub full_stories: Vec<Story>,
-    snapshots: Vec<Snapshot>,
+    pub(super) snapshots: Vec<Snapshot>,
+    /// The snapshots' budget in process records ([`SNAPSHOT_RECORDS`]).
+    pub(super) snapshot_records: usize,
     /// Replay speed multiplier.
     pub speed: f64,
     /// Replay or live view paused.
@@ -229,6 +249,8 @@ pub struct AppState {
     // ---- derived by refresh() ----
     /// Visible tree rows.
     pub rows: Vec<Row>,
+    /// Processes not exited (counted with the rows, not at every frame).
+    pub live_processes: usize,
     /// Row index of the selection.
     pub cursor: usize,
     /// Stories shown (replay: the whole file's; live: the engine's now).
@@ -251,10 +273,11 @@ impl AppState {
             drops: 0,
             log: VecDeque::new(),
             renderer: LineRenderer::new(),
-            events: Vec::new(),
+            events: Default::default(),
             total: 0,
             full_stories: Vec::new(),
             snapshots: Vec::new(),
+            snapshot_records: SNAPSHOT_RECORDS,
             speed: 1.0,
             paused: false,
             pending: Vec::new(),
@@ -294,6 +317,7 @@ impl AppState {
             quit: false,
             color: true,
             rows: Vec::new(),
+            live_processes: 0,
             cursor: 0,
             stories: Vec::new(),
             subtree_pids: HashSet::new(),
@@ -489,13 +513,7 @@ impl AppState {
         self.engine.apply(ev);
         self.stats.observe(ev);
         self.last_ts_ns = self.last_ts_ns.max(ev.ts_ns);
-        for text in self.renderer.render(ev) {
-            self.log.push_back(LogLine {
-                seq: ev.seq,
-                tgid: ev.tgid,
-                text,
-            });
-        }
+        log_lines(&mut self.log, &mut self.renderer, ev);
     }
 
     fn apply_events(&mut self, evs: Vec<Event>) {
@@ -510,11 +528,11 @@ impl AppState {
                 self.window.1.push_back(ev.clone());
             }
             if self.mode == Mode::Replay {
-                self.events.push(ev);
+                self.events.push(&ev);
                 let last = self.snapshots.last().map_or(0, |s| s.index);
                 let every = SNAPSHOT_EVERY.max(self.engine.process_count());
                 if self.events.len() - last >= every {
-                    self.push_snapshot();
+                    self.snapshot_within_budget();
                 }
             }
         }
@@ -524,10 +542,8 @@ impl AppState {
                 recent.pop_front();
                 self.window.2 = true;
             }
-            while self.log.len() > LIVE_LOG_CAP {
-                self.log.pop_front();
-            }
         }
+        self.trim_log();
         let n = self.engine.id_bound();
         if !bulk {
             let now = self.now_ms;
@@ -540,11 +556,25 @@ impl AppState {
     fn push_snapshot(&mut self) {
         self.snapshots.push(Snapshot {
             index: self.events.len(),
+            last_ts_ns: self.last_ts_ns,
             engine: self.engine.clone(),
             stats: self.stats.clone(),
             renderer: self.renderer.clone(),
-            log_len: self.log.len(),
         });
+    }
+
+    /// A snapshot of now, if it fits in [`SNAPSHOT_RECORDS`] after letting the oldest go
+    /// (the first, the start, always stays).
+    fn snapshot_within_budget(&mut self) {
+        let cost = self.engine.process_count();
+        if cost > self.snapshot_records {
+            return;
+        }
+        let held = |s: &[Snapshot]| -> usize { s.iter().map(|s| s.engine.process_count()).sum() };
+        while self.snapshots.len() > 1 && held(&self.snapshots) + cost > self.snapshot_records {
+            self.snapshots.remove(1);
+        }
+        self.push_snapshot();
     }
 
     /// Replay: back to the first `n` events, from the nearest snapshot.
@@ -558,17 +588,16 @@ impl AppState {
         };
         self.engine = snap.engine;
         self.stats = snap.stats;
-        self.last_ts_ns = self.events[..snap.index]
-            .iter()
-            .map(|e| e.ts_ns)
-            .max()
-            .unwrap_or(0);
+        self.last_ts_ns = snap.last_ts_ns;
         self.renderer = snap.renderer;
-        self.log.truncate(snap.log_len);
-        let tail: Vec<Event> = self.events[snap.index..n].to_vec();
-        for ev in &tail {
-            self.apply_one(ev);
+        self.log = self.log_before(snap.index);
+        // Decoded one at a time: stepping back through a big recording never unpacks it.
+        let events = std::mem::take(&mut self.events);
+        for ev in events.iter_from(snap.index).take(n - snap.index) {
+            self.apply_one(&ev);
         }
+        self.events = events;
+        self.trim_log();
         self.events.truncate(n);
         let n = self.engine.id_bound();
         self.seen_at.retain(|&id, _| id < n);
@@ -580,6 +609,31 @@ impl AppState {
         {
             self.log_cursor = None;
         }
+    }
+
+    fn trim_log(&mut self) {
+        let extra = self.log.len().saturating_sub(LOG_CAP);
+        self.log.drain(..extra);
+    }
+
+    /// The log as it stood after the first `k` events: the lines of the last [`LOG_CAP`]
+    /// of them, rendered afresh (a syscall whose enter lies before that window shows as
+    /// resumed, as strace shows one it attached in the middle of).
+    fn log_before(&self, k: usize) -> VecDeque<LogLine> {
+        let mut r = LineRenderer::new();
+        r.show_seq = self.renderer.show_seq;
+        r.sched_probes = self.renderer.sched_probes;
+        let mut log = VecDeque::new();
+        for ev in self
+            .events
+            .iter_from(k.saturating_sub(LOG_CAP))
+            .take(k.min(LOG_CAP))
+        {
+            log_lines(&mut log, &mut r, &ev);
+        }
+        let extra = log.len().saturating_sub(LOG_CAP);
+        log.drain(..extra);
+        log
     }
 
     /// Rebuild the rows at the next refresh (the tree or a view option changed).
@@ -601,6 +655,7 @@ impl AppState {
                 self.focus_root = None;
             }
             self.rows = build_rows(self);
+            self.live_processes = self.engine.processes().filter(|p| !p.exited).count();
             self.stories = match self.mode {
                 Mode::Replay => self.full_stories.clone(),
                 Mode::Live => self.pod_stories(crate::lineage::stories(&self.engine)),

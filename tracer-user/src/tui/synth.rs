@@ -18,19 +18,7 @@ pub fn fork_tree(n: u32) -> Vec<Event> {
     for i in 1..n {
         let pid = 1000 + i;
         let parent = 1000 + (i - 1) / 4;
-        next(
-            &mut evs,
-            parent,
-            "",
-            EventKind::Fork {
-                child_tid: pid,
-                child_tgid: pid,
-                child_ppid: parent,
-                syscall: Some(Syscall::Clone),
-                flags: Some(CloneFlags(0)),
-                child_ns: None,
-            },
-        );
+        next(&mut evs, parent, "", fork_kind(pid, parent));
         let name = format!("worker-{i}");
         next(
             &mut evs,
@@ -54,6 +42,36 @@ pub fn fork_tree(n: u32) -> Vec<Event> {
         );
     }
     evs
+}
+
+/// `n` processes in one chain under pid 1000: each forked by the one before it, then
+/// exec'd (`link-N`); all alive at the end. The deepest tree a recording can hold.
+pub fn chain(n: u32) -> Vec<Event> {
+    let mut evs = Vec::with_capacity(n as usize * 2);
+    for i in 1..n {
+        let (pid, parent) = (1000 + i, 999 + i);
+        let seq = evs.len() as u64 + 1;
+        evs.push(event(seq, parent, "", fork_kind(pid, parent)));
+        let name = format!("link-{i}");
+        let exec = EventKind::Exec {
+            old_tid: pid,
+            filename: CapturedStr::new(format!("/usr/bin/{name}")),
+        };
+        evs.push(event(seq + 1, pid, &name, exec));
+    }
+    evs
+}
+
+/// `parent` forking `pid` (a process, not a thread).
+fn fork_kind(pid: u32, parent: u32) -> EventKind {
+    EventKind::Fork {
+        child_tid: pid,
+        child_tgid: pid,
+        child_ppid: parent,
+        syscall: Some(Syscall::Clone),
+        flags: Some(CloneFlags(0)),
+        child_ns: None,
+    }
 }
 
 /// One process (pid 1000) creating `n` threads; with `short_lived` each exits before the next

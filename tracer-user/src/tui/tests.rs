@@ -12,7 +12,7 @@ use super::action::{key_action, Action};
 use super::msg::{Control, Msg};
 use super::reduce::reduce;
 use super::source::{replay, ReplayOpts};
-use super::state::{AppState, Mode, Pane, RowKind};
+use super::state::{AppState, Mode, Pane, RowKind, LOG_CAP};
 use super::ui::draw;
 use crate::event::Event;
 use crate::lineage::{replay_until, tree_text, Engine, TreeOpts};
@@ -549,6 +549,32 @@ fn rewind_matches_replay_until() {
     assert_eq!(log_full, log_again, "the log is rebuilt identically");
 }
 
+#[test]
+fn stepping_back_a_big_replay_keeps_snapshots_and_the_log_within_bounds() {
+    let evs = super::synth::fork_tree(30_000);
+    assert!(evs.len() > LOG_CAP * 3);
+    let mut s = AppState::new_replay("synth");
+    s.snapshot_records = 5_000;
+    s.ingest(Msg::Init {
+        total: evs.len(),
+        stories: Vec::new(),
+    });
+    s.ingest(Msg::Events(evs.clone()));
+    let held: usize = s.snapshots.iter().map(|x| x.engine.process_count()).sum();
+    assert!(held <= 5_000, "snapshots hold {held} records");
+    assert!(s.snapshots.len() > 1, "some snapshots fit");
+    assert_eq!(s.log.len(), LOG_CAP);
+    for n in [evs.len() - 1, evs.len() / 2, LOG_CAP + 7, 10] {
+        s.ingest(Msg::Rewind(n));
+        let want = replay_until(&evs, evs[n - 1].seq);
+        assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
+        // The log is what a straight replay to n would show in its last LOG_CAP lines.
+        let straight = replay_state("synth", &evs, n, (80, 24));
+        let log = |s: &AppState| s.log.iter().map(|l| l.text.clone()).collect::<Vec<_>>();
+        assert_eq!(log(&s), log(&straight), "log at {n}");
+    }
+}
+
 /// How long the replay source may take to answer before the test fails: generous (a loaded
 /// machine is slow, not wrong); every wait ends as soon as the answer comes.
 const CEILING: std::time::Duration = std::time::Duration::from_secs(60);
@@ -570,7 +596,14 @@ async fn replay_source_obeys_controls() {
         paused: true,
         ..ReplayOpts::default()
     };
-    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx, None));
+    let task = tokio::spawn(replay(
+        evs.iter().cloned().collect(),
+        Vec::new(),
+        opts,
+        tx,
+        ctl_rx,
+        None,
+    ));
     let mut s = AppState::new_replay("runc.log");
     s.ingest(recv_events(&mut rx).await);
     assert_eq!(s.total, total);
@@ -698,7 +731,14 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
         guided: true,
         ..ReplayOpts::default()
     };
-    let task = tokio::spawn(replay(evs.clone(), Vec::new(), opts, tx, ctl_rx, None));
+    let task = tokio::spawn(replay(
+        evs.iter().cloned().collect(),
+        Vec::new(),
+        opts,
+        tx,
+        ctl_rx,
+        None,
+    ));
     let mut s = AppState::new_replay(format!("{name}.log"));
     s.size = size;
     s.guide();
@@ -1067,7 +1107,7 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
         ..ReplayOpts::default()
     };
     let task = tokio::spawn(replay(
-        head.to_vec(),
+        head.iter().cloned().collect(),
         Vec::new(),
         opts,
         tx,

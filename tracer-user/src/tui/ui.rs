@@ -292,8 +292,7 @@ fn group_span<'a>(s: &AppState, p: &Process, pod: bool) -> Span<'a> {
 }
 
 fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
-    let live = s.engine.processes().filter(|p| !p.exited).count();
-    let mut title = format!("processes {live} live");
+    let mut title = format!("processes {} live", s.live_processes);
     if s.pod_view {
         let pods = s
             .rows
