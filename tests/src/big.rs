@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 use std::path::Path;
+use tracer::synth;
 use tracer::tracefile::{to_bytes, Header};
-use tracer::tui::synth;
 
 /// How the processes of a big recording hang together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

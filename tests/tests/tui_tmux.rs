@@ -74,7 +74,7 @@ fn tracer_bin() -> PathBuf {
     let st = Command::new(cargo)
         .current_dir(&ws)
         .args(["build", "-q", "-p", "tracer-user", "--bin", "tracer"])
-        .arg("--no-default-features")
+        .args(["--no-default-features", "--features", "cli"])
         .arg("--target-dir")
         .arg(&own)
         .status()

@@ -257,7 +257,7 @@ fn bench(c: &mut Criterion) {
 fn bench_tree_json(c: &mut Criterion) {
     const PROCS: u32 = 100_000;
     let mut e = Engine::new();
-    for ev in tracer::tui::synth::fork_tree(PROCS) {
+    for ev in tracer::synth::fork_tree(PROCS) {
         e.apply(&ev);
     }
     let mut g = c.benchmark_group("tree_json");

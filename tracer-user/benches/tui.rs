@@ -7,8 +7,9 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::hint::black_box;
 use std::time::Instant;
+use tracer::synth;
 use tracer::tui::state::RowKind;
-use tracer::tui::{draw, synth, AppState, Msg};
+use tracer::tui::{draw, AppState, Msg};
 
 const PROCS: u32 = 10_000;
 const BUDGET_MS: f64 = 10.0;

@@ -56,7 +56,7 @@ pub enum InputError {
         error: TraceFileError,
     },
     /// A NATS source that could not be read.
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     #[error("{}: {error}", crate::escape::path(path))]
     Nats {
         /// The source.
@@ -117,7 +117,7 @@ enum Source {
     Events(std::vec::IntoIter<Event>),
     /// A node's NATS stream: its segments (trace files) read one after the other; the first
     /// one's header stands for all.
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     Nats {
         first: Box<Header>,
         current: Box<TraceReader<TraceSource>>,
@@ -161,7 +161,7 @@ impl Input {
             path: path.to_path_buf(),
             error,
         };
-        #[cfg(feature = "agent")]
+        #[cfg(feature = "nats")]
         if let Some(url) = path
             .to_str()
             .filter(|s| crate::nats::NatsSource::is_nats(s))
@@ -246,7 +246,7 @@ impl Input {
 
     /// A node's NATS stream from its start: up to the last message stored now, or following
     /// its tail (`follow`).
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     pub fn open_nats(url: &str, follow: crate::nats::Follow) -> Result<Input, InputError> {
         let nats = |error| InputError::Nats {
             path: PathBuf::from(url),
@@ -265,7 +265,7 @@ impl Input {
 
     /// Reads a NATS feed's segments as one recording; the first segment's header (its /proc
     /// snapshot) seeds the engine. `name` stands in for a path in messages.
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     pub fn from_feed(name: &str, feed: crate::nats::Feed) -> Result<Input, InputError> {
         let path = PathBuf::from(name);
         let feed = std::sync::Arc::new(std::sync::Mutex::new(feed));
@@ -288,7 +288,7 @@ impl Input {
 
     /// For a NATS stream followed: calls `f` once every event stored when it was opened has
     /// been read (see [`crate::nats::Feed::on_caught_up`]). Other inputs never call it.
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     pub fn on_caught_up(&mut self, f: Box<dyn FnOnce() + Send>) {
         if let Source::Nats { feed, .. } = &self.source {
             crate::nats::lock(feed).on_caught_up(f);
@@ -297,7 +297,7 @@ impl Input {
 
     /// For a NATS stream followed: calls `f` (on the reading thread; it must not block) when
     /// the server is lost and when reading resumes. Other inputs never call it.
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     pub fn on_note(&mut self, f: crate::nats::NoteFn) {
         if let Source::Nats { feed, .. } = &self.source {
             crate::nats::lock(feed).on_note(f);
@@ -307,7 +307,7 @@ impl Input {
     /// A node's NATS stream (whose last segment is usually still being written).
     pub fn is_nats_stream(&self) -> bool {
         match &self.source {
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { .. } => true,
             _ => false,
         }
@@ -317,7 +317,7 @@ impl Input {
     /// pieces of a message); the frames before were read.
     pub fn cut_segments(&self) -> u64 {
         match &self.source {
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { cut, .. } => *cut,
             _ => 0,
         }
@@ -326,7 +326,7 @@ impl Input {
     /// Messages of a NATS stream skipped because their segment's header was not there.
     pub fn skipped_messages(&self) -> u64 {
         match &self.source {
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { feed, .. } => crate::nats::lock(feed).skipped(),
             _ => 0,
         }
@@ -335,7 +335,7 @@ impl Input {
     /// Segments of a NATS stream whose start is not a trace file's (skipped).
     pub fn bad_segments(&self) -> u64 {
         match &self.source {
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { feed, .. } => crate::nats::lock(feed).bad_segments(),
             _ => 0,
         }
@@ -345,7 +345,7 @@ impl Input {
     /// agents publishing as one node); they were read with their own segment.
     pub fn interleaved_messages(&self) -> u64 {
         match &self.source {
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { feed, .. } => crate::nats::lock(feed).interleaved(),
             _ => 0,
         }
@@ -360,7 +360,7 @@ impl Input {
     pub fn header(&self) -> Option<&Header> {
         match &self.source {
             Source::Trace(r) => Some(r.header()),
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { first, .. } => Some(first),
             Source::Events(_) => None,
         }
@@ -392,7 +392,7 @@ impl Input {
     pub fn last_stats(&self) -> Option<&StatsRecord> {
         match &self.source {
             Source::Trace(r) => r.last_stats(),
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { current, .. } => current.last_stats(),
             Source::Events(_) => None,
         }
@@ -402,7 +402,7 @@ impl Input {
     pub fn tail(&self) -> Option<&TailReport> {
         match &self.source {
             Source::Trace(r) => Some(r.tail()),
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats { current, .. } => Some(current.tail()),
             Source::Events(_) => None,
         }
@@ -418,7 +418,7 @@ impl Input {
                 })
             }),
             Source::Events(it) => it.next().map(Ok),
-            #[cfg(feature = "agent")]
+            #[cfg(feature = "nats")]
             Source::Nats {
                 current, feed, cut, ..
             } => loop {
@@ -444,7 +444,7 @@ impl Input {
 }
 
 /// The next segment of a NATS feed as a trace reader; `None` at the feed's end.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 fn next_nats_segment(
     path: &Path,
     feed: &crate::nats::SharedFeed,
@@ -486,7 +486,7 @@ pub enum TailItem {
 
 /// A node's NATS stream followed live: what it held when opened, and a channel carrying
 /// every event published after.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 pub struct Followed {
     /// The first segment's /proc snapshot.
     pub seed: Vec<SnapshotProcess>,
@@ -499,14 +499,14 @@ pub struct Followed {
 }
 
 /// Events queued between the following thread and its reader.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 const TAIL_EVENTS: usize = 4096;
 
 /// Opens `url` (`nats://HOST:PORT/NODE`) following its tail: reads what is stored now, then
 /// leaves a thread reading the rest into [`Followed::tail`]; the thread ends with the first
 /// event published after the receiver was dropped. Waits for the history, so it is called
 /// outside an async runtime.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
     let mut input = Input::open_nats(url, crate::nats::Follow::Forever)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(TAIL_EVENTS);

@@ -28,12 +28,17 @@
 //!
 //! # Feature flags
 //!
-//! - `capture` (default): live capture with the eBPF probes (module `capture`). Building
-//!   needs the nightly BPF toolchain (`cargo xtask setup`); running needs root (or
-//!   `CAP_BPF` + `CAP_PERFMON`).
-//! - Without it (`default-features = false` / `--no-default-features`): the engine, the
-//!   strace importer, trace files, the views and the TUI in replay mode. No aya, no LLVM, no
-//!   root — the build to use for analysing recordings or for training material.
+//! With none (`default-features = false`): the event model, the engine, the strace importer,
+//! trace files, the views and the exports; no aya, tokio, clap, ratatui or NATS client, no
+//! LLVM, no root (about 30 packages). Each feature adds one part; all are on by default:
+//!
+//! - `capture`: live capture with the eBPF probes (module `capture`). Building needs the
+//!   nightly BPF toolchain (`cargo xtask setup`); running needs root (or `CAP_BPF` +
+//!   `CAP_PERFMON`).
+//! - `tui`: the terminal viewer (module `tui`), replay and, with `capture`, live.
+//! - `nats`: reading a node's `nats://` stream (module `nats`; no capture, no aya).
+//! - `agent`: `capture` + `nats` + the agent's metrics (module `metrics`).
+//! - `cli`: the `tracer` command (with `tui`); `--features cli,nats` is the trainee build.
 //!
 //! # Examples
 //!
@@ -123,15 +128,18 @@ pub mod picture;
 pub mod render;
 pub mod stats;
 pub mod strace;
+#[doc(hidden)]
+pub mod synth;
 pub mod tracefile;
-pub mod tui;
 
 #[cfg(feature = "capture")]
 pub mod capture;
 #[cfg(feature = "agent")]
 pub mod metrics;
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 pub mod nats;
+#[cfg(feature = "tui")]
+pub mod tui;
 
 pub use decode::DecodeError;
 pub use event::{Comm, Event, EventKind, ExitStatus, PidNs, Syscall};

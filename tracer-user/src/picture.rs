@@ -627,7 +627,7 @@ mod tests {
     #[test]
     fn a_picture_of_every_process_is_cut_with_a_note() {
         let mut e = Engine::new();
-        for ev in crate::tui::synth::chain(MAX_LANES as u32 + 10) {
+        for ev in crate::synth::chain(MAX_LANES as u32 + 10) {
             e.apply(&ev);
         }
         let svg = svg(&e, &[], PictureOpts { all: true }, "t");
@@ -644,7 +644,7 @@ mod tests {
 
     #[test]
     fn a_lifeline_runs_from_its_birth_to_its_exit_column() {
-        let evs: Vec<_> = crate::tui::synth::fork_tree(4).into_iter().collect();
+        let evs: Vec<_> = crate::synth::fork_tree(4).into_iter().collect();
         let mut e = Engine::new();
         for ev in &evs {
             e.apply(ev);

@@ -40,6 +40,64 @@ fn engine_only_build_has_no_aya() {
     assert!(!tree.contains("tracer-ebpf"), "{tree}");
 }
 
+/// The packages a build compiles (normal dependencies only: what an embedder's binary links),
+/// each once.
+fn packages(features: &[&str]) -> std::collections::BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["tree", "--offline", "-p", "tracer-user", "-e", "normal"])
+        .args(["--prefix", "none", "--format", "{p}", "--no-dedupe"])
+        .args(features)
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_engine_alone_compiles_no_cli_viewer_runtime_or_client() {
+    let engine = packages(&["--no-default-features"]);
+    assert!(engine.len() <= 40, "{} packages: {engine:?}", engine.len());
+    for stack in [
+        "clap",
+        "env_logger",
+        "ratatui",
+        "crossterm",
+        "tokio",
+        "aya",
+        "async-nats",
+        "prometheus",
+        "hyper",
+    ] {
+        assert!(!engine.contains(stack), "the engine build compiles {stack}");
+    }
+    // Reading nats:// recordings needs the NATS client, not the probes.
+    let readers = packages(&["--no-default-features", "--features", "nats"]);
+    assert!(readers.contains("async-nats"), "{readers:?}");
+    assert!(!readers.iter().any(|p| p.starts_with("aya")), "{readers:?}");
+    // The check means something only if the full build does have them all.
+    let full = packages(&[]);
+    for stack in [
+        "clap",
+        "ratatui",
+        "tokio",
+        "aya",
+        "async-nats",
+        "prometheus",
+    ] {
+        assert!(full.contains(stack), "the default build lacks {stack}");
+    }
+}
+
 #[test]
 fn default_build_has_the_probes() {
     // The check above means something only if the default build does have aya.

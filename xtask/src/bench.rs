@@ -770,7 +770,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     }
     report.push_str(
         "## 5. Userspace (criterion, one core)\n\n\
-         `cargo bench -p tracer-user --no-default-features` runs `pipeline` (decode, decode + lineage, \
+         `cargo bench -p tracer-user --no-default-features --features tui` runs `pipeline` (decode, decode + lineage, \
          strace import), `tracefile` (read + decode, write, replay RSS) and `tui` (one frame of a \
          10k-process tree); criterion prints each throughput.\n",
     );

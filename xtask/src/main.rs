@@ -228,19 +228,23 @@ fn test_all(tally: &mut Tally) -> Result<()> {
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
     keep(run_tests(cargo().args(["test", "--no-fail-fast"]), tally));
-    // The trainee build: no aya, no BPF toolchain, no root.
-    keep(run_tests(
-        cargo()
-            .args([
-                "test",
-                "--no-fail-fast",
-                "-p",
-                "tracer-user",
-                "--no-default-features",
-            ])
-            .env("AYA_BUILD_SKIP", "1"),
-        tally,
-    ));
+    // The engine alone (what an embedder compiles), then the trainee build (the command and
+    // the viewer, NATS readers, no aya, no BPF toolchain, no root).
+    for features in [&[][..], &["--features", "cli,nats"][..]] {
+        keep(run_tests(
+            cargo()
+                .args([
+                    "test",
+                    "--no-fail-fast",
+                    "-p",
+                    "tracer-user",
+                    "--no-default-features",
+                ])
+                .args(features)
+                .env("AYA_BUILD_SKIP", "1"),
+            tally,
+        ));
+    }
     // The library's docs: every public item documented, no broken links.
     keep(run(cargo()
         .args(["doc", "--no-deps", "-p", "tracer-user"])
@@ -356,6 +360,8 @@ fn demo_instead(why: &str, built: bool) -> Result<()> {
                 "-p",
                 "tracer-user",
                 "--no-default-features",
+                "--features",
+                "cli",
             ])
             .env("AYA_BUILD_SKIP", "1"))?;
     }

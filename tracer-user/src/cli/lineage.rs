@@ -73,7 +73,7 @@ pub fn load_engine_quietly(path: &Path, at: Option<u64>) -> Result<Loaded> {
 }
 
 /// `nats://HOST:PORT/*` (every node), when that is what `file` names.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>> {
     use tracer::nats::NatsSource;
     Ok(file
@@ -88,7 +88,7 @@ fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>> {
 /// through the engine, by node name. A node whose stream cannot be read is a warning; the
 /// warnings about a node's input are printed when `say_notes` (a command that reads the node
 /// again prints them then).
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 fn nodes_with_pod(
     src: &tracer::nats::NatsSource,
     pod: Option<&str>,
@@ -127,7 +127,7 @@ fn nodes_with_pod(
 /// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
 /// of the one node that holds pod `pod` (with the engine that read it there).
 pub fn one_source(file: &Path, pod: Option<&str>) -> Result<(std::path::PathBuf, Option<Engine>)> {
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     if let Some(src) = all_nodes(file)? {
         let mut found = nodes_with_pod(&src, pod, None, false)?;
         if found.len() == 1 {
@@ -189,7 +189,7 @@ pub struct TreeArgs<'a> {
 }
 
 pub fn tree(a: TreeArgs<'_>) -> Result<()> {
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     if let Some(src) = all_nodes(a.file)? {
         return tree_all_nodes(&a, &src);
     }
@@ -223,7 +223,7 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
 
 /// `tracer tree nats://HOST:PORT/* --pod NAME`: the pod's processes on every node that has
 /// them, node by node. A node whose stream cannot be read is a warning, not the end.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()> {
     let found = nodes_with_pod(src, a.pod, a.at, true)?;
     let pod = a.pod.unwrap_or_default();
@@ -268,13 +268,13 @@ fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()
 }
 
 /// `{"nodes": [{"node": ..., "tree": <tree JSON>}]}`, serialized in one go.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 #[derive(serde::Serialize)]
 struct NodeTrees<'a> {
     nodes: Vec<NodeTree<'a>>,
 }
 
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 #[derive(serde::Serialize)]
 struct NodeTree<'a> {
     node: &'a str,
@@ -291,7 +291,7 @@ pub struct StoryArgs<'a> {
 }
 
 pub fn story(a: StoryArgs<'_>) -> Result<()> {
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     if let Some(src) = all_nodes(a.file)? {
         let found = nodes_with_pod(&src, a.pod, None, true)?;
         let per_node = found.into_iter().map(|(n, l)| (Some(n), l.engine));

@@ -38,7 +38,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         anyhow::bail!("--speed must be a positive number");
     }
     let (file, _) = &super::lineage::one_source(file, v.pod.as_deref())?;
-    #[cfg(feature = "agent")]
+    #[cfg(feature = "nats")]
     if let Some(url) = file
         .to_str()
         .filter(|s| tracer::nats::NatsSource::is_nats(s))
@@ -95,7 +95,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
 
 /// `tracer view nats://HOST:PORT/NODE`: the node's stream from its start, then its tail as
 /// it is published, until `q`.
-#[cfg(feature = "agent")]
+#[cfg(feature = "nats")]
 fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     let f = tracer::input::follow_nats(url)?;
     let opts = v.replay_opts(speed, f.sched_probes);

@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn ranges_and_truncation_read_back_what_was_pushed() {
-        let evs = crate::tui::synth::fork_tree(600);
+        let evs = crate::synth::fork_tree(600);
         let mut p = PackedEvents::new();
         evs.iter().for_each(|ev| p.push(ev));
         assert_eq!(p.len(), evs.len());

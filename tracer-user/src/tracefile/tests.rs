@@ -1056,7 +1056,7 @@ fn write_big_tree() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(400_000);
-    let evs = crate::tui::synth::fork_tree(n);
+    let evs = crate::synth::fork_tree(n);
     let bytes = to_bytes(&Header::default(), &evs).unwrap();
     if let Ok(v1) = std::env::var("TRACER_BIG_TREE_V1") {
         // The same in format version 1, for tracers from before version 2.
@@ -1073,7 +1073,7 @@ fn write_big_tree() {
 fn write_many_threads() {
     let path = std::path::PathBuf::from(std::env::var("TRACER_BIG_THREADS").unwrap());
     let short = std::env::var("TRACER_BIG_THREADS_SHORT").is_ok();
-    let evs = crate::tui::synth::many_threads(400_000, short);
+    let evs = crate::synth::many_threads(400_000, short);
     std::fs::write(path, to_bytes(&Header::default(), &evs).unwrap()).unwrap();
 }
 

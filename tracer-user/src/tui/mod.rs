@@ -20,8 +20,6 @@ pub mod reduce;
 mod save;
 pub mod source;
 pub mod state;
-#[doc(hidden)]
-pub mod synth;
 mod term;
 pub mod ui;
 

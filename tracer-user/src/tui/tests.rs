@@ -524,7 +524,7 @@ fn tree_of(s: &AppState) -> String {
 #[test]
 fn rewind_matches_replay_until() {
     // Big enough to cross several snapshots.
-    let evs = super::synth::fork_tree(6_000);
+    let evs = crate::synth::fork_tree(6_000);
     let mut s = replay_state("synth", &evs, evs.len(), (80, 24));
     for n in [evs.len() - 1, 9_000, 4_097, 4_096, 100, 1, 0] {
         s.ingest(Msg::Rewind(n));
@@ -551,7 +551,7 @@ fn rewind_matches_replay_until() {
 
 #[test]
 fn stepping_back_a_big_replay_keeps_snapshots_and_the_log_within_bounds() {
-    let evs = super::synth::fork_tree(30_000);
+    let evs = crate::synth::fork_tree(30_000);
     assert!(evs.len() > LOG_CAP * 3);
     let mut s = AppState::new_replay("synth");
     s.snapshot_records = 5_000;
@@ -645,7 +645,7 @@ async fn replay_source_obeys_controls() {
 
 #[test]
 fn live_drops_exited_processes_after_a_while() {
-    let mut evs = super::synth::fork_tree(20);
+    let mut evs = crate::synth::fork_tree(20);
     let exited: Vec<u32> = (3..20).step_by(3).map(|i| 1000 + i).collect();
     let mut late = evs[0].clone();
     late.seq = evs.len() as u64 + 1;

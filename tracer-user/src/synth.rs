@@ -1,4 +1,5 @@
-//! Synthetic event streams for the viewer's tests and benchmark (not a public API).
+//! Synthetic event streams for tests and benchmarks (the engine's, the viewer's, the scale
+//! recordings of `tests::big`); not a stable API.
 
 use crate::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
 
