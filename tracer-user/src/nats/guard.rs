@@ -6,6 +6,8 @@
 //! the one the CA vouches for and the bytes cannot be checked in transit: the client connects
 //! directly.
 
+use std::net::SocketAddr;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -114,7 +116,8 @@ pub fn plain_address(server: &str) -> Option<&str> {
 /// Starts a relay to `upstream` (`host:port`) on the current runtime.
 pub async fn start(upstream: &str) -> std::io::Result<Relay> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-    let url = format!("nats://{}", listener.local_addr()?);
+    let local = listener.local_addr()?;
+    let url = format!("nats://{local}");
     let (tx, failed) = watch::channel(None);
     let upstream = upstream.to_string();
     tokio::spawn(async move {
@@ -125,12 +128,12 @@ pub async fn start(upstream: &str) -> std::io::Result<Relay> {
                 a = listener.accept() => a,
                 _ = tx.closed() => return,
             };
-            let Ok((client, _)) = accepted else {
+            let Ok((client, peer)) = accepted else {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             };
             // Each relayed connection holds a clone: the count of clones is the count open.
-            if std::sync::Arc::strong_count(&open) > MAX_RELAYED {
+            if !is_ours(peer, local) || std::sync::Arc::strong_count(&open) > MAX_RELAYED {
                 continue;
             }
             let (tx, upstream, held) = (tx.clone(), upstream.clone(), open.clone());
@@ -147,6 +150,40 @@ pub async fn start(upstream: &str) -> std::io::Result<Relay> {
         }
     });
     Ok(Relay { url, failed })
+}
+
+/// Whether the connection from `peer` to the relay at `local` is this process's own (its
+/// socket is one of our descriptors). Every local user can reach a port on loopback; their
+/// connections are closed at once, so none can take the relay's slots or its memory.
+fn is_ours(peer: SocketAddr, local: SocketAddr) -> bool {
+    // /proc/net/tcp prints an IPv4 address as the u32 of its bytes in memory order.
+    let hex = |a: SocketAddr| match a {
+        SocketAddr::V4(v) => format!(
+            "{:08X}:{:04X}",
+            u32::from_le_bytes(v.ip().octets()),
+            v.port()
+        ),
+        SocketAddr::V6(_) => String::new(),
+    };
+    let (from, to) = (hex(peer), hex(local));
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let inode = table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match (f.get(1), f.get(2), f.get(9)) {
+            (Some(a), Some(b), Some(inode)) if *a == from && *b == to => Some(inode.to_string()),
+            _ => None,
+        }
+    });
+    let Some(inode) = inode else {
+        return false;
+    };
+    let socket = format!("socket:[{inode}]");
+    std::fs::read_dir("/proc/self/fd").is_ok_and(|fds| {
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == socket.as_str()))
+    })
 }
 
 /// Passes bytes both ways until either side closes; the server's are checked first.
@@ -211,6 +248,29 @@ mod tests {
             Checker::default().feed(b"HMSG a 1 x\r\n"),
             Err(Violation::NoSize)
         );
+    }
+
+    #[test]
+    fn our_own_connection_is_ours_and_a_strangers_is_not() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let local = listener.local_addr().unwrap();
+        let ours = std::net::TcpStream::connect(local).unwrap();
+        let (_accepted, peer) = listener.accept().unwrap();
+        assert_eq!(peer, ours.local_addr().unwrap());
+        assert!(is_ours(peer, local));
+        // Another process's connection: a socket handed to a child as its stdin, ours closed.
+        let theirs = std::net::TcpStream::connect(local).unwrap();
+        let (_accepted2, peer2) = listener.accept().unwrap();
+        let fd = std::os::fd::OwnedFd::from(theirs);
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::from(fd))
+            .spawn()
+            .unwrap();
+        assert!(!is_ours(peer2, local), "a child's socket is not ours");
+        assert!(!is_ours("127.0.0.1:1".parse().unwrap(), local));
+        let _ = stranger.kill();
+        let _ = stranger.wait();
     }
 
     #[test]
