@@ -6,5 +6,5 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // Every invariant lives in the library so the kept crashers check the same ones.
-    tracer::strace::fuzz_check(data);
+    tracer::fuzz_check::strace_parser(data);
 });

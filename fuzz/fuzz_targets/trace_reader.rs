@@ -7,5 +7,5 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // Every invariant lives in the library so the kept crashers check the same ones.
-    tracer::tracefile::fuzz_check(data);
+    tracer::fuzz_check::trace_reader(data);
 });

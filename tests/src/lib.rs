@@ -7,6 +7,7 @@ pub mod deploy;
 pub mod labs;
 pub mod packages;
 pub mod prereq;
+pub mod servers;
 pub mod tmux;
 
 use anyhow::{Context, Result};
@@ -84,7 +85,6 @@ pub fn capture_command(
             cap.notes()
         );
         let pid = cap.child_pid().context("command pid")?;
-        let mut events = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(60);
         if !read_live {
             let child = cap.child_mut().context("child")?;
@@ -94,11 +94,28 @@ pub fn capture_command(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        while cap.followed_count() > 0 && Instant::now() < deadline {
-            let _ =
-                tokio::time::timeout(Duration::from_millis(50), cap.next_batch(&mut events)).await;
+        // The library's one loop: it ends once every followed process is gone.
+        let mut lp = tracer::SourceLoop::new(cap);
+        let mut events = Vec::new();
+        let read = async {
+            while let Some(item) = lp.next().await {
+                if let tracer::CaptureItem::Event(ev) = item? {
+                    events.push(ev);
+                }
+            }
+            anyhow::Ok(())
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(read) = tokio::time::timeout(left, read).await {
+            read?;
+        } else {
+            for item in lp.finish() {
+                if let tracer::CaptureItem::Event(ev) = item {
+                    events.push(ev);
+                }
+            }
         }
-        cap.drain_now(&mut events);
+        let mut cap = lp.into_source();
         let status = cap.child_mut().and_then(|c| c.wait().ok());
         Ok(Captured {
             drops: cap.drops(),

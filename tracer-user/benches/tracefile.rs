@@ -28,7 +28,7 @@ fn vm_hwm_kib() -> u64 {
 fn replay_child(path: &str) {
     let t = Instant::now();
     let mut r = TraceReader::open(path.as_ref()).expect("open");
-    let mut engine = tracer::export::seeded(&r.header().snapshot_processes());
+    let mut engine = tracer::Engine::seeded(&r.header().snapshot_processes());
     let mut renderer = LineRenderer::new();
     let mut lines = 0usize;
     let mut n = 0u64;

@@ -55,3 +55,60 @@ pub fn demo_trace() -> &'static [u8] {
 pub fn open() -> Result<Input, InputError> {
     Demo::default().open()
 }
+
+/// The bundled pod demo read through the engine: what `--pod` picks out of it.
+#[cfg(test)]
+mod tests {
+    use crate::event::Event;
+    use crate::lineage::pod::has_pod;
+    use crate::lineage::{story_in_pod, Engine, PodEvents};
+
+    type Births = Vec<(Option<String>, Vec<(u64, u32)>)>;
+
+    /// Each birth of pod `name`: its container and its steps (seq, pid).
+    fn births(e: &Engine, name: &str) -> Births {
+        crate::lineage::stories(e)
+            .iter()
+            .filter(|s| story_in_pod(s, name))
+            .map(|s| {
+                let steps = s.steps.iter().map(|st| (st.seq, st.pid)).collect();
+                (s.container_id.clone(), steps)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_pods_events_tell_its_births_and_nothing_of_the_other_pod() {
+        let mut input = crate::demo::open().unwrap();
+        let seed = input.snapshot();
+        let events: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        let mut full = Engine::new();
+        full.seed_snapshot(&seed);
+        events.iter().for_each(|ev| full.apply(ev));
+        assert_eq!(births(&full, "web").len(), 4, "the fixture's pod");
+        assert!(
+            !births(&full, "shared").is_empty(),
+            "the fixture's other pod"
+        );
+
+        let web = PodEvents::new(&full, "tracer-lab/web");
+        let kept: Vec<&Event> = events.iter().filter(|ev| web.contains(ev)).collect();
+        assert!(!kept.is_empty() && kept.len() < events.len());
+        let mut only = Engine::new();
+        only.seed_snapshot(&seed);
+        kept.iter().for_each(|ev| only.apply(ev));
+        // The pod's births read the same from its events alone; the other pod is not there.
+        assert_eq!(births(&only, "web"), births(&full, "web"));
+        assert!(births(&only, "shared").is_empty());
+        // Every chosen process was born the same way, to the same parent.
+        let born = |e: &Engine, pid: u32, from: u64| {
+            let p = e.processes().find(|p| p.pid == pid && p.start_seq == from);
+            p.map(|p| (p.born_how(), p.lineage.first().map(|l| (l.parent, l.seq))))
+        };
+        for (pid, from, _) in web.lifetimes() {
+            assert_eq!(born(&only, pid, from), born(&full, pid, from), "pid {pid}");
+        }
+        assert!(!has_pod(&only, "shared"));
+        assert!(PodEvents::new(&full, "nope").is_empty());
+    }
+}

@@ -541,3 +541,32 @@ mod tests {
         assert_eq!(Syscall::from_wire(99), None);
     }
 }
+
+/// A process that existed before tracing, as read from /proc.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (0 when unknown).
+    pub ppid: u32,
+    /// Task name.
+    pub comm: String,
+    /// Executable path, when readable.
+    pub exe: Option<String>,
+    /// Command line.
+    pub argv: Vec<String>,
+    /// Thread ids (the leader's included or not; it is added).
+    pub threads: Vec<u32>,
+    /// PR_SET_CHILD_SUBREAPER, if the source knows it (/proc does not show it).
+    pub subreaper: bool,
+    /// Its pid namespace and pid there, when the source knows them.
+    pub ns: Option<PidNs>,
+    /// The tracer started it (the command of `tracer trace -- CMD`); `ppid` is the tracer.
+    pub launched: bool,
+    /// Its cgroup in the reported hierarchy (`/proc/PID/cgroup`), when read.
+    pub cgroup: Option<String>,
+}
+
+/// Largest bundle `config.json` a live source reads and the model parses (a real one is a
+/// few KiB; annotations can grow it).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;

@@ -22,15 +22,6 @@ pub fn write_jsonl(events: impl Iterator<Item = Event>, out: &mut impl Write) ->
     Ok(n)
 }
 
-/// An engine seeded with `snapshot` (if any).
-pub fn seeded(snapshot: &[SnapshotProcess]) -> Engine {
-    let mut e = Engine::new();
-    if !snapshot.is_empty() {
-        e.seed_snapshot(snapshot);
-    }
-    e
-}
-
 /// Maps event timestamps to trace time in microseconds from the first event. Sources without
 /// timestamps (ts 0) use the sequence number as the clock (1 seq = 1 µs).
 #[derive(Clone, Copy, Debug, Default)]
@@ -121,7 +112,7 @@ pub fn write_perfetto(
     events: impl Iterator<Item = Event>,
     out: &mut impl Write,
 ) -> io::Result<Engine> {
-    let mut e = seeded(snapshot);
+    let mut e = Engine::seeded(snapshot);
     let mut clock = Clock::default();
     let mut instants: Vec<Instant> = Vec::new();
     let mut flows: Vec<Flow> = Vec::new();
@@ -561,7 +552,7 @@ mod tests {
     #[test]
     fn dot_marks_creation_adoption_roles_and_exits() {
         let (snap, evs) = story();
-        let mut e = seeded(&snap);
+        let mut e = Engine::seeded(&snap);
         for ev in &evs {
             e.apply(ev);
         }
@@ -611,7 +602,7 @@ mod tests {
 
     #[test]
     fn dot_labels_show_control_bytes_escaped() {
-        let mut e = seeded(&[]);
+        let mut e = Engine::seeded(&[]);
         e.apply(&ev(
             1,
             7,

@@ -380,12 +380,7 @@ impl Input {
 
     /// A fresh engine seeded with the snapshot, ready for the events.
     pub fn seeded_engine(&self) -> Engine {
-        let mut e = Engine::new();
-        let snap = self.snapshot();
-        if !snap.is_empty() {
-            e.seed_snapshot(&snap);
-        }
-        e
+        Engine::seeded(&self.snapshot())
     }
 
     /// The latest drop counters read (trace files only).
@@ -406,6 +401,76 @@ impl Input {
             Source::Nats { current, .. } => Some(current.tail()),
             Source::Events(_) => None,
         }
+    }
+
+    /// What the user must hear about an input once it is read, one line each: strace lines not
+    /// understood, damaged frames skipped, duplicated frames, counts that disagree, an unusable
+    /// tail, a missing end record. Text from the input is escaped.
+    pub fn notes(&self, stopped_by_error: bool) -> Vec<String> {
+        let input = self;
+        let mut notes = Vec::new();
+        if let Some(r) = input.strace_report() {
+            if r.unreadable > 0 {
+                notes.push(format!(
+                    "{} of {} lines not understood (skipped)",
+                    r.unreadable, r.lines
+                ));
+                for (line, text) in &r.first_unreadable {
+                    notes.push(format!("  line {line}: {}", crate::escape::escape(text)));
+                }
+            }
+            if r.initial_pid_unknown {
+                notes.push(format!(
+                    "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
+                    crate::strace::UNKNOWN_PID
+                ));
+            }
+        }
+        if input.cut_segments() > 0 {
+            notes.push(format!(
+                "{} segments end inside a frame (their agent stopped mid-message): their whole frames were used",
+                input.cut_segments()
+            ));
+        }
+        if input.skipped_messages() > 0 {
+            notes.push(format!(
+                "{} messages skipped: the start of their segment is no longer in the stream",
+                input.skipped_messages()
+            ));
+        }
+        if input.interleaved_messages() > 0 {
+            notes.push(format!(
+                "{} messages of a segment came after another segment had started on this node's subject: \
+                 two agents publish as one node, or someone forged messages (publish rights on the subject are \
+                 write access to its history)",
+                input.interleaved_messages()
+            ));
+        }
+        if input.bad_segments() > 0 {
+            notes.push(format!(
+                "{} segments skipped: their start is not a trace file (published by something other than an agent)",
+                input.bad_segments()
+            ));
+        }
+        if let Some(tail) = input.tail() {
+            notes.extend(tail.warnings());
+            if tail.unusable_bytes > 0 && !stopped_by_error {
+                notes.push(format!(
+                    "{} bytes at the tail unusable (from byte {}): {}",
+                    tail.unusable_bytes,
+                    tail.unusable_from.unwrap_or(0),
+                    tail.error.as_deref().unwrap_or("damaged")
+                ));
+            }
+            if !tail.clean_end && !stopped_by_error {
+                notes.push(if input.is_nats_stream() {
+                    "no end record in the last segment: its agent is still publishing (or stopped without ending it); every whole frame was used"
+                } else {
+                    "no end record: the recording was interrupted; every whole frame was used"
+                }.into());
+            }
+        }
+        notes
     }
 
     /// The next event; after an error, `None`.
@@ -558,6 +623,9 @@ impl Iterator for Input {
         self.next_event()
     }
 }
+
+#[cfg(all(test, feature = "nats"))]
+mod nats_tests;
 
 #[cfg(test)]
 mod tests {

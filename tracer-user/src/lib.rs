@@ -18,7 +18,10 @@
 //! 1. **Sources** produce [`Event`]s, one model for all of them: live capture
 //!    (`CaptureBuilder` → `Capture`, module `capture`, feature `capture`), the `strace -f` importer
 //!    ([`strace::parse_log`]) and recorded trace files ([`TraceReader`]). [`Input`] opens a
-//!    file and tells a trace file from an strace log by its content.
+//!    file and tells a trace file from an strace log by its content. Live sources (the
+//!    capture, or the synthetic `source::Script`) implement [`EventSource`] and are read
+//!    through one loop, [`SourceLoop`] (and `source::drive`), which the CLI, the agent and
+//!    the viewer share.
 //! 2. **The engine**, [`Engine`], is a pure state machine: [`Engine::apply`] each event in
 //!    sequence order, then query it — [`Engine::process`], [`Engine::children`],
 //!    [`Process::lineage`] (birth and every adoption, with how and why), [`lineage::stories`]
@@ -120,18 +123,23 @@ pub mod demo;
 pub mod escape;
 pub mod event;
 pub mod export;
+#[doc(hidden)]
+pub mod fuzz_check;
 pub mod input;
 pub mod lineage;
 pub mod names;
 pub mod outfile;
 pub mod picture;
 pub mod render;
+pub mod source;
 pub mod stats;
 pub mod strace;
 #[doc(hidden)]
 pub mod synth;
 pub mod tracefile;
 
+#[cfg(feature = "agent")]
+pub mod agent;
 #[cfg(feature = "capture")]
 pub mod capture;
 #[cfg(feature = "agent")]
@@ -149,7 +157,5 @@ pub use strace::StraceError;
 pub use tracefile::{TraceFileError, TraceReader, TraceWriter};
 
 #[cfg(feature = "capture")]
-pub use capture::{
-    Capture, CaptureBuilder, CaptureError, CaptureItem, CaptureLoop, EventKindFilter, Notice,
-    Target,
-};
+pub use capture::{Capture, CaptureBuilder, CaptureError, EventKindFilter, Target};
+pub use source::{CaptureItem, EventSource, Notice, SourceLoop};

@@ -828,7 +828,7 @@ pub enum Follow {
 }
 
 /// What the reading thread hands over.
-enum Fed {
+pub(crate) enum Fed {
     /// The stream's last sequence number for the node when reading began.
     Start(u64),
     Msg(Received),
@@ -837,7 +837,7 @@ enum Fed {
 
 /// Other segments' messages in a row, with none of the one being read, after which that one
 /// is taken to have ended (its agent restarted): about six seconds of an agent's messages.
-const QUIET_MESSAGES: usize = 32;
+pub(crate) const QUIET_MESSAGES: usize = 32;
 /// Payload bytes of other segments held while one is read.
 const HELD_BYTES: usize = 16 << 20;
 
@@ -917,7 +917,7 @@ impl Feed {
         }
     }
 
-    fn new(rx: std::sync::mpsc::Receiver<Fed>, last_at_open: u64) -> Feed {
+    pub(crate) fn new(rx: std::sync::mpsc::Receiver<Fed>, last_at_open: u64) -> Feed {
         Feed {
             rx,
             pending: None,
@@ -1043,6 +1043,11 @@ pub struct SegmentRead {
 }
 
 impl SegmentRead {
+    /// The segment's id (`NODE-RUN-N`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// Whether `next` is the segment this agent run starts after this one
     /// (`NODE-RUN-N` → `NODE-RUN-N+1`): a rotation, which ends this segment at once.
     fn is_successor(&self, next: &str) -> bool {
@@ -1299,9 +1304,9 @@ pub fn block_on<T: Send + 'static>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::tracefile::tests::{sample_events, sample_header};
+    use crate::tracefile::tests::sample_header;
 
     #[test]
     fn sources_parse_and_bound_the_node() {
@@ -1323,7 +1328,7 @@ mod tests {
         assert_eq!(all.with_node("n2"), "nats://h:1/n2");
     }
 
-    fn frames(n: u64) -> Outgoing {
+    pub(crate) fn frames(n: u64) -> Outgoing {
         Outgoing {
             segment: "s".into(),
             part: Part::Frames,
@@ -1378,7 +1383,7 @@ mod tests {
         );
     }
 
-    fn as_received(m: &Outgoing) -> Received {
+    pub(crate) fn as_received(m: &Outgoing) -> Received {
         Received {
             segment: m.segment.clone(),
             part: Some(m.part),
@@ -1389,20 +1394,20 @@ mod tests {
     }
 
     /// Sequence numbers from 1, as a stream holding only `msgs` gives them.
-    fn numbered(msgs: &mut [Received]) {
+    pub(crate) fn numbered(msgs: &mut [Received]) {
         for (i, m) in msgs.iter_mut().enumerate() {
             m.seq = i as u64 + 1;
         }
     }
 
     /// Segment `id`, still open: its header messages, then one frames message per event.
-    fn flushed_per_event(id: &str, evs: &[crate::Event]) -> Vec<Received> {
+    pub(crate) fn flushed_per_event(id: &str, evs: &[crate::Event]) -> Vec<Received> {
         segment_of(id, evs, false)
     }
 
     /// Segment `id`: its header messages, one frames message per event, and with `end` its
     /// last message with the end record.
-    fn segment_of(id: &str, evs: &[crate::Event], end: bool) -> Vec<Received> {
+    pub(crate) fn segment_of(id: &str, evs: &[crate::Event], end: bool) -> Vec<Received> {
         let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
         let mut msgs: Vec<Received> = head.iter().map(as_received).collect();
         for ev in evs {
@@ -1413,104 +1418,6 @@ mod tests {
             msgs.extend(seg.finish().unwrap().iter().map(as_received));
         }
         msgs
-    }
-
-    /// Messages as a stream would hold them (sequence numbers from 1).
-    fn input_of(mut msgs: Vec<Received>) -> crate::Input {
-        numbered(&mut msgs);
-        let last = msgs.len() as u64;
-        crate::Input::from_feed("nats://x/n", Feed::from_messages(msgs, last)).unwrap()
-    }
-
-    #[test]
-    fn a_segment_cut_inside_a_frame_ends_there_and_the_next_one_is_read() {
-        let evs = sample_events();
-        let mut msgs = flushed_per_event("a", &evs);
-        // The agent stopped halfway through its last message.
-        let last = msgs.last_mut().unwrap();
-        last.payload = last.payload.slice(..last.payload.len() / 2);
-        msgs.extend(flushed_per_event("b", &evs));
-        let mut input = input_of(msgs);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        let mut want = evs[..evs.len() - 1].to_vec();
-        want.extend(evs.iter().cloned());
-        assert_eq!(got, want);
-        assert_eq!(input.cut_segments(), 1);
-    }
-
-    #[test]
-    fn a_follower_without_a_stored_segment_start_fails_at_once() {
-        let (mut seg, head) = Segment::start("a".into(), &sample_header()).unwrap();
-        seg.write_event(&sample_events()[0]).unwrap();
-        let mut frames: Vec<Received> = seg.flush(false).unwrap().iter().map(as_received).collect();
-        frames[0].seq = 7;
-        assert!(!head.is_empty());
-        // The stream still open (a live agent), its stored messages all frames.
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        tx.send(Fed::Msg(frames.remove(0))).unwrap();
-        let (done, answer) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let opened = crate::Input::from_feed("nats://x/n", Feed::new(rx, 7));
-            let _ = done.send(opened.err().map(|e| e.to_string()));
-        });
-        let err = answer
-            .recv_timeout(Duration::from_secs(30))
-            .expect("opening waited for a segment that may never come")
-            .expect("no segment start: an error");
-        assert!(err.contains("no segment header"), "{err}");
-        drop(tx);
-    }
-
-    #[test]
-    fn a_follower_hears_when_the_stored_events_are_read() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let evs = sample_events();
-        // An agent's segment and the next one it rotated to.
-        let mut msgs = flushed_per_event("n1-run-0", &evs);
-        let b = flushed_per_event("n1-run-1", &evs);
-        // Stored when the follower opened: segment 0, and 1 up to its 2nd event.
-        let history = msgs.len() + (b.len() - evs.len()) + 2;
-        msgs.extend(b);
-        numbered(&mut msgs);
-        let feed = Feed::from_messages(msgs, history as u64);
-        let mut input = crate::Input::from_feed("nats://x/n", feed).unwrap();
-        let read = Arc::new(AtomicUsize::new(0));
-        let at_hook = Arc::new(AtomicUsize::new(usize::MAX));
-        let (r, h) = (read.clone(), at_hook.clone());
-        input.on_caught_up(Box::new(move || {
-            h.store(r.load(Ordering::SeqCst), Ordering::SeqCst)
-        }));
-        for ev in input.by_ref() {
-            ev.unwrap();
-            read.fetch_add(1, Ordering::SeqCst);
-        }
-        assert_eq!(read.load(Ordering::SeqCst), 2 * evs.len());
-        assert_eq!(at_hook.load(Ordering::SeqCst), evs.len() + 2);
-    }
-
-    #[test]
-    fn a_forged_segment_start_inside_a_segment_is_reported_and_the_segment_read_whole() {
-        let evs = sample_events();
-        let mut msgs = flushed_per_event("n1-0123abcd-0", &evs);
-        // Someone with publish rights on the subject starts a segment of their own in the
-        // middle of the agent's.
-        let forged = Received {
-            segment: "n1-forged-0".into(),
-            part: Some(Part::Header),
-            index: Some(0),
-            seq: 0,
-            payload: Bytes::from_static(b"not a trace file"),
-        };
-        msgs.insert(3, forged);
-        // And the agent's next segment after it.
-        msgs.extend(flushed_per_event("n1-0123abcd-1", &evs));
-        let mut input = input_of(msgs);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        let twice: Vec<_> = evs.iter().chain(evs.iter()).cloned().collect();
-        assert_eq!(got, twice, "the agent's events, all of them");
-        assert!(input.interleaved_messages() > 0);
-        // The forged segment is no trace file: skipped and counted, not an end to reading.
-        assert_eq!(input.bad_segments(), 1);
     }
 
     /// A server that answers the handshake's INFO and then sends `then`, and holds on.
@@ -1555,150 +1462,5 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-    }
-
-    #[test]
-    fn a_forged_segment_with_frames_inside_a_segment_hides_none_of_it() {
-        let evs = sample_events();
-        let mut msgs = flushed_per_event("n1-0123abcd-0", &evs);
-        // A whole forged segment, a trace file with events of its own, published in the
-        // middle of the agent's: its header and two frames messages.
-        let forged_evs: Vec<_> = evs.iter().take(2).cloned().collect();
-        let forged = flushed_per_event("n1-forged-0", &forged_evs);
-        for (k, m) in forged.into_iter().enumerate() {
-            msgs.insert(3 + k, m);
-        }
-        let mut input = input_of(msgs);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        // The agent's segment whole, then the forged one, read as its own segment after it.
-        let want: Vec<_> = evs.iter().chain(forged_evs.iter()).cloned().collect();
-        assert_eq!(got, want);
-        assert_eq!(
-            input.interleaved_messages(),
-            (evs.len() - 2) as u64,
-            "every message of the agent's after the forged start"
-        );
-        assert_eq!(input.skipped_messages(), 0);
-    }
-
-    #[test]
-    fn what_a_finished_segment_held_is_read_after_it() {
-        let evs = sample_events();
-        let mut msgs = segment_of("n1-0123abcd-0", &evs, true);
-        let forged_evs: Vec<_> = evs.iter().take(2).cloned().collect();
-        for (k, m) in flushed_per_event("n1-forged-0", &forged_evs)
-            .into_iter()
-            .enumerate()
-        {
-            msgs.insert(2 + k, m);
-        }
-        // The agent's next segment, after the first one's end record: the run's segments are
-        // read on, the forged one after them.
-        msgs.extend(segment_of("n1-0123abcd-1", &evs, true));
-        let mut input = input_of(msgs);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        let want: Vec<_> = evs
-            .iter()
-            .chain(evs.iter())
-            .chain(forged_evs.iter())
-            .cloned()
-            .collect();
-        assert_eq!(got, want);
-        assert!(input.interleaved_messages() > 0);
-    }
-
-    #[test]
-    fn a_segment_silent_while_another_runs_on_ended_there() {
-        let evs = sample_events();
-        // An agent killed mid-segment (no end record), then restarted: a new run whose
-        // messages outnumber QUIET_MESSAGES before the old one could have gone on.
-        let mut msgs = flushed_per_event("n1-old-0", &evs[..2]);
-        let mut long = Vec::new();
-        while long.len() <= QUIET_MESSAGES + 2 {
-            long.extend(evs.iter().cloned());
-        }
-        for (i, ev) in long.iter_mut().enumerate() {
-            ev.seq = 1000 + i as u64;
-        }
-        msgs.extend(flushed_per_event("n1-new-0", &long));
-        let mut input = input_of(msgs);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        let want: Vec<_> = evs[..2].iter().chain(long.iter()).cloned().collect();
-        assert_eq!(got, want, "both runs, in order, none lost");
-        assert_eq!(input.interleaved_messages(), 0);
-    }
-
-    #[test]
-    fn a_rotation_ends_a_segment_at_its_successors_start() {
-        let evs = sample_events();
-        let mut msgs = flushed_per_event("n1-run-0", &evs[..3]);
-        msgs.extend(flushed_per_event("n1-run-1", &evs[3..]));
-        let mut input = input_of(msgs);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        assert_eq!(got, evs);
-        assert_eq!(input.interleaved_messages(), 0);
-    }
-
-    #[test]
-    fn segments_read_back_as_trace_files() {
-        let evs = sample_events();
-        let mut msgs = Vec::new();
-        for id in ["a", "b"] {
-            let (mut seg, head) = Segment::start(id.into(), &sample_header()).unwrap();
-            msgs.extend(head.iter().map(as_received));
-            for (i, ev) in evs.iter().enumerate() {
-                seg.write_event(ev).unwrap();
-                if i % 2 == 0 {
-                    msgs.extend(seg.flush(i == 0).unwrap().iter().map(as_received));
-                }
-            }
-            if id == "a" {
-                msgs.extend(seg.finish().unwrap().iter().map(as_received));
-            } else {
-                msgs.extend(seg.flush(true).unwrap().iter().map(as_received));
-            }
-        }
-        // A late reader: frames of a segment whose header is gone come first.
-        let mut late = vec![msgs[1].clone()];
-        late.extend(msgs.iter().skip_while(|m| m.segment == "a").cloned());
-        let mut input = input_of(msgs);
-        assert_eq!(input.snapshot().len(), 2);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        let twice: Vec<_> = evs.iter().chain(evs.iter()).cloned().collect();
-        assert_eq!(got, twice);
-        // The live segment has no end record yet.
-        assert!(!input.tail().unwrap().clean_end);
-
-        let mut input = input_of(late);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        assert_eq!(got, evs);
-        assert_eq!(input.skipped_messages(), 1);
-    }
-
-    #[test]
-    fn large_segments_are_cut_into_messages_that_join_again() {
-        let mut header = sample_header();
-        // A header far over one message: a big node's snapshot.
-        header
-            .extra
-            .push(("note".into(), "x".repeat(3 * MAX_MESSAGE / 2)));
-        let (mut seg, head) = Segment::start("big".into(), &header).unwrap();
-        assert_eq!(head.len(), 2);
-        assert!(head.iter().all(|m| m.payload.len() <= MAX_MESSAGE));
-        let evs = sample_events();
-        for ev in &evs {
-            seg.write_event(ev).unwrap();
-        }
-        let tail = seg.finish().unwrap();
-        assert_eq!(tail.iter().map(|m| m.events).sum::<u64>(), evs.len() as u64);
-        let mut ids: Vec<u64> = head.iter().chain(&tail).map(|m| m.index).collect();
-        ids.dedup();
-        assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
-        let msgs: Vec<Received> = head.iter().chain(&tail).map(as_received).collect();
-        let mut input = input_of(msgs);
-        assert_eq!(input.header().unwrap().extra, header.extra);
-        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        assert_eq!(got, evs);
-        assert!(input.tail().unwrap().clean_end);
     }
 }

@@ -112,3 +112,39 @@ pub fn many_threads(n: u32, short_lived: bool) -> Vec<Event> {
     }
     evs
 }
+
+/// `parent` forking process `pid` (seq 0: a [`Script`](crate::source::Script) numbers events).
+pub fn fork(parent: u32, pid: u32) -> Event {
+    event(0, parent, "", fork_kind(pid, parent))
+}
+
+/// `pid` exec'ing `path` (its comm becomes the file name).
+pub fn exec(pid: u32, path: &str) -> Event {
+    let comm = path.rsplit('/').next().unwrap_or(path);
+    let kind = EventKind::Exec {
+        old_tid: pid,
+        filename: CapturedStr::new(path),
+    };
+    event(0, pid, comm, kind)
+}
+
+/// Process `pid` exiting with `code` (the raw wait status; its whole thread group).
+pub fn exit(pid: u32, code: u32) -> Event {
+    let kind = EventKind::TaskExit {
+        exit_code: code,
+        group_dead: true,
+    };
+    event(0, pid, "", kind)
+}
+
+/// A host process as a /proc snapshot shows it.
+pub fn process(pid: u32, ppid: u32, comm: &str) -> crate::event::SnapshotProcess {
+    crate::event::SnapshotProcess {
+        pid,
+        ppid,
+        comm: comm.into(),
+        argv: vec![comm.into()],
+        threads: vec![pid],
+        ..Default::default()
+    }
+}

@@ -34,7 +34,7 @@ fn replay(dir: &str, check: fn(&[u8])) -> usize {
 fn kept_trace_reader_crashers_stay_fixed() {
     replay(
         "tests/fuzz-regressions/trace_reader",
-        tracer::tracefile::fuzz_check,
+        tracer::fuzz_check::trace_reader,
     );
 }
 
@@ -61,22 +61,28 @@ fn replays_reach_the_decoders_behind_the_checksums() {
     // The decoder saw the damaged frame: it delivered more than the checked reader, or met
     // the damage as a decode error.
     assert!(skipped > checked || error.is_some(), "{skipped} {error:?}");
-    tracer::tracefile::fuzz_check(&bytes);
+    tracer::fuzz_check::trace_reader(&bytes);
 }
 
 #[test]
 fn kept_strace_parser_inputs_stay_fixed() {
     replay(
         "tests/fuzz-regressions/strace_parser",
-        tracer::strace::fuzz_check,
+        tracer::fuzz_check::strace_parser,
     );
 }
 
 #[test]
 fn fuzz_seeds_pass_the_checks() {
-    let n = replay("../fuzz/seeds/trace_reader", tracer::tracefile::fuzz_check);
+    let n = replay(
+        "../fuzz/seeds/trace_reader",
+        tracer::fuzz_check::trace_reader,
+    );
     assert!(n >= 4, "trace seeds: {n}");
-    replay("../fuzz/seeds/strace_parser", tracer::strace::fuzz_check);
+    replay(
+        "../fuzz/seeds/strace_parser",
+        tracer::fuzz_check::strace_parser,
+    );
 }
 
 /// The preamble of format version 1 with a header length and checksum.
@@ -93,7 +99,7 @@ fn preamble(header_len: u32) -> Vec<u8> {
 fn hostile_inputs() {
     // Header claiming 64 MiB with nothing behind it: an error at once, nothing allocated.
     let a = preamble(64 << 20);
-    tracer::tracefile::fuzz_check(&a);
+    tracer::fuzz_check::trace_reader(&a);
     let err = TraceReader::new(Cursor::new(&a)).err().expect("an error");
     assert!(err.offset().is_some(), "{err}");
     // An empty recording's preamble and header, then a frame claiming 16 MiB with one byte
@@ -105,12 +111,12 @@ fn hostile_inputs() {
     b.push(1);
     b.extend_from_slice(&0u32.to_le_bytes());
     b.push(0);
-    tracer::tracefile::fuzz_check(&b);
+    tracer::fuzz_check::trace_reader(&b);
     let mut r = TraceReader::new(Cursor::new(&b)).expect("the header is fine");
     let errs: Vec<_> = r.events().filter_map(Result::err).collect();
     assert_eq!(errs.len(), 1);
     assert!(errs[0].is_truncation(), "{}", errs[0]);
     for n in 0..b.len() {
-        tracer::tracefile::fuzz_check(&b[..n]);
+        tracer::fuzz_check::trace_reader(&b[..n]);
     }
 }

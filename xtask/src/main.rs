@@ -1,9 +1,10 @@
-//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab`.
+//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab | modules`.
 
 mod bench;
 mod dist;
 mod fuzz;
 mod lab;
+mod modules;
 mod setup;
 
 use anyhow::{bail, Context, Result};
@@ -69,6 +70,9 @@ enum Task {
     /// A real runtime (runc, containerd, restart, podman) under `tracer record`, narrated, then
     /// shown; installs its packages if missing and cleans up after itself (root).
     Lab(lab::LabArgs),
+    /// tracer-user's module graph (library and binary, tests included): no import cycle
+    /// between sibling modules, and ARCHITECTURE.md's `## Import rules` kept.
+    Modules,
 }
 
 fn workspace_root() -> PathBuf {
@@ -225,6 +229,8 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             failed.push(format!("{e:#}"));
         }
     };
+    // The module graph first: quick, and independent of what compiles.
+    keep(modules::modules(&workspace_root()));
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
     keep(run_tests(cargo().args(["test", "--no-fail-fast"]), tally));
@@ -426,6 +432,7 @@ fn dispatch(task: Task) -> Result<()> {
         Task::Lab(args) => lab::lab(args),
         Task::Dist => dist::dist().map(|_| ()),
         Task::Image => dist::image(),
+        Task::Modules => modules::modules(&workspace_root()),
     }
 }
 

@@ -7,7 +7,7 @@
 //! - turn it into an async [`Stream`](futures_core::Stream) of [`CaptureItem`]s with
 //!   [`Capture::into_stream`]: decoded events in sequence order, plus [`Notice`]s when the
 //!   ring buffer dropped events or the sequence has a gap, and when a followed target is gone;
-//! - read the same items through a [`CaptureLoop`], which keeps the capture at hand (its
+//! - read the same items through a [`SourceLoop`], which keeps the capture at hand (its
 //!   counters, the command's exit status); or
 //! - pull batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
 //!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...).
@@ -50,6 +50,8 @@ use std::path::Path;
 use tokio::io::unix::AsyncFd;
 use tracer_common::{ProbeConfig, DEFAULT_RING_BYTES};
 
+pub use crate::source::{CaptureItem, Notice};
+use crate::source::{Counters, EventSource, SourceFacts, SourceLoop};
 pub use layout::TracepointLayouts;
 
 /// The probe object built by build.rs (empty when built with `AYA_BUILD_SKIP=1`).
@@ -438,6 +440,8 @@ pub struct Capture {
     followed: Option<Followed>,
     /// The command's pidfd, readable once it exited: the reader drains at once then.
     child_exit: Option<AsyncFd<OwnedFd>>,
+    /// The ring buffer's size, for a recording's header.
+    ring_bytes: u32,
     /// The attached probes (detached together on drop).
     links: Vec<Link>,
     _logger: Option<tokio::task::JoinHandle<()>>,
@@ -447,31 +451,8 @@ pub struct Capture {
 /// walking the BPF map; the map is asked only to confirm an empty set, or after events were
 /// lost (at most once a second).
 struct Followed {
-    live: std::collections::HashSet<u32>,
+    live: crate::source::FollowedSet,
     last_walk: std::cell::Cell<std::time::Instant>,
-}
-
-impl Followed {
-    fn observe(&mut self, evs: &[Event]) {
-        use crate::event::EventKind;
-        for ev in evs {
-            match ev.kind {
-                EventKind::Fork {
-                    child_tid,
-                    child_tgid,
-                    ..
-                } if child_tid == child_tgid => {
-                    self.live.insert(child_tgid);
-                }
-                EventKind::TaskExit {
-                    group_dead: true, ..
-                } => {
-                    self.live.remove(&ev.tgid);
-                }
-                _ => {}
-            }
-        }
-    }
 }
 
 /// A pidfd for `pid` (Linux 5.3+), readable once the process exits.
@@ -610,6 +591,7 @@ impl Capture {
                 last_walk: std::cell::Cell::new(std::time::Instant::now()),
             }),
             child_exit: None,
+            ring_bytes: b.ring_bytes,
             links,
             _logger: logger,
         };
@@ -771,12 +753,11 @@ impl Capture {
         Ok(())
     }
 
-    /// Bookkeeping for events just read: the followed set, bundle metadata.
-    fn observe(&mut self, out: &mut Vec<Event>, start: usize) {
+    /// Bookkeeping for events just read: the followed set.
+    fn observe(&mut self, out: &[Event], start: usize) {
         if let Some(f) = &mut self.followed {
-            f.observe(&out[start..]);
+            f.live.observe(&out[start..]);
         }
-        bundle::enrich(out, start, Path::new("/proc"));
     }
 
     /// Appends whatever is in the ring buffer now, without waiting (for the final drain).
@@ -873,53 +854,6 @@ impl Capture {
     }
 }
 
-/// One item of a capture [stream](Capture::into_stream).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CaptureItem {
-    /// A decoded event, in sequence order.
-    Event(Event),
-    /// Something was lost.
-    Notice(Notice),
-}
-
-/// Events lost on the way from the kernel, reported in the capture stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Notice {
-    /// The ring buffer was full and the probes dropped events; `total` is the count since the
-    /// capture started (the per-CPU drop counters summed). Reported after the batch in which
-    /// the counter grew.
-    Drops {
-        /// Events dropped since the start.
-        total: u64,
-    },
-    /// Sequence numbers `before_seq - missing .. before_seq` never arrived (every event,
-    /// dropped or not, takes a sequence number). Reported just before the event `before_seq`.
-    /// An event can still arrive late, in a later batch, inside a reported gap: it is yielded
-    /// as usual; the drop counter is the authority on what was lost.
-    Gap {
-        /// How many sequence numbers are missing.
-        missing: u64,
-        /// The first sequence number after the gap.
-        before_seq: u64,
-    },
-    /// Every followed process has exited (follow mode): the last item; the ring buffer was
-    /// drained before it.
-    TargetGone,
-}
-
-impl std::fmt::Display for Notice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            Notice::Drops { total } => write!(f, "ring buffer full: {total} events dropped so far"),
-            Notice::Gap {
-                missing,
-                before_seq,
-            } => write!(f, "{missing} events missing before seq {before_seq}"),
-            Notice::TargetGone => write!(f, "every followed process has exited"),
-        }
-    }
-}
-
 impl Capture {
     /// Ends the capture without waiting for the kernel to detach the probes: a forked child
     /// keeps only the probes' descriptors, closes them and exits, while this process goes on
@@ -1003,109 +937,96 @@ impl Drop for Capture {
     }
 }
 
-/// The one capture loop: reads batches, turns them into [`CaptureItem`]s with the loss
-/// notices they imply, and ends a followed target with [`Notice::TargetGone`]. The stream
-/// ([`Capture::into_stream`]), `tracer trace`/`record` and the live viewer all read through it.
-/// `next` is cancel-safe (use it in `tokio::select!`): items are queued here, never lost.
-pub struct CaptureLoop<C> {
-    cap: C,
-    follow: bool,
-    batch: Vec<Event>,
-    queue: std::collections::VecDeque<CaptureItem>,
-    max_seq: u64,
-    drops: u64,
-    done: bool,
+/// The trace-file header of a live capture of `target`: host, mode, ring size, and the /proc
+/// snapshot of the processes that exist now (read it before the probes attach: whatever starts
+/// in between shows up as a placeholder when it first acts). What only the started capture
+/// knows is added by [`SourceFacts::add_to`].
+pub fn header_for(target: &Target, ring_bytes: u32) -> crate::tracefile::Header {
+    use crate::tracefile::{CaptureMode, Header};
+    let mode = match target {
+        Target::Pid(p) => CaptureMode::Pid(*p),
+        Target::All => CaptureMode::All,
+        Target::Command(argv) => CaptureMode::Command(argv.clone()),
+    };
+    let mut header = Header::for_this_host(mode);
+    header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
+    header
+        .extra
+        .push(("ring_bytes".into(), ring_bytes.to_string()));
+    header
 }
 
-impl<C: std::borrow::BorrowMut<Capture>> CaptureLoop<C> {
-    /// A loop over `cap` (owned, or `&mut`).
-    pub fn new(cap: C) -> Self {
-        let follow = !matches!(cap.borrow().target, Target::All);
-        CaptureLoop {
-            cap,
-            follow,
-            batch: Vec::new(),
-            queue: std::collections::VecDeque::new(),
-            max_seq: 0,
-            drops: 0,
-            done: false,
+impl EventSource for Capture {
+    type Error = CaptureError;
+    fn next_batch(
+        &mut self,
+        out: &mut Vec<Event>,
+    ) -> impl std::future::Future<Output = Result<(), CaptureError>> + Send {
+        Capture::next_batch(self, out)
+    }
+    fn drain_now(&mut self, out: &mut Vec<Event>) {
+        Capture::drain_now(self, out)
+    }
+    fn counters(&self) -> Counters {
+        Counters {
+            drops: self.drops(),
+            seq_issued: self.seq_issued(),
+            decode_errors: self.decode_errors(),
         }
     }
-
-    /// The capture, for its counters.
-    pub fn capture(&self) -> &Capture {
-        self.cap.borrow()
+    fn following(&self) -> bool {
+        self.target != Target::All
     }
-
-    /// The capture, mutably (the command to wait on).
-    pub fn capture_mut(&mut self) -> &mut Capture {
-        self.cap.borrow_mut()
+    fn target_gone(&self) -> bool {
+        Capture::target_gone(self)
     }
-
-    /// Moves the batch into the queue with the notices it implies.
-    fn enqueue_batch(&mut self) {
-        for ev in self.batch.drain(..) {
-            if ev.seq > self.max_seq + 1 {
-                self.queue.push_back(CaptureItem::Notice(Notice::Gap {
-                    missing: ev.seq - self.max_seq - 1,
-                    before_seq: ev.seq,
-                }));
-            }
-            self.max_seq = self.max_seq.max(ev.seq);
-            self.queue.push_back(CaptureItem::Event(ev));
-        }
-        let drops = self.cap.borrow().drops();
-        if drops > self.drops {
-            self.drops = drops;
-            self.queue
-                .push_back(CaptureItem::Notice(Notice::Drops { total: drops }));
+    fn followed_count(&self) -> usize {
+        Capture::followed_count(self)
+    }
+    fn follow(&mut self, pid: u32) -> Result<(), CaptureError> {
+        Capture::follow(self, pid)
+    }
+    fn processes(&self) -> Vec<crate::lineage::SnapshotProcess> {
+        procfs::snapshot()
+    }
+    fn header(&self) -> crate::tracefile::Header {
+        let mut h = header_for(&self.target, self.ring_bytes);
+        self.facts().add_to(&mut h);
+        h
+    }
+    fn facts(&self) -> SourceFacts {
+        SourceFacts {
+            layouts: self.layouts.formats.clone(),
+            launched: self.launched_process(),
+            probes: self.probe_set().into(),
+            notes: self.notes.clone(),
         }
     }
-
-    /// An item already read, without waiting.
-    pub fn ready(&mut self) -> Option<CaptureItem> {
-        self.queue.pop_front()
+    fn bundle_config(&self, pid: u32, dir: Option<&str>) -> Option<Vec<u8>> {
+        bundle::runtime_config(Path::new("/proc"), pid, dir)
     }
-
-    /// The next item; `None` once the loop ended (the target is gone, or after an error).
-    pub async fn next(&mut self) -> Option<Result<CaptureItem, CaptureError>> {
-        loop {
-            if let Some(item) = self.queue.pop_front() {
-                return Some(Ok(item));
-            }
-            if self.done {
-                return None;
-            }
-            if let Err(e) = self.cap.borrow_mut().next_batch(&mut self.batch).await {
-                self.done = true;
-                return Some(Err(e));
-            }
-            if self.follow && self.cap.borrow().target_gone() {
-                // Everything followed has exited: take what is left and end.
-                let cap = self.cap.borrow_mut();
-                cap.drain_now(&mut self.batch);
-                // Reap the command (its status stays readable through `child_mut`).
-                if let Some(child) = cap.child_mut() {
-                    let _ = child.try_wait();
+    fn seed(&self) -> Vec<crate::lineage::SnapshotProcess> {
+        use crate::source::lineage_of;
+        match &self.target {
+            Target::All => procfs::snapshot(),
+            Target::Pid(pid) => lineage_of(procfs::snapshot(), *pid, true),
+            // Its descendants come from the events (it started after the probes).
+            Target::Command(_) => match self.child_pid {
+                Some(pid) => {
+                    let mut seed = lineage_of(procfs::snapshot(), pid, false);
+                    seed.retain(|p| p.pid != pid);
+                    seed.extend(self.launched_process());
+                    seed
                 }
-                self.done = true;
-                self.enqueue_batch();
-                self.queue
-                    .push_back(CaptureItem::Notice(Notice::TargetGone));
-                continue;
-            }
-            self.enqueue_batch();
+                None => Vec::new(),
+            },
         }
     }
-
-    /// Stopping early (a signal, a deadline): what is still in the ring buffer.
-    pub fn finish(&mut self) -> Vec<CaptureItem> {
-        if !self.done {
-            self.cap.borrow_mut().drain_now(&mut self.batch);
-            self.enqueue_batch();
-            self.done = true;
+    fn target_ended(&mut self) {
+        // Reap the command (its status stays readable through `child_mut`).
+        if let Some(child) = self.child_mut() {
+            let _ = child.try_wait();
         }
-        self.queue.drain(..).collect()
     }
 }
 
@@ -1120,7 +1041,7 @@ impl Capture {
     /// For a [`Target::Pid`] or [`Target::Command`] the stream ends once every followed
     /// process has exited (like `strace -f`), with [`Notice::TargetGone`] last; for
     /// [`Target::All`] it never ends by itself. Dropping the stream detaches the probes.
-    /// After an error the stream ends. ([`CaptureLoop`] is the same, keeping the capture at
+    /// After an error the stream ends. ([`SourceLoop`] is the same, keeping the capture at
     /// hand.)
     ///
     /// Poll it inside a tokio runtime with I/O and time enabled; pin it
@@ -1128,7 +1049,7 @@ impl Capture {
     pub fn into_stream(
         self,
     ) -> impl futures_core::Stream<Item = Result<CaptureItem, CaptureError>> {
-        futures_util::stream::unfold(CaptureLoop::new(self), |mut lp| async move {
+        futures_util::stream::unfold(SourceLoop::new(self), |mut lp| async move {
             let item = lp.next().await?;
             Some((item, lp))
         })

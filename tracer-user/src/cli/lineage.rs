@@ -53,11 +53,11 @@ pub fn load_engine_quietly(path: &Path, at: Option<u64>) -> Result<Loaded> {
         engine.apply(&ev);
     }
     if !stopped {
-        notes.extend(super::tracefile::input_notes(&input, false));
+        notes.extend(input.notes(false));
     } else if let Some(r) = input.strace_report() {
         // Stopped early by --at: the strace counts are known anyway (the log was read whole).
         if r.unreadable > 0 {
-            notes.extend(super::tracefile::input_notes(&input, true));
+            notes.extend(input.notes(true));
         }
     }
     if let Some(seq) = at {

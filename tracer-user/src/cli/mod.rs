@@ -16,6 +16,16 @@ use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
 
+/// `tracer record`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Trace file to write (created with mode 0600; argv is recorded and can hold secrets).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: std::path::PathBuf,
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tracer",
@@ -119,7 +129,7 @@ pub enum Command {
         pod: Option<String>,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
-    Record(tracefile::RecordArgs),
+    Record(RecordArgs),
     /// Replay a trace file (or strace log) through the lineage engine, printing strace-like lines.
     Replay(tracefile::ReplayArgs),
     /// Convert a trace file (or strace log) to JSON lines, Perfetto JSON or Graphviz.

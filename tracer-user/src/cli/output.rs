@@ -20,3 +20,11 @@ pub fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()>
     let mut out = BufWriter::with_capacity(64 << 10, stdout.lock());
     check_write(f(&mut out).and_then(|()| out.flush()))
 }
+
+/// Prints what the user must hear about an input once read ([`tracer::Input::notes`]) as
+/// warnings on stderr, one line each.
+pub fn print_input_notes(input: &tracer::Input, stopped_by_error: bool) {
+    for n in input.notes(stopped_by_error) {
+        eprintln!("tracer: warning: {}: {n}", input.path.display());
+    }
+}

@@ -1,43 +1,13 @@
 //! `tracer record`: live capture into a trace file.
 
-use super::trace::Step;
-use super::tracefile::RecordArgs;
+use super::RecordArgs;
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{procfs, CaptureBuilder, Target};
-use tracer::tracefile::{CaptureMode, Header, TraceWriter};
-
-/// The trace-file header of a live capture: host, mode, ring size, and the /proc snapshot of
-/// the processes that exist before the probes attach (whatever starts in between shows up as a
-/// placeholder when it first acts). Layouts are the caller's: they come from the capture.
-pub(super) fn header_for(target: &Target, ring_bytes: u32) -> Header {
-    let mode = match target {
-        Target::Pid(p) => CaptureMode::Pid(*p),
-        Target::All => CaptureMode::All,
-        Target::Command(argv) => CaptureMode::Command(argv.clone()),
-    };
-    let mut header = Header::for_this_host(mode);
-    header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
-    header
-        .extra
-        .push(("ring_bytes".into(), ring_bytes.to_string()));
-    header
-}
-
-/// What only the started capture knows: tracefs layouts, the launched command, the probe set
-/// and its notes.
-pub(super) fn add_capture_facts(header: &mut Header, cap: &tracer::capture::Capture) {
-    header.layouts = cap.layouts().formats.clone();
-    header
-        .snapshot
-        .extend(cap.launched_process().as_ref().map(Into::into));
-    header.extra.push(("probes".into(), cap.probe_set().into()));
-    for note in cap.notes() {
-        header.extra.push(("note".into(), note.clone()));
-    }
-}
+use tracer::capture::{header_for, CaptureBuilder};
+use tracer::source::{EventSource, SourceLoop, Step};
+use tracer::tracefile::TraceWriter;
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = super::trace::target_of(&args.target)?;
@@ -56,8 +26,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut header = snap
             .join()
             .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
-        let mut cap = started?;
-        add_capture_facts(&mut header, &cap);
+        let cap = started?;
+        cap.facts().add_to(&mut header);
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");
         }
@@ -73,7 +43,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut last_events = 0u64;
         let tty = std::io::stderr().is_terminal();
 
-        super::trace::drive(&mut cap, deadline, |step, cap| {
+        let mut lp = SourceLoop::new(cap);
+        super::trace::drive(&mut lp, deadline, |step, cap| {
             match step {
                 Step::Batch(batch) => {
                     for ev in batch.drain(..) {
@@ -97,12 +68,13 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                         let _ = std::io::stderr().flush();
                     }
                 }
-                Step::Tick => {}
+                Step::Drops(_) | Step::Tick => {}
             }
             w.maybe_flush()?;
             Ok(true)
         })
         .await?;
+        let mut cap = lp.into_source();
         w.set_counters(cap.drops(), cap.seq_issued(), cap.decode_errors());
         let stats = *w.stats();
         let file = w.finish()?;

@@ -5,8 +5,9 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{Capture, CaptureBuilder, CaptureItem, CaptureLoop, Target};
+use tracer::capture::{Capture, CaptureBuilder, Target};
 use tracer::render::LineRenderer;
+use tracer::source::{DriveOpts, Ended, EventSource, SourceLoop, Step};
 use tracer::stats::StreamStats;
 
 pub fn target_of(args: &TargetArgs) -> Result<Target> {
@@ -38,7 +39,7 @@ pub fn run(
             )),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
         };
-        let mut cap = CaptureBuilder::new(target.clone())
+        let cap = CaptureBuilder::new(target.clone())
             .ring_bytes(args.ring_bytes)
             .syscalls(args.syscalls)
             .start()?;
@@ -73,7 +74,8 @@ pub fn run(
 
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
-        drive(&mut cap, deadline, |step, _| match step {
+        let mut lp = SourceLoop::new(cap);
+        drive(&mut lp, deadline, |step, _| match step {
             Step::Batch(batch) => match emit(batch, &mut out) {
                 Ok(()) => Ok(true),
                 Err(e) => {
@@ -81,9 +83,10 @@ pub fn run(
                     Ok(false)
                 }
             },
-            Step::Tick => Ok(true),
+            Step::Drops(_) | Step::Tick => Ok(true),
         })
         .await?;
+        let mut cap = lp.into_source();
         super::output::check_write(write_err.map_or(Ok(()), Err))?;
         let dropped = cap.drops();
         eprintln!("tracer: {}", stats.summary(dropped));
@@ -99,64 +102,33 @@ pub fn run(
     })
 }
 
-/// What [`drive`] hands to its callback.
-pub(super) enum Step<'a> {
-    /// Events read from the ring buffer (drain them).
-    Batch(&'a mut Vec<tracer::Event>),
-    /// 100 ms passed.
-    Tick,
-}
-
-/// `trace` and `record` over the capture loop ([`CaptureLoop`]): hands each batch of events
-/// and a 100 ms tick to `on` (which returns false to stop at once), and ends on the deadline,
-/// Ctrl-C, SIGTERM, or — when following — once every followed process is gone (like strace
-/// -f). What is left in the ring buffer is handed over before it returns.
-pub(super) async fn drive(
-    cap: &mut Capture,
-    deadline: Option<Instant>,
-    mut on: impl FnMut(Step<'_>, &Capture) -> Result<bool>,
-) -> Result<()> {
+/// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a
+/// signal that lands while the loop's callback runs waits for the next poll (a `ctrl_c()`
+/// future made per iteration would miss it, and `--all` would never stop).
+pub(super) fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    // Streams made once: a signal that lands while `on` runs waits in them (a `ctrl_c()`
-    // future made per iteration would miss it, and `--all` would never stop).
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let mut lp = CaptureLoop::new(cap);
-    let mut batch = Vec::new();
-    let events = |item: CaptureItem, batch: &mut Vec<tracer::Event>| {
-        if let CaptureItem::Event(ev) = item {
-            batch.push(ev);
-        }
-    };
-    loop {
+    Ok(async move {
         tokio::select! {
-            item = lp.next() => {
-                let Some(item) = item else { break };
-                let mut item = Some(item?);
-                while let Some(i) = item {
-                    events(i, &mut batch);
-                    item = lp.ready();
-                }
-                if !on(Step::Batch(&mut batch), lp.capture())? {
-                    return Ok(());
-                }
-            }
-            _ = tick.tick() => {
-                if !on(Step::Tick, lp.capture())? {
-                    return Ok(());
-                }
-                if deadline.is_some_and(|d| Instant::now() >= d) { break; }
-            }
-            _ = sigint.recv() => break,
-            _ = sigterm.recv() => break,
+            _ = sigterm.recv() => {}
+            _ = sigint.recv() => {}
         }
-    }
-    for i in lp.finish() {
-        events(i, &mut batch);
-    }
-    on(Step::Batch(&mut batch), lp.capture())?;
-    Ok(())
+    })
+}
+
+/// The library's one loop ([`tracer::source::drive`]) with the command line's stops: a
+/// 100 ms tick, the deadline, Ctrl-C and SIGTERM.
+pub(super) async fn drive<S: EventSource>(
+    lp: &mut SourceLoop<S>,
+    deadline: Option<Instant>,
+    on: impl FnMut(Step<'_>, &mut S) -> Result<bool>,
+) -> Result<Ended> {
+    let opts = DriveOpts {
+        tick: Duration::from_millis(100),
+        deadline,
+    };
+    tracer::source::drive(lp, opts, stop_signal()?, on).await
 }
 
 /// Like strace CMD: the command's exit status (0 when there was no command or it still runs).

@@ -1,6 +1,5 @@
 //! `tracer record`, `tracer replay`, `tracer export`, `tracer import-strace`: trace files.
 
-use super::TargetArgs;
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use std::io::{IsTerminal, Write};
@@ -15,15 +14,6 @@ use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 use tracer::tracefile::{CaptureMode, Header, TraceWriter};
 use tracer::Event;
-
-#[derive(clap::Args, Debug)]
-pub struct RecordArgs {
-    #[command(flatten)]
-    pub target: TargetArgs,
-    /// Trace file to write (created with mode 0600; argv is recorded and can hold secrets).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
-}
 
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
@@ -104,7 +94,7 @@ pub struct ImportArgs {
     pub output: PathBuf,
 }
 
-pub fn record(args: RecordArgs) -> Result<ExitCode> {
+pub fn record(args: super::RecordArgs) -> Result<ExitCode> {
     #[cfg(feature = "capture")]
     {
         super::record::run(args)
@@ -148,86 +138,10 @@ fn source_and_pod(file: &Path, pod: Option<&str>) -> Result<(PathBuf, Option<Pod
     Ok((file, keep))
 }
 
-/// What the user must hear about an input once it is read, one line each: strace lines not
-/// understood, damaged frames skipped, duplicated frames, counts that disagree, an unusable
-/// tail, a missing end record. Text from the input is escaped.
-pub fn input_notes(input: &Input, stopped_by_error: bool) -> Vec<String> {
-    let mut notes = Vec::new();
-    if let Some(r) = input.strace_report() {
-        if r.unreadable > 0 {
-            notes.push(format!(
-                "{} of {} lines not understood (skipped)",
-                r.unreadable, r.lines
-            ));
-            for (line, text) in &r.first_unreadable {
-                notes.push(format!("  line {line}: {}", escape(text)));
-            }
-        }
-        if r.initial_pid_unknown {
-            notes.push(format!(
-                "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
-                tracer::strace::UNKNOWN_PID
-            ));
-        }
-    }
-    if input.cut_segments() > 0 {
-        notes.push(format!(
-            "{} segments end inside a frame (their agent stopped mid-message): their whole frames were used",
-            input.cut_segments()
-        ));
-    }
-    if input.skipped_messages() > 0 {
-        notes.push(format!(
-            "{} messages skipped: the start of their segment is no longer in the stream",
-            input.skipped_messages()
-        ));
-    }
-    if input.interleaved_messages() > 0 {
-        notes.push(format!(
-            "{} messages of a segment came after another segment had started on this node's subject: \
-             two agents publish as one node, or someone forged messages (publish rights on the subject are \
-             write access to its history)",
-            input.interleaved_messages()
-        ));
-    }
-    if input.bad_segments() > 0 {
-        notes.push(format!(
-            "{} segments skipped: their start is not a trace file (published by something other than an agent)",
-            input.bad_segments()
-        ));
-    }
-    if let Some(tail) = input.tail() {
-        notes.extend(tail.warnings());
-        if tail.unusable_bytes > 0 && !stopped_by_error {
-            notes.push(format!(
-                "{} bytes at the tail unusable (from byte {}): {}",
-                tail.unusable_bytes,
-                tail.unusable_from.unwrap_or(0),
-                tail.error.as_deref().unwrap_or("damaged")
-            ));
-        }
-        if !tail.clean_end && !stopped_by_error {
-            notes.push(if input.is_nats_stream() {
-                "no end record in the last segment: its agent is still publishing (or stopped without ending it); every whole frame was used"
-            } else {
-                "no end record: the recording was interrupted; every whole frame was used"
-            }.into());
-        }
-    }
-    notes
-}
-
-/// Prints [`input_notes`] as warnings on stderr.
-pub fn print_input_notes(input: &Input, stopped_by_error: bool) {
-    for n in input_notes(input, stopped_by_error) {
-        eprintln!("tracer: warning: {}: {n}", input.path.display());
-    }
-}
-
 /// Reports how the input ended. A file cut short (a recording killed) is a warning; damage
 /// that stopped reading is an error unless `salvage`.
 fn finish_input(input: &Input, err: Option<InputError>, salvage: bool) -> Result<()> {
-    print_input_notes(input, err.is_some());
+    super::output::print_input_notes(input, err.is_some());
     let Some(e) = err else { return Ok(()) };
     if let Some(tail) = input.tail() {
         if tail.unusable_bytes > 0 {
@@ -445,7 +359,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 )
             }
             ExportFormat::Dot => {
-                let mut e = tracer::export::seeded(&snapshot);
+                let mut e = tracer::Engine::seeded(&snapshot);
                 for ev in kept(&mut input, &mut err, keep.as_ref()) {
                     e.apply(&ev);
                 }
@@ -453,7 +367,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 format!("{} processes", e.process_count())
             }
             ExportFormat::Svg | ExportFormat::Html => {
-                let mut e = tracer::export::seeded(&snapshot);
+                let mut e = tracer::Engine::seeded(&snapshot);
                 for ev in kept(&mut input, &mut err, keep.as_ref()) {
                     e.apply(&ev);
                 }

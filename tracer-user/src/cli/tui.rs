@@ -49,7 +49,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     let sched_probes = input.sched_probes();
     let seed = input.snapshot();
     let mut events = tracer::tracefile::PackedEvents::new();
-    let mut pod_engine = v.pod.as_ref().map(|_| tracer::export::seeded(&seed));
+    let mut pod_engine = v.pod.as_ref().map(|_| tracer::Engine::seeded(&seed));
     let mut cut = None;
     while let Some(ev) = input.next_event() {
         match ev {
@@ -84,7 +84,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     };
     tracer::tui::run_replay(rec, opts)?;
     // Said once the terminal is back: what of the input could not be shown.
-    super::tracefile::print_input_notes(&input, cut.is_some());
+    super::output::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
         eprintln!(
             "tracer: warning: {e} (the recording was interrupted; every whole frame was shown)"
@@ -137,7 +137,7 @@ impl FileRecorder {
         use anyhow::Context;
         let file = tracer::outfile::create_streaming(path)
             .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?;
-        let header = super::record::header_for(target, ring_bytes);
+        let header = tracer::capture::header_for(target, ring_bytes);
         Ok(FileRecorder {
             pending: Some((file, header)),
             writer: None,
@@ -147,11 +147,11 @@ impl FileRecorder {
 
 #[cfg(feature = "capture")]
 impl tracer::tui::Recorder for FileRecorder {
-    fn begin(&mut self, cap: &tracer::capture::Capture) -> std::io::Result<()> {
+    fn begin(&mut self, facts: &tracer::source::SourceFacts) -> std::io::Result<()> {
         let Some((file, mut header)) = self.pending.take() else {
             return Ok(());
         };
-        super::record::add_capture_facts(&mut header, cap);
+        facts.add_to(&mut header);
         let w =
             tracer::tracefile::TraceWriter::new(file, &header).map_err(std::io::Error::other)?;
         self.writer = Some(w);

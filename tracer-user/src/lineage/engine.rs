@@ -14,30 +14,11 @@ use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 /// Warnings kept in full; later ones are only counted.
 pub const MAX_WARNINGS: usize = 1000;
 
-/// A process that existed before tracing, as read from /proc.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SnapshotProcess {
-    /// Process id.
-    pub pid: u32,
-    /// Parent process id (0 when unknown).
-    pub ppid: u32,
-    /// Task name.
-    pub comm: String,
-    /// Executable path, when readable.
-    pub exe: Option<String>,
-    /// Command line.
-    pub argv: Vec<String>,
-    /// Thread ids (the leader's included or not; it is added).
-    pub threads: Vec<u32>,
-    /// PR_SET_CHILD_SUBREAPER, if the source knows it (/proc does not show it).
-    pub subreaper: bool,
-    /// Its pid namespace and pid there, when the source knows them.
-    pub ns: Option<PidNs>,
-    /// The tracer started it (the command of `tracer trace -- CMD`); `ppid` is the tracer.
-    pub launched: bool,
-    /// Its cgroup in the reported hierarchy (`/proc/PID/cgroup`), when read.
-    pub cgroup: Option<String>,
-}
+pub use crate::event::SnapshotProcess;
+pub use retain::Retention;
+
+/// Bounded live state: which exited records a live view drops (an `impl Engine` of its own).
+mod retain;
 
 /// Something in the stream the engine had to guess around.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,7 +190,7 @@ pub struct Engine {
     /// A sequence gap was seen: later corrections by the kernel may be missed events.
     lost: bool,
     /// Live views: what is dropped of exited processes, and when (`retain.rs`).
-    pub(super) retention: super::retain::RetentionState,
+    pub(super) retention: retain::RetentionState,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -362,6 +343,15 @@ impl Engine {
     }
 
     // ---- seeding ----
+
+    /// An engine that starts from the processes of a snapshot (a recording's header).
+    pub fn seeded(snap: &[SnapshotProcess]) -> Engine {
+        let mut e = Engine::new();
+        if !snap.is_empty() {
+            e.seed_snapshot(snap);
+        }
+        e
+    }
 
     /// Adds processes that existed before tracing. Call before the first event.
     pub fn seed_snapshot(&mut self, snap: &[SnapshotProcess]) {

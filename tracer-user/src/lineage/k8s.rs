@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-/// Largest `config.json` read (a real one is a few KiB; annotations can grow it).
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub use crate::event::MAX_CONFIG_BYTES;
 /// Longest annotation value kept (a pod name is at most 253 bytes).
 pub const MAX_VALUE_BYTES: usize = 256;
 /// Longest container id kept (runtimes use 64 hex digits).

@@ -5,6 +5,7 @@
 //! give the current tree with each process's lineage history, runtime [`Role`]s and the
 //! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
 
+pub mod bundle;
 mod engine;
 pub mod explain;
 pub mod k8s;
@@ -13,7 +14,6 @@ pub mod pod;
 mod process;
 mod reaper;
 pub mod restart;
-mod retain;
 mod roles;
 mod store;
 mod story;
@@ -23,6 +23,7 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
+pub use engine::Retention;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
@@ -30,7 +31,6 @@ pub use pod::{in_pod, pod_scope, story_in_pod, PodEvents};
 pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
-pub use retain::Retention;
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};

@@ -85,6 +85,13 @@ impl PodEvents {
         self.windows.is_empty()
     }
 
+    /// The chosen processes' lifetimes: pid, first and last seq (`u64::MAX` while alive).
+    pub fn lifetimes(&self) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        self.windows
+            .iter()
+            .flat_map(|(&pid, w)| w.iter().map(move |&(from, to)| (pid, from, to)))
+    }
+
     /// Processes chosen.
     pub fn process_count(&self) -> usize {
         self.windows.values().map(Vec::len).sum()
@@ -112,57 +119,6 @@ impl PodEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type Births = Vec<(Option<String>, Vec<(u64, u32)>)>;
-
-    /// Each birth of pod `name`: its container and its steps (seq, pid).
-    fn births(e: &Engine, name: &str) -> Births {
-        super::super::story::stories(e)
-            .iter()
-            .filter(|s| story_in_pod(s, name))
-            .map(|s| {
-                let steps = s.steps.iter().map(|st| (st.seq, st.pid)).collect();
-                (s.container_id.clone(), steps)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_pods_events_tell_its_births_and_nothing_of_the_other_pod() {
-        let mut input = crate::demo::open().unwrap();
-        let seed = input.snapshot();
-        let events: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
-        let mut full = Engine::new();
-        full.seed_snapshot(&seed);
-        events.iter().for_each(|ev| full.apply(ev));
-        assert_eq!(births(&full, "web").len(), 4, "the fixture's pod");
-        assert!(
-            !births(&full, "shared").is_empty(),
-            "the fixture's other pod"
-        );
-
-        let web = PodEvents::new(&full, "tracer-lab/web");
-        let kept: Vec<&Event> = events.iter().filter(|ev| web.contains(ev)).collect();
-        assert!(!kept.is_empty() && kept.len() < events.len());
-        let mut only = Engine::new();
-        only.seed_snapshot(&seed);
-        kept.iter().for_each(|ev| only.apply(ev));
-        // The pod's births read the same from its events alone; the other pod is not there.
-        assert_eq!(births(&only, "web"), births(&full, "web"));
-        assert!(births(&only, "shared").is_empty());
-        // Every chosen process was born the same way, to the same parent.
-        let born = |e: &Engine, pid: u32, from: u64| {
-            let p = e.processes().find(|p| p.pid == pid && p.start_seq == from);
-            p.map(|p| (p.born_how(), p.lineage.first().map(|l| (l.parent, l.seq))))
-        };
-        for (&pid, w) in &web.windows {
-            for &(from, _) in w {
-                assert_eq!(born(&only, pid, from), born(&full, pid, from), "pid {pid}");
-            }
-        }
-        assert!(!has_pod(&only, "shared"));
-        assert!(PodEvents::new(&full, "nope").is_empty());
-    }
 
     #[test]
     fn a_pod_is_named_by_name_or_namespace_and_name() {

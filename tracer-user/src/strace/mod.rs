@@ -99,13 +99,10 @@
 //! does.
 
 mod args;
-mod fuzz_check;
 mod line;
 mod pidns;
 #[cfg(test)]
 mod tests;
-
-pub use fuzz_check::fuzz_check;
 
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;

@@ -19,9 +19,6 @@
 //! Privacy: environment variables are never recorded. argv is, and can hold secrets
 //! (passwords and tokens passed on command lines); files are created with mode 0600.
 
-mod fuzz_check;
-#[doc(hidden)]
-pub use fuzz_check::fuzz_check;
 mod codec;
 mod packed;
 pub use packed::{Iter as PackedIter, PackedEvents};

@@ -795,7 +795,7 @@ fn boot_time_parses() {
 }
 
 fn engine_json(snapshot: &[crate::lineage::SnapshotProcess], evs: &[Event]) -> serde_json::Value {
-    let mut e = crate::export::seeded(snapshot);
+    let mut e = crate::lineage::Engine::seeded(snapshot);
     for ev in evs {
         e.apply(ev);
     }
@@ -810,7 +810,7 @@ fn engine_json_via_file(header: &Header, evs: &[Event]) -> serde_json::Value {
     let bytes = to_bytes(header, evs).unwrap();
     let mut r = TraceReader::new(Cursor::new(&bytes)).unwrap();
     let snapshot = r.header().snapshot_processes();
-    let mut e = crate::export::seeded(&snapshot);
+    let mut e = crate::lineage::Engine::seeded(&snapshot);
     for ev in r.events() {
         e.apply(&ev.unwrap());
     }

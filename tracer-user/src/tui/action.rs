@@ -5,7 +5,7 @@ use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind,
 };
 
-use super::state::{AppState, Pane};
+use super::state::AppState;
 
 /// What a key, mouse or resize event asks the viewer to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -233,12 +233,4 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('G') => Action::End,
         _ => return None,
     })
-}
-
-/// Pane the movement keys act on (the story pane only while shown).
-pub fn active_pane(s: &AppState) -> Pane {
-    match s.pane {
-        Pane::Story if !s.show_story => Pane::Tree,
-        p => p,
-    }
 }

@@ -1,8 +1,9 @@
 //! The reducer: an [`Action`] updates the [`AppState`] and may ask a replay source to move
 //! ([`Control`]s, sent by the caller).
 
-use super::action::{active_pane, Action};
+use super::action::Action;
 use super::msg::Control;
+use super::state::layout::{active_pane, layout, tree_height};
 use super::state::{AppState, Mode, Pane, RowKind};
 
 /// Slowest replay speed multiplier.
@@ -160,7 +161,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
 
 /// The pane under a screen position (the detail pane counts as none).
 fn pane_at(s: &AppState, col: u16, row: u16) -> Option<Pane> {
-    let a = super::ui::layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+    let a = layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
     let p = ratatui::layout::Position::new(col, row);
     if a.tree.contains(p) {
         Some(Pane::Tree)
@@ -179,7 +180,7 @@ fn click(s: &mut AppState, col: u16, row: u16) {
     };
     s.pane = p;
     if p == Pane::Tree {
-        let a = super::ui::layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+        let a = layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
         // The first line of the pane is its title.
         if row > a.tree.y {
             let i = s.tree_offset + (row - a.tree.y - 1) as usize;
@@ -192,7 +193,7 @@ fn click(s: &mut AppState, col: u16, row: u16) {
 
 fn page(s: &AppState) -> usize {
     match active_pane(s) {
-        Pane::Tree => super::ui::tree_height(s).max(2) - 1,
+        Pane::Tree => tree_height(s).max(2) - 1,
         _ => 5,
     }
 }

@@ -89,7 +89,7 @@ impl Played {
         seed: &[crate::lineage::SnapshotProcess],
         growing: bool,
     ) -> Played {
-        let mut engine = crate::export::seeded(seed);
+        let mut engine = crate::lineage::Engine::seeded(seed);
         let mut clock = Clock::default();
         for ev in events.iter() {
             clock.push(&ev);
@@ -344,151 +344,124 @@ async fn take_tail(
 /// Where a live source can copy every event batch it reads (a trace-file writer, when
 /// `--record` is wired). Called on the source task, before the batch goes to the app.
 pub trait Recorder: Send {
-    /// Called once the capture has started, before the first batch (a trace file's header
+    /// Called once the source has started, before the first batch (a trace file's header
     /// takes the capture's layouts and probe set from it).
-    #[cfg(feature = "capture")]
-    fn begin(&mut self, _cap: &crate::capture::Capture) -> std::io::Result<()> {
+    fn begin(&mut self, _facts: &crate::source::SourceFacts) -> std::io::Result<()> {
         Ok(())
     }
     /// Records one batch of events, in seq order.
     fn record(&mut self, batch: &[Event]) -> std::io::Result<()>;
-    /// Called once when the capture ends, with the drop count.
+    /// Called once when the source ends, with the drop count.
     fn finish(&mut self, _drops: u64) -> std::io::Result<()> {
         Ok(())
     }
 }
 
-/// `pid`, its ancestors and (if asked) its descendants out of a /proc snapshot.
-#[cfg(feature = "capture")]
-fn lineage_of(
-    snap: Vec<crate::lineage::SnapshotProcess>,
-    pid: u32,
-    descendants: bool,
-) -> Vec<crate::lineage::SnapshotProcess> {
-    use std::collections::{HashMap, HashSet};
-    let ppid: HashMap<u32, u32> = snap.iter().map(|p| (p.pid, p.ppid)).collect();
-    let mut keep: HashSet<u32> = HashSet::new();
-    let mut cur = Some(pid);
-    while let Some(p) = cur {
-        if p == 0 || !keep.insert(p) {
-            break;
-        }
-        cur = ppid.get(&p).copied();
-    }
-    // Descendants: anything whose ancestry reaches `pid`.
-    for p in snap.iter().filter(|_| descendants) {
-        let mut chain = Vec::new();
-        let mut c = p.pid;
-        let mut hops = 0;
-        while c != 0 && hops < 4096 {
-            if c == pid {
-                keep.extend(chain);
-                break;
-            }
-            chain.push(c);
-            c = ppid.get(&c).copied().unwrap_or(0);
-            hops += 1;
-        }
-    }
-    snap.into_iter().filter(|p| keep.contains(&p.pid)).collect()
+/// Events read while the app's channel was full, and the drop total not yet reported:
+/// coalesced here, so the live loop never waits for the app.
+#[derive(Default)]
+struct Backlog {
+    events: Vec<Event>,
+    drops: Option<u64>,
 }
 
-/// Reads the capture and feeds the app. Never waits for the app: while the channel is full
-/// batches are coalesced here (the ring buffer keeps being drained).
-#[cfg(feature = "capture")]
-pub async fn live(
-    mut cap: crate::capture::Capture,
+impl Backlog {
+    /// Hands over what the channel takes now; false once the app is gone.
+    fn offer(&mut self, tx: &Sender<Msg>) -> bool {
+        use tokio::sync::mpsc::error::TrySendError;
+        if !self.events.is_empty() {
+            match tx.try_send(Msg::Events(std::mem::take(&mut self.events))) {
+                Ok(()) => {}
+                Err(TrySendError::Full(Msg::Events(evs))) => self.events = evs,
+                Err(_) => return false,
+            }
+        }
+        if self.events.is_empty()
+            && self
+                .drops
+                .is_some_and(|d| tx.try_send(Msg::Drops(d)).is_ok())
+        {
+            self.drops = None;
+        }
+        true
+    }
+
+    /// Everything left, waiting for the app (the source ended: nothing else to read).
+    async fn flush(&mut self, tx: &Sender<Msg>) -> bool {
+        if !self.events.is_empty()
+            && tx
+                .send(Msg::Events(std::mem::take(&mut self.events)))
+                .await
+                .is_err()
+        {
+            return false;
+        }
+        match self.drops.take() {
+            Some(d) => tx.send(Msg::Drops(d)).await.is_ok(),
+            None => true,
+        }
+    }
+}
+
+/// Reads a live source (the capture, or a synthetic one) through the one loop and feeds the
+/// app: its seed, its notes, then events, drop totals, and the target's end. Never waits for
+/// the app: while the channel is full, batches are coalesced here and the source keeps being
+/// read (the ring buffer drained).
+pub async fn live<S: crate::source::EventSource>(
+    src: S,
     tx: Sender<Msg>,
     mut recorder: Option<Box<dyn Recorder>>,
 ) {
-    use crate::capture::{CaptureItem, Notice, Target};
-    let mut pending: Vec<Event> = Vec::new();
-    let mut batch: Vec<Event> = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let seed = match cap.target() {
-        Target::All => crate::capture::procfs::snapshot(),
-        Target::Pid(pid) => lineage_of(crate::capture::procfs::snapshot(), *pid, true),
-        // Its descendants come from the events (it started after the probes).
-        Target::Command(_) => match cap.child_pid() {
-            Some(pid) => {
-                let mut seed = lineage_of(crate::capture::procfs::snapshot(), pid, false);
-                seed.retain(|p| p.pid != pid);
-                seed.extend(cap.launched_process());
-                seed
-            }
-            None => Vec::new(),
-        },
-    };
+    use crate::source::{DriveOpts, Ended, SourceLoop, Step};
+    let seed = src.seed();
     if !seed.is_empty() && tx.send(Msg::Seed(seed)).await.is_err() {
         return;
     }
-    for note in cap.notes().to_vec() {
+    let facts = src.facts();
+    for note in facts.notes.iter().cloned() {
         let _ = tx.try_send(Msg::Note(note));
     }
-    if let Some(Err(e)) = recorder.as_mut().map(|r| r.begin(&cap)) {
+    if let Some(Err(e)) = recorder.as_mut().map(|r| r.begin(&facts)) {
         let _ = tx.try_send(Msg::Error(format!("recording not started: {e}")));
         recorder = None;
     }
-    let mut lp = crate::capture::CaptureLoop::new(&mut cap);
-    // Messages the full channel refused, retried at the tick (the loop never waits for the app).
-    let (mut drops_due, mut exited_due, mut ended) = (None, false, false);
-    loop {
-        tokio::select! {
-            permit = tx.reserve(), if !pending.is_empty() => {
-                match permit {
-                    Ok(p) => p.send(Msg::Events(std::mem::take(&mut pending))),
-                    Err(_) => break,
-                }
-            }
-            item = lp.next(), if !ended => {
-                let mut item = match item {
-                    None => { ended = true; continue; }
-                    Some(Err(e)) => {
-                        let _ = tx.send(Msg::Error(format!("capture: {e}"))).await;
-                        break;
-                    }
-                    Some(Ok(item)) => Some(item),
-                };
-                while let Some(i) = item {
-                    match i {
-                        CaptureItem::Event(ev) => batch.push(ev),
-                        CaptureItem::Notice(Notice::Drops { total }) => drops_due = Some(total),
-                        CaptureItem::Notice(Notice::TargetGone) => exited_due = true,
-                        CaptureItem::Notice(Notice::Gap { .. }) => {}
-                    }
-                    item = lp.ready();
-                }
+    let mut lp = SourceLoop::new(src);
+    let mut backlog = Backlog::default();
+    let opts = DriveOpts {
+        tick: Duration::from_millis(100),
+        deadline: None,
+    };
+    let app_gone = tx.closed();
+    let ended = crate::source::drive(&mut lp, opts, app_gone, |step, _| {
+        match step {
+            Step::Batch(batch) => {
                 if let Some(rec) = recorder.as_mut() {
-                    if let Err(e) = rec.record(&batch) {
+                    if let Err(e) = rec.record(batch) {
                         let _ = tx.try_send(Msg::Error(format!("recording stopped: {e}")));
                         recorder = None;
                     }
                 }
-                pending.append(&mut batch);
+                backlog.events.append(batch);
             }
-            _ = tick.tick() => {
-                if tx.is_closed() {
-                    break;
-                }
+            Step::Drops(total) => backlog.drops = Some(total),
+            Step::Tick => {}
+        }
+        Ok::<_, S::Error>(backlog.offer(&tx))
+    })
+    .await;
+    match ended {
+        Ok(Ended::TargetGone) => {
+            if backlog.flush(&tx).await {
+                let _ = tx.send(Msg::TargetExited).await;
             }
         }
-        if drops_due.is_some_and(|d| tx.try_send(Msg::Drops(d)).is_ok()) {
-            drops_due = None;
-        }
-        if exited_due && pending.is_empty() && tx.try_send(Msg::TargetExited).is_ok() {
-            exited_due = false;
+        Ok(_) => {}
+        Err(e) => {
+            let _ = backlog.flush(&tx).await;
+            let _ = tx.send(Msg::Error(format!("capture: {e}"))).await;
         }
     }
-    let rest: Vec<Event> = lp
-        .finish()
-        .into_iter()
-        .filter_map(|i| match i {
-            CaptureItem::Event(ev) => Some(ev),
-            CaptureItem::Notice(_) => None,
-        })
-        .collect();
     if let Some(rec) = recorder.as_mut() {
-        let _ = rec.record(&rest);
-        let _ = rec.finish(cap.drops());
+        let _ = rec.finish(lp.source().counters().drops);
     }
 }

@@ -11,6 +11,9 @@ use crate::stats::StreamStats;
 
 use super::msg::Msg;
 
+/// Where each pane goes (the selection is kept on screen with it).
+pub mod layout;
+
 /// Log lines kept (oldest dropped first). Replay rebuilds them from its packed events when
 /// it steps back.
 pub const LOG_CAP: usize = 20_000;
@@ -730,7 +733,7 @@ impl AppState {
 
     /// Keeps the selection on screen (the tree pane height comes from the layout).
     pub fn clamp_tree_offset(&mut self) {
-        let h = super::ui::tree_height(self).max(1);
+        let h = layout::tree_height(self).max(1);
         if self.cursor < self.tree_offset {
             self.tree_offset = self.cursor;
         } else if self.cursor >= self.tree_offset + h {

@@ -1183,3 +1183,111 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
         .iter()
         .all(|st| crate::lineage::story_in_pod(st, "shared")));
 }
+
+/// A recorder that keeps what it is given, for the live-source tests.
+#[derive(Clone, Default)]
+struct Kept(std::sync::Arc<std::sync::Mutex<(Vec<Event>, Option<u64>)>>);
+
+impl super::Recorder for Kept {
+    fn record(&mut self, batch: &[Event]) -> std::io::Result<()> {
+        self.0.lock().unwrap().0.extend_from_slice(batch);
+        Ok(())
+    }
+    fn finish(&mut self, drops: u64) -> std::io::Result<()> {
+        self.0.lock().unwrap().1 = Some(drops);
+        Ok(())
+    }
+}
+
+/// containerd (pid 100) starting a shim that runs a container's sleep, three events lost on
+/// the way, then everything exiting.
+fn shim_script() -> crate::source::Script {
+    use crate::source::{Script, Scripted};
+    use crate::synth::{exec, exit, fork, process};
+    let host = vec![process(1, 0, "init"), process(100, 1, "containerd")];
+    Script::new(Some(100), host)
+        .then(Scripted::Events(vec![
+            fork(100, 101),
+            exec(101, "/usr/bin/containerd-shim-runc-v2"),
+        ]))
+        .then(Scripted::Drop(3))
+        .then(Scripted::Events(vec![
+            fork(101, 102),
+            exec(102, "/bin/sleep"),
+        ]))
+        .then(Scripted::Wait(std::time::Duration::from_millis(300)))
+        .then(Scripted::Events(vec![
+            exit(102, 0),
+            exit(101, 0),
+            exit(100, 0),
+        ]))
+}
+
+#[tokio::test]
+async fn the_live_view_of_a_synthetic_source_shows_births_drops_and_the_end_of_its_target() {
+    let kept = Kept::default();
+    // A one-message channel and an app that reads late: the source coalesces, never waits.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let task = tokio::spawn(super::source::live(
+        shim_script(),
+        tx,
+        Some(Box::new(kept.clone())),
+    ));
+    let mut s = AppState::new_live("pid 100");
+    s.size = (100, 30);
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let mut seen_before_exit = None;
+    while let Some(m) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .expect("the live source never ended")
+    {
+        if matches!(m, Msg::TargetExited) {
+            seen_before_exit = Some(s.stats.events);
+        }
+        s.ingest(m);
+    }
+    task.await.unwrap();
+    // The seed (containerd and its ancestor) and all seven events, then the target's end.
+    assert_eq!(seen_before_exit, Some(7), "the end came before the events");
+    assert!(s.target_exited);
+    assert_eq!(s.drops, 3);
+    assert_eq!(s.stats.gaps(), 3);
+    let text = screen(&mut s);
+    for shown in ["containerd", "containerd-shim", "sleep", "drops 3"] {
+        assert!(text.contains(shown), "{shown} missing:\n{text}");
+    }
+    // The recorder got every event and the final drop count.
+    let (recorded, drops) = kept.0.lock().unwrap().clone();
+    assert_eq!(
+        recorded.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 6, 7, 8, 9, 10]
+    );
+    assert_eq!(drops, Some(3));
+}
+
+#[tokio::test]
+async fn the_live_source_stops_when_the_viewer_quits() {
+    use crate::source::{Script, Scripted};
+    use crate::synth::{fork, process};
+    // A target that never ends: only the viewer's quit (the receiver dropped) stops it.
+    let script = Script::new(Some(100), vec![process(100, 1, "containerd")])
+        .then(Scripted::Events(vec![fork(100, 101)]));
+    let kept = Kept::default();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    let task = tokio::spawn(super::source::live(
+        script,
+        tx,
+        Some(Box::new(kept.clone())),
+    ));
+    assert!(matches!(rx.recv().await, Some(Msg::Seed(_))));
+    drop(rx);
+    tokio::time::timeout(std::time::Duration::from_secs(5), task)
+        .await
+        .expect("the source outlived the viewer")
+        .unwrap();
+    assert_eq!(
+        kept.0.lock().unwrap().1,
+        Some(0),
+        "the recording was not finished"
+    );
+}

@@ -1,6 +1,6 @@
-//! Fuzz oracle shared by fuzz/ and the regression tests.
+//! The strace importer's fuzz oracle.
 
-use super::{parse_log, parse_reader, StraceError, MAX_LINE_BYTES};
+use crate::strace::{parse_log, parse_reader, StraceError, MAX_LINE_BYTES};
 
 /// The invariants the `strace_parser` fuzz target and its kept crashers check on arbitrary
 /// bytes: no panic, and the two entry points agree — [`parse_log`] on the text and
@@ -9,7 +9,7 @@ use super::{parse_log, parse_reader, StraceError, MAX_LINE_BYTES};
 /// [`MAX_LINE_BYTES`] (which only the reader cuts), go through the reader alone.
 /// Panics when one is broken (it is a test oracle, not an API).
 #[doc(hidden)]
-pub fn fuzz_check(data: &[u8]) {
+pub fn strace_parser(data: &[u8]) {
     let from_reader = parse_reader(data);
     let Ok(text) = std::str::from_utf8(data) else {
         return;

@@ -7,8 +7,8 @@
 //! lists are trimmed). Pruning runs in batches whose cost is linear in the records held, and
 //! a batch waits for as many new exits as an eighth of that: amortized O(1) per event.
 
-use super::engine::Engine;
-use super::process::ProcId;
+use super::Engine;
+use crate::lineage::process::ProcId;
 
 /// How much of the past a live engine keeps (see [`Engine::with_retention`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +33,7 @@ impl Default for Retention {
 const MIN_BATCH: usize = 1024;
 
 #[derive(Clone, Debug, Default)]
-pub(super) struct RetentionState {
+pub(in crate::lineage) struct RetentionState {
     policy: Option<Retention>,
     /// Exited records held now.
     pub exited_held: usize,
@@ -66,7 +66,7 @@ impl Engine {
     }
 
     /// Runs a batch when enough exits piled up or the age window moved on.
-    pub(super) fn maybe_prune(&mut self, now_ts: u64) {
+    pub(in crate::lineage) fn maybe_prune(&mut self, now_ts: u64) {
         let Some(r) = self.retention.policy else {
             return;
         };
@@ -148,7 +148,7 @@ impl Engine {
                 stack.push(i);
             }
         }
-        let recs: Vec<&super::process::Process> = self.procs.iter().collect();
+        let recs: Vec<&crate::lineage::process::Process> = self.procs.iter().collect();
         while let Some(i) = stack.pop() {
             let p = recs[i];
             for id in [p.parent, p.creator, p.birth_parent].into_iter().flatten() {

@@ -1,6 +1,6 @@
-//! Fuzz oracle shared by fuzz/ and the regression tests.
+//! The trace reader's fuzz oracle.
 
-use super::{to_bytes, Checksums, Record, TraceReader};
+use crate::tracefile::{to_bytes, Checksums, Record, TraceReader};
 use std::io::Cursor;
 
 /// The invariants the `trace_reader` fuzz target and the kept crashers check on arbitrary
@@ -10,7 +10,7 @@ use std::io::Cursor;
 /// decoders behind them: the fuzzer and the replay of its kept crashers read the same way.
 /// Panics when one is broken (it is a test oracle, not an API).
 #[doc(hidden)]
-pub fn fuzz_check(data: &[u8]) {
+pub fn trace_reader(data: &[u8]) {
     let _ = crate::input::detect(data);
     let Ok(mut r) = TraceReader::with_checksums(Cursor::new(data), Checksums::Skip) else {
         return;

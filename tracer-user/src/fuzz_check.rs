@@ -1,0 +1,10 @@
+//! Fuzz oracles shared by the cargo-fuzz targets (fuzz/) and the replay of their kept
+//! crashers (tests/fuzz_regressions.rs). They sit above every reader they check (the trace
+//! reader, the strace importer, input detection), so no reader depends on its oracle.
+//! Each panics when an invariant breaks: a test oracle, not an API.
+
+mod strace_parser;
+mod trace_reader;
+
+pub use strace_parser::strace_parser;
+pub use trace_reader::trace_reader;
