@@ -21,6 +21,25 @@ pub const MAX_ARGS: usize = 64;
 pub const CGROUP_PATH_LEN: usize = 512;
 /// Marker for "this tracepoint has no such field on this kernel".
 pub const NO_OFFSET: u32 = u32::MAX;
+/// Names of the probe object's maps and load-time global, shared by both sides: the probes'
+/// statics carry these names (the `#[map]` macro takes the static's own name) and the loader
+/// looks them up by these constants; a test of the loader checks the built object has each
+/// map, and loading fails at once without the global.
+pub mod maps {
+    /// The ring buffer of records.
+    pub const EVENTS: &str = "EVENTS";
+    /// The followed tgids.
+    pub const FOLLOWED: &str = "FOLLOWED";
+    /// Per-CPU failed reserves.
+    pub const DROPS: &str = "DROPS";
+    /// The global sequence counter.
+    pub const SEQ: &str = "SEQ";
+    /// The load-time configuration (`ProbeConfig`), a global overridden at load.
+    pub const CONFIG: &str = "CONFIG";
+    /// The maps the loader uses.
+    pub const USED: [&str; 4] = [EVENTS, FOLLOWED, DROPS, SEQ];
+}
+
 /// Default ring-buffer size in bytes (must be a power of two multiple of the page size).
 pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
 

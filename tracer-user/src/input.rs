@@ -535,6 +535,107 @@ fn next_nats_segment(
     }
 }
 
+/// A recording run through the engine, and what the user must hear about its input.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The engine after the recording (or up to the event asked for).
+    pub engine: Engine,
+    /// One line each: [`Input::notes`], a cut tail, an `at` past the end.
+    pub notes: Vec<String>,
+}
+
+impl Loaded {
+    /// A recording (trace file or strace log, told apart by content; `-` is stdin; a
+    /// `nats://` node stream) run through the engine, seeded with its /proc snapshot; up to
+    /// event `at` when given. A recording killed mid-write is read up to its last whole frame
+    /// (a note says so); other damage is the error.
+    pub fn read(path: &Path, at: Option<u64>) -> Result<Loaded, InputError> {
+        let mut input = Input::open(path)?;
+        let mut engine = input.seeded_engine();
+        let mut notes = Vec::new();
+        let mut stopped = false;
+        while let Some(ev) = input.next_event() {
+            let ev = match ev {
+                Ok(ev) => ev,
+                // A recording killed mid-write: every whole frame is used.
+                Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
+                    let t = e.trace_error().map(ToString::to_string).unwrap_or_default();
+                    notes.push(format!("{t}; using the events before it"));
+                    stopped = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            if at.is_some_and(|seq| ev.seq > seq) {
+                stopped = true;
+                break;
+            }
+            engine.apply(&ev);
+        }
+        if !stopped {
+            notes.extend(input.notes(false));
+        } else if let Some(r) = input.strace_report() {
+            // Stopped early by --at: the strace counts are known anyway (the log was read whole).
+            if r.unreadable > 0 {
+                notes.extend(input.notes(true));
+            }
+        }
+        if let Some(seq) = at {
+            match engine.last_seq() {
+                Some(last) if seq > last => notes.push(format!(
+                    "--at {seq} is past the last event (seq {last}): this is the final state"
+                )),
+                None => notes.push(format!("--at {seq}: the recording has no events")),
+                _ => {}
+            }
+        }
+        Ok(Loaded { engine, notes })
+    }
+}
+
+/// Which nodes of a NATS server hold a pod: each node's stream read through the engine.
+#[cfg(feature = "nats")]
+#[derive(Debug)]
+pub struct PodSearch {
+    /// Nodes with a stream on the server.
+    pub nodes: usize,
+    /// The nodes whose streams hold the pod, by name, with what reading them gave.
+    pub found: Vec<(String, Loaded)>,
+    /// Nodes whose streams could not be read (the others were still searched).
+    pub unreadable: Vec<(String, InputError)>,
+}
+
+/// Searches every node of `src`'s server for pod `pod` (read up to event `at` when given).
+/// Only listing the nodes can fail; a node that cannot be read is reported in the result.
+#[cfg(feature = "nats")]
+pub fn nodes_with_pod(
+    src: &crate::nats::NatsSource,
+    pod: &str,
+    at: Option<u64>,
+) -> Result<PodSearch, InputError> {
+    let server = src.server.clone();
+    let nodes = crate::nats::block_on(async move { crate::nats::nodes(&server).await }).map_err(
+        |error| InputError::Nats {
+            path: PathBuf::from(&src.server),
+            error,
+        },
+    )?;
+    let mut search = PodSearch {
+        nodes: nodes.len(),
+        found: Vec::new(),
+        unreadable: Vec::new(),
+    };
+    for node in nodes {
+        let url = src.with_node(&node);
+        match Loaded::read(Path::new(&url), at) {
+            Ok(l) if crate::lineage::pod::has_pod(&l.engine, pod) => search.found.push((node, l)),
+            Ok(_) => {}
+            Err(e) => search.unreadable.push((node, e)),
+        }
+    }
+    Ok(search)
+}
+
 /// What a followed recording sends after the events it held when opened (see
 /// [`follow_nats`]).
 #[derive(Debug)]

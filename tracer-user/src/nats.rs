@@ -61,9 +61,25 @@ pub enum NatsError {
     JetStream {
         /// What was being done.
         what: &'static str,
-        /// The client's error, as text (the client has one error type per request).
-        error: String,
+        /// The client's own error (it has one type per request: downcast to tell them apart).
+        #[source]
+        error: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A one-off read heard nothing for this long: the stream ended there.
+    #[error("reading: no message for {0:?}")]
+    Quiet(Duration),
+    /// The reader's thread or its runtime could not start.
+    #[error("{what}: {error}")]
+    Start {
+        /// What was being started.
+        what: &'static str,
+        /// Why it could not.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The reader's thread stopped (it panicked, or ended before saying where the stream was).
+    #[error("the NATS reader stopped")]
+    ReaderStopped,
     /// The server refused a message as larger than its `max_payload`.
     #[error("a message of {0} bytes is larger than the server accepts (max_payload)")]
     TooLarge(usize),
@@ -105,8 +121,13 @@ pub enum NatsError {
     },
 }
 
-fn js_err(what: &'static str) -> impl FnOnce(String) -> NatsError {
-    move |error| NatsError::JetStream { what, error }
+fn js_err<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+    what: &'static str,
+) -> impl FnOnce(E) -> NatsError {
+    move |error| NatsError::JetStream {
+        what,
+        error: error.into(),
+    }
 }
 
 /// A node name usable as a subject token: `[A-Za-z0-9_-]{1,128}`.
@@ -693,7 +714,6 @@ pub async fn ensure_stream(
         ..Default::default()
     })
     .await
-    .map_err(|e| e.to_string())
     .map_err(js_err("creating the stream"))
 }
 
@@ -715,10 +735,9 @@ pub async fn publish(
             jetstream::context::PublishErrorKind::MaxPayloadExceeded => {
                 NatsError::TooLarge(m.payload.len())
             }
-            _ => js_err("publishing")(e.to_string()),
+            _ => js_err("publishing")(e),
         })?
         .await
-        .map_err(|e| e.to_string())
         .map_err(js_err("waiting for the acknowledgement"))
         .map(|ack| ack.duplicate)
 }
@@ -783,7 +802,6 @@ async fn jetstream_reader(
 async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsError> {
     js.get_stream(STREAM)
         .await
-        .map_err(|e| e.to_string())
         .map_err(js_err("opening the stream"))
 }
 
@@ -800,13 +818,10 @@ async fn nodes_of(js: &jetstream::Context) -> Result<Vec<String>, NatsError> {
     let mut subjects = stream
         .info_with_subjects("tracer.*.events")
         .await
-        .map_err(|e| e.to_string())
         .map_err(js_err("listing the subjects"))?;
     let mut out = Vec::new();
     while let Some(s) = subjects.next().await {
-        let (subject, _) = s
-            .map_err(|e| e.to_string())
-            .map_err(js_err("listing the subjects"))?;
+        let (subject, _) = s.map_err(js_err("listing the subjects"))?;
         let node = subject
             .strip_prefix("tracer.")
             .and_then(|s| s.strip_suffix(".events"));
@@ -906,14 +921,17 @@ impl Feed {
         std::thread::Builder::new()
             .name("nats-reader".into())
             .spawn(move || pump_thread(src, follow, tx, pump_notes))
-            .map_err(|e| js_err("starting the reader")(e.to_string()))?;
+            .map_err(|error| NatsError::Start {
+                what: "starting the reader",
+                error,
+            })?;
         match rx.recv() {
             Ok(Fed::Start(last)) => Ok(Feed {
                 notes,
                 ..Feed::new(rx, last)
             }),
             Ok(Fed::Failed(e)) => Err(e),
-            _ => Err(js_err("reading")("the reader stopped".into())),
+            _ => Err(NatsError::ReaderStopped),
         }
     }
 
@@ -1152,7 +1170,10 @@ fn pump_thread(
     {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = tx.send(Fed::Failed(js_err("starting a runtime")(e.to_string())));
+            let _ = tx.send(Fed::Failed(NatsError::Start {
+                what: "starting a runtime",
+                error: e,
+            }));
             return;
         }
     };
@@ -1192,7 +1213,7 @@ async fn ordered_messages(
     let last = match stream.get_last_raw_message_by_subject(&subject).await {
         Ok(m) => m.sequence,
         Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => return Ok(None),
-        Err(e) => return Err(js_err("finding the last message")(e.to_string())),
+        Err(e) => return Err(js_err("finding the last message")(e)),
     };
     let consumer = stream
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
@@ -1204,13 +1225,8 @@ async fn ordered_messages(
             ..Default::default()
         })
         .await
-        .map_err(|e| e.to_string())
         .map_err(js_err("creating a consumer"))?;
-    let msgs = consumer
-        .messages()
-        .await
-        .map_err(|e| e.to_string())
-        .map_err(js_err("reading"))?;
+    let msgs = consumer.messages().await.map_err(js_err("reading"))?;
     Ok(Some((last, msgs)))
 }
 
@@ -1251,10 +1267,10 @@ async fn pump_from(
             // A one-off read never waits for a message that may not come.
             Follow::UntilNow => tokio::time::timeout(QUIET_END, msgs.next())
                 .await
-                .map_err(|_| js_err("reading")(format!("no message for {QUIET_END:?}")))?,
+                .map_err(|_| NatsError::Quiet(QUIET_END))?,
         };
         let Some(m) = next else { break };
-        let m = match m.map_err(|e| e.to_string()) {
+        let m = match m {
             Ok(m) => m,
             // The ordered consumer recreates itself after a server restart or a missed
             // heartbeat; a follower waits for it (saying so once), a one-off read reports it.
@@ -1273,7 +1289,6 @@ async fn pump_from(
         let (seq, pending) = m
             .info()
             .map(|i| (i.stream_sequence, i.pending))
-            .map_err(|e| e.to_string())
             .map_err(js_err("reading"))?;
         if !hand_over(tx, Fed::Msg(received(&m, seq))).await {
             return Ok(());
@@ -1296,11 +1311,14 @@ pub fn block_on<T: Send + 'static>(
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| js_err("starting a runtime")(e.to_string()))?;
+            .map_err(|error| NatsError::Start {
+                what: "starting a runtime",
+                error,
+            })?;
         rt.block_on(f)
     })
     .join()
-    .unwrap_or_else(|_| Err(js_err("reading")("the reader thread panicked".into())))
+    .unwrap_or_else(|_| Err(NatsError::ReaderStopped))
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use tokio::io::unix::AsyncFd;
-use tracer_common::{ProbeConfig, DEFAULT_RING_BYTES};
+use tracer_common::{maps, ProbeConfig, DEFAULT_RING_BYTES};
 
 pub use crate::source::{CaptureItem, Notice};
 use crate::source::{Counters, EventSource, SourceFacts, SourceLoop};
@@ -324,73 +324,94 @@ fn raise_memlock() {
 /// How often the reader drains the ring without a wakeup: the latency of a quiet stream.
 pub const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// The group a probe program belongs to; `None` for the ones always attached.
-fn program_kind(prog: &str) -> Option<EventKindFilter> {
-    if prog == "sched_process_fork" || prog == "sched_process_exit" || prog == "cgroup_attach_task"
-    {
-        None
-    } else if prog == "task_newtask" {
-        Some(EventKindFilter::Clone)
-    } else if prog == "task_rename" {
-        Some(EventKindFilter::Prctl)
-    } else if prog == "sched_process_exec" || prog.contains("exec") {
-        Some(EventKindFilter::Exec)
-    } else if prog.contains("clone") || prog.contains("fork") {
-        Some(EventKindFilter::Clone)
-    } else if prog.contains("prctl") {
-        Some(EventKindFilter::Prctl)
-    } else {
-        Some(EventKindFilter::Exit)
+/// Whether the kernel refused with EPERM somewhere down `e`'s causes (a map it would not
+/// create: no CAP_BPF, or a lockdown).
+fn refused_for_privilege(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let io = c.downcast_ref::<std::io::Error>();
+        if io.and_then(std::io::Error::raw_os_error) == Some(libc::EPERM) {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// One tracepoint program of the probe object: the tracepoint it attaches to (its program has
+/// the tracepoint's name), whether the capture fails without it, and the group that selects it
+/// (`None`: always attached, the engine needs every death).
+struct Probe {
+    category: &'static str,
+    name: &'static str,
+    required: bool,
+    kind: Option<EventKindFilter>,
+}
+
+/// A probe the capture needs.
+const fn needed(category: &'static str, name: &'static str, kind: EventKindFilter) -> Probe {
+    Probe {
+        category,
+        name,
+        required: true,
+        kind: Some(kind),
     }
 }
 
-/// (program name in the object, tracepoint category, tracepoint name, required)
-type Probe = (&'static str, &'static str, &'static str, bool);
+/// A probe the capture does without on a kernel that lacks its tracepoint.
+const fn optional(category: &'static str, name: &'static str, kind: EventKindFilter) -> Probe {
+    Probe {
+        category,
+        name,
+        required: false,
+        kind: Some(kind),
+    }
+}
 
 /// Always attached (when their kind is selected).
 /// (sched_process_fork: [`attach_fork`].)
 const SCHED_PROBES: &[Probe] = &[
-    ("sched_process_exec", "sched", "sched_process_exec", true),
-    ("sched_process_exit", "sched", "sched_process_exit", true),
+    needed("sched", "sched_process_exec", EventKindFilter::Exec),
+    Probe {
+        category: "sched",
+        name: "sched_process_exit",
+        required: true,
+        kind: None,
+    },
     // Cgroup moves: optional (a kernel without it only loses the cgroup history).
-    ("cgroup_attach_task", "cgroup", "cgroup_attach_task", false),
+    Probe {
+        category: "cgroup",
+        name: "cgroup_attach_task",
+        required: false,
+        kind: None,
+    },
 ];
 
 /// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
 const TASK_PROBES: &[Probe] = &[
-    ("task_newtask", "task", "task_newtask", true),
-    ("task_rename", "task", "task_rename", true),
+    needed("task", "task_newtask", EventKindFilter::Clone),
+    needed("task", "task_rename", EventKindFilter::Prctl),
 ];
 
 /// [`CaptureBuilder::syscalls`].
 const SYSCALL_PROBES: &[Probe] = &[
-    ("sys_enter_clone", "syscalls", "sys_enter_clone", true),
-    ("sys_exit_clone", "syscalls", "sys_exit_clone", true),
-    ("sys_enter_clone3", "syscalls", "sys_enter_clone3", false),
-    ("sys_exit_clone3", "syscalls", "sys_exit_clone3", false),
+    needed("syscalls", "sys_enter_clone", EventKindFilter::Clone),
+    needed("syscalls", "sys_exit_clone", EventKindFilter::Clone),
+    optional("syscalls", "sys_enter_clone3", EventKindFilter::Clone),
+    optional("syscalls", "sys_exit_clone3", EventKindFilter::Clone),
     // fork/vfork exist on x86_64 but not on arm64.
-    ("sys_enter_fork", "syscalls", "sys_enter_fork", false),
-    ("sys_exit_fork", "syscalls", "sys_exit_fork", false),
-    ("sys_enter_vfork", "syscalls", "sys_enter_vfork", false),
-    ("sys_exit_vfork", "syscalls", "sys_exit_vfork", false),
-    ("sys_enter_execve", "syscalls", "sys_enter_execve", true),
-    ("sys_exit_execve", "syscalls", "sys_exit_execve", true),
-    (
-        "sys_enter_execveat",
-        "syscalls",
-        "sys_enter_execveat",
-        false,
-    ),
-    ("sys_exit_execveat", "syscalls", "sys_exit_execveat", false),
-    ("sys_enter_exit", "syscalls", "sys_enter_exit", true),
-    (
-        "sys_enter_exit_group",
-        "syscalls",
-        "sys_enter_exit_group",
-        true,
-    ),
-    ("sys_enter_prctl", "syscalls", "sys_enter_prctl", true),
-    ("sys_exit_prctl", "syscalls", "sys_exit_prctl", true),
+    optional("syscalls", "sys_enter_fork", EventKindFilter::Clone),
+    optional("syscalls", "sys_exit_fork", EventKindFilter::Clone),
+    optional("syscalls", "sys_enter_vfork", EventKindFilter::Clone),
+    optional("syscalls", "sys_exit_vfork", EventKindFilter::Clone),
+    needed("syscalls", "sys_enter_execve", EventKindFilter::Exec),
+    needed("syscalls", "sys_exit_execve", EventKindFilter::Exec),
+    optional("syscalls", "sys_enter_execveat", EventKindFilter::Exec),
+    optional("syscalls", "sys_exit_execveat", EventKindFilter::Exec),
+    needed("syscalls", "sys_enter_exit", EventKindFilter::Exit),
+    needed("syscalls", "sys_enter_exit_group", EventKindFilter::Exit),
+    needed("syscalls", "sys_enter_prctl", EventKindFilter::Prctl),
+    needed("syscalls", "sys_exit_prctl", EventKindFilter::Prctl),
 ];
 
 /// Why this kernel cannot run without syscall probes, if it cannot (`cfg` filled by
@@ -509,12 +530,12 @@ impl Capture {
             verifier_log: None,
         })?;
         let mut ebpf = loader
-            .override_global("CONFIG", &cfg, true)
-            .map_max_entries("EVENTS", b.ring_bytes)
+            .override_global(maps::CONFIG, &cfg, true)
+            .map_max_entries(maps::EVENTS, b.ring_bytes)
             .load(PROBES)
             .map_err(|e| {
                 let message = e.to_string();
-                if message.contains("Operation not permitted") {
+                if refused_for_privilege(&e) {
                     CaptureError::MissingPrivilege(format!(
                         "the kernel refused to load BPF maps: {message}"
                     ))
@@ -553,27 +574,28 @@ impl Capture {
             TASK_PROBES
         };
         let mut links = vec![attach_fork(&mut ebpf, &mut notes)?];
-        for &(prog, cat, name, required) in SCHED_PROBES.iter().chain(extra) {
-            if program_kind(prog).is_some_and(|k| !b.kinds.contains(&k)) {
+        for p in SCHED_PROBES.iter().chain(extra) {
+            if p.kind.is_some_and(|k| !b.kinds.contains(&k)) {
                 continue;
             }
-            match attach(&mut ebpf, prog, cat, name) {
+            match attach(&mut ebpf, p.name, p.category, p.name) {
                 Ok(link) => links.push(link),
-                Err(e) if required => {
+                Err(e) if p.required => {
                     detach_all(links);
                     return Err(e);
                 }
                 Err(e) => notes.push(format!(
-                    "optional tracepoint {cat}:{name} not attached: {e}"
+                    "optional tracepoint {}:{} not attached: {e}",
+                    p.category, p.name
                 )),
             }
         }
 
-        let ring = ebpf
-            .take_map("EVENTS")
-            .ok_or_else(|| CaptureError::Map("EVENTS missing from the probe object".into()))?;
-        let ring =
-            RingBuf::try_from(ring).map_err(|e| CaptureError::Map(format!("EVENTS: {e}")))?;
+        let ring = ebpf.take_map(maps::EVENTS).ok_or_else(|| {
+            CaptureError::Map(format!("{} missing from the probe object", maps::EVENTS))
+        })?;
+        let ring = RingBuf::try_from(ring)
+            .map_err(|e| CaptureError::Map(format!("{}: {e}", maps::EVENTS)))?;
         let ring = readable_fd(ring)?;
 
         let mut cap = Capture {
@@ -607,13 +629,13 @@ impl Capture {
     pub fn follow(&mut self, tgid: u32) -> Result<(), CaptureError> {
         let map = self
             .ebpf
-            .map_mut("FOLLOWED")
-            .ok_or_else(|| CaptureError::Map("FOLLOWED missing".into()))?;
-        let mut followed: BpfHashMap<_, u32, u32> =
-            BpfHashMap::try_from(map).map_err(|e| CaptureError::Map(format!("FOLLOWED: {e}")))?;
+            .map_mut(maps::FOLLOWED)
+            .ok_or_else(|| CaptureError::Map(format!("{} missing", maps::FOLLOWED)))?;
+        let mut followed: BpfHashMap<_, u32, u32> = BpfHashMap::try_from(map)
+            .map_err(|e| CaptureError::Map(format!("{}: {e}", maps::FOLLOWED)))?;
         followed
             .insert(tgid, 1, 0)
-            .map_err(|e| CaptureError::Map(format!("FOLLOWED insert: {e}")))?;
+            .map_err(|e| CaptureError::Map(format!("{} insert: {e}", maps::FOLLOWED)))?;
         if let Some(f) = &mut self.followed {
             f.live.insert(tgid);
         }
@@ -640,7 +662,7 @@ impl Capture {
     /// Number of tgids currently followed (0 once every followed process has exited). Walks
     /// the BPF map, one syscall per key: [`Capture::target_gone`] is the cheap question.
     pub fn followed_count(&self) -> usize {
-        let Some(map) = self.ebpf.map("FOLLOWED") else {
+        let Some(map) = self.ebpf.map(maps::FOLLOWED) else {
             return 0;
         };
         match BpfHashMap::<_, u32, u32>::try_from(map) {
@@ -770,7 +792,7 @@ impl Capture {
 
     /// Events lost to a full ring buffer (sum of the per-CPU counters).
     pub fn drops(&self) -> u64 {
-        let Some(map) = self.ebpf.map("DROPS") else {
+        let Some(map) = self.ebpf.map(maps::DROPS) else {
             return 0;
         };
         match PerCpuArray::<_, u64>::try_from(map) {
@@ -781,7 +803,7 @@ impl Capture {
 
     /// Sequence numbers handed out so far: every event emitted or dropped takes one.
     pub fn seq_issued(&self) -> u64 {
-        let Some(map) = self.ebpf.map("SEQ") else {
+        let Some(map) = self.ebpf.map(maps::SEQ) else {
             return 0;
         };
         match aya::maps::Array::<_, u64>::try_from(map) {
@@ -1219,11 +1241,10 @@ mod tests {
 
     #[test]
     fn every_probe_has_a_kind_and_births_and_deaths_always_stay() {
-        let kind = |p| program_kind(p);
-        assert_eq!(kind("sched_process_fork"), None);
-        assert_eq!(kind("sched_process_exit"), None);
-        assert_eq!(kind("sched_process_exec"), Some(EventKindFilter::Exec));
+        let all = || SCHED_PROBES.iter().chain(TASK_PROBES).chain(SYSCALL_PROBES);
+        let kind = |name: &str| all().find(|p| p.name == name).and_then(|p| p.kind);
         for (prog, want) in [
+            ("sched_process_exec", EventKindFilter::Exec),
             ("sys_enter_clone3", EventKindFilter::Clone),
             ("sys_exit_vfork", EventKindFilter::Clone),
             ("sys_enter_fork", EventKindFilter::Clone),
@@ -1236,14 +1257,37 @@ mod tests {
         ] {
             assert_eq!(kind(prog), Some(want), "{prog}");
         }
-        let always: Vec<_> = SCHED_PROBES
-            .iter()
-            .chain(TASK_PROBES)
-            .chain(SYSCALL_PROBES)
-            .filter(|p| program_kind(p.0).is_none())
-            .map(|p| p.0)
-            .collect();
+        let always: Vec<_> = all().filter(|p| p.kind.is_none()).map(|p| p.name).collect();
         // Births are attached by attach_fork, whatever the selection.
         assert_eq!(always, ["sched_process_exit", "cgroup_attach_task"]);
+    }
+
+    #[test]
+    fn the_probe_object_has_every_map_the_loader_uses() {
+        assert!(!PROBES.is_empty(), "built without probes: nothing to check");
+        let obj = aya_obj::Object::parse(PROBES).expect("the probe object parses");
+        for name in maps::USED {
+            assert!(
+                obj.maps.contains_key(name),
+                "map {name} missing from the probe object"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refusal_for_privilege_is_known_by_its_errno_not_its_text() {
+        // What aya returns when the kernel will not create a map.
+        let refused = |errno| {
+            aya::EbpfError::MapError(aya::maps::MapError::CreateError {
+                name: "EVENTS".into(),
+                io_error: std::io::Error::from_raw_os_error(errno),
+            })
+        };
+        assert!(refused_for_privilege(&refused(libc::EPERM)));
+        assert!(!refused_for_privilege(&refused(libc::EINVAL)));
+        // The words alone are not the kernel's errno.
+        assert!(!refused_for_privilege(&std::io::Error::other(
+            "Operation not permitted"
+        )));
     }
 }

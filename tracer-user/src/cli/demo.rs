@@ -1,6 +1,6 @@
 //! `tracer demo [pod|containerd]`: an embedded lab recording, replayed.
 
-use super::tracefile::{replay_input, ReplayOpts};
+use super::replay::{replay_input, PaceOpts};
 use anyhow::Result;
 use std::process::ExitCode;
 use tracer::demo::Demo;
@@ -71,10 +71,10 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
         tracer::tui::run_replay(rec, opts)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let opts = ReplayOpts {
+    let opts = PaceOpts {
         speed: Some(args.speed.unwrap_or(0.0)),
         seq: args.seq,
-        ..ReplayOpts::default()
+        ..PaceOpts::default()
     };
     let engine = replay_input(input, &opts, None)?;
     super::output::to_stdout(|out| {

@@ -4,72 +4,21 @@ use super::output::to_stdout;
 use super::OutputFormat;
 use anyhow::Result;
 use std::path::Path;
-use tracer::input::Input;
+use tracer::input::Loaded;
 use tracer::lineage::{
     pod_tree_text, story_json, story_text_with, subtree_text, traced_tree_text, tree_text,
     write_tree_json, Engine, JsonWarning, TreeOpts,
 };
 
-/// A recording run through the engine, and what the user must hear about its input.
-pub struct Loaded {
-    pub engine: Engine,
-    /// One line each (also printed on stderr as they are found).
-    pub notes: Vec<String>,
-}
-
 /// A recording (trace file or strace log, told apart by content; `-` is stdin) run through the
 /// engine, seeded with the trace file's /proc snapshot; up to event `at` when given. Every
 /// warning about the input is printed on stderr and returned.
 pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
-    let loaded = load_engine_quietly(path, at)?;
+    let loaded = Loaded::read(path, at)?;
     for n in &loaded.notes {
         eprintln!("tracer: warning: {}: {n}", path.display());
     }
     Ok(loaded)
-}
-
-/// [`load_engine`] without printing the warnings (a first pass; the second one says them).
-pub fn load_engine_quietly(path: &Path, at: Option<u64>) -> Result<Loaded> {
-    let mut input = Input::open(path)?;
-    let mut engine = input.seeded_engine();
-    let mut notes = Vec::new();
-    let mut stopped = false;
-    while let Some(ev) = input.next_event() {
-        let ev = match ev {
-            Ok(ev) => ev,
-            // A recording killed mid-write: every whole frame is used.
-            Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
-                let t = e.trace_error().map(ToString::to_string).unwrap_or_default();
-                notes.push(format!("{t}; using the events before it"));
-                stopped = true;
-                break;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if at.is_some_and(|seq| ev.seq > seq) {
-            stopped = true;
-            break;
-        }
-        engine.apply(&ev);
-    }
-    if !stopped {
-        notes.extend(input.notes(false));
-    } else if let Some(r) = input.strace_report() {
-        // Stopped early by --at: the strace counts are known anyway (the log was read whole).
-        if r.unreadable > 0 {
-            notes.extend(input.notes(true));
-        }
-    }
-    if let Some(seq) = at {
-        match engine.last_seq() {
-            Some(last) if seq > last => notes.push(format!(
-                "--at {seq} is past the last event (seq {last}): this is the final state"
-            )),
-            None => notes.push(format!("--at {seq}: the recording has no events")),
-            _ => {}
-        }
-    }
-    Ok(Loaded { engine, notes })
 }
 
 /// `nats://HOST:PORT/*` (every node), when that is what `file` names.
@@ -98,30 +47,23 @@ fn nodes_with_pod(
     use anyhow::Context;
     use tracer::escape::escape;
     let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
-    let server = src.server.clone();
-    let nodes = tracer::nats::block_on(async move { tracer::nats::nodes(&server).await })?;
-    let mut found = Vec::new();
-    for node in &nodes {
-        let url = src.with_node(node);
-        match load_engine_quietly(Path::new(&url), at) {
-            Ok(l) if tracer::lineage::pod::has_pod(&l.engine, pod) => {
-                for n in l.notes.iter().filter(|_| say_notes) {
-                    eprintln!("tracer: warning: {url}: {n}");
-                }
-                found.push((node.clone(), l));
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("tracer: warning: {url}: {e:#}"),
+    let search = tracer::input::nodes_with_pod(src, pod, at)?;
+    for (node, e) in &search.unreadable {
+        eprintln!("tracer: warning: {}: {e}", src.with_node(node));
+    }
+    for (node, l) in search.found.iter().filter(|_| say_notes) {
+        for n in &l.notes {
+            eprintln!("tracer: warning: {}: {n}", src.with_node(node));
         }
     }
-    if found.is_empty() {
+    if search.found.is_empty() {
         anyhow::bail!(
             "pod {} not found on any of the {} nodes in the stream",
             escape(pod),
-            nodes.len()
+            search.nodes
         );
     }
-    Ok(found)
+    Ok(search.found)
 }
 
 /// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
@@ -158,7 +100,7 @@ pub fn pod_events(
     }
     let engine = match engine {
         Some(e) => e,
-        None => load_engine_quietly(path, None)?.engine,
+        None => Loaded::read(path, None)?.engine,
     };
     require_pod(path, &engine, pod)?;
     Ok(tracer::lineage::PodEvents::new(&engine, pod))

@@ -3,13 +3,16 @@
 #[cfg(feature = "agent")]
 mod agent;
 mod demo;
+mod export;
+mod import;
 mod lineage;
 mod output;
+mod reading;
 #[cfg(feature = "capture")]
 mod record;
+mod replay;
 #[cfg(feature = "capture")]
 mod trace;
-mod tracefile;
 mod tui;
 
 use anyhow::Result;
@@ -131,11 +134,11 @@ pub enum Command {
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
     Record(RecordArgs),
     /// Replay a trace file (or strace log) through the lineage engine, printing strace-like lines.
-    Replay(tracefile::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Convert a trace file (or strace log) to JSON lines, Perfetto JSON or Graphviz.
-    Export(tracefile::ExportArgs),
+    Export(export::ExportArgs),
     /// Convert an `strace -f` log into a trace file.
-    ImportStrace(tracefile::ImportArgs),
+    ImportStrace(import::ImportArgs),
     /// Live terminal viewer: process tree, lineage, event log, container stories (the default).
     Tui {
         #[command(flatten)]
@@ -267,10 +270,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }
-        Some(Command::Record(args)) => tracefile::record(args),
-        Some(Command::Replay(args)) => tracefile::replay(args),
-        Some(Command::Export(args)) => tracefile::export(args),
-        Some(Command::ImportStrace(args)) => tracefile::import_strace(args),
+        Some(Command::Record(args)) => record_command(args),
+        Some(Command::Replay(args)) => replay::replay(args),
+        Some(Command::Export(args)) => export::export(args),
+        Some(Command::ImportStrace(args)) => import::import_strace(args),
         Some(Command::Demo(args)) => demo::run(args),
         Some(Command::Completions { shell }) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -284,5 +287,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         #[cfg(feature = "agent")]
         Some(Command::Agent(args)) => agent::run(args),
+    }
+}
+
+/// `tracer record`, or why this build cannot.
+fn record_command(args: RecordArgs) -> Result<std::process::ExitCode> {
+    #[cfg(feature = "capture")]
+    {
+        record::run(args)
+    }
+    #[cfg(not(feature = "capture"))]
+    {
+        let _ = args;
+        anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
     }
 }

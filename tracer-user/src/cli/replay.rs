@@ -1,0 +1,191 @@
+//! `tracer replay`: a recording as strace-like lines, paced, or the interactive view.
+
+use super::reading::{finish_input, open_input, source_and_pod, until_error};
+use anyhow::Result;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tracer::escape::escape;
+use tracer::input::Input;
+use tracer::lineage::PodEvents;
+use tracer::render::LineRenderer;
+use tracer::stats::StreamStats;
+
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// A trace file or an strace log (told apart by content); `-` reads stdin;
+    /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
+    pub file: PathBuf,
+    /// Replay speed: 1 = original timing, 2 = twice as fast, 0 = as fast as possible.
+    /// Default: 1 when stdout is a terminal, else as fast as possible.
+    #[arg(long, value_name = "X")]
+    pub speed: Option<f64>,
+    /// Advance one event at a time: press Enter for the next (reads stdin; EOF runs to the end).
+    #[arg(long, conflicts_with = "speed")]
+    pub step: bool,
+    /// Print strace-like lines instead of the interactive view (the default when stdout is
+    /// not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Prefix lines with the event sequence number.
+    #[arg(long)]
+    pub seq: bool,
+    /// On a corrupt file, use every good frame before the damage and report the rest.
+    #[arg(long)]
+    pub salvage: bool,
+    /// Guided, in the viewer: open paused at the first container-birth step with its
+    /// explanation; `]` / `[` move between steps.
+    #[arg(long, conflicts_with_all = ["no_tui", "step"])]
+    pub guided: bool,
+    /// Only the events of this pod (its name or `namespace/name`): of its processes and of
+    /// the shim, runtime and runc stages that started its containers. With
+    /// `nats://HOST:PORT/*`: the node that has it.
+    #[arg(long, value_name = "NAME")]
+    pub pod: Option<String>,
+}
+
+pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    if args.guided || (std::io::stdout().is_terminal() && !args.no_tui && !args.step) {
+        // The same viewer as `tracer view`, at the asked speed.
+        let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
+        let v = super::tui::ViewOpts {
+            guided: args.guided,
+            pod: args.pod.clone(),
+            ..Default::default()
+        };
+        return super::tui::view(&args.file, speed, v);
+    }
+    let (file, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
+    let input = open_input(&file)?;
+    let opts = PaceOpts {
+        speed: args.speed,
+        step: args.step,
+        seq: args.seq,
+        salvage: args.salvage,
+    };
+    replay_input(input, &opts, keep.as_ref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How `replay_input` paces and prints.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PaceOpts {
+    /// 1 = original timing, 0 = as fast as possible; `None`: 1 on a terminal, else 0.
+    pub speed: Option<f64>,
+    pub step: bool,
+    pub seq: bool,
+    pub salvage: bool,
+}
+
+/// Replays an opened input as strace-like lines (the non-interactive view), printing only
+/// `keep`'s events when given; returns the engine it fed (with every event), for the tree and
+/// stories.
+pub fn replay_input(
+    mut input: Input,
+    args: &PaceOpts,
+    keep: Option<&PodEvents>,
+) -> Result<tracer::lineage::Engine> {
+    if let Some(h) = input.header() {
+        let or_unknown = |s: &str| {
+            if s.is_empty() {
+                "?".into()
+            } else {
+                escape(s).into_owned()
+            }
+        };
+        eprintln!(
+            "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
+            input.path.display(),
+            or_unknown(&h.hostname),
+            or_unknown(&h.kernel_release),
+            escape(&h.mode.to_string()),
+            escape(&h.tool_version),
+            h.snapshot.len()
+        );
+    }
+    let stdout = std::io::stdout();
+    let tty = stdout.is_terminal();
+    let speed = match args.speed {
+        _ if args.step => 0.0,
+        Some(s) => s,
+        None if tty => 1.0,
+        None => 0.0,
+    };
+    let paced = speed > 0.0 && speed.is_finite();
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
+    let mut engine = input.seeded_engine();
+    let mut renderer = LineRenderer::new();
+    renderer.show_seq = args.seq;
+    renderer.sched_probes = input.sched_probes();
+    let mut stats = StreamStats::default();
+    let mut err = None;
+    let started = Instant::now();
+    let mut t0: Option<u64> = None;
+    // The first write error: lines stop, the replay still feeds the engine for the summary.
+    let mut write_err: Option<std::io::Error> = None;
+    let mut step = args.step;
+    let mut shown = 0u64;
+    // Every event feeds the counts and the engine; `--pod` only chooses the lines printed.
+    for ev in until_error(&mut input, &mut err) {
+        stats.observe(&ev);
+        engine.apply(&ev);
+        if write_err.is_some() || keep.is_some_and(|k| !k.contains(&ev)) {
+            continue;
+        }
+        shown += 1;
+        if paced && ev.ts_ns != 0 {
+            let base = *t0.get_or_insert(ev.ts_ns);
+            let due = Duration::from_secs_f64(ev.ts_ns.saturating_sub(base) as f64 / 1e9 / speed);
+            let now = started.elapsed();
+            if due > now {
+                if let Err(e) = out.flush() {
+                    write_err = Some(e);
+                    continue;
+                }
+                std::thread::sleep(due - now);
+            }
+        }
+        let lines = renderer.render(&ev);
+        if let Err(e) = lines.iter().try_for_each(|line| writeln!(out, "{line}")) {
+            write_err = Some(e);
+            continue;
+        }
+        if step && !lines.is_empty() {
+            if let Err(e) = out.flush() {
+                write_err = Some(e);
+                continue;
+            }
+            let mut buf = String::new();
+            if std::io::stdin()
+                .read_line(&mut buf)
+                .map_or(true, |n| n == 0)
+            {
+                step = false;
+            }
+        }
+    }
+    if write_err.is_none() {
+        write_err = out.flush().err();
+    }
+    drop(out);
+    let drops = input.last_stats().map_or(0, |s| s.drops);
+    let live = engine.processes().filter(|p| !p.exited).count();
+    eprintln!(
+        "tracer: replayed {}; {} processes ({} alive at the end), {} warnings, {} container stories",
+        stats.summary(drops),
+        engine.process_count(),
+        live,
+        engine.warning_count(),
+        tracer::lineage::stories(&engine).len()
+    );
+    if let Some(k) = keep {
+        eprintln!(
+            "tracer: shown {shown} events of the pod's {} processes",
+            k.process_count()
+        );
+    }
+    finish_input(&input, err, args.salvage)?;
+    super::output::check_write(write_err.map_or(Ok(()), Err))?;
+    Ok(engine)
+}
