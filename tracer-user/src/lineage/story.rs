@@ -131,7 +131,64 @@ pub fn stories(e: &Engine) -> Vec<Story> {
     anchors.into_iter().map(|init| build(e, init)).collect()
 }
 
+/// The processes one container birth involves, found from INIT back to the shim.
+struct Cast<'a> {
+    /// The process that became the container's init (`runc:[2:INIT]`, or the one that exec'd
+    /// out of an oci-init stage).
+    init: &'a Process,
+    /// `runc:[1:CHILD]`, which cloned INIT.
+    child: Option<&'a Process>,
+    /// `runc:[0:PARENT]`, which cloned CHILD.
+    parent: Option<&'a Process>,
+    /// The OCI runtime (`runc create`/`run`/`exec`).
+    runtime: Option<&'a Process>,
+    /// The shim (containerd-shim*, conmon) that ran the runtime.
+    shim: Option<&'a Process>,
+}
+
+impl<'a> Cast<'a> {
+    /// Walks INIT's creators (who called clone) back through CHILD to PARENT. PARENT cloned
+    /// CHILD and CHILD cloned INIT with CLONE_PARENT, which gives the new process its caller's
+    /// parent (kernel/fork.c copy_process: real_parent = current->real_parent), so the runtime
+    /// is the parent at birth of the first stage and of all the others; the shim is the
+    /// runtime's parent at birth.
+    fn of(e: &'a Engine, init: &'a Process) -> Self {
+        let creator = |p: &Process| p.creator.and_then(|c| e.get(c));
+        let child = creator(init).filter(|c| c.was_oci_init() && c.id != init.id);
+        let parent = child.and_then(creator).filter(|p| p.was_oci_init());
+        let first = parent.or(child).unwrap_or(init);
+        let runtime = first
+            .birth_parent
+            .and_then(|r| e.get(r))
+            .filter(|r| matches!(r.role, Some(Role::OciRuntime { .. })));
+        let shim = runtime
+            .and_then(|r| r.birth_parent)
+            .and_then(|s| e.get(s))
+            .filter(|s| s.role == Some(Role::Shim));
+        Cast {
+            init,
+            child,
+            parent,
+            runtime,
+            shim,
+        }
+    }
+
+    /// The init stages in the order runc's nsexec runs them, PARENT and CHILD when seen.
+    fn stages(&self) -> [(Option<&'a Process>, InitStage); 3] {
+        [
+            (self.parent, InitStage::Parent),
+            (self.child, InitStage::Child),
+            (Some(self.init), InitStage::Init),
+        ]
+    }
+}
+
+/// One container's birth story, phase by phase as runc and the kernel go through it: who asked
+/// for it, the runtime and its init stages, INIT's clone, the others' exits and INIT's
+/// adoption, its cgroup, its workload; then what the story is about.
 fn build(e: &Engine, init: &Process) -> Story {
+    let cast = Cast::of(e, init);
     let mut steps = Vec::new();
     let mut step = |kind, seq, pid, text: String| {
         steps.push(StoryStep {
@@ -141,23 +198,27 @@ fn build(e: &Engine, init: &Process) -> Story {
             text,
         })
     };
+    // Pushed in this order: steps with the same seq keep it through the stable sort below.
+    requester_steps(e, &cast, &mut step);
+    runtime_started(&cast, &mut step);
+    stage_steps(&cast, &mut step);
+    clone_steps(&cast, &mut step);
+    exit_steps(&cast, &mut step);
+    adoption_step(&cast, &mut step);
+    cgroup_steps(&cast, &mut step);
+    workload_step(&cast, &mut step);
+    steps.sort_by_key(|s| s.seq);
+    summary(e, &cast, steps)
+}
 
-    let creator = |p: &Process| p.creator.and_then(|c| e.get(c));
-    let child = creator(init).filter(|c| c.was_oci_init() && c.id != init.id);
-    let parent = child.and_then(creator).filter(|p| p.was_oci_init());
-    // The runtime is the parent at birth of the first stage (CLONE_PARENT keeps it for all).
-    let first = parent.or(child).unwrap_or(init);
-    let runtime = first
-        .birth_parent
-        .and_then(|r| e.get(r))
-        .filter(|r| matches!(r.role, Some(Role::OciRuntime { .. })));
-    let shim = runtime
-        .and_then(|r| r.birth_parent)
-        .and_then(|s| e.get(s))
-        .filter(|s| s.role == Some(Role::Shim));
-
+/// Who asked for the container. A new shim's own birth (the `shim start` process forks it and
+/// exits, kernel/exit.c find_new_reaper hands it on, it sets PR_SET_CHILD_SUBREAPER), or the
+/// pod's shim already running when an earlier runtime of the same shim created a container
+/// (one shim per pod). `runc exec` enters a running container: no shim is born or found for
+/// it. A sandbox also shows the CNI plugins the runtime daemon ran for the pod's network.
+fn requester_steps(e: &Engine, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let (shim, runtime) = (cast.shim, cast.runtime);
     let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(e, sh, rt)));
-    // `runc exec` runs a process in a running container: no shim is born or found for it.
     let exec = runtime.is_some_and(|r| {
         matches!(
             r.role,
@@ -172,47 +233,55 @@ fn build(e: &Engine, init: &Process) -> Story {
             let (seq, pid, text) = shim_reused(e, shim, first, runtime);
             step(StepKind::ShimReused, seq, pid, text);
         }
-        (Some(shim), None) => shim_birth(e, shim, &mut step),
+        (Some(shim), None) => shim_birth(e, shim, step),
         _ => {}
     }
-    if init.role == Some(Role::Sandbox) {
-        for (seq, pid, text) in cni_runs(e, init, shim) {
+    if cast.init.role == Some(Role::Sandbox) {
+        for (seq, pid, text) in cni_runs(e, cast.init, shim) {
             step(StepKind::CniPlugin, seq, pid, text);
         }
     }
+}
 
-    if let Some(rt) = runtime {
-        let seq = rt.execs.last().map_or(rt.start_seq, |x| x.seq);
-        let by = shim
-            .map(|s| format!(" by shim {}", s.pid))
+/// The OCI runtime's start: its last exec (the shim forks, then execs `runc create`), so the
+/// step carries the exec's seq rather than the fork's.
+fn runtime_started(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let Some(rt) = cast.runtime else { return };
+    let seq = rt.execs.last().map_or(rt.start_seq, |x| x.seq);
+    let by = cast
+        .shim
+        .map(|s| format!(" by shim {}", s.pid))
+        .unwrap_or_default();
+    let role = rt.role.map(|r| r.to_string()).unwrap_or_default();
+    step(
+        StepKind::RuntimeStarted,
+        seq,
+        rt.pid,
+        format!("{} ({role}) started{by}", label(rt)),
+    );
+}
+
+/// The runtime's stages: the first stage that exec'd `runc init` (only the first does; the
+/// others are its clones), then each stage renaming itself `runc:[0:PARENT]`, `[1:CHILD]`,
+/// `[2:INIT]` in runc's nsexec.c (prctl(PR_SET_NAME), kernel/sys.c → set_task_comm: the comm
+/// changes, the pid stays).
+fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let stages = cast.stages();
+    let first_exec = stages
+        .iter()
+        .filter_map(|(p, _)| *p)
+        .find_map(|p| p.init_exec_seq.map(|s| (p, s)));
+    if let Some((p, s)) = first_exec {
+        let of = cast
+            .runtime
+            .map(|r| format!(" of {}", label(r)))
             .unwrap_or_default();
-        let role = rt.role.map(|r| r.to_string()).unwrap_or_default();
         step(
-            StepKind::RuntimeStarted,
-            seq,
-            rt.pid,
-            format!("{} ({role}) started{by}", label(rt)),
+            StepKind::InitExec,
+            s,
+            p.pid,
+            format!("child {}{of} exec'd runc init", p.pid),
         );
-    }
-
-    let stages = [
-        (parent, InitStage::Parent),
-        (child, InitStage::Child),
-        (Some(init), InitStage::Init),
-    ];
-    for p in [parent, child, Some(init)].into_iter().flatten() {
-        if let Some(s) = p.init_exec_seq {
-            let of = runtime
-                .map(|r| format!(" of {}", label(r)))
-                .unwrap_or_default();
-            step(
-                StepKind::InitExec,
-                s,
-                p.pid,
-                format!("child {}{of} exec'd runc init", p.pid),
-            );
-            break;
-        }
     }
     for (p, stage) in stages {
         let Some(p) = p else { continue };
@@ -225,32 +294,46 @@ fn build(e: &Engine, init: &Process) -> Story {
             );
         }
     }
-    let clone_text = |p: &Process| {
-        let l = p.lineage.first();
-        let caller = l
-            .and_then(|l| l.caller)
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "?".into());
-        let how = if l.is_some_and(|l| l.how == How::CloneParent) {
-            " with CLONE_PARENT"
-        } else {
-            ""
-        };
-        let parent = l.map_or(0, |l| l.parent);
-        format!("{caller} cloned {}{how}: parent {parent}", p.pid)
-    };
-    if let Some(c) = child {
-        if parent.is_some() {
-            step(StepKind::ChildCloned, c.start_seq, c.pid, clone_text(c));
-        }
-        step(
-            StepKind::InitCloned,
-            init.start_seq,
-            init.pid,
-            clone_text(init),
-        );
+}
+
+/// INIT's birth: PARENT cloned CHILD and CHILD cloned INIT, both with CLONE_PARENT
+/// (kernel/fork.c copy_process: real_parent = current->real_parent), so the runtime, not the
+/// caller, is their parent. CHILD's clone is shown only when PARENT was seen.
+fn clone_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let Some(c) = cast.child else { return };
+    if cast.parent.is_some() {
+        step(StepKind::ChildCloned, c.start_seq, c.pid, clone_text(c));
     }
-    for p in [child, parent].into_iter().flatten() {
+    let init = cast.init;
+    step(
+        StepKind::InitCloned,
+        init.start_seq,
+        init.pid,
+        clone_text(init),
+    );
+}
+
+/// `caller cloned pid [with CLONE_PARENT]: parent P`, from the process's birth record.
+fn clone_text(p: &Process) -> String {
+    let l = p.lineage.first();
+    let caller = l
+        .and_then(|l| l.caller)
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "?".into());
+    let how = if l.is_some_and(|l| l.how == How::CloneParent) {
+        " with CLONE_PARENT"
+    } else {
+        ""
+    };
+    let parent = l.map_or(0, |l| l.parent);
+    format!("{caller} cloned {}{how}: parent {parent}", p.pid)
+}
+
+/// The stages and the runtime leaving: CHILD and PARENT exit once they have relayed the pids,
+/// and `runc create` exits while INIT waits on the exec fifo; the runtime's exit orphans INIT
+/// (kernel/exit.c do_exit → exit_notify → forget_original_parent).
+fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    for p in [cast.child, cast.parent].into_iter().flatten() {
         if let Some(x) = p.exit_seq {
             step(
                 StepKind::IntermediateExited,
@@ -260,7 +343,7 @@ fn build(e: &Engine, init: &Process) -> Story {
             );
         }
     }
-    if let Some(rt) = runtime {
+    if let Some(rt) = cast.runtime {
         if let Some(x) = rt.exit_seq {
             step(
                 StepKind::RuntimeExited,
@@ -270,6 +353,12 @@ fn build(e: &Engine, init: &Process) -> Story {
             );
         }
     }
+}
+
+/// INIT's adoption: orphaned by the runtime, it goes to the nearest subreaper ancestor, the
+/// shim, or else to init (kernel/exit.c find_new_reaper). Its first adoption after birth.
+fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let init = cast.init;
     if let Some(a) = init.lineage.iter().skip(1).find(|l| l.how == How::Adopted) {
         let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
         step(
@@ -279,8 +368,15 @@ fn build(e: &Engine, init: &Process) -> Story {
             format!("init {} adopted by {} ({reason})", init.pid, a.parent),
         );
     }
-    // runc moves its `runc init` child early; the later stages inherit it at fork.
-    for p in [parent, child, Some(init)].into_iter().flatten() {
+}
+
+/// The container's cgroup: runc writes its `runc init` child into cgroup.procs early
+/// (kernel/cgroup/cgroup.c cgroup_attach_task), and the later stages inherit it at fork
+/// (cgroup_fork), so a move shown on PARENT or CHILD is also INIT's.
+fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let init = cast.init;
+    for (p, _) in cast.stages() {
+        let Some(p) = p else { continue };
         for m in &p.cgroup_moves {
             let inherit = if p.id == init.id {
                 ""
@@ -300,22 +396,34 @@ fn build(e: &Engine, init: &Process) -> Story {
             );
         }
     }
-    if let Some(s) = init.workload_exec_seq {
-        let exe = init
-            .execs
-            .iter()
-            .find(|x| x.seq == s)
-            .map(|x| x.exe.to_string())
-            .unwrap_or_default();
-        step(
-            StepKind::WorkloadExec,
-            s,
-            init.pid,
-            format!("init {} exec'd {exe}", init.pid),
-        );
-    }
-    steps.sort_by_key(|s| s.seq);
+}
 
+/// The workload: INIT, unblocked by `runc start` (or `runc run`), execs the container's
+/// program (fs/exec.c begin_new_exec); the pid and the parent stay.
+fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let init = cast.init;
+    let Some(s) = init.workload_exec_seq else {
+        return;
+    };
+    let exe = init
+        .execs
+        .iter()
+        .find(|x| x.seq == s)
+        .map(|x| x.exe.to_string())
+        .unwrap_or_default();
+    step(
+        StepKind::WorkloadExec,
+        s,
+        init.pid,
+        format!("init {} exec'd {exe}", init.pid),
+    );
+}
+
+/// The end: what the story is about. Its kind by the shim's name (conmon or containerd's); the
+/// sandbox id is the shim's container id when the shim also runs the pod's pause; the
+/// container id from INIT's bundle, else from the runtime's argv.
+fn summary(e: &Engine, cast: &Cast, steps: Vec<StoryStep>) -> Story {
+    let (init, runtime, shim) = (cast.init, cast.runtime, cast.shim);
     let sandbox_id = shim
         .filter(|sh| {
             sh.children
@@ -339,18 +447,7 @@ fn build(e: &Engine, init: &Process) -> Story {
     Story {
         container_id,
         kind,
-        runtime: runtime.map(|r| {
-            let sub = r
-                .role
-                .and_then(|x| x.detail())
-                .map(|d| format!(" {d}"))
-                .unwrap_or_default();
-            let name = r
-                .argv
-                .first()
-                .map_or_else(|| r.name(), |a| super::roles::basename(a).to_string());
-            format!("{name}{sub}")
-        }),
+        runtime: runtime.map(runtime_text),
         sandbox_id,
         sandbox: init.role == Some(Role::Sandbox),
         shim_pid: shim.map(|s| s.pid),
@@ -364,6 +461,21 @@ fn build(e: &Engine, init: &Process) -> Story {
             .and_then(|k| k.container_name.as_deref().map(String::from)),
         steps,
     }
+}
+
+/// `runc create`: the runtime's program as it was invoked (argv[0]'s basename, else its name)
+/// and its subcommand.
+fn runtime_text(r: &Process) -> String {
+    let sub = r
+        .role
+        .and_then(|x| x.detail())
+        .map(|d| format!(" {d}"))
+        .unwrap_or_default();
+    let name = r
+        .argv
+        .first()
+        .map_or_else(|| r.name(), |a| super::roles::basename(a).to_string());
+    format!("{name}{sub}")
 }
 
 /// The steps of a shim's own birth: started, its parent gone, adopted, subreaper.

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use crate::escape::escape;
 use crate::lineage::view::{marks, Mark};
-use crate::lineage::{How, Process, Role, StoryStep};
+use crate::lineage::{How, LineageEntry, Process, Role, StoryStep};
 
 use super::action::KEY_HELP;
 use super::state::layout::{active_pane, layout};
@@ -298,9 +298,29 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
 
 // ---- detail ----
 
+/// The selected process's detail pane, one section after another. `draw_detail` inserts a
+/// thread's line after the first (the header), so the header stays one line.
 fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
-    let key = |k: &str| Span::styled(format!("{k:<10}"), fg(s, Color::Cyan));
-    let mut out = Vec::new();
+    let mut out = vec![detail_header(p)];
+    out.extend(detail_command(s, p));
+    out.extend(detail_lineage(s, p));
+    out.push(detail_exit(s, p));
+    out.extend(detail_cgroup(s, p));
+    out.extend(detail_pidns(s, p));
+    out.push(detail_subreaper(s, p));
+    out.push(detail_threads(s, p));
+    out.extend(detail_history(s, p));
+    out
+}
+
+/// A detail row's key, padded to one column.
+fn detail_key(s: &AppState, k: &str) -> Span<'static> {
+    Span::styled(format!("{k:<10}"), fg(s, Color::Cyan))
+}
+
+/// Who it is: pid, name, role, and the container and pod it belongs to (from the runtime's
+/// argv and the bundle's annotations).
+fn detail_header(p: &Process) -> Line<'static> {
     let mut head = format!("{} {}", p.pid, escape(&p.name()));
     if let Some(r) = p.role {
         let _ = write!(head, " [{r}]");
@@ -316,14 +336,12 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
             let _ = write!(head, " ({c})");
         }
     }
-    out.push(Line::styled(
-        head,
-        Style::new().add_modifier(Modifier::BOLD),
-    ));
-    out.push(Line::from(vec![
-        key("exe"),
-        Span::raw(escape(p.exe.as_deref().unwrap_or("?")).into_owned()),
-    ]));
+    Line::styled(head, Style::new().add_modifier(Modifier::BOLD))
+}
+
+/// What it runs: the executable and argv of its latest exec (a fork shares its creator's
+/// until it execs), `…` when the source cut argv short. Escaped: the traced process wrote them.
+fn detail_command(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     let mut argv = p
         .argv
         .iter()
@@ -333,41 +351,68 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     if p.argv_truncated {
         argv.push_str(" …");
     }
-    out.push(Line::from(vec![key("argv"), Span::raw(argv)]));
-    for (i, l) in p.lineage.iter().enumerate() {
-        let mut t = String::new();
-        if i == 0 {
-            let _ = write!(t, "{}", l.how);
-            if let Some(c) = l.caller {
-                let _ = write!(t, " by {c}");
-                if let Some(tid) = l.caller_tid.filter(|&t| t != c) {
-                    let _ = write!(t, " (thread {tid})");
+    vec![
+        Line::from(vec![
+            detail_key(s, "exe"),
+            Span::raw(escape(p.exe.as_deref().unwrap_or("?")).into_owned()),
+        ]),
+        Line::from(vec![detail_key(s, "argv"), Span::raw(argv)]),
+    ]
+}
+
+/// Its parents over time: the birth (kernel/fork.c copy_process; the caller differs from the
+/// parent with CLONE_PARENT), then each adoption (kernel/exit.c find_new_reaper). Both of
+/// those are why a parent is not who called clone, so they stand out.
+fn detail_lineage(s: &AppState, p: &Process) -> Vec<Line<'static>> {
+    p.lineage
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut t = if i == 0 {
+                birth_text(l)
+            } else {
+                let mut t = format!("{} by {}", l.how, l.parent);
+                if let Some(r) = l.reason_text() {
+                    let _ = write!(t, ": {r}");
                 }
-            }
-            if let Some(sc) = l.syscall {
-                let _ = write!(t, " ({sc})");
-            }
-            let _ = write!(t, " → parent {}", l.parent);
-            if let Some(fl) = l.flags_text() {
-                if !fl.is_empty() {
-                    let _ = write!(t, " [{fl}]");
-                }
-            }
-        } else {
-            let _ = write!(t, "{} by {}", l.how, l.parent);
-            if let Some(r) = l.reason_text() {
-                let _ = write!(t, ": {r}");
-            }
+                t
+            };
+            let _ = write!(t, " @{}", l.seq);
+            let k = if i == 0 { "born" } else { "" };
+            let style = if l.how == How::Adopted || l.how == How::CloneParent {
+                fg(s, Color::Yellow)
+            } else {
+                Style::new()
+            };
+            Line::from(vec![detail_key(s, k), Span::styled(t, style)])
+        })
+        .collect()
+}
+
+/// `clone by 300 (thread 301) (clone3) → parent 200 [CLONE_PARENT]`: how it was born, by
+/// which process and thread, and the parent the kernel gave it.
+fn birth_text(l: &LineageEntry) -> String {
+    let mut t = l.how.to_string();
+    if let Some(c) = l.caller {
+        let _ = write!(t, " by {c}");
+        if let Some(tid) = l.caller_tid.filter(|&t| t != c) {
+            let _ = write!(t, " (thread {tid})");
         }
-        let _ = write!(t, " @{}", l.seq);
-        let k = if i == 0 { "born" } else { "" };
-        let style = if l.how == How::Adopted || l.how == How::CloneParent {
-            fg(s, Color::Yellow)
-        } else {
-            Style::new()
-        };
-        out.push(Line::from(vec![key(k), Span::styled(t, style)]));
     }
+    if let Some(sc) = l.syscall {
+        let _ = write!(t, " ({sc})");
+    }
+    let _ = write!(t, " → parent {}", l.parent);
+    if let Some(fl) = l.flags_text() {
+        if !fl.is_empty() {
+            let _ = write!(t, " [{fl}]");
+        }
+    }
+    t
+}
+
+/// Its end: the exit status (code or signal) and the event that showed it, or running.
+fn detail_exit(s: &AppState, p: &Process) -> Line<'static> {
     let exit = if p.exited {
         let mut t = match p.exit_status {
             Some(st) => st.to_string(),
@@ -380,27 +425,44 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     } else {
         "running".into()
     };
-    out.push(Line::from(vec![key("exit"), Span::raw(exit)]));
-    if let Some(cg) = &p.cgroup {
-        out.push(Line::from(vec![key("cgroup"), Span::raw(cg.to_string())]));
-    }
-    for m in &p.cgroup_moves {
+    Line::from(vec![detail_key(s, "exit"), Span::raw(exit)])
+}
+
+/// Its cgroup, inherited at fork (kernel/cgroup/cgroup.c cgroup_fork), and every move into
+/// another one (a write to `cgroup.procs`, cgroup_attach_task), with who made it.
+fn detail_cgroup(s: &AppState, p: &Process) -> Vec<Line<'static>> {
+    let current = p
+        .cgroup
+        .as_ref()
+        .map(|cg| Line::from(vec![detail_key(s, "cgroup"), Span::raw(cg.to_string())]));
+    let moves = p.cgroup_moves.iter().map(|m| {
         let t = format!("moved to {} by {} @{}", m.path, m.by, m.seq);
-        out.push(Line::from(vec![key(""), Span::raw(t)]));
-    }
-    if let Some(ns) = p.pidns.filter(|ns| ns.level > 0) {
-        let id = if ns.is_known() {
-            format!("pid:[{}]", ns.inum)
-        } else {
-            "inferred".into()
-        };
-        let pid = match ns.ns_pid {
-            0 => "?".to_string(),
-            n => n.to_string(),
-        };
-        let t = format!("pid {pid} in {id} (level {})", ns.level);
-        out.push(Line::from(vec![key("pidns"), Span::raw(t)]));
-    }
+        Line::from(vec![detail_key(s, ""), Span::raw(t)])
+    });
+    current.into_iter().chain(moves).collect()
+}
+
+/// Its pid namespace when not the host's: its pid there (what `getpid()` returns inside, one
+/// of the pids kernel/pid.c alloc_pid gives at each level) and the nesting level.
+fn detail_pidns(s: &AppState, p: &Process) -> Option<Line<'static>> {
+    let ns = p.pidns.filter(|ns| ns.level > 0)?;
+    let id = if ns.is_known() {
+        format!("pid:[{}]", ns.inum)
+    } else {
+        "inferred".into()
+    };
+    let pid = match ns.ns_pid {
+        0 => "?".to_string(),
+        n => n.to_string(),
+    };
+    let t = format!("pid {pid} in {id} (level {})", ns.level);
+    Some(Line::from(vec![detail_key(s, "pidns"), Span::raw(t)]))
+}
+
+/// Whether its orphans come to it: PR_SET_CHILD_SUBREAPER set (or set then cleared) by
+/// prctl (kernel/sys.c), or only an ancestor's, which kernel/exit.c find_new_reaper looks
+/// for when it has `has_child_subreaper`.
+fn detail_subreaper(s: &AppState, p: &Process) -> Line<'static> {
     let sub = match (p.is_subreaper, p.subreaper_seq) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
@@ -411,7 +473,11 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
         (false, _) if p.has_child_subreaper => "no (a subreaper ancestor exists)".into(),
         (false, _) => "no".into(),
     };
-    out.push(Line::from(vec![key("subreaper"), Span::raw(sub)]));
+    Line::from(vec![detail_key(s, "subreaper"), Span::raw(sub)])
+}
+
+/// Its live threads (CLONE_THREAD: same tgid), the first dozen of them.
+fn detail_threads(s: &AppState, p: &Process) -> Line<'static> {
     let tids: Vec<String> = p.live_tids().take(12).map(|t| t.to_string()).collect();
     let n = p.live_thread_count();
     let mut th = if n == 0 {
@@ -422,25 +488,30 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     if n > tids.len() {
         th.push_str(" …");
     }
-    out.push(Line::from(vec![key("threads"), Span::raw(th)]));
-    for x in &p.execs {
-        out.push(Line::from(vec![
-            key("exec"),
+    Line::from(vec![detail_key(s, "threads"), Span::raw(th)])
+}
+
+/// What it became: every exec (fs/exec.c begin_new_exec resets the comm), then every
+/// PR_SET_NAME rename (kernel/sys.c → set_task_comm, per thread: runc's init stages).
+fn detail_history(s: &AppState, p: &Process) -> Vec<Line<'static>> {
+    let execs = p.execs.iter().map(|x| {
+        Line::from(vec![
+            detail_key(s, "exec"),
             Span::raw(format!("{} @{}", escape(&x.exe), x.seq)),
-        ]));
-    }
-    for r in &p.renames {
-        out.push(Line::from(vec![
-            key("renamed"),
+        ])
+    });
+    let renames = p.renames.iter().map(|r| {
+        Line::from(vec![
+            detail_key(s, "renamed"),
             Span::raw(format!(
                 "{} (tid {}) @{}",
                 escape(&r.comm.to_string()),
                 r.tid,
                 r.seq
             )),
-        ]));
-    }
-    out
+        ])
+    });
+    execs.chain(renames).collect()
 }
 
 fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
