@@ -1031,7 +1031,8 @@ impl Feed {
         stored_only: bool,
     ) -> Option<Result<SegmentRead, NatsError>> {
         let mut f = lock(feed);
-        // What the last segment held (it ended at its end record) is read first.
+        // What the last segment held is read first: a segment abandoned before its end (a
+        // header the reader could not use) never reached the read that releases it.
         f.release_held(None);
         loop {
             if stored_only && f.history_read && f.pending.is_none() && f.requeue.is_empty() {
@@ -1436,6 +1437,39 @@ pub(crate) mod tests {
             msgs.extend(seg.finish().unwrap().iter().map(as_received));
         }
         msgs
+    }
+
+    #[test]
+    fn what_an_abandoned_segment_held_is_read_next() {
+        use crate::tracefile::tests::sample_events;
+        let evs = sample_events();
+        // Segment a's header, another run's whole segment b between a's messages, a's frames.
+        let mut a = flushed_per_event("n1-aaaa-0", &evs);
+        let b = segment_of("n1-bbbb-0", &evs[..1], true);
+        let after = a.split_off(1);
+        let mut msgs = a;
+        msgs.extend(b);
+        msgs.extend(after);
+        numbered(&mut msgs);
+        let last = msgs.len() as u64;
+        let feed: SharedFeed = Arc::new(Mutex::new(Feed::from_messages(msgs, last)));
+        let mut first = Feed::next_segment(&feed, true).unwrap().unwrap();
+        assert_eq!(first.id(), "n1-aaaa-0");
+        // Two reads: a's header, then (holding b) a's first frames. Then a is abandoned, as a
+        // reader does with a segment whose header it cannot use.
+        let mut buf = vec![0u8; 1 << 20];
+        for _ in 0..2 {
+            assert!(std::io::Read::read(&mut first, &mut buf).unwrap() > 0);
+        }
+        assert!(
+            !lock(&feed).held.is_empty(),
+            "b was not held while a was read"
+        );
+        drop(first);
+        let next = Feed::next_segment(&feed, true)
+            .expect("b is read next")
+            .unwrap();
+        assert_eq!(next.id(), "n1-bbbb-0");
     }
 
     /// A server that answers the handshake's INFO and then sends `then`, and holds on.

@@ -4,19 +4,14 @@
 
 use std::process::Command;
 
-fn dependency_tree(features: &[&str]) -> String {
+/// `cargo tree` of tracer-user over dependency kinds `edges` (`normal`, `normal,build`), one
+/// package per line, with `features` (cargo's flags).
+fn cargo_tree(edges: &str, features: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "tree",
-            "--offline",
-            "-p",
-            "tracer-user",
-            "-e",
-            "normal,build",
-        ])
-        .args(["--prefix", "none", "--format", "{p}"])
+        .args(["tree", "--offline", "-p", "tracer-user", "-e", edges])
+        .args(["--prefix", "none", "--format", "{p}", "--no-dedupe"])
         .args(features)
         .output()
         .expect("cargo tree runs");
@@ -26,6 +21,11 @@ fn dependency_tree(features: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Everything a build with `features` compiles, build scripts' dependencies included.
+fn dependency_tree(features: &[&str]) -> String {
+    cargo_tree("normal,build", features)
 }
 
 #[test]
@@ -43,21 +43,7 @@ fn engine_only_build_has_no_aya() {
 /// The packages a build compiles (normal dependencies only: what an embedder's binary links),
 /// each once.
 fn packages(features: &[&str]) -> std::collections::BTreeSet<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["tree", "--offline", "-p", "tracer-user", "-e", "normal"])
-        .args(["--prefix", "none", "--format", "{p}", "--no-dedupe"])
-        .args(features)
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    cargo_tree("normal", features)
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
         .collect()

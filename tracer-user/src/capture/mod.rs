@@ -476,6 +476,143 @@ struct Followed {
     last_walk: std::cell::Cell<std::time::Instant>,
 }
 
+/// What fails before anything is loaded: privileges, a build without probes, a pid that is
+/// not there.
+fn preflight(b: &CaptureBuilder) -> Result<(), CaptureError> {
+    check_privileges()?;
+    if PROBES.is_empty() {
+        return Err(CaptureError::NoProbes);
+    }
+    if let Target::Pid(pid) = b.target {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(CaptureError::NoSuchProcess(pid));
+        }
+    }
+    Ok(())
+}
+
+/// The probes' load-time configuration: mode, this kernel's tracepoint and BTF offsets, the
+/// probe set (syscall probes when asked, or when a task-tracepoint field is missing), the
+/// reported cgroup hierarchy. Returns it with the tracefs layouts read.
+fn configure(
+    b: &CaptureBuilder,
+    notes: &mut Vec<String>,
+) -> Result<(ProbeConfig, TracepointLayouts), CaptureError> {
+    let mut cfg = ProbeConfig::EMPTY;
+    cfg.follow_all = u32::from(b.target == Target::All);
+    cfg.self_tgid = std::process::id();
+    // Wake the reader when a quarter of the ring is used; otherwise it polls every POLL.
+    cfg.wakeup_bytes = b.ring_bytes / 4;
+    let root = layout::tracefs_root()?;
+    let layouts = layout::tracepoint_offsets(&root, &mut cfg)?;
+    layout::btf_offsets(&b.btf_path, &mut cfg)?;
+    let mut syscalls = b.syscalls;
+    if !syscalls {
+        if let Some(what) = task_probes_missing(&cfg) {
+            notes.push(format!("{what} missing: using syscall probes instead"));
+            syscalls = true;
+        }
+    }
+    cfg.no_syscall_probes = u32::from(!syscalls);
+    if let Some(h) = cgroup::reported() {
+        cfg.cgroup_hierarchy = h.id;
+    }
+    Ok((cfg, layouts))
+}
+
+/// Loads the probe object with `cfg` and the ring size. The kernel refusing a map with EPERM
+/// is a missing privilege; anything else is a load failure.
+fn load<'a>(
+    loader: &mut EbpfLoader<'a>,
+    cfg: &'a ProbeConfig,
+    ring_bytes: u32,
+) -> Result<Ebpf, CaptureError> {
+    loader
+        .override_global(maps::CONFIG, cfg, true)
+        .map_max_entries(maps::EVENTS, ring_bytes)
+        .load(PROBES)
+        .map_err(|e| {
+            let message = e.to_string();
+            if refused_for_privilege(&e) {
+                CaptureError::MissingPrivilege(format!(
+                    "the kernel refused to load BPF maps: {message}"
+                ))
+            } else {
+                CaptureError::ProbeLoad {
+                    program: "(object)".into(),
+                    message,
+                    verifier_log: None,
+                }
+            }
+        })
+}
+
+/// aya-log's reader: the logger must stay alive and be drained, or loading fails. Without it
+/// the capture goes on (a note says so).
+fn drain_probe_log(
+    ebpf: &mut Ebpf,
+    notes: &mut Vec<String>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let fd = aya_log::EbpfLogger::init(ebpf)
+        .map_err(|e| e.to_string())
+        .and_then(|logger| readable_fd(logger).map_err(|e| e.to_string()));
+    match fd {
+        Ok(mut fd) => Some(tokio::spawn(async move {
+            while let Ok(mut guard) = fd.readable_mut().await {
+                guard.get_inner_mut().flush();
+                guard.clear_ready();
+            }
+        })),
+        Err(e) => {
+            notes.push(format!("probe log unavailable: {e}"));
+            None
+        }
+    }
+}
+
+/// Attaches the fork probe, then every probe of the set whose kind is selected; a required
+/// one that fails detaches the others and fails, an optional one is a note.
+fn attach_probes(
+    ebpf: &mut Ebpf,
+    kinds: &[EventKindFilter],
+    syscalls: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Link>, CaptureError> {
+    let extra = if syscalls {
+        SYSCALL_PROBES
+    } else {
+        TASK_PROBES
+    };
+    let mut links = vec![attach_fork(ebpf, notes)?];
+    for p in SCHED_PROBES.iter().chain(extra) {
+        if p.kind.is_some_and(|k| !kinds.contains(&k)) {
+            continue;
+        }
+        match attach(ebpf, p.name, p.category, p.name) {
+            Ok(link) => links.push(link),
+            Err(e) if p.required => {
+                detach_all(links);
+                return Err(e);
+            }
+            Err(e) => notes.push(format!(
+                "optional tracepoint {}:{} not attached: {e}",
+                p.category, p.name
+            )),
+        }
+    }
+    Ok(links)
+}
+
+/// The ring buffer, registered with tokio.
+fn take_ring(ebpf: &mut Ebpf) -> Result<AsyncFd<RingBuf<MapData>>, CaptureError> {
+    let ring = ebpf.take_map(maps::EVENTS).ok_or_else(|| {
+        CaptureError::Map(format!("{} missing from the probe object", maps::EVENTS))
+    })?;
+    let ring =
+        RingBuf::try_from(ring).map_err(|e| CaptureError::Map(format!("{}: {e}", maps::EVENTS)))?;
+    Ok(readable_fd(ring)?)
+}
+
 /// A pidfd for `pid` (Linux 5.3+), readable once the process exits.
 fn pidfd(pid: u32) -> Option<AsyncFd<OwnedFd>> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
@@ -490,114 +627,23 @@ fn pidfd(pid: u32) -> Option<AsyncFd<OwnedFd>> {
 
 impl Capture {
     fn start(b: CaptureBuilder) -> Result<Capture, CaptureError> {
-        check_privileges()?;
-        if PROBES.is_empty() {
-            return Err(CaptureError::NoProbes);
-        }
-        if let Target::Pid(pid) = b.target {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                return Err(CaptureError::NoSuchProcess(pid));
-            }
-        }
+        preflight(&b)?;
         raise_memlock();
         // aya parses the kernel's BTF for its own use when the loader is made: on another
         // core, while the offsets are read here.
         let loader = std::thread::spawn(EbpfLoader::new);
         let mut notes = Vec::new();
-        let mut cfg = ProbeConfig::EMPTY;
-        cfg.follow_all = u32::from(b.target == Target::All);
-        cfg.self_tgid = std::process::id();
-        // Wake the reader when a quarter of the ring is used; otherwise it polls every POLL.
-        cfg.wakeup_bytes = b.ring_bytes / 4;
-        let root = layout::tracefs_root()?;
-        let layouts = layout::tracepoint_offsets(&root, &mut cfg)?;
-        layout::btf_offsets(&b.btf_path, &mut cfg)?;
-        let mut syscalls = b.syscalls;
-        if !syscalls {
-            if let Some(what) = task_probes_missing(&cfg) {
-                notes.push(format!("{what} missing: using syscall probes instead"));
-                syscalls = true;
-            }
-        }
-        cfg.no_syscall_probes = u32::from(!syscalls);
-        if let Some(h) = cgroup::reported() {
-            cfg.cgroup_hierarchy = h.id;
-        }
-
+        let (cfg, layouts) = configure(&b, &mut notes)?;
+        let syscalls = cfg.no_syscall_probes == 0;
         let mut loader = loader.join().map_err(|_| CaptureError::ProbeLoad {
             program: "(object)".into(),
             message: "the loader thread panicked".into(),
             verifier_log: None,
         })?;
-        let mut ebpf = loader
-            .override_global(maps::CONFIG, &cfg, true)
-            .map_max_entries(maps::EVENTS, b.ring_bytes)
-            .load(PROBES)
-            .map_err(|e| {
-                let message = e.to_string();
-                if refused_for_privilege(&e) {
-                    CaptureError::MissingPrivilege(format!(
-                        "the kernel refused to load BPF maps: {message}"
-                    ))
-                } else {
-                    CaptureError::ProbeLoad {
-                        program: "(object)".into(),
-                        message,
-                        verifier_log: None,
-                    }
-                }
-            })?;
-
-        // aya-log: the logger must stay alive and be drained, or loading fails.
-        let logger = match aya_log::EbpfLogger::init(&mut ebpf) {
-            Ok(logger) => match readable_fd(logger) {
-                Ok(mut fd) => Some(tokio::spawn(async move {
-                    while let Ok(mut guard) = fd.readable_mut().await {
-                        guard.get_inner_mut().flush();
-                        guard.clear_ready();
-                    }
-                })),
-                Err(e) => {
-                    notes.push(format!("probe log unavailable: {e}"));
-                    None
-                }
-            },
-            Err(e) => {
-                notes.push(format!("probe log unavailable: {e}"));
-                None
-            }
-        };
-
-        let extra = if syscalls {
-            SYSCALL_PROBES
-        } else {
-            TASK_PROBES
-        };
-        let mut links = vec![attach_fork(&mut ebpf, &mut notes)?];
-        for p in SCHED_PROBES.iter().chain(extra) {
-            if p.kind.is_some_and(|k| !b.kinds.contains(&k)) {
-                continue;
-            }
-            match attach(&mut ebpf, p.name, p.category, p.name) {
-                Ok(link) => links.push(link),
-                Err(e) if p.required => {
-                    detach_all(links);
-                    return Err(e);
-                }
-                Err(e) => notes.push(format!(
-                    "optional tracepoint {}:{} not attached: {e}",
-                    p.category, p.name
-                )),
-            }
-        }
-
-        let ring = ebpf.take_map(maps::EVENTS).ok_or_else(|| {
-            CaptureError::Map(format!("{} missing from the probe object", maps::EVENTS))
-        })?;
-        let ring = RingBuf::try_from(ring)
-            .map_err(|e| CaptureError::Map(format!("{}: {e}", maps::EVENTS)))?;
-        let ring = readable_fd(ring)?;
-
+        let mut ebpf = load(&mut loader, &cfg, b.ring_bytes)?;
+        let logger = drain_probe_log(&mut ebpf, &mut notes);
+        let links = attach_probes(&mut ebpf, &b.kinds, syscalls, &mut notes)?;
+        let ring = take_ring(&mut ebpf)?;
         let mut cap = Capture {
             ebpf,
             ring,

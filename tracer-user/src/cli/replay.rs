@@ -86,33 +86,9 @@ pub fn replay_input(
     args: &PaceOpts,
     keep: Option<&PodEvents>,
 ) -> Result<tracer::lineage::Engine> {
-    if let Some(h) = input.header() {
-        let or_unknown = |s: &str| {
-            if s.is_empty() {
-                "?".into()
-            } else {
-                escape(s).into_owned()
-            }
-        };
-        eprintln!(
-            "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
-            input.path.display(),
-            or_unknown(&h.hostname),
-            or_unknown(&h.kernel_release),
-            escape(&h.mode.to_string()),
-            escape(&h.tool_version),
-            h.snapshot.len()
-        );
-    }
+    print_origin(&input);
     let stdout = std::io::stdout();
-    let tty = stdout.is_terminal();
-    let speed = match args.speed {
-        _ if args.step => 0.0,
-        Some(s) => s,
-        None if tty => 1.0,
-        None => 0.0,
-    };
-    let paced = speed > 0.0 && speed.is_finite();
+    let mut pace = Pace::new(args, stdout.is_terminal());
     let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
     let mut engine = input.seeded_engine();
     let mut renderer = LineRenderer::new();
@@ -120,11 +96,8 @@ pub fn replay_input(
     renderer.sched_probes = input.sched_probes();
     let mut stats = StreamStats::default();
     let mut err = None;
-    let started = Instant::now();
-    let mut t0: Option<u64> = None;
     // The first write error: lines stop, the replay still feeds the engine for the summary.
     let mut write_err: Option<std::io::Error> = None;
-    let mut step = args.step;
     let mut shown = 0u64;
     // Every event feeds the counts and the engine; `--pod` only chooses the lines printed.
     for ev in until_error(&mut input, &mut err) {
@@ -134,41 +107,109 @@ pub fn replay_input(
             continue;
         }
         shown += 1;
-        if paced && ev.ts_ns != 0 {
-            let base = *t0.get_or_insert(ev.ts_ns);
-            let due = Duration::from_secs_f64(ev.ts_ns.saturating_sub(base) as f64 / 1e9 / speed);
-            let now = started.elapsed();
-            if due > now {
-                if let Err(e) = out.flush() {
-                    write_err = Some(e);
-                    continue;
-                }
-                std::thread::sleep(due - now);
-            }
-        }
         let lines = renderer.render(&ev);
-        if let Err(e) = lines.iter().try_for_each(|line| writeln!(out, "{line}")) {
-            write_err = Some(e);
-            continue;
-        }
-        if step && !lines.is_empty() {
-            if let Err(e) = out.flush() {
-                write_err = Some(e);
-                continue;
-            }
-            let mut buf = String::new();
-            if std::io::stdin()
-                .read_line(&mut buf)
-                .map_or(true, |n| n == 0)
-            {
-                step = false;
-            }
-        }
+        let written = pace.wait_for(&ev, &mut out).and_then(|()| {
+            lines.iter().try_for_each(|line| writeln!(out, "{line}"))?;
+            pace.step(!lines.is_empty(), &mut out)
+        });
+        write_err = written.err();
     }
     if write_err.is_none() {
         write_err = out.flush().err();
     }
     drop(out);
+    print_summary(&input, &engine, &stats, keep.map(|k| (shown, k)));
+    finish_input(&input, err, args.salvage)?;
+    super::output::check_write(write_err.map_or(Ok(()), Err))?;
+    Ok(engine)
+}
+
+/// Where and how the recording was made, from its header, on stderr.
+fn print_origin(input: &Input) {
+    let Some(h) = input.header() else { return };
+    let or_unknown = |s: &str| {
+        if s.is_empty() {
+            "?".into()
+        } else {
+            escape(s).into_owned()
+        }
+    };
+    eprintln!(
+        "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
+        input.path.display(),
+        or_unknown(&h.hostname),
+        or_unknown(&h.kernel_release),
+        escape(&h.mode.to_string()),
+        escape(&h.tool_version),
+        h.snapshot.len()
+    );
+}
+
+/// The replay's pace: the recording's own timing scaled by `speed` (0: as fast as possible),
+/// or one event at a time on Enter (`--step`, until stdin ends).
+struct Pace {
+    speed: f64,
+    started: Instant,
+    t0: Option<u64>,
+    step: bool,
+}
+
+impl Pace {
+    fn new(args: &PaceOpts, tty: bool) -> Pace {
+        let speed = match args.speed {
+            _ if args.step => 0.0,
+            Some(s) => s,
+            None if tty => 1.0,
+            None => 0.0,
+        };
+        Pace {
+            speed,
+            started: Instant::now(),
+            t0: None,
+            step: args.step,
+        }
+    }
+
+    /// Sleeps until `ev` is due (what is written so far is flushed first).
+    fn wait_for(&mut self, ev: &tracer::Event, out: &mut impl Write) -> std::io::Result<()> {
+        if !(self.speed > 0.0 && self.speed.is_finite()) || ev.ts_ns == 0 {
+            return Ok(());
+        }
+        let base = *self.t0.get_or_insert(ev.ts_ns);
+        let due = Duration::from_secs_f64(ev.ts_ns.saturating_sub(base) as f64 / 1e9 / self.speed);
+        let now = self.started.elapsed();
+        if due > now {
+            out.flush()?;
+            std::thread::sleep(due - now);
+        }
+        Ok(())
+    }
+
+    /// With `--step`, after lines were printed: waits for Enter (EOF ends stepping).
+    fn step(&mut self, printed: bool, out: &mut impl Write) -> std::io::Result<()> {
+        if !self.step || !printed {
+            return Ok(());
+        }
+        out.flush()?;
+        let mut buf = String::new();
+        if std::io::stdin()
+            .read_line(&mut buf)
+            .map_or(true, |n| n == 0)
+        {
+            self.step = false;
+        }
+        Ok(())
+    }
+}
+
+/// The closing summary on stderr: counts, drops, processes, warnings, stories, and with
+/// `--pod` how many events of its processes were shown.
+fn print_summary(
+    input: &Input,
+    engine: &tracer::lineage::Engine,
+    stats: &StreamStats,
+    pod: Option<(u64, &PodEvents)>,
+) {
     let drops = input.last_stats().map_or(0, |s| s.drops);
     let live = engine.processes().filter(|p| !p.exited).count();
     eprintln!(
@@ -177,15 +218,12 @@ pub fn replay_input(
         engine.process_count(),
         live,
         engine.warning_count(),
-        tracer::lineage::stories(&engine).len()
+        tracer::lineage::stories(engine).len()
     );
-    if let Some(k) = keep {
+    if let Some((shown, k)) = pod {
         eprintln!(
             "tracer: shown {shown} events of the pod's {} processes",
             k.process_count()
         );
     }
-    finish_input(&input, err, args.salvage)?;
-    super::output::check_write(write_err.map_or(Ok(()), Err))?;
-    Ok(engine)
 }
