@@ -468,6 +468,8 @@ where
 }
 
 #[cfg(any(feature = "capture", feature = "tui"))]
+pub use recorded::Recorded;
+#[cfg(any(feature = "capture", feature = "tui"))]
 pub use script::{Script, Scripted};
 
 #[cfg(any(feature = "capture", feature = "tui"))]
@@ -633,6 +635,184 @@ mod script {
                 Some(pid) => lineage_of(self.processes.clone(), pid, true),
                 None => self.processes.clone(),
             }
+        }
+    }
+}
+
+#[cfg(any(feature = "capture", feature = "tui"))]
+mod recorded {
+    use super::{Counters, EventSource, SourceFacts};
+    use crate::event::{Event, SnapshotProcess};
+    use crate::input::{Input, InputError};
+    use crate::tracefile::{probe_set_name, CaptureMode, Header};
+
+    /// Events handed over per batch, as a ring-buffer read would.
+    const BATCH: usize = 256;
+
+    /// A stored recording (trace file, strace log, a node's NATS stream up to now) as a live
+    /// source: its events in batches as fast as they are read, its header's snapshot as the
+    /// host, its stats record's counters. Its target is gone at its end, so a
+    /// [`SourceLoop::new`](super::SourceLoop::new) over it ends there with the last item
+    /// `TargetGone`. Reading is blocking: meant for files and stored streams, not a tail.
+    pub struct Recorded {
+        input: Input,
+        ended: bool,
+        /// Damage met while filling a batch: reported after that batch's events.
+        error: Option<InputError>,
+    }
+
+    impl Recorded {
+        /// The recording `input`, from its first event.
+        pub fn new(input: Input) -> Recorded {
+            Recorded {
+                input,
+                ended: false,
+                error: None,
+            }
+        }
+
+        /// Up to `max` events into `out`; damage ends the recording there (kept for the
+        /// next call, so the events before it are handed over first).
+        fn read(&mut self, out: &mut Vec<Event>, max: usize) {
+            for _ in 0..max {
+                match self.input.next_event() {
+                    Some(Ok(ev)) => out.push(ev),
+                    Some(Err(e)) => {
+                        self.error = Some(e);
+                        self.ended = true;
+                        break;
+                    }
+                    None => {
+                        self.ended = true;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    impl EventSource for Recorded {
+        type Error = InputError;
+        async fn next_batch(&mut self, out: &mut Vec<Event>) -> Result<(), InputError> {
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+            if self.ended {
+                std::future::pending::<()>().await;
+            }
+            self.read(out, BATCH);
+            Ok(())
+        }
+        fn drain_now(&mut self, out: &mut Vec<Event>) {
+            self.read(out, usize::MAX);
+        }
+        fn counters(&self) -> Counters {
+            self.input
+                .last_stats()
+                .map_or_else(Counters::default, |s| Counters {
+                    drops: s.drops,
+                    seq_issued: s.seq_issued,
+                    decode_errors: s.decode_errors,
+                })
+        }
+        fn following(&self) -> bool {
+            true
+        }
+        fn target_gone(&self) -> bool {
+            // Damage is reported first (the next batch is its error).
+            self.ended && self.error.is_none()
+        }
+        fn followed_count(&self) -> usize {
+            usize::from(!self.ended)
+        }
+        fn follow(&mut self, _pid: u32) -> Result<(), InputError> {
+            // A recording holds what it holds: nothing more can be followed.
+            Ok(())
+        }
+        fn processes(&self) -> Vec<SnapshotProcess> {
+            self.input.snapshot()
+        }
+        fn header(&self) -> Header {
+            self.input.header().cloned().unwrap_or_else(|| {
+                let mut h = Header::for_this_host(CaptureMode::All);
+                h.snapshot = self.processes().iter().map(Into::into).collect();
+                h
+            })
+        }
+        fn facts(&self) -> SourceFacts {
+            SourceFacts {
+                layouts: self
+                    .input
+                    .header()
+                    .map(|h| h.layouts.clone())
+                    .unwrap_or_default(),
+                launched: None,
+                probes: probe_set_name(!self.input.sched_probes()).into(),
+                notes: Vec::new(),
+            }
+        }
+        fn seed(&self) -> Vec<SnapshotProcess> {
+            self.input.snapshot()
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::source::{CaptureItem, Notice, SourceLoop};
+
+        #[tokio::test]
+        async fn a_recording_through_the_loop_gives_every_event_then_its_end() {
+            let want: Vec<Event> = crate::demo::open()
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let mut lp = SourceLoop::new(Recorded::new(crate::demo::open().unwrap()));
+            let mut got = Vec::new();
+            let mut last = None;
+            while let Some(item) = lp.next().await {
+                match item.unwrap() {
+                    CaptureItem::Event(ev) => got.push(ev),
+                    CaptureItem::Notice(n) => last = Some(n),
+                }
+            }
+            assert!(want.len() > BATCH, "the demo spans several batches");
+            assert_eq!(got, want);
+            assert_eq!(last, Some(Notice::TargetGone));
+        }
+
+        #[tokio::test]
+        async fn damage_comes_after_the_events_before_it() {
+            // The demo cut inside its last frame (a recording killed mid-write): what the
+            // reader gives before its error.
+            let bytes = crate::demo::Demo::Pod.bytes();
+            let read = |n: usize| {
+                let cut: &'static [u8] = Box::leak(bytes[..n].into());
+                let input = Input::from_trace_bytes("cut.trace", cut).unwrap();
+                let mut evs = Vec::new();
+                for ev in input {
+                    match ev {
+                        Ok(ev) => evs.push(ev),
+                        Err(_) => return Some((cut, evs)),
+                    }
+                }
+                None
+            };
+            let (cut, before) = (1..bytes.len() / 2)
+                .find_map(|back| read(bytes.len() - back).filter(|(_, e)| !e.is_empty()))
+                .expect("a cut with events before the damage");
+            let input = Input::from_trace_bytes("cut.trace", cut).unwrap();
+            let mut lp = SourceLoop::new(Recorded::new(input));
+            let (mut got, mut failed) = (Vec::new(), false);
+            while let Some(item) = lp.next().await {
+                match item {
+                    Ok(CaptureItem::Event(ev)) => got.push(ev),
+                    Ok(CaptureItem::Notice(n)) => panic!("{n} before the damage was reported"),
+                    Err(_) => failed = true,
+                }
+            }
+            assert!(failed, "the damage was never reported");
+            assert_eq!(got, before);
         }
     }
 }
