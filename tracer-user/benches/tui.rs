@@ -16,13 +16,13 @@ const BUDGET_MS: f64 = 10.0;
 
 fn state(size: (u16, u16)) -> AppState {
     let mut s = AppState::new_live("bench");
-    s.size = size;
+    s.view.size = size;
     s.ingest(Msg::Events(synth::fork_tree(PROCS)));
     s.set_now(60_000);
     s.refresh();
     // Select a deep process in the middle so the detail pane and connectors have work.
-    let mid = s.rows[s.rows.len() / 2].kind;
-    s.selected = Some(mid);
+    let mid = s.tree.rows[s.tree.rows.len() / 2].kind;
+    s.tree.selected = Some(mid);
     s.refresh();
     assert!(matches!(mid, RowKind::Proc(_)));
     assert!(s.engine.process_count() >= PROCS as usize);

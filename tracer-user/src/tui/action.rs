@@ -180,7 +180,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
     if ctrl && matches!(k.code, KeyCode::Char('c')) {
         return Some(Action::Quit);
     }
-    if s.search_input.is_some() {
+    if s.search.input.is_some() {
         return match k.code {
             KeyCode::Enter => Some(Action::SearchConfirm),
             KeyCode::Esc => Some(Action::SearchCancel),
@@ -189,7 +189,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
             _ => None,
         };
     }
-    if s.show_help {
+    if s.view.show_help {
         return match k.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::ToggleHelp),

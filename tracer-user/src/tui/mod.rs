@@ -89,10 +89,10 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
         let (ctl_tx, ctl_rx) = mpsc::channel(64);
         let mut state = AppState::new_replay(rec.title);
         state.set_sched_probes(opts.sched_probes);
-        state.paused = opts.paused;
-        state.speed = opts.speed;
+        state.playback.paused = opts.paused;
+        state.playback.speed = opts.speed;
         state.pod = rec.pod;
-        state.following = rec.tail.is_some();
+        state.playback.following = rec.tail.is_some();
         state.seed(&rec.seed);
         if opts.guided {
             state.guide();
@@ -171,8 +171,8 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let mut state = AppState::new_live(title);
         state.set_sched_probes(!cap.syscall_probes());
-        state.message = note;
-        state.recording = opts
+        state.status.message = note;
+        state.status.recording = opts
             .record_path
             .filter(|_| opts.recorder.is_some())
             .map(|p| p.display().to_string());
@@ -194,11 +194,11 @@ async fn app_loop(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    state.color = color_allowed();
+    state.view.color = color_allowed();
 
     let mut guard = term::Guard::enter().context("cannot set up the terminal")?;
     let size = guard.term.size()?;
-    state.size = (size.width, size.height);
+    state.view.size = (size.width, size.height);
 
     let (in_tx, mut in_rx) = mpsc::channel(256);
     let stop = Arc::new(AtomicBool::new(false));
@@ -226,8 +226,8 @@ async fn app_loop(
                         }
                     }
                 }
-                if std::mem::take(&mut state.save_requested) {
-                    state.message = Some(match save::write_new(&state) {
+                if std::mem::take(&mut state.capture.save_requested) {
+                    state.status.message = Some(match save::write_new(&state) {
                         Ok((path, n)) => {
                             let name = path.display();
                             format!("wrote {n} events to {name} (tracer tree {name})")

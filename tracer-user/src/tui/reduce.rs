@@ -20,22 +20,22 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
     s.refresh();
     s.dirty = true;
     if !matches!(a, Action::Resize(..) | Action::SearchChar(_)) {
-        s.message = None;
+        s.status.message = None;
     }
     let mut out = Vec::new();
     let replay = s.mode == Mode::Replay;
     match a {
         Action::Quit => s.quit = true,
-        Action::Resize(w, h) => s.size = (w, h),
+        Action::Resize(w, h) => s.view.size = (w, h),
         Action::Up => move_by(s, -1),
         Action::Down => move_by(s, 1),
         Action::Scroll { up, col, row } => {
-            let keep = s.pane;
+            let keep = s.view.pane;
             if let Some(p) = pane_at(s, col, row) {
-                s.pane = p;
+                s.view.pane = p;
             }
             move_by(s, if up { -3 } else { 3 });
-            s.pane = keep;
+            s.view.pane = keep;
         }
         Action::Click { col, row } => click(s, col, row),
         Action::PageUp => move_by(s, -(page(s) as i64)),
@@ -46,23 +46,23 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::Right => right(s),
         Action::Enter => enter(s, &mut out),
         Action::Back => back(s),
-        Action::SearchStart => s.search_input = Some(String::new()),
+        Action::SearchStart => s.search.input = Some(String::new()),
         Action::SearchChar(c) => {
-            if let Some(q) = s.search_input.as_mut() {
+            if let Some(q) = s.search.input.as_mut() {
                 if q.chars().count() < 64 {
                     q.push(c);
                 }
             }
         }
         Action::SearchBackspace => {
-            if let Some(q) = s.search_input.as_mut() {
+            if let Some(q) = s.search.input.as_mut() {
                 q.pop();
             }
         }
-        Action::SearchCancel => s.search_input = None,
+        Action::SearchCancel => s.search.input = None,
         Action::SearchConfirm => {
-            if let Some(q) = s.search_input.take() {
-                s.search = q.trim().to_string();
+            if let Some(q) = s.search.input.take() {
+                s.search.query = q.trim().to_string();
                 s.mark_tree_dirty();
                 search(s, true, true);
             }
@@ -70,86 +70,88 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::SearchNext => search(s, true, false),
         Action::SearchPrev => search(s, false, false),
         Action::ToggleThreads => {
-            s.show_threads = !s.show_threads;
+            s.tree.show_threads = !s.tree.show_threads;
             s.mark_tree_dirty();
         }
         Action::TogglePods => {
-            s.pod_view = !s.pod_view;
-            s.tree_offset = 0;
+            s.tree.pod_view = !s.tree.pod_view;
+            s.tree.offset = 0;
             s.mark_tree_dirty();
         }
         Action::ToggleExited => {
-            s.show_exited = !s.show_exited;
+            s.tree.show_exited = !s.tree.show_exited;
             s.mark_tree_dirty();
         }
         Action::ToggleStory => {
-            s.show_story = !s.show_story;
-            s.pane = if s.show_story {
+            s.view.show_story = !s.view.show_story;
+            s.view.pane = if s.view.show_story {
                 Pane::Story
             } else {
                 Pane::Tree
             };
             s.mark_tree_dirty();
         }
-        Action::ToggleHelp => s.show_help = !s.show_help,
+        Action::ToggleHelp => s.view.show_help = !s.view.show_help,
         Action::ToggleExplain => {
-            s.show_explain = !s.show_explain;
-            if s.show_explain && !s.show_story {
-                s.show_story = true;
-                s.pane = Pane::Story;
+            s.view.show_explain = !s.view.show_explain;
+            if s.view.show_explain && !s.view.show_story {
+                s.view.show_story = true;
+                s.view.pane = Pane::Story;
                 s.mark_tree_dirty();
             }
         }
         Action::ToggleZoom => {
-            s.zoom = !s.zoom;
+            s.view.zoom = !s.view.zoom;
             s.mark_tree_dirty();
         }
-        Action::ScrollLeft => s.tree_hscroll = s.tree_hscroll.saturating_sub(HSCROLL_STEP),
+        Action::ScrollLeft => s.tree.hscroll = s.tree.hscroll.saturating_sub(HSCROLL_STEP),
         Action::ScrollRight => {
-            s.tree_hscroll = (s.tree_hscroll + HSCROLL_STEP).min(MAX_HSCROLL);
+            s.tree.hscroll = (s.tree.hscroll + HSCROLL_STEP).min(MAX_HSCROLL);
         }
-        Action::ToggleLogFilter => s.log_subtree_only = !s.log_subtree_only,
+        Action::ToggleLogFilter => s.log.subtree_only = !s.log.subtree_only,
         Action::NextPane => {
-            s.pane = match active_pane(s) {
-                Pane::Tree if s.show_story => Pane::Story,
+            s.view.pane = match active_pane(s) {
+                Pane::Tree if s.view.show_story => Pane::Story,
                 Pane::Tree | Pane::Story => Pane::Log,
                 Pane::Log => Pane::Tree,
             }
         }
-        Action::SaveWindow => match (&s.mode, &s.recording) {
-            (Mode::Live, None) => s.save_requested = true,
-            (Mode::Live, Some(f)) => s.message = Some(format!("already recording to {f}")),
-            (Mode::Replay, _) => s.message = Some("replay: this is a recording already".into()),
+        Action::SaveWindow => match (&s.mode, &s.status.recording) {
+            (Mode::Live, None) => s.capture.save_requested = true,
+            (Mode::Live, Some(f)) => s.status.message = Some(format!("already recording to {f}")),
+            (Mode::Replay, _) => {
+                s.status.message = Some("replay: this is a recording already".into())
+            }
         },
         Action::TogglePause => {
-            s.paused = !s.paused;
-            if !s.paused && s.mode == Mode::Live {
+            s.playback.paused = !s.playback.paused;
+            if !s.playback.paused && s.mode == Mode::Live {
                 s.flush_pending();
             }
-            out.push(Control::Pause(s.paused));
+            out.push(Control::Pause(s.playback.paused));
         }
         Action::StepForward | Action::StepBack if replay => {
-            s.paused = true;
-            s.log_cursor = None;
+            s.playback.paused = true;
+            s.log.cursor = None;
             out.push(Control::Step(if a == Action::StepForward { 1 } else { -1 }));
         }
         Action::StepForward | Action::StepBack => {
-            s.message = Some("stepping is for replay; space pauses".into());
+            s.status.message = Some("stepping is for replay; space pauses".into());
         }
         Action::PrevStoryStep => story_jump(s, false, &mut out),
         Action::NextStoryStep => story_jump(s, true, &mut out),
         Action::Faster | Action::Slower if replay => {
             let f = if a == Action::Faster { 2.0 } else { 0.5 };
-            s.speed = (s.speed * f).clamp(MIN_SPEED, MAX_SPEED);
-            out.push(Control::Speed(s.speed));
+            s.playback.speed = (s.playback.speed * f).clamp(MIN_SPEED, MAX_SPEED);
+            out.push(Control::Speed(s.playback.speed));
         }
         Action::Faster | Action::Slower => {}
         Action::Start if replay => {
-            s.log_cursor = None;
+            s.log.cursor = None;
             out.push(Control::Start);
         }
         Action::End if replay => {
-            s.log_cursor = None;
+            s.log.cursor = None;
             out.push(Control::End);
         }
         Action::Start => move_by(s, i64::MIN / 2),
@@ -161,7 +163,10 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
 
 /// The pane under a screen position (the detail pane counts as none).
 fn pane_at(s: &AppState, col: u16, row: u16) -> Option<Pane> {
-    let a = layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+    let a = layout(
+        ratatui::layout::Rect::new(0, 0, s.view.size.0, s.view.size.1),
+        s,
+    );
     let p = ratatui::layout::Position::new(col, row);
     if a.tree.contains(p) {
         Some(Pane::Tree)
@@ -178,14 +183,17 @@ fn click(s: &mut AppState, col: u16, row: u16) {
     let Some(p) = pane_at(s, col, row) else {
         return;
     };
-    s.pane = p;
+    s.view.pane = p;
     if p == Pane::Tree {
-        let a = layout(ratatui::layout::Rect::new(0, 0, s.size.0, s.size.1), s);
+        let a = layout(
+            ratatui::layout::Rect::new(0, 0, s.view.size.0, s.view.size.1),
+            s,
+        );
         // The first line of the pane is its title.
         if row > a.tree.y {
-            let i = s.tree_offset + (row - a.tree.y - 1) as usize;
-            if let Some(r) = s.rows.get(i) {
-                s.selected = Some(r.kind);
+            let i = s.tree.offset + (row - a.tree.y - 1) as usize;
+            if let Some(r) = s.tree.rows.get(i) {
+                s.tree.selected = Some(r.kind);
             }
         }
     }
@@ -201,26 +209,26 @@ fn page(s: &AppState) -> usize {
 fn move_by(s: &mut AppState, d: i64) {
     match active_pane(s) {
         Pane::Tree => {
-            if s.rows.is_empty() {
+            if s.tree.rows.is_empty() {
                 return;
             }
-            let max = s.rows.len() as i64 - 1;
-            let i = (s.cursor as i64).saturating_add(d).clamp(0, max) as usize;
-            s.cursor = i;
-            s.selected = Some(s.rows[i].kind);
+            let max = s.tree.rows.len() as i64 - 1;
+            let i = (s.tree.cursor as i64).saturating_add(d).clamp(0, max) as usize;
+            s.tree.cursor = i;
+            s.tree.selected = Some(s.tree.rows[i].kind);
         }
         Pane::Story => {
-            let n = s.story_steps().len() as i64;
+            let n = s.story.steps().len() as i64;
             if n > 0 {
-                s.story_cursor = (s.story_cursor as i64).saturating_add(d).clamp(0, n - 1) as usize;
+                s.story.cursor = (s.story.cursor as i64).saturating_add(d).clamp(0, n - 1) as usize;
             }
         }
         Pane::Log => {
-            let lines = s.visible_log();
+            let lines = s.log.visible();
             if lines.is_empty() {
                 return;
             }
-            let cur = match s.log_cursor {
+            let cur = match s.log.cursor {
                 Some(seq) => lines
                     .iter()
                     .position(|l| l.seq >= seq)
@@ -228,7 +236,7 @@ fn move_by(s: &mut AppState, d: i64) {
                 None => lines.len() - 1,
             } as i64;
             let i = cur.saturating_add(d).clamp(0, lines.len() as i64 - 1) as usize;
-            s.log_cursor = if i + 1 == lines.len() && d > 0 {
+            s.log.cursor = if i + 1 == lines.len() && d > 0 {
                 None
             } else {
                 Some(lines[i].seq)
@@ -241,25 +249,26 @@ fn left(s: &mut AppState) {
     if active_pane(s) != Pane::Tree {
         return;
     }
-    let Some(row) = s.rows.get(s.cursor).copied() else {
+    let Some(row) = s.tree.rows.get(s.tree.cursor).copied() else {
         return;
     };
     match row.kind {
         RowKind::Proc(id) => {
             let has_kids = s
+                .tree
                 .rows
-                .get(s.cursor + 1)
-                .is_some_and(|r| r.parent_row == Some(s.cursor));
+                .get(s.tree.cursor + 1)
+                .is_some_and(|r| r.parent_row == Some(s.tree.cursor));
             if has_kids {
-                s.folded.insert(id);
+                s.tree.folded.insert(id);
                 s.mark_tree_dirty();
                 return;
             }
         }
         RowKind::Thread { .. } | RowKind::Pod(_) | RowKind::Container(_) => {}
     }
-    if let Some(p) = row.parent_row.and_then(|i| s.rows.get(i)) {
-        s.selected = Some(p.kind);
+    if let Some(p) = row.parent_row.and_then(|i| s.tree.rows.get(i)) {
+        s.tree.selected = Some(p.kind);
     }
 }
 
@@ -267,15 +276,15 @@ fn right(s: &mut AppState) {
     if active_pane(s) != Pane::Tree {
         return;
     }
-    let Some(row) = s.rows.get(s.cursor).copied() else {
+    let Some(row) = s.tree.rows.get(s.tree.cursor).copied() else {
         return;
     };
     if let RowKind::Proc(id) = row.kind {
-        if s.folded.remove(&id) {
+        if s.tree.folded.remove(&id) {
             s.mark_tree_dirty();
-        } else if let Some(next) = s.rows.get(s.cursor + 1) {
-            if next.parent_row == Some(s.cursor) {
-                s.selected = Some(next.kind);
+        } else if let Some(next) = s.tree.rows.get(s.tree.cursor + 1) {
+            if next.parent_row == Some(s.tree.cursor) {
+                s.tree.selected = Some(next.kind);
             }
         }
     }
@@ -284,66 +293,66 @@ fn right(s: &mut AppState) {
 fn enter(s: &mut AppState, out: &mut Vec<Control>) {
     match active_pane(s) {
         Pane::Tree => {
-            let Some(id) = s.selected.map(|k| k.proc()) else {
+            let Some(id) = s.tree.selected.map(|k| k.proc()) else {
                 return;
             };
-            s.focus_root = if s.focus_root == Some(id) {
+            s.tree.focus_root = if s.tree.focus_root == Some(id) {
                 None
             } else {
                 Some(id)
             };
-            s.selected = Some(RowKind::Proc(id));
-            s.folded.remove(&id);
-            s.tree_offset = 0;
+            s.tree.selected = Some(RowKind::Proc(id));
+            s.tree.folded.remove(&id);
+            s.tree.offset = 0;
             s.mark_tree_dirty();
         }
-        Pane::Story => jump_to_step(s, s.story_cursor, out),
+        Pane::Story => jump_to_step(s, s.story.cursor, out),
         Pane::Log => {}
     }
 }
 
 fn back(s: &mut AppState) {
-    if s.show_help {
-        s.show_help = false;
-    } else if s.log_cursor.is_some() && active_pane(s) == Pane::Log {
-        s.log_cursor = None;
-    } else if s.focus_root.is_some() {
-        s.focus_root = None;
+    if s.view.show_help {
+        s.view.show_help = false;
+    } else if s.log.cursor.is_some() && active_pane(s) == Pane::Log {
+        s.log.cursor = None;
+    } else if s.tree.focus_root.is_some() {
+        s.tree.focus_root = None;
         s.mark_tree_dirty();
-    } else if !s.search.is_empty() {
-        s.search.clear();
+    } else if !s.search.query.is_empty() {
+        s.search.query.clear();
         s.mark_tree_dirty();
     } else {
-        s.log_cursor = None;
+        s.log.cursor = None;
     }
 }
 
 /// Selects the next (or previous) matching row, wrapping; `from_current` includes the
 /// current row (a fresh search).
 fn search(s: &mut AppState, forward: bool, from_current: bool) {
-    if s.search.is_empty() {
+    if s.search.query.is_empty() {
         return;
     }
     // Unfold everything that hides a match, so the walk below can reach it.
     let hidden: Vec<usize> = s
         .engine
         .processes()
-        .filter(|p| s.matches_search(p))
+        .filter(|p| s.search.matches(p))
         .map(|p| p.id)
         .collect();
     if hidden.is_empty() {
-        s.message = Some(format!("no match for {:?}", s.search));
+        s.status.message = Some(format!("no match for {:?}", s.search.query));
         return;
     }
     for id in hidden {
         s.unfold_to(id);
     }
     s.refresh();
-    let n = s.rows.len();
+    let n = s.tree.rows.len();
     if n == 0 {
         return;
     }
-    let start = s.cursor;
+    let start = s.tree.cursor;
     for k in 0..n {
         let off = if from_current { k } else { k + 1 };
         let i = if forward {
@@ -351,25 +360,25 @@ fn search(s: &mut AppState, forward: bool, from_current: bool) {
         } else {
             (start + n - (off % n)) % n
         };
-        if let RowKind::Proc(id) = s.rows[i].kind {
-            if s.engine.get(id).is_some_and(|p| s.matches_search(p)) {
-                s.selected = Some(s.rows[i].kind);
-                s.pane = Pane::Tree;
+        if let RowKind::Proc(id) = s.tree.rows[i].kind {
+            if s.engine.get(id).is_some_and(|p| s.search.matches(p)) {
+                s.tree.selected = Some(s.tree.rows[i].kind);
+                s.view.pane = Pane::Tree;
                 return;
             }
         }
     }
-    s.message = Some(format!("no visible match for {:?}", s.search));
+    s.status.message = Some(format!("no visible match for {:?}", s.search.query));
 }
 
 /// `[` / `]`: replay moves to the previous/next step's event; live moves the story cursor.
 fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
-    let steps = s.story_steps();
+    let steps = s.story.steps();
     if steps.is_empty() {
-        s.message = Some("no container birth found (yet)".into());
+        s.status.message = Some("no container birth found (yet)".into());
         return;
     }
-    let seq_of = |&(i, j): &(usize, usize)| s.stories[i].steps[j].seq;
+    let seq_of = |&(i, j): &(usize, usize)| s.story.stories[i].steps[j].seq;
     let target = if s.mode == Mode::Replay {
         let at = s.last_seq();
         // Steps in seq order (stories interleave).
@@ -378,7 +387,7 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
         // On a step at the current position: its neighbour, even at the same seq.
         let here = order
             .iter()
-            .position(|&k| k == s.story_cursor && at == Some(seq_of(&steps[k])));
+            .position(|&k| k == s.story.cursor && at == Some(seq_of(&steps[k])));
         if let Some(i) = here {
             if next {
                 order.get(i + 1).copied()
@@ -396,34 +405,34 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
                 .find(|&k| at.is_some_and(|a| seq_of(&steps[k]) < a))
         }
     } else if next {
-        Some((s.story_cursor + 1).min(steps.len() - 1))
+        Some((s.story.cursor + 1).min(steps.len() - 1))
     } else {
-        Some(s.story_cursor.saturating_sub(1))
+        Some(s.story.cursor.saturating_sub(1))
     };
     match target {
         Some(k) => {
-            if !s.show_story {
-                s.show_story = true;
-                s.pane = Pane::Story;
+            if !s.view.show_story {
+                s.view.show_story = true;
+                s.view.pane = Pane::Story;
                 s.mark_tree_dirty();
             }
             jump_to_step(s, k, out);
         }
-        None => s.message = Some("no further story step".into()),
+        None => s.status.message = Some("no further story step".into()),
     }
 }
 
 /// Selects a step: its process in the tree, its event in the log; replay seeks to it.
 fn jump_to_step(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
-    let steps = s.story_steps();
+    let steps = s.story.steps();
     let Some(&(i, j)) = steps.get(k) else { return };
-    let step = &s.stories[i].steps[j];
+    let step = &s.story.stories[i].steps[j];
     let (seq, pid) = (step.seq, step.pid);
-    s.story_cursor = k;
-    s.log_cursor = Some(seq);
-    s.select_pid = Some(pid);
+    s.story.cursor = k;
+    s.log.cursor = Some(seq);
+    s.tree.select_pid = Some(pid);
     if s.mode == Mode::Replay && s.last_seq() != Some(seq) {
-        s.paused = true;
+        s.playback.paused = true;
         out.push(Control::Pause(true));
         out.push(Control::Seek(seq));
     }

@@ -34,7 +34,7 @@ pub fn write_new(s: &AppState) -> Result<(std::path::PathBuf, u64), TraceFileErr
 /// file): the processes seen at the start as the snapshot, then the newest events kept.
 /// Returns how many events were written.
 pub fn write_window(s: &AppState, path: &Path) -> Result<u64, TraceFileError> {
-    let (seed, events, cut) = &s.window;
+    let (seed, events, cut) = &s.capture.window;
     let mut header = Header::for_this_host(CaptureMode::Unknown);
     header.snapshot = seed.iter().map(Into::into).collect();
     let probes = probe_set_name(!s.sched_probes());
@@ -53,7 +53,7 @@ pub fn write_window(s: &AppState, path: &Path) -> Result<u64, TraceFileError> {
     for ev in events {
         w.write_event(ev)?;
     }
-    w.set_counters(s.drops, 0, 0);
+    w.set_counters(s.status.drops, 0, 0);
     w.finish()?;
     Ok(events.len() as u64)
 }

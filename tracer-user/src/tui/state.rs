@@ -136,6 +136,217 @@ pub(super) struct Snapshot {
     renderer: LineRenderer,
 }
 
+/// The process tree pane: its rows, the selection and scrolling, and what it shows.
+pub struct TreePane {
+    /// Visible rows (derived by [`AppState::refresh`]).
+    pub rows: Vec<Row>,
+    /// Row index of the selection (derived by [`AppState::refresh`]).
+    pub cursor: usize,
+    /// The selected row.
+    pub selected: Option<RowKind>,
+    /// Set by a story jump when the process is not in the tree yet (replay seeking ahead).
+    pub select_pid: Option<u32>,
+    /// First row on screen.
+    pub offset: usize,
+    /// Columns the tree is scrolled to the right (long rows are scrolled, not cut).
+    pub hscroll: u16,
+    /// Folded processes.
+    pub folded: HashSet<ProcId>,
+    /// The subtree focused on (Enter).
+    pub focus_root: Option<ProcId>,
+    /// Show exited processes.
+    pub show_exited: bool,
+    /// Show threads.
+    pub show_threads: bool,
+    /// The tree grouped as pods → containers → processes (`p`).
+    pub pod_view: bool,
+    /// Processes not exited (counted with the rows, not at every frame).
+    pub live_processes: usize,
+    /// The rows are rebuilt at the next refresh (the tree or a view option changed).
+    dirty: bool,
+}
+
+/// The story pane: the container-birth stories and the step under its cursor.
+pub struct StoryPane {
+    /// Stories shown (replay: the whole file's; live: the engine's now).
+    pub stories: Vec<Story>,
+    /// Index into [`StoryPane::steps`].
+    pub cursor: usize,
+}
+
+impl StoryPane {
+    /// Every story step as (story index, step index), in story order.
+    pub fn steps(&self) -> Vec<(usize, usize)> {
+        self.stories
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| (0..s.steps.len()).map(move |j| (i, j)))
+            .collect()
+    }
+
+    /// The story step under the cursor.
+    pub fn current_step(&self) -> Option<&crate::lineage::StoryStep> {
+        self.step_in(&self.stories)
+    }
+
+    /// Step number `cursor` of `stories` (in story order).
+    fn step_in<'a>(&self, stories: &'a [Story]) -> Option<&'a crate::lineage::StoryStep> {
+        stories.iter().flat_map(|s| &s.steps).nth(self.cursor)
+    }
+}
+
+/// The event log pane: its lines, the highlighted one, and the subtree filter.
+pub struct LogPane {
+    /// The event log (bounded).
+    pub lines: VecDeque<LogLine>,
+    /// The highlighted line's seq; `None` follows the tail.
+    pub cursor: Option<u64>,
+    /// Show only the selected process's subtree.
+    pub subtree_only: bool,
+    /// Pids of the selected subtree, for the filter (derived by [`AppState::refresh`]).
+    pub subtree_pids: HashSet<u32>,
+    /// Renders events into lines; it carries state between events (pending syscall
+    /// enters), so it is kept, and saved with replay snapshots.
+    renderer: LineRenderer,
+}
+
+impl LogPane {
+    /// Lines shown (all, or the selected subtree's).
+    pub fn visible(&self) -> Vec<&LogLine> {
+        if self.subtree_only {
+            self.lines
+                .iter()
+                .filter(|l| self.subtree_pids.contains(&l.tgid))
+                .collect()
+        } else {
+            self.lines.iter().collect()
+        }
+    }
+
+    /// Drops the oldest lines past [`LOG_CAP`].
+    fn trim(&mut self) {
+        let extra = self.lines.len().saturating_sub(LOG_CAP);
+        self.lines.drain(..extra);
+    }
+}
+
+/// The search: what is being typed after `/`, and the last confirmed query.
+pub struct Search {
+    /// `/` being typed.
+    pub input: Option<String>,
+    /// The last confirmed search.
+    pub query: String,
+}
+
+impl Search {
+    /// Does `p` match the search (name substring, pid prefix, container id prefix)?
+    pub fn matches(&self, p: &Process) -> bool {
+        matches_query(p, &self.query)
+    }
+}
+
+/// Moving through the stream: pausing (a live view too), and replay's position, speed and
+/// the snapshots it steps back from.
+pub struct Playback {
+    /// Replay or live view paused.
+    pub paused: bool,
+    /// Replay speed multiplier.
+    pub speed: f64,
+    /// Replay: the events applied so far, in order (the file's first `events.len()`),
+    /// packed: a million-process recording is stepped back through in ~50 MB, not 400.
+    events: crate::tracefile::PackedEvents,
+    /// Replay: number of events in the file.
+    pub total: usize,
+    /// Replay: the stories of the whole file.
+    pub full_stories: Vec<Story>,
+    /// Replay: engine and log states to step back from, oldest first (the first is the
+    /// start and always stays).
+    pub(super) snapshots: Vec<Snapshot>,
+    /// The snapshots' budget in process records ([`SNAPSHOT_RECORDS`]).
+    pub(super) snapshot_records: usize,
+    /// Replay of a recording followed live: its new events are appended as they come.
+    pub following: bool,
+    /// Guided replay: opened paused at the first story step, explanations shown.
+    pub guided: bool,
+}
+
+/// Live: what was captured but is not in the engine or on disk yet.
+pub struct Capture {
+    /// Paused: events received but not applied yet.
+    pub pending: Vec<Event>,
+    /// The processes seen at the start, and the newest [`LIVE_EVENTS_CAP`] events (what `w`
+    /// writes); whether older events were let go.
+    pub window: (Vec<crate::lineage::SnapshotProcess>, VecDeque<Event>, bool),
+    /// `w` was pressed; the app loop writes the window and clears it.
+    pub save_requested: bool,
+}
+
+/// What the status line reports besides the position: messages and the source's health.
+pub struct Status {
+    /// Status-line message (search miss, notes).
+    pub message: Option<String>,
+    /// The source's error, once it failed.
+    pub source_error: Option<String>,
+    /// Live: events the ring buffer dropped.
+    pub drops: u64,
+    /// Live: the followed processes are all gone.
+    pub target_exited: bool,
+    /// Live: the trace file being written (`--record`), if any.
+    pub recording: Option<String>,
+}
+
+/// The screen's layout switches: which panes show, which one has the keys, and the
+/// terminal they are drawn on.
+pub struct View {
+    /// The pane the movement keys act on.
+    pub pane: Pane,
+    /// The focused pane fills the screen.
+    pub zoom: bool,
+    /// Show the story pane.
+    pub show_story: bool,
+    /// The story pane explains the selected step ([`crate::lineage::explain::why`]).
+    pub show_explain: bool,
+    /// Show the help.
+    pub show_help: bool,
+    /// Terminal size (columns, rows).
+    pub size: (u16, u16),
+    /// Colours allowed (`NO_COLOR` unset); modifiers are always used.
+    pub color: bool,
+}
+
+/// The clock (passed in, never read from the wall clock while drawing) and what is timed
+/// by it: the highlight of new processes and the events/s rate.
+pub struct Clock {
+    /// Current time in ms (passed in).
+    pub now_ms: u64,
+    /// When each process still highlighted as new was first seen (ms); a bulk load (a jump,
+    /// the start of a replay at the end) highlights nothing. Expired entries are removed.
+    pub seen_at: HashMap<ProcId, u64>,
+    /// Records below this id were looked at for the highlight.
+    seen_bound: ProcId,
+    /// (time ms, events so far) samples for the events/s rate.
+    rate: VecDeque<(u64, u64)>,
+}
+
+impl Clock {
+    /// Events per second over the last two seconds.
+    pub fn rate(&self) -> f64 {
+        match (self.rate.front(), self.rate.back()) {
+            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
+                (n1.saturating_sub(n0)) as f64 * 1000.0 / (t1 - t0) as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Was this process first seen less than [`HIGHLIGHT_MS`] ago?
+    pub fn is_new(&self, id: ProcId) -> bool {
+        self.seen_at
+            .get(&id)
+            .is_some_and(|t| self.now_ms < t + HIGHLIGHT_MS)
+    }
+}
+
 /// Everything the view shows. Rendering is a pure function of this.
 pub struct AppState {
     /// Live or replay.
@@ -148,121 +359,31 @@ pub struct AppState {
     pub stats: StreamStats,
     /// Newest event timestamp seen (the stream's clock).
     pub last_ts_ns: u64,
-    /// Live: events the ring buffer dropped.
-    pub drops: u64,
-    /// The event log (bounded).
-    pub log: VecDeque<LogLine>,
-    renderer: LineRenderer,
-
-    // ---- replay ----
-    /// Replay: the events applied so far, in order (the file's first `events.len()`),
-    /// packed: a million-process recording is stepped back through in ~50 MB, not 400.
-    events: crate::tracefile::PackedEvents,
-    /// Replay: number of events in the file.
-    pub total: usize,
-    /// Replay: the stories of the whole file.
-    pub full_stories: Vec<Story>,
-    pub(super) snapshots: Vec<Snapshot>,
-    /// The snapshots' budget in process records ([`SNAPSHOT_RECORDS`]).
-    pub(super) snapshot_records: usize,
-    /// Replay speed multiplier.
-    pub speed: f64,
-    /// Replay or live view paused.
-    pub paused: bool,
-    /// Live, paused: events received but not applied yet.
-    pub pending: Vec<Event>,
-    /// Live: the followed processes are all gone.
-    pub target_exited: bool,
-    /// Live: the trace file being written (`--record`), if any.
-    pub recording: Option<String>,
-    /// Live: the processes seen at the start, and the newest [`LIVE_EVENTS_CAP`] events
-    /// (what `w` writes); whether older events were let go.
-    pub window: (Vec<crate::lineage::SnapshotProcess>, VecDeque<Event>, bool),
-    /// Live: `w` was pressed; the app loop writes the window and clears it.
-    pub save_requested: bool,
-    /// The source's error, once it failed.
-    pub source_error: Option<String>,
-    /// Status-line message (search miss, notes).
-    pub message: Option<String>,
-
-    // ---- clock (passed in, never read from the wall clock while drawing) ----
-    /// Current time in ms (passed in).
-    pub now_ms: u64,
-    /// When each process still highlighted as new was first seen (ms); a bulk load (a jump,
-    /// the start of a replay at the end) highlights nothing. Expired entries are removed.
-    pub seen_at: HashMap<ProcId, u64>,
-    /// Records below this id were looked at for the highlight.
-    seen_bound: ProcId,
-    /// (time ms, events so far) samples for the events/s rate.
-    rate: VecDeque<(u64, u64)>,
-
-    // ---- view ----
-    /// Terminal size (columns, rows).
-    pub size: (u16, u16),
-    /// The selected row.
-    pub selected: Option<RowKind>,
-    /// Set by a story jump when the process is not in the tree yet (replay seeking ahead).
-    pub select_pid: Option<u32>,
-    /// First tree row on screen.
-    pub tree_offset: usize,
-    /// Folded processes.
-    pub folded: HashSet<ProcId>,
-    /// The subtree focused on (Enter).
-    pub focus_root: Option<ProcId>,
-    /// Show exited processes.
-    pub show_exited: bool,
-    /// Show threads.
-    pub show_threads: bool,
-    /// The tree grouped as pods → containers → processes (`p`).
-    pub pod_view: bool,
     /// Only this pod (its name or `namespace/name`): its processes and their ancestors in
     /// the tree, its containers' stories.
     pub pod: Option<String>,
-    /// Replay of a recording followed live: its new events are appended as they come.
-    pub following: bool,
-    /// Show the story pane.
-    pub show_story: bool,
-    /// Show the help.
-    pub show_help: bool,
-    /// The story pane explains the selected step ([`crate::lineage::explain::why`]).
-    pub show_explain: bool,
-    /// The focused pane fills the screen.
-    pub zoom: bool,
-    /// Columns the tree is scrolled to the right (long rows are scrolled, not cut).
-    pub tree_hscroll: u16,
-    /// Guided replay: opened paused at the first story step, explanations shown.
-    pub guided: bool,
-    /// The event log shows only the selected process's subtree.
-    pub log_subtree_only: bool,
-    /// The pane the movement keys act on.
-    pub pane: Pane,
-    /// Index into [`AppState::story_steps`].
-    pub story_cursor: usize,
-    /// Log: the highlighted line's seq; `None` follows the tail.
-    pub log_cursor: Option<u64>,
-    /// `/` being typed.
-    pub search_input: Option<String>,
-    /// The last confirmed search.
-    pub search: String,
     /// The app should exit.
     pub quit: bool,
-    /// Colours allowed (`NO_COLOR` unset); modifiers are always used.
-    pub color: bool,
-
-    // ---- derived by refresh() ----
-    /// Visible tree rows.
-    pub rows: Vec<Row>,
-    /// Processes not exited (counted with the rows, not at every frame).
-    pub live_processes: usize,
-    /// Row index of the selection.
-    pub cursor: usize,
-    /// Stories shown (replay: the whole file's; live: the engine's now).
-    pub stories: Vec<Story>,
-    /// Pids of the selected subtree, for the log filter.
-    pub subtree_pids: HashSet<u32>,
     /// Something changed since the last frame.
     pub dirty: bool,
-    tree_dirty: bool,
+    /// The process tree pane.
+    pub tree: TreePane,
+    /// The story pane.
+    pub story: StoryPane,
+    /// The event log pane.
+    pub log: LogPane,
+    /// The search.
+    pub search: Search,
+    /// Pausing and replay's position.
+    pub playback: Playback,
+    /// Live: pending events and the window `w` writes.
+    pub capture: Capture,
+    /// What the status line reports.
+    pub status: Status,
+    /// Layout switches and the terminal.
+    pub view: View,
+    /// The clock and the highlights and rate timed by it.
+    pub clock: Clock,
 }
 
 impl AppState {
@@ -273,61 +394,79 @@ impl AppState {
             engine: Engine::new(),
             stats: StreamStats::default(),
             last_ts_ns: 0,
-            drops: 0,
-            log: VecDeque::new(),
-            renderer: LineRenderer::new(),
-            events: Default::default(),
-            total: 0,
-            full_stories: Vec::new(),
-            snapshots: Vec::new(),
-            snapshot_records: SNAPSHOT_RECORDS,
-            speed: 1.0,
-            paused: false,
-            pending: Vec::new(),
-            target_exited: false,
-            recording: None,
-            window: (Vec::new(), VecDeque::new(), false),
-            save_requested: false,
-            source_error: None,
-            message: None,
-            now_ms: 0,
-            seen_at: HashMap::new(),
-            seen_bound: 0,
-            rate: VecDeque::new(),
-            size: (80, 24),
-            selected: None,
-            select_pid: None,
-            tree_offset: 0,
-            folded: HashSet::new(),
-            focus_root: None,
-            show_exited: true,
-            show_threads: false,
-            pod_view: false,
             pod: None,
-            following: false,
-            show_story: false,
-            show_help: false,
-            show_explain: false,
-            zoom: false,
-            tree_hscroll: 0,
-            guided: false,
-            log_subtree_only: false,
-            pane: Pane::Tree,
-            story_cursor: 0,
-            log_cursor: None,
-            search_input: None,
-            search: String::new(),
             quit: false,
-            color: true,
-            rows: Vec::new(),
-            live_processes: 0,
-            cursor: 0,
-            stories: Vec::new(),
-            subtree_pids: HashSet::new(),
             dirty: true,
-            tree_dirty: true,
+            tree: TreePane {
+                rows: Vec::new(),
+                cursor: 0,
+                selected: None,
+                select_pid: None,
+                offset: 0,
+                hscroll: 0,
+                folded: HashSet::new(),
+                focus_root: None,
+                show_exited: true,
+                show_threads: false,
+                pod_view: false,
+                live_processes: 0,
+                dirty: true,
+            },
+            story: StoryPane {
+                stories: Vec::new(),
+                cursor: 0,
+            },
+            log: LogPane {
+                lines: VecDeque::new(),
+                cursor: None,
+                subtree_only: false,
+                subtree_pids: HashSet::new(),
+                renderer: LineRenderer::new(),
+            },
+            search: Search {
+                input: None,
+                query: String::new(),
+            },
+            playback: Playback {
+                paused: false,
+                speed: 1.0,
+                events: Default::default(),
+                total: 0,
+                full_stories: Vec::new(),
+                snapshots: Vec::new(),
+                snapshot_records: SNAPSHOT_RECORDS,
+                following: false,
+                guided: false,
+            },
+            capture: Capture {
+                pending: Vec::new(),
+                window: (Vec::new(), VecDeque::new(), false),
+                save_requested: false,
+            },
+            status: Status {
+                message: None,
+                source_error: None,
+                drops: 0,
+                target_exited: false,
+                recording: None,
+            },
+            view: View {
+                pane: Pane::Tree,
+                zoom: false,
+                show_story: false,
+                show_explain: false,
+                show_help: false,
+                size: (80, 24),
+                color: true,
+            },
+            clock: Clock {
+                now_ms: 0,
+                seen_at: HashMap::new(),
+                seen_bound: 0,
+                rate: VecDeque::new(),
+            },
         };
-        s.renderer.show_seq = true;
+        s.log.renderer.show_seq = true;
         s.push_snapshot();
         s
     }
@@ -336,20 +475,20 @@ impl AppState {
     pub fn new_live(title: impl Into<String>) -> AppState {
         let mut s = AppState::new(Mode::Live, title.into());
         s.engine = Engine::with_retention(Retention::default());
-        s.snapshots.clear();
+        s.playback.snapshots.clear();
         s.push_snapshot();
         s
     }
 
     /// The events come from the sched probe set (no syscall exits).
     pub fn sched_probes(&self) -> bool {
-        self.renderer.sched_probes
+        self.log.renderer.sched_probes
     }
 
     /// The events come without syscall exits (see [`LineRenderer::sched_probes`]).
     pub fn set_sched_probes(&mut self, on: bool) {
-        self.renderer.sched_probes = on;
-        for snap in &mut self.snapshots {
+        self.log.renderer.sched_probes = on;
+        for snap in &mut self.playback.snapshots {
             snap.renderer.sched_probes = on;
         }
     }
@@ -364,12 +503,12 @@ impl AppState {
     pub fn seed(&mut self, snap: &[crate::lineage::SnapshotProcess]) {
         self.engine.seed_snapshot(snap);
         if self.mode == Mode::Live {
-            self.window.0.extend_from_slice(snap);
+            self.capture.window.0.extend_from_slice(snap);
         }
-        self.seen_bound = self.engine.id_bound();
-        self.tree_dirty = true;
-        if self.events.is_empty() {
-            self.snapshots.clear();
+        self.clock.seen_bound = self.engine.id_bound();
+        self.tree.dirty = true;
+        if self.playback.events.is_empty() {
+            self.playback.snapshots.clear();
             self.push_snapshot();
         }
     }
@@ -377,17 +516,17 @@ impl AppState {
     /// Guided replay: the story pane focused with explanations, paused (the source opens
     /// at the first step, see [`super::ReplayOpts::guided`]).
     pub fn guide(&mut self) {
-        self.guided = true;
-        self.paused = true;
-        self.show_story = true;
-        self.show_explain = true;
-        self.pane = Pane::Story;
-        self.tree_dirty = true;
+        self.playback.guided = true;
+        self.playback.paused = true;
+        self.view.show_story = true;
+        self.view.show_explain = true;
+        self.view.pane = Pane::Story;
+        self.tree.dirty = true;
     }
 
     /// Replay position: events applied.
     pub fn position(&self) -> usize {
-        self.events.len()
+        self.playback.events.len()
     }
 
     /// Seq of the last applied event.
@@ -395,42 +534,28 @@ impl AppState {
         self.engine.last_seq()
     }
 
-    /// Events per second over the last two seconds.
-    pub fn rate(&self) -> f64 {
-        match (self.rate.front(), self.rate.back()) {
-            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 => {
-                (n1.saturating_sub(n0)) as f64 * 1000.0 / (t1 - t0) as f64
-            }
-            _ => 0.0,
-        }
-    }
-
     /// Sets the clock (ms since the app started).
     pub fn set_now(&mut self, now_ms: u64) {
-        if now_ms != self.now_ms {
-            let before = self.seen_at.len();
-            self.seen_at.retain(|_, &mut t| t + HIGHLIGHT_MS > now_ms);
-            let highlighted = self.seen_at.len() != before;
-            self.now_ms = now_ms;
+        if now_ms != self.clock.now_ms {
+            let before = self.clock.seen_at.len();
+            self.clock
+                .seen_at
+                .retain(|_, &mut t| t + HIGHLIGHT_MS > now_ms);
+            let highlighted = self.clock.seen_at.len() != before;
+            self.clock.now_ms = now_ms;
             if highlighted {
                 self.dirty = true;
             }
         }
-        self.rate.push_back((now_ms, self.stats.events));
+        self.clock.rate.push_back((now_ms, self.stats.events));
         while self
+            .clock
             .rate
             .front()
             .is_some_and(|&(t, _)| t + RATE_WINDOW_MS < now_ms)
         {
-            self.rate.pop_front();
+            self.clock.rate.pop_front();
         }
-    }
-
-    /// Was this process first seen less than [`HIGHLIGHT_MS`] ago?
-    pub fn is_new(&self, id: ProcId) -> bool {
-        self.seen_at
-            .get(&id)
-            .is_some_and(|t| self.now_ms < t + HIGHLIGHT_MS)
     }
 
     // ---- ingestion ----
@@ -440,16 +565,16 @@ impl AppState {
         self.dirty = true;
         match msg {
             Msg::Init { total, stories } => {
-                self.total = total;
-                self.full_stories = self.pod_stories(stories);
+                self.playback.total = total;
+                self.playback.full_stories = self.pod_stories(stories);
             }
             Msg::Events(evs) => {
-                if self.mode == Mode::Live && self.paused {
-                    self.pending.extend(evs);
-                    if self.pending.len() >= MAX_PENDING {
-                        let p = std::mem::take(&mut self.pending);
+                if self.mode == Mode::Live && self.playback.paused {
+                    self.capture.pending.extend(evs);
+                    if self.capture.pending.len() >= MAX_PENDING {
+                        let p = std::mem::take(&mut self.capture.pending);
                         self.apply_events(p);
-                        self.message = Some("too many events while paused: applied".into());
+                        self.status.message = Some("too many events while paused: applied".into());
                     }
                 } else {
                     self.apply_events(evs);
@@ -461,10 +586,10 @@ impl AppState {
                 self.rewind(n);
                 self.follow_story();
             }
-            Msg::Drops(d) => self.drops = d,
-            Msg::TargetExited => self.target_exited = true,
-            Msg::Note(n) => self.message = Some(n),
-            Msg::Error(e) => self.source_error = Some(e),
+            Msg::Drops(d) => self.status.drops = d,
+            Msg::TargetExited => self.status.target_exited = true,
+            Msg::Note(n) => self.status.message = Some(n),
+            Msg::Error(e) => self.status.source_error = Some(e),
         }
     }
 
@@ -474,12 +599,12 @@ impl AppState {
             return;
         }
         let Some(at) = self.last_seq() else {
-            self.story_cursor = 0;
+            self.story.cursor = 0;
             return;
         };
         let mut best: Option<(u64, usize)> = None;
         let mut k = 0;
-        for st in &self.full_stories {
+        for st in &self.playback.full_stories {
             for step in &st.steps {
                 if step.seq <= at && best.is_none_or(|(q, _)| step.seq >= q) {
                     best = Some((step.seq, k));
@@ -487,26 +612,27 @@ impl AppState {
                 k += 1;
             }
         }
-        let before = self.story_cursor;
+        let before = self.story.cursor;
         // A cursor already on a step of the latest event reached stays (steps share seqs).
         let keep = self
-            .current_step_in(&self.full_stories)
+            .story
+            .step_in(&self.playback.full_stories)
             .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
         if !keep {
-            self.story_cursor = best.map_or(0, |(_, k)| k);
+            self.story.cursor = best.map_or(0, |(_, k)| k);
         }
         // Guided: the tree shows the step's process as the step is reached...
-        if self.guided && (before != self.story_cursor || self.selected.is_none()) {
-            let step = self.current_step_in(&self.full_stories);
-            self.select_pid = step.map(|st| st.pid);
+        if self.playback.guided && (before != self.story.cursor || self.tree.selected.is_none()) {
+            let step = self.story.step_in(&self.playback.full_stories);
+            self.tree.select_pid = step.map(|st| st.pid);
             // ... and the log its event.
-            self.log_cursor = step.map(|st| st.seq);
+            self.log.cursor = step.map(|st| st.seq);
         }
     }
 
     /// Applies pending events (live, on resume).
     pub fn flush_pending(&mut self) {
-        let p = std::mem::take(&mut self.pending);
+        let p = std::mem::take(&mut self.capture.pending);
         if !p.is_empty() {
             self.apply_events(p);
         }
@@ -516,7 +642,7 @@ impl AppState {
         self.engine.apply(ev);
         self.stats.observe(ev);
         self.last_ts_ns = self.last_ts_ns.max(ev.ts_ns);
-        log_lines(&mut self.log, &mut self.renderer, ev);
+        log_lines(&mut self.log.lines, &mut self.log.renderer, ev);
     }
 
     fn apply_events(&mut self, evs: Vec<Event>) {
@@ -524,45 +650,46 @@ impl AppState {
             return;
         }
         let bulk = evs.len() > BULK_EVENTS;
-        self.tree_dirty = true;
+        self.tree.dirty = true;
         for ev in evs {
             self.apply_one(&ev);
             if self.mode == Mode::Live {
-                self.window.1.push_back(ev.clone());
+                self.capture.window.1.push_back(ev.clone());
             }
             if self.mode == Mode::Replay {
-                self.events.push(&ev);
-                let last = self.snapshots.last().map_or(0, |s| s.index);
+                self.playback.events.push(&ev);
+                let last = self.playback.snapshots.last().map_or(0, |s| s.index);
                 let every = SNAPSHOT_EVERY.max(self.engine.process_count());
-                if self.events.len() - last >= every {
+                if self.playback.events.len() - last >= every {
                     self.snapshot_within_budget();
                 }
             }
         }
         if self.mode == Mode::Live {
-            let recent = &mut self.window.1;
+            let recent = &mut self.capture.window.1;
             while recent.len() > LIVE_EVENTS_CAP {
                 recent.pop_front();
-                self.window.2 = true;
+                self.capture.window.2 = true;
             }
         }
-        self.trim_log();
+        self.log.trim();
         let n = self.engine.id_bound();
         if !bulk {
-            let now = self.now_ms;
-            self.seen_at
-                .extend((self.seen_bound..n).map(|id| (id, now)));
+            let now = self.clock.now_ms;
+            self.clock
+                .seen_at
+                .extend((self.clock.seen_bound..n).map(|id| (id, now)));
         }
-        self.seen_bound = n;
+        self.clock.seen_bound = n;
     }
 
     fn push_snapshot(&mut self) {
-        self.snapshots.push(Snapshot {
-            index: self.events.len(),
+        self.playback.snapshots.push(Snapshot {
+            index: self.playback.events.len(),
             last_ts_ns: self.last_ts_ns,
             engine: self.engine.clone(),
             stats: self.stats.clone(),
-            renderer: self.renderer.clone(),
+            renderer: self.log.renderer.clone(),
         });
     }
 
@@ -570,53 +697,51 @@ impl AppState {
     /// (the first, the start, always stays).
     fn snapshot_within_budget(&mut self) {
         let cost = self.engine.process_count();
-        if cost > self.snapshot_records {
+        if cost > self.playback.snapshot_records {
             return;
         }
         let held = |s: &[Snapshot]| -> usize { s.iter().map(|s| s.engine.process_count()).sum() };
-        while self.snapshots.len() > 1 && held(&self.snapshots) + cost > self.snapshot_records {
-            self.snapshots.remove(1);
+        while self.playback.snapshots.len() > 1
+            && held(&self.playback.snapshots) + cost > self.playback.snapshot_records
+        {
+            self.playback.snapshots.remove(1);
         }
         self.push_snapshot();
     }
 
     /// Replay: back to the first `n` events, from the nearest snapshot.
     fn rewind(&mut self, n: usize) {
-        if n >= self.events.len() {
+        if n >= self.playback.events.len() {
             return;
         }
-        self.snapshots.retain(|s| s.index <= n);
-        let Some(snap) = self.snapshots.last().cloned() else {
+        self.playback.snapshots.retain(|s| s.index <= n);
+        let Some(snap) = self.playback.snapshots.last().cloned() else {
             return;
         };
         self.engine = snap.engine;
         self.stats = snap.stats;
         self.last_ts_ns = snap.last_ts_ns;
-        self.renderer = snap.renderer;
-        self.log = self.log_before(snap.index);
+        self.log.renderer = snap.renderer;
+        self.log.lines = self.log_before(snap.index);
         // Decoded one at a time: stepping back through a big recording never unpacks it.
-        let events = std::mem::take(&mut self.events);
+        let events = std::mem::take(&mut self.playback.events);
         for ev in events.iter_from(snap.index).take(n - snap.index) {
             self.apply_one(&ev);
         }
-        self.events = events;
-        self.trim_log();
-        self.events.truncate(n);
+        self.playback.events = events;
+        self.log.trim();
+        self.playback.events.truncate(n);
         let n = self.engine.id_bound();
-        self.seen_at.retain(|&id, _| id < n);
-        self.seen_bound = n;
-        self.tree_dirty = true;
+        self.clock.seen_at.retain(|&id, _| id < n);
+        self.clock.seen_bound = n;
+        self.tree.dirty = true;
         if self
-            .log_cursor
+            .log
+            .cursor
             .is_some_and(|c| self.last_seq().is_none_or(|l| c > l))
         {
-            self.log_cursor = None;
+            self.log.cursor = None;
         }
-    }
-
-    fn trim_log(&mut self) {
-        let extra = self.log.len().saturating_sub(LOG_CAP);
-        self.log.drain(..extra);
     }
 
     /// The log as it stood after the first `k` events: the lines of the last [`LOG_CAP`]
@@ -624,10 +749,11 @@ impl AppState {
     /// resumed, as strace shows one it attached in the middle of).
     fn log_before(&self, k: usize) -> VecDeque<LogLine> {
         let mut r = LineRenderer::new();
-        r.show_seq = self.renderer.show_seq;
-        r.sched_probes = self.renderer.sched_probes;
+        r.show_seq = self.log.renderer.show_seq;
+        r.sched_probes = self.log.renderer.sched_probes;
         let mut log = VecDeque::new();
         for ev in self
+            .playback
             .events
             .iter_from(k.saturating_sub(LOG_CAP))
             .take(k.min(LOG_CAP))
@@ -641,7 +767,7 @@ impl AppState {
 
     /// Rebuild the rows at the next refresh (the tree or a view option changed).
     pub fn mark_tree_dirty(&mut self) {
-        self.tree_dirty = true;
+        self.tree.dirty = true;
         self.dirty = true;
     }
 
@@ -649,57 +775,60 @@ impl AppState {
 
     /// Recomputes rows, cursor and stories after changes. Cheap when nothing changed.
     pub fn refresh(&mut self) {
-        if self.tree_dirty {
-            self.tree_dirty = false;
+        if self.tree.dirty {
+            self.tree.dirty = false;
             if self
+                .tree
                 .focus_root
                 .is_some_and(|f| self.engine.get(f).is_none())
             {
-                self.focus_root = None;
+                self.tree.focus_root = None;
             }
-            self.rows = build_rows(self);
-            self.live_processes = self.engine.processes().filter(|p| !p.exited).count();
-            self.stories = match self.mode {
-                Mode::Replay => self.full_stories.clone(),
+            self.tree.rows = build_rows(self);
+            self.tree.live_processes = self.engine.processes().filter(|p| !p.exited).count();
+            self.story.stories = match self.mode {
+                Mode::Replay => self.playback.full_stories.clone(),
                 Mode::Live => self.pod_stories(crate::lineage::stories(&self.engine)),
             };
-            if self.story_cursor >= self.story_steps().len() {
-                self.story_cursor = self.story_steps().len().saturating_sub(1);
+            if self.story.cursor >= self.story.steps().len() {
+                self.story.cursor = self.story.steps().len().saturating_sub(1);
             }
         }
-        if let Some(pid) = self.select_pid {
+        if let Some(pid) = self.tree.select_pid {
             if let Some(p) = self.engine.process(pid) {
                 let id = p.id;
-                self.select_pid = None;
+                self.tree.select_pid = None;
                 self.unfold_to(id);
-                if self.tree_dirty {
-                    self.tree_dirty = false;
-                    self.rows = build_rows(self);
+                if self.tree.dirty {
+                    self.tree.dirty = false;
+                    self.tree.rows = build_rows(self);
                 }
-                self.selected = Some(RowKind::Proc(id));
+                self.tree.selected = Some(RowKind::Proc(id));
             }
         }
-        self.cursor = match self.selected {
+        self.tree.cursor = match self.tree.selected {
             Some(k) => self
+                .tree
                 .rows
                 .iter()
                 .position(|r| r.kind == k)
                 .or_else(|| {
-                    self.rows
+                    self.tree
+                        .rows
                         .iter()
                         .position(|r| r.kind == RowKind::Proc(k.proc()))
                 })
-                .unwrap_or(self.cursor),
+                .unwrap_or(self.tree.cursor),
             None => 0,
         };
-        self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
-        self.selected = self.rows.get(self.cursor).map(|r| r.kind);
-        self.subtree_pids.clear();
-        if self.log_subtree_only {
+        self.tree.cursor = self.tree.cursor.min(self.tree.rows.len().saturating_sub(1));
+        self.tree.selected = self.tree.rows.get(self.tree.cursor).map(|r| r.kind);
+        self.log.subtree_pids.clear();
+        if self.log.subtree_only {
             if let Some(p) = self.selected_process() {
                 for id in self.engine.subtree(p.id, |_| true) {
                     if let Some(q) = self.engine.get(id) {
-                        self.subtree_pids.insert(q.pid);
+                        self.log.subtree_pids.insert(q.pid);
                     }
                 }
             }
@@ -709,24 +838,24 @@ impl AppState {
 
     /// Unfolds every ancestor of `id` and leaves a focus that does not contain it.
     pub fn unfold_to(&mut self, id: ProcId) {
-        let mut in_focus = self.focus_root.is_none() || self.focus_root == Some(id);
+        let mut in_focus = self.tree.focus_root.is_none() || self.tree.focus_root == Some(id);
         let above: Vec<ProcId> = self.engine.ancestors(id).map(|a| a.id).collect();
         for a in above {
-            if self.folded.remove(&a) {
-                self.tree_dirty = true;
+            if self.tree.folded.remove(&a) {
+                self.tree.dirty = true;
             }
-            if self.focus_root == Some(a) {
+            if self.tree.focus_root == Some(a) {
                 in_focus = true;
             }
         }
         if !in_focus {
-            self.focus_root = None;
-            self.tree_dirty = true;
+            self.tree.focus_root = None;
+            self.tree.dirty = true;
         }
         if let Some(p) = self.engine.get(id) {
-            if p.exited && !self.show_exited {
-                self.show_exited = true;
-                self.tree_dirty = true;
+            if p.exited && !self.tree.show_exited {
+                self.tree.show_exited = true;
+                self.tree.dirty = true;
             }
         }
     }
@@ -734,49 +863,18 @@ impl AppState {
     /// Keeps the selection on screen (the tree pane height comes from the layout).
     pub fn clamp_tree_offset(&mut self) {
         let h = layout::tree_height(self).max(1);
-        if self.cursor < self.tree_offset {
-            self.tree_offset = self.cursor;
-        } else if self.cursor >= self.tree_offset + h {
-            self.tree_offset = self.cursor + 1 - h;
+        if self.tree.cursor < self.tree.offset {
+            self.tree.offset = self.tree.cursor;
+        } else if self.tree.cursor >= self.tree.offset + h {
+            self.tree.offset = self.tree.cursor + 1 - h;
         }
-        let max = self.rows.len().saturating_sub(h);
-        self.tree_offset = self.tree_offset.min(max);
+        let max = self.tree.rows.len().saturating_sub(h);
+        self.tree.offset = self.tree.offset.min(max);
     }
 
     /// The selected row's process.
     pub fn selected_process(&self) -> Option<&Process> {
-        self.selected.and_then(|k| self.engine.get(k.proc()))
-    }
-
-    /// Every story step as (story index, step index), in story order.
-    pub fn story_steps(&self) -> Vec<(usize, usize)> {
-        self.stories
-            .iter()
-            .enumerate()
-            .flat_map(|(i, s)| (0..s.steps.len()).map(move |j| (i, j)))
-            .collect()
-    }
-
-    /// The story step under the story cursor.
-    pub fn current_step(&self) -> Option<&crate::lineage::StoryStep> {
-        self.current_step_in(&self.stories)
-    }
-
-    /// Step number `story_cursor` of `stories` (in story order).
-    fn current_step_in<'a>(&self, stories: &'a [Story]) -> Option<&'a crate::lineage::StoryStep> {
-        stories.iter().flat_map(|s| &s.steps).nth(self.story_cursor)
-    }
-
-    /// Log lines shown (all, or the selected subtree's).
-    pub fn visible_log(&self) -> Vec<&LogLine> {
-        if self.log_subtree_only {
-            self.log
-                .iter()
-                .filter(|l| self.subtree_pids.contains(&l.tgid))
-                .collect()
-        } else {
-            self.log.iter().collect()
-        }
+        self.tree.selected.and_then(|k| self.engine.get(k.proc()))
     }
 
     /// `stories`, or only the pod's when the view is scoped to one.
@@ -785,11 +883,6 @@ impl AppState {
             stories.retain(|st| crate::lineage::story_in_pod(st, pod));
         }
         stories
-    }
-
-    /// Does `p` match the search (name substring, pid prefix, container id prefix)?
-    pub fn matches_search(&self, p: &Process) -> bool {
-        matches_query(p, &self.search)
     }
 }
 
@@ -901,10 +994,10 @@ fn build_rows(s: &AppState) -> Vec<Row> {
     };
     let gone = |p: &Process| {
         p.exited
-            && (!s.show_exited
+            && (!s.tree.show_exited
                 || expire_before.is_some_and(|t| p.exit_ts_ns.is_some_and(|x| x > 0 && x < t)))
     };
-    let live = if s.show_exited && expire_before.is_none() {
+    let live = if s.tree.show_exited && expire_before.is_none() {
         HashSet::new()
     } else {
         live_below(e)
@@ -916,10 +1009,10 @@ fn build_rows(s: &AppState) -> Vec<Row> {
     let visible = |p: &Process| {
         (!gone(p) || live.contains(&p.id)) && scope.as_ref().is_none_or(|sc| sc.contains(&p.id))
     };
-    if s.pod_view {
+    if s.tree.pod_view {
         return pod_rows(e, &visible);
     }
-    let roots: Vec<&Process> = match s.focus_root.and_then(|f| e.get(f)) {
+    let roots: Vec<&Process> = match s.tree.focus_root.and_then(|f| e.get(f)) {
         Some(f) => vec![f],
         None => e.roots().into_iter().filter(|p| visible(p)).collect(),
     };
@@ -939,12 +1032,12 @@ fn build_rows(s: &AppState) -> Vec<Row> {
             .into_iter()
             .filter(|c| visible(c))
             .collect();
-        let threads: Vec<u32> = if s.show_threads {
+        let threads: Vec<u32> = if s.tree.show_threads {
             p.live_tids().filter(|&t| t != p.pid).collect()
         } else {
             Vec::new()
         };
-        let folded = s.folded.contains(&p.id);
+        let folded = s.tree.folded.contains(&p.id);
         let hidden = if folded {
             kids.len() + threads.len()
         } else {

@@ -35,8 +35,8 @@ fn stories_of(events: &[Event]) -> Vec<crate::lineage::Story> {
 /// highlight.
 fn replay_state(title: &str, events: &[Event], upto: usize, size: (u16, u16)) -> AppState {
     let mut s = AppState::new_replay(title);
-    s.size = size;
-    s.paused = true;
+    s.view.size = size;
+    s.playback.paused = true;
     s.ingest(Msg::Init {
         total: events.len(),
         stories: stories_of(events),
@@ -54,7 +54,7 @@ fn at_end(name: &str, size: (u16, u16)) -> AppState {
 }
 
 fn render(s: &mut AppState) -> Terminal<TestBackend> {
-    let mut t = Terminal::new(TestBackend::new(s.size.0, s.size.1)).expect("terminal");
+    let mut t = Terminal::new(TestBackend::new(s.view.size.0, s.view.size.1)).expect("terminal");
     s.refresh();
     t.draw(|f| draw(f, s)).expect("draw");
     t
@@ -75,7 +75,7 @@ fn keys(s: &mut AppState, acts: &[Action]) -> Vec<Control> {
 
 fn select_pid(s: &mut AppState, pid: u32) {
     let id = s.engine.process(pid).expect("pid").id;
-    s.selected = Some(RowKind::Proc(id));
+    s.tree.selected = Some(RowKind::Proc(id));
     s.refresh();
 }
 
@@ -125,7 +125,7 @@ fn snapshot_selection_with_lineage() {
 fn snapshot_story_pane() {
     let mut s = at_end("ctr", (80, 24));
     keys(&mut s, &[Action::ToggleStory, Action::Down, Action::Down]);
-    assert_eq!(s.pane, Pane::Story);
+    assert_eq!(s.view.pane, Pane::Story);
     insta::assert_snapshot!("story_80x24", screen(&mut s));
     let mut s = at_end("ctr", (200, 60));
     keys(&mut s, &[Action::ToggleStory]);
@@ -136,7 +136,7 @@ fn snapshot_story_pane() {
 fn snapshot_help_overlay() {
     let mut s = at_end("ctr", (80, 24));
     reduce(&mut s, key('?'));
-    assert!(s.show_help);
+    assert!(s.view.show_help);
     let text = screen(&mut s);
     for (k, _) in super::action::KEY_HELP {
         assert!(text.contains(k), "help lacks {k}");
@@ -149,11 +149,11 @@ fn snapshot_empty_trace() {
     let mut s = replay_state("empty.log", &[], 0, (80, 24));
     insta::assert_snapshot!("empty_80x24", screen(&mut s));
     let mut s = AppState::new_live("all");
-    s.size = (80, 24);
+    s.view.size = (80, 24);
     s.set_now(1_000);
     insta::assert_snapshot!("empty_live_80x24", screen(&mut s));
     // Only a file being written is called a recording, and it is named.
-    s.recording = Some("/tmp/x\n.trace".into());
+    s.status.recording = Some("/tmp/x\n.trace".into());
     let text = screen(&mut s);
     assert!(text.contains("● rec /tmp/x\\n.trace"), "{text}");
 }
@@ -166,7 +166,7 @@ fn snapshot_drops_and_gaps_in_red() {
         .filter(|e| !(40..=44).contains(&e.seq))
         .collect();
     let mut s = AppState::new_live("pid 15126");
-    s.size = (80, 24);
+    s.view.size = (80, 24);
     s.ingest(Msg::Events(evs));
     s.ingest(Msg::Drops(7));
     s.set_now(60_000);
@@ -251,7 +251,7 @@ fn draws_at_any_size_without_panicking() {
         (120, 24),
         (300, 100),
     ] {
-        s.size = (w, h);
+        s.view.size = (w, h);
         s.refresh();
         let _ = screen(&mut s);
     }
@@ -286,7 +286,7 @@ fn keys_map_to_actions() {
 
     // While typing a search, letters are text, not commands.
     let mut s = AppState::new_live("t");
-    s.search_input = Some(String::new());
+    s.search.input = Some(String::new());
     let k = |c: KeyCode| key_action(&KeyEvent::new(c, KeyModifiers::NONE), &s);
     assert_eq!(k(KeyCode::Char('q')), Some(Action::SearchChar('q')));
     assert_eq!(k(KeyCode::Esc), Some(Action::SearchCancel));
@@ -296,25 +296,25 @@ fn keys_map_to_actions() {
 #[test]
 fn movement_fold_and_focus() {
     let mut s = at_end("ctr", (80, 24));
-    assert_eq!(s.cursor, 0);
-    let n = s.rows.len();
+    assert_eq!(s.tree.cursor, 0);
+    let n = s.tree.rows.len();
     reduce(&mut s, Action::Down);
     assert_eq!(s.selected_process().map(|p| p.pid), Some(15921));
     reduce(&mut s, Action::EndRow);
-    assert_eq!(s.cursor, n - 1);
+    assert_eq!(s.tree.cursor, n - 1);
     reduce(&mut s, Action::Down);
-    assert_eq!(s.cursor, n - 1, "stays on the last row");
+    assert_eq!(s.tree.cursor, n - 1, "stays on the last row");
     reduce(&mut s, Action::Home);
-    assert_eq!(s.cursor, 0);
+    assert_eq!(s.tree.cursor, 0);
     reduce(&mut s, Action::Up);
-    assert_eq!(s.cursor, 0);
+    assert_eq!(s.tree.cursor, 0);
 
     select_pid(&mut s, 15921);
     reduce(&mut s, Action::Left);
-    assert!(s.rows.len() < n, "folded");
-    assert!(s.rows[s.cursor].folded_children > 0);
+    assert!(s.tree.rows.len() < n, "folded");
+    assert!(s.tree.rows[s.tree.cursor].folded_children > 0);
     reduce(&mut s, Action::Right);
-    assert_eq!(s.rows.len(), n, "unfolded");
+    assert_eq!(s.tree.rows.len(), n, "unfolded");
     reduce(&mut s, Action::Right);
     assert_eq!(
         s.selected_process().map(|p| p.pid),
@@ -327,10 +327,10 @@ fn movement_fold_and_focus() {
 
     reduce(&mut s, Action::Enter);
     let shim = s.engine.process(15921).map(|p| p.id);
-    assert_eq!(s.focus_root, shim);
-    assert_eq!(s.rows[0].kind, RowKind::Proc(shim.unwrap_or(0)));
+    assert_eq!(s.tree.focus_root, shim);
+    assert_eq!(s.tree.rows[0].kind, RowKind::Proc(shim.unwrap_or(0)));
     reduce(&mut s, Action::Back);
-    assert_eq!(s.focus_root, None);
+    assert_eq!(s.tree.focus_root, None);
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn mouse_scrolls_the_pane_under_it_and_click_selects() {
             row: 3,
         },
     );
-    assert_eq!(s.cursor, 3);
+    assert_eq!(s.tree.cursor, 3);
     // Wheel over the log (bottom rows) scrolls the log, not the tree.
     reduce(
         &mut s,
@@ -355,49 +355,54 @@ fn mouse_scrolls_the_pane_under_it_and_click_selects() {
             row: 20,
         },
     );
-    assert_eq!(s.cursor, 3);
-    assert!(s.log_cursor.is_some());
-    assert_eq!(s.pane, Pane::Tree, "focus unchanged by the wheel");
+    assert_eq!(s.tree.cursor, 3);
+    assert!(s.log.cursor.is_some());
+    assert_eq!(s.view.pane, Pane::Tree, "focus unchanged by the wheel");
     // Click on the tree's 6th line selects that row.
     reduce(&mut s, Action::Click { col: 10, row: 6 });
-    assert_eq!(s.cursor, 5);
+    assert_eq!(s.tree.cursor, 5);
     assert_eq!(s.selected_process().map(|p| p.pid), Some(15941));
     reduce(&mut s, Action::Click { col: 10, row: 20 });
-    assert_eq!(s.pane, Pane::Log);
+    assert_eq!(s.view.pane, Pane::Log);
 }
 
 #[test]
 fn toggles() {
     let mut s = at_end("ctr", (80, 24));
-    let n = s.rows.len();
+    let n = s.tree.rows.len();
     reduce(&mut s, key('x'));
-    assert!(!s.show_exited);
-    assert!(s.rows.len() < n);
+    assert!(!s.tree.show_exited);
+    assert!(s.tree.rows.len() < n);
     // An exited process stays only when something below it lives.
-    for (i, r) in s.rows.iter().enumerate() {
+    for (i, r) in s.tree.rows.iter().enumerate() {
         let p = s.engine.get(r.kind.proc()).expect("proc");
         if p.exited {
-            assert!(s.rows.iter().any(|c| c.parent_row == Some(i)), "{}", p.pid);
+            assert!(
+                s.tree.rows.iter().any(|c| c.parent_row == Some(i)),
+                "{}",
+                p.pid
+            );
         }
     }
     reduce(&mut s, key('x'));
-    assert_eq!(s.rows.len(), n);
+    assert_eq!(s.tree.rows.len(), n);
     reduce(&mut s, key('t'));
-    assert!(s.rows.len() > n, "threads expanded");
+    assert!(s.tree.rows.len() > n, "threads expanded");
     assert!(s
+        .tree
         .rows
         .iter()
         .any(|r| matches!(r.kind, RowKind::Thread { .. })));
     reduce(&mut s, key('s'));
-    assert!(s.show_story);
+    assert!(s.view.show_story);
     reduce(&mut s, Action::NextPane);
-    assert_eq!(s.pane, Pane::Log);
+    assert_eq!(s.view.pane, Pane::Log);
     reduce(&mut s, key('s'));
-    assert!(!s.show_story);
+    assert!(!s.view.show_story);
     reduce(&mut s, key('?'));
-    assert!(s.show_help);
+    assert!(s.view.show_help);
     reduce(&mut s, Action::Back);
-    assert!(!s.show_help);
+    assert!(!s.view.show_help);
     reduce(&mut s, key('q'));
     assert!(s.quit);
 }
@@ -417,7 +422,11 @@ fn search_by_name_pid_and_container_id() {
     reduce(&mut s, key('N'));
     assert_eq!(s.selected_process().map(|p| p.pid), first);
     search(&mut s, "nothing-like-this");
-    assert!(s.message.as_deref().is_some_and(|m| m.contains("no match")));
+    assert!(s
+        .status
+        .message
+        .as_deref()
+        .is_some_and(|m| m.contains("no match")));
     // A match inside a folded subtree unfolds it.
     select_pid(&mut s, 15921);
     reduce(&mut s, Action::Left);
@@ -428,9 +437,9 @@ fn search_by_name_pid_and_container_id() {
 #[test]
 fn replay_keys_emit_controls() {
     let mut s = at_end("ctr", (80, 24));
-    s.paused = false;
+    s.playback.paused = false;
     assert_eq!(reduce(&mut s, key(' ')), vec![Control::Pause(true)]);
-    assert!(s.paused);
+    assert!(s.playback.paused);
     assert_eq!(reduce(&mut s, key('.')), vec![Control::Step(1)]);
     assert_eq!(reduce(&mut s, key(',')), vec![Control::Step(-1)]);
     assert_eq!(reduce(&mut s, key('+')), vec![Control::Speed(2.0)]);
@@ -438,7 +447,7 @@ fn replay_keys_emit_controls() {
     for _ in 0..20 {
         reduce(&mut s, key('-'));
     }
-    assert_eq!(s.speed, super::reduce::MIN_SPEED);
+    assert_eq!(s.playback.speed, super::reduce::MIN_SPEED);
     assert_eq!(reduce(&mut s, key('g')), vec![Control::Start]);
     assert_eq!(reduce(&mut s, key('G')), vec![Control::End]);
 }
@@ -448,9 +457,9 @@ fn story_steps_seek_and_select() {
     let evs = fixture("ctr");
     let mut s = replay_state("ctr.log", &evs, 0, (80, 24));
     let c = reduce(&mut s, key(']'));
-    let first = s.full_stories[0].steps[0].clone();
+    let first = s.playback.full_stories[0].steps[0].clone();
     assert_eq!(c, vec![Control::Pause(true), Control::Seek(first.seq)]);
-    assert!(s.show_story);
+    assert!(s.view.show_story);
     // The source answers with the events up to that seq.
     let upto = evs
         .iter()
@@ -459,7 +468,7 @@ fn story_steps_seek_and_select() {
     s.ingest(Msg::Events(evs[..upto].to_vec()));
     s.refresh();
     assert_eq!(s.selected_process().map(|p| p.pid), Some(first.pid));
-    assert_eq!(s.log_cursor, Some(first.seq));
+    assert_eq!(s.log.cursor, Some(first.seq));
     let c = reduce(&mut s, key(']'));
     assert!(matches!(c.last(), Some(Control::Seek(q)) if *q > first.seq));
     assert_eq!(
@@ -468,9 +477,9 @@ fn story_steps_seek_and_select() {
         "nothing before the first step"
     );
     // Enter on a step (story pane) jumps to it.
-    s.story_cursor = 3;
+    s.story.cursor = 3;
     let c = reduce(&mut s, Action::Enter);
-    let st = &s.full_stories[0].steps[3];
+    let st = &s.playback.full_stories[0].steps[3];
     assert_eq!(c, vec![Control::Pause(true), Control::Seek(st.seq)]);
 }
 
@@ -482,37 +491,37 @@ fn live_pause_keeps_recording_and_stepping_is_replay_only() {
     assert_eq!(reduce(&mut s, key(' ')), vec![Control::Pause(true)]);
     s.ingest(Msg::Events(evs[50..].to_vec()));
     assert_eq!(s.stats.events, 50, "paused view");
-    assert_eq!(s.pending.len(), evs.len() - 50);
+    assert_eq!(s.capture.pending.len(), evs.len() - 50);
     reduce(&mut s, key(' '));
     assert_eq!(s.stats.events, evs.len() as u64);
-    assert!(s.pending.is_empty());
+    assert!(s.capture.pending.is_empty());
     assert_eq!(reduce(&mut s, key('.')), vec![]);
-    assert!(s.message.is_some());
+    assert!(s.status.message.is_some());
     // g/G move the selection in live mode.
     s.refresh();
     reduce(&mut s, key('G'));
-    assert_eq!(s.cursor, s.rows.len() - 1);
+    assert_eq!(s.tree.cursor, s.tree.rows.len() - 1);
     reduce(&mut s, key('g'));
-    assert_eq!(s.cursor, 0);
+    assert_eq!(s.tree.cursor, 0);
     assert_eq!(s.mode, Mode::Live);
 }
 
 #[test]
 fn log_pane_scrolls_and_filters() {
     let mut s = at_end("ctr", (80, 24));
-    let total = s.visible_log().len();
+    let total = s.log.visible().len();
     reduce(&mut s, Action::NextPane);
-    assert_eq!(s.pane, Pane::Log);
+    assert_eq!(s.view.pane, Pane::Log);
     reduce(&mut s, Action::Up);
-    assert!(s.log_cursor.is_some());
+    assert!(s.log.cursor.is_some());
     reduce(&mut s, Action::Back);
-    assert_eq!(s.log_cursor, None);
+    assert_eq!(s.log.cursor, None);
     reduce(&mut s, Action::NextPane);
     select_pid(&mut s, 15941);
     reduce(&mut s, key('f'));
-    let sub = s.visible_log().len();
+    let sub = s.log.visible().len();
     assert!(sub > 0 && sub < total);
-    assert!(s.visible_log().iter().all(|l| l.tgid == 15941));
+    assert!(s.log.visible().iter().all(|l| l.tgid == 15941));
 }
 
 // ---- rewind and the source ----
@@ -542,10 +551,10 @@ fn rewind_matches_replay_until() {
 
     let evs = fixture("podman");
     let mut s = replay_state("podman.log", &evs, evs.len(), (80, 24));
-    let log_full: Vec<String> = s.log.iter().map(|l| l.text.clone()).collect();
+    let log_full: Vec<String> = s.log.lines.iter().map(|l| l.text.clone()).collect();
     s.ingest(Msg::Rewind(10));
     s.ingest(Msg::Events(evs[10..].to_vec()));
-    let log_again: Vec<String> = s.log.iter().map(|l| l.text.clone()).collect();
+    let log_again: Vec<String> = s.log.lines.iter().map(|l| l.text.clone()).collect();
     assert_eq!(log_full, log_again, "the log is rebuilt identically");
 }
 
@@ -554,23 +563,34 @@ fn stepping_back_a_big_replay_keeps_snapshots_and_the_log_within_bounds() {
     let evs = crate::synth::fork_tree(30_000);
     assert!(evs.len() > LOG_CAP * 3);
     let mut s = AppState::new_replay("synth");
-    s.snapshot_records = 5_000;
+    s.playback.snapshot_records = 5_000;
     s.ingest(Msg::Init {
         total: evs.len(),
         stories: Vec::new(),
     });
     s.ingest(Msg::Events(evs.clone()));
-    let held: usize = s.snapshots.iter().map(|x| x.engine.process_count()).sum();
+    let held: usize = s
+        .playback
+        .snapshots
+        .iter()
+        .map(|x| x.engine.process_count())
+        .sum();
     assert!(held <= 5_000, "snapshots hold {held} records");
-    assert!(s.snapshots.len() > 1, "some snapshots fit");
-    assert_eq!(s.log.len(), LOG_CAP);
+    assert!(s.playback.snapshots.len() > 1, "some snapshots fit");
+    assert_eq!(s.log.lines.len(), LOG_CAP);
     for n in [evs.len() - 1, evs.len() / 2, LOG_CAP + 7, 10] {
         s.ingest(Msg::Rewind(n));
         let want = replay_until(&evs, evs[n - 1].seq);
         assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
         // The log is what a straight replay to n would show in its last LOG_CAP lines.
         let straight = replay_state("synth", &evs, n, (80, 24));
-        let log = |s: &AppState| s.log.iter().map(|l| l.text.clone()).collect::<Vec<_>>();
+        let log = |s: &AppState| {
+            s.log
+                .lines
+                .iter()
+                .map(|l| l.text.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(log(&s), log(&straight), "log at {n}");
     }
 }
@@ -606,8 +626,8 @@ async fn replay_source_obeys_controls() {
     ));
     let mut s = AppState::new_replay("runc.log");
     s.ingest(recv_events(&mut rx).await);
-    assert_eq!(s.total, total);
-    assert!(!s.full_stories.is_empty());
+    assert_eq!(s.playback.total, total);
+    assert!(!s.playback.full_stories.is_empty());
 
     ctl.send(Control::Step(1)).await.unwrap();
     s.ingest(recv_events(&mut rx).await);
@@ -652,7 +672,8 @@ fn live_drops_exited_processes_after_a_while() {
     late.ts_ns += 2 * super::state::EXITED_KEEP_NS;
     evs.push(late);
     let pids = |s: &AppState| -> Vec<u32> {
-        s.rows
+        s.tree
+            .rows
             .iter()
             .filter_map(|r| s.engine.get(r.kind.proc()).map(|p| p.pid))
             .collect()
@@ -740,7 +761,7 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
         None,
     ));
     let mut s = AppState::new_replay(format!("{name}.log"));
-    s.size = size;
+    s.view.size = size;
     s.guide();
     s.ingest(recv_events(&mut rx).await); // Init
     s.ingest(recv_events(&mut rx).await); // up to the first step
@@ -757,6 +778,7 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
 async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
     let (mut s, evs) = guided_state("ctr", (120, 40)).await;
     let first = s
+        .playback
         .full_stories
         .iter()
         .flat_map(|st| &st.steps)
@@ -767,10 +789,10 @@ async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
     assert_eq!(s.last_seq(), Some(first.seq));
     assert!(s.engine.process(first.pid).is_some());
     assert!(evs.iter().any(|e| e.seq > first.seq));
-    assert_eq!(s.current_step().map(|st| st.seq), Some(first.seq));
+    assert_eq!(s.story.current_step().map(|st| st.seq), Some(first.seq));
     assert_eq!(s.selected_process().map(|p| p.pid), Some(first.pid));
     assert_eq!(
-        s.log_cursor,
+        s.log.cursor,
         Some(first.seq),
         "the log shows the step's event"
     );
@@ -789,7 +811,7 @@ async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
     let upto = evs.iter().position(|e| e.seq > next).unwrap_or(evs.len());
     s.ingest(Msg::Events(evs[s.position()..upto].to_vec()));
     s.refresh();
-    let step = s.current_step().cloned().expect("a step");
+    let step = s.story.current_step().cloned().expect("a step");
     assert_eq!(step.seq, next);
     assert_eq!(s.selected_process().map(|p| p.pid), Some(step.pid));
     insta::assert_snapshot!("guided_second_step_120x40", screen(&mut s));
@@ -799,6 +821,7 @@ async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
 async fn guided_steps_visit_every_step_even_at_the_same_seq() {
     let (mut s, evs) = guided_state("ctr", (120, 40)).await;
     let all: Vec<u64> = s
+        .playback
         .full_stories
         .iter()
         .flat_map(|st| &st.steps)
@@ -817,9 +840,9 @@ async fn guided_steps_visit_every_step_even_at_the_same_seq() {
             }
         }
         s.refresh();
-        s.current_step().expect("a step").seq
+        s.story.current_step().expect("a step").seq
     };
-    let mut seen = vec![s.current_step().expect("a step").seq];
+    let mut seen = vec![s.story.current_step().expect("a step").seq];
     for _ in 1..all.len() {
         seen.push(press(&mut s, ']'));
     }
@@ -834,7 +857,7 @@ async fn guided_steps_visit_every_step_even_at_the_same_seq() {
     }
     back.reverse();
     assert_eq!(back, all, "and back, every step once");
-    assert_eq!(s.story_cursor, 0);
+    assert_eq!(s.story.cursor, 0);
 }
 
 #[test]
@@ -843,7 +866,7 @@ fn explain_pane_toggles_with_e() {
     keys(&mut s, &[key('s')]);
     let plain = screen(&mut s);
     keys(&mut s, &[key('e')]);
-    assert!(s.show_explain);
+    assert!(s.view.show_explain);
     let explained = screen(&mut s);
     assert!(explained.contains("── why:"), "{explained}");
     assert!(!plain.contains("── why:"));
@@ -869,7 +892,12 @@ fn zoom_gives_the_story_pane_the_screen() {
             .collect::<Vec<_>>()
             .join(" "),
     );
-    let steps: Vec<_> = s.stories.iter().flat_map(|st| st.steps.clone()).collect();
+    let steps: Vec<_> = s
+        .story
+        .stories
+        .iter()
+        .flat_map(|st| st.steps.clone())
+        .collect();
     let last = steps.last().expect("steps");
     assert!(joined.contains(&words(&last.text)), "{text}");
     let long = steps
@@ -1066,7 +1094,7 @@ fn w_writes_the_live_window_to_a_new_private_trace_file() {
     let mut s = AppState::new_live("pid 15126");
     s.ingest(Msg::Events(evs.clone()));
     reduce(&mut s, Action::SaveWindow);
-    assert!(s.save_requested);
+    assert!(s.capture.save_requested);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("w.trace");
     let n = super::save::write_window(&s, &path).expect("written");
@@ -1087,10 +1115,10 @@ fn w_writes_the_live_window_to_a_new_private_trace_file() {
     // Never over an existing file.
     assert!(super::save::write_window(&s, &path).is_err());
     // Recording already: nothing to save.
-    s.save_requested = false;
-    s.recording = Some("r.trace".into());
+    s.capture.save_requested = false;
+    s.status.recording = Some("r.trace".into());
     reduce(&mut s, Action::SaveWindow);
-    assert!(!s.save_requested);
+    assert!(!s.capture.save_requested);
 }
 
 #[tokio::test]
@@ -1118,7 +1146,7 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
     while s.position() < head.len() {
         s.ingest(recv_events(&mut rx).await);
     }
-    assert_eq!(s.total, head.len());
+    assert_eq!(s.playback.total, head.len());
     tail.send(TailItem::CaughtUp).await.unwrap();
     for ev in rest {
         tail.send(TailItem::Event(ev.clone())).await.unwrap();
@@ -1127,9 +1155,13 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
     while s.position() < evs.len() {
         s.ingest(recv_events(&mut rx).await);
     }
-    assert_eq!(s.total, evs.len());
-    assert_eq!(s.full_stories, stories_of(&evs));
-    assert_ne!(s.full_stories, stories_of(head), "the stories grew");
+    assert_eq!(s.playback.total, evs.len());
+    assert_eq!(s.playback.full_stories, stories_of(&evs));
+    assert_ne!(
+        s.playback.full_stories,
+        stories_of(head),
+        "the stories grew"
+    );
     drop(tail);
     let end = recv_events(&mut rx).await;
     assert!(
@@ -1159,6 +1191,7 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
     s.refresh();
     let scope = crate::lineage::pod_scope(&e, "shared");
     let shown: std::collections::HashSet<_> = s
+        .tree
         .rows
         .iter()
         .filter_map(|r| match r.kind {
@@ -1177,8 +1210,9 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
         in_pod.iter().all(|p| shown.contains(&p.id)),
         "every pod process shown"
     );
-    assert!(!s.full_stories.is_empty());
+    assert!(!s.playback.full_stories.is_empty());
     assert!(s
+        .playback
         .full_stories
         .iter()
         .all(|st| crate::lineage::story_in_pod(st, "shared")));
@@ -1234,7 +1268,7 @@ async fn the_live_view_of_a_synthetic_source_shows_births_drops_and_the_end_of_i
         Some(Box::new(kept.clone())),
     ));
     let mut s = AppState::new_live("pid 100");
-    s.size = (100, 30);
+    s.view.size = (100, 30);
     tokio::time::sleep(std::time::Duration::from_millis(150)).await;
     let mut seen_before_exit = None;
     while let Some(m) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
@@ -1249,8 +1283,8 @@ async fn the_live_view_of_a_synthetic_source_shows_births_drops_and_the_end_of_i
     task.await.unwrap();
     // The seed (containerd and its ancestor) and all seven events, then the target's end.
     assert_eq!(seen_before_exit, Some(7), "the end came before the events");
-    assert!(s.target_exited);
-    assert_eq!(s.drops, 3);
+    assert!(s.status.target_exited);
+    assert_eq!(s.status.drops, 3);
     assert_eq!(s.stats.gaps(), 3);
     let text = screen(&mut s);
     for shown in ["containerd", "containerd-shim", "sleep", "drops 3"] {

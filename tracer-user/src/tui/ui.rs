@@ -20,7 +20,7 @@ use super::state::{AppState, Mode, Pane, Row, RowKind};
 
 /// Colour only when the terminal may show it (`NO_COLOR` unset); modifiers always.
 fn fg(s: &AppState, c: Color) -> Style {
-    if s.color {
+    if s.view.color {
         Style::new().fg(c)
     } else {
         Style::new()
@@ -67,7 +67,7 @@ pub fn draw(f: &mut Frame, s: &AppState) {
         draw_log(f, s, a.log);
     }
     draw_status(f, s, a.status);
-    if s.show_help {
+    if s.view.show_help {
         draw_help(f, s, area);
     }
 }
@@ -129,7 +129,7 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
         p.pid.to_string(),
         base.patch(fg(s, Color::Cyan)),
     ));
-    let name_style = if s.matches_search(p) {
+    let name_style = if s.search.matches(p) {
         base.patch(fg(s, Color::Yellow))
             .add_modifier(Modifier::UNDERLINED | Modifier::BOLD)
     } else {
@@ -138,7 +138,7 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
     v.push(Span::raw(" "));
     v.push(Span::styled(escape(&p.name()).into_owned(), name_style));
     // Next to the name, where a long row is never cut.
-    if s.is_new(p.id) {
+    if s.clock.is_new(p.id) {
         v.push(Span::styled(
             " new",
             fg(s, Color::Green).add_modifier(Modifier::BOLD),
@@ -147,7 +147,7 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
     let mut folded = (row.folded_children > 0)
         .then(|| Span::styled(format!(" [+{}]", row.folded_children), fg(s, Color::Cyan)));
     // The thread count shows here only while the thread rows are hidden.
-    for m in marks(p, !s.show_threads) {
+    for m in marks(p, !s.tree.show_threads) {
         if !matches!(
             m,
             Mark::Role(_) | Mark::Container(_) | Mark::Pod(_) | Mark::Threads(_)
@@ -200,29 +200,30 @@ fn group_span<'a>(s: &AppState, p: &Process, pod: bool) -> Span<'a> {
 }
 
 fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
-    let mut title = format!("processes {} live", s.live_processes);
-    if s.pod_view {
+    let mut title = format!("processes {} live", s.tree.live_processes);
+    if s.tree.pod_view {
         let pods = s
+            .tree
             .rows
             .iter()
             .filter(|r| matches!(r.kind, RowKind::Pod(_)))
             .count();
         title = format!("pods {pods} · containers → processes (p: tree)");
     }
-    if let Some(p) = s.focus_root.and_then(|id| s.engine.get(id)) {
+    if let Some(p) = s.tree.focus_root.and_then(|id| s.engine.get(id)) {
         let _ = write!(title, " · focus {} {}", p.pid, escape(&p.name()));
     }
-    if !s.show_exited {
+    if !s.tree.show_exited {
         title.push_str(" · exited hidden");
     }
-    if !s.search.is_empty() {
-        let _ = write!(title, " · /{}", s.search);
+    if !s.search.query.is_empty() {
+        let _ = write!(title, " · /{}", s.search.query);
     }
     // The block is drawn after the rows: the title says whether rows go past the edge.
     let block = pane_block(s, area, String::new(), Some(Pane::Tree));
     let inner = block.inner(area);
     let h = inner.height as usize;
-    if s.rows.is_empty() {
+    if s.tree.rows.is_empty() {
         f.render_widget(pane_block(s, area, title, Some(Pane::Tree)), area);
         f.render_widget(
             Paragraph::new(Line::styled(
@@ -234,18 +235,18 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
         return;
     }
     // The reducer keeps the offset; clamp again in case the size changed since.
-    let mut off = s.tree_offset.min(s.rows.len().saturating_sub(1));
-    if s.cursor < off {
-        off = s.cursor;
-    } else if h > 0 && s.cursor >= off + h {
-        off = s.cursor + 1 - h;
+    let mut off = s.tree.offset.min(s.tree.rows.len().saturating_sub(1));
+    if s.tree.cursor < off {
+        off = s.tree.cursor;
+    } else if h > 0 && s.tree.cursor >= off + h {
+        off = s.tree.cursor + 1 - h;
     }
-    let max_levels = ((inner.width as usize + s.tree_hscroll as usize) / 3).max(2);
+    let max_levels = ((inner.width as usize + s.tree.hscroll as usize) / 3).max(2);
     let mut lines = Vec::with_capacity(h);
-    for i in off..(off + h).min(s.rows.len()) {
-        let row = s.rows[i];
+    for i in off..(off + h).min(s.tree.rows.len()) {
+        let row = s.tree.rows[i];
         let mut spans = vec![Span::styled(
-            prefix(&s.rows, i, max_levels),
+            prefix(&s.tree.rows, i, max_levels),
             Style::new().add_modifier(Modifier::DIM),
         )];
         match row.kind {
@@ -275,16 +276,16 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
             }
         }
         let mut line = Line::from(spans);
-        if i == s.cursor {
+        if i == s.tree.cursor {
             line = line.style(Style::new().add_modifier(Modifier::REVERSED));
-        } else if matches!(row.kind, RowKind::Proc(id) if s.is_new(id)) {
+        } else if matches!(row.kind, RowKind::Proc(id) if s.clock.is_new(id)) {
             line = line.style(Style::new().add_modifier(Modifier::BOLD));
         }
         lines.push(line);
     }
     let widest = lines.iter().map(Line::width).max().unwrap_or(0);
     let room = inner.width as usize;
-    let hs = (s.tree_hscroll as usize).min(widest.saturating_sub(room));
+    let hs = (s.tree.hscroll as usize).min(widest.saturating_sub(room));
     // Scrolled: where, and whether rows go on past the right edge.
     if hs > 0 {
         let _ = write!(title, " · ◂ col {hs}");
@@ -524,7 +525,7 @@ fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let lines = match p {
-        Some(p) => match s.selected {
+        Some(p) => match s.tree.selected {
             Some(RowKind::Thread { tid, .. }) => {
                 let mut l = detail_lines(s, p);
                 l.insert(
@@ -546,19 +547,19 @@ fn draw_detail(f: &mut Frame, s: &AppState, area: Rect) {
 // ---- story ----
 
 fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
-    let mut title = format!("stories {} ([ ] steps, Enter jumps", s.stories.len());
-    title.push_str(if s.show_explain {
+    let mut title = format!("stories {} ([ ] steps, Enter jumps", s.story.stories.len());
+    title.push_str(if s.view.show_explain {
         ", e hides why, z zooms)"
     } else {
         ")"
     });
-    if s.guided {
+    if s.playback.guided {
         title = format!("guided · {title}");
     }
     let block = pane_block(s, area, title, Some(Pane::Story));
     let mut inner = block.inner(area);
     f.render_widget(block, area);
-    if s.stories.is_empty() {
+    if s.story.stories.is_empty() {
         f.render_widget(
             Paragraph::new(Line::styled(
                 "no container birth seen yet",
@@ -572,7 +573,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
     let mut lines = Vec::new();
     let mut cursor_line = 0;
     let mut k = 0;
-    for st in &s.stories {
+    for st in &s.story.stories {
         let mut head = format!(
             "container {} ({}",
             escape(st.container_id.as_deref().unwrap_or("?")),
@@ -590,7 +591,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
             Style::new().add_modifier(Modifier::BOLD),
         ));
         for step in &st.steps {
-            let cur = k == s.story_cursor;
+            let cur = k == s.story.cursor;
             if cur {
                 cursor_line = lines.len();
             }
@@ -605,7 +606,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
             }
             let mark = if cur { "▸" } else { " " };
             let text = format!("{mark} {:>6}  {}", step.seq, escape(&step.text));
-            if s.zoom {
+            if s.view.zoom {
                 // Zoomed: whole steps, wrapped under their text.
                 let opts = textwrap::Options::new(usize::from(inner.width.max(20)))
                     .subsequent_indent("          ");
@@ -618,8 +619,8 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
             k += 1;
         }
     }
-    if s.show_explain {
-        if let Some(step) = s.current_step() {
+    if s.view.show_explain {
+        if let Some(step) = s.story.current_step() {
             let why = why_lines(s, step, inner.width);
             // The steps keep at least three rows; `z` gives the explanation the screen.
             let wh = (why.len() as u16).min(inner.height.saturating_sub(3));
@@ -660,8 +661,8 @@ fn why_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
 // ---- log ----
 
 fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
-    let lines = s.visible_log();
-    let scope = if s.log_subtree_only {
+    let lines = s.log.visible();
+    let scope = if s.log.subtree_only {
         match s.selected_process() {
             Some(p) => format!("subtree of {}", p.pid),
             None => "subtree".into(),
@@ -669,7 +670,7 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
     } else {
         "all".into()
     };
-    let follow = if s.log_cursor.is_some() {
+    let follow = if s.log.cursor.is_some() {
         ""
     } else {
         " · following"
@@ -693,7 +694,7 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
         );
         return;
     }
-    let (off, hl) = match s.log_cursor {
+    let (off, hl) = match s.log.cursor {
         Some(seq) => {
             let i = lines
                 .iter()
@@ -739,7 +740,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
     let bad = |n: u64| {
         if n > 0 {
-            if s.color {
+            if s.view.color {
                 Style::new()
                     .fg(Color::White)
                     .bg(Color::Red)
@@ -751,7 +752,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
             Style::new()
         }
     };
-    if let Some(q) = &s.search_input {
+    if let Some(q) = &s.search.input {
         let line = Line::from(vec![
             Span::styled("/", fg(s, Color::Yellow).add_modifier(Modifier::BOLD)),
             Span::raw(q.clone()),
@@ -766,10 +767,10 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     }
     let (mode, mode_color) = match s.mode {
         Mode::Live => (" LIVE ", Color::Green),
-        Mode::Replay if s.following => (" FOLLOW ", Color::Green),
+        Mode::Replay if s.playback.following => (" FOLLOW ", Color::Green),
         Mode::Replay => (" REPLAY ", Color::Cyan),
     };
-    let badge = if s.color {
+    let badge = if s.view.color {
         Style::new()
             .fg(Color::Black)
             .bg(mode_color)
@@ -789,36 +790,43 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
         Span::raw(" "),
         Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
         sep(),
-        Span::raw(format!("{} ev {:.0}/s", s.stats.events, s.rate())),
+        Span::raw(format!("{} ev {:.0}/s", s.stats.events, s.clock.rate())),
         sep(),
-        Span::styled(format!("drops {}", s.drops), bad(s.drops)),
+        Span::styled(format!("drops {}", s.status.drops), bad(s.status.drops)),
         Span::raw(" "),
         Span::styled(format!("gaps {gaps}"), bad(gaps)),
         sep(),
     ];
     match s.mode {
         Mode::Replay => {
-            let play = if s.paused { "⏸" } else { "▶" };
-            v.push(Span::raw(format!("{play} {}", speed_text(s.speed))));
+            let play = if s.playback.paused { "⏸" } else { "▶" };
+            v.push(Span::raw(format!(
+                "{play} {}",
+                speed_text(s.playback.speed)
+            )));
             v.push(sep());
             let seq = s
                 .last_seq()
                 .map_or_else(|| "-".to_string(), |q| q.to_string());
-            let end = if s.position() >= s.total { " end" } else { "" };
+            let end = if s.position() >= s.playback.total {
+                " end"
+            } else {
+                ""
+            };
             v.push(Span::raw(format!(
                 "{}/{} #{seq}{end}",
                 s.position(),
-                s.total
+                s.playback.total
             )));
         }
         Mode::Live => {
-            if s.paused {
+            if s.playback.paused {
                 v.push(Span::styled(
-                    format!("⏸ paused +{}", s.pending.len()),
+                    format!("⏸ paused +{}", s.capture.pending.len()),
                     fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
                 ));
             } else {
-                match &s.recording {
+                match &s.status.recording {
                     Some(file) => v.push(Span::styled(
                         format!("● rec {}", crate::escape::escape(file)),
                         fg(s, Color::Red),
@@ -827,16 +835,16 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
                     None => v.push(Span::raw("not recorded")),
                 }
             }
-            if s.target_exited {
+            if s.status.target_exited {
                 v.push(sep());
                 v.push(Span::raw("target exited"));
             }
         }
     }
-    if let Some(e) = &s.source_error {
+    if let Some(e) = &s.status.source_error {
         v.push(sep());
         v.push(Span::styled(e.clone(), bad(1)));
-    } else if let Some(m) = &s.message {
+    } else if let Some(m) = &s.status.message {
         v.push(sep());
         v.push(Span::styled(m.clone(), fg(s, Color::Yellow)));
     }

@@ -32,7 +32,7 @@ fn pct(x: u16, num: u32) -> u16 {
 pub fn layout(area: Rect, s: &AppState) -> Areas {
     let h = area.height.saturating_sub(1);
     let status = Rect::new(area.x, area.y + h, area.width, area.height.min(1));
-    if s.zoom {
+    if s.view.zoom {
         return zoomed(area, h, status, active_pane(s));
     }
     if area.width >= WIDE {
@@ -40,9 +40,9 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
         let rw = area.width - lw;
         let tree = Rect::new(area.x, area.y, lw, h);
         let rx = area.x + lw;
-        let (d, st) = if s.show_story && s.show_explain {
+        let (d, st) = if s.view.show_story && s.view.show_explain {
             (pct(h, 20), pct(h, 55))
-        } else if s.show_story {
+        } else if s.view.show_story {
             (pct(h, 35), pct(h, 35))
         } else {
             (pct(h, 45), 0)
@@ -53,20 +53,20 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
         Areas {
             tree,
             detail: Some(detail),
-            story: s.show_story.then_some(story),
+            story: s.view.show_story.then_some(story),
             log,
             status,
         }
     } else {
-        let t = pct(h, if s.show_explain { 30 } else { 45 }).max(3.min(h));
+        let t = pct(h, if s.view.show_explain { 30 } else { 45 }).max(3.min(h));
         let m = pct(h - t, 55).min(h - t);
         let tree = Rect::new(area.x, area.y, area.width, t);
         let mid = Rect::new(area.x, area.y + t, area.width, m);
         let log = Rect::new(area.x, area.y + t + m, area.width, h - t - m);
         Areas {
             tree,
-            detail: (!s.show_story).then_some(mid),
-            story: s.show_story.then_some(mid),
+            detail: (!s.view.show_story).then_some(mid),
+            story: s.view.show_story.then_some(mid),
             log,
             status,
         }
@@ -94,14 +94,14 @@ fn zoomed(area: Rect, h: u16, status: Rect, pane: Pane) -> Areas {
 
 /// Rows the tree pane shows at the current terminal size.
 pub fn tree_height(s: &AppState) -> usize {
-    let a = layout(Rect::new(0, 0, s.size.0, s.size.1), s);
+    let a = layout(Rect::new(0, 0, s.view.size.0, s.view.size.1), s);
     a.tree.height.saturating_sub(1) as usize
 }
 
 /// Pane the movement keys act on (the story pane only while shown).
 pub fn active_pane(s: &AppState) -> Pane {
-    match s.pane {
-        Pane::Story if !s.show_story => Pane::Tree,
+    match s.view.pane {
+        Pane::Story if !s.view.show_story => Pane::Tree,
         p => p,
     }
 }
