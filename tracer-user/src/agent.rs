@@ -278,6 +278,15 @@ impl Agent {
     }
 }
 
+/// A task aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs the agent over `src` until the deadline or `stop`: segments published to
 /// `cfg.server` (a publisher task retries and buffers), `metrics` kept up to date. Unlike
 /// `trace`/`record`, it never ends because the followed processes are gone: a runtime daemon
@@ -293,12 +302,13 @@ pub async fn run<S: EventSource>(
         wake: Notify::new(),
         forged: std::sync::atomic::AtomicU64::new(0),
     });
-    let publishing = tokio::spawn(publisher(
+    // Stopped however `run` returns: an error must not leave it retrying forever.
+    let _publishing = AbortOnDrop(tokio::spawn(publisher(
         cfg.server.clone(),
         cfg.node.clone(),
         cfg.limits,
         shared.clone(),
-    ));
+    )));
     let now = Instant::now();
     let mut agent = Agent {
         node: cfg.node.clone(),
@@ -347,7 +357,6 @@ pub async fn run<S: EventSource>(
     while !shared.lock().is_empty() && Instant::now() < until {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    publishing.abort();
     let o = shared.lock();
     Ok(AgentReport {
         kernel_drops: src.counters().drops,

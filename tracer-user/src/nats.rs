@@ -62,7 +62,7 @@ pub enum NatsError {
         /// What was being done.
         what: &'static str,
         /// The client's own error (it has one type per request: downcast to tell them apart).
-        #[source]
+        /// In the message, so not also the source (a chain would say it twice).
         error: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A one-off read heard nothing for this long: the stream ended there.
@@ -73,8 +73,7 @@ pub enum NatsError {
     Start {
         /// What was being started.
         what: &'static str,
-        /// Why it could not.
-        #[source]
+        /// Why it could not (in the message).
         error: std::io::Error,
     },
     /// The reader's thread stopped (it panicked, or ended before saying where the stream was).

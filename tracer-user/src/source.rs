@@ -136,11 +136,11 @@ pub trait EventSource: Send {
     /// What only the started source knows (see [`SourceFacts`]).
     fn facts(&self) -> SourceFacts;
     /// The bytes of runtime `pid`'s bundle config (`dir/config.json`; `None`: its working
-    /// directory) as that runtime sees it, for [`crate::lineage::bundle::enrich`], which
-    /// decides which exec is a runtime's and what the bytes mean. Sources with no host to
-    /// read from have none.
-    fn bundle_config(&self, _pid: u32, _dir: Option<&str>) -> Option<Vec<u8>> {
-        None
+    /// directory) from each place it can be read, best first, as that runtime sees it; for
+    /// [`crate::lineage::bundle::enrich`], which decides which exec is a runtime's and what
+    /// the bytes mean. Sources with no host to read from have none.
+    fn bundle_configs(&self, _pid: u32, _dir: Option<&str>) -> Vec<Vec<u8>> {
+        Vec::new()
     }
     /// The processes a live view starts from: the followed ones with their ancestors.
     fn seed(&self) -> Vec<SnapshotProcess>;
@@ -297,7 +297,7 @@ impl<S: EventSource> SourceLoop<S> {
     fn add_container_meta(&mut self, start: usize) {
         let src = &self.src;
         crate::lineage::bundle::enrich(&mut self.batch, start, |pid, dir| {
-            src.bundle_config(pid, dir)
+            src.bundle_configs(pid, dir)
         });
     }
 
@@ -407,8 +407,9 @@ pub enum Ended {
 /// gone: see [`SourceLoop::new`]), the deadline passes or `stop` resolves. What the source
 /// still holds is handed over before it returns, unless `on` stopped it.
 ///
-/// The tick never starves the source: ticks missed while `on` ran long are not made up
-/// (`MissedTickBehavior::Delay`), and a batch already read waits in the loop's queue.
+/// The tick never starves the source: the tick's period restarts after `on` handled it, so
+/// reading always gets a whole period uncontested (longer than the capture's poll interval),
+/// however long the tick's work took; a batch already read waits in the loop's queue.
 #[cfg(any(feature = "capture", feature = "tui"))]
 pub async fn drive<S, E>(
     lp: &mut SourceLoop<S>,
@@ -451,6 +452,7 @@ where
                 if !on(Step::Tick, &mut lp.src)? {
                     return Ok(Ended::Callback);
                 }
+                tick.reset();
                 if opts.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                     break Ended::Deadline;
                 }
@@ -504,7 +506,10 @@ mod script {
     /// (an empty batch every poll interval) when its script is blocked or done.
     pub struct Script {
         steps: VecDeque<Scripted>,
+        /// The last sequence number given to a step when it was added.
         seq: u64,
+        /// Sequence numbers issued so far: those of the steps reached.
+        issued: u64,
         drops: u64,
         follow: Option<u32>,
         followed: FollowedSet,
@@ -521,6 +526,7 @@ mod script {
             Script {
                 steps: VecDeque::new(),
                 seq: 0,
+                issued: 0,
                 drops: 0,
                 follow,
                 followed,
@@ -560,10 +566,14 @@ mod script {
                         let evs = std::mem::take(evs);
                         self.steps.pop_front();
                         self.followed.observe(&evs);
+                        self.issued = evs.iter().map(|e| e.seq).fold(self.issued, u64::max);
                         out.extend(evs);
                         return Some(());
                     }
-                    Scripted::Drop(n) => self.drops += *n,
+                    Scripted::Drop(n) => {
+                        self.drops += *n;
+                        self.issued += *n;
+                    }
                     Scripted::Processes(p) => self.processes = std::mem::take(p),
                     Scripted::Wait(d) => {
                         let until = *self.wait_until.get_or_insert(Instant::now() + *d);
@@ -594,7 +604,7 @@ mod script {
         fn counters(&self) -> Counters {
             Counters {
                 drops: self.drops,
-                seq_issued: self.seq,
+                seq_issued: self.issued,
                 decode_errors: 0,
             }
         }
@@ -674,6 +684,9 @@ mod recorded {
         /// Up to `max` events into `out`; damage ends the recording there (kept for the
         /// next call, so the events before it are handed over first).
         fn read(&mut self, out: &mut Vec<Event>, max: usize) {
+            if self.ended {
+                return;
+            }
             for _ in 0..max {
                 match self.input.next_event() {
                     Some(Ok(ev)) => out.push(ev),

@@ -54,12 +54,14 @@ fn runtime_view(proc_root: &Path, pid: u32, dir: Option<&str>) -> Vec<(PathBuf, 
     }
 }
 
-/// The config.json of runtime `pid`'s bundle `dir`, from the first place of [`runtime_view`]
-/// that has a readable one.
-pub(crate) fn runtime_config(proc_root: &Path, pid: u32, dir: Option<&str>) -> Option<Vec<u8>> {
+/// The config.json of runtime `pid`'s bundle `dir` from every place of [`runtime_view`] that
+/// has a readable one, best first (the model takes the first that parses: a file half
+/// written in one place does not hide the other).
+pub(crate) fn runtime_configs(proc_root: &Path, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
     runtime_view(proc_root, pid, dir)
         .into_iter()
-        .find_map(|(base, rel)| read_config(rel.as_deref(), &base))
+        .filter_map(|(base, rel)| read_config(rel.as_deref(), &base))
+        .collect()
 }
 
 #[cfg(test)]
@@ -73,6 +75,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("b")).unwrap();
         let cfg = r#"{"annotations":{"io.kubernetes.cri.sandbox-name":"web","io.kubernetes.cri.sandbox-namespace":"shop"}}"#;
         std::fs::write(dir.join("b/config.json"), cfg).unwrap();
+        // SAFETY: geteuid has no preconditions.
         let as_root = unsafe { libc::geteuid() } == 0;
         let got = read_config(Some("b"), &dir);
         // Written by this test's user: read only when that is root.
@@ -102,7 +105,9 @@ mod tests {
             !Path::new(&bundle).exists(),
             "{bundle} must not exist on this root"
         );
-        let got = runtime_config(&dir.join("proc"), 42, Some(&bundle));
+        let got = runtime_configs(&dir.join("proc"), 42, Some(&bundle))
+            .into_iter()
+            .next();
         // Only root-owned bundles are read: written by root, this one is.
         // SAFETY: geteuid has no preconditions.
         let as_root = unsafe { libc::geteuid() } == 0;

@@ -9,8 +9,10 @@
 //!   ring buffer dropped events or the sequence has a gap, and when a followed target is gone;
 //! - read the same items through a [`SourceLoop`], which keeps the capture at hand (its
 //!   counters, the command's exit status); or
-//! - pull batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
-//!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...).
+//! - pull raw batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
+//!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...). Raw
+//!   batches carry no loss notices and no bundle metadata (`ContainerMeta`): the loop adds
+//!   both, from what the capture reports.
 //!
 //! Capturing needs root (or `CAP_BPF` + `CAP_PERFMON`) and a tokio runtime with I/O enabled.
 //!
@@ -865,13 +867,13 @@ impl Capture {
 
     /// The command this capture started ([`Target::Command`]), as the engine's seed: the
     /// tracer's child, held before its exec until it was followed, so no probe saw its birth.
-    pub fn launched_process(&self) -> Option<crate::lineage::SnapshotProcess> {
+    pub fn launched_process(&self) -> Option<crate::event::SnapshotProcess> {
         let Target::Command(argv) = &self.target else {
             return None;
         };
         let pid = self.child_pid?;
         let me = procfs::read_process(Path::new("/proc"), std::process::id());
-        Some(crate::lineage::SnapshotProcess {
+        Some(crate::event::SnapshotProcess {
             pid,
             ppid: std::process::id(),
             comm: me.as_ref().map(|m| m.comm.clone()).unwrap_or_default(),
@@ -1054,7 +1056,7 @@ impl EventSource for Capture {
     fn follow(&mut self, pid: u32) -> Result<(), CaptureError> {
         Capture::follow(self, pid)
     }
-    fn processes(&self) -> Vec<crate::lineage::SnapshotProcess> {
+    fn processes(&self) -> Vec<crate::event::SnapshotProcess> {
         procfs::snapshot()
     }
     fn header(&self) -> crate::tracefile::Header {
@@ -1070,10 +1072,10 @@ impl EventSource for Capture {
             notes: self.notes.clone(),
         }
     }
-    fn bundle_config(&self, pid: u32, dir: Option<&str>) -> Option<Vec<u8>> {
-        bundle::runtime_config(Path::new("/proc"), pid, dir)
+    fn bundle_configs(&self, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
+        bundle::runtime_configs(Path::new("/proc"), pid, dir)
     }
-    fn seed(&self) -> Vec<crate::lineage::SnapshotProcess> {
+    fn seed(&self) -> Vec<crate::event::SnapshotProcess> {
         use crate::source::lineage_of;
         match &self.target {
             Target::All => procfs::snapshot(),

@@ -1,7 +1,7 @@
 //! /proc snapshot of the processes that exist when tracing starts.
 
 use crate::event::PidNs;
-use crate::lineage::SnapshotProcess;
+use crate::event::SnapshotProcess;
 use std::fs;
 use std::path::Path;
 

@@ -169,9 +169,9 @@ impl tracer::tui::Recorder for FileRecorder {
         Ok(())
     }
 
-    fn finish(&mut self, drops: u64) -> std::io::Result<()> {
+    fn finish(&mut self, c: tracer::source::Counters) -> std::io::Result<()> {
         if let Some(mut w) = self.writer.take() {
-            w.set_counters(drops, 0, 0);
+            w.set_counters(c.drops, c.seq_issued, c.decode_errors);
             w.finish().map_err(std::io::Error::other)?;
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! Which execs start a container from an OCI bundle, and what its config says: when a
 //! runtime's `create --bundle DIR` (or `run`, whose bundle defaults to its working directory)
 //! exec is read, the live source is asked for `DIR/config.json`'s bytes as the runtime sees
-//! them ([`crate::source::EventSource::bundle_config`]); its Kubernetes annotations go into the
+//! them ([`crate::source::EventSource::bundle_configs`]); its Kubernetes annotations go into the
 //! stream as an [`EventKind::ContainerMeta`] right after the exec, so recordings keep them and
 //! replays never read the bundle again. The source only reads bytes; this decides which
 //! process is a runtime and what the bytes mean.
@@ -38,12 +38,12 @@ pub fn bundle_of(filename: &str, argv: &[String]) -> Option<(String, Option<Stri
 }
 
 /// Adds a `ContainerMeta` after every runtime exec in `events[start..]` whose bundle names a
-/// pod or container; `config(pid, dir)` reads that runtime's `dir/config.json` (`None`: its
-/// working directory).
+/// pod or container; `configs(pid, dir)` reads that runtime's `dir/config.json` (`None`: its
+/// working directory) from each place it can, best first: the first that parses is used.
 pub fn enrich(
     events: &mut Vec<Event>,
     start: usize,
-    mut config: impl FnMut(u32, Option<&str>) -> Option<Vec<u8>>,
+    mut configs: impl FnMut(u32, Option<&str>) -> Vec<Vec<u8>>,
 ) {
     if !events[start..]
         .iter()
@@ -53,7 +53,7 @@ pub fn enrich(
     }
     let tail = events.split_off(start);
     for ev in tail {
-        let meta = meta_for(&ev, &mut config);
+        let meta = meta_for(&ev, &mut configs);
         events.push(ev);
         events.extend(meta);
     }
@@ -61,14 +61,15 @@ pub fn enrich(
 
 fn meta_for(
     ev: &Event,
-    config: &mut impl FnMut(u32, Option<&str>) -> Option<Vec<u8>>,
+    configs: &mut impl FnMut(u32, Option<&str>) -> Vec<Vec<u8>>,
 ) -> Option<Event> {
     let EventKind::ExecEnter { filename, argv, .. } = &ev.kind else {
         return None;
     };
     let (container_id, dir) = bundle_of(&filename.value, argv)?;
-    let bytes = config(ev.tgid, dir.as_deref())?;
-    let annotations = annotations_from_config(&bytes).ok()?;
+    let annotations = configs(ev.tgid, dir.as_deref())
+        .iter()
+        .find_map(|bytes| annotations_from_config(bytes).ok())?;
     if annotations.is_empty() {
         return None;
     }
@@ -131,7 +132,8 @@ mod tests {
         let mut asked = Vec::new();
         enrich(&mut evs, 0, |pid, dir| {
             asked.push((pid, dir.map(str::to_string)));
-            Some(cfg.to_vec())
+            // A half-written copy first: the next place's is used.
+            vec![b"{\"annotations\":".to_vec(), cfg.to_vec()]
         });
         // Only the create was asked about, and its metadata follows it.
         assert_eq!(asked, [(7, Some("/b/x".to_string()))]);

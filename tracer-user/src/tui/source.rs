@@ -351,8 +351,8 @@ pub trait Recorder: Send {
     }
     /// Records one batch of events, in seq order.
     fn record(&mut self, batch: &[Event]) -> std::io::Result<()>;
-    /// Called once when the source ends, with the drop count.
-    fn finish(&mut self, _drops: u64) -> std::io::Result<()> {
+    /// Called once when the source ends, with its final counters (for the end record).
+    fn finish(&mut self, _counters: crate::source::Counters) -> std::io::Result<()> {
         Ok(())
     }
 }
@@ -432,12 +432,15 @@ pub async fn live<S: crate::source::EventSource>(
         deadline: None,
     };
     let app_gone = tx.closed();
+    // A failed recording said at once, or (the channel full) after the loop.
+    let mut untold = None;
     let ended = crate::source::drive(&mut lp, opts, app_gone, |step, _| {
         match step {
             Step::Batch(batch) => {
                 if let Some(rec) = recorder.as_mut() {
                     if let Err(e) = rec.record(batch) {
-                        let _ = tx.try_send(Msg::Error(format!("recording stopped: {e}")));
+                        let msg = Msg::Error(format!("recording stopped: {e}"));
+                        untold = tx.try_send(msg).err().map(|e| e.into_inner());
                         recorder = None;
                     }
                 }
@@ -446,22 +449,26 @@ pub async fn live<S: crate::source::EventSource>(
             Step::Drops(total) => backlog.drops = Some(total),
             Step::Tick => {}
         }
-        Ok::<_, S::Error>(backlog.offer(&tx))
+        // An app that quit ends the loop through `app_gone`, after the final drain (which a
+        // recording still gets).
+        backlog.offer(&tx);
+        Ok::<_, S::Error>(true)
     })
     .await;
-    match ended {
-        Ok(Ended::TargetGone) => {
-            if backlog.flush(&tx).await {
-                let _ = tx.send(Msg::TargetExited).await;
-            }
-        }
-        Ok(_) => {}
-        Err(e) => {
-            let _ = backlog.flush(&tx).await;
-            let _ = tx.send(Msg::Error(format!("capture: {e}"))).await;
-        }
+    let finished = recorder.as_mut().map(|r| r.finish(lp.source().counters()));
+    if let Some(msg) = untold {
+        let _ = tx.send(msg).await;
     }
-    if let Some(rec) = recorder.as_mut() {
-        let _ = rec.finish(lp.source().counters().drops);
+    if let Err(e) = &ended {
+        let _ = backlog.flush(&tx).await;
+        let _ = tx.send(Msg::Error(format!("capture: {e}"))).await;
+    }
+    if let Some(Err(e)) = finished {
+        let _ = tx
+            .send(Msg::Error(format!("recording not finished: {e}")))
+            .await;
+    }
+    if matches!(ended, Ok(Ended::TargetGone)) && backlog.flush(&tx).await {
+        let _ = tx.send(Msg::TargetExited).await;
     }
 }

@@ -1227,8 +1227,8 @@ impl super::Recorder for Kept {
         self.0.lock().unwrap().0.extend_from_slice(batch);
         Ok(())
     }
-    fn finish(&mut self, drops: u64) -> std::io::Result<()> {
-        self.0.lock().unwrap().1 = Some(drops);
+    fn finish(&mut self, c: crate::source::Counters) -> std::io::Result<()> {
+        self.0.lock().unwrap().1 = Some(c.drops);
         Ok(())
     }
 }
