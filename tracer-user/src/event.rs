@@ -395,6 +395,14 @@ pub enum EventKind {
         /// The destination's path inside the hierarchy.
         path: CapturedStr,
     },
+    /// A signal was generated for a task (signal:signal_generate, or an strace
+    /// `--- SIG… {…} ---` line). The event's own tgid/tid/comm are the task the source saw it
+    /// in: the probe's current task (the sender; for a signal the kernel raises, the task whose
+    /// action raised it, e.g. the dying child for SIGCHLD), or the receiver for strace.
+    Signal(SignalInfo),
+    /// The OOM killer chose a victim (oom:mark_victim). The event's own tgid/tid are the task
+    /// that was allocating when memory ran out.
+    OomVictim(OomInfo),
     /// Not a kernel event: what the capture read from an OCI bundle's `config.json` when the
     /// runtime (`pid`) started on it — the Kubernetes annotations. Carries the seq of the
     /// exec it was read for and takes no sequence number of its own ([`EventKind::is_metadata`]).
@@ -421,6 +429,8 @@ impl EventKind {
             EventKind::Exec { .. } => "exec",
             EventKind::TaskExit { .. } => "task_exit",
             EventKind::CgroupAttach { .. } => "cgroup_attach",
+            EventKind::Signal(_) => "signal",
+            EventKind::OomVictim(_) => "oom_victim",
             EventKind::ContainerMeta { .. } => "container_meta",
         }
     }
@@ -430,6 +440,104 @@ impl EventKind {
     pub fn is_metadata(&self) -> bool {
         matches!(self, EventKind::ContainerMeta { .. })
     }
+}
+
+/// What the kernel did with a generated signal (include/trace/events/signal.h `TRACE_SIGNAL_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalResult {
+    /// Queued for the target (strace's lines are all of this kind).
+    Delivered,
+    /// The target ignores it (SIG_IGN, or the default action is to ignore).
+    Ignored,
+    /// A non-realtime signal already pending: merged into it.
+    AlreadyPending,
+    /// A realtime signal that could not be queued.
+    OverflowFail,
+    /// Queued without its siginfo.
+    LoseInfo,
+    /// A value this tracer does not know.
+    Other,
+}
+
+impl SignalResult {
+    /// From the tracepoint's `result` field.
+    pub fn from_wire(v: u32) -> SignalResult {
+        match v {
+            0 => SignalResult::Delivered,
+            1 => SignalResult::Ignored,
+            2 => SignalResult::AlreadyPending,
+            3 => SignalResult::OverflowFail,
+            4 => SignalResult::LoseInfo,
+            _ => SignalResult::Other,
+        }
+    }
+
+    /// Back to the tracepoint's value (`Other` as 5).
+    pub fn to_wire(self) -> u32 {
+        self as u32
+    }
+}
+
+/// A generated signal: who sent which signal to whom, and what the kernel did with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SignalInfo {
+    /// The signal number.
+    pub signal: i32,
+    /// `si_code` (`SI_USER`, `SI_KERNEL`, `CLD_EXITED`...; [`crate::names::si_code`]).
+    pub code: i32,
+    /// The sending process (tgid); 0 when the source cannot tell (strace: a signal the kernel
+    /// raised names no sender).
+    pub sender: u32,
+    /// The sending thread; 0 when unknown.
+    pub sender_tid: u32,
+    /// The target process (tgid); 0 when unknown.
+    pub target: u32,
+    /// The target thread (the process's leader for a signal to the whole process).
+    pub target_tid: u32,
+    /// Sent to the thread group (kill) rather than one thread (tgkill).
+    pub group: bool,
+    /// What the kernel did with it.
+    pub result: SignalResult,
+}
+
+impl Serialize for SignalInfo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("SignalInfo", 8)?;
+        st.serialize_field("signal", &crate::names::signal(self.signal))?;
+        st.serialize_field("code", &crate::names::si_code(self.signal, self.code))?;
+        st.serialize_field("sender", &self.sender)?;
+        st.serialize_field("sender_tid", &self.sender_tid)?;
+        st.serialize_field("target", &self.target)?;
+        st.serialize_field("target_tid", &self.target_tid)?;
+        st.serialize_field("group", &self.group)?;
+        st.serialize_field("result", &self.result)?;
+        st.end()
+    }
+}
+
+/// The OOM killer's victim (oom:mark_victim) and the memory cgroup it was killed in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct OomInfo {
+    /// The victim thread (the tracepoint's `pid`, host namespace).
+    pub tid: u32,
+    /// Its virtual memory, anonymous, file and shared-memory RSS, page tables (KiB).
+    pub total_vm_kb: u64,
+    /// Anonymous resident memory (KiB).
+    pub anon_rss_kb: u64,
+    /// File-backed resident memory (KiB).
+    pub file_rss_kb: u64,
+    /// Shared-memory resident memory (KiB).
+    pub shmem_rss_kb: u64,
+    /// Its `oom_score_adj`.
+    pub oom_score_adj: i32,
+    /// The memory cgroup the victim was in (the pod's or container's), when the capture
+    /// could read it.
+    pub cgroup: Option<String>,
+    /// That cgroup's memory limit in bytes (`memory.max` / `memory.limit_in_bytes`), when
+    /// one was set and readable.
+    pub limit: Option<u64>,
 }
 
 /// How a task ended, decoded from a wait(2) status word.

@@ -215,6 +215,73 @@ pub fn signal_number(name: &str) -> Option<i32> {
     }
 }
 
+/// `si_code` values every signal can carry (include/uapi/asm-generic/siginfo.h).
+pub mod si_code {
+    /// kill(2), sigsend, raise.
+    pub const SI_USER: i32 = 0;
+    /// Sent by the kernel (SEND_SIG_PRIV: OOM killer, zap_pid_ns_processes, ...).
+    pub const SI_KERNEL: i32 = 0x80;
+    /// sigqueue(3).
+    pub const SI_QUEUE: i32 = -1;
+    /// tkill(2) / tgkill(2).
+    pub const SI_TKILL: i32 = -6;
+    /// SIGCHLD: the child exited.
+    pub const CLD_EXITED: i32 = 1;
+    /// SIGCHLD: the child was killed.
+    pub const CLD_KILLED: i32 = 2;
+    /// SIGCHLD: the child was killed and dumped core.
+    pub const CLD_DUMPED: i32 = 3;
+    /// SIGCHLD: the child continued (the last of the CLD_* codes).
+    pub const CLD_CONTINUED: i32 = 6;
+}
+
+const SI_CODES: &[(i32, &str)] = &[
+    (0, "SI_USER"),
+    (0x80, "SI_KERNEL"),
+    (-1, "SI_QUEUE"),
+    (-2, "SI_TIMER"),
+    (-3, "SI_MESGQ"),
+    (-4, "SI_ASYNCIO"),
+    (-5, "SI_SIGIO"),
+    (-6, "SI_TKILL"),
+    (-7, "SI_DETHREAD"),
+    (-60, "SI_ASYNCNL"),
+];
+
+const CLD_CODES: &[&str] = &[
+    "",
+    "CLD_EXITED",
+    "CLD_KILLED",
+    "CLD_DUMPED",
+    "CLD_TRAPPED",
+    "CLD_STOPPED",
+    "CLD_CONTINUED",
+];
+
+/// `si_code` of signal `sig` by name, as strace prints it (`SI_USER`, `CLD_EXITED`); the
+/// number when it has none here (the fault codes of SIGSEGV and the like).
+pub fn si_code(sig: i32, code: i32) -> String {
+    if sig == 17 && (1..=6).contains(&code) {
+        return CLD_CODES[code as usize].to_string();
+    }
+    match SI_CODES.iter().find(|(c, _)| *c == code) {
+        Some((_, name)) => name.to_string(),
+        None => code.to_string(),
+    }
+}
+
+/// `SI_USER` → 0, `CLD_EXITED` → 1, a number as itself.
+pub fn si_code_number(name: &str) -> Option<i32> {
+    if let Some(i) = CLD_CODES.iter().position(|c| !c.is_empty() && *c == name) {
+        return Some(i as i32);
+    }
+    SI_CODES
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(c, _)| *c)
+        .or_else(|| parse_int(name).and_then(|v| i32::try_from(v).ok()))
+}
+
 const ERRNOS: &[(i64, &str)] = &[
     (1, "EPERM"),
     (2, "ENOENT"),
@@ -336,6 +403,12 @@ mod tests {
         assert_eq!(prctl_option(999), "999");
         assert_eq!(parse_prctl_option("PR_SET_NAME"), Some(15));
         assert_eq!(errno(2), "ENOENT");
+        assert_eq!(si_code(17, 1), "CLD_EXITED");
+        assert_eq!(si_code(15, 1), "1");
+        assert_eq!(si_code(9, 0x80), "SI_KERNEL");
+        assert_eq!(si_code_number("CLD_KILLED"), Some(2));
+        assert_eq!(si_code_number("SI_TKILL"), Some(-6));
+        assert_eq!(si_code_number("-7"), Some(-7));
         assert_eq!(parse_int("0x10"), Some(16));
         assert_eq!(parse_int("-2"), Some(-2));
     }

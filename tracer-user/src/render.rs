@@ -6,7 +6,7 @@
 //! `<... clone resumed>) = 4086`, exactly as strace does.
 
 use crate::escape::{escape, quoted as quote};
-use crate::event::{Event, EventKind, ExitStatus, Syscall};
+use crate::event::{Event, EventKind, ExitStatus, OomInfo, SignalInfo, SignalResult, Syscall};
 use crate::names;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -311,6 +311,14 @@ impl LineRenderer {
                 );
                 self.notice(ev, &text, &mut lines);
             }
+            EventKind::Signal(i) => {
+                let text = signal_text(i);
+                self.notice(ev, &text, &mut lines);
+            }
+            EventKind::OomVictim(o) => {
+                let text = oom_text(o);
+                self.notice(ev, &text, &mut lines);
+            }
             EventKind::ContainerMeta {
                 container_id,
                 annotations,
@@ -334,6 +342,48 @@ impl LineRenderer {
         let _ = write!(line, "--- {text} ---");
         lines.push(line);
     }
+}
+
+/// strace's signal notice with the sender and target spelled out: `SIGTERM {si_code=SI_USER,
+/// si_pid=100, si_tid=100} to 200 (tid 200)`, and what the kernel did when not delivered.
+fn signal_text(i: &SignalInfo) -> String {
+    let mut t = format!(
+        "{} {{si_code={}, si_pid={}",
+        names::signal(i.signal),
+        names::si_code(i.signal, i.code),
+        i.sender
+    );
+    if i.sender_tid != 0 && i.sender_tid != i.sender {
+        let _ = write!(t, ", si_tid={}", i.sender_tid);
+    }
+    let _ = write!(t, "}} to {}", i.target);
+    if i.target_tid != 0 && i.target_tid != i.target {
+        let _ = write!(t, " (thread {})", i.target_tid);
+    }
+    match i.result {
+        SignalResult::Delivered => {}
+        SignalResult::Ignored => t.push_str(" ignored"),
+        SignalResult::AlreadyPending => t.push_str(" already pending"),
+        SignalResult::OverflowFail => t.push_str(" not queued (overflow)"),
+        SignalResult::LoseInfo => t.push_str(" queued without its info"),
+        SignalResult::Other => t.push_str(" (unknown result)"),
+    }
+    t
+}
+
+/// `OOM killer: victim 300 ... in cgroup "/kubepods/..." (limit 67108864 bytes)`.
+fn oom_text(o: &OomInfo) -> String {
+    let mut t = format!(
+        "OOM killer: victim {} total-vm={}kB anon-rss={}kB file-rss={}kB shmem-rss={}kB oom_score_adj={}",
+        o.tid, o.total_vm_kb, o.anon_rss_kb, o.file_rss_kb, o.shmem_rss_kb, o.oom_score_adj
+    );
+    if let Some(cg) = &o.cgroup {
+        let _ = write!(t, " in cgroup {}", quote(cg, false));
+    }
+    if let Some(l) = o.limit {
+        let _ = write!(t, " (limit {l} bytes)");
+    }
+    t
 }
 
 #[cfg(test)]

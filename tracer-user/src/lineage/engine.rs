@@ -471,6 +471,8 @@ impl Engine {
                 let id = self.task(actor);
                 self.container_meta(id, actor, container_id, identity);
             }
+            Transition::Signal(a, info) => self.on_signal(a, info),
+            Transition::OomVictim(a, info) => self.on_oom_victim(a, info),
         }
     }
 

@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use crate::event::{prctl_opt, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
+use crate::event::{
+    prctl_opt, CloneFlags, Comm, Event, EventKind, OomInfo, PidNs, SignalInfo, Syscall,
+};
 
 use super::pidmap::PidMap;
 
@@ -98,6 +100,12 @@ pub enum Transition {
         /// What the annotations say.
         identity: super::k8s::K8sIdentity,
     },
+    /// A signal was generated (__send_signal_locked / do_notify_parent). The actor is the task
+    /// the source saw it in, which may be gone already (a dying child's SIGCHLD): only the
+    /// signal's own sender and target count.
+    Signal(Actor, SignalInfo),
+    /// The OOM killer marked a victim (mark_oom_victim); the actor was allocating.
+    OomVictim(Actor, OomInfo),
     /// A task ended (do_exit); `group_dead` when it was the last of its process.
     TaskExit {
         /// The task.
@@ -121,6 +129,8 @@ impl Transition {
             | Transition::ExitGroupCalled(a, _)
             | Transition::CgroupMoved { actor: a, .. }
             | Transition::ContainerMeta { actor: a, .. }
+            | Transition::Signal(a, _)
+            | Transition::OomVictim(a, _)
             | Transition::TaskExit { actor: a, .. } => a,
         }
     }
@@ -249,6 +259,8 @@ impl Adapter {
                 container_id: Arc::from(container_id.as_str()),
                 identity: super::k8s::K8sIdentity::from_annotations(annotations),
             },
+            EventKind::Signal(i) => Transition::Signal(actor, *i),
+            EventKind::OomVictim(o) => Transition::OomVictim(actor, o.clone()),
             EventKind::ExitEnter { .. } | EventKind::CloneEnter { .. } => Transition::Alive(actor),
         };
         Adapted {

@@ -7,7 +7,10 @@
 
 use bytes::{Buf, BufMut};
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
+use crate::event::{
+    CapturedStr, CloneFlags, Comm, Event, EventKind, OomInfo, PidNs, SignalInfo, SignalResult,
+    Syscall,
+};
 
 use super::{CaptureMode, Header, SnapshotEntry, StatsRecord};
 
@@ -375,6 +378,10 @@ const K_TASK_EXIT: u8 = 7;
 // Version 2.
 const K_CGROUP: u8 = 8;
 const K_META: u8 = 9;
+const K_SIGNAL: u8 = 10;
+const K_OOM: u8 = 11;
+/// The highest kind tag (format version 3 added signals and OOM victims).
+const K_LAST: u8 = K_OOM;
 
 // Context bits (high nibble of the tag byte): which task fields differ from the previous
 // event of the frame.
@@ -462,6 +469,8 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
         EventKind::TaskExit { .. } => K_TASK_EXIT,
         EventKind::CgroupAttach { .. } => K_CGROUP,
         EventKind::ContainerMeta { .. } => K_META,
+        EventKind::Signal(_) => K_SIGNAL,
+        EventKind::OomVictim(_) => K_OOM,
     };
     let mut other = 0u8;
     if ev.ppid != ctx.ppid {
@@ -609,6 +618,8 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
             put_varint(b, *cgroup_id);
             put_captured(b, path);
         }
+        EventKind::Signal(i) => put_signal(b, i),
+        EventKind::OomVictim(o) => put_oom(b, o),
         EventKind::ContainerMeta {
             pid,
             container_id,
@@ -625,11 +636,86 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
     }
 }
 
+fn put_signal(b: &mut impl BufMut, i: &SignalInfo) {
+    put_ivarint(b, i64::from(i.signal));
+    put_ivarint(b, i64::from(i.code));
+    put_varint(b, u64::from(i.sender));
+    put_varint(b, u64::from(i.sender_tid));
+    put_varint(b, u64::from(i.target));
+    put_varint(b, u64::from(i.target_tid));
+    b.put_u8(u8::from(i.group));
+    b.put_u8(i.result.to_wire() as u8);
+}
+
+fn get_signal(c: &mut Cur<'_>) -> DResult<SignalInfo> {
+    Ok(SignalInfo {
+        signal: c.i32v("a signal number")?,
+        code: c.i32v("a signal's si_code")?,
+        sender: c.u32v("a signal's sender")?,
+        sender_tid: c.u32v("a signal's sender thread")?,
+        target: c.u32v("a signal's target")?,
+        target_tid: c.u32v("a signal's target thread")?,
+        group: get_bool(c, "a signal's group flag")?,
+        result: SignalResult::from_wire(u32::from(get_small(c, 5, "a signal's result (0-5)")?)),
+    })
+}
+
+/// Bytes of an OOM victim's cgroup path kept from a file or stream (a real one is a few
+/// hundred bytes).
+const MAX_OOM_CGROUP: usize = 4096;
+
+fn put_oom(b: &mut impl BufMut, o: &OomInfo) {
+    put_varint(b, u64::from(o.tid));
+    for v in [o.total_vm_kb, o.anon_rss_kb, o.file_rss_kb, o.shmem_rss_kb] {
+        put_varint(b, v);
+    }
+    put_ivarint(b, i64::from(o.oom_score_adj));
+    let marker = u8::from(o.cgroup.is_some()) | (u8::from(o.limit.is_some()) << 1);
+    b.put_u8(marker);
+    if let Some(cg) = &o.cgroup {
+        put_str(b, cg);
+    }
+    if let Some(l) = o.limit {
+        put_varint(b, l);
+    }
+}
+
+fn get_oom(c: &mut Cur<'_>) -> DResult<OomInfo> {
+    let tid = c.u32v("an OOM victim's tid")?;
+    let mut kb = [0u64; 4];
+    for v in &mut kb {
+        *v = c.varint("an OOM victim's memory figure")?;
+    }
+    let oom_score_adj = c.i32v("an OOM victim's oom_score_adj")?;
+    let marker = get_small(c, 3, "an OOM field marker (0-3)")?;
+    let cgroup = match marker & 1 {
+        0 => None,
+        _ => Some(crate::lineage::k8s::bounded(
+            &c.string("an OOM cgroup")?,
+            MAX_OOM_CGROUP,
+        )),
+    };
+    let limit = match marker & 2 {
+        0 => None,
+        _ => Some(c.varint("an OOM cgroup's limit")?),
+    };
+    Ok(OomInfo {
+        tid,
+        total_vm_kb: kb[0],
+        anon_rss_kb: kb[1],
+        file_rss_kb: kb[2],
+        shmem_rss_kb: kb[3],
+        oom_score_adj,
+        cgroup,
+        limit,
+    })
+}
+
 pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
     let tag = c.restoring(|c| {
         let tag = c.u8("an event tag")?;
-        if tag & C_RESERVED != 0 || tag & 0x0f > K_META {
-            return Err(DecodeError("an event tag (kind 0-9, bit 7 clear)"));
+        if tag & C_RESERVED != 0 || tag & 0x0f > K_LAST {
+            return Err(DecodeError("an event tag (kind 0-11, bit 7 clear)"));
         }
         Ok(tag)
     })?;
@@ -758,6 +844,8 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
             cgroup_id: c.varint("cgroup id")?,
             path: get_captured(c, "cgroup path")?,
         },
+        K_SIGNAL => EventKind::Signal(get_signal(c)?),
+        K_OOM => EventKind::OomVictim(get_oom(c)?),
         _ => {
             use crate::lineage::k8s::{bounded, bounded_annotations, MAX_ID_BYTES};
             let pid = c.u32v("container meta pid")?;

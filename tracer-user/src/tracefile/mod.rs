@@ -38,7 +38,7 @@ use std::time::Duration;
 /// line-ending conversion.
 pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
 /// The format version this tracer writes and the newest it reads (it reads every older one).
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// The first version whose frames start with [`FRAME_SYNC`] and carry a number, the count of
 /// events before them and a header checksum, so a reader skips a damaged frame and goes on.
 pub const FRAMED_VERSION: u16 = 2;
