@@ -244,7 +244,7 @@ pub fn write_perfetto(
             _ => t_last,
         }
         .max(start);
-        let exit = p.exit_status.map(|s| s.to_string());
+        let exit = p.death().map(|d| d.to_string());
         put(
             out,
             json!({"ph": "X", "name": p.name(), "cat": "process", "pid": track, "tid": track,
@@ -339,10 +339,8 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
             let short: String = c.chars().take(12).collect();
             label.push_str(&format!("\ncid {}", escape(&short)));
         }
-        match (p.exited, p.exit_status) {
-            (true, Some(st)) => label.push_str(&format!("\n({st})")),
-            (true, None) => label.push_str("\n(exited)"),
-            _ => {}
+        if p.exited {
+            label.push_str(&format!("\n({})", crate::lineage::view::exit_text(p)));
         }
         if p.born_how() == How::Unknown {
             label.push_str("\n(placeholder)");

@@ -214,7 +214,7 @@ fn columns(e: &Engine, lanes: &[ProcId], stories: &[Story]) -> Vec<Col> {
             push(s, Mark::Subreaper, t);
         }
         if let Some(x) = p.exit_seq {
-            let st = view::exit_text(p.exit_status);
+            let st = view::exit_text(p);
             push(
                 x,
                 Mark::Exit(st.clone()),

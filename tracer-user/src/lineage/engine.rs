@@ -100,6 +100,16 @@ pub enum WarningKind {
         /// The runtime process that gave the second identity.
         pid: u32,
     },
+    /// The kernel sent a child's SIGCHLD to another process than the model's parent
+    /// (do_notify_parent() writes to the parent of record): the model was wrong.
+    SigchldDisagreement {
+        /// The child.
+        pid: u32,
+        /// The parent the model had.
+        model: u32,
+        /// The process the kernel notified.
+        kernel: u32,
+    },
 }
 
 impl fmt::Display for WarningKind {
@@ -143,6 +153,10 @@ impl fmt::Display for WarningKind {
             WarningKind::IdentityConflict { pid } => write!(
                 f,
                 "pid {pid} gave a container another pod identity than its first: the first stands"
+            ),
+            WarningKind::SigchldDisagreement { pid, model, kernel } => write!(
+                f,
+                "pid {pid}: model/kernel disagreement: its SIGCHLD went to {kernel}, model had parent {model}"
             ),
         }
     }
@@ -191,6 +205,8 @@ pub struct Engine {
     lost: bool,
     /// Live views: what is dropped of exited processes, and when (`retain.rs`).
     pub(super) retention: retain::RetentionState,
+    /// SIGCHLD recipients checked against the model (`death.rs`).
+    pub(super) sigchld: super::death::SigchldChecks,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -478,13 +494,9 @@ impl Engine {
 
     /// cgroup_attach_task(): `tid`'s process is now in `path`.
     fn cgroup_moved(&mut self, tid: u32, path: &Arc<str>, by: &Actor) {
-        let id = match self.tids.get(&tid) {
-            Some(&(id, _)) if !self.procs[id].exited => id,
-            _ => match self.by_pid.get(&tid) {
-                Some(&id) if !self.procs[id].exited => id,
-                // A task the stream never showed: nothing to attach the move to.
-                _ => return,
-            },
+        // A task the stream never showed: nothing to attach the move to.
+        let Some(id) = self.record_of_tid(tid) else {
+            return;
         };
         let p = &mut self.procs[id];
         p.cgroup = Some(path.clone());
@@ -493,6 +505,17 @@ impl Engine {
             path: path.clone(),
             by: by.pid,
         });
+    }
+
+    /// The live process thread `tid` belongs to (a leader's tid is its pid).
+    pub(super) fn record_of_tid(&self, tid: u32) -> Option<ProcId> {
+        match self.tids.get(&tid) {
+            Some(&(id, _)) if !self.procs[id].exited => Some(id),
+            _ => match self.by_pid.get(&tid) {
+                Some(&id) if !self.procs[id].exited => Some(id),
+                _ => None,
+            },
+        }
     }
 
     /// A container's Kubernetes identity: kept for processes classified later, and given to

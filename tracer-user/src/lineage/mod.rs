@@ -24,6 +24,7 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
+pub use death::{terminates, Death, DeathHow, OomMark, SigchldChecks, SignalRecord, MAX_SIGNALS};
 pub use engine::Retention;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,

@@ -290,6 +290,19 @@ pub struct Process {
     pub execs: Vec<ExecRecord>,
     /// Every PR_SET_NAME, oldest first.
     pub renames: Vec<Rename>,
+    /// Signals it received or sent that the source kept, oldest first (at most
+    /// [`super::death::MAX_SIGNALS`]; `signals_dropped` counts the ones past that).
+    pub signals: Vec<super::death::SignalRecord>,
+    /// Signals not kept in `signals`.
+    pub signals_dropped: u32,
+    /// The last signal it received whose default action ends a process: what killed it, when
+    /// a signal did (kept even when `signals` is full).
+    pub killer: Option<super::death::SignalRecord>,
+    /// The OOM killer chose it.
+    pub oom: Option<super::death::OomMark>,
+    /// Its pid namespace's init died while it lived: zap_pid_ns_processes() sent it SIGKILL.
+    /// The init's host pid and the seq of its death.
+    pub zapped_by: Option<(u32, u64)>,
     /// The exec that made it an oci-init (`runc init`).
     pub init_exec_seq: Option<u64>,
     /// The exec from an oci-init stage into the workload.
@@ -347,6 +360,11 @@ impl Process {
             subreaper_cleared_seq: None,
             execs: Vec::new(),
             renames: Vec::new(),
+            signals: Vec::new(),
+            signals_dropped: 0,
+            killer: None,
+            oom: None,
+            zapped_by: None,
             init_exec_seq: None,
             workload_exec_seq: None,
             children: Vec::new(),

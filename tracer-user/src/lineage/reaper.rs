@@ -37,6 +37,9 @@ impl Engine {
         p.exit_seq = Some(seq);
         p.exit_ts_ns = Some(ts_ns);
         self.all_threads_dead(id);
+        if super::engine::is_ns_init(&self.procs[id]) {
+            self.zap_namespace(id, seq);
+        }
         let mut orphans: Vec<ProcId> = self.procs[id]
             .children
             .iter()
@@ -93,25 +96,44 @@ impl Engine {
     /// The subreaper search only climbs while the ancestors are at the dying process's pid
     /// namespace level: it never leaves the namespace.
     fn find_new_reaper(&mut self, dying: ProcId, seq: u64) -> NewReaper {
-        let d = &self.procs[dying];
-        if d.has_child_subreaper {
-            let level = d.pidns.map(|ns| ns.level);
-            let found = self
-                .ancestors(dying)
-                .take_while(|a| match (level, a.pidns) {
-                    (Some(l), Some(ns)) => ns.level == l,
-                    // An ancestor is never deeper than its descendant: below the host's
-                    // namespace, an ancestor of unknown level may be outside it.
-                    (Some(l), None) => l == 0,
-                    (None, _) => true,
-                })
-                .find(|a| a.is_subreaper && !a.exited && a.id != dying)
-                .map(|a| (a.id, a.pid));
-            if let Some((id, pid)) = found {
-                return NewReaper::Adopt(id, Reaper::Subreaper(pid));
-            }
+        if let Some((id, pid)) = self.nearest_subreaper(dying) {
+            return NewReaper::Adopt(id, Reaper::Subreaper(pid));
         }
         self.child_reaper(dying, seq)
+    }
+
+    /// The live subreaper find_new_reaper() would pick for `dying`'s orphans, if any.
+    fn nearest_subreaper(&self, dying: ProcId) -> Option<(ProcId, u32)> {
+        let d = &self.procs[dying];
+        if !d.has_child_subreaper {
+            return None;
+        }
+        let level = d.pidns.map(|ns| ns.level);
+        self.ancestors(dying)
+            .take_while(|a| match (level, a.pidns) {
+                (Some(l), Some(ns)) => ns.level == l,
+                // An ancestor is never deeper than its descendant: below the host's
+                // namespace, an ancestor of unknown level may be outside it.
+                (Some(l), None) => l == 0,
+                (None, _) => true,
+            })
+            .find(|a| a.is_subreaper && !a.exited && a.id != dying)
+            .map(|a| (a.id, a.pid))
+    }
+
+    /// Who takes `dead`'s orphans now (find_new_reaper(), read only): a subreaper, its pid
+    /// namespace's init, or pid 1; `None` when that init was never shown.
+    pub(super) fn reaper_pid(&self, dead: ProcId) -> Option<u32> {
+        if let Some((_, pid)) = self.nearest_subreaper(dead) {
+            return Some(pid);
+        }
+        match self.procs[dead].pidns {
+            Some(ns) if ns.level > 0 => {
+                let init = self.namespaces.get(&ns.inum).and_then(|n| n.init)?;
+                Some(self.procs[init].pid)
+            }
+            _ => Some(1),
+        }
     }
 
     /// find_child_reaper(): the dying process's namespace's `child_reaper`.

@@ -124,7 +124,7 @@ fn restart(e: &Engine, old: &Process, new: &Process, exit_seq: u64) -> RuntimeRe
                 l.seq,
             ));
         } else if let Some(x) = died.filter(|_| related(e, p, old.id, exit_seq)) {
-            let st = super::view::exit_text(p.exit_status);
+            let st = super::view::exit_text(p);
             lost.push(lost_entry(p, "exited", st, x));
         } else if died.is_none() && moved.is_none() && in_container_world(p) {
             survivors.push(Survivor {

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::event::ExitStatus;
 
+use super::death::{Death, SignalRecord};
 use super::engine::{Engine, Warning, WarningKind};
 use super::pod::in_pod;
 use super::process::{How, ProcId, Process, Reason};
@@ -69,8 +70,8 @@ pub enum Mark<'a> {
     Adopted(u32),
     /// `⤴ reparented (kernel-reported parent)`
     Reparented,
-    /// `(exit 0)`, `(killed SIGKILL)`
-    Exit(Option<ExitStatus>),
+    /// `(exit 0)`, `(killed SIGTERM by 812)`, `(OOMKilled)`: [`exit_text`].
+    Exit(String),
 }
 
 impl Mark<'_> {
@@ -96,20 +97,15 @@ impl Mark<'_> {
             Mark::CloneParent(None) => " (CLONE_PARENT)".into(),
             Mark::Adopted(parent) => format!(" ⤴ adopted ← {parent} exited"),
             Mark::Reparented => " ⤴ reparented (kernel-reported parent)".into(),
-            Mark::Exit(st) => format!(" ({})", exit_text(*st)),
+            Mark::Exit(st) => format!(" ({st})"),
         }
     }
 }
 
-/// `exit 0`, `killed SIGKILL`, `exited` (status unknown).
-pub fn exit_text(st: Option<ExitStatus>) -> String {
-    match st {
-        Some(ExitStatus::Exited { code }) => format!("exit {code}"),
-        Some(ExitStatus::Killed { signal, .. }) => {
-            format!("killed {}", crate::names::signal(signal))
-        }
-        None => "exited".into(),
-    }
+/// How `p` ended, in a few words (`exit 0`, `killed SIGTERM by 812`, `OOMKilled`, `exited`
+/// when the source did not show how): [`Death::short`](super::death::Death::short).
+pub fn exit_text(p: &Process) -> String {
+    p.death().map_or_else(|| "running".into(), |d| d.short())
 }
 
 /// The marks of `p`'s label, in display order (`threads`: count threads above one).
@@ -142,7 +138,7 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
         });
     }
     if p.exited {
-        v.push(Mark::Exit(p.exit_status));
+        v.push(Mark::Exit(exit_text(p)));
     }
     v
 }
@@ -312,6 +308,50 @@ fn process_json(p: &Process) -> Value {
         ExitStatus::Killed { signal, .. } => Some(crate::names::signal(signal)),
         ExitStatus::Exited { .. } => None,
     });
+    let mut v = process_json_base(p, lineage, exit_code, signal);
+    v["death"] = p.death().map_or(Value::Null, |d| death_json(&d));
+    v["signals"] = p.signals.iter().map(signal_json).collect();
+    v["signals_dropped"] = json!(p.signals_dropped);
+    v
+}
+
+/// The `death` object of the tree JSON.
+pub fn death_json(d: &Death) -> Value {
+    let by = d.sender();
+    let mut v = json!({
+        "how": d.how.as_str(),
+        "signal": d.signal().map(crate::names::signal),
+        "sender": by.map(|b| b.sender).or(d.ns_init),
+        "sender_comm": by.map(|b| b.sender_comm.to_string()),
+        "sender_tid": by.map(|b| b.sender_tid).filter(|&t| t != 0),
+        "code": d.by.as_ref().map(|b| b.code_name()),
+        "seq": d.seq,
+        "text": d.to_string(),
+    });
+    if let Some(o) = &d.oom {
+        v["cgroup"] = json!(o.cgroup.as_deref());
+        v["limit"] = json!(o.limit);
+    }
+    v
+}
+
+/// One entry of a process's `signals` list.
+fn signal_json(r: &SignalRecord) -> Value {
+    json!({
+        "seq": r.seq,
+        "signal": r.signal_name(),
+        "sender": r.sender,
+        "target": r.target,
+        "code": r.code_name(),
+    })
+}
+
+fn process_json_base(
+    p: &Process,
+    lineage: Vec<Value>,
+    exit_code: Option<Value>,
+    signal: Option<String>,
+) -> Value {
     json!({
         "pid": p.pid,
         "ppid": p.ppid,
@@ -362,6 +402,7 @@ fn warning_kind(k: &WarningKind) -> (&'static str, Option<u32>) {
         WarningKind::IdentityNotFromRoot { pid, .. } => ("identity_not_from_root", Some(pid)),
         WarningKind::IdentityFromContainer { pid } => ("identity_from_container", Some(pid)),
         WarningKind::IdentityConflict { pid } => ("identity_conflict", Some(pid)),
+        WarningKind::SigchldDisagreement { pid, .. } => ("sigchld_disagreement", Some(pid)),
     }
 }
 

@@ -415,10 +415,7 @@ fn birth_text(l: &LineageEntry) -> String {
 /// Its end: the exit status (code or signal) and the event that showed it, or running.
 fn detail_exit(s: &AppState, p: &Process) -> Line<'static> {
     let exit = if p.exited {
-        let mut t = match p.exit_status {
-            Some(st) => st.to_string(),
-            None => "exited".into(),
-        };
+        let mut t = p.death().map(|d| d.to_string()).unwrap_or_default();
         if let Some(q) = p.exit_seq {
             let _ = write!(t, " @{q}");
         }
