@@ -184,10 +184,11 @@ impl Metrics {
 
     /// Births, adoptions and restarts as `engine` sees them now.
     pub fn update_from(&mut self, engine: &Engine) {
-        // `runc exec` runs a process in a container already born: not a birth.
+        // `runc exec` runs a process in a container already born, and a death ends one:
+        // neither is a birth.
         let births = crate::lineage::stories(engine)
             .into_iter()
-            .filter(|s| !s.runtime.as_deref().is_some_and(|r| r.ends_with(" exec")));
+            .filter(|s| s.phase.is_birth());
         for s in births {
             let key = s
                 .container_id

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::export::{role_style, PidIndex};
-use crate::lineage::{basename, explain, view, Engine, How, ProcId, Process, Story};
+use crate::lineage::{basename, explain, view, Engine, How, Phase, ProcId, Process, Story};
 
 /// Longest caption or label kept, in characters (longer ones end with `…`).
 const MAX_TEXT: usize = 72;
@@ -566,10 +566,13 @@ pub fn write_html(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>Container births: {t}</title><style>{PAGE_STYLE}</style></head><body>\
          <h1>Container births: {t}</h1>\
-         <p>Container births found: {}. The picture shows each process as a lifeline (seq across); \
+         <p>Container births found: {}; execs into running containers: {}; deaths: {}. \
+         The picture shows each process as a lifeline (seq across); \
          the stories explain every step with the kernel rule or runtime design behind it.</p>\
          <h2>Timeline</h2><div class=\"pic\">",
-        stories.len()
+        stories.iter().filter(|s| s.phase.is_birth()).count(),
+        stories.iter().filter(|s| s.phase == Phase::Exec).count(),
+        stories.iter().filter(|s| s.phase == Phase::Death).count(),
     );
     s.push_str(&svg(e, &stories, opts, title));
     s.push_str("</div><h2>Stories</h2>");

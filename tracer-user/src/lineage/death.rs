@@ -29,6 +29,8 @@ const SIGCHLD: i32 = 17;
 pub struct SignalRecord {
     /// Seq of the event.
     pub seq: u64,
+    /// Its time (boot-time ns; 0 when the source had none).
+    pub ts_ns: u64,
     /// The signal number.
     pub signal: i32,
     /// `si_code`.
@@ -274,6 +276,7 @@ impl Engine {
         };
         let rec = SignalRecord {
             seq: a.seq,
+            ts_ns: a.ts_ns,
             signal: info.signal,
             code: info.code,
             sender: info.sender,

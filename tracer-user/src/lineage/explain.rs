@@ -131,6 +131,112 @@ pub fn why(kind: StepKind) -> Why {
             "The runtime wrote the first `runc init` stage's pid into the container's cgroup              (cgroup.procs) before that stage cloned the others: fork copies the cgroup, so CHILD              and INIT are born inside it while the shim stays in the cgroup it inherited from              the daemon. That is why `systemctl status containerd` still lists the shims.",
             "runc libcontainer/process_linux.go (p.manager.Apply); kernel/cgroup/cgroup.c              cgroup_attach_task(), cgroup_fork()",
         ),
+        // After the birth: exec, death, restart.
+        StepKind::ExecCloned => (
+            "`runc exec` runs the same nsexec stages as a create, but CHILD does not unshare new \
+             namespaces: it joins the running container's with setns() and clones the process to \
+             run with CLONE_PARENT, so its parent is `runc exec` (or the shim's runc), not CHILD. \
+             The new process is not the container's init and its death ends nothing else.",
+            "runc exec.go, libcontainer/process_linux.go (setnsProcess), nsenter/nsexec.c; \
+             kernel/fork.c copy_process()",
+        ),
+        StepKind::ExecJoined => (
+            "setns() into a pid namespace does not move the caller: its next child is born in \
+             that namespace (kernel/pid_namespace.c pidns_install sets pid_ns_for_children). So \
+             the exec'd process has the container's pid namespace and a pid there above 1: \
+             the container's init stays pid 1, the child reaper of the namespace.",
+            "kernel/nsproxy.c setns(), kernel/pid_namespace.c pidns_install(); kernel/pid.c alloc_pid()",
+        ),
+        StepKind::ExecProgram => (
+            "The process runc cloned into the container execve()d the command asked for (CRI \
+             ExecSync, `ctr task exec`, `podman exec`). The pid, the parent and the namespaces \
+             stay; the program and the comm change.",
+            "runc libcontainer/setns_init_linux.go (Init → exec); fs/exec.c begin_new_exec()",
+        ),
+        StepKind::ExecRuntimeExited => (
+            "`runc exec` waits for the process it started and exits with its status, so an \
+             exec that ends first orphans nothing. Detached (`runc exec --detach`, which the \
+             shim uses), it returns at once and the process is orphaned: the kernel gives it to \
+             the nearest subreaper, the shim.",
+            "runc exec.go (detach), utils_linux.go (runner.run); kernel/exit.c forget_original_parent()",
+        ),
+        StepKind::ExecAdopted => (
+            "The exec'd process outlived `runc exec --detach`, its parent, so the kernel \
+             reparented it to the nearest child subreaper in its pid namespace's ancestry: the \
+             shim, which waits for it and reports its exit to the runtime daemon.",
+            "kernel/exit.c find_new_reaper(); containerd runtime/v2/runc (Exec, process.Wait)",
+        ),
+        StepKind::ExecEnded => (
+            "The exec'd process ended: its exit status goes to its parent of record by \
+             SIGCHLD and wait(), and the container goes on, as it was not the namespace's init.",
+            "kernel/exit.c do_exit() → exit_notify() → do_notify_parent()",
+        ),
+        StepKind::SignalSent => (
+            "A process sent the container's init a signal with kill(2). To stop a container the \
+             shim runs `runc kill` (SIGTERM, or the image's STOPSIGNAL), waits the grace period \
+             (CRI StopContainer's timeout, the pod's terminationGracePeriodSeconds), then sends \
+             SIGKILL. A pid 1 ignores signals it has no handler for, except SIGKILL from outside \
+             its namespace.",
+            "kernel/signal.c kill_pid_info() → __send_signal_locked(), sig_task_ignored() \
+             (SIGNAL_UNKILLABLE); runc kill.go; containerd pkg/cri (container_stop.go)",
+        ),
+        StepKind::OomKilled => (
+            "The container's memory cgroup reached its limit (memory.limit_in_bytes or \
+             memory.max, from CRI's memory_limit_in_bytes) and reclaim could not free enough, so \
+             the kernel's OOM killer chose a process in that cgroup by its badness and sent it \
+             SIGKILL. Kubernetes reports the container as OOMKilled.",
+            "mm/memcontrol.c mem_cgroup_out_of_memory() → mm/oom_kill.c out_of_memory(), \
+             oom_kill_process(), mark_oom_victim()",
+        ),
+        StepKind::InitDied => (
+            "The container's init ended: how, and who caused it, as the kernel recorded it (its \
+             wait status, the signal that killed it and its sender). Being pid 1 of the \
+             namespace, its death ends the container.",
+            "kernel/exit.c do_exit(), exit_notify(); kernel/signal.c",
+        ),
+        StepKind::InitReaped => (
+            "The kernel sent SIGCHLD to the init's parent of record, the shim (its subreaper \
+             since `runc create` exited), which wait()s for it and reports the exit status and \
+             reason (exit code, OOMKilled) to the runtime daemon.",
+            "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent(); containerd \
+             runtime/v2/runc (reaper)",
+        ),
+        StepKind::NamespaceKilled => (
+            "When a pid namespace's init dies the kernel kills every other process left in the \
+             namespace with SIGKILL (exec'd processes included) and waits for them: a container \
+             cannot outlive its init.",
+            "kernel/pid_namespace.c zap_pid_ns_processes(), called from kernel/exit.c \
+             find_child_reaper()",
+        ),
+        StepKind::RuntimeDelete => (
+            "With the container stopped, the shim runs `runc delete`: runc removes its state \
+             directory and the container's cgroup. CRI RemoveContainer removes the record later.",
+            "runc delete.go, libcontainer (Destroy); containerd runtime/v2/runc (Delete)",
+        ),
+        StepKind::CniTeardown => (
+            "StopPodSandbox tears the pod's network down after its containers and its sandbox \
+             stopped: the CRI plugin runs the network's CNI plugins again with CNI_COMMAND=DEL, \
+             which release the address and remove the pod's interface.",
+            "containerd pkg/cri (sandbox_stop.go teardownPodNetwork) → go-cni → libcni DelNetworkList",
+        ),
+        StepKind::ShimExited => (
+            "With its last container gone and deleted, the pod's shim has nothing to hold and \
+             exits (a shim lives as long as its pod).",
+            "containerd runtime/v2/runc/task service (Shutdown)",
+        ),
+        StepKind::ShimReaped => (
+            "The shim's parent of record, init or the subreaper that adopted it at its start, \
+             got SIGCHLD for its death and reaped it: the daemon that asked for the pod never \
+             was its parent.",
+            "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent()",
+        ),
+        StepKind::Restarted => (
+            "The container ended and the kubelet, following the pod's restart policy, asked \
+             for it again: a new container with a new id is created in the same pod with the \
+             same name (attempt N), by a new `runc create` under the pod's shim. Nothing of the \
+             last life's processes survives.",
+            "kubelet pkg/kubelet/kuberuntime (computePodActions, startContainer); CRI CreateContainer",
+        ),
     };
     Why { text, source }
 }
@@ -176,6 +282,22 @@ mod tests {
             StepKind::InitCgroup,
             StepKind::ShimReused,
             StepKind::CniPlugin,
+            StepKind::ExecCloned,
+            StepKind::ExecJoined,
+            StepKind::ExecProgram,
+            StepKind::ExecRuntimeExited,
+            StepKind::ExecAdopted,
+            StepKind::ExecEnded,
+            StepKind::SignalSent,
+            StepKind::OomKilled,
+            StepKind::InitDied,
+            StepKind::InitReaped,
+            StepKind::NamespaceKilled,
+            StepKind::RuntimeDelete,
+            StepKind::CniTeardown,
+            StepKind::ShimExited,
+            StepKind::ShimReaped,
+            StepKind::Restarted,
         ];
         for k in every {
             match k {
@@ -194,7 +316,23 @@ mod tests {
                 | StepKind::WorkloadExec
                 | StepKind::InitCgroup
                 | StepKind::ShimReused
-                | StepKind::CniPlugin => {}
+                | StepKind::CniPlugin
+                | StepKind::ExecCloned
+                | StepKind::ExecJoined
+                | StepKind::ExecProgram
+                | StepKind::ExecRuntimeExited
+                | StepKind::ExecAdopted
+                | StepKind::ExecEnded
+                | StepKind::SignalSent
+                | StepKind::OomKilled
+                | StepKind::InitDied
+                | StepKind::InitReaped
+                | StepKind::NamespaceKilled
+                | StepKind::RuntimeDelete
+                | StepKind::CniTeardown
+                | StepKind::ShimExited
+                | StepKind::ShimReaped
+                | StepKind::Restarted => {}
             }
         }
         every.to_vec()

@@ -10,6 +10,7 @@ mod death;
 mod engine;
 pub mod explain;
 pub mod k8s;
+mod lifecycle;
 mod pidmap;
 pub mod pod;
 mod process;
@@ -34,7 +35,7 @@ pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
-pub use story::{stories, StepKind, Story, StoryKind, StoryStep};
+pub use story::{stories, Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
     node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,

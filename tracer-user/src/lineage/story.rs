@@ -69,6 +69,69 @@ pub enum StepKind {
     WorkloadExec,
     /// The runtime moved INIT into the container's cgroup.
     InitCgroup,
+    /// `runc exec`: CHILD cloned the process to run in the container (CLONE_PARENT).
+    ExecCloned,
+    /// The exec'd process is in the container's pid namespace, but not its pid 1 (setns).
+    ExecJoined,
+    /// The exec'd process execve()d the program asked for.
+    ExecProgram,
+    /// `runc exec` exited (it waits for the process unless detached).
+    ExecRuntimeExited,
+    /// The exec'd process was adopted by the shim (`runc exec --detach`).
+    ExecAdopted,
+    /// The exec'd process ended.
+    ExecEnded,
+    /// A process sent the container's init a signal (a stop's SIGTERM, then SIGKILL).
+    SignalSent,
+    /// The OOM killer chose the container's init.
+    OomKilled,
+    /// The container's init died.
+    InitDied,
+    /// The kernel told the init's parent of record (the shim) with SIGCHLD.
+    InitReaped,
+    /// The init's death killed what was left in its pid namespace.
+    NamespaceKilled,
+    /// `runc delete` ran for the container.
+    RuntimeDelete,
+    /// A CNI plugin ran after the sandbox died (the pod's network torn down).
+    CniTeardown,
+    /// The pod's shim exited.
+    ShimExited,
+    /// The kernel told the shim's parent of record with SIGCHLD.
+    ShimReaped,
+    /// The container was created again after its last life ended (a restart).
+    Restarted,
+}
+
+/// Which part of a container's life a story tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The container's birth.
+    Birth,
+    /// A process run in a running container (`runc exec`): not a birth.
+    Exec,
+    /// Its end: signals, death, reaping, `runc delete`.
+    Death,
+    /// A birth of a container that lived before in this recording (same pod and name).
+    Restart,
+}
+
+impl Phase {
+    /// As in JSON and the labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Birth => "birth",
+            Phase::Exec => "exec",
+            Phase::Death => "death",
+            Phase::Restart => "restart",
+        }
+    }
+
+    /// A container came into being (a birth or a restart's new life).
+    pub fn is_birth(self) -> bool {
+        matches!(self, Phase::Birth | Phase::Restart)
+    }
 }
 
 /// One step of a container birth, proven by one event.
@@ -84,9 +147,16 @@ pub struct StoryStep {
     pub text: String,
 }
 
-/// One container birth, as far as it was seen. Missing steps are absent.
+/// One part of a container's life (its birth, an exec into it, its death, a restart), as
+/// far as it was seen. Missing steps are absent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Story {
+    /// Which part of the container's life.
+    pub phase: Phase,
+    /// For a restart: how many lives before this one the recording showed.
+    pub attempt: Option<u32>,
+    /// For a restart: the previous life's init; for a death or an exec: the story's own init.
+    pub previous_init: Option<u32>,
     /// The container id, when argv showed it.
     pub container_id: Option<String>,
     /// Which machinery started the container.
@@ -114,12 +184,14 @@ pub struct Story {
     pub steps: Vec<StoryStep>,
 }
 
-fn label(p: &Process) -> String {
+/// `name pid`, as the story lines name a process.
+pub(super) fn label(p: &Process) -> String {
     format!("{} {}", p.name(), p.pid)
 }
 
-/// Every container birth the engine has seen: a process that became `runc:[2:INIT]` or
-/// exec'd out of an oci-init stage.
+/// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
+/// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
+/// after each that ended, its death; ordered by their first step.
 pub fn stories(e: &Engine) -> Vec<Story> {
     let mut anchors: Vec<&Process> = e
         .processes()
@@ -128,7 +200,9 @@ pub fn stories(e: &Engine) -> Vec<Story> {
         })
         .collect();
     anchors.sort_by_key(|p| (p.start_seq, p.id));
-    anchors.into_iter().map(|init| build(e, init)).collect()
+    let mut lives: Vec<Story> = anchors.into_iter().map(|init| build(e, init)).collect();
+    super::lifecycle::mark_restarts(e, &mut lives);
+    super::lifecycle::add_deaths(e, lives)
 }
 
 /// The processes one container birth involves, found from INIT back to the shim.
@@ -144,6 +218,8 @@ struct Cast<'a> {
     runtime: Option<&'a Process>,
     /// The shim (containerd-shim*, conmon) that ran the runtime.
     shim: Option<&'a Process>,
+    /// `runc exec`: `init` is a process run in a running container, not its init.
+    exec: bool,
 }
 
 impl<'a> Cast<'a> {
@@ -165,12 +241,30 @@ impl<'a> Cast<'a> {
             .and_then(|r| r.birth_parent)
             .and_then(|s| e.get(s))
             .filter(|s| s.role == Some(Role::Shim));
+        let exec = runtime.is_some_and(|r| {
+            matches!(
+                r.role,
+                Some(Role::OciRuntime {
+                    subcommand: Some(OciCommand::Exec)
+                })
+            )
+        });
         Cast {
             init,
             child,
             parent,
             runtime,
             shim,
+            exec,
+        }
+    }
+
+    /// What `init` is called in the story's lines.
+    fn who(&self) -> &'static str {
+        if self.exec {
+            "exec'd process"
+        } else {
+            "init"
         }
     }
 
@@ -207,6 +301,9 @@ fn build(e: &Engine, init: &Process) -> Story {
     adoption_step(&cast, &mut step);
     cgroup_steps(&cast, &mut step);
     workload_step(&cast, &mut step);
+    if cast.exec {
+        super::lifecycle::exec_steps(e, cast.init, cast.runtime, &mut step);
+    }
     steps.sort_by_key(|s| s.seq);
     summary(e, &cast, steps)
 }
@@ -219,16 +316,8 @@ fn build(e: &Engine, init: &Process) -> Story {
 fn requester_steps(e: &Engine, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     let (shim, runtime) = (cast.shim, cast.runtime);
     let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(e, sh, rt)));
-    let exec = runtime.is_some_and(|r| {
-        matches!(
-            r.role,
-            Some(Role::OciRuntime {
-                subcommand: Some(OciCommand::Exec)
-            })
-        )
-    });
     match (shim, earlier) {
-        _ if exec => {}
+        _ if cast.exec => {}
         (Some(shim), Some(first)) => {
             let (seq, pid, text) = shim_reused(e, shim, first, runtime);
             step(StepKind::ShimReused, seq, pid, text);
@@ -305,12 +394,12 @@ fn clone_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
         step(StepKind::ChildCloned, c.start_seq, c.pid, clone_text(c));
     }
     let init = cast.init;
-    step(
-        StepKind::InitCloned,
-        init.start_seq,
-        init.pid,
-        clone_text(init),
-    );
+    let kind = if cast.exec {
+        StepKind::ExecCloned
+    } else {
+        StepKind::InitCloned
+    };
+    step(kind, init.start_seq, init.pid, clone_text(init));
 }
 
 /// `caller cloned pid [with CLONE_PARENT]: parent P`, from the process's birth record.
@@ -345,12 +434,12 @@ fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     }
     if let Some(rt) = cast.runtime {
         if let Some(x) = rt.exit_seq {
-            step(
-                StepKind::RuntimeExited,
-                x,
-                rt.pid,
-                format!("{} exited", label(rt)),
-            );
+            let kind = if cast.exec {
+                StepKind::ExecRuntimeExited
+            } else {
+                StepKind::RuntimeExited
+            };
+            step(kind, x, rt.pid, format!("{} exited", label(rt)));
         }
     }
 }
@@ -361,12 +450,14 @@ fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String))
     let init = cast.init;
     if let Some(a) = init.lineage.iter().skip(1).find(|l| l.how == How::Adopted) {
         let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
-        step(
-            StepKind::InitAdopted,
-            a.seq,
-            init.pid,
-            format!("init {} adopted by {} ({reason})", init.pid, a.parent),
-        );
+        let kind = if cast.exec {
+            StepKind::ExecAdopted
+        } else {
+            StepKind::InitAdopted
+        };
+        let who = cast.who();
+        let text = format!("{who} {} adopted by {} ({reason})", init.pid, a.parent);
+        step(kind, a.seq, init.pid, text);
     }
 }
 
@@ -411,12 +502,17 @@ fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String))
         .find(|x| x.seq == s)
         .map(|x| x.exe.to_string())
         .unwrap_or_default();
-    step(
-        StepKind::WorkloadExec,
-        s,
-        init.pid,
-        format!("init {} exec'd {exe}", init.pid),
-    );
+    let kind = if cast.exec {
+        StepKind::ExecProgram
+    } else {
+        StepKind::WorkloadExec
+    };
+    let text = if cast.exec {
+        format!("{} exec'd {exe}, the command asked for", init.pid)
+    } else {
+        format!("init {} exec'd {exe}", init.pid)
+    };
+    step(kind, s, init.pid, text);
 }
 
 /// The end: what the story is about. Its kind by the shim's name (conmon or containerd's); the
@@ -445,6 +541,9 @@ fn summary(e: &Engine, cast: &Cast, steps: Vec<StoryStep>) -> Story {
         .or(runtime.and_then(|r| r.container_id.as_ref()))
         .map(|c| c.to_string());
     Story {
+        phase: if cast.exec { Phase::Exec } else { Phase::Birth },
+        attempt: None,
+        previous_init: None,
         container_id,
         kind,
         runtime: runtime.map(runtime_text),
@@ -632,7 +731,7 @@ fn cni_runs(e: &Engine, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, 
 }
 
 /// The runtime daemon among a process's first ancestors at birth.
-fn runtime_daemon_of<'a>(e: &'a Engine, p: &Process) -> Option<&'a Process> {
+pub(super) fn runtime_daemon_of<'a>(e: &'a Engine, p: &Process) -> Option<&'a Process> {
     let mut at = p.birth_parent.and_then(|b| e.get(b));
     for _ in 0..8 {
         let a = at?;
@@ -645,7 +744,7 @@ fn runtime_daemon_of<'a>(e: &'a Engine, p: &Process) -> Option<&'a Process> {
 }
 
 /// Whether `ancestor` is among `p`'s first ancestors at birth.
-fn descends_from(e: &Engine, p: &Process, ancestor: ProcId) -> bool {
+pub(super) fn descends_from(e: &Engine, p: &Process, ancestor: ProcId) -> bool {
     let mut at = p.birth_parent;
     for _ in 0..8 {
         match at {

@@ -2441,6 +2441,9 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
     no_raw_control(&t);
     assert!(t.contains("2 \\33]0;PWNED\\7"), "{t}");
     let story = Story {
+        phase: Phase::Birth,
+        attempt: None,
+        previous_init: None,
         container_id: Some(format!("cid{HOSTILE}")),
         kind: StoryKind::Containerd,
         runtime: Some(HOSTILE.into()),

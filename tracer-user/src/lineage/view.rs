@@ -11,7 +11,7 @@ use super::engine::{Engine, Warning, WarningKind};
 use super::pod::in_pod;
 use super::process::{How, ProcId, Process, Reason};
 use super::roles::Role;
-use super::story::Story;
+use super::story::{Phase, Story};
 use crate::escape::escape;
 use std::collections::HashSet;
 
@@ -555,6 +555,7 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
         if let Some(w) = &s.workload {
             let _ = write!(out, " → {}", escape(w));
         }
+        out.push_str(&phase_label(s));
         out.push('\n');
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
@@ -571,6 +572,15 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
         }
     }
     out
+}
+
+/// ` [exec]`, ` [death]`, ` [restart, attempt 2]`; nothing for a birth (the default).
+pub fn phase_label(s: &Story) -> String {
+    match (s.phase, s.attempt) {
+        (Phase::Birth, _) => String::new(),
+        (Phase::Restart, Some(n)) => format!(" [restart, attempt {n}]"),
+        (p, _) => format!(" [{}]", p.as_str()),
+    }
 }
 
 /// Stories as JSON: `{ "stories": [...] }`.

@@ -406,11 +406,25 @@ pub(crate) struct Ctx {
     uid: u32,
     cgroup: u64,
     comm: Comm,
+    /// The file is older than version 3, which added the signal and oom_victim kinds: a tag
+    /// naming one is damage, not an event (kept across frames).
+    before_v3: bool,
 }
 
 impl Ctx {
+    /// A decoding context for a file of format `version`.
+    pub fn for_version(version: u16) -> Ctx {
+        Ctx {
+            before_v3: version < 3,
+            ..Ctx::default()
+        }
+    }
+
     pub fn reset(&mut self) {
-        *self = Ctx::default();
+        *self = Ctx {
+            before_v3: self.before_v3,
+            ..Ctx::default()
+        };
     }
 }
 
@@ -716,6 +730,11 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
         let tag = c.u8("an event tag")?;
         if tag & C_RESERVED != 0 || tag & 0x0f > K_LAST {
             return Err(DecodeError("an event tag (kind 0-11, bit 7 clear)"));
+        }
+        if ctx.before_v3 && tag & 0x0f > K_META {
+            return Err(DecodeError(
+                "an event tag (kind 0-9 before format version 3)",
+            ));
         }
         Ok(tag)
     })?;

@@ -354,7 +354,7 @@ impl<R: Read> TraceReader<R> {
             payload: Vec::new(),
             payload_offset: 0,
             pos: 0,
-            ctx: Ctx::default(),
+            ctx: Ctx::for_version(version),
             state: State::Frames,
             tail: TailReport::default(),
             last_stats: None,

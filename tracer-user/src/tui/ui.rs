@@ -583,6 +583,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         if let Some(w) = &st.workload {
             let _ = write!(head, " → {}", escape(w));
         }
+        head.push_str(&crate::lineage::view::phase_label(st));
         lines.push(Line::styled(
             head,
             Style::new().add_modifier(Modifier::BOLD),

@@ -1,0 +1,315 @@
+//! The rest of a container's life after its birth: a process run in it (`runc exec`), its
+//! death (the signals of a stop, the OOM killer, the kernel's SIGCHLD to the shim, `runc
+//! delete`, a pod's network torn down and its shim's exit) and its restart.
+
+use std::collections::HashMap;
+
+use super::engine::Engine;
+use super::process::Process;
+use super::roles::{OciCommand, Role};
+use super::story::{descends_from, label, runtime_daemon_of, Phase, StepKind, Story, StoryStep};
+
+const SIGTERM: i32 = 15;
+const SIGKILL: i32 = 9;
+const SIGCHLD: i32 = 17;
+/// Steps of one kind a death story lists at most (a signal storm, a crowded namespace).
+const MAX_STEPS_PER_KIND: usize = 16;
+
+/// The steps only an exec tells: the process entered the container's pid namespace without
+/// being its init (runc's CHILD joined it with setns() before cloning), and how it ended
+/// relative to `runc exec`, which waits for it unless detached.
+pub(super) fn exec_steps(
+    e: &Engine,
+    p: &Process,
+    runtime: Option<&Process>,
+    step: &mut impl FnMut(StepKind, u64, u32, String),
+) {
+    let init = p
+        .pidns
+        .and_then(|ns| e.namespaces.get(&ns.inum))
+        .and_then(|n| n.init)
+        .and_then(|i| e.get(i))
+        .map(|i| format!("; the container's init is {}", label(i)))
+        .unwrap_or_default();
+    let joined = match p.ns_pid() {
+        Some(n) => format!(
+            "{} is pid {n} in the container's pid namespace, not its pid 1 (setns){init}",
+            p.pid
+        ),
+        None => format!("{} runs in the container's namespaces (setns){init}", p.pid),
+    };
+    step(StepKind::ExecJoined, p.start_seq, p.pid, joined);
+    let (Some(x), Some(d)) = (p.exit_seq, p.death()) else {
+        return;
+    };
+    let after = match runtime.and_then(|r| r.exit_seq.map(|rx| (r, rx))) {
+        Some((r, rx)) if x < rx => format!(" before {} exited: nothing was orphaned", label(r)),
+        Some(_) => format!(" (its parent then: {})", p.ppid),
+        None => String::new(),
+    };
+    step(
+        StepKind::ExecEnded,
+        x,
+        p.pid,
+        format!("{} {d}{after}", label(p)),
+    );
+}
+
+/// The record of a story's init: the newest process with its pid born by the story's end.
+fn init_of<'a>(e: &'a Engine, st: &Story) -> Option<&'a Process> {
+    let last = st.steps.iter().map(|s| s.seq).max().unwrap_or(u64::MAX);
+    e.processes()
+        .filter(|p| p.pid == st.init_pid && p.start_seq <= last)
+        .max_by_key(|p| (p.start_seq, p.id))
+}
+
+/// kubelet creates a container again (a new id, the same pod and name) when its last one
+/// ended and the pod's restart policy says so: a later birth of a named container is a
+/// restart, linked to the life before it.
+pub(super) fn mark_restarts(e: &Engine, lives: &mut [Story]) {
+    let mut seen: HashMap<(String, String), (u32, u32)> = HashMap::new();
+    for st in lives.iter_mut().filter(|s| s.phase == Phase::Birth) {
+        let (Some(pod), Some(name)) = (st.pod.clone(), st.container_name.clone()) else {
+            continue;
+        };
+        let init_pid = st.init_pid;
+        let slot = seen.entry((pod.clone(), name.clone())).or_insert((0, 0));
+        let (lives_before, previous) = *slot;
+        *slot = (lives_before + 1, init_pid);
+        if lives_before == 0 {
+            continue;
+        }
+        let how = e
+            .process(previous)
+            .and_then(Process::death)
+            .map_or_else(|| "still running".into(), |d| d.short());
+        let seq = st.steps.first().map_or(0, |s| s.seq);
+        let text = format!(
+            "attempt {lives_before}: container {name} of pod {pod} created again; its last life (init {previous}) ended: {how}"
+        );
+        st.steps
+            .insert(0, story_step(StepKind::Restarted, seq, init_pid, text));
+        st.phase = Phase::Restart;
+        st.attempt = Some(lives_before);
+        st.previous_init = Some(previous);
+    }
+}
+
+fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {
+    StoryStep {
+        kind,
+        seq,
+        pid,
+        text,
+    }
+}
+
+/// Every life, and after each container whose init died its death story; ordered by their
+/// first step.
+pub(super) fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
+    let mut out = Vec::with_capacity(lives.len() * 2);
+    for st in lives {
+        let death = st
+            .phase
+            .is_birth()
+            .then(|| init_of(e, &st))
+            .flatten()
+            .filter(|i| i.exited)
+            .map(|i| death_story(e, &st, i));
+        out.push(st);
+        out.extend(death);
+    }
+    out.sort_by_key(|s| s.steps.first().map_or(u64::MAX, |x| x.seq));
+    out
+}
+
+/// A container's end, step by step.
+fn death_story(e: &Engine, life: &Story, init: &Process) -> Story {
+    let mut steps = Vec::new();
+    let mut step = |kind, seq, pid, text: String| steps.push(story_step(kind, seq, pid, text));
+    signal_steps(e, life, init, &mut step);
+    if let Some(o) = &init.oom {
+        let cg = o.cgroup.as_deref().unwrap_or("?");
+        let limit = o.limit.map_or("not read".into(), |l| format!("{l} bytes"));
+        let text = format!(
+            "the OOM killer chose init {} in memory cgroup {cg} (limit {limit}, anon-rss {} kB)",
+            label(init),
+            o.anon_rss_kb
+        );
+        step(StepKind::OomKilled, o.seq, init.pid, text);
+    }
+    if let (Some(x), Some(d)) = (init.exit_seq, init.death()) {
+        step(
+            StepKind::InitDied,
+            x,
+            init.pid,
+            format!("init {} {d}", label(init)),
+        );
+    }
+    namespace_steps(e, init, &mut step);
+    reaped_steps(e, init, StepKind::InitReaped, &mut step);
+    delete_steps(e, life, init, &mut step);
+    if life.sandbox {
+        pod_removal_steps(e, life, init, &mut step);
+    }
+    steps.sort_by_key(|s| s.seq);
+    Story {
+        phase: Phase::Death,
+        attempt: life.attempt,
+        previous_init: Some(init.pid),
+        runtime: None,
+        runtime_pid: None,
+        steps,
+        ..life.clone()
+    }
+}
+
+/// The signals others sent the init: a stop's SIGTERM (runc kill, run by the shim for
+/// containerd), then SIGKILL if the grace period ran out (its length as recorded).
+fn signal_steps(
+    e: &Engine,
+    life: &Story,
+    init: &Process,
+    step: &mut impl FnMut(StepKind, u64, u32, String),
+) {
+    let mut term_ts = None;
+    let sent = init
+        .signals
+        .iter()
+        .filter(|s| s.target == init.pid && s.sender != init.pid && s.signal != SIGCHLD);
+    for s in sent.take(MAX_STEPS_PER_KIND) {
+        let sender = e.process(s.sender);
+        let who = sender.map_or_else(|| format!("{}", s.sender), label);
+        let by_shim = sender
+            .filter(|p| life.shim_pid.is_some_and(|sh| p.ppid == sh))
+            .map(|_| " (run by the shim)")
+            .unwrap_or_default();
+        let mut text = format!(
+            "{who}{by_shim} sent {} ({}) to init {}",
+            s.signal_name(),
+            s.code_name(),
+            label(init)
+        );
+        if s.signal == SIGTERM {
+            term_ts.get_or_insert(s.ts_ns);
+        }
+        if let Some(t) = term_ts.filter(|&t| s.signal == SIGKILL && t != 0 && s.ts_ns >= t) {
+            let secs = (s.ts_ns - t) as f64 / 1e9;
+            text.push_str(&format!(", {secs:.1} s after SIGTERM (the grace period)"));
+        }
+        step(StepKind::SignalSent, s.seq, s.sender, text);
+    }
+}
+
+/// zap_pid_ns_processes(): what the init's death killed in its pid namespace.
+fn namespace_steps(e: &Engine, init: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let zapped = e.processes().filter(|p| {
+        p.zapped_by
+            .is_some_and(|(i, s)| i == init.pid && Some(s) == init.exit_seq)
+    });
+    for p in zapped.take(MAX_STEPS_PER_KIND) {
+        let seq = p.exit_seq.unwrap_or(p.start_seq);
+        let text = format!(
+            "the kernel killed {} with its pid namespace (its init {} died)",
+            label(p),
+            init.pid
+        );
+        step(StepKind::NamespaceKilled, seq, p.pid, text);
+    }
+}
+
+/// do_notify_parent(): the SIGCHLD for `p`'s death, sent to its parent of record, which
+/// reaps it (the shim for a container's init, init or a subreaper for a shim).
+fn reaped_steps(
+    e: &Engine,
+    p: &Process,
+    kind: StepKind,
+    step: &mut impl FnMut(StepKind, u64, u32, String),
+) {
+    let notices = p
+        .signals
+        .iter()
+        .filter(|s| s.signal == SIGCHLD && s.sender == p.pid && s.code > 0);
+    for s in notices.take(1) {
+        let to = e
+            .process(s.target)
+            .map_or_else(|| s.target.to_string(), label);
+        let text = format!(
+            "{to}, {}'s parent of record, got SIGCHLD ({}) for its death",
+            p.pid,
+            s.code_name()
+        );
+        step(kind, s.seq, s.target, text);
+    }
+}
+
+/// `runc delete` for the container, after its init died: the runtime's state and cgroup go.
+fn delete_steps(
+    e: &Engine,
+    life: &Story,
+    init: &Process,
+    step: &mut impl FnMut(StepKind, u64, u32, String),
+) {
+    let Some(cid) = life.container_id.as_deref() else {
+        return;
+    };
+    let died = init.exit_seq.unwrap_or(0);
+    let deletes = e.processes().filter(|p| {
+        p.role
+            == Some(Role::OciRuntime {
+                subcommand: Some(OciCommand::Delete),
+            })
+            && p.container_id.as_deref() == Some(cid)
+            && p.start_seq > died
+    });
+    for d in deletes.take(MAX_STEPS_PER_KIND) {
+        let seq = d.execs.last().map_or(d.start_seq, |x| x.seq);
+        let text = format!("{} ran for container {cid}", label(d));
+        step(StepKind::RuntimeDelete, seq, d.pid, text);
+    }
+}
+
+/// StopPodSandbox / RemovePodSandbox: after the sandbox's pause died the runtime daemon
+/// tears the pod's network down (CNI DEL), and the pod's shim exits, its SIGCHLD going to
+/// its parent of record.
+fn pod_removal_steps(
+    e: &Engine,
+    life: &Story,
+    pause: &Process,
+    step: &mut impl FnMut(StepKind, u64, u32, String),
+) {
+    let shim = life.shim_pid.and_then(|s| {
+        e.processes()
+            .filter(|p| p.pid == s && p.start_seq <= pause.start_seq)
+            .max_by_key(|p| p.start_seq)
+    });
+    let died = pause.exit_seq.unwrap_or(u64::MAX);
+    let until = shim.and_then(|s| s.exit_seq).unwrap_or(u64::MAX);
+    let daemon = shim.and_then(|s| runtime_daemon_of(e, s));
+    let cni = e.processes().filter(|p| {
+        p.role == Some(Role::CniPlugin)
+            && p.start_seq > died
+            && p.start_seq < until
+            && daemon.is_none_or(|d| descends_from(e, p, d.id))
+    });
+    for p in cni.take(MAX_STEPS_PER_KIND) {
+        let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
+        let end = p
+            .death()
+            .map_or_else(|| "still running".into(), |d| d.to_string());
+        let text = format!("cni plugin {} ran after the sandbox died, {end}", label(p));
+        step(StepKind::CniTeardown, seq, p.pid, text);
+    }
+    let Some(shim) = shim.filter(|s| s.exited) else {
+        return;
+    };
+    if let (Some(x), Some(d)) = (shim.exit_seq, shim.death()) {
+        step(
+            StepKind::ShimExited,
+            x,
+            shim.pid,
+            format!("shim {} {d}", label(shim)),
+        );
+    }
+    reaped_steps(e, shim, StepKind::ShimReaped, step);
+}
