@@ -28,7 +28,7 @@ pub fn run(path: &Path, out: &mut impl Write) -> Result<(), Box<dyn std::error::
         path.display(),
         input.kind.name(),
         engine.process_count(),
-        stories.len()
+        stories.iter().filter(|s| s.phase.is_birth()).count()
     )?;
     if let Some(report) = input.strace_report() {
         if report.unreadable > 0 {

@@ -65,8 +65,8 @@ fn demo_runs_without_root() {
     assert!(stdout.contains("PR_SET_CHILD_SUBREAPER"), "{stdout}");
     assert!(stdout.contains("containerd-shim"), "{stdout}");
     assert!(stdout.contains("runc:[2:INIT]"), "{stdout}");
-    assert!(stdout.contains("== container births"), "{stdout}");
-    assert!(stderr.contains("2 container stories"), "{stderr}");
+    assert!(stdout.contains("== container stories"), "{stdout}");
+    assert!(stderr.contains("2 container births"), "{stderr}");
 }
 
 /// Plain `tracer demo` is the pod lab: sandboxes, CNI plugins, containers under each pod's
@@ -90,6 +90,16 @@ fn demo_pod_is_the_default() {
     ] {
         assert!(stdout.contains(want), "{want:?} not in:\n{stdout}");
     }
-    // Two pods: two sandbox stories, each a pod of its own.
-    assert_eq!(stdout.matches(": sandbox ").count(), 2, "{stdout}");
+    // Two pods: two sandbox births, each a pod of its own; both pods were removed.
+    let sandboxes = |phase: &str| {
+        stdout
+            .lines()
+            .filter(|l| l.contains(": sandbox ") && l.ends_with(phase))
+            .count()
+    };
+    assert_eq!(sandboxes("→ pause"), 2, "{stdout}");
+    assert_eq!(sandboxes("→ pause [death]"), 2, "{stdout}");
+    // The CRI ExecSync into `master` is an exec, not a third container of the pod.
+    assert!(stdout.contains("(master) (containerd, runc exec) → cat [exec]"), "{stdout}");
+    assert!(stdout.contains("not its pid 1 (setns)"), "{stdout}");
 }

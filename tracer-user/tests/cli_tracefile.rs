@@ -42,7 +42,7 @@ fn replay_prints_strace_lines_and_a_summary() {
     assert!(stderr.contains("replayed 500 events"), "{stderr}");
     // 500 events = 3 × 143 (15 plain rounds + 1 container) + 7 plain rounds + 8 events of a
     // 56th: containers in rounds 15, 31 and 47.
-    assert!(stderr.contains("3 container stories"), "{stderr}");
+    assert!(stderr.contains("3 container births"), "{stderr}");
 
     // Independent of the renderer: the first round as strace would print it.
     let lines: Vec<&str> = stdout.lines().collect();

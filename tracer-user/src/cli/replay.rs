@@ -212,13 +212,15 @@ fn print_summary(
 ) {
     let drops = input.last_stats().map_or(0, |s| s.drops);
     let live = engine.processes().filter(|p| !p.exited).count();
+    let stories = tracer::lineage::stories(engine);
+    let births = stories.iter().filter(|s| s.phase.is_birth()).count();
     eprintln!(
-        "tracer: replayed {}; {} processes ({} alive at the end), {} warnings, {} container stories",
+        "tracer: replayed {}; {} processes ({} alive at the end), {} warnings, {births} container births ({} container stories with execs, deaths and restarts)",
         stats.summary(drops),
         engine.process_count(),
         live,
         engine.warning_count(),
-        tracer::lineage::stories(engine).len()
+        stories.len()
     );
     if let Some((shown, k)) = pod {
         eprintln!(
