@@ -115,7 +115,7 @@ fn tui_replay_in_tmux() {
 
     // Story pane, then step back one event.
     t.send(&["s"]);
-    t.wait_for(&["stories 1", "init 15941 exec'd /bin/sleep"]);
+    t.wait_for(&["stories 2", "init 15941 exec'd /bin/sleep"]);
     t.send(&[","]);
     t.wait_for(&["545/546"]);
 
