@@ -24,7 +24,7 @@ pub fn is_model_disagreement(w: &tracer::lineage::Warning) -> bool {
     use tracer::lineage::WarningKind as W;
     matches!(
         w.kind,
-        W::Disagreement { .. } | W::CorrectedAfterLoss { .. }
+        W::Disagreement { .. } | W::CorrectedAfterLoss { .. } | W::SigchldDisagreement { .. }
     )
 }
 

@@ -15,8 +15,11 @@
 use std::sync::{Mutex, MutexGuard};
 use tests::labs::{ContainerTruth, Lab, Moment, Outcome, ProcInfo, Scenario};
 use tracer::input::Input;
-use tracer::lineage::{Engine, How, Process, Role, StepKind, Story, StoryKind, WarningKind};
+use tracer::lineage::{
+    DeathHow, Engine, How, Phase, Process, Role, StepKind, Story, StoryKind, WarningKind,
+};
 use tracer::Event;
+use tracer::ExitStatus;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -31,13 +34,18 @@ struct Recorded {
 }
 
 fn record(s: Scenario) -> Recorded {
+    record_with(s, |_| {})
+}
+
+fn record_with(s: Scenario, set: impl FnOnce(&mut Lab)) -> Recorded {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert!(tests::is_root(), "the lab tests need root");
     let tracer = tests::release_tracer().expect("release tracer binary");
     let trace = tests::workspace_root()
         .join("target/labs")
         .join(format!("test-{}.trace", s.name()));
-    let lab = Lab::new(tracer, trace, s);
+    let mut lab = Lab::new(tracer, trace, s);
+    set(&mut lab);
     let out = tests::labs::run(s, &lab).unwrap_or_else(|e| panic!("lab {s}: {e:#}"));
     let mut input = Input::open(&out.trace).expect("open the recording");
     let snapshot = input.snapshot();
@@ -55,6 +63,11 @@ fn record(s: Scenario) -> Recorded {
     let mut end = input.seeded_engine();
     events.iter().for_each(|e| end.apply(e));
     tests::assert_no_model_disagreement(&end, s.name());
+    // Every death the recording saw told its parent by SIGCHLD (do_notify_parent): checked
+    // against the model above, and there were some to check.
+    let sigchld = end.sigchld_checks();
+    assert!(sigchld.agreed > 0, "{s}: no SIGCHLD checked: {sigchld:?}");
+    assert_eq!(sigchld.disagreed, 0, "{s}: {sigchld:?}");
     // The only other anomaly allowed: a pid created between the /proc snapshot and the
     // probes' start (a placeholder).
     for w in end.warnings() {
@@ -519,4 +532,149 @@ fn check_pod(r: &Recorded, pod: &tests::labs::PodTruth) {
             assert!(!story.steps.iter().any(|s| s.kind == StepKind::ShimStarted));
         }
     }
+}
+
+/// `--lifecycle`: every death the runtime reports (ContainerStatus exit code and reason) is
+/// told with the same how, signal and sender; the execs are execs, never births; the crashed
+/// container's second life is a restart linked to the first; the pod's removal is told.
+#[test]
+#[ignore = "root"]
+fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
+    let r = record_with(Scenario::Pod, |lab| lab.lifecycle = true);
+    let t = r
+        .out
+        .truth
+        .lifecycle
+        .as_ref()
+        .expect("the lifecycle pod ran");
+    let stories = tracer::lineage::stories(&r.end);
+    let death_of = |pid: u32| {
+        r.end
+            .process(pid)
+            .and_then(|p| p.death())
+            .unwrap_or_else(|| panic!("no death for {pid}"))
+    };
+    let end = |l: &tests::labs::lifecycle::Life| {
+        let e = l.end.as_ref().expect("its ContainerStatus");
+        (e.exit_code, e.reason.clone())
+    };
+    // The crash: exit 3 in the runtime's words and in the recording's.
+    assert_eq!(end(&t.crashed), (3, "Error".to_string()));
+    let d = death_of(t.crashed.init);
+    assert_eq!(
+        (d.how, d.status),
+        (DeathHow::Exit, Some(ExitStatus::Exited { code: 3 }))
+    );
+    // The OOM kill: OOMKilled, in the container's memory cgroup, with its limit.
+    assert_eq!(end(&t.hog), (137, "OOMKilled".to_string()));
+    assert_eq!(t.oom_kills, 1, "/proc/vmstat oom_kill");
+    let d = death_of(t.hog.init);
+    assert_eq!(d.how, DeathHow::Oom, "{d}");
+    let oom = d.oom.as_ref().unwrap();
+    let cg = oom.cgroup.as_deref().unwrap_or_default();
+    assert!(
+        cg.ends_with(&t.hog.id) && t.hog_cgroup.ends_with(&t.hog.id),
+        "{cg} / {}",
+        t.hog_cgroup
+    );
+    assert_eq!(oom.limit, Some(tests::labs::lifecycle::HOG_LIMIT as u64));
+    // The stop: SIGTERM ignored by a pid 1 without a handler, SIGKILL after the grace period,
+    // sent by the shim's `runc kill`.
+    assert_eq!(end(&t.stopper).0, 137);
+    let secs = tests::labs::lifecycle::GRACE_SECS as f64;
+    assert!(t.stop_took.as_secs_f64() >= secs, "{:?}", t.stop_took);
+    let d = death_of(t.stopper.init);
+    assert_eq!((d.how, d.signal()), (DeathHow::Signal, Some(9)), "{d}");
+    let by = d.sender().expect("SIGKILL's sender");
+    let sender = r.end.process(by.sender).expect("the sender");
+    assert_eq!(sender.name(), "runc", "{d}");
+    assert_eq!(sender.ppid, t.shim.pid, "runc kill run by the shim: {d}");
+    let stopper = r.end.process(t.stopper.init).unwrap();
+    assert!(
+        stopper
+            .signals
+            .iter()
+            .any(|s| s.signal == 15 && s.result == tracer::event::SignalResult::Ignored),
+        "SIGTERM ignored: {:?}",
+        stopper.signals
+    );
+    // The pod's removal: app and the restarted crasher killed by SIGKILL; the detached
+    // exec killed with app's pid namespace.
+    for l in [&t.app, &t.restarted] {
+        assert_eq!(end(l).0, 137, "{}", l.name);
+        let d = death_of(l.init);
+        assert_eq!(
+            (d.how, d.signal()),
+            (DeathHow::Signal, Some(9)),
+            "{}: {d}",
+            l.name
+        );
+    }
+    let d = death_of(t.detached.pid);
+    assert_eq!(
+        (d.how, d.ns_init),
+        (DeathHow::PidNs, Some(t.app.init)),
+        "{d}"
+    );
+    // Stories: the lifecycle pod's births are its sandbox and its five containers (the
+    // crasher twice); the ExecSync and the detached exec are execs.
+    let pod: Vec<&Story> = stories
+        .iter()
+        .filter(|s| s.pod.as_deref() == Some(t.pod.as_str()))
+        .collect();
+    let count = |ph: Phase| pod.iter().filter(|s| s.phase == ph).count();
+    assert_eq!(count(Phase::Birth), 5, "{pod:#?}");
+    assert_eq!(count(Phase::Restart), 1, "{pod:#?}");
+    assert_eq!(count(Phase::Exec), 2, "{pod:#?}");
+    let restart = pod.iter().find(|s| s.phase == Phase::Restart).unwrap();
+    assert_eq!(
+        (restart.attempt, restart.previous_init, restart.init_pid),
+        (Some(1), Some(t.crashed.init), t.restarted.init)
+    );
+    let detached = pod
+        .iter()
+        .find(|s| s.phase == Phase::Exec && s.init_pid == t.detached.pid)
+        .expect("the detached exec's story");
+    assert!(detached
+        .steps
+        .iter()
+        .any(|s| s.kind == StepKind::ExecAdopted));
+    let sync = pod
+        .iter()
+        .find(|s| s.phase == Phase::Exec && s.init_pid != t.detached.pid)
+        .expect("the ExecSync's story");
+    assert!(sync.steps.iter().any(|s| s.kind == StepKind::ExecEnded));
+    assert!(!sync.steps.iter().any(|s| s.kind == StepKind::ExecAdopted));
+    // Every container's death is told, the sandbox's with the pod's removal.
+    let deaths = count(Phase::Death);
+    assert_eq!(deaths, 6, "{pod:#?}");
+    let sandbox_death = pod
+        .iter()
+        .find(|s| s.phase == Phase::Death && s.sandbox)
+        .expect("the sandbox's death");
+    assert_steps_in_order(
+        sandbox_death,
+        &[
+            StepKind::InitDied,
+            StepKind::ShimExited,
+            StepKind::ShimReaped,
+        ],
+    );
+    let stop = pod
+        .iter()
+        .find(|s| s.phase == Phase::Death && s.init_pid == t.stopper.init)
+        .expect("the stopper's death");
+    assert_steps_in_order(
+        stop,
+        &[
+            StepKind::SignalSent,
+            StepKind::SignalSent,
+            StepKind::InitDied,
+            StepKind::InitReaped,
+        ],
+    );
+    assert!(
+        stop.steps.iter().any(|s| s.text.contains("grace period")),
+        "{stop:#?}"
+    );
 }

@@ -100,6 +100,9 @@ fn demo_pod_is_the_default() {
     assert_eq!(sandboxes("→ pause"), 2, "{stdout}");
     assert_eq!(sandboxes("→ pause [death]"), 2, "{stdout}");
     // The CRI ExecSync into `master` is an exec, not a third container of the pod.
-    assert!(stdout.contains("(master) (containerd, runc exec) → cat [exec]"), "{stdout}");
+    assert!(
+        stdout.contains("(master) (containerd, runc exec) → cat [exec]"),
+        "{stdout}"
+    );
     assert!(stdout.contains("not its pid 1 (setns)"), "{stdout}");
 }

@@ -66,7 +66,10 @@ fn replay_stories_tells_the_runc_story_of_the_ctr_fixture() {
         assert!(lines.contains(&want), "missing {want:?} in:\n{out}");
     }
     // One birth, and the container's death (the log ends after `ctr task kill`).
-    let heads: Vec<&str> = out.lines().filter(|l| l.starts_with("container ")).collect();
+    let heads: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("container "))
+        .collect();
     assert_eq!(
         heads,
         [

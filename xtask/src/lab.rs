@@ -21,6 +21,10 @@ pub struct LabArgs {
     /// pod: restart containerd while the pods run (their processes keep pids and parents).
     #[arg(long)]
     pub restart_runtime: bool,
+    /// pod: a third pod lives the rest of a container's life: ExecSync and a detached exec, a
+    /// crash and its restart, an OOM kill, StopContainer with a grace period, the pod removed.
+    #[arg(long)]
+    pub lifecycle: bool,
 }
 
 /// The release `tracer` binary, built with the probes.
@@ -53,6 +57,9 @@ pub fn lab(args: LabArgs) -> Result<()> {
             "--restart-runtime is for the pod lab (the restart lab restarts containerd by itself)"
         );
     }
+    if args.lifecycle && scenario != tests::labs::Scenario::Pod {
+        anyhow::bail!("--lifecycle is for the pod lab");
+    }
     setup::setup(&[setup::Scope::Run])?;
     let tracer = build_tracer()?;
     let trace = args.record.clone().unwrap_or_else(|| {
@@ -63,6 +70,7 @@ pub fn lab(args: LabArgs) -> Result<()> {
     tests::labs::install_interrupt_handler();
     let mut lab = tests::labs::Lab::new(tracer.clone(), trace, scenario);
     lab.restart_runtime = args.restart_runtime;
+    lab.lifecycle = args.lifecycle;
     let out = tests::labs::run(scenario, &lab).with_context(|| format!("lab {scenario}"))?;
     println!("lab ▸ recorded {}", out.summary);
     show(&tracer, &out.trace, !args.no_tui)

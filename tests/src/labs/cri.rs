@@ -10,10 +10,11 @@ use tonic::transport::{Channel, Endpoint, Uri};
 use v1::runtime_service_client::RuntimeServiceClient;
 use v1::{
     ContainerConfig, ContainerMetadata, ContainerStatusRequest, CreateContainerRequest,
-    ExecSyncRequest, ImageSpec, LinuxContainerConfig, LinuxContainerSecurityContext,
-    LinuxPodSandboxConfig, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
-    PodSandboxConfig, PodSandboxMetadata, PodSandboxStatusRequest, RemovePodSandboxRequest,
-    RunPodSandboxRequest, StartContainerRequest, StopPodSandboxRequest, VersionRequest,
+    ExecSyncRequest, ImageSpec, LinuxContainerConfig, LinuxContainerResources,
+    LinuxContainerSecurityContext, LinuxPodSandboxConfig, LinuxSandboxSecurityContext,
+    NamespaceMode, NamespaceOption, PodSandboxConfig, PodSandboxMetadata, PodSandboxStatusRequest,
+    RemovePodSandboxRequest, RunPodSandboxRequest, StartContainerRequest, StopContainerRequest,
+    StopPodSandboxRequest, VersionRequest,
 };
 
 /// The CRI v1 messages and client (`runtime.v1`), generated from tests/proto/cri-api/v1.proto.
@@ -41,6 +42,35 @@ pub struct ContainerSpec {
     pub name: String,
     pub image: String,
     pub command: Vec<String>,
+    /// kubelet's restart count: 0 for the first container of this name in the pod.
+    pub attempt: u32,
+    /// `resources.limits.memory` (CRI `memory_limit_in_bytes`).
+    pub memory_limit: Option<i64>,
+}
+
+impl ContainerSpec {
+    /// A first attempt without limits.
+    pub fn new(name: &str, image: &str, command: &[&str]) -> ContainerSpec {
+        ContainerSpec {
+            name: name.to_string(),
+            image: image.to_string(),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            attempt: 0,
+            memory_limit: None,
+        }
+    }
+}
+
+/// What `ContainerStatus` says of a container: kubelet's source for `kubectl describe`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerState {
+    /// `CONTAINER_RUNNING`, `CONTAINER_EXITED`...
+    pub state: v1::ContainerState,
+    pub exit_code: i32,
+    /// `Completed`, `Error`, `OOMKilled` once exited.
+    pub reason: String,
+    /// The verbose info (pid, runtime spec).
+    pub info: serde_json::Value,
 }
 
 /// A connection to one containerd's CRI service.
@@ -156,6 +186,37 @@ impl Cri {
         info_pid(&info_json(&r.info)).with_context(|| format!("no pid for container {id}"))
     }
 
+    /// `ContainerStatus` (verbose).
+    pub fn container_state(&mut self, id: &str) -> Result<ContainerState> {
+        let req = ContainerStatusRequest {
+            container_id: id.to_string(),
+            verbose: true,
+        };
+        let r = self
+            .rt
+            .block_on(self.client.container_status(req))?
+            .into_inner();
+        let st = r.status.with_context(|| format!("no status for {id}"))?;
+        Ok(ContainerState {
+            state: v1::ContainerState::try_from(st.state)
+                .unwrap_or(v1::ContainerState::ContainerUnknown),
+            exit_code: st.exit_code,
+            reason: st.reason,
+            info: info_json(&r.info),
+        })
+    }
+
+    /// `StopContainer` with a grace period (seconds): SIGTERM (the image's stop signal), then
+    /// SIGKILL when it runs out. Returns once the container stopped.
+    pub fn stop_container(&mut self, id: &str, timeout: i64) -> Result<()> {
+        let req = StopContainerRequest {
+            container_id: id.to_string(),
+            timeout,
+        };
+        self.rt.block_on(self.client.stop_container(req))?;
+        Ok(())
+    }
+
     /// `ExecSync`: runs `cmd` in the container; its exit code and stdout.
     pub fn exec_sync(&mut self, id: &str, cmd: &[&str]) -> Result<(i32, String)> {
         let req = ExecSyncRequest {
@@ -167,12 +228,19 @@ impl Cri {
         Ok((r.exit_code, String::from_utf8_lossy(&r.stdout).into_owned()))
     }
 
-    /// `StopPodSandbox` (stops every container, tears the network down) + `RemovePodSandbox`.
-    pub fn remove_pod(&mut self, id: &str) -> Result<()> {
+    /// `StopPodSandbox`: stops every container (SIGKILL, no grace), then the sandbox, then
+    /// tears the network down.
+    pub fn stop_pod(&mut self, id: &str) -> Result<()> {
         let stop = StopPodSandboxRequest {
             pod_sandbox_id: id.to_string(),
         };
         self.rt.block_on(self.client.stop_pod_sandbox(stop))?;
+        Ok(())
+    }
+
+    /// `StopPodSandbox` (stops every container, tears the network down) + `RemovePodSandbox`.
+    pub fn remove_pod(&mut self, id: &str) -> Result<()> {
+        self.stop_pod(id)?;
         let rm = RemovePodSandboxRequest {
             pod_sandbox_id: id.to_string(),
         };
@@ -250,7 +318,7 @@ fn container_config(pod: &PodSpec, c: &ContainerSpec) -> ContainerConfig {
     ContainerConfig {
         metadata: Some(ContainerMetadata {
             name: c.name.clone(),
-            attempt: 0,
+            attempt: c.attempt,
         }),
         image: Some(ImageSpec {
             image: c.image.clone(),
@@ -263,7 +331,10 @@ fn container_config(pod: &PodSpec, c: &ContainerSpec) -> ContainerConfig {
                 namespace_options: Some(namespaces(pod)),
                 ..Default::default()
             }),
-            ..Default::default()
+            resources: c.memory_limit.map(|m| LinuxContainerResources {
+                memory_limit_in_bytes: m,
+                ..Default::default()
+            }),
         }),
         ..Default::default()
     }

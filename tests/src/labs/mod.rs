@@ -10,6 +10,7 @@ mod bundle;
 mod cleanup;
 pub mod cri;
 mod image;
+pub mod lifecycle;
 pub mod pod;
 mod recorder;
 mod scenarios;
@@ -106,6 +107,9 @@ pub struct Lab {
     pub narrate: bool,
     /// `pod`: restart the runtime daemon while the pods run.
     pub restart_runtime: bool,
+    /// `pod`: a third pod lives the rest of a container's life (execs, a crash and its
+    /// restart, an OOM kill, a stop with a grace period, the pod's removal).
+    pub lifecycle: bool,
 }
 
 impl Lab {
@@ -122,6 +126,7 @@ impl Lab {
             work,
             narrate: true,
             restart_runtime: false,
+            lifecycle: false,
         }
     }
 
@@ -233,6 +238,8 @@ pub struct Truth {
     pub exec: Vec<ProcInfo>,
     /// `pod`: the pods.
     pub pods: Vec<PodTruth>,
+    /// `pod --lifecycle`: the third pod's lives and deaths.
+    pub lifecycle: Option<lifecycle::LifecycleTruth>,
 }
 
 impl Truth {

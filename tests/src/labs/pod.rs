@@ -119,11 +119,8 @@ fn pods(n: &Names) -> Vec<(PodSpec, Vec<ContainerSpec>)> {
         share_pid,
         cgroup_parent: format!("/{}", n.cgroup),
     };
-    let c = |name: &str, script: &str| ContainerSpec {
-        name: name.to_string(),
-        image: n.busybox.clone(),
-        command: vec!["/bin/sh".into(), "-c".into(), script.into()],
-    };
+    let c =
+        |name: &str, script: &str| ContainerSpec::new(name, &n.busybox, &["/bin/sh", "-c", script]);
     vec![
         (
             pod("web", false),
@@ -140,6 +137,18 @@ fn pods(n: &Names) -> Vec<(PodSpec, Vec<ContainerSpec>)> {
             ],
         ),
     ]
+}
+
+/// `--lifecycle`'s third pod: a pid namespace per container.
+fn lifecycle_pod(n: &Names) -> PodSpec {
+    PodSpec {
+        name: "life".into(),
+        namespace: "tracer-lab".into(),
+        uid: format!("life-{}", std::process::id()),
+        hostname: "life-pod".into(),
+        share_pid: false,
+        cgroup_parent: format!("/{}", n.cgroup),
+    }
 }
 
 /// Every live descendant of `root` (by /proc ppid), `root` excluded.
@@ -159,7 +168,7 @@ pub fn descendants(root: u32) -> Vec<ProcInfo> {
 }
 
 /// Runs one pod: RunPodSandbox, its status, each container; the truth once all run.
-fn run_pod(
+pub(crate) fn run_pod(
     lab: &Lab,
     cri: &mut Cri,
     cleanup: &mut Cleanup,
@@ -372,6 +381,11 @@ pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
         out.trim()
     ));
     truth.moments.push(Moment::now("pod: both pods running"));
+    if lab.lifecycle {
+        let spec = lifecycle_pod(&n);
+        let life = super::lifecycle::lifecycle(lab, &mut cri, &ctd, cleanup, &spec, &n.busybox)?;
+        truth.lifecycle = Some(life);
+    }
     for p in &truth.pods {
         lab.say(format!(
             "pod {}: one shim {} (ppid {}) for the sandbox and its {} containers; {} processes under it",

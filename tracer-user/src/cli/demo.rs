@@ -80,7 +80,10 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     super::output::to_stdout(|out| {
         writeln!(out, "\n== process tree at the end of the demo\n")?;
         out.write_all(traced_tree_text(&engine, TreeOpts::default()).as_bytes())?;
-        writeln!(out, "\n== container stories: births, execs, deaths, restarts\n")?;
+        writeln!(
+            out,
+            "\n== container stories: births, execs, deaths, restarts\n"
+        )?;
         out.write_all(story_text(&tracer::lineage::stories(&engine)).as_bytes())
     })?;
     Ok(ExitCode::SUCCESS)
