@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::event::SignalResult;
+
 use super::engine::Engine;
 use super::process::Process;
 use super::roles::{OciCommand, Role};
@@ -190,6 +192,7 @@ fn signal_steps(
             s.code_name(),
             label(init)
         );
+        text.push_str(&result_text(s.result, super::engine::is_ns_init(init)));
         if s.signal == SIGTERM {
             term_ts.get_or_insert(s.ts_ns);
         }
@@ -198,6 +201,20 @@ fn signal_steps(
             text.push_str(&format!(", {secs:.1} s after SIGTERM (the grace period)"));
         }
         step(StepKind::SignalSent, s.seq, s.sender, text);
+    }
+}
+
+/// What the kernel did with a signal, when it did not queue it: a pid namespace's init
+/// ignores what it has no handler for (kernel/signal.c sig_task_ignored, SIGNAL_UNKILLABLE).
+fn result_text(r: SignalResult, ns_init: bool) -> &'static str {
+    match (r, ns_init) {
+        (SignalResult::Delivered, _) => "",
+        (SignalResult::Ignored, true) => {
+            " — ignored: a namespace's pid 1 without a handler for it never gets it"
+        }
+        (SignalResult::Ignored, false) => " — ignored by its target",
+        (SignalResult::AlreadyPending, _) => " — already pending",
+        _ => " — not queued",
     }
 }
 
