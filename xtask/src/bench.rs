@@ -14,6 +14,8 @@ enum Config {
     Untraced,
     Follow,
     All,
+    /// `--all` without the signal probe (`--signals none`): what the signal probe costs.
+    AllNoSignals,
     /// The same with the syscall tracepoints attached (`--syscalls`): the earlier design.
     FollowSyscalls,
     AllSyscalls,
@@ -30,6 +32,7 @@ impl Config {
             Config::Untraced => "untraced",
             Config::Follow => "tracer (follow)",
             Config::All => "tracer --all",
+            Config::AllNoSignals => "tracer --all --signals none",
             Config::FollowSyscalls => "tracer --syscalls (follow)",
             Config::AllSyscalls => "tracer --all --syscalls",
             Config::Strace => "strace -f (same syscalls)",
@@ -123,10 +126,14 @@ impl Bench {
                 .args(["--", "sh", "-c", &script])
                 .stderr(Stdio::null())
                 .status()?,
-            Config::All | Config::AllSyscalls => {
+            Config::All | Config::AllSyscalls | Config::AllNoSignals => {
                 let child = Command::new(&self.tracer)
                     .args(["trace", "--all", "-o", "/dev/null"])
                     .args((cfg == Config::AllSyscalls).then_some("--syscalls"))
+                    .args(match cfg {
+                        Config::AllNoSignals => &["--signals", "none"][..],
+                        _ => &[],
+                    })
                     .stderr(Stdio::null())
                     .spawn()?;
                 // Probes attach within a few hundred ms; wait so the whole workload is traced.
@@ -227,7 +234,7 @@ fn probe_table(b: &Bench) -> String {
          every program), as a share of the workload's time:\n\n\
          | configuration | probe time per run (ms) | share median | share max |\n|---|---|---|---|\n",
     );
-    for cfg in [Config::All, Config::AllSyscalls] {
+    for cfg in [Config::All, Config::AllNoSignals, Config::AllSyscalls] {
         let mine: Vec<_> = runs.iter().filter(|r| r.0 == cfg).collect();
         if mine.is_empty() {
             continue;
@@ -693,7 +700,8 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     let want = |name: &str| only.is_none_or(|o| o == name);
 
     if want("storm") {
-        let configs = TRACER_CONFIGS;
+        let mut configs = TRACER_CONFIGS.to_vec();
+        configs.push(Config::AllNoSignals);
         let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
         // The goals are 2-3% and a round varies by about 5% here: twice the rounds.
         let times = b.paired(&configs, body, runs * 2)?;
