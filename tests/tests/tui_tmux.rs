@@ -98,7 +98,7 @@ fn tui_replay_in_tmux() {
     // To the end of the recording: the whole tree.
     t.send(&["G"]);
     let screen = t.wait_for(&[
-        "546/546",
+        "598/598",
         "containerd-shim [shim]",
         "runc [oci-runtime create]",
         "sleep [container]",
@@ -117,7 +117,7 @@ fn tui_replay_in_tmux() {
     t.send(&["s"]);
     t.wait_for(&["stories 2", "init 15941 exec'd /bin/sleep"]);
     t.send(&[","]);
-    t.wait_for(&["545/546"]);
+    t.wait_for(&["597/598"]);
 
     // Help overlay lists the keys; any key closes it.
     t.send(&["?"]);

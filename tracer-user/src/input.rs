@@ -149,6 +149,9 @@ pub struct StraceReport {
     /// Lines without a pid belong to the initial process, whose pid the log never showed
     /// (its events carry pid [`crate::strace::UNKNOWN_PID`]).
     pub initial_pid_unknown: bool,
+    /// Signals whose sender is a pid of a container's namespace the log never tied to one of
+    /// its own pids (their sender is 0, unknown).
+    pub untranslated_senders: usize,
 }
 
 impl Input {
@@ -216,6 +219,7 @@ impl Input {
                     unreadable: import.unreadable,
                     first_unreadable: import.first_unreadable,
                     initial_pid_unknown: import.initial_pid_unknown,
+                    untranslated_senders: import.untranslated_senders,
                 });
                 Source::Events(import.events.into_iter())
             }
@@ -423,6 +427,12 @@ impl Input {
                 notes.push(format!(
                     "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
                     crate::strace::UNKNOWN_PID
+                ));
+            }
+            if r.untranslated_senders > 0 {
+                notes.push(format!(
+                    "{} signals from a pid of the receiver's pid namespace that no clone in the log gave: sender unknown (0)",
+                    r.untranslated_senders
                 ));
             }
         }

@@ -248,38 +248,95 @@ const SI_CODES: &[(i32, &str)] = &[
     (-60, "SI_ASYNCNL"),
 ];
 
-const CLD_CODES: &[&str] = &[
-    "",
-    "CLD_EXITED",
-    "CLD_KILLED",
-    "CLD_DUMPED",
-    "CLD_TRAPPED",
-    "CLD_STOPPED",
-    "CLD_CONTINUED",
+/// The `si_code` names of one signal (include/uapi/asm-generic/siginfo.h): codes between 0 and
+/// `SI_KERNEL` mean something different for each signal that the kernel raises itself (faults,
+/// child state, I/O readiness, seccomp), as strace's tables name them on x86-64.
+const SIGNAL_CODES: &[(i32, i32, &str)] = &[
+    (4, 1, "ILL_ILLOPC"),
+    (4, 2, "ILL_ILLOPN"),
+    (4, 3, "ILL_ILLADR"),
+    (4, 4, "ILL_ILLTRP"),
+    (4, 5, "ILL_PRVOPC"),
+    (4, 6, "ILL_PRVREG"),
+    (4, 7, "ILL_COPROC"),
+    (4, 8, "ILL_BADSTK"),
+    (4, 9, "ILL_BADIADDR"),
+    (5, 1, "TRAP_BRKPT"),
+    (5, 2, "TRAP_TRACE"),
+    (5, 3, "TRAP_BRANCH"),
+    (5, 4, "TRAP_HWBKPT"),
+    (5, 5, "TRAP_UNK"),
+    (5, 6, "TRAP_PERF"),
+    (7, 1, "BUS_ADRALN"),
+    (7, 2, "BUS_ADRERR"),
+    (7, 3, "BUS_OBJERR"),
+    (7, 4, "BUS_MCEERR_AR"),
+    (7, 5, "BUS_MCEERR_AO"),
+    (8, 1, "FPE_INTDIV"),
+    (8, 2, "FPE_INTOVF"),
+    (8, 3, "FPE_FLTDIV"),
+    (8, 4, "FPE_FLTOVF"),
+    (8, 5, "FPE_FLTUND"),
+    (8, 6, "FPE_FLTRES"),
+    (8, 7, "FPE_FLTINV"),
+    (8, 8, "FPE_FLTSUB"),
+    (8, 14, "FPE_FLTUNK"),
+    (8, 15, "FPE_CONDTRAP"),
+    (11, 1, "SEGV_MAPERR"),
+    (11, 2, "SEGV_ACCERR"),
+    (11, 3, "SEGV_BNDERR"),
+    (11, 4, "SEGV_PKUERR"),
+    (11, 5, "SEGV_ACCADI"),
+    (11, 6, "SEGV_ADIDERR"),
+    (11, 7, "SEGV_ADIPERR"),
+    (11, 8, "SEGV_MTEAERR"),
+    (11, 9, "SEGV_MTESERR"),
+    (11, 10, "SEGV_CPERR"),
+    (17, 1, "CLD_EXITED"),
+    (17, 2, "CLD_KILLED"),
+    (17, 3, "CLD_DUMPED"),
+    (17, 4, "CLD_TRAPPED"),
+    (17, 5, "CLD_STOPPED"),
+    (17, 6, "CLD_CONTINUED"),
+    (29, 1, "POLL_IN"),
+    (29, 2, "POLL_OUT"),
+    (29, 3, "POLL_MSG"),
+    (29, 4, "POLL_ERR"),
+    (29, 5, "POLL_PRI"),
+    (29, 6, "POLL_HUP"),
+    (31, 1, "SYS_SECCOMP"),
+    (31, 2, "SYS_USER_DISPATCH"),
 ];
 
-/// `si_code` of signal `sig` by name, as strace prints it (`SI_USER`, `CLD_EXITED`); the
-/// number when it has none here (the fault codes of SIGSEGV and the like).
+/// `si_code` of signal `sig` by name, as strace prints it (`SI_USER`, `CLD_EXITED`,
+/// `SEGV_MAPERR`); the number when it has none here.
 pub fn si_code(sig: i32, code: i32) -> String {
-    if sig == 17 && (1..=6).contains(&code) {
-        return CLD_CODES[code as usize].to_string();
-    }
-    match SI_CODES.iter().find(|(c, _)| *c == code) {
-        Some((_, name)) => name.to_string(),
+    let per_signal = SIGNAL_CODES
+        .iter()
+        .find(|(s, c, _)| *s == sig && *c == code)
+        .map(|(_, _, name)| *name);
+    match per_signal.or_else(|| SI_CODES.iter().find(|(c, _)| *c == code).map(|(_, n)| *n)) {
+        Some(name) => name.to_string(),
         None => code.to_string(),
     }
 }
 
-/// `SI_USER` → 0, `CLD_EXITED` → 1, a number as itself.
+/// `SI_USER` → 0, `CLD_EXITED` → 1, `SEGV_ACCERR` → 2, a number as itself. strace prints a code
+/// it has no name for as the unsigned int in hex (`0xfffffff7` for -9): that is read back
+/// as the negative code it is.
 pub fn si_code_number(name: &str) -> Option<i32> {
-    if let Some(i) = CLD_CODES.iter().position(|c| !c.is_empty() && *c == name) {
-        return Some(i as i32);
+    if let Some((_, c, _)) = SIGNAL_CODES.iter().find(|(_, _, n)| *n == name) {
+        return Some(*c);
     }
-    SI_CODES
-        .iter()
-        .find(|(_, n)| *n == name)
-        .map(|(c, _)| *c)
-        .or_else(|| parse_int(name).and_then(|v| i32::try_from(v).ok()))
+    if let Some((c, _)) = SI_CODES.iter().find(|(_, n)| *n == name) {
+        return Some(*c);
+    }
+    let v = parse_int(name)?;
+    i32::try_from(v).ok().or_else(|| {
+        // an int printed as unsigned: only hex, only 32 bits
+        let hex = name.trim().starts_with("0x");
+        u32::try_from(v).ok().filter(|_| hex).map(|u| u as i32)
+    })
 }
 
 const ERRNOS: &[(i64, &str)] = &[
@@ -409,7 +466,26 @@ mod tests {
         assert_eq!(si_code_number("CLD_KILLED"), Some(2));
         assert_eq!(si_code_number("SI_TKILL"), Some(-6));
         assert_eq!(si_code_number("-7"), Some(-7));
+        assert_eq!(si_code(11, 1), "SEGV_MAPERR");
+        assert_eq!(si_code_number("SEGV_MAPERR"), Some(1));
+        assert_eq!(si_code_number("0xfffffffa"), Some(-6));
+        assert_eq!(si_code_number("0x1ffffffff"), None);
+        assert_eq!(si_code_number("4294967290"), None);
         assert_eq!(parse_int("0x10"), Some(16));
         assert_eq!(parse_int("-2"), Some(-2));
+    }
+
+    #[test]
+    fn every_si_code_name_round_trips() {
+        let generic = SI_CODES.iter().map(|&(c, _)| (9, c));
+        let per_signal = SIGNAL_CODES.iter().map(|&(s, c, _)| (s, c));
+        for (sig, code) in generic.chain(per_signal) {
+            let name = si_code(sig, code);
+            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
+            assert_eq!(si_code_number(&name), Some(code), "{name}");
+        }
+        // a code without a name is its number, and reads back as itself
+        assert_eq!(si_code(11, 42), "42");
+        assert_eq!(si_code_number(&si_code(11, -9)), Some(-9));
     }
 }

@@ -52,16 +52,16 @@ fn replay_stories_tells_the_runc_story_of_the_ctr_fixture() {
     let out = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert!(
-        lines[0].ends_with("ctr.log: strace log (546 events, 13 processes, 1 container births)"),
+        lines[0].ends_with("ctr.log: strace log (598 events, 13 processes, 1 container births)"),
         "{out}"
     );
     for want in [
         "container fx-ctr (containerd, runc create) → sleep",
-        "  [seq     31] shim containerd-shim 15921 started by containerd-shim 15913",
-        "  [seq     69] shim 15921 set PR_SET_CHILD_SUBREAPER",
-        "  [seq    117] 15938 cloned 15940 with CLONE_PARENT: parent 15931",
-        "  [seq    351] init 15941 adopted by 15921 (parent 15931 exited; nearest subreaper 15921)",
-        "  [seq    390] init 15941 exec'd /bin/sleep",
+        "  [seq     33] shim containerd-shim 15921 started by containerd-shim 15913",
+        "  [seq     74] shim 15921 set PR_SET_CHILD_SUBREAPER",
+        "  [seq    126] 15938 cloned 15940 with CLONE_PARENT: parent 15931",
+        "  [seq    366] init 15941 adopted by 15921 (parent 15931 exited; nearest subreaper 15921)",
+        "  [seq    411] init 15941 exec'd /bin/sleep",
     ] {
         assert!(lines.contains(&want), "missing {want:?} in:\n{out}");
     }

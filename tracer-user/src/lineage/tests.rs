@@ -2802,7 +2802,7 @@ fn an_exit_is_an_exit_and_a_kernel_signal_names_no_sender() {
     assert_eq!((segv.how, segv.sender()), (DeathHow::Signal, None));
     assert_eq!(
         segv.to_string(),
-        "killed by SIGSEGV raised by the kernel (1)"
+        "killed by SIGSEGV raised by the kernel (SEGV_MAPERR)"
     );
     let unseen = death(&e, 400);
     assert!(unseen.by.is_none());

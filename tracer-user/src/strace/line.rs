@@ -1,7 +1,7 @@
 //! Pure, allocation-free parsing of one strace output line into its parts. No state: what the
 //! parts mean for the process tree is decided in [`super::Parser`].
 
-use super::args::{find_close, leading_int};
+use super::args::{find_close, leading_int, parse_signal, split_top};
 use crate::event::Syscall;
 
 /// A timestamp as printed before the syscall.
@@ -50,8 +50,9 @@ pub(crate) enum Body<'a> {
     },
     /// `+++ superseded by execve in pid OLD +++` (`OLD` absent in old strace versions).
     Superseded(Option<u32>),
-    /// `--- SIG... {...} ---`, `--- stopped by ... ---`.
-    Signal,
+    /// `--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=7, ...} ---`: the task stopped
+    /// to receive a signal (a `--- stopped by SIGSTOP ---` group stop is a [`Body::Notice`]).
+    Signal(SigLine),
     /// `strace: Process N attached [with M threads]`.
     Attached {
         pid: u32,
@@ -59,6 +60,22 @@ pub(crate) enum Body<'a> {
     },
     /// `strace: Process N detached`, ` <detached ...>`, other `strace: ` messages.
     Notice,
+}
+
+/// A signal the receiver stopped for, as strace prints its siginfo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SigLine {
+    pub signal: u32,
+    /// `si_code`: who raised it (`SI_USER` kill, `SI_TKILL` tgkill, `SI_KERNEL`, `CLD_*`...).
+    pub code: i32,
+    /// `si_pid`: the sender's process as a pid of the *receiver's* pid namespace (the kernel
+    /// writes it so: task_tgid_nr_ns() / task_pid_nr_ns(tsk, parent's ns)); 0 when the sender is
+    /// outside that namespace. `None` when strace printed none (faults, SI_KERNEL, timers) or a
+    /// negative one (sigqueueinfo's caller may write anything there).
+    pub si_pid: Option<u32>,
+    /// strace's own translation of `si_pid`, `/* N in strace's PID NS */`
+    /// (`--decode-pids=pidns`): the sender as the log names pids.
+    pub strace_pid: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,8 +269,8 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
         }
         return None;
     }
-    if s.starts_with("--- ") && s.ends_with(" ---") {
-        return Some(Body::Signal);
+    if let Some(inner) = s.strip_prefix("--- ").and_then(|r| r.strip_suffix(" ---")) {
+        return signal_body(inner);
     }
     if s == "<detached ...>"
         || s.starts_with("> ") // -k stack trace
@@ -359,4 +376,74 @@ fn returned(s: &str) -> Option<End> {
         (Some(-1), Some(e)) | (None, Some(e)) => Some(-e),
         (v, _) => v,
     }))
+}
+
+/// The inside of `--- ... ---`: `SIGCHLD {si_signo=SIGCHLD, ...}` (strace's print_stopped with
+/// the siginfo of a signal-delivery stop) or `stopped by SIGSTOP` (a group stop, no siginfo).
+/// A siginfo that does not read is not a form strace writes: `None`.
+fn signal_body(inner: &str) -> Option<Body<'static>> {
+    if inner.starts_with("stopped by ") {
+        return Some(Body::Notice);
+    }
+    let (name, info) = inner.split_once(' ')?;
+    let signal = signal_number(name)?;
+    let fields = info.strip_prefix('{')?.strip_suffix('}')?;
+    siginfo(signal, fields).map(Body::Signal)
+}
+
+/// Linux numbers signals 1 to `_NSIG` (64; 128 on MIPS, the most of any architecture).
+fn signal_number(text: &str) -> Option<u32> {
+    parse_signal(text).filter(|n| (1..=128).contains(n))
+}
+
+/// The fields of a siginfo: `si_signo` (if given) must name the stop's signal, `si_code` must
+/// be there. A field given twice counts once, the first time: with `-Y` strace prints the
+/// sender's comm after `si_pid`, and a comm may hold `, si_code=...` of its own.
+fn siginfo(signal: u32, fields: &str) -> Option<SigLine> {
+    let mut signo = None;
+    let mut code = None;
+    let mut pid = None;
+    for field in split_top(fields) {
+        let Some((key, value)) = field.split_once('=') else {
+            continue;
+        };
+        match key {
+            "si_signo" if signo.is_none() => signo = Some(signal_number(without_comment(value))?),
+            "si_code" if code.is_none() => {
+                code = Some(crate::names::si_code_number(without_comment(value))?)
+            }
+            "si_pid" if pid.is_none() => pid = Some(sender_pid(value)?),
+            _ => {}
+        }
+    }
+    if signo.is_some_and(|s| s != signal) {
+        return None;
+    }
+    let (si_pid, strace_pid) = pid.unwrap_or((None, None));
+    Some(SigLine {
+        signal,
+        code: code?,
+        si_pid,
+        strace_pid,
+    })
+}
+
+/// `-X verbose` adds the name: `0x11 /* SIGCHLD */`.
+fn without_comment(value: &str) -> &str {
+    value.split(" /*").next().unwrap_or("").trim()
+}
+
+/// `7`, `7<sleep>` (`-Y`), `7 /* 11215 in strace's PID NS */` (`--decode-pids=pidns`): (si_pid,
+/// strace's translation). `None`: not a number strace prints for a pid_t.
+fn sender_pid(value: &str) -> Option<(Option<u32>, Option<u32>)> {
+    let (v, rest) = leading_int(value.trim_start())?;
+    let pid = i32::try_from(v).ok()?;
+    let si_pid = u32::try_from(pid).ok();
+    let strace_pid = rest
+        .trim_end()
+        .strip_suffix(" in strace's PID NS */")
+        .and_then(|r| r.rfind("/* ").and_then(|at| r.get(at + 3..)))
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| n > 0 && i32::try_from(n).is_ok());
+    Some((si_pid, strace_pid))
 }

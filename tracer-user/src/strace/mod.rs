@@ -12,14 +12,15 @@
 //!   Without timestamps `ts_ns` is 0; lines without one (notices) keep the previous value.
 //! * `name(args) = ret`, `name(args <unfinished ...>` + `<... name resumed>rest) = ret` (joined
 //!   by pid), `<pid changed to N ...>`, `+++ exited with N +++`, `+++ killed by SIG [(core
-//!   dumped)] +++`, `+++ superseded by execve [in pid N] +++`, `--- SIG... ---` (skipped),
-//!   `strace: Process N attached [with M threads]` — also when spliced into the middle of another
-//!   line (strace writes it to stderr, so with `2>&1` it can split a syscall line in two; the
-//!   halves are joined again), an optional `-T` duration `<0.000012>` at the end.
-//! * clone/clone3/fork/vfork/execve/execveat/exit/exit_group/prctl become events; any other
-//!   syscall line is understood and skipped. Lines that are none of the above are counted as
-//!   unreadable (the first [`MAX_KEPT_UNREADABLE`] kept) and never stop the import; a log in which
-//!   no line at all is understood is [`StraceError::NotAnStraceLog`].
+//!   dumped)] +++`, `+++ superseded by execve [in pid N] +++`, `--- SIG {siginfo} ---` and
+//!   `--- stopped by SIG ---` (see Signals), `strace: Process N attached [with M threads]` —
+//!   also when spliced into the middle of another line (strace writes it to stderr, so with
+//!   `2>&1` it can split a syscall line in two; the halves are joined again), an optional `-T`
+//!   duration `<0.000012>` at the end.
+//! * clone/clone3/fork/vfork/execve/execveat/exit/exit_group/prctl and signal lines become
+//!   events; any other syscall line is understood and skipped. Lines that are none of the above
+//!   are counted as unreadable (the first [`MAX_KEPT_UNREADABLE`] kept) and never stop the
+//!   import; a log in which no line at all is understood is [`StraceError::NotAnStraceLog`].
 //!
 //! # Which task a line belongs to
 //! * A line without a pid belongs to the only live task when exactly one is known (strace drops
@@ -90,6 +91,34 @@
 //! clone cut by a restart (`= ? ERESTARTNOINTR`) `SyscallExit{-513}`; `= ?` (the caller died)
 //! no exit. prctl options without a name in [`crate::names`] are skipped.
 //!
+//! # Signals
+//! strace prints a `--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=7, ...} ---` line
+//! when a traced task stops to receive a signal (a signal-delivery stop; the sender's own call
+//! is not shown). Each such line is one [`EventKind::Signal`] in the receiver's context: its
+//! tgid/tid, `target`/`target_tid` the receiver, `result` delivered, `group` unless `si_code`
+//! is `SI_TKILL` (tgkill), `sender_tid` 0. `si_code` is read by name ([`crate::names::si_code`],
+//! the fault codes of SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP included), as a number
+//! (`-X raw`, or a code strace has no name for), or `-X verbose`'s `0x1 /* CLD_EXITED */`.
+//! `--- stopped by SIGSTOP ---` is a group stop, no signal generated: a notice, no event. A
+//! signal line whose siginfo does not read (no `si_code`, an unknown code name, `si_signo`
+//! naming another signal, a signal number outside 1..=128, a `si_pid` no `pid_t` can be) is
+//! unreadable, counted like any other.
+//!
+//! `sender` is `si_pid` as the log names pids. The kernel writes `si_pid` in the receiver's pid
+//! namespace (do_notify_parent() the child's pid in the parent's namespace; kill and tgkill the
+//! sender's own, which is the receiver's, a task naming only tasks of its namespace and below)
+//! and 0 when the sender is outside it. So:
+//! * `/* N in strace's PID NS */` after it (`--decode-pids=pidns`): N, strace's own translation;
+//! * no `si_pid` (faults, `SI_KERNEL`, timers), 0 or a negative one: 0 (unknown);
+//! * a receiver in strace's namespace as far as the log tells: `si_pid` itself;
+//! * a receiver in a namespace `pidns.rs` inferred: the process the log named as the child of a
+//!   clone that returned `si_pid` in that namespace, the namespace's first process for 1
+//!   (kept after that process's exit, since its parent's SIGCHLD comes after strace printed the
+//!   exit; replaced by a later clone returning the same pid). When no clone in the log gave that
+//!   pid (the process was made before tracing, or by a task strace did not follow), or the
+//!   receiver is known to be nested in a namespace the log does not tie pids of: 0, counted in
+//!   [`Import::untranslated_senders`] — never a guess.
+//!
 //! # Exits
 //! strace prints `+++ exited with N +++` for every traced task, threads included (checked with
 //! strace 6.1). A thread's gives `TaskExit{group_dead: false}`, a thread-group leader's (which the
@@ -107,8 +136,11 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
-use line::{Body, End, Line, Stamp};
+use crate::event::{
+    CapturedStr, CloneFlags, Comm, Event, EventKind, SignalInfo, SignalResult, Syscall,
+};
+use crate::names::si_code::SI_TKILL;
+use line::{Body, End, Line, SigLine, Stamp};
 use tracer_common::clone_flags as cf;
 
 pub use args::unescape;
@@ -137,7 +169,8 @@ pub struct Import {
     pub events: Vec<Event>,
     /// Lines read (blank ones included).
     pub lines: usize,
-    /// Understood lines that produced no event (other syscalls, signals, notices, `= ?` ...).
+    /// Understood lines that produced no event (other syscalls, stop and attach notices,
+    /// `= ?` ...).
     pub skipped: usize,
     /// Lines that are not strace output.
     pub unreadable: usize,
@@ -147,6 +180,9 @@ pub struct Import {
     /// Lines without a pid belong to the initial process, whose pid the log never showed:
     /// their events carry [`UNKNOWN_PID`] ("the initial process").
     pub initial_pid_unknown: bool,
+    /// Signal events whose `si_pid` is a pid of the receiver's pid namespace that the log never
+    /// tied to one of its own pids: their sender is 0 (unknown).
+    pub untranslated_senders: usize,
 }
 
 /// Why an strace log could not be imported. Unreadable lines are not errors: they are
@@ -237,6 +273,13 @@ struct CloneRec {
     /// The first unseen pid that appeared after this clone returned a pid not seen yet: the
     /// child if the return value never shows up in the log (index of its first event).
     candidate: Option<(u32, usize)>,
+}
+
+impl CloneRec {
+    /// It made a thread (CLONE_THREAD), not a process.
+    fn makes_thread(&self) -> bool {
+        self.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -590,6 +633,10 @@ impl Parser {
             if let EventKind::Exec { old_tid, .. } = &mut e.kind {
                 fix(old_tid);
             }
+            if let EventKind::Signal(s) = &mut e.kind {
+                fix(&mut s.target);
+                fix(&mut s.target_tid);
+            }
         }
         for v in self.tgid_of.values_mut() {
             fix(v);
@@ -752,7 +799,7 @@ impl Parser {
 
     fn assign_child(&mut self, i: usize, child: u32) {
         let c = self.clones[i].clone();
-        let thread = c.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0);
+        let thread = c.makes_thread();
         let child_tgid = if thread { self.tgid(c.caller) } else { child };
         self.tgid_of.remove(&child); // a reused pid
         self.unclaimed.remove(&child);
@@ -768,6 +815,9 @@ impl Parser {
             }
         }
         self.live.insert(child);
+        if let Some(ret) = c.ret {
+            self.learn_pid(&c, ret, child);
+        }
         let child_ppid = self.new_parent(&c);
         if !thread {
             match child_ppid {
@@ -817,6 +867,14 @@ impl Parser {
                 .get(&c.tgid)
                 .copied()
                 .filter(|p| self.live.contains(p)),
+        }
+    }
+
+    /// Clone `c` returned `ret` for `child`: the child's pid in the caller's pid namespace. Only
+    /// processes are learnt: `si_pid` names a process, never a thread.
+    fn learn_pid(&mut self, c: &CloneRec, ret: i64, child: u32) {
+        if !c.makes_thread() {
+            self.pidns.named(c.tgid, ret, child);
         }
     }
 
@@ -904,10 +962,24 @@ impl Parser {
             self.notices = true;
         }
         match l.body {
-            Body::Blank | Body::Signal | Body::Notice => {
+            Body::Blank | Body::Notice => {
                 if let Some(p) = l.pid {
                     self.first_seen(p, Seen::Prefix);
                 }
+                return;
+            }
+            Body::Signal(sig) => {
+                // It settles no clone (as when signal lines were skipped): only the caller's
+                // next syscall says its child's attach notice is not coming, and a signal stop
+                // can fall between a clone's return and that notice.
+                let tid = match l.pid {
+                    Some(p) => {
+                        self.first_seen(p, Seen::Prefix);
+                        p
+                    }
+                    None => self.unprefixed_tid(),
+                };
+                self.signal(tid, self.ts_ns, sig);
                 return;
             }
             Body::Attached { pid, threads } => {
@@ -958,7 +1030,7 @@ impl Parser {
                 self.exit(tid, ts, (signal & 0x7f) | if core { 0x80 } else { 0 })
             }
             Body::Superseded(old) => self.superseded(tid, old),
-            Body::Blank | Body::Signal | Body::Notice | Body::Attached { .. } => {}
+            Body::Blank | Body::Signal(_) | Body::Notice | Body::Attached { .. } => {}
         }
     }
 
@@ -1087,8 +1159,9 @@ impl Parser {
                 self.clones[i].ts = ts;
                 match ret {
                     Some(r) if r > 0 => {
-                        if self.clones[i].child.is_some() {
-                            self.clones.remove(i);
+                        if let Some(child) = self.clones[i].child {
+                            let c = self.clones.remove(i);
+                            self.learn_pid(&c, r, child);
                             self.emit(
                                 tid,
                                 ts,
@@ -1205,6 +1278,50 @@ impl Parser {
         }
         self.tgid_of.remove(&leader);
         self.live.insert(leader);
+    }
+
+    /// Task `tid` stopped to receive a signal (strace shows the receiver, never the sender's
+    /// call): the event is the receiver's, delivered.
+    fn signal(&mut self, tid: u32, ts: u64, s: SigLine) {
+        let target = self.tgid(tid);
+        let info = SignalInfo {
+            signal: s.signal as i32, // at most 128
+            code: s.code,
+            sender: self.sender(target, &s),
+            sender_tid: 0,
+            target,
+            target_tid: tid,
+            group: s.code != SI_TKILL,
+            result: SignalResult::Delivered,
+        };
+        self.emit(tid, ts, EventKind::Signal(info));
+    }
+
+    /// The sender of a signal process `receiver` got, as the log names pids; 0 when unknown.
+    /// `si_pid` 0 is the kernel's own "unknown": the sender is outside the receiver's namespace.
+    fn sender(&mut self, receiver: u32, s: &SigLine) -> u32 {
+        if let Some(p) = s.strace_pid {
+            return p;
+        }
+        let Some(n) = s.si_pid.filter(|&n| n > 0) else {
+            return 0;
+        };
+        self.log_pid(receiver, n).unwrap_or_else(|| {
+            self.out.untranslated_senders += 1;
+            0
+        })
+    }
+
+    /// Pid `n` of the pid namespace process `tgid` is in, as the log names pids (strace's
+    /// namespace): `n` itself when the log puts `tgid` in strace's namespace, the process a
+    /// clone there returned `n` for when it is in an inferred one; `None` when nested in a
+    /// namespace the log does not tie pids of.
+    fn log_pid(&self, tgid: u32, n: u32) -> Option<u32> {
+        match self.pidns.ns_of(tgid) {
+            Some(ns) => self.pidns.log_pid(ns, n),
+            None if self.nested.contains(&tgid) => None,
+            None => Some(n),
+        }
     }
 
     fn exit(&mut self, tid: u32, ts: u64, exit_code: u32) {

@@ -10,6 +10,11 @@
 //!
 //! An inferred namespace gets an id of its own ([`PidNs::inferred`], numbered in order of
 //! appearance), never a kernel inode.
+//!
+//! Pids inside an inferred namespace are learnt from the clones that made them: clone returns
+//! the child's pid in the *caller's* namespace, and once the importer has named the child (by
+//! its pid in the log) the pair is kept ([`NsInference::named`]); a new namespace's first
+//! process is its pid 1. [`NsInference::log_pid`] reads a namespace pid back as the log's pid.
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,6 +34,10 @@ pub(super) struct NsInference {
     /// Threads named `runc:[1:CHILD]`.
     child_stage: HashSet<u32>,
     next_id: u64,
+    /// (namespace id, pid there) → the process's pid in the log. Kept after the process exits:
+    /// its parent's SIGCHLD names it after strace has printed its exit, and the kernel frees the
+    /// pid only when it is reaped; a later clone that returns the same pid replaces it.
+    pids: HashMap<(u64, u32), u32>,
 }
 
 impl NsInference {
@@ -94,10 +103,47 @@ impl NsInference {
             parent_ns.map(|p| PidNs { ns_pid: 0, ..p })
         };
         match ns {
-            Some(ns) => self.ns_of.insert(child, ns),
+            Some(ns) => {
+                if ns.ns_pid == 1 {
+                    self.remember(ns.inum, 1, child);
+                }
+                self.ns_of.insert(child, ns)
+            }
             None => self.ns_of.remove(&child),
         };
         ns
+    }
+
+    /// A clone made by process `caller` returned `ret` and the log named its child `child`:
+    /// `ret` is the child's pid in the caller's namespace (whatever namespace the child went
+    /// to), so it is learnt when the caller's namespace is an inferred one.
+    pub fn named(&mut self, caller: u32, ret: i64, child: u32) {
+        let Some(ns) = self.ns_of.get(&caller) else {
+            return;
+        };
+        if let Some(pid) = u32::try_from(ret).ok().filter(|&p| p > 0) {
+            self.remember(ns.inum, pid, child);
+        }
+    }
+
+    /// `child` has pid `ns_pid` in namespace `inum` (bounded like the other maps).
+    fn remember(&mut self, inum: u64, ns_pid: u32, child: u32) {
+        if self.pids.len() >= MAX_TRACKED {
+            self.pids.clear();
+        }
+        self.pids.insert((inum, ns_pid), child);
+    }
+
+    /// The namespace process `tgid` is in, when the log implies one.
+    pub fn ns_of(&self, tgid: u32) -> Option<PidNs> {
+        self.ns_of.get(&tgid).copied()
+    }
+
+    /// Pid `ns_pid` of namespace `ns` as the log names that process; `None` when no clone the
+    /// log showed gave that pid there (the process was made before tracing, or by a task strace
+    /// did not follow).
+    pub fn log_pid(&self, ns: PidNs, ns_pid: u32) -> Option<u32> {
+        self.pids.get(&(ns.inum, ns_pid)).copied()
     }
 
     /// What was learnt of task `from` belongs to `to` (the initial process's pid became known).
@@ -110,6 +156,9 @@ impl NsInference {
         }
         if self.child_stage.remove(&from) {
             self.child_stage.insert(to);
+        }
+        for pid in self.pids.values_mut().filter(|p| **p == from) {
+            *pid = to;
         }
     }
 

@@ -1,8 +1,12 @@
 use super::*;
 use crate::event::prctl_opt::{PR_SET_CHILD_SUBREAPER, PR_SET_NAME, PR_SET_PDEATHSIG};
 use crate::event::PidNs;
+use crate::event::{SignalInfo, SignalResult};
+use crate::names::si_code::SI_TKILL;
 use cf::{CLONE_PARENT, CLONE_VFORK, CLONE_VM};
 use EventKind as K;
+
+mod signals;
 
 const THREAD_FLAGS: &str = "CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID";
 
@@ -85,6 +89,24 @@ fn fork(child: u32, tgid: u32, sc: Syscall, flags: u64) -> EventKind {
 
 fn sys_exit(sc: Syscall, ret: i64) -> EventKind {
     K::SyscallExit { syscall: sc, ret }
+}
+
+/// A signal delivered to `target_tid` of `target` (the receiver, whose log line it is).
+fn sig_info(sig: i32, code: i32, sender: u32, target: u32, target_tid: u32) -> SignalInfo {
+    SignalInfo {
+        signal: sig,
+        code,
+        sender,
+        sender_tid: 0,
+        target,
+        target_tid,
+        group: code != SI_TKILL,
+        result: SignalResult::Delivered,
+    }
+}
+
+fn signal(sig: i32, code: i32, sender: u32, target: u32, target_tid: u32) -> EventKind {
+    K::Signal(sig_info(sig, code, sender, target, target_tid))
 }
 
 fn exit(code: u32, group_dead: bool) -> EventKind {
@@ -353,15 +375,16 @@ fn clone_return_fallback_at_end_and_contradicted() {
 #[test]
 fn unfinished_resumed_interleaved_by_pid() {
     let imp = parse(concat!(
-        "[pid   300] --- SIGCHLD {si_signo=SIGCHLD} ---\n",
+        "[pid   300] --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=299, si_uid=0, si_status=0, si_utime=0, si_stime=0} ---\n",
         "[pid   200] clone(child_stack=NULL, flags=CLONE_VM|CLONE_VFORK|SIGCHLD <unfinished ...>\n",
         "[pid   300] execve(\"/bin/a\", [\"a\"], 0x7ff /* 1 var */ <unfinished ...>\n",
         "[pid   300] <... execve resumed>) = 0\n",
         "[pid   200] <... clone resumed>) = 201\n",
         "[pid   201] execve(\"/bin/b\", [\"b\"], 0x7ff /* 1 var */) = -1 ENOENT (No such file or directory)\n",
     ));
-    let e = evs(&imp);
+    let mut e = evs(&imp);
     use Syscall::*;
+    assert_eq!(e.remove(0), (300, 300, signal(17, 1, 299, 300, 300)));
     assert_eq!(
         e[0],
         (200, 200, clone_enter(Clone, CLONE_VM | CLONE_VFORK, 17))
@@ -574,14 +597,18 @@ fn o_log_new_pid_is_never_given_to_another_callers_clone() {
     // Fork and exit right at the clone's line, before the caller's signal
     assert_eq!(e[4], (17061, 17061, fork(17068, 17061, Clone3, tf)));
     assert_eq!(e[5], (17061, 17061, sys_exit(Clone3, 17068)));
-    // the namespace returns give the exit only; the child comes with its first line
-    assert_eq!(e[10], (17089, 17089, sys_exit(Clone3, 2)));
-    assert_eq!(e[12], (17089, 17089, sys_exit(Clone3, 3)));
     assert_eq!(
-        e[14],
+        e[6],
+        (17061, 17061, signal(23, SI_TKILL, 17061, 17061, 17061))
+    );
+    // the namespace returns give the exit only; the child comes with its first line
+    assert_eq!(e[11], (17089, 17089, sys_exit(Clone3, 2)));
+    assert_eq!(e[13], (17089, 17089, sys_exit(Clone3, 3)));
+    assert_eq!(
+        e[15],
         (17089, 17089, fork_in(17090, 17089, 17061, Clone3, tf))
     );
-    assert_eq!(e[15], (17089, 17090, exit(0, false)));
+    assert_eq!(e[16], (17089, 17090, exit(0, false)));
     assert!(e.contains(&(17061, 17068, exit(0, false))));
     assert!(
         !forks(&imp).iter().any(|f| f.1 < 300),
@@ -721,8 +748,12 @@ fn attached_with_threads_and_detached() {
     );
     assert_eq!(imp.events[0].tgid, 15681);
     assert_eq!(imp.events[1].tgid, 15681);
-    // the notices and the signal line are understood, without events
-    assert_eq!(imp.skipped, 3);
+    // the SIGCHLD is received by another unannounced thread of containerd: the process is
+    // its target, the thread its receiving thread
+    let e = evs(&imp);
+    assert_eq!(e[3], (15681, 15687, signal(17, 1, 15913, 15681, 15687)));
+    // the notices are understood, without events
+    assert_eq!(imp.skipped, 2);
 }
 
 #[test]
@@ -738,8 +769,10 @@ fn exits_killed_and_signals() {
     assert_eq!(e[0], (10, 10, exit(9, true)));
     assert_eq!(e[1], (11, 11, exit(11 | 0x80, true)));
     assert_eq!(e[2], (12, 12, exit(137 << 8, true)));
-    assert_eq!(e.len(), 3);
-    assert_eq!((imp.skipped, imp.unreadable), (2, 0));
+    // the signal is an event of its receiver; the group stop only a notice
+    assert_eq!(e[3], (13, 13, signal(17, 2, 10, 13, 13)));
+    assert_eq!(e.len(), 4);
+    assert_eq!((imp.skipped, imp.unreadable), (1, 0));
     assert_eq!(
         crate::event::ExitStatus::from_wait_status(9),
         crate::event::ExitStatus::Killed {

@@ -14,7 +14,7 @@ use super::reduce::reduce;
 use super::source::{replay, ReplayOpts};
 use super::state::{AppState, Mode, Pane, RowKind, LOG_CAP};
 use super::ui::draw;
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::lineage::{replay_until, tree_text, Engine, TreeOpts};
 
 fn fixture(name: &str) -> Vec<Event> {
@@ -160,10 +160,11 @@ fn snapshot_empty_trace() {
 
 #[test]
 fn snapshot_drops_and_gaps_in_red() {
-    // Live view of the runc capture with events 40..=44 lost and 7 drops reported.
+    // Live view of the runc capture with events 41..=45 lost (INIT's birth among them) and 7
+    // drops reported.
     let evs: Vec<Event> = fixture("runc")
         .into_iter()
-        .filter(|e| !(40..=44).contains(&e.seq))
+        .filter(|e| !(41..=45).contains(&e.seq))
         .collect();
     let mut s = AppState::new_live("pid 15126");
     s.view.size = (80, 24);
@@ -195,10 +196,24 @@ fn no_red_when_nothing_lost() {
 #[test]
 fn snapshot_replay_midway_highlights_new_nodes() {
     let evs = fixture("ctr");
-    let mut s = replay_state("ctr.log", &evs, 120, (100, 30));
-    // Five more events arrive one by one (stepping): the CLONE_PARENT birth of INIT.
+    // Up to CHILD's clone of INIT; five more events arrive one by one (stepping): the
+    // CLONE_PARENT birth of INIT.
+    let at = evs
+        .iter()
+        .position(|e| {
+            matches!(
+                e.kind,
+                EventKind::Fork {
+                    child_tid: 15941,
+                    ..
+                }
+            )
+        })
+        .unwrap()
+        - 1;
+    let mut s = replay_state("ctr.log", &evs, at, (100, 30));
     s.set_now(100_000);
-    for ev in &evs[120..125] {
+    for ev in &evs[at..at + 5] {
         s.ingest(Msg::Events(vec![ev.clone()]));
     }
     s.set_now(100_500);
