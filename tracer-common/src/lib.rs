@@ -63,6 +63,10 @@ pub mod kind {
     pub const SCHED_EXIT: u32 = 8;
     /// cgroup:cgroup_attach_task — a task moved to another cgroup.
     pub const CGROUP_ATTACH: u32 = 9;
+    /// signal:signal_generate — a signal generated for a task.
+    pub const SIGNAL: u32 = 10;
+    /// oom:mark_victim — the OOM killer chose a victim.
+    pub const OOM_VICTIM: u32 = 11;
 }
 
 /// Syscall identifiers used on the wire (independent of the architecture's numbers).
@@ -297,6 +301,45 @@ pub struct CgroupAttach {
     pub path: [u8; CGROUP_PATH_LEN],
 }
 
+/// signal:signal_generate (kernel/signal.c __send_signal_locked, and the early returns of
+/// send_signal_locked / do_notify_parent that drop a signal). `hdr` is the current task: the
+/// sender, or for a signal the kernel raises, the task whose action raised it (the dying child
+/// of a SIGCHLD, the dying init of a pid namespace's SIGKILLs).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignalGenerate {
+    pub hdr: Header,
+    pub signal: i32,
+    /// `si_code`: SI_USER for SEND_SIG_NOINFO, SI_KERNEL for SEND_SIG_PRIV, else the
+    /// kernel_siginfo's own.
+    pub code: i32,
+    /// The target task (`task->pid`) and its process (`task->tgid`), host namespace.
+    pub target_tid: u32,
+    pub target_tgid: u32,
+    /// 1 when sent to the whole thread group (PIDTYPE_TGID and wider), 0 for one thread.
+    pub group: u32,
+    /// TRACE_SIGNAL_DELIVERED (0) … TRACE_SIGNAL_LOSE_INFO (4).
+    pub result: u32,
+}
+
+/// oom:mark_victim (mm/oom_kill.c mark_oom_victim, called from __oom_kill_process once the
+/// SIGKILL is sent). `hdr` is the current task: the one whose allocation ran out of memory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OomVictim {
+    pub hdr: Header,
+    /// The victim thread (`task->pid`, host namespace).
+    pub tid: u32,
+    /// `signal->oom_score_adj` (0 on a kernel whose tracepoint lacks it).
+    pub oom_score_adj: i32,
+    /// The victim's memory in KiB, as the tracepoint reports it (0 on a kernel whose
+    /// tracepoint carries only the pid).
+    pub total_vm: u64,
+    pub anon_rss: u64,
+    pub file_rss: u64,
+    pub shmem_rss: u64,
+}
+
 /// Load-time configuration, written into the probe's `.rodata` by userspace.
 ///
 /// Offsets of non-syscall tracepoint fields come from tracefs `format` files, task_struct
@@ -363,6 +406,17 @@ pub struct ProbeConfig {
     pub cgattach_id: u32,
     pub cgattach_pid: u32,
     pub cgattach_path: u32,
+    /// oom:mark_victim fields; the memory ones (`unsigned long`, KiB) and `oom_score_adj`
+    /// (`short`) are [`NO_OFFSET`] on kernels whose tracepoint carries only the pid.
+    pub oom_pid: u32,
+    pub oom_total_vm: u32,
+    pub oom_anon_rss: u32,
+    pub oom_file_rss: u32,
+    pub oom_shmem_rss: u32,
+    pub oom_score_adj: u32,
+    /// Signals signal_generate reports: bit n − 1 set = signal n (1..=64; signal 64,
+    /// SIGRTMAX, would not fit a bit n). 0: none.
+    pub signal_mask: u64,
 }
 
 impl ProbeConfig {
@@ -407,6 +461,13 @@ impl ProbeConfig {
         cgattach_id: NO_OFFSET,
         cgattach_pid: NO_OFFSET,
         cgattach_path: NO_OFFSET,
+        oom_pid: NO_OFFSET,
+        oom_total_vm: NO_OFFSET,
+        oom_anon_rss: NO_OFFSET,
+        oom_file_rss: NO_OFFSET,
+        oom_shmem_rss: NO_OFFSET,
+        oom_score_adj: NO_OFFSET,
+        signal_mask: 0,
     };
 }
 
@@ -441,6 +502,9 @@ const _: () = {
     assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
     assert!(core::mem::size_of::<CgroupAttach>() == 88 + CGROUP_PATH_LEN);
-    assert!(core::mem::size_of::<ProbeConfig>() == 160);
+    assert!(core::mem::size_of::<SignalGenerate>() == 88);
+    assert!(core::mem::size_of::<OomVictim>() == 104);
+    assert!(core::mem::size_of::<ProbeConfig>() == 192);
+    assert!(core::mem::offset_of!(ProbeConfig, signal_mask) == 184);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

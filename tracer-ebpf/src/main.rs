@@ -35,8 +35,8 @@ use aya_log_ebpf::warn;
 use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
     kind, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header,
-    PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork, SysExit, ARGV_BYTES,
-    DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS, NO_OFFSET,
+    OomVictim, PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork,
+    SignalGenerate, SysExit, ARGV_BYTES, DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS, NO_OFFSET,
 };
 
 /// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
@@ -239,6 +239,12 @@ fn lose_record() {
 /// A failed reserve is counted per CPU and leaves a gap in the sequence.
 #[inline(always)]
 fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
+    emit_waking::<T>(kind, false, fill)
+}
+
+/// [`emit`], waking the reader at once when `now` (else only once enough is waiting).
+#[inline(always)]
+fn emit_waking<T: 'static>(kind: u32, now: bool, fill: impl FnOnce(*mut T)) {
     let Some(mut entry) = EVENTS.reserve::<T>(0) else {
         lose_record();
         return;
@@ -250,7 +256,11 @@ fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
     // SAFETY: `rec` points at a reserved, writable record of size_of::<T>() bytes.
     unsafe { fill_header(rec as *mut Header, kind, core::mem::size_of::<T>(), seq) };
     fill(rec);
-    entry.submit(wakeup_flag());
+    entry.submit(if now {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        wakeup_flag()
+    });
 }
 
 /// Builds an ExecEnter in the per-CPU scratch (`fill` writes everything after the header and
@@ -1010,6 +1020,111 @@ fn try_cgroup_attach(ctx: &TracePointContext) -> Result<u32, i32> {
 #[tracepoint]
 pub fn cgroup_attach_task(ctx: TracePointContext) -> u32 {
     try_cgroup_attach(&ctx).unwrap_or(1)
+}
+
+// ---- signals and OOM kills ------------------------------------------------------------------
+
+// The `info` values that are not pointers (include/linux/sched/signal.h).
+const SEND_SIG_NOINFO: u64 = 0;
+const SEND_SIG_PRIV: u64 = 1;
+// include/uapi/asm-generic/siginfo.h
+const SI_USER: i32 = 0;
+const SI_KERNEL: i32 = 0x80;
+/// `kernel_siginfo::si_code`: after `si_signo` and `si_errno` (the __SIGINFO layout, fixed
+/// by the uapi siginfo_t it mirrors).
+const SI_CODE_OFFSET: usize = 8;
+
+/// Whether signal `sig` is in the configured mask (bit sig − 1).
+#[inline(always)]
+fn signal_wanted(sig: u32) -> bool {
+    // SAFETY: CONFIG lives in .rodata; volatile keeps the compiler from folding the default.
+    let mask = unsafe { read_volatile(&CONFIG.signal_mask) };
+    (1..=64).contains(&sig) && mask & (1u64 << ((sig - 1) & 63)) != 0
+}
+
+/// `si_code` as the tracepoint's own TP_STORE_SIGINFO (include/trace/events/signal.h)
+/// computes it: the two non-pointer `info` values stand for SI_USER and SI_KERNEL.
+#[inline(always)]
+fn si_code(info: u64) -> i32 {
+    match info {
+        SEND_SIG_NOINFO => SI_USER,
+        SEND_SIG_PRIV => SI_KERNEL,
+        // SAFETY: a kernel pointer handed over by the tracepoint, read with a probe read.
+        p => unsafe { bpf_probe_read_kernel((p as usize + SI_CODE_OFFSET) as *const i32) }
+            .unwrap_or(0),
+    }
+}
+
+fn try_signal_generate(ctx: &RawTracePointContext) -> Result<u32, i32> {
+    // TP_PROTO(int sig, struct kernel_siginfo *info, struct task_struct *task, int group,
+    //          int result), fired by __send_signal_locked (kernel/signal.c) for every
+    // signal generated, delivered or not.
+    let sig = ctx.arg::<u64>(0) as u32;
+    if !signal_wanted(sig) {
+        return Ok(0);
+    }
+    let task: *const u8 = ctx.arg(2);
+    let tgid = task_read::<i32>(task, cfg(&CONFIG.task_tgid)).ok_or(1)? as u32;
+    if !traced(current_tgid()) && !traced(tgid) {
+        return Ok(0);
+    }
+    let tid = task_read::<i32>(task, cfg(&CONFIG.task_pid)).unwrap_or(0) as u32;
+    let code = si_code(ctx.arg(1));
+    let group = (ctx.arg::<u64>(3) as u32 != 0) as u32;
+    let result = ctx.arg::<u64>(4) as u32;
+    // SAFETY: `r` is the reserved record; each field is written in place.
+    emit::<SignalGenerate>(kind::SIGNAL, |r| unsafe {
+        addr_of_mut!((*r).signal).write(sig as i32);
+        addr_of_mut!((*r).code).write(code);
+        addr_of_mut!((*r).target_tid).write(tid);
+        addr_of_mut!((*r).target_tgid).write(tgid);
+        addr_of_mut!((*r).group).write(group);
+        addr_of_mut!((*r).result).write(result);
+    });
+    Ok(0)
+}
+
+/// The raw tracepoint, for the target task itself: the classic one copies only its pid.
+#[raw_tracepoint(tracepoint = "signal_generate")]
+pub fn signal_generate(ctx: RawTracePointContext) -> i32 {
+    try_signal_generate(&ctx).map_or(1, |r| r as i32)
+}
+
+/// A memory field of mark_victim (KiB); 0 where this kernel's tracepoint lacks it.
+#[inline(always)]
+fn oom_field(ctx: &TracePointContext, off: &u32) -> u64 {
+    tp_field::<u64>(ctx, off).unwrap_or(0)
+}
+
+fn try_mark_victim(ctx: &TracePointContext) -> Result<u32, i32> {
+    // mark_oom_victim (mm/oom_kill.c), from __oom_kill_process right after the victim's
+    // SIGKILL, in the context of the task whose allocation failed.
+    let pid = tp_field::<i32>(ctx, &CONFIG.oom_pid)? as u32;
+    if !traced(current_tgid()) && !traced(pid) {
+        return Ok(0);
+    }
+    let total_vm = oom_field(ctx, &CONFIG.oom_total_vm);
+    let anon = oom_field(ctx, &CONFIG.oom_anon_rss);
+    let file = oom_field(ctx, &CONFIG.oom_file_rss);
+    let shmem = oom_field(ctx, &CONFIG.oom_shmem_rss);
+    let adj = tp_field::<i16>(ctx, &CONFIG.oom_score_adj).unwrap_or(0);
+    // Woken at once: userspace reads the victim's /proc/PID/cgroup, which is gone once the
+    // victim is reaped.
+    // SAFETY: `r` is the reserved record; each field is written in place.
+    emit_waking::<OomVictim>(kind::OOM_VICTIM, true, |r| unsafe {
+        addr_of_mut!((*r).tid).write(pid);
+        addr_of_mut!((*r).oom_score_adj).write(i32::from(adj));
+        addr_of_mut!((*r).total_vm).write(total_vm);
+        addr_of_mut!((*r).anon_rss).write(anon);
+        addr_of_mut!((*r).file_rss).write(file);
+        addr_of_mut!((*r).shmem_rss).write(shmem);
+    });
+    Ok(0)
+}
+
+#[tracepoint]
+pub fn mark_victim(ctx: TracePointContext) -> u32 {
+    try_mark_victim(&ctx).unwrap_or(1)
 }
 
 #[panic_handler]

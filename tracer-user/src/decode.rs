@@ -3,11 +3,14 @@
 //! Every length is checked before any cast; a record that is short, oversized for its kind or
 //! of an unknown kind is an error, never a panic.
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, PidNs, Syscall};
+use crate::event::{
+    CapturedStr, CloneFlags, Comm, Event, EventKind, OomInfo, PidNs, SignalInfo, SignalResult,
+    Syscall,
+};
 use std::mem::size_of;
 use tracer_common::{
-    kind, strflag, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header, PrctlEnter, SchedExec,
-    SchedExit, SchedFork, SysExit, EXEC_ENTER_HEAD,
+    kind, strflag, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header, OomVictim, PrctlEnter,
+    SchedExec, SchedExit, SchedFork, SignalGenerate, SysExit, EXEC_ENTER_HEAD,
 };
 
 /// Why a ring-buffer record could not be decoded. Records are checked before any copy, so a
@@ -107,6 +110,8 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         kind::SCHED_EXEC => size_of::<SchedExec>(),
         kind::SCHED_EXIT => size_of::<SchedExit>(),
         kind::CGROUP_ATTACH => size_of::<CgroupAttach>(),
+        kind::SIGNAL => size_of::<SignalGenerate>(),
+        kind::OOM_VICTIM => size_of::<OomVictim>(),
         other => return Err(DecodeError::UnknownKind(other)),
     };
     // The probe writes size_of::<T>() (an exec record: its used length); anything else means a
@@ -221,6 +226,8 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 },
             }
         }
+        kind::SIGNAL => signal(&hdr, read(bytes, "signal record")?),
+        kind::OOM_VICTIM => oom_victim(read(bytes, "oom victim record")?),
         other => return Err(DecodeError::UnknownKind(other)),
     };
     Ok(Event {
@@ -233,6 +240,35 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         cgroup_id: hdr.cgroup_id,
         comm: Comm::from_bytes(&hdr.comm),
         kind,
+    })
+}
+
+/// A generated signal; the probe ran in the sender's context, so the header names it.
+fn signal(hdr: &Header, r: SignalGenerate) -> EventKind {
+    EventKind::Signal(SignalInfo {
+        signal: r.signal,
+        code: r.code,
+        sender: hdr.tgid,
+        sender_tid: hdr.tid,
+        target: r.target_tgid,
+        target_tid: r.target_tid,
+        group: r.group != 0,
+        result: SignalResult::from_wire(r.result),
+    })
+}
+
+/// The OOM killer's victim. The memory cgroup and its limit are not on the wire: the capture
+/// reads them from /proc while the victim is still there.
+fn oom_victim(r: OomVictim) -> EventKind {
+    EventKind::OomVictim(OomInfo {
+        tid: r.tid,
+        total_vm_kb: r.total_vm,
+        anon_rss_kb: r.anon_rss,
+        file_rss_kb: r.file_rss,
+        shmem_rss_kb: r.shmem_rss,
+        oom_score_adj: r.oom_score_adj,
+        cgroup: None,
+        limit: None,
     })
 }
 
@@ -461,6 +497,99 @@ mod tests {
                 name: None
             }
         );
+    }
+
+    fn signal_record() -> SignalGenerate {
+        SignalGenerate {
+            hdr: header(kind::SIGNAL, size_of::<SignalGenerate>()),
+            signal: 15,
+            code: 0,
+            target_tid: 202,
+            target_tgid: 200,
+            group: 1,
+            result: 2,
+        }
+    }
+
+    #[test]
+    fn signal_sender_is_the_header_task() {
+        let ev = decode(&to_bytes(&signal_record())).unwrap();
+        assert_eq!((ev.tgid, ev.tid), (100, 101));
+        assert_eq!(
+            ev.kind,
+            EventKind::Signal(SignalInfo {
+                signal: 15,
+                code: 0,
+                sender: 100,
+                sender_tid: 101,
+                target: 200,
+                target_tid: 202,
+                group: true,
+                result: SignalResult::AlreadyPending,
+            })
+        );
+        let mut r = signal_record();
+        (r.group, r.result, r.code) = (0, 77, 0x80);
+        let EventKind::Signal(info) = decode(&to_bytes(&r)).unwrap().kind else {
+            panic!("not a signal");
+        };
+        assert_eq!(
+            (info.group, info.result, info.code),
+            (false, SignalResult::Other, 0x80)
+        );
+    }
+
+    fn oom_record() -> OomVictim {
+        OomVictim {
+            hdr: header(kind::OOM_VICTIM, size_of::<OomVictim>()),
+            tid: 300,
+            oom_score_adj: -998,
+            total_vm: 1 << 40,
+            anon_rss: 32768,
+            file_rss: 4,
+            shmem_rss: 0,
+        }
+    }
+
+    #[test]
+    fn oom_victim_without_cgroup_until_the_capture_reads_it() {
+        let ev = decode(&to_bytes(&oom_record())).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::OomVictim(OomInfo {
+                tid: 300,
+                total_vm_kb: 1 << 40,
+                anon_rss_kb: 32768,
+                file_rss_kb: 4,
+                shmem_rss_kb: 0,
+                oom_score_adj: -998,
+                cgroup: None,
+                limit: None,
+            })
+        );
+    }
+
+    #[test]
+    fn signal_and_oom_records_are_length_checked() {
+        for bytes in [to_bytes(&signal_record()), to_bytes(&oom_record())] {
+            for len in 0..bytes.len() {
+                assert!(decode(&bytes[..len]).is_err(), "prefix of {len} decoded");
+            }
+            // A size claiming more (or less) than the kind's record: a mismatched probe.
+            for claimed in [bytes.len() + 8, bytes.len() - 8] {
+                let mut b = bytes.clone();
+                b[4..8].copy_from_slice(&(claimed as u32).to_ne_bytes());
+                b.resize(claimed.max(bytes.len()), 0);
+                assert!(
+                    matches!(decode(&b), Err(DecodeError::BadSize { .. })),
+                    "size {claimed}"
+                );
+            }
+            // Extra bytes delivered past an honest size are not read.
+            let mut b = bytes.clone();
+            b.extend_from_slice(&[0xff; 16]);
+            assert_eq!(decode(&b), decode(&bytes));
+        }
     }
 
     #[test]

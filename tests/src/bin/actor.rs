@@ -18,6 +18,10 @@
 //!   threads:N       N × a thread that exits at once (the cheapest clone/exit burst)
 //!   exit:N          exit_group(N)
 //!   sigkill         kill(getpid(), SIGKILL)
+//!   cgroup:DIR      move into the cgroup at DIR (writes its pid to DIR/cgroup.procs); exits
+//!                   11 if it cannot
+//!   eat-memory      allocate and touch memory, 1 MiB at a time, until killed (a memory
+//!                   cgroup's OOM killer); exits 12 after 4 GiB untouched by it
 //!   exec:PATH       execve(PATH, [PATH]) (ends the step list)
 
 use std::ffi::CString;
@@ -26,6 +30,32 @@ fn wait_child(pid: libc::pid_t) {
     let mut status = 0;
     // SAFETY: plain waitpid on our own child.
     unsafe { libc::waitpid(pid, &mut status, 0) };
+}
+
+/// Touches 1 MiB after another and keeps it, until the OOM killer ends this process.
+fn eat_memory() -> ! {
+    const MIB: usize = 1 << 20;
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..4096 {
+        let mut block = vec![0u8; MIB];
+        for page in block.chunks_mut(4096) {
+            // A zeroed allocation may be unbacked until written: write every page.
+            // SAFETY: a valid, exclusive pointer into this block.
+            unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 1) };
+        }
+        kept.push(block);
+    }
+    // SAFETY: exiting without unwinding.
+    unsafe { libc::_exit(12) }
+}
+
+/// Moves this process into the cgroup at `dir`.
+fn enter_cgroup(dir: &str) {
+    let procs = std::path::Path::new(dir).join("cgroup.procs");
+    if std::fs::write(procs, std::process::id().to_string()).is_err() {
+        // SAFETY: exiting without unwinding.
+        unsafe { libc::_exit(11) }
+    }
 }
 
 fn main() {
@@ -52,6 +82,8 @@ fn main() {
                 "sigkill" => {
                     libc::kill(libc::getpid(), libc::SIGKILL);
                 }
+                "eat-memory" => eat_memory(),
+                s if s.starts_with("cgroup:") => enter_cgroup(&s[7..]),
                 "vfork" => {
                     #[allow(deprecated)]
                     let pid = libc::vfork();

@@ -166,7 +166,28 @@ pub fn tracepoint_offsets(
             .map_or(NO_OFFSET, |g| g.offset);
         layouts.formats.push(("task/task_rename".into(), text));
     }
+    if let Ok(text) = read_format(root, "oom", "mark_victim") {
+        oom_offsets(&parse_format(&text), cfg);
+        layouts.formats.push(("oom/mark_victim".into(), text));
+    }
     Ok(layouts)
+}
+
+/// oom:mark_victim's fields. Kernels before 6.2 carry only `pid`; the memory fields are read
+/// as 8-byte `unsigned long`s and `oom_score_adj` as a `short`, so a field of another size
+/// is left out rather than misread.
+fn oom_offsets(f: &HashMap<String, Field>, cfg: &mut ProbeConfig) {
+    let sized = |name: &str, size: u32| {
+        f.get(name)
+            .filter(|g| g.size == size && !g.data_loc)
+            .map_or(NO_OFFSET, |g| g.offset)
+    };
+    cfg.oom_pid = sized("pid", 4);
+    cfg.oom_total_vm = sized("total_vm", 8);
+    cfg.oom_anon_rss = sized("anon_rss", 8);
+    cfg.oom_file_rss = sized("file_rss", 8);
+    cfg.oom_shmem_rss = sized("shmem_rss", 8);
+    cfg.oom_score_adj = sized("oom_score_adj", 2);
 }
 
 /// Byte offset of `member` (e.g. `real_parent`) inside struct `strukt`, searching
@@ -350,6 +371,35 @@ print fmt: \"comm=%s pid=%d\"";
         );
         assert_eq!(f["pid"].offset, 24);
         assert!(!f.contains_key("group_dead"));
+    }
+
+    #[test]
+    fn mark_victim_offsets_by_size() {
+        let text = "\tfield:int pid;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:__data_loc char[] comm;\toffset:12;\tsize:4;\tsigned:0;
+\tfield:unsigned long total_vm;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:unsigned long anon_rss;\toffset:24;\tsize:8;\tsigned:0;
+\tfield:unsigned long file_rss;\toffset:32;\tsize:4;\tsigned:0;
+\tfield:short oom_score_adj;\toffset:64;\tsize:2;\tsigned:1;";
+        let mut cfg = ProbeConfig::EMPTY;
+        oom_offsets(&parse_format(text), &mut cfg);
+        assert_eq!(
+            (cfg.oom_pid, cfg.oom_total_vm, cfg.oom_anon_rss),
+            (8, 16, 24)
+        );
+        // A 4-byte unsigned long (a 32-bit kernel) and an absent field: not read.
+        assert_eq!(
+            (cfg.oom_file_rss, cfg.oom_shmem_rss),
+            (NO_OFFSET, NO_OFFSET)
+        );
+        assert_eq!(cfg.oom_score_adj, 64);
+        // Before 6.2: the pid alone.
+        let mut cfg = ProbeConfig::EMPTY;
+        oom_offsets(
+            &parse_format("\tfield:int pid;\toffset:8;\tsize:4;\tsigned:1;"),
+            &mut cfg,
+        );
+        assert_eq!((cfg.oom_pid, cfg.oom_total_vm), (8, NO_OFFSET));
     }
 
     #[test]

@@ -39,10 +39,12 @@
 mod bundle;
 pub mod cgroup;
 pub mod layout;
+pub mod oom;
 pub mod procfs;
+pub mod signals;
 
 use crate::decode::decode;
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::{RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
@@ -55,6 +57,7 @@ use tracer_common::{maps, ProbeConfig, DEFAULT_RING_BYTES};
 pub use crate::source::{CaptureItem, Notice};
 use crate::source::{Counters, EventSource, SourceFacts, SourceLoop};
 pub use layout::TracepointLayouts;
+pub use signals::SignalSet;
 
 /// The probe object built by build.rs (empty when built with `AYA_BUILD_SKIP=1`).
 static PROBES: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
@@ -133,15 +136,24 @@ pub enum EventKindFilter {
     /// every prctl call and its `SyscallExit`. Without syscall probes, `PR_SET_CHILD_SUBREAPER`
     /// is inferred at births and deaths, so it comes whatever the selection.
     Prctl,
+    /// Generated signals ([`Signal`](crate::event::EventKind::Signal), the raw
+    /// `signal:signal_generate` tracepoint), those of [`CaptureBuilder::signals`], sent by or
+    /// to a traced process.
+    Signal,
+    /// The OOM killer's victims ([`OomVictim`](crate::event::EventKind::OomVictim),
+    /// `oom:mark_victim`), with their memory cgroup and its limit.
+    Oom,
 }
 
 impl EventKindFilter {
     /// Every group (the default).
-    pub const ALL: [EventKindFilter; 4] = [
+    pub const ALL: [EventKindFilter; 6] = [
         EventKindFilter::Clone,
         EventKindFilter::Exec,
         EventKindFilter::Exit,
         EventKindFilter::Prctl,
+        EventKindFilter::Signal,
+        EventKindFilter::Oom,
     ];
 }
 
@@ -164,6 +176,7 @@ pub struct CaptureBuilder {
     btf_path: std::path::PathBuf,
     kinds: Vec<EventKindFilter>,
     syscalls: bool,
+    signals: SignalSet,
 }
 
 impl CaptureBuilder {
@@ -178,7 +191,16 @@ impl CaptureBuilder {
             btf_path: Self::DEFAULT_BTF.into(),
             kinds: EventKindFilter::ALL.to_vec(),
             syscalls: false,
+            signals: SignalSet::Default,
         }
+    }
+
+    /// Which signals [`EventKindFilter::Signal`] records ([`SignalSet::Default`] unless
+    /// told): every signal generated on the host passes the probe, so the set is checked
+    /// there, before anything is reserved. [`SignalSet::None`] leaves the probe detached.
+    pub fn signals(mut self, set: SignalSet) -> Self {
+        self.signals = set;
+        self
     }
 
     /// Also attach the syscall tracepoints (off by default), for strace's detail: every
@@ -387,6 +409,9 @@ const SCHED_PROBES: &[Probe] = &[
         required: false,
         kind: None,
     },
+    // OOM kills: a kernel built without CONFIG_MEMCG still has it; one without the oom
+    // events only loses the victims.
+    optional("oom", "mark_victim", EventKindFilter::Oom),
 ];
 
 /// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
@@ -519,6 +544,7 @@ fn configure(
     if let Some(h) = cgroup::reported() {
         cfg.cgroup_hierarchy = h.id;
     }
+    cfg.signal_mask = b.signals.mask();
     Ok((cfg, layouts))
 }
 
@@ -572,12 +598,14 @@ fn drain_probe_log(
     }
 }
 
-/// Attaches the fork probe, then every probe of the set whose kind is selected; a required
-/// one that fails detaches the others and fails, an optional one is a note.
+/// Attaches the fork probe, then every probe of the set whose kind is selected (the signal
+/// probe when `signals` too); a required one that fails detaches the others and fails, an
+/// optional one is a note.
 fn attach_probes(
     ebpf: &mut Ebpf,
     kinds: &[EventKindFilter],
     syscalls: bool,
+    signals: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Link>, CaptureError> {
     let extra = if syscalls {
@@ -599,6 +627,14 @@ fn attach_probes(
             Err(e) => notes.push(format!(
                 "optional tracepoint {}:{} not attached: {e}",
                 p.category, p.name
+            )),
+        }
+    }
+    if signals && kinds.contains(&EventKindFilter::Signal) {
+        match attach_raw(ebpf, "signal_generate", "signal_generate") {
+            Ok(link) => links.push(link),
+            Err(e) => notes.push(format!(
+                "raw tracepoint signal_generate not attached ({e}): no signals"
             )),
         }
     }
@@ -644,7 +680,8 @@ impl Capture {
         })?;
         let mut ebpf = load(&mut loader, &cfg, b.ring_bytes)?;
         let logger = drain_probe_log(&mut ebpf, &mut notes);
-        let links = attach_probes(&mut ebpf, &b.kinds, syscalls, &mut notes)?;
+        let signals = cfg.signal_mask != 0;
+        let links = attach_probes(&mut ebpf, &b.kinds, syscalls, signals, &mut notes)?;
         let ring = take_ring(&mut ebpf)?;
         let mut cap = Capture {
             ebpf,
@@ -1141,7 +1178,13 @@ fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
     let mut errors = 0;
     while let Some(item) = ring.next() {
         match decode(&item) {
-            Ok(ev) => out.push(ev),
+            Ok(mut ev) => {
+                // Now, before the victim is reaped and its /proc entry goes.
+                if let EventKind::OomVictim(info) = &mut ev.kind {
+                    oom::enrich(info);
+                }
+                out.push(ev)
+            }
             Err(e) => {
                 errors += 1;
                 log::warn!("undecodable record: {e}");
@@ -1302,6 +1345,7 @@ mod tests {
             ("sys_exit_prctl", EventKindFilter::Prctl),
             ("task_newtask", EventKindFilter::Clone),
             ("task_rename", EventKindFilter::Prctl),
+            ("mark_victim", EventKindFilter::Oom),
         ] {
             assert_eq!(kind(prog), Some(want), "{prog}");
         }
@@ -1311,13 +1355,25 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_object_has_every_map_the_loader_uses() {
+    fn the_probe_object_has_every_map_and_program_the_loader_uses() {
         assert!(!PROBES.is_empty(), "built without probes: nothing to check");
         let obj = aya_obj::Object::parse(PROBES).expect("the probe object parses");
         for name in maps::USED {
             assert!(
                 obj.maps.contains_key(name),
                 "map {name} missing from the probe object"
+            );
+        }
+        let tables = SCHED_PROBES.iter().chain(TASK_PROBES).chain(SYSCALL_PROBES);
+        let raw = [
+            "sched_process_fork_raw",
+            "sched_process_fork",
+            "signal_generate",
+        ];
+        for name in tables.map(|p| p.name).chain(raw) {
+            assert!(
+                obj.programs.contains_key(name),
+                "program {name} missing from the probe object"
             );
         }
     }

@@ -46,6 +46,10 @@ pub struct AgentArgs {
     /// Ring-buffer size in bytes (power of two, at least a page).
     #[arg(long, value_name = "BYTES", default_value_t = tracer_common::DEFAULT_RING_BYTES)]
     pub ring_bytes: u32,
+    /// Which generated signals to record: default (those that end, stop, continue or reap a
+    /// process), all (every signal, e.g. Go's SIGURG), or none.
+    #[arg(long, value_enum, value_name = "SET", default_value_t = super::Signals::Default)]
+    pub signals: super::Signals,
 }
 
 /// `--pid`, `--all`, or the first runtime daemon running (`--all` when none is).
@@ -95,6 +99,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         }
         let cap = CaptureBuilder::new(target)
             .ring_bytes(args.ring_bytes)
+            .signals(args.signals.into())
             .start()?;
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");

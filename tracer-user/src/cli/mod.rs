@@ -60,9 +60,35 @@ pub struct TargetArgs {
     /// host some 10% while attached; the lineage is the same without.
     #[arg(long)]
     pub syscalls: bool,
+    /// Which generated signals to record: default (those that end, stop, continue or reap a
+    /// process: SIGCHLD, SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS,
+    /// SIGILL, SIGFPE, SIGSYS, SIGPIPE, SIGSTOP, SIGCONT), all (every signal, e.g. Go's
+    /// SIGURG, one per goroutine preemption), or none.
+    #[arg(long, value_enum, value_name = "SET", default_value_t = Signals::Default)]
+    pub signals: Signals,
     /// Command to start and follow from its first instruction (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// `--signals`: which generated signals a live capture records.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signals {
+    Default,
+    All,
+    None,
+}
+
+#[cfg(feature = "capture")]
+impl From<Signals> for tracer::capture::SignalSet {
+    fn from(s: Signals) -> Self {
+        use tracer::capture::SignalSet;
+        match s {
+            Signals::Default => SignalSet::Default,
+            Signals::All => SignalSet::All,
+            Signals::None => SignalSet::None,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,6 +22,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let started = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
             .syscalls(args.target.syscalls)
+            .signals(args.target.signals.into())
             .start();
         let mut header = snap
             .join()

@@ -42,6 +42,7 @@ pub fn run(
         let cap = CaptureBuilder::new(target.clone())
             .ring_bytes(args.ring_bytes)
             .syscalls(args.syscalls)
+            .signals(args.signals.into())
             .start()?;
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");

@@ -118,6 +118,7 @@ pub fn default_target() -> TargetArgs {
         duration: None,
         ring_bytes: tracer_common::DEFAULT_RING_BYTES,
         syscalls: false,
+        signals: super::Signals::Default,
         command: Vec::new(),
     }
 }
@@ -202,6 +203,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
         let opts = tracer::tui::LiveOpts {
             ring_bytes: args.ring_bytes,
             syscalls: args.syscalls,
+            signals: args.signals.into(),
             recorder,
             record_path: record.clone(),
         };

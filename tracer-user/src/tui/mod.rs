@@ -114,6 +114,8 @@ pub struct LiveOpts {
     pub recorder: Option<Box<dyn Recorder>>,
     /// Also attach the syscall probes ([`CaptureBuilder::syscalls`](crate::CaptureBuilder::syscalls)).
     pub syscalls: bool,
+    /// Which signals to record ([`CaptureBuilder::signals`](crate::CaptureBuilder::signals)).
+    pub signals: crate::capture::SignalSet,
     /// The file the recorder writes, named on the status bar (`● rec FILE`).
     pub record_path: Option<std::path::PathBuf>,
 }
@@ -124,6 +126,7 @@ impl Default for LiveOpts {
         LiveOpts {
             ring_bytes: tracer_common::DEFAULT_RING_BYTES,
             syscalls: false,
+            signals: crate::capture::SignalSet::Default,
             recorder: None,
             record_path: None,
         }
@@ -167,6 +170,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let cap = CaptureBuilder::new(target)
             .ring_bytes(opts.ring_bytes)
             .syscalls(opts.syscalls)
+            .signals(opts.signals)
             .start()?;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let mut state = AppState::new_live(title);
