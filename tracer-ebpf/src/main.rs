@@ -27,7 +27,7 @@ use aya_ebpf::{
         bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{map, raw_tracepoint, tracepoint},
-    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
     programs::{RawTracePointContext, TracePointContext},
     EbpfContext,
 };
@@ -62,6 +62,13 @@ static PENDING_NAME: HashMap<u32, u64> = HashMap::with_max_entries(4096, 0);
 /// Processes already reported as child subreapers (the "sched" probe set infers the prctl).
 #[map]
 static SUBREAPERS: HashMap<u32, u32> = HashMap::with_max_entries(4096, 0);
+
+/// Followed processes on their way out, by the last thread's tid: its task pointer. Their
+/// exit (sched_process_exit) takes them out of FOLLOWED, but the kernel notifies their parent
+/// after that (exit_notify → do_notify_parent), in their context: that SIGCHLD is theirs.
+/// LRU-bounded; an entry counts only for the very task that left it.
+#[map]
+static DYING: LruHashMap<u32, u64> = LruHashMap::with_max_entries(4096, 0);
 
 /// Failed ring-buffer reserves, per CPU.
 #[map]
@@ -822,9 +829,23 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
         let _ = SUBREAPERS.remove(&tgid);
         if cfg(&CONFIG.follow_all) == 0 {
             let _ = FOLLOWED.remove(&tgid);
+            let _ = DYING.insert(&(pid_tgid as u32), &(task as u64), 0);
         }
     }
     Ok(0)
+}
+
+/// The current task is a followed process's last thread, past its exit tracepoint (see
+/// DYING): the signals it raises while it dies are the followed process's.
+#[inline(always)]
+fn current_is_dying_followed() -> bool {
+    let tid = bpf_get_current_pid_tgid() as u32;
+    // SAFETY: the value is copied out at once.
+    let Some(&task) = (unsafe { DYING.get(&tid) }) else {
+        return false;
+    };
+    // SAFETY: the current task pointer, only compared.
+    task == unsafe { bpf_get_current_task() }
 }
 
 #[tracepoint]
@@ -1065,7 +1086,7 @@ fn try_signal_generate(ctx: &RawTracePointContext) -> Result<u32, i32> {
     }
     let task: *const u8 = ctx.arg(2);
     let tgid = task_read::<i32>(task, cfg(&CONFIG.task_tgid)).ok_or(1)? as u32;
-    if !traced(current_tgid()) && !traced(tgid) {
+    if !traced(current_tgid()) && !traced(tgid) && !current_is_dying_followed() {
         return Ok(0);
     }
     let tid = task_read::<i32>(task, cfg(&CONFIG.task_pid)).unwrap_or(0) as u32;

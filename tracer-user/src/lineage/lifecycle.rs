@@ -2,7 +2,7 @@
 //! death (the signals of a stop, the OOM killer, the kernel's SIGCHLD to the shim, `runc
 //! delete`, a pod's network torn down and its shim's exit) and its restart.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::event::SignalResult;
 
@@ -109,6 +109,13 @@ fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {
 /// Every life, and after each container whose init died its death story; ordered by their
 /// first step.
 pub(super) fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
+    // CNI runs a sandbox's birth told (CNI ADD): never another sandbox's teardown.
+    let added: HashSet<(u32, u64)> = lives
+        .iter()
+        .flat_map(|s| &s.steps)
+        .filter(|s| s.kind == StepKind::CniPlugin)
+        .map(|s| (s.pid, s.seq))
+        .collect();
     let mut out = Vec::with_capacity(lives.len() * 2);
     for st in lives {
         let death = st
@@ -117,7 +124,7 @@ pub(super) fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
             .then(|| init_of(e, &st))
             .flatten()
             .filter(|i| i.exited)
-            .map(|i| death_story(e, &st, i));
+            .map(|i| death_story(e, &st, i, &added));
         out.push(st);
         out.extend(death);
     }
@@ -126,7 +133,7 @@ pub(super) fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
 }
 
 /// A container's end, step by step.
-fn death_story(e: &Engine, life: &Story, init: &Process) -> Story {
+fn death_story(e: &Engine, life: &Story, init: &Process, cni_added: &HashSet<(u32, u64)>) -> Story {
     let mut steps = Vec::new();
     let mut step = |kind, seq, pid, text: String| steps.push(story_step(kind, seq, pid, text));
     signal_steps(e, life, init, &mut step);
@@ -152,7 +159,7 @@ fn death_story(e: &Engine, life: &Story, init: &Process) -> Story {
     reaped_steps(e, init, StepKind::InitReaped, &mut step);
     delete_steps(e, life, init, &mut step);
     if life.sandbox {
-        pod_removal_steps(e, life, init, &mut step);
+        pod_removal_steps(e, life, init, cni_added, &mut step);
     }
     steps.sort_by_key(|s| s.seq);
     Story {
@@ -286,13 +293,15 @@ fn delete_steps(
     }
 }
 
-/// StopPodSandbox / RemovePodSandbox: after the sandbox's pause died the runtime daemon
-/// tears the pod's network down (CNI DEL), and the pod's shim exits, its SIGCHLD going to
-/// its parent of record.
+/// StopPodSandbox / RemovePodSandbox: the pod's shim exits once its sandbox is deleted, its
+/// SIGCHLD going to its parent of record, and the runtime daemon tears the pod's network down
+/// (CNI DEL: containerd 1.6 does so after the sandbox container stopped), before any other
+/// sandbox dies.
 fn pod_removal_steps(
     e: &Engine,
     life: &Story,
     pause: &Process,
+    cni_added: &HashSet<(u32, u64)>,
     step: &mut impl FnMut(StepKind, u64, u32, String),
 ) {
     let shim = life.shim_pid.and_then(|s| {
@@ -301,12 +310,19 @@ fn pod_removal_steps(
             .max_by_key(|p| p.start_seq)
     });
     let died = pause.exit_seq.unwrap_or(u64::MAX);
-    let until = shim.and_then(|s| s.exit_seq).unwrap_or(u64::MAX);
+    let until = e
+        .processes()
+        .filter(|p| p.role == Some(Role::Sandbox) && p.id != pause.id)
+        .filter_map(|p| p.exit_seq.filter(|&x| x > died))
+        .min()
+        .unwrap_or(u64::MAX);
     let daemon = shim.and_then(|s| runtime_daemon_of(e, s));
     let cni = e.processes().filter(|p| {
+        let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
         p.role == Some(Role::CniPlugin)
             && p.start_seq > died
             && p.start_seq < until
+            && !cni_added.contains(&(p.pid, seq))
             && daemon.is_none_or(|d| descends_from(e, p, d.id))
     });
     for p in cni.take(MAX_STEPS_PER_KIND) {
