@@ -658,6 +658,7 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
             StepKind::InitDied,
             StepKind::ShimExited,
             StepKind::ShimReaped,
+            StepKind::CniTeardown,
         ],
     );
     let stop = pod
