@@ -13,6 +13,9 @@ pub enum Demo {
     Pod,
     /// `cargo xtask lab containerd`.
     Containerd,
+    /// `cargo xtask lab pod --lifecycle`: execs, a crash and its restart, an OOM kill, a stop
+    /// with a grace period, pods removed.
+    Lifecycle,
 }
 
 impl Demo {
@@ -21,6 +24,7 @@ impl Demo {
         match self {
             Demo::Pod => include_bytes!("../../tests/fixtures/demo/pod.trace"),
             Demo::Containerd => include_bytes!("../../tests/fixtures/demo/containerd.trace"),
+            Demo::Lifecycle => include_bytes!("../../tests/fixtures/demo/lifecycle.trace"),
         }
     }
 
@@ -29,6 +33,7 @@ impl Demo {
         match self {
             Demo::Pod => "demo:pod.trace",
             Demo::Containerd => "demo:containerd.trace",
+            Demo::Lifecycle => "demo:lifecycle.trace",
         }
     }
 
@@ -37,6 +42,7 @@ impl Demo {
         match self {
             Demo::Pod => "demo: pod lab (CRI)",
             Demo::Containerd => "demo: containerd lab",
+            Demo::Lifecycle => "demo: pod lifecycle lab (CRI)",
         }
     }
 

@@ -106,3 +106,33 @@ fn demo_pod_is_the_default() {
     );
     assert!(stdout.contains("not its pid 1 (setns)"), "{stdout}");
 }
+
+/// `tracer demo lifecycle`: the rest of a container's life, from the bundled recording of the
+/// pod lab's `--lifecycle` pod.
+#[test]
+fn demo_lifecycle_tells_execs_deaths_and_a_restart() {
+    let Some((stdout, stderr)) = run_demo(&["lifecycle"]) else {
+        return;
+    };
+    assert!(stderr.contains("demo:lifecycle.trace"), "{stderr}");
+    for want in [
+        "(app) (containerd, runc exec) → cat [exec]",
+        "nothing was orphaned",
+        "adopted by",
+        "(crasher) (containerd) → sh [death]",
+        "exited with 3",
+        "[restart, attempt 1]",
+        "the OOM killer chose init sh",
+        "OOM-killed in cgroup",
+        "(run by the shim) sent SIGTERM (SI_USER)",
+        "— ignored: a namespace's pid 1 without a handler for it never gets it",
+        "after SIGTERM (the grace period)",
+        "with its pid namespace",
+        "got SIGCHLD (CLD_KILLED)",
+        "cni plugin bridge",
+        "ran after the sandbox died",
+        "(OOMKilled)",
+    ] {
+        assert!(stdout.contains(want), "{want:?} not in:\n{stdout}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Re-records a bundled demo: runs `cargo xtask lab pod`'s (or `containerd`'s) scenario as
 //! root, trims the recording and writes tests/fixtures/demo/SCENARIO.trace.
 //!
-//! `cargo build --release -p tracer-user && cargo run -p tests --bin make-demo [pod|containerd]`
+//! `cargo build --release -p tracer-user && cargo run -p tests --bin make-demo [pod|containerd|lifecycle]`
 
 use anyhow::Result;
 use tests::labs::{Lab, Scenario};
@@ -9,22 +9,26 @@ use tests::labs::{Lab, Scenario};
 fn main() -> Result<()> {
     let root = tests::workspace_root();
     let tracer = tests::release_tracer()?;
-    let scenario: Scenario = match std::env::args().nth(1) {
-        Some(a) => a.parse().map_err(anyhow::Error::msg)?,
-        None => Scenario::Pod,
+    let which = std::env::args().nth(1).unwrap_or_else(|| "pod".into());
+    // `lifecycle` is the pod lab with its third pod.
+    let lifecycle = which == "lifecycle";
+    let scenario: Scenario = match lifecycle {
+        true => Scenario::Pod,
+        false => which.parse().map_err(anyhow::Error::msg)?,
     };
     anyhow::ensure!(
         matches!(scenario, Scenario::Pod | Scenario::Containerd),
-        "the demos are the pod and containerd labs"
+        "the demos are the pod (and pod --lifecycle) and containerd labs"
     );
     let raw = root.join("target/labs/demo-raw.trace");
     tests::labs::install_interrupt_handler();
-    let lab = Lab::new(tracer, raw.clone(), scenario);
+    let mut lab = Lab::new(tracer, raw.clone(), scenario);
+    lab.lifecycle = lifecycle;
     let out = tests::labs::run(scenario, &lab)?;
     println!("make-demo: recorded {}", out.summary);
     let dst = root
         .join("tests/fixtures/demo")
-        .join(format!("{}.trace", scenario.name()));
+        .join(format!("{which}.trace"));
     let (before, after) = tests::trim_trace(&raw, &dst)?;
     println!(
         "make-demo: wrote {} ({after} bytes; {before} before trimming)",

@@ -1,4 +1,4 @@
-//! `tracer demo [pod|containerd]`: an embedded lab recording, replayed.
+//! `tracer demo [pod|containerd|lifecycle]`: an embedded lab recording, replayed.
 
 use super::replay::{replay_input, PaceOpts};
 use anyhow::Result;
@@ -15,6 +15,9 @@ pub enum Which {
     Pod,
     /// `cargo xtask lab containerd`: two `ctr run` containers, two shims.
     Containerd,
+    /// `cargo xtask lab pod --lifecycle`: the rest of a container's life (execs, a crash and
+    /// its restart, an OOM kill, a stop with a grace period, the pods removed).
+    Lifecycle,
 }
 
 #[derive(clap::Args, Debug)]
@@ -43,6 +46,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     let demo = match args.which {
         Which::Pod => Demo::Pod,
         Which::Containerd => Demo::Containerd,
+        Which::Lifecycle => Demo::Lifecycle,
     };
     show(demo, demo.open()?, &args)
 }

@@ -22,7 +22,7 @@ use super::transition::Actor;
 pub const MAX_SIGNALS: usize = 64;
 
 const SIGKILL: i32 = 9;
-const SIGCHLD: i32 = 17;
+pub(super) const SIGCHLD: i32 = 17;
 
 /// One generated signal, as a process's history keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::event::SignalResult;
 
+use super::death::SIGCHLD;
 use super::engine::Engine;
 use super::process::Process;
 use super::roles::{OciCommand, Role};
@@ -13,7 +14,7 @@ use super::story::{descends_from, label, runtime_daemon_of, Phase, StepKind, Sto
 
 const SIGTERM: i32 = 15;
 const SIGKILL: i32 = 9;
-const SIGCHLD: i32 = 17;
+
 /// Steps of one kind a death story lists at most (a signal storm, a crowded namespace).
 const MAX_STEPS_PER_KIND: usize = 16;
 

@@ -74,7 +74,13 @@ impl PodEvents {
         }
         let mut windows: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
         for p in ids.iter().filter_map(|&id| e.get(id)) {
-            let end = p.exit_seq.unwrap_or(u64::MAX);
+            // Its death's SIGCHLD comes after its exit, raised in its context (exit_notify).
+            let notified = p
+                .signals
+                .iter()
+                .filter(|s| s.sender == p.pid && s.signal == super::death::SIGCHLD && s.code > 0)
+                .map(|s| s.seq);
+            let end = p.exit_seq.map_or(u64::MAX, |x| notified.fold(x, u64::max));
             windows.entry(p.pid).or_default().push((p.start_seq, end));
         }
         PodEvents { windows }
@@ -105,14 +111,20 @@ impl PodEvents {
 
     /// Is `ev` one of the pod's events?
     pub fn contains(&self, ev: &Event) -> bool {
-        let other = match &ev.kind {
-            EventKind::Fork { child_tgid, .. } => Some(*child_tgid),
+        let others = match &ev.kind {
+            EventKind::Fork { child_tgid, .. } => [Some(*child_tgid), None],
             EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => {
-                Some(*pid)
+                [Some(*pid), None]
             }
-            _ => None,
+            EventKind::Signal(i) => [Some(i.sender), Some(i.target)],
+            EventKind::OomVictim(o) => [Some(o.tid), None],
+            _ => [None, None],
         };
-        self.chosen(ev.tgid, ev.seq) || other.is_some_and(|p| self.chosen(p, ev.seq))
+        self.chosen(ev.tgid, ev.seq)
+            || others
+                .into_iter()
+                .flatten()
+                .any(|p| p != 0 && self.chosen(p, ev.seq))
     }
 }
 
