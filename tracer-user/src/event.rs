@@ -484,7 +484,7 @@ impl SignalResult {
 pub struct SignalInfo {
     /// The signal number.
     pub signal: i32,
-    /// `si_code` (`SI_USER`, `SI_KERNEL`, `CLD_EXITED`...; [`crate::names::si_code`]).
+    /// `si_code` (`SI_USER`, `SI_KERNEL`, `CLD_EXITED`...; [`crate::names::si_code()`]).
     pub code: i32,
     /// The sending process (tgid); 0 when the source cannot tell (strace: a signal the kernel
     /// raised names no sender).
