@@ -206,7 +206,7 @@ pub struct Engine {
     /// Live views: what is dropped of exited processes, and when (`retain.rs`).
     pub(super) retention: retain::RetentionState,
     /// SIGCHLD recipients checked against the model (`death.rs`).
-    pub(super) sigchld: super::death::SigchldChecks,
+    pub(super) sigchld: super::ending::SigchldChecks,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.

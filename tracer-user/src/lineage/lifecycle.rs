@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::event::SignalResult;
 
-use super::death::SIGCHLD;
+use super::ending::SIGCHLD;
 use super::engine::Engine;
 use super::process::Process;
 use super::roles::{OciCommand, Role};
@@ -18,10 +18,35 @@ const SIGKILL: i32 = 9;
 /// Steps of one kind a death story lists at most (a signal storm, a crowded namespace).
 const MAX_STEPS_PER_KIND: usize = 16;
 
+/// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
+/// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
+/// after each that ended, its death; ordered by their first step.
+pub fn stories(e: &Engine) -> Vec<Story> {
+    let mut lives = super::story::lives(e);
+    for st in lives.iter_mut().filter(|s| s.phase == Phase::Exec) {
+        add_exec_steps(e, st);
+    }
+    mark_restarts(e, &mut lives);
+    add_deaths(e, lives)
+}
+
+/// An exec's own steps, in their place among the others.
+fn add_exec_steps(e: &Engine, st: &mut Story) {
+    let Some(p) = init_of(e, st) else { return };
+    let runtime = st.runtime_pid.and_then(|r| {
+        e.processes()
+            .filter(|x| x.pid == r && x.start_seq <= p.start_seq)
+            .max_by_key(|x| (x.start_seq, x.id))
+    });
+    let mut step = |kind, seq, pid, text: String| st.steps.push(story_step(kind, seq, pid, text));
+    exec_steps(e, p, runtime, &mut step);
+    st.steps.sort_by_key(|s| s.seq);
+}
+
 /// The steps only an exec tells: the process entered the container's pid namespace without
 /// being its init (runc's CHILD joined it with setns() before cloning), and how it ended
 /// relative to `runc exec`, which waits for it unless detached.
-pub(super) fn exec_steps(
+fn exec_steps(
     e: &Engine,
     p: &Process,
     runtime: Option<&Process>,
@@ -69,7 +94,7 @@ fn init_of<'a>(e: &'a Engine, st: &Story) -> Option<&'a Process> {
 /// kubelet creates a container again (a new id, the same pod and name) when its last one
 /// ended and the pod's restart policy says so: a later birth of a named container is a
 /// restart, linked to the life before it.
-pub(super) fn mark_restarts(e: &Engine, lives: &mut [Story]) {
+fn mark_restarts(e: &Engine, lives: &mut [Story]) {
     let mut seen: HashMap<(String, String), (u32, u32)> = HashMap::new();
     for st in lives.iter_mut().filter(|s| s.phase == Phase::Birth) {
         let (Some(pod), Some(name)) = (st.pod.clone(), st.container_name.clone()) else {
@@ -109,7 +134,7 @@ fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {
 
 /// Every life, and after each container whose init died its death story; ordered by their
 /// first step.
-pub(super) fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
+fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
     // CNI runs a sandbox's birth told (CNI ADD): never another sandbox's teardown.
     let added: HashSet<(u32, u64)> = lives
         .iter()
@@ -200,7 +225,7 @@ fn signal_steps(
             s.code_name(),
             label(init)
         );
-        text.push_str(&result_text(s.result, super::engine::is_ns_init(init)));
+        text.push_str(result_text(s.result, super::engine::is_ns_init(init)));
         if s.signal == SIGTERM {
             term_ts.get_or_insert(s.ts_ns);
         }

@@ -7,6 +7,7 @@
 
 pub mod bundle;
 mod death;
+mod ending;
 mod engine;
 pub mod explain;
 pub mod k8s;
@@ -25,17 +26,18 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
-pub use death::{terminates, Death, DeathHow, OomMark, SigchldChecks, SignalRecord, MAX_SIGNALS};
+pub use ending::{terminates, Death, DeathHow, OomMark, SigchldChecks, SignalRecord, MAX_SIGNALS};
 pub use engine::Retention;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
+pub use lifecycle::stories;
 pub use pod::{in_pod, pod_scope, story_in_pod, PodEvents};
 pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
-pub use story::{stories, Phase, StepKind, Story, StoryKind, StoryStep};
+pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
     node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,

@@ -59,7 +59,7 @@ impl PodEvents {
             .filter(|p| in_pod(p, name))
             .map(|p| p.id)
             .collect();
-        for st in super::story::stories(e)
+        for st in super::lifecycle::stories(e)
             .iter()
             .filter(|s| story_in_pod(s, name))
         {
@@ -78,7 +78,7 @@ impl PodEvents {
             let notified = p
                 .signals
                 .iter()
-                .filter(|s| s.sender == p.pid && s.signal == super::death::SIGCHLD && s.code > 0)
+                .filter(|s| s.sender == p.pid && s.signal == super::ending::SIGCHLD && s.code > 0)
                 .map(|s| s.seq);
             let end = p.exit_seq.map_or(u64::MAX, |x| notified.fold(x, u64::max));
             windows.entry(p.pid).or_default().push((p.start_seq, end));

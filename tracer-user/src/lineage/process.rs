@@ -291,15 +291,15 @@ pub struct Process {
     /// Every PR_SET_NAME, oldest first.
     pub renames: Vec<Rename>,
     /// Signals it received or sent that the source kept, oldest first (at most
-    /// [`super::death::MAX_SIGNALS`]; `signals_dropped` counts the ones past that).
-    pub signals: Vec<super::death::SignalRecord>,
+    /// [`super::ending::MAX_SIGNALS`]; `signals_dropped` counts the ones past that).
+    pub signals: Vec<super::ending::SignalRecord>,
     /// Signals not kept in `signals`.
     pub signals_dropped: u32,
     /// The last signal it received whose default action ends a process: what killed it, when
     /// a signal did (kept even when `signals` is full).
-    pub killer: Option<super::death::SignalRecord>,
+    pub killer: Option<super::ending::SignalRecord>,
     /// The OOM killer chose it.
-    pub oom: Option<super::death::OomMark>,
+    pub oom: Option<super::ending::OomMark>,
     /// Its pid namespace's init died while it lived: zap_pid_ns_processes() sent it SIGKILL.
     /// The init's host pid and the seq of its death.
     pub zapped_by: Option<(u32, u64)>,

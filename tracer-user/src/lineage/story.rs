@@ -189,10 +189,10 @@ pub(super) fn label(p: &Process) -> String {
     format!("{} {}", p.name(), p.pid)
 }
 
-/// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
-/// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
-/// after each that ended, its death; ordered by their first step.
-pub fn stories(e: &Engine) -> Vec<Story> {
+/// Every container birth, and every exec into a running container, the engine has seen: a
+/// process that became `runc:[2:INIT]` or exec'd out of an oci-init stage; in the order they
+/// began. (`lifecycle::stories` adds the rest of each life.)
+pub(super) fn lives(e: &Engine) -> Vec<Story> {
     let mut anchors: Vec<&Process> = e
         .processes()
         .filter(|p| {
@@ -200,9 +200,7 @@ pub fn stories(e: &Engine) -> Vec<Story> {
         })
         .collect();
     anchors.sort_by_key(|p| (p.start_seq, p.id));
-    let mut lives: Vec<Story> = anchors.into_iter().map(|init| build(e, init)).collect();
-    super::lifecycle::mark_restarts(e, &mut lives);
-    super::lifecycle::add_deaths(e, lives)
+    anchors.into_iter().map(|init| build(e, init)).collect()
 }
 
 /// The processes one container birth involves, found from INIT back to the shim.
@@ -301,9 +299,6 @@ fn build(e: &Engine, init: &Process) -> Story {
     adoption_step(&cast, &mut step);
     cgroup_steps(&cast, &mut step);
     workload_step(&cast, &mut step);
-    if cast.exec {
-        super::lifecycle::exec_steps(e, cast.init, cast.runtime, &mut step);
-    }
     steps.sort_by_key(|s| s.seq);
     summary(e, &cast, steps)
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::event::ExitStatus;
 
-use super::death::{Death, SignalRecord};
+use super::ending::{Death, SignalRecord};
 use super::engine::{Engine, Warning, WarningKind};
 use super::pod::in_pod;
 use super::process::{How, ProcId, Process, Reason};
@@ -103,7 +103,7 @@ impl Mark<'_> {
 }
 
 /// How `p` ended, in a few words (`exit 0`, `killed SIGTERM by 812`, `OOMKilled`, `exited`
-/// when the source did not show how): [`Death::short`](super::death::Death::short).
+/// when the source did not show how): [`Death::short`].
 pub fn exit_text(p: &Process) -> String {
     p.death().map_or_else(|| "running".into(), |d| d.short())
 }
