@@ -409,8 +409,8 @@ const SCHED_PROBES: &[Probe] = &[
         required: false,
         kind: None,
     },
-    // OOM kills: a kernel built without CONFIG_MEMCG still has it; one without the oom
-    // events only loses the victims.
+    // OOM kills (include/trace/events/oom.h): optional; a kernel without the tracepoint only
+    // loses the victims (their SIGKILL still comes through signal_generate).
     optional("oom", "mark_victim", EventKindFilter::Oom),
 ];
 
