@@ -577,7 +577,14 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
         "{cg} / {}",
         t.hog_cgroup
     );
-    assert_eq!(oom.limit, Some(tests::labs::lifecycle::HOG_LIMIT as u64));
+    // The capture reads the limit from the victim's /proc/TID/cgroup as the record arrives;
+    // once the victim is exiting, v1 shows "/" there (proc_cgroup_show), and the limit is not
+    // read: the cgroup then comes from the model. When read, it is the container's.
+    assert!(
+        oom.limit
+            .is_none_or(|l| l == tests::labs::lifecycle::HOG_LIMIT as u64),
+        "{d}"
+    );
     // The stop: SIGTERM ignored by a pid 1 without a handler, SIGKILL after the grace period,
     // sent by the shim's `runc kill`.
     assert_eq!(end(&t.stopper).0, 137);

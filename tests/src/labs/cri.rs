@@ -175,15 +175,8 @@ impl Cri {
     /// The host pid of a running container (or sandbox: `ContainerStatus` knows both ids
     /// only for containers; a sandbox's pid is in `pod_status`'s info).
     pub fn container_pid(&mut self, id: &str) -> Result<u32> {
-        let req = ContainerStatusRequest {
-            container_id: id.to_string(),
-            verbose: true,
-        };
-        let r = self
-            .rt
-            .block_on(self.client.container_status(req))?
-            .into_inner();
-        info_pid(&info_json(&r.info)).with_context(|| format!("no pid for container {id}"))
+        let st = self.container_state(id)?;
+        info_pid(&st.info).with_context(|| format!("no pid for container {id}"))
     }
 
     /// `ContainerStatus` (verbose).

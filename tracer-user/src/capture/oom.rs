@@ -43,7 +43,9 @@ pub fn memory_cgroup(proc_cgroup: &str) -> Option<MemoryCgroup> {
     let mut v2 = None;
     for (id, controllers, path) in lines {
         if id != "0" && controllers.split(',').any(|c| c == "memory") {
-            return Some(MemoryCgroup {
+            // v1 shows "/" for a task already exiting (kernel/cgroup/cgroup.c
+            // proc_cgroup_show, PF_EXITING): the victim got there first, its cgroup is unknown.
+            return (path != "/").then(|| MemoryCgroup {
                 path: path.to_string(),
                 v2: false,
             });
@@ -210,6 +212,8 @@ mod tests {
         // `memsw` or a named hierarchy is not the memory controller.
         assert_eq!(memory_cgroup("5:name=memory:/x\n2:memsw:/y\n"), None);
         assert_eq!(memory_cgroup("garbage\n\n::\n"), None);
+        // An exiting task's v1 lines read "/": unknown, not the root.
+        assert_eq!(memory_cgroup("6:memory:/\n"), None);
     }
 
     const MOUNTINFO: &str = "\

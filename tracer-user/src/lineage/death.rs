@@ -18,7 +18,7 @@ use super::ending::{
     SIGKILL,
 };
 use super::engine::{Engine, WarningKind};
-use super::process::{ProcId, Process};
+use super::process::{ProcId, Process, Reason};
 use super::transition::Actor;
 
 impl Process {
@@ -113,8 +113,14 @@ impl Engine {
         let handed_over = |e: &Engine, dead: Option<ProcId>| {
             dead.is_some_and(|d| e.procs[d].exited && e.reaper_pid(d) == Some(rec.target))
         };
+        // The model adopts orphans at the parent's exit tracepoint; the kernel reparents them
+        // later, in its exit_notify(): a child dying in between still notifies the old parent.
+        let raced_old_parent = c.last_adoption().is_some_and(|l| {
+            matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == rec.target)
+        });
         let agrees = model == rec.target
             || rec.target == 0
+            || raced_old_parent
             || handed_over(self, c.parent)
             || (c.children.iter().any(|&k| self.procs[k].exited) && handed_over(self, Some(child)));
         if agrees {

@@ -2955,3 +2955,25 @@ fn tree_json_has_death_and_signals() {
     assert_eq!(live["death"], serde_json::Value::Null);
     assert!(view::tree_text(&e, TreeOpts::default()).contains("(killed SIGTERM by 100)"));
 }
+
+#[test]
+fn a_child_dying_before_its_dead_parents_exit_notify_notifies_that_parent() {
+    // The model hands 300 to the subreaper at 200's exit tracepoint; the kernel reparents in
+    // 200's exit_notify(), later: 300 dying in between sends its SIGCHLD to 200.
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.subreaper(100, 100, true);
+    b.fork(100, 200);
+    b.fork(200, 300);
+    b.exit(200, 0);
+    b.exit(300, 0);
+    b.signal(300, "sleep", SIGCHLD, CLD_EXITED, 200);
+    // Not any earlier ancestor, though.
+    b.fork(100, 400);
+    b.fork(400, 500);
+    b.exit(500, 0);
+    b.signal(500, "x", SIGCHLD, CLD_EXITED, 1);
+    let e = b.engine();
+    let c = e.sigchld_checks();
+    assert_eq!((c.agreed, c.disagreed), (1, 1), "{:?}", e.warnings());
+}
