@@ -184,8 +184,8 @@ fn capture_stream_honours_event_kinds() {
         "{all:?}"
     );
     // Without syscall probes: births, execs with argv and deaths; no syscall events. Each
-    // child's SIGCHLD follows its death (do_exit → exit_notify); sh's own goes to this
-    // untraced process once sh has left the followed set, so it is not recorded.
+    // SIGCHLD follows its death (do_exit → exit_notify), sh's own to this untraced process
+    // too: raised by a followed process while it dies.
     let sched = names(&EventKindFilter::ALL, false);
     assert_eq!(
         sched,
@@ -202,7 +202,8 @@ fn capture_stream_honours_event_kinds() {
             "exec",
             "task_exit",
             "signal",
-            "task_exit"
+            "task_exit",
+            "signal"
         ],
     );
 }

@@ -96,7 +96,7 @@
 //! when a traced task stops to receive a signal (a signal-delivery stop; the sender's own call
 //! is not shown). Each such line is one [`EventKind::Signal`] in the receiver's context: its
 //! tgid/tid, `target`/`target_tid` the receiver, `result` delivered, `group` unless `si_code`
-//! is `SI_TKILL` (tgkill), `sender_tid` 0. `si_code` is read by name ([`crate::names::si_code`],
+//! is `SI_TKILL` (tgkill), `sender_tid` 0. `si_code` is read by name ([`crate::names::si_code()`],
 //! the fault codes of SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP included), as a number
 //! (`-X raw`, or a code strace has no name for), or `-X verbose`'s `0x1 /* CLD_EXITED */`.
 //! `--- stopped by SIGSTOP ---` is a group stop, no signal generated: a notice, no event. A
