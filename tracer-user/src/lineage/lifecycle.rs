@@ -33,11 +33,7 @@ pub fn stories(e: &Engine) -> Vec<Story> {
 /// An exec's own steps, in their place among the others.
 fn add_exec_steps(e: &Engine, st: &mut Story) {
     let Some(p) = init_of(e, st) else { return };
-    let runtime = st.runtime_pid.and_then(|r| {
-        e.processes()
-            .filter(|x| x.pid == r && x.start_seq <= p.start_seq)
-            .max_by_key(|x| (x.start_seq, x.id))
-    });
+    let runtime = st.runtime_pid.and_then(|r| born_by(e, r, p.start_seq));
     let mut step = |kind, seq, pid, text: String| st.steps.push(story_step(kind, seq, pid, text));
     exec_steps(e, p, runtime, &mut step);
     st.steps.sort_by_key(|s| s.seq);
@@ -86,8 +82,13 @@ fn exec_steps(
 /// The record of a story's init: the newest process with its pid born by the story's end.
 fn init_of<'a>(e: &'a Engine, st: &Story) -> Option<&'a Process> {
     let last = st.steps.iter().map(|s| s.seq).max().unwrap_or(u64::MAX);
+    born_by(e, st.init_pid, last)
+}
+
+/// The newest record of `pid` born by `seq` (a pid the recording saw reused names several).
+fn born_by(e: &Engine, pid: u32, seq: u64) -> Option<&Process> {
     e.processes()
-        .filter(|p| p.pid == st.init_pid && p.start_seq <= last)
+        .filter(|p| p.pid == pid && p.start_seq <= seq)
         .max_by_key(|p| (p.start_seq, p.id))
 }
 
@@ -330,11 +331,7 @@ fn pod_removal_steps(
     cni_added: &HashSet<(u32, u64)>,
     step: &mut impl FnMut(StepKind, u64, u32, String),
 ) {
-    let shim = life.shim_pid.and_then(|s| {
-        e.processes()
-            .filter(|p| p.pid == s && p.start_seq <= pause.start_seq)
-            .max_by_key(|p| p.start_seq)
-    });
+    let shim = life.shim_pid.and_then(|s| born_by(e, s, pause.start_seq));
     let died = pause.exit_seq.unwrap_or(u64::MAX);
     let until = e
         .processes()
