@@ -172,6 +172,9 @@ pub enum Command {
         /// Also write everything captured to this trace file.
         #[arg(long, value_name = "FILE")]
         record: Option<std::path::PathBuf>,
+        /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
+        #[arg(long)]
+        no_threads: bool,
     },
     /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
     /// stream is followed live.
@@ -196,6 +199,12 @@ pub enum Command {
         /// its containers' stories. With `nats://HOST:PORT/*`: the node that has it.
         #[arg(long, value_name = "NAME")]
         pod: Option<String>,
+        /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
+        #[arg(long)]
+        no_threads: bool,
+        /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
+        #[arg(long, value_name = "COLSxROWS", hide = true)]
+        screenshot: Option<tracer::tui::ScreenSize>,
     },
     /// Headless capture on this node, published to NATS JetStream, with Prometheus metrics
     /// (docs/nats.md).
@@ -231,8 +240,12 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => tui::live(tui::default_target(), None),
-        Some(Command::Tui { target, record }) => tui::live(target, record),
+        None => tui::live(tui::default_target(), None, false),
+        Some(Command::Tui {
+            target,
+            record,
+            no_threads,
+        }) => tui::live(target, record, no_threads),
         Some(Command::View {
             file,
             speed,
@@ -240,6 +253,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             end,
             guided,
             pod,
+            no_threads,
+            screenshot,
         }) => tui::view(
             &file,
             speed,
@@ -248,6 +263,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 at_end: end,
                 guided,
                 pod,
+                no_threads,
+                screenshot,
             },
         ),
         Some(Command::Tree {

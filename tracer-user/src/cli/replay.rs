@@ -43,6 +43,9 @@ pub struct ReplayArgs {
     /// `nats://HOST:PORT/*`: the node that has it.
     #[arg(long, value_name = "NAME")]
     pub pod: Option<String>,
+    /// In the viewer, hide threads (their lines in the event log, their rows in the tree).
+    #[arg(long)]
+    pub no_threads: bool,
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
@@ -51,6 +54,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
         let v = super::tui::ViewOpts {
             guided: args.guided,
+            no_threads: args.no_threads,
             pod: args.pod.clone(),
             ..Default::default()
         };

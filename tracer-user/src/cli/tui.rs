@@ -17,6 +17,10 @@ pub struct ViewOpts {
     pub guided: bool,
     /// Only this pod.
     pub pod: Option<String>,
+    /// Threads hidden (`--no-threads`).
+    pub no_threads: bool,
+    /// Print the first frame at this size instead of opening the viewer (`--screenshot`).
+    pub screenshot: Option<tracer::tui::ScreenSize>,
 }
 
 impl ViewOpts {
@@ -27,6 +31,7 @@ impl ViewOpts {
             at_end: self.at_end,
             sched_probes,
             guided: self.guided,
+            no_threads: self.no_threads,
         }
     }
 }
@@ -82,6 +87,10 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         tail: None,
         pod: v.pod,
     };
+    if let Some(size) = v.screenshot {
+        print!("{}", tracer::tui::screenshot(rec, &opts, size));
+        return Ok(ExitCode::SUCCESS);
+    }
     tracer::tui::run_replay(rec, opts)?;
     // Said once the terminal is back: what of the input could not be shown.
     super::output::print_input_notes(&input, cut.is_some());
@@ -180,7 +189,11 @@ impl tracer::tui::Recorder for FileRecorder {
 }
 
 /// `tracer tui [--pid PID | --all | -- CMD] [--record FILE]`: the live view.
-pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<ExitCode> {
+pub fn live(
+    mut args: TargetArgs,
+    record: Option<std::path::PathBuf>,
+    no_threads: bool,
+) -> Result<ExitCode> {
     if args.duration.is_some() {
         anyhow::bail!("--duration is for `tracer trace`; the viewer runs until `q`");
     }
@@ -206,6 +219,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
             signals: args.signals.into(),
             recorder,
             record_path: record.clone(),
+            no_threads,
         };
         tracer::tui::run_live(target, opts).map_err(|e| {
             // One line that says why and what works without root (exit code 2 kept).
@@ -222,7 +236,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
     }
     #[cfg(not(feature = "capture"))]
     {
-        let _ = (args, record);
+        let _ = (args, record, no_threads);
         anyhow::bail!(
             "this tracer was built without live capture (feature `capture` off); `tracer view FILE` replays a recording"
         )
