@@ -78,15 +78,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.log.hide_threads = !s.log.hide_threads;
             s.mark_tree_dirty();
         }
-        Action::ToggleLog => {
-            s.view.show_log = !s.view.show_log;
-            s.view.pane = if s.view.show_log {
-                Pane::Log
-            } else {
-                Pane::Tree
-            };
-            s.mark_tree_dirty();
-        }
+        Action::ToggleLog => toggle_pane(s, Pane::Log),
         Action::MoreWhy => {
             let pages = s.story.why_pages();
             s.story.why_scroll = (s.story.cursor, pages + 1);
@@ -100,15 +92,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.tree.show_exited = !s.tree.show_exited;
             s.mark_tree_dirty();
         }
-        Action::ToggleStory => {
-            s.view.show_story = !s.view.show_story;
-            s.view.pane = if s.view.show_story {
-                Pane::Story
-            } else {
-                Pane::Tree
-            };
-            s.mark_tree_dirty();
-        }
+        Action::ToggleStory => toggle_pane(s, Pane::Story),
         Action::ToggleHelp => s.view.show_help = !s.view.show_help,
         Action::ToggleExplain => {
             s.view.show_explain = !s.view.show_explain;
@@ -180,6 +164,19 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
     }
     s.refresh();
     out
+}
+
+/// Shows or hides the story pane or the log: shown, it takes the keys; hidden, the tree.
+fn toggle_pane(s: &mut AppState, pane: Pane) {
+    let shown = match pane {
+        Pane::Story => &mut s.view.show_story,
+        Pane::Log => &mut s.view.show_log,
+        Pane::Tree => return,
+    };
+    *shown = !*shown;
+    let on = *shown;
+    s.view.pane = if on { pane } else { Pane::Tree };
+    s.mark_tree_dirty();
 }
 
 /// The pane under a screen position (the detail pane counts as none).

@@ -1495,6 +1495,12 @@ async fn at_80x24_the_step_and_its_explanation_show_and_cut_text_says_more() {
     );
     // The steps go on below the pane: said.
     assert!(text.contains("more ↓"), "{text}");
+    // Further down the story, its header stays on screen.
+    let header = crate::lineage::view::story_header(&s.story.stories[0], true);
+    keys(&mut s, &vec![Action::Down; 12]);
+    let text = screen(&mut s);
+    assert!(!text.contains(&format!("▸ {:>6}", step.seq)), "{text}");
+    assert!(text.contains(&header), "{header}\n{text}");
     // A pane too short for the explanation: `more ↓ (m)`, and `m` shows the rest.
     let (mut s, _) = guided_state("ctr", (60, 18)).await;
     let text = screen(&mut s);
@@ -1562,6 +1568,12 @@ fn the_status_bar_shows_one_event_count() {
     );
 }
 
+fn on_the_runtime(s: &AppState) {
+    let p = s.selected_process().expect("a selection");
+    let daemon = Some(crate::lineage::Role::RuntimeDaemon);
+    assert_eq!(p.role, daemon, "{} selected", p.pid);
+}
+
 #[test]
 fn the_demo_opens_guided_on_its_first_step_and_else_on_the_runtime() {
     let at_end = ReplayOpts {
@@ -1569,26 +1581,14 @@ fn the_demo_opens_guided_on_its_first_step_and_else_on_the_runtime() {
         ..ReplayOpts::default()
     };
     let s = demo_state(&at_end, (160, 45));
-    let p = s.selected_process().expect("a selection");
-    assert_eq!(
-        p.role,
-        Some(crate::lineage::Role::RuntimeDaemon),
-        "{}",
-        p.pid
-    );
+    on_the_runtime(&s);
     // Played from its start, the selection moves to the daemon when it appears...
     let mut s = demo_state(&ReplayOpts::default(), (160, 45));
     let mut input = crate::demo::Demo::Pod.open().expect("demo");
     let evs: Vec<Event> = input.by_ref().collect::<Result<_, _>>().expect("events");
     s.ingest(Msg::Events(evs.clone()));
     s.refresh();
-    let p = s.selected_process().expect("a selection");
-    assert_eq!(
-        p.role,
-        Some(crate::lineage::Role::RuntimeDaemon),
-        "{}",
-        p.pid
-    );
+    on_the_runtime(&s);
     // ... unless one was chosen before.
     let mut s = demo_state(&ReplayOpts::default(), (160, 45));
     reduce(&mut s, Action::Down);

@@ -570,7 +570,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         );
         return;
     }
-    let (lines, cursor_line) = story_lines(s, inner.width);
+    let (lines, cursor_line, header_line) = story_lines(s, inner.width);
     if s.view.show_explain {
         if let Some(step) = s.story.current_step() {
             let why = why_lines(s, step, inner.width);
@@ -589,7 +589,12 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         .saturating_sub(h / 2)
         .min(lines.len().saturating_sub(h));
     let below = lines.len() > off + h;
+    // The selected step's story stays named: its header takes the first row once scrolled off.
+    let header = (header_line < off && cursor_line > off).then(|| lines[header_line].clone());
     let mut shown: Vec<Line> = lines.into_iter().skip(off).take(h).collect();
+    if let (Some(hd), Some(first)) = (header, shown.first_mut()) {
+        *first = hd;
+    }
     if below && h > 1 {
         shown.pop();
         shown.push(more_line(s, "↑↓ steps"));
@@ -597,13 +602,15 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
     f.render_widget(Paragraph::new(shown), inner);
 }
 
-/// The story pane's lines, each story's header then its steps, and the cursor's line.
-fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize) {
+/// The story pane's lines, each story's header then its steps; the cursor's line and its
+/// story's header line.
+fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
     let at = s.last_seq();
     let mut lines = Vec::new();
-    let mut cursor_line = 0;
+    let (mut cursor_line, mut header_line) = (0, 0);
     let mut k = 0;
     for st in &s.story.stories {
+        let header = lines.len();
         lines.push(Line::styled(
             crate::lineage::view::story_header(st, true),
             Style::new().add_modifier(Modifier::BOLD),
@@ -612,6 +619,7 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize) {
             let cur = k == s.story.cursor;
             if cur {
                 cursor_line = lines.len();
+                header_line = header;
             }
             let future = s.mode == Mode::Replay && at.is_none_or(|a| step.seq > a);
             let mut style = if future {
@@ -637,7 +645,7 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize) {
             k += 1;
         }
     }
-    (lines, cursor_line)
+    (lines, cursor_line, header_line)
 }
 
 /// `more ↓ (KEY)`: the text above goes on below the pane's edge.
