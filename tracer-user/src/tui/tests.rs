@@ -1441,6 +1441,15 @@ async fn brackets_step_through_the_story_selected_in_the_pane() {
     assert_eq!(s.story.cursor, lens[0] + lens[1] - 1, "no jump elsewhere");
     let msg = s.status.message.clone().unwrap_or_default();
     assert!(msg.contains("last step of this story"), "{msg}");
+    // The first story's last step, though another story follows: `]` stays in it too.
+    while s.story.cursor > lens[0] - 1 {
+        reduce(&mut s, Action::Up);
+    }
+    let c = reduce(&mut s, key(']'));
+    assert!(!c.iter().any(|c| matches!(c, Control::Seek(_))), "{c:?}");
+    assert_eq!(s.story.cursor, lens[0] - 1, "no jump into the next story");
+    let msg = s.status.message.clone().unwrap_or_default();
+    assert!(msg.contains("last step of this story"), "{msg}");
     // The step's explanation is the one shown.
     let step = s.story.current_step().cloned().expect("step");
     let text = screen(&mut s);
