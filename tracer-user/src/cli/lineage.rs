@@ -2,6 +2,8 @@
 
 use super::output::to_output;
 use super::reading::select_pod;
+#[cfg(feature = "nats")]
+use super::reading::{all_nodes, nodes_with_pod};
 use super::OutputFormat;
 use anyhow::Result;
 use std::path::Path;
@@ -20,73 +22,6 @@ pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
         eprintln!("tracer: warning: {}: {n}", path.display());
     }
     Ok(loaded)
-}
-
-/// `nats://HOST:PORT/*` (every node), when that is what `file` names.
-#[cfg(feature = "nats")]
-fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>> {
-    use tracer::nats::NatsSource;
-    Ok(file
-        .to_str()
-        .filter(|s| NatsSource::is_nats(s))
-        .map(NatsSource::parse)
-        .transpose()?
-        .filter(|s| s.is_all_nodes()))
-}
-
-/// The nodes of `src` (every node of a server) whose streams hold pod `pod`, each read
-/// through the engine, by node name. A node whose stream cannot be read is a warning; the
-/// warnings about a node's input are printed when `say_notes` (a command that reads the node
-/// again prints them then).
-#[cfg(feature = "nats")]
-fn nodes_with_pod(
-    src: &tracer::nats::NatsSource,
-    pod: Option<&str>,
-    at: Option<u64>,
-    say_notes: bool,
-) -> Result<Vec<(String, Loaded)>> {
-    use anyhow::Context;
-    use tracer::escape::escape;
-    let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
-    let search = tracer::input::nodes_with_pod(src, pod, at)?;
-    for (node, e) in &search.unreadable {
-        eprintln!("tracer: warning: {}: {e}", src.with_node(node));
-    }
-    for (node, l) in search.found.iter().filter(|_| say_notes) {
-        for n in &l.notes {
-            eprintln!("tracer: warning: {}: {n}", src.with_node(node));
-        }
-    }
-    if search.found.is_empty() {
-        anyhow::bail!(
-            "pod {} not found on any of the {} nodes in the stream",
-            escape(pod),
-            search.nodes
-        );
-    }
-    Ok(search.found)
-}
-
-/// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
-/// of the one node that holds pod `pod` (with the engine that read it there).
-pub fn one_source(file: &Path, pod: Option<&str>) -> Result<(std::path::PathBuf, Option<Engine>)> {
-    #[cfg(feature = "nats")]
-    if let Some(src) = all_nodes(file)? {
-        let mut found = nodes_with_pod(&src, pod, None, false)?;
-        if found.len() == 1 {
-            let (node, l) = found.remove(0);
-            return Ok((src.with_node(&node).into(), Some(l.engine)));
-        }
-        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
-        anyhow::bail!(
-            "pod {} is on several nodes ({}): name one as {}",
-            tracer::escape::escape(pod.unwrap_or_default()),
-            names.join(", "),
-            src.with_node("NODE")
-        );
-    }
-    let _ = pod;
-    Ok((file.to_path_buf(), None))
 }
 
 /// What `tracer tree` shows.

@@ -42,7 +42,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if v.pod.as_ref().is_some_and(|q| q.container.is_some()) {
         anyhow::bail!("--container: the viewer shows a whole pod; `tracer replay --no-tui`, `tree` and `story` take --container");
     }
-    let (file, _) = &super::lineage::one_source(file, v.pod.as_ref().map(|q| q.pod.as_str()))?;
+    let (file, _) = &super::reading::one_source(file, v.pod.as_ref().map(|q| q.pod.as_str()))?;
     #[cfg(feature = "nats")]
     if let Some(url) = file
         .to_str()
