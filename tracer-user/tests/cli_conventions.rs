@@ -3,6 +3,7 @@
 //! prefix, `namespace/name`, `-n`, `--container`); `-o` refusing a bare format word and a
 //! symlink; `--ring-bytes` checked at parse time; `-f` accepted.
 
+#[allow(dead_code)] // `sample` is for the trace-file suites
 mod common;
 
 use common::{temp, text, tracer, TRACER};
@@ -254,8 +255,12 @@ fn tree_and_story_o_never_write_through_a_symlink() {
 
 #[test]
 fn a_ring_size_that_is_not_a_power_of_two_is_refused_before_anything_runs() {
-    for cmd in [&["trace"][..], &["record", "-o", "x"], &["tui"]] {
-        let out = tracer(&[cmd, &["--ring-bytes", "1000", "--", "true"]].concat());
+    for (cmd, bytes) in [
+        (&["trace"][..], "5000"),
+        (&["record", "-o", "x"], "1000"),
+        (&["tui"], "6144"),
+    ] {
+        let out = tracer(&[cmd, &["--ring-bytes", bytes, "--", "true"]].concat());
         let err = text(&out.stderr);
         // clap's usage error.
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
