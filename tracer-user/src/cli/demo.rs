@@ -46,7 +46,7 @@ impl clap::builder::TypedValueParser for DemoName {
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
     /// Which recording (`demo:NAME` names it wherever a FILE is taken).
-    #[arg(value_parser = DemoName, default_value = "pod")]
+    #[arg(value_parser = DemoName, default_value = "pod", value_name = "NAME")]
     pub which: Demo,
     /// Write the recording to this trace file instead of replaying it (never through a
     /// symlink, never over another user's file).

@@ -41,7 +41,7 @@ pub struct ExportArgs {
     /// actors.
     #[arg(long)]
     pub all: bool,
-    /// Only the pod's (or container's) events, as `replay --pod`.
+    // Only the pod's (or container's) events, as `replay --pod`.
     #[command(flatten)]
     pub pod: super::PodArgs,
 }

@@ -203,7 +203,7 @@ pub enum Command {
         /// process anyway.
         #[arg(long, value_name = "PID", conflicts_with_all = ["traced", "pod"])]
         root: Option<u32>,
-        /// Tree: the pod's (or container's) processes and their ancestors.
+        // Tree: the pod's (or container's) processes and their ancestors.
         #[command(flatten)]
         pod: PodArgs,
     },
@@ -224,7 +224,7 @@ pub enum Command {
         /// (JSON: `why` and `why_source` on every step).
         #[arg(long)]
         explain: bool,
-        /// Stories: only the pod's (or container's), and no runtime restarts.
+        // Stories: only the pod's (or container's), and no runtime restarts.
         #[command(flatten)]
         pod: PodArgs,
     },

@@ -39,8 +39,8 @@ pub struct PlayArgs {
     /// On a corrupt file, use every good frame before the damage and report the rest.
     #[arg(long)]
     pub salvage: bool,
-    /// Only the pod's (or container's) events: of its processes and of the shim, runtime and
-    /// runc stages that started its containers.
+    // Only the pod's (or container's) events: of its processes and of the shim, runtime and
+    // runc stages that started its containers.
     #[command(flatten)]
     pub pod: super::PodArgs,
 }
