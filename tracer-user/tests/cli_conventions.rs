@@ -277,3 +277,37 @@ fn f_is_accepted_like_strace() {
     let help = ok(&["trace", "--help"]);
     assert!(help.contains("-f, --follow-forks"), "{help}");
 }
+
+/// The long options a command's `--help` lists.
+fn options(cmd: &str) -> Vec<String> {
+    let help = ok(&[cmd, "--help"]);
+    let mut opts: Vec<String> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches([',', '.', ')', ']']).to_string())
+        .collect();
+    opts.sort();
+    opts.dedup();
+    opts
+}
+
+#[test]
+fn replay_and_view_share_their_flags() {
+    let (replay, view) = (options("replay"), options("view"));
+    for o in [
+        "--speed",
+        "--step",
+        "--paused",
+        "--end",
+        "--guided",
+        "--salvage",
+        "--pod",
+    ] {
+        assert!(view.contains(&o.to_string()), "view lacks {o}: {view:?}");
+    }
+    let missing: Vec<&String> = view.iter().filter(|o| !replay.contains(o)).collect();
+    assert!(missing.is_empty(), "replay lacks {missing:?}");
+    // The old spelling of each still works where it was: `view --paused`, `replay --step`.
+    let out = ok(&["replay", "demo:pod", "--no-tui", "--paused", "--pod", "web"]);
+    assert!(out.contains("execve("), "{out}");
+}
