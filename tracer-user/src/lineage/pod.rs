@@ -215,8 +215,8 @@ struct PodSeen {
 }
 
 /// Every pod the recording's bundles named, by `(namespace, name)`.
-fn pods_seen(e: &Engine) -> BTreeMap<(String, String), PodSeen> {
-    let mut pods: BTreeMap<(String, String), PodSeen> = BTreeMap::new();
+fn pods_seen(e: &Engine) -> BTreeMap<PodKey, PodSeen> {
+    let mut pods: BTreeMap<PodKey, PodSeen> = BTreeMap::new();
     for f in e.processes().filter_map(PodFacts::of_process) {
         let seen = pods
             .entry((f.namespace.to_string(), f.name.to_string()))
@@ -237,13 +237,20 @@ pub fn resolve(e: &Engine, q: &PodQuery) -> Result<SelectedPod, PodError> {
     resolve_in(&pods_seen(e), q)
 }
 
-/// [`resolve`] among `pods`.
-fn resolve_in(
-    pods: &BTreeMap<(String, String), PodSeen>,
+/// A pod's key in [`pods_seen`]: `(namespace, name)`.
+type PodKey = (String, String);
+
+/// `namespace/name`.
+fn key_text((ns, name): &PodKey) -> String {
+    format!("{ns}/{name}")
+}
+
+/// The one pod of `pods` that `q` names (its container not checked).
+fn find_pod<'p>(
+    pods: &'p BTreeMap<PodKey, PodSeen>,
     q: &PodQuery,
-) -> Result<SelectedPod, PodError> {
-    let in_ns = |ns: &str| q.namespace.as_deref().is_none_or(|n| n == ns);
-    let facts = |(ns, name): &(String, String), seen: &PodSeen, sid: Option<&str>| {
+) -> Result<(&'p PodKey, &'p PodSeen), PodError> {
+    let exact = |(ns, name): &PodKey, seen: &PodSeen, sid: Option<&str>| {
         q.pod.as_str().selects(&PodFacts {
             namespace: ns,
             name,
@@ -252,46 +259,44 @@ fn resolve_in(
             container: None,
         })
     };
-    let pick = |by: &dyn Fn(&(String, String), &PodSeen) -> bool| -> Vec<&(String, String)> {
+    let pick = |by: &dyn Fn(&PodKey, &PodSeen) -> bool| -> Vec<(&'p PodKey, &'p PodSeen)> {
+        let in_ns = |ns: &str| q.namespace.as_deref().is_none_or(|n| n == ns);
         pods.iter()
             .filter(|(k, seen)| in_ns(&k.0) && by(k, seen))
-            .map(|(k, _)| k)
             .collect()
     };
     let mut found = pick(&|k, seen| {
-        facts(k, seen, None) || seen.sandbox_ids.iter().any(|s| facts(k, seen, Some(s)))
+        exact(k, seen, None) || seen.sandbox_ids.iter().any(|s| exact(k, seen, Some(s)))
     });
     if found.is_empty() && !q.pod.is_empty() {
         found = pick(&|_, seen| seen.sandbox_ids.iter().any(|s| s.starts_with(&q.pod)));
     }
-    let text = |(ns, name): &(String, String)| format!("{ns}/{name}");
-    let key = match found.as_slice() {
-        [one] => *one,
-        [] => {
-            let query = match &q.namespace {
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(PodError::NotFound {
+            query: match &q.namespace {
                 Some(ns) => format!("{}/{}", ns, q.pod),
                 None => q.pod.clone(),
-            };
-            let known = pods.keys().map(text).collect();
-            return Err(PodError::NotFound { query, known });
-        }
-        many => {
-            let candidates = many.iter().map(|k| text(k)).collect();
-            let query = q.pod.clone();
-            return Err(PodError::Ambiguous { query, candidates });
-        }
-    };
-    let seen = pods.get(key).ok_or_else(|| PodError::NotFound {
-        query: q.pod.clone(),
-        known: Vec::new(),
-    })?;
+            },
+            known: pods.keys().map(key_text).collect(),
+        }),
+        many => Err(PodError::Ambiguous {
+            query: q.pod.clone(),
+            candidates: many.iter().map(|(k, _)| key_text(k)).collect(),
+        }),
+    }
+}
+
+/// [`resolve`] among `pods`.
+fn resolve_in(pods: &BTreeMap<PodKey, PodSeen>, q: &PodQuery) -> Result<SelectedPod, PodError> {
+    let (key, seen) = find_pod(pods, q)?;
     if let Some(c) = q
         .container
         .as_ref()
         .filter(|c| !seen.containers.contains(*c))
     {
         return Err(PodError::NoContainer {
-            pod: text(key),
+            pod: key_text(key),
             container: c.clone(),
             known: seen.containers.iter().cloned().collect(),
         });
