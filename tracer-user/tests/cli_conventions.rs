@@ -136,8 +136,18 @@ fn a_sandbox_id_prefix_a_uid_and_namespace_name_all_select_the_pod() {
     assert!(by_name.contains("<pod tracer-lab/web"), "{by_name}");
     assert!(!by_name.contains("tracer-lab/shared"), "{by_name}");
     let sid = web_sandbox_id();
+    let tree: serde_json::Value =
+        serde_json::from_str(&ok(&["tree", "demo:pod", "--format", "json"])).unwrap();
+    let uid = tree["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pod"]["name"] == "web")
+        .map(|p| p["pod"]["uid"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(!uid.is_empty());
     // crictl prints 13 digits.
-    for pod in [&sid[..13], &sid, "web"] {
+    for pod in [&sid[..13], &sid, "web", &uid] {
         assert_eq!(ok(&["tree", "demo:pod", "--pod", pod]), by_name, "{pod}");
     }
     assert_eq!(
