@@ -118,6 +118,8 @@ pub struct LiveOpts {
     pub signals: crate::capture::SignalSet,
     /// The file the recorder writes, named on the status bar (`● rec FILE`).
     pub record_path: Option<std::path::PathBuf>,
+    /// Show only this pod (see [`AppState::pod`]): empty until it appears.
+    pub pod: Option<String>,
 }
 
 #[cfg(feature = "capture")]
@@ -129,6 +131,7 @@ impl Default for LiveOpts {
             signals: crate::capture::SignalSet::Default,
             recorder: None,
             record_path: None,
+            pod: None,
         }
     }
 }
@@ -176,6 +179,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let mut state = AppState::new_live(title);
         state.set_sched_probes(!cap.syscall_probes());
         state.status.message = note;
+        state.pod = opts.pod;
         state.status.recording = opts
             .record_path
             .filter(|_| opts.recorder.is_some())
