@@ -18,7 +18,58 @@ pub enum Demo {
     Lifecycle,
 }
 
+/// How a command names a bundled demo where it takes a FILE: `demo:NAME` (`./demo:pod` is a
+/// file of that name).
+pub const FILE_PREFIX: &str = "demo:";
+
+/// A `demo:NAME` that names no bundled demo.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("no bundled demo {} (demos: {})", crate::escape::escape(.0), Demo::names())]
+pub struct UnknownDemo(pub String);
+
 impl Demo {
+    /// Every bundled demo, the default first.
+    pub const ALL: &'static [Demo] = &[Demo::Pod, Demo::Containerd, Demo::Lifecycle];
+
+    /// Its short name: `tracer demo NAME`, `demo:NAME`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Demo::Pod => "pod",
+            Demo::Containerd => "containerd",
+            Demo::Lifecycle => "lifecycle",
+        }
+    }
+
+    /// One line on what it recorded (help text).
+    pub fn about(self) -> &'static str {
+        match self {
+            Demo::Pod => "`cargo xtask lab pod`: two CRI pods (sandbox, CNI plugins, containers under one shim)",
+            Demo::Containerd => "`cargo xtask lab containerd`: two `ctr run` containers, two shims",
+            Demo::Lifecycle => "`cargo xtask lab pod --lifecycle`: the rest of a container's life (execs, a crash and its restart, an OOM kill, a stop with a grace period, the pods removed)",
+        }
+    }
+
+    /// The demo of short name `name`.
+    pub fn from_name(name: &str) -> Result<Demo, UnknownDemo> {
+        Demo::ALL
+            .iter()
+            .copied()
+            .find(|d| d.key() == name)
+            .ok_or_else(|| UnknownDemo(name.to_string()))
+    }
+
+    /// The demo a FILE argument names (`demo:NAME`); `None` when it is not of that form.
+    pub fn from_path(path: &std::path::Path) -> Option<Result<Demo, UnknownDemo>> {
+        let name = path.to_str()?.strip_prefix(FILE_PREFIX)?;
+        Some(Demo::from_name(name))
+    }
+
+    /// `pod, containerd, ...`: the short names.
+    pub fn names() -> String {
+        let keys: Vec<&str> = Demo::ALL.iter().map(|d| d.key()).collect();
+        keys.join(", ")
+    }
+
     /// The trace file's bytes.
     pub fn bytes(self) -> &'static [u8] {
         match self {
@@ -81,6 +132,57 @@ mod tests {
                 (s.container_id.clone(), steps)
             })
             .collect()
+    }
+
+    #[test]
+    fn every_demo_is_found_by_its_name_and_only_by_it() {
+        for d in crate::demo::Demo::ALL {
+            assert_eq!(crate::demo::Demo::from_name(d.key()), Ok(*d));
+            let path = format!("demo:{}", d.key());
+            assert_eq!(crate::demo::Demo::from_path(path.as_ref()), Some(Ok(*d)));
+            assert!(d.open().is_ok(), "{}", d.key());
+        }
+        let e = crate::demo::Demo::from_name("x\x1b")
+            .unwrap_err()
+            .to_string();
+        let names = crate::demo::Demo::names();
+        assert_eq!(e, format!("no bundled demo x\\33 (demos: {names})"));
+        assert_eq!(crate::demo::Demo::from_path("./demo:pod".as_ref()), None);
+    }
+
+    #[test]
+    fn a_pod_is_resolved_by_name_sandbox_prefix_and_container() {
+        use crate::lineage::{resolve_pod, PodError, PodQuery};
+        let e = crate::input::Loaded::from_input(crate::demo::open().unwrap(), None)
+            .unwrap()
+            .engine;
+        let q = |pod: &str, ns: Option<&str>, c: Option<&str>| PodQuery {
+            pod: pod.into(),
+            namespace: ns.map(Into::into),
+            container: c.map(Into::into),
+        };
+        let web = resolve_pod(&e, &q("web", None, None)).unwrap();
+        assert_eq!(web.text(), "tracer-lab/web");
+        assert_eq!(
+            resolve_pod(&e, &q("tracer-lab/web", None, None)),
+            Ok(web.clone())
+        );
+        assert_eq!(
+            resolve_pod(&e, &q("web", Some("tracer-lab"), None)),
+            Ok(web.clone())
+        );
+        assert!(matches!(
+            resolve_pod(&e, &q("web", Some("other"), None)),
+            Err(PodError::NotFound { .. })
+        ));
+        assert!(matches!(
+            resolve_pod(&e, &q("nosuch", None, None)),
+            Err(PodError::NotFound { ref known, .. }) if known.len() == 2
+        ));
+        assert!(matches!(
+            resolve_pod(&e, &q("web", None, Some("nosuch"))),
+            Err(PodError::NoContainer { .. })
+        ));
     }
 
     #[test]

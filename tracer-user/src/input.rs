@@ -560,7 +560,11 @@ impl Loaded {
     /// event `at` when given. A recording killed mid-write is read up to its last whole frame
     /// (a note says so); other damage is the error.
     pub fn read(path: &Path, at: Option<u64>) -> Result<Loaded, InputError> {
-        let mut input = Input::open(path)?;
+        Loaded::from_input(Input::open(path)?, at)
+    }
+
+    /// [`Loaded::read`] of a recording already opened.
+    pub fn from_input(mut input: Input, at: Option<u64>) -> Result<Loaded, InputError> {
         let mut engine = input.seeded_engine();
         let mut notes = Vec::new();
         let mut stopped = false;

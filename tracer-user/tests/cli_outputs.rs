@@ -59,6 +59,9 @@ fn writers(s: &Shared, out: &Path, live: bool) -> Vec<Vec<String>> {
         vec!["export", "--format", "jsonl", i, "-o", o],
         vec!["export", "--format", "svg", i, "-o", o],
         vec!["import-strace", s.log.to_str().unwrap(), "-o", o],
+        vec!["tree", i, "-o", o],
+        vec!["story", i, "-o", o],
+        vec!["demo", "pod", "-o", o],
     ];
     if live {
         w.push(vec!["record", "-o", o, "--", "true"]);

@@ -1,4 +1,4 @@
-//! `tracer demo [pod|containerd|lifecycle]`: an embedded lab recording, replayed.
+//! `tracer demo [NAME] [-o FILE]`: an embedded lab recording, replayed or written out.
 
 use super::replay::{replay_input, PaceOpts};
 use anyhow::Result;
@@ -7,24 +7,51 @@ use tracer::demo::Demo;
 use tracer::input::Input;
 use tracer::lineage::{story_text, traced_tree_text, TreeOpts};
 
-/// The bundled recordings.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
-pub enum Which {
-    /// `cargo xtask lab pod`: two CRI pods (sandbox, CNI plugins, containers under one shim).
-    #[default]
-    Pod,
-    /// `cargo xtask lab containerd`: two `ctr run` containers, two shims.
-    Containerd,
-    /// `cargo xtask lab pod --lifecycle`: the rest of a container's life (execs, a crash and
-    /// its restart, an OOM kill, a stop with a grace period, the pods removed).
-    Lifecycle,
+/// `tracer demo NAME`: any of [`Demo::ALL`], by its short name, each with its help line.
+#[derive(Clone, Copy, Debug)]
+struct DemoName;
+
+impl clap::builder::TypedValueParser for DemoName {
+    type Value = Demo;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Demo, clap::Error> {
+        let name = value.to_string_lossy();
+        Demo::from_name(&name).map_err(|e| {
+            let mut err = clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd);
+            use clap::error::{ContextKind, ContextValue};
+            if let Some(a) = arg {
+                err.insert(ContextKind::InvalidArg, ContextValue::String(a.to_string()));
+            }
+            err.insert(ContextKind::InvalidValue, ContextValue::String(e.0));
+            let names = Demo::ALL.iter().map(|d| d.key().to_string()).collect();
+            err.insert(ContextKind::ValidValue, ContextValue::Strings(names));
+            err
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Demo::ALL.iter().map(|d| {
+            clap::builder::PossibleValue::new(d.key()).help(d.about())
+        })))
+    }
 }
 
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
-    /// Which recording.
-    #[arg(value_enum, default_value_t = Which::Pod)]
-    pub which: Which,
+    /// Which recording (`demo:NAME` names it wherever a FILE is taken).
+    #[arg(value_parser = DemoName, default_value = "pod", value_name = "NAME")]
+    pub which: Demo,
+    /// Write the recording to this trace file instead of replaying it (never through a
+    /// symlink, never over another user's file).
+    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided", "free", "screenshot"])]
+    pub output: Option<std::path::PathBuf>,
     /// Replay speed: 1 = original timing, 0 = as fast as possible (the default without the
     /// viewer; the viewer plays at 1).
     #[arg(long, value_name = "X")]
@@ -52,12 +79,31 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
-    let demo = match args.which {
-        Which::Pod => Demo::Pod,
-        Which::Containerd => Demo::Containerd,
-        Which::Lifecycle => Demo::Lifecycle,
-    };
+    let demo = args.which;
+    if let Some(path) = &args.output {
+        return write_demo(demo, path);
+    }
     show(demo, demo.open()?, &args)
+}
+
+/// `tracer demo NAME -o FILE`: the bundled trace file, as it is embedded.
+fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
+    use std::io::Write;
+    let Some(mut file) = super::output::out_file(Some(path))? else {
+        anyhow::bail!("-o -: a trace file is binary; name a file");
+    };
+    file.write_all(demo.bytes())
+        .and_then(|()| file.flush())
+        .map_err(|e| {
+            anyhow::Error::new(e).context(format!("cannot write {}", tracer::escape::path(path)))
+        })?;
+    super::output::commit(file, path)?;
+    eprintln!(
+        "tracer: wrote {} ({} bytes; read it as any trace file)",
+        tracer::escape::path(path),
+        demo.bytes().len()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.

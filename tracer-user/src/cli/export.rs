@@ -1,12 +1,11 @@
 //! `tracer export`: a recording to JSON lines, Perfetto, Graphviz, SVG or HTML.
 
 use super::reading::{finish_input, kept, open_input, source_and_pod};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::ValueEnum;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tracer::outfile::OutFile;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -24,12 +23,15 @@ pub enum ExportFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// A trace file or an strace log (told apart by content); `-` reads stdin;
-    /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
+    /// A trace file or an strace log (told apart by content); `-` reads stdin; `demo:NAME` a
+    /// bundled demo; `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with
+    /// `--pod`).
     pub file: PathBuf,
+    /// What to write.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Output file (`-` or absent: stdout).
+    /// Output file (`-` or absent: stdout; never through a symlink, never over another
+    /// user's file; a bare format word, `-o json`, is refused: that is `--format`).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// On a corrupt file, use every good frame before the damage and report the rest.
@@ -39,26 +41,19 @@ pub struct ExportArgs {
     /// actors.
     #[arg(long)]
     pub all: bool,
-    /// Only the events of this pod (as `replay --pod`). With `nats://HOST:PORT/*`: the node
-    /// that has it.
-    #[arg(long, value_name = "NAME")]
-    pub pod: Option<String>,
+    // Only the pod's (or container's) events, as `replay --pod`.
+    #[command(flatten)]
+    pub pod: super::PodArgs,
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
     if args.all && !matches!(args.format, ExportFormat::Svg | ExportFormat::Html) {
         anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
     }
-    let (source, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
+    let (source, keep) = source_and_pod(&args.file, args.pod.query().as_ref())?;
     let mut input = open_input(&source)?;
     let snapshot = input.snapshot();
-    let mut file = match &args.output {
-        Some(p) if p.as_os_str() != "-" => Some(
-            OutFile::atomic(p)
-                .with_context(|| format!("cannot create {}", tracer::escape::path(p)))?,
-        ),
-        _ => None,
-    };
+    let mut file = super::output::out_file(args.output.as_deref())?;
     let mut sink: Box<dyn Write> = match file.as_mut() {
         Some(f) => Box::new(f),
         None => Box::new(std::io::stdout().lock()),
@@ -126,8 +121,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     // A damaged input fails before the output replaces anything.
     finish_input(&input, err, args.salvage)?;
     if let (Some(f), Some(p)) = (file, &args.output) {
-        f.commit()
-            .with_context(|| format!("cannot write {}", tracer::escape::path(p)))?;
+        super::output::commit(f, p)?;
         eprintln!("tracer: wrote {} ({what})", p.display());
     }
     Ok(ExitCode::SUCCESS)

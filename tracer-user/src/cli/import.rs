@@ -4,12 +4,11 @@ use super::reading::{finish_input, open_input, until_error};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tracer::outfile::OutFile;
 use tracer::tracefile::{CaptureMode, Header, TraceWriter};
 
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
-    /// An `strace -f` log (or a trace file, re-encoded); `-` reads stdin.
+    /// An `strace -f` log (or a trace file or `demo:NAME`, re-encoded); `-` reads stdin.
     pub log: PathBuf,
     /// Trace file to write.
     #[arg(short, long, value_name = "FILE")]
@@ -27,8 +26,8 @@ pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
         header = h.clone();
     }
     // Written beside the target and renamed at the end: `-o` naming the input reads it whole.
-    let file = OutFile::atomic(&args.output)
-        .with_context(|| format!("cannot create {}", tracer::escape::path(&args.output)))?;
+    let file = super::output::out_file(Some(&args.output))?
+        .context("-o -: a trace file is binary; name a file")?;
     let mut w = TraceWriter::new(std::io::BufWriter::with_capacity(256 << 10, file), &header)
         .with_context(|| format!("cannot write {}", tracer::escape::path(&args.output)))?;
     let mut err = None;
@@ -38,8 +37,7 @@ pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
     let n = w.stats().events;
     let file = w.finish()?.into_inner().map_err(|e| e.into_error())?;
     finish_input(&input, err, false)?;
-    file.commit()
-        .with_context(|| format!("cannot write {}", tracer::escape::path(&args.output)))?;
+    super::output::commit(file, &args.output)?;
     eprintln!("tracer: wrote {} ({n} events)", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

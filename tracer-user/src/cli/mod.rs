@@ -25,6 +25,7 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// Trace file to write (created with mode 0600; argv is recorded and can hold secrets).
+    /// A bare format word (`-o json`) is refused: that is `--format`.
     #[arg(short, long, value_name = "FILE")]
     pub output: std::path::PathBuf,
 }
@@ -53,8 +54,13 @@ pub struct TargetArgs {
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Ring-buffer size in bytes (power of two, at least a page).
-    #[arg(long, value_name = "BYTES", default_value_t = tracer_common::DEFAULT_RING_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = tracer_common::DEFAULT_RING_BYTES,
+          value_parser = ring_bytes)]
     pub ring_bytes: u32,
+    /// Accepted for strace's sake and ignored: every child, thread and exec of a followed
+    /// process is always followed (strace -f).
+    #[arg(short = 'f', long = "follow-forks")]
+    pub follow_forks: bool,
     /// Also attach the syscall tracepoints: every clone/execve/exit/prctl call with its
     /// arguments and result, failed execs included, like strace. Costs every syscall on the
     /// host some 10% while attached; the lineage is the same without.
@@ -69,6 +75,57 @@ pub struct TargetArgs {
     /// Command to start and follow from its first instruction (after `--`).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// `--ring-bytes`: a power of two of at least a page, said at parse time (the probes' ring
+/// buffer is a power-of-two multiple of the page size: BPF_MAP_TYPE_RINGBUF).
+fn ring_bytes(s: &str) -> Result<u32, String> {
+    let n: u32 = s.parse().map_err(|e| format!("{e}"))?;
+    let page = page_size();
+    if n.is_power_of_two() && n >= page {
+        Ok(n)
+    } else {
+        Err(format!(
+            "must be a power of two of at least a page ({page} bytes), e.g. {}",
+            n.max(page).checked_next_power_of_two().unwrap_or(1 << 31)
+        ))
+    }
+}
+
+/// This machine's page size.
+fn page_size() -> u32 {
+    // SAFETY: sysconf has no preconditions and reads no memory of ours.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u32::try_from(v).ok().filter(|&p| p > 0).unwrap_or(4096)
+}
+
+/// `--pod`, `-n`, `--container`: one pod of a recording (and one container of it), the same
+/// rule for every command; no such pod is an error.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PodArgs {
+    /// Only this pod: `namespace/name`, `name`, its uid, or its sandbox id or a unique prefix
+    /// of it (as `crictl pods` prints); with `nats://HOST:PORT/*`, the node that has it. A
+    /// pod the recording does not hold is an error.
+    #[arg(long, value_name = "POD", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub pod: Option<String>,
+    /// With --pod: only a pod of this Kubernetes namespace.
+    #[arg(short = 'n', long, value_name = "NS", requires = "pod")]
+    pub namespace: Option<String>,
+    /// With --pod: only this container of the pod (its name in the pod spec): its processes
+    /// and their ancestors, its stories, its events.
+    #[arg(long, value_name = "NAME", requires = "pod")]
+    pub container: Option<String>,
+}
+
+impl PodArgs {
+    /// The query, when `--pod` was given.
+    pub fn query(&self) -> Option<tracer::lineage::PodQuery> {
+        self.pod.as_ref().map(|pod| tracer::lineage::PodQuery {
+            pod: pod.clone(),
+            namespace: self.namespace.clone(),
+            container: self.container.clone(),
+        })
+    }
 }
 
 /// `--signals`: which generated signals a live capture records.
@@ -93,13 +150,16 @@ impl From<Signals> for tracer::capture::SignalSet {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// For people: lines and trees.
     Text,
+    /// For programs: one JSON document (`trace`: one object per line).
     Json,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print lifecycle events as they happen, like `strace -f -e trace=clone,execve,exit_group,prctl`.
+    /// Print lifecycle events as they happen, like `strace -f -e trace=clone,execve,exit_group,prctl`
+    /// (children are always followed).
     Trace {
         #[command(flatten)]
         target: TargetArgs,
@@ -109,17 +169,25 @@ pub enum Command {
         /// Prefix text lines with the event sequence number.
         #[arg(long)]
         seq: bool,
-        /// Write events here instead of stdout.
+        /// Write events here instead of stdout (a bare format word, `-o json`, is refused:
+        /// that is `--format`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
         /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin;
-        /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
+        /// `demo:NAME` a bundled demo; `nats://HOST:PORT/NODE` a node's stream
+        /// (`nats://HOST:PORT/*` with `--pod`).
         file: std::path::PathBuf,
+        /// text: a pstree-like tree with roles, adoptions and exits; json: every process with
+        /// its lineage (docs/lineage.md).
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+        /// Write the tree to this file instead of stdout (never through a symlink, never over
+        /// another user's file).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
         /// The tree as it was right after this event sequence number.
         #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
@@ -128,40 +196,44 @@ pub enum Command {
         hide_exited: bool,
         /// Only the processes the recording saw act, and their ancestors (not the rest of the
         /// start snapshot).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "pod")]
         traced: bool,
         /// Text tree: only the subtree of this process (the newest with that pid); how to see
         /// what lies below the depth the full tree stops drawing at. The JSON lists every
         /// process anyway.
-        #[arg(long, value_name = "PID", conflicts_with = "traced")]
+        #[arg(long, value_name = "PID", conflicts_with_all = ["traced", "pod"])]
         root: Option<u32>,
-        /// Only the processes of this pod (its name or `namespace/name`, as its bundles'
-        /// Kubernetes annotations name it) and their ancestors; with `nats://HOST:PORT/*`, on
-        /// every node that has it.
-        #[arg(long, value_name = "NAME", conflicts_with_all = ["traced", "root"])]
-        pod: Option<String>,
+        // Tree: the pod's (or container's) processes and their ancestors.
+        #[command(flatten)]
+        pod: PodArgs,
     },
     /// The container births in a recording, step by step, each with the event that proves it.
     Story {
         /// A trace file or an `strace -f` log (told apart by content); `-` reads stdin;
-        /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
+        /// `demo:NAME` a bundled demo; `nats://HOST:PORT/NODE` a node's stream
+        /// (`nats://HOST:PORT/*` with `--pod`).
         file: std::path::PathBuf,
+        /// text: a header per story, a line per step; json: the stories and their steps.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+        /// Write the stories to this file instead of stdout (never through a symlink, never
+        /// over another user's file).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
         /// Explain each step: the kernel rule or runtime design behind it, and where it lives
         /// (JSON: `why` and `why_source` on every step).
         #[arg(long)]
         explain: bool,
-        /// Only the births of this pod's containers (its name or `namespace/name`); with
-        /// `nats://HOST:PORT/*`, on every node that has it.
-        #[arg(long, value_name = "NAME")]
-        pod: Option<String>,
+        // Stories: only the pod's (or container's), and no runtime restarts.
+        #[command(flatten)]
+        pod: PodArgs,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
     Record(RecordArgs),
     /// Replay a trace file (or strace log) through the lineage engine, printing strace-like lines.
     Replay(replay::ReplayArgs),
-    /// Convert a trace file (or strace log) to JSON lines, Perfetto JSON or Graphviz.
+    /// Convert a trace file (or strace log) to JSON lines, Perfetto JSON, Graphviz, an SVG
+    /// timeline or an HTML page.
     Export(export::ExportArgs),
     /// Convert an `strace -f` log into a trace file.
     ImportStrace(import::ImportArgs),
@@ -172,45 +244,24 @@ pub enum Command {
         /// Also write everything captured to this trace file.
         #[arg(long, value_name = "FILE")]
         record: Option<std::path::PathBuf>,
+        /// Only this pod (`namespace/name`, `name`, its uid or its full sandbox id): the view
+        /// stays empty until the pod appears, then shows its processes and their ancestors and
+        /// its containers' stories.
+        #[arg(long, value_name = "POD")]
+        pod: Option<String>,
         /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
         #[arg(long)]
         no_threads: bool,
     },
     /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
-    /// stream is followed live.
-    View {
-        /// A trace file or an `strace -f` log; `-` reads stdin; `nats://HOST:PORT/NODE` shows
-        /// the node's stream from its start, then follows its tail.
-        file: std::path::PathBuf,
-        /// Playback speed relative to the recorded timing.
-        #[arg(long, default_value_t = 1.0)]
-        speed: f64,
-        /// Start paused (step with `.`).
-        #[arg(long)]
-        paused: bool,
-        /// Start at the end (the final tree) instead of playing from the first event.
-        #[arg(long)]
-        end: bool,
-        /// Guided: open paused at the first container-birth step with its explanation;
-        /// `]` / `[` move between steps.
-        #[arg(long)]
-        guided: bool,
-        /// Only this pod (its name or `namespace/name`): its processes and their ancestors,
-        /// its containers' stories. With `nats://HOST:PORT/*`: the node that has it.
-        #[arg(long, value_name = "NAME")]
-        pod: Option<String>,
-        /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
-        #[arg(long)]
-        no_threads: bool,
-        /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
-        #[arg(long, value_name = "COLSxROWS", hide = true)]
-        screenshot: Option<tracer::tui::ScreenSize>,
-    },
+    /// stream is followed live. The same flags as `replay`.
+    View(replay::PlayArgs),
     /// Headless capture on this node, published to NATS JetStream, with Prometheus metrics
     /// (docs/nats.md).
     #[cfg(feature = "agent")]
     Agent(agent::AgentArgs),
-    /// Replay the bundled recording of a containerd lab (no root, no BPF needed).
+    /// Replay a bundled lab recording (a CRI pod lab by default; no root, no BPF needed), or
+    /// write it to a file (`-o`); `demo:NAME` names it wherever a FILE is taken.
     Demo(demo::DemoArgs),
     /// Print a shell completion script: `tracer completions bash > /etc/bash_completion.d/tracer`.
     Completions {
@@ -240,36 +291,18 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => tui::live(tui::default_target(), None, false),
+        None => tui::live(tui::default_target(), None, None, false),
         Some(Command::Tui {
             target,
             record,
-            no_threads,
-        }) => tui::live(target, record, no_threads),
-        Some(Command::View {
-            file,
-            speed,
-            paused,
-            end,
-            guided,
             pod,
             no_threads,
-            screenshot,
-        }) => tui::view(
-            &file,
-            speed,
-            tui::ViewOpts {
-                paused,
-                at_end: end,
-                guided,
-                pod,
-                no_threads,
-                screenshot,
-            },
-        ),
+        }) => tui::live(target, record, pod, no_threads),
+        Some(Command::View(args)) => replay::view(args),
         Some(Command::Tree {
             file,
             format,
+            output,
             at,
             hide_exited,
             traced,
@@ -278,23 +311,26 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }) => lineage::tree(lineage::TreeArgs {
             file: &file,
             format,
+            output: output.as_deref(),
             at,
             hide_exited,
             traced,
             root,
-            pod: pod.as_deref(),
+            pod: pod.query(),
         })
         .map(|()| ExitCode::SUCCESS),
         Some(Command::Story {
             file,
             format,
+            output,
             explain,
             pod,
         }) => lineage::story(lineage::StoryArgs {
             file: &file,
             format,
+            output: output.as_deref(),
             explain,
-            pod: pod.as_deref(),
+            pod: pod.query(),
         })
         .map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {
@@ -303,6 +339,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             seq,
             output,
         }) => {
+            if let Some(o) = &output {
+                output::out_path(o)?;
+            }
             #[cfg(feature = "capture")]
             {
                 trace::run(target, format, seq, output)
@@ -335,6 +374,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 
 /// `tracer record`, or why this build cannot.
 fn record_command(args: RecordArgs) -> Result<std::process::ExitCode> {
+    output::out_path(&args.output)?;
     #[cfg(feature = "capture")]
     {
         record::run(args)
@@ -343,5 +383,46 @@ fn record_command(args: RecordArgs) -> Result<std::process::ExitCode> {
     {
         let _ = args;
         anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every argument of `cmd` and its subcommands without help text, as `path: --arg`.
+    fn without_help(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            let builtin = matches!(a.get_id().as_str(), "help" | "version");
+            if !builtin && a.get_help().is_none() && a.get_long_help().is_none() {
+                out.push(format!("{path}: {}", a.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            without_help(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_flag_and_positional_has_help() {
+        let mut missing = Vec::new();
+        without_help(&Cli::command(), "tracer", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_ring_size_is_a_power_of_two_of_at_least_a_page() {
+        let page = super::page_size();
+        assert_eq!(super::ring_bytes(&page.to_string()), Ok(page));
+        assert_eq!(super::ring_bytes("1048576"), Ok(1 << 20));
+        for bad in ["1000", "0", "-1", "x", &(page / 2).to_string(), "3145728"] {
+            assert!(super::ring_bytes(bad).is_err(), "{bad}");
+        }
     }
 }

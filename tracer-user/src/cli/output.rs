@@ -2,8 +2,57 @@
 //! went away (`tracer tree F | head -1`) ends the command quietly with status 0; any other
 //! write error (`> /dev/full`: no space left on device) is one line and a non-zero status.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use tracer::outfile::OutFile;
+
+/// Format words `-o` is mistaken for (`tracer tree F -o json`, a kubectl habit).
+const FORMAT_WORDS: &[&str] = &[
+    "json", "jsonl", "yaml", "dot", "text", "svg", "html", "perfetto",
+];
+
+/// Checks an `-o` path: a bare format word is a one-line error suggesting `--format` (a file
+/// of that name is `-o ./json`). Every `-o` goes through it.
+pub fn out_path(p: &Path) -> Result<&Path> {
+    match p.to_str().filter(|s| FORMAT_WORDS.contains(s)) {
+        Some(word) => anyhow::bail!(
+            "-o {word} names the output file; for the format say --format {word} (-o ./{word} writes a file of that name)"
+        ),
+        None => Ok(p),
+    }
+}
+
+/// The file `-o` names ([`out_path`] checked), written atomically; `None` for stdout
+/// (absent or `-`).
+pub fn out_file(p: Option<&Path>) -> Result<Option<OutFile>> {
+    let Some(p) = p.filter(|p| p.as_os_str() != "-") else {
+        return Ok(None);
+    };
+    let f = OutFile::atomic(out_path(p)?)
+        .with_context(|| format!("cannot create {}", tracer::escape::path(p)))?;
+    Ok(Some(f))
+}
+
+/// Runs `f` on the file `-o` names (created only when `f` succeeds; see [`out_file`]), or on
+/// stdout ([`to_stdout`]) without one.
+pub fn to_output(p: Option<&Path>, f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let (Some(mut file), Some(p)) = (out_file(p)?, p) else {
+        return to_stdout(f);
+    };
+    let mut out = BufWriter::with_capacity(64 << 10, &mut file);
+    f(&mut out)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("cannot write {}", tracer::escape::path(p)))?;
+    drop(out);
+    commit(file, p)
+}
+
+/// Puts a finished output file in place.
+pub fn commit(file: OutFile, p: &Path) -> Result<()> {
+    file.commit()
+        .with_context(|| format!("cannot write {}", tracer::escape::path(p)))
+}
 
 /// What a failed write means for the command: nothing for a closed pipe, else an error.
 pub fn check_write(res: io::Result<()>) -> Result<()> {

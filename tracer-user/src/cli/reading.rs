@@ -1,11 +1,83 @@
-//! Reading a recording for a command: events up to the first error, `--pod`'s events, and
-//! how the input ended.
+//! Reading a recording for a command: the one place a FILE argument is opened (a bundled
+//! `demo:NAME` included), events up to the first error, `--pod`'s pod and events, and how
+//! the input ended.
 
 use anyhow::Result;
 use std::path::{Path, PathBuf};
-use tracer::input::{Input, InputError};
-use tracer::lineage::PodEvents;
+use tracer::demo::Demo;
+use tracer::input::{Input, InputError, Loaded};
+use tracer::lineage::{Engine, PodEvents, PodQuery, SelectedPod};
 use tracer::Event;
+
+/// `nats://HOST:PORT/*` (every node), when that is what `file` names.
+#[cfg(feature = "nats")]
+pub(super) fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>> {
+    use tracer::nats::NatsSource;
+    Ok(file
+        .to_str()
+        .filter(|s| NatsSource::is_nats(s))
+        .map(NatsSource::parse)
+        .transpose()?
+        .filter(|s| s.is_all_nodes()))
+}
+
+/// The nodes of `src` (every node of a server) whose streams hold pod `pod`, each read
+/// through the engine, by node name. A node whose stream cannot be read is a warning; the
+/// warnings about a node's input are printed when `say_notes` (a command that reads the node
+/// again prints them then).
+#[cfg(feature = "nats")]
+pub(super) fn nodes_with_pod(
+    src: &tracer::nats::NatsSource,
+    pod: Option<&str>,
+    at: Option<u64>,
+    say_notes: bool,
+) -> Result<Vec<(String, Loaded)>> {
+    use anyhow::Context;
+    use tracer::escape::escape;
+    let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
+    let search = tracer::input::nodes_with_pod(src, pod, at)?;
+    for (node, e) in &search.unreadable {
+        eprintln!("tracer: warning: {}: {e}", src.with_node(node));
+    }
+    for (node, l) in search.found.iter().filter(|_| say_notes) {
+        for n in &l.notes {
+            eprintln!("tracer: warning: {}: {n}", src.with_node(node));
+        }
+    }
+    if search.found.is_empty() {
+        anyhow::bail!(
+            "pod {} not found on any of the {} nodes in the stream",
+            escape(pod),
+            search.nodes
+        );
+    }
+    Ok(search.found)
+}
+
+/// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
+/// of the one node that holds pod `pod` (with the engine that read it there).
+pub(super) fn one_source(
+    file: &Path,
+    pod: Option<&str>,
+) -> Result<(std::path::PathBuf, Option<Engine>)> {
+    #[cfg(feature = "nats")]
+    if let Some(src) = all_nodes(file)? {
+        let mut found = nodes_with_pod(&src, pod, None, false)?;
+        if found.len() == 1 {
+            let (node, l) = found.remove(0);
+            return Ok((src.with_node(&node).into(), Some(l.engine)));
+        }
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        anyhow::bail!(
+            "pod {} is on several nodes ({}): name one as {}",
+            tracer::escape::escape(pod.unwrap_or_default()),
+            names.join(", "),
+            src.with_node("NODE")
+        );
+    }
+    let _ = pod;
+    Ok((file.to_path_buf(), None))
+}
 
 /// Events of `input` until the first error, which is kept in `err`.
 pub(super) fn until_error<'a>(
@@ -33,13 +105,37 @@ pub(super) fn kept<'a>(
 /// The recording a command reads (`/*`: the node holding `--pod`), and the pod's events.
 pub(super) fn source_and_pod(
     file: &Path,
-    pod: Option<&str>,
+    pod: Option<&PodQuery>,
 ) -> Result<(PathBuf, Option<PodEvents>)> {
-    let (file, engine) = super::lineage::one_source(file, pod)?;
-    let keep = pod
-        .map(|p| super::lineage::pod_events(&file, p, engine))
-        .transpose()?;
+    let (file, engine) = one_source(file, pod.map(|q| q.pod.as_str()))?;
+    let keep = pod.map(|q| pod_events(&file, q, engine)).transpose()?;
     Ok((file, keep))
+}
+
+/// The events of the pod `q` asks for in the recording at `path`, from `engine` when it read
+/// the whole recording already, else from a read of it.
+fn pod_events(path: &Path, q: &PodQuery, engine: Option<Engine>) -> Result<PodEvents> {
+    if path.as_os_str() == "-" {
+        anyhow::bail!("--pod reads the recording twice (to find the pod, then to show it): give a file, not stdin");
+    }
+    let engine = match engine {
+        Some(e) => e,
+        None => load(path, None)?.engine,
+    };
+    let pod = select_pod(path, &engine, q)?;
+    Ok(PodEvents::new(&engine, &pod))
+}
+
+/// The one pod `q` names in the recording at `path` (read into `engine`): none, or several,
+/// is the error.
+pub(super) fn select_pod(path: &Path, engine: &Engine, q: &PodQuery) -> Result<SelectedPod> {
+    tracer::lineage::resolve_pod(engine, q)
+        .map_err(|e| anyhow::Error::new(e).context(tracer::escape::path(path)))
+}
+
+/// The recording at `path` run through the engine (up to event `at`).
+pub(super) fn load(path: &Path, at: Option<u64>) -> Result<Loaded> {
+    Ok(Loaded::from_input(open_input(path)?, at)?)
 }
 
 /// Reports how the input ended. A file cut short (a recording killed) is a warning; damage
@@ -72,7 +168,10 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     }
 }
 
-/// The recording at `path`, told apart by content.
+/// The recording at `path`, told apart by content; `demo:NAME` is a bundled demo.
 pub(super) fn open_input(path: &Path) -> Result<Input> {
-    Ok(Input::open(path)?)
+    match Demo::from_path(path) {
+        Some(demo) => Ok(demo?.open()?),
+        None => Ok(Input::open(path)?),
+    }
 }

@@ -12,61 +12,89 @@ use tracer::lineage::PodEvents;
 use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 
-#[derive(clap::Args, Debug)]
-pub struct ReplayArgs {
-    /// A trace file or an strace log (told apart by content); `-` reads stdin;
-    /// `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with `--pod`).
+/// How a recording is played: the flags `replay` and `view` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlayArgs {
+    /// A trace file or an strace log (told apart by content); `-` reads stdin; `demo:NAME` a
+    /// bundled demo; `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with
+    /// `--pod`; the viewer follows a node's stream live).
     pub file: PathBuf,
-    /// Replay speed: 1 = original timing, 2 = twice as fast, 0 = as fast as possible.
-    /// Default: 1 when stdout is a terminal, else as fast as possible.
+    /// Playback speed: 1 = original timing, 2 = twice as fast; printed, 0 = as fast as
+    /// possible. Default: 1 in the viewer; printed, 1 when stdout is a terminal, else as fast
+    /// as possible.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
-    /// Advance one event at a time: press Enter for the next (reads stdin; EOF runs to the end).
-    #[arg(long, conflicts_with = "speed")]
+    /// One event at a time: the viewer opens paused (`.` steps); printed, Enter prints the
+    /// next (reads stdin; EOF runs to the end).
+    #[arg(long, visible_alias = "paused")]
     pub step: bool,
+    /// Start at the end: the viewer opens on the final tree; printed, no waiting between
+    /// events.
+    #[arg(long)]
+    pub end: bool,
+    /// Guided, in the viewer: open paused at the first container-birth step with its
+    /// explanation; `]` / `[` move between steps.
+    #[arg(long, conflicts_with_all = ["step", "end"])]
+    pub guided: bool,
+    /// On a corrupt file, use every good frame before the damage and report the rest.
+    #[arg(long)]
+    pub salvage: bool,
+    // Only the pod's (or container's) events: of its processes and of the shim, runtime and
+    // runc stages that started its containers.
+    #[command(flatten)]
+    pub pod: super::PodArgs,
+    /// In the viewer, hide threads (their lines in the event log, their rows in the tree);
+    /// `T` toggles.
+    #[arg(long)]
+    pub no_threads: bool,
+    /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
+    #[arg(long, value_name = "COLSxROWS", hide = true)]
+    pub screenshot: Option<tracer::tui::ScreenSize>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub play: PlayArgs,
     /// Print strace-like lines instead of the interactive view (the default when stdout is
     /// not a terminal).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "guided")]
     pub no_tui: bool,
     /// Prefix lines with the event sequence number.
     #[arg(long)]
     pub seq: bool,
-    /// On a corrupt file, use every good frame before the damage and report the rest.
-    #[arg(long)]
-    pub salvage: bool,
-    /// Guided, in the viewer: open paused at the first container-birth step with its
-    /// explanation; `]` / `[` move between steps.
-    #[arg(long, conflicts_with_all = ["no_tui", "step"])]
-    pub guided: bool,
-    /// Only the events of this pod (its name or `namespace/name`): of its processes and of
-    /// the shim, runtime and runc stages that started its containers. With
-    /// `nats://HOST:PORT/*`: the node that has it.
-    #[arg(long, value_name = "NAME")]
-    pub pod: Option<String>,
-    /// In the viewer, hide threads (their lines in the event log, their rows in the tree).
-    #[arg(long)]
-    pub no_threads: bool,
+}
+
+/// `tracer view`: the recording in the viewer, whatever stdout is.
+pub fn view(p: PlayArgs) -> Result<ExitCode> {
+    let speed = p.speed.unwrap_or(1.0);
+    let v = super::tui::ViewOpts {
+        paused: p.step,
+        at_end: p.end,
+        guided: p.guided,
+        salvage: p.salvage,
+        pod: p.pod.query(),
+        no_threads: p.no_threads,
+        screenshot: p.screenshot,
+    };
+    super::tui::view(&p.file, speed, v)
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    if args.guided || (std::io::stdout().is_terminal() && !args.no_tui && !args.step) {
+    let p = args.play;
+    let viewer = std::io::stdout().is_terminal() && !args.no_tui && !p.step;
+    if p.guided || p.screenshot.is_some() || viewer {
         // The same viewer as `tracer view`, at the asked speed.
-        let speed = args.speed.filter(|s| *s > 0.0).unwrap_or(1.0);
-        let v = super::tui::ViewOpts {
-            guided: args.guided,
-            no_threads: args.no_threads,
-            pod: args.pod.clone(),
-            ..Default::default()
-        };
-        return super::tui::view(&args.file, speed, v);
+        let speed = p.speed.filter(|s| *s > 0.0);
+        return view(PlayArgs { speed, ..p });
     }
-    let (file, keep) = source_and_pod(&args.file, args.pod.as_deref())?;
+    let (file, keep) = source_and_pod(&p.file, p.pod.query().as_ref())?;
     let input = open_input(&file)?;
     let opts = PaceOpts {
-        speed: args.speed,
-        step: args.step,
+        speed: if p.end { Some(0.0) } else { p.speed },
+        step: p.step,
         seq: args.seq,
-        salvage: args.salvage,
+        salvage: p.salvage,
     };
     replay_input(input, &opts, keep.as_ref())?;
     Ok(ExitCode::SUCCESS)

@@ -15,8 +15,10 @@ pub struct ViewOpts {
     pub at_end: bool,
     /// Guided: paused at the first story step, explanations shown.
     pub guided: bool,
+    /// On a corrupt file, show every good frame before the damage.
+    pub salvage: bool,
     /// Only this pod.
-    pub pod: Option<String>,
+    pub pod: Option<tracer::lineage::PodQuery>,
     /// Threads hidden (`--no-threads`).
     pub no_threads: bool,
     /// Print the first frame at this size instead of opening the viewer (`--screenshot`).
@@ -42,7 +44,10 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
-    let (file, _) = &super::lineage::one_source(file, v.pod.as_deref())?;
+    if v.pod.as_ref().is_some_and(|q| q.container.is_some()) {
+        anyhow::bail!("--container: the viewer shows a whole pod; `tracer replay --no-tui`, `tree` and `story` take --container");
+    }
+    let (file, _) = &super::reading::one_source(file, v.pod.as_ref().map(|q| q.pod.as_str()))?;
     #[cfg(feature = "nats")]
     if let Some(url) = file
         .to_str()
@@ -50,7 +55,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     {
         return view_followed(url, speed, v);
     }
-    let mut input = tracer::Input::open(file)?;
+    let mut input = super::reading::open_input(file)?;
     let sched_probes = input.sched_probes();
     let seed = input.snapshot();
     let mut events = tracer::tracefile::PackedEvents::new();
@@ -64,17 +69,19 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
                 }
                 events.push(&ev);
             }
-            // A recording killed mid-write: every whole frame is shown.
-            Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
+            // A recording killed mid-write (or damaged, with --salvage): every whole frame is
+            // shown.
+            Err(e) if v.salvage || e.trace_error().is_some_and(|t| t.is_truncation()) => {
                 cut = Some(e);
                 break;
             }
             Err(e) => return Err(e.into()),
         }
     }
-    if let (Some(pod), Some(e)) = (&v.pod, pod_engine.take()) {
-        super::lineage::require_pod(file, &e, pod)?;
-    }
+    let pod = match (&v.pod, pod_engine.take()) {
+        (Some(q), Some(e)) => Some(super::reading::select_pod(file, &e, q)?.text()),
+        _ => None,
+    };
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -85,7 +92,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         seed,
         title,
         tail: None,
-        pod: v.pod,
+        pod,
     };
     if let Some(size) = v.screenshot {
         print!("{}", tracer::tui::screenshot(rec, &opts, size));
@@ -96,7 +103,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     super::output::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
         eprintln!(
-            "tracer: warning: {e} (the recording was interrupted; every whole frame was shown)"
+            "tracer: warning: {e} (the recording was interrupted or damaged; every whole frame before it was shown)"
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -113,7 +120,7 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         seed: f.seed,
         title: url.to_string(),
         tail: Some(f.tail),
-        pod: v.pod,
+        pod: v.pod.map(|q| q.pod),
     };
     tracer::tui::run_replay(rec, opts)?;
     Ok(ExitCode::SUCCESS)
@@ -128,6 +135,7 @@ pub fn default_target() -> TargetArgs {
         ring_bytes: tracer_common::DEFAULT_RING_BYTES,
         syscalls: false,
         signals: super::Signals::Default,
+        follow_forks: false,
         command: Vec::new(),
     }
 }
@@ -192,6 +200,7 @@ impl tracer::tui::Recorder for FileRecorder {
 pub fn live(
     mut args: TargetArgs,
     record: Option<std::path::PathBuf>,
+    pod: Option<String>,
     no_threads: bool,
 ) -> Result<ExitCode> {
     if args.duration.is_some() {
@@ -219,6 +228,7 @@ pub fn live(
             signals: args.signals.into(),
             recorder,
             record_path: record.clone(),
+            pod,
             no_threads,
         };
         tracer::tui::run_live(target, opts).map_err(|e| {
@@ -236,7 +246,7 @@ pub fn live(
     }
     #[cfg(not(feature = "capture"))]
     {
-        let _ = (args, record, no_threads);
+        let _ = (args, record, pod, no_threads);
         anyhow::bail!(
             "this tracer was built without live capture (feature `capture` off); `tracer view FILE` replays a recording"
         )

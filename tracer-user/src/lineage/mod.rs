@@ -32,7 +32,10 @@ pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
 pub use lifecycle::stories;
-pub use pod::{in_pod, pod_scope, story_in_pod, PodEvents};
+pub use pod::{
+    in_pod, pod_scope, resolve as resolve_pod, story_in_pod, PodError, PodEvents, PodMatch,
+    PodQuery, SelectedPod,
+};
 pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };

@@ -1,43 +1,311 @@
 //! One pod picked out of a recording: which processes, stories and events are its. A pod
-//! is named as its bundles' Kubernetes annotations name it: `name` or `namespace/name`.
+//! is named as its bundles' Kubernetes annotations name it (containerd's CRI plugin writes
+//! `io.kubernetes.cri.sandbox-{namespace,name,uid,id}`): `namespace/name`, `name`, its uid,
+//! or its sandbox's id or a unique prefix of it (what `crictl pods` prints).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::engine::Engine;
 use super::process::{ProcId, Process};
 use super::story::Story;
+use crate::escape::escape;
 use crate::event::{Event, EventKind};
 
-/// Whether `pod` (`namespace/name`) is the pod `query` names (its name, or `namespace/name`).
-fn pod_is(namespace: &str, name: &str, query: &str) -> bool {
-    name == query || query.split_once('/') == Some((namespace, name))
+/// What a recording says about the pod of a process or story: the facts a [`PodMatch`]
+/// looks at.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PodFacts<'a> {
+    /// Its Kubernetes namespace.
+    pub namespace: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Its uid (empty when the annotations did not say).
+    pub uid: &'a str,
+    /// Its sandbox's container id, when known.
+    pub sandbox_id: Option<&'a str>,
+    /// The container's name in the pod (none for the sandbox and the runtime's processes).
+    pub container: Option<&'a str>,
 }
 
-/// `p` belongs to pod `name`, as its bundle's annotations say.
-pub fn in_pod(p: &Process, name: &str) -> bool {
-    p.k8s
-        .as_ref()
-        .and_then(|k| k.pod.as_ref())
-        .is_some_and(|pod| pod_is(&pod.namespace, &pod.name, name))
+impl<'a> PodFacts<'a> {
+    /// What `p`'s bundle annotations say, when they name a pod.
+    pub fn of_process(p: &'a Process) -> Option<PodFacts<'a>> {
+        let k = p.k8s.as_deref()?;
+        let pod = k.pod.as_deref()?;
+        Some(PodFacts {
+            namespace: &pod.namespace,
+            name: &pod.name,
+            uid: &pod.uid,
+            sandbox_id: k.sandbox_id.as_deref(),
+            container: k.container_name.as_deref(),
+        })
+    }
+
+    /// What story `s` says of its pod, when it names one.
+    pub fn of_story(s: &'a Story) -> Option<PodFacts<'a>> {
+        let (namespace, name) = s.pod.as_deref()?.split_once('/')?;
+        Some(PodFacts {
+            namespace,
+            name,
+            uid: "",
+            sandbox_id: s.sandbox_id.as_deref(),
+            container: s.container_name.as_deref(),
+        })
+    }
 }
 
-/// `s` is the birth of a container of pod `name`.
-pub fn story_in_pod(s: &Story, name: &str) -> bool {
-    s.pod
-        .as_deref()
-        .and_then(|p| p.split_once('/'))
-        .is_some_and(|(ns, n)| pod_is(ns, n, name))
+/// Which pod (and container) a view keeps. The one matcher of every command's `--pod`: a
+/// query's text as typed (`str`: exact, what a live view waiting for the pod can use) and a
+/// pod [`resolve`]d against a recording ([`SelectedPod`]) both implement it.
+pub trait PodMatch {
+    /// Does this select the pod (and container) `f` describes?
+    fn selects(&self, f: &PodFacts<'_>) -> bool;
+}
+
+/// A pod's text as typed: its name, `namespace/name`, its uid or its sandbox's full id.
+impl PodMatch for str {
+    fn selects(&self, f: &PodFacts<'_>) -> bool {
+        let q = self;
+        f.name == q
+            || q.split_once('/') == Some((f.namespace, f.name))
+            || (!f.uid.is_empty() && f.uid == q)
+            || f.sandbox_id == Some(q)
+    }
+}
+
+impl PodMatch for String {
+    fn selects(&self, f: &PodFacts<'_>) -> bool {
+        self.as_str().selects(f)
+    }
+}
+
+/// `p` belongs to the pod `m` selects, as its bundle's annotations say.
+pub fn in_pod(p: &Process, m: &(impl PodMatch + ?Sized)) -> bool {
+    PodFacts::of_process(p).is_some_and(|f| m.selects(&f))
+}
+
+/// `s` is a story of a container of the pod `m` selects.
+pub fn story_in_pod(s: &Story, m: &(impl PodMatch + ?Sized)) -> bool {
+    PodFacts::of_story(s).is_some_and(|f| m.selects(&f))
 }
 
 /// The pod's processes and every ancestor of each (what `tree --pod` and the viewer's pod
 /// scope show).
-pub fn pod_scope(e: &Engine, name: &str) -> HashSet<ProcId> {
-    e.with_ancestors(|p| in_pod(p, name))
+pub fn pod_scope(e: &Engine, m: &(impl PodMatch + ?Sized)) -> HashSet<ProcId> {
+    e.with_ancestors(|p| in_pod(p, m))
 }
 
-/// Does the recording hold anything of pod `name`?
-pub fn has_pod(e: &Engine, name: &str) -> bool {
-    e.processes().any(|p| in_pod(p, name))
+/// Does the recording hold anything of the pod `m` selects?
+pub fn has_pod(e: &Engine, m: &(impl PodMatch + ?Sized)) -> bool {
+    e.processes().any(|p| in_pod(p, m))
+}
+
+/// How a user names a pod: `--pod`, `-n/--namespace`, `--container`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodQuery {
+    /// `namespace/name`, `name`, the pod's uid, or its sandbox's id or a unique prefix of it.
+    pub pod: String,
+    /// Only a pod of this namespace.
+    pub namespace: Option<String>,
+    /// Only this container of the pod (its name in the pod spec).
+    pub container: Option<String>,
+}
+
+/// A pod found in a recording by [`resolve`], and the container asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectedPod {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub name: String,
+    /// Only this container of it.
+    pub container: Option<String>,
+}
+
+impl SelectedPod {
+    /// `namespace/name`: the text form the viewer's pod scope takes.
+    pub fn text(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+impl PodMatch for SelectedPod {
+    fn selects(&self, f: &PodFacts<'_>) -> bool {
+        f.namespace == self.namespace
+            && f.name == self.name
+            && self
+                .container
+                .as_deref()
+                .is_none_or(|c| f.container == Some(c))
+    }
+}
+
+/// Why `--pod` found no one pod: each a one-line message, names escaped.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PodError {
+    /// No pod of the recording is the one asked for.
+    #[error(
+        "no pod {} in the recording ({})",
+        escape(query),
+        listed("pods", known)
+    )]
+    NotFound {
+        /// What was asked for.
+        query: String,
+        /// The recording's pods (`namespace/name`).
+        known: Vec<String>,
+    },
+    /// Several pods answer to it.
+    #[error(
+        "{} names several pods: {}; say which by namespace/name or a longer sandbox id",
+        escape(query),
+        listed("", candidates)
+    )]
+    Ambiguous {
+        /// What was asked for.
+        query: String,
+        /// The pods it names (`namespace/name`).
+        candidates: Vec<String>,
+    },
+    /// The pod has no container of that name.
+    #[error(
+        "pod {} has no container {} ({})",
+        escape(pod),
+        escape(container),
+        listed("containers", known)
+    )]
+    NoContainer {
+        /// The pod (`namespace/name`).
+        pod: String,
+        /// The container asked for.
+        container: String,
+        /// The pod's containers.
+        known: Vec<String>,
+    },
+}
+
+/// At most this many names in an error message.
+const MAX_LISTED: usize = 8;
+
+/// `what: a, b, c` (escaped, at most [`MAX_LISTED`]), or `no what` when empty.
+fn listed(what: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        return format!("no {what}");
+    }
+    let mut s: Vec<String> = names
+        .iter()
+        .take(MAX_LISTED)
+        .map(|n| escape(n).into_owned())
+        .collect();
+    if names.len() > MAX_LISTED {
+        s.push(format!("and {} more", names.len() - MAX_LISTED));
+    }
+    match what {
+        "" => s.join(", "),
+        w => format!("{w}: {}", s.join(", ")),
+    }
+}
+
+/// A pod as a recording shows it: `namespace/name`, uid, sandbox ids.
+#[derive(Debug, Default)]
+struct PodSeen {
+    uid: String,
+    sandbox_ids: BTreeSet<String>,
+    containers: BTreeSet<String>,
+}
+
+/// Every pod the recording's bundles named, by `(namespace, name)`.
+fn pods_seen(e: &Engine) -> BTreeMap<PodKey, PodSeen> {
+    let mut pods: BTreeMap<PodKey, PodSeen> = BTreeMap::new();
+    for f in e.processes().filter_map(PodFacts::of_process) {
+        let seen = pods
+            .entry((f.namespace.to_string(), f.name.to_string()))
+            .or_default();
+        if seen.uid.is_empty() {
+            seen.uid = f.uid.to_string();
+        }
+        seen.sandbox_ids.extend(f.sandbox_id.map(str::to_string));
+        seen.containers.extend(f.container.map(str::to_string));
+    }
+    pods
+}
+
+/// The one pod of the recording `q` names: exactly (`namespace/name`, `name`, uid, sandbox
+/// id), else by a prefix of its sandbox id (crictl shows 13 digits); within `-n` when given;
+/// with the container asked for, if any.
+pub fn resolve(e: &Engine, q: &PodQuery) -> Result<SelectedPod, PodError> {
+    resolve_in(&pods_seen(e), q)
+}
+
+/// A pod's key in [`pods_seen`]: `(namespace, name)`.
+type PodKey = (String, String);
+
+/// `namespace/name`.
+fn key_text((ns, name): &PodKey) -> String {
+    format!("{ns}/{name}")
+}
+
+/// The one pod of `pods` that `q` names (its container not checked).
+fn find_pod<'p>(
+    pods: &'p BTreeMap<PodKey, PodSeen>,
+    q: &PodQuery,
+) -> Result<(&'p PodKey, &'p PodSeen), PodError> {
+    let exact = |(ns, name): &PodKey, seen: &PodSeen, sid: Option<&str>| {
+        q.pod.as_str().selects(&PodFacts {
+            namespace: ns,
+            name,
+            uid: &seen.uid,
+            sandbox_id: sid,
+            container: None,
+        })
+    };
+    let pick = |by: &dyn Fn(&PodKey, &PodSeen) -> bool| -> Vec<(&'p PodKey, &'p PodSeen)> {
+        let in_ns = |ns: &str| q.namespace.as_deref().is_none_or(|n| n == ns);
+        pods.iter()
+            .filter(|(k, seen)| in_ns(&k.0) && by(k, seen))
+            .collect()
+    };
+    let mut found = pick(&|k, seen| {
+        exact(k, seen, None) || seen.sandbox_ids.iter().any(|s| exact(k, seen, Some(s)))
+    });
+    if found.is_empty() && !q.pod.is_empty() {
+        found = pick(&|_, seen| seen.sandbox_ids.iter().any(|s| s.starts_with(&q.pod)));
+    }
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(PodError::NotFound {
+            query: match &q.namespace {
+                Some(ns) => format!("{}/{}", ns, q.pod),
+                None => q.pod.clone(),
+            },
+            known: pods.keys().map(key_text).collect(),
+        }),
+        many => Err(PodError::Ambiguous {
+            query: q.pod.clone(),
+            candidates: many.iter().map(|(k, _)| key_text(k)).collect(),
+        }),
+    }
+}
+
+/// [`resolve`] among `pods`.
+fn resolve_in(pods: &BTreeMap<PodKey, PodSeen>, q: &PodQuery) -> Result<SelectedPod, PodError> {
+    let (key, seen) = find_pod(pods, q)?;
+    if let Some(c) = q
+        .container
+        .as_ref()
+        .filter(|c| !seen.containers.contains(*c))
+    {
+        return Err(PodError::NoContainer {
+            pod: key_text(key),
+            container: c.clone(),
+            known: seen.containers.iter().cloned().collect(),
+        });
+    }
+    Ok(SelectedPod {
+        namespace: key.0.clone(),
+        name: key.1.clone(),
+        container: q.container.clone(),
+    })
 }
 
 /// The events of one pod: those of its processes, and of every process one of its
@@ -52,16 +320,16 @@ pub struct PodEvents {
 }
 
 impl PodEvents {
-    /// Picks pod `name` out of the engine that read the whole recording.
-    pub fn new(e: &Engine, name: &str) -> PodEvents {
+    /// Picks the pod `m` selects out of the engine that read the whole recording.
+    pub fn new(e: &Engine, m: &(impl PodMatch + ?Sized)) -> PodEvents {
         let mut ids: HashSet<ProcId> = e
             .processes()
-            .filter(|p| in_pod(p, name))
+            .filter(|p| in_pod(p, m))
             .map(|p| p.id)
             .collect();
         for st in super::lifecycle::stories(e)
             .iter()
-            .filter(|s| story_in_pod(s, name))
+            .filter(|s| story_in_pod(s, m))
         {
             for step in &st.steps {
                 let alive_then = e.processes().find(|p| {
@@ -133,11 +401,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_pod_is_named_by_name_or_namespace_and_name() {
-        assert!(pod_is("ns", "web", "web"));
-        assert!(pod_is("ns", "web", "ns/web"));
-        assert!(!pod_is("ns", "web", "other/web"));
-        assert!(!pod_is("ns", "web", "ns/we"));
-        assert!(!pod_is("ns", "web", "ns"));
+    fn a_pod_is_named_by_name_namespace_and_name_uid_or_sandbox_id() {
+        let f = PodFacts {
+            namespace: "ns",
+            name: "web",
+            uid: "u-1",
+            sandbox_id: Some("abcdef"),
+            container: Some("nginx"),
+        };
+        for yes in ["web", "ns/web", "u-1", "abcdef"] {
+            assert!(yes.selects(&f), "{yes}");
+        }
+        // A prefix is only for resolve, which knows whether it is unique.
+        for no in ["other/web", "ns/we", "ns", "abc", ""] {
+            assert!(!no.selects(&f), "{no}");
+        }
+        assert!(!"u-1".selects(&PodFacts { uid: "", ..f }));
+        let sel = |container: Option<&str>| SelectedPod {
+            namespace: "ns".into(),
+            name: "web".into(),
+            container: container.map(Into::into),
+        };
+        assert!(sel(None).selects(&f) && sel(Some("nginx")).selects(&f));
+        assert!(!sel(Some("sidecar")).selects(&f));
+        assert!(!sel(None).selects(&PodFacts {
+            namespace: "x",
+            ..f
+        }));
+    }
+
+    #[test]
+    fn a_prefix_or_a_name_naming_two_pods_is_ambiguous() {
+        let pod = |sid: &str| PodSeen {
+            uid: format!("uid-{sid}"),
+            sandbox_ids: [sid.to_string()].into(),
+            containers: ["app".to_string()].into(),
+        };
+        let key = |ns: &str, n: &str| (ns.to_string(), n.to_string());
+        let pods: BTreeMap<_, _> = [
+            (key("a", "web"), pod("abc123")),
+            (key("b", "web"), pod("abd456")),
+            (key("a", "db"), pod("ffee00")),
+        ]
+        .into();
+        let q = |pod: &str, ns: Option<&str>| PodQuery {
+            pod: pod.into(),
+            namespace: ns.map(Into::into),
+            container: None,
+        };
+        let found = |p: &str, ns| resolve_in(&pods, &q(p, ns)).map(|s| s.text());
+        let two = vec!["a/web".to_string(), "b/web".to_string()];
+        for (p, ns) in [("web", None), ("ab", None)] {
+            assert_eq!(
+                found(p, ns),
+                Err(PodError::Ambiguous {
+                    query: p.into(),
+                    candidates: two.clone()
+                })
+            );
+        }
+        assert_eq!(found("web", Some("b")), Ok("b/web".into()));
+        assert_eq!(found("abc", None), Ok("a/web".into()));
+        assert_eq!(found("abd456", None), Ok("b/web".into()));
+        assert_eq!(found("uid-ffee00", None), Ok("a/db".into()));
+        assert_eq!(found("a/db", Some("b")).ok(), None);
+        let e = found("zz", None).unwrap_err().to_string();
+        assert_eq!(e, "no pod zz in the recording (pods: a/db, a/web, b/web)");
     }
 }

@@ -8,7 +8,7 @@ use crate::event::ExitStatus;
 
 use super::ending::{Death, SignalRecord};
 use super::engine::{Engine, Warning, WarningKind};
-use super::pod::in_pod;
+use super::pod::{in_pod, PodMatch};
 use super::process::{How, ProcId, Process, Reason};
 use super::roles::Role;
 use super::story::{Phase, Story};
@@ -163,9 +163,9 @@ pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
     tree_text_of(e, opts, Some(&e.with_ancestors(acted)))
 }
 
-/// Only the processes of pod `name` (its name, or `namespace/name`) and their ancestors.
-pub fn pod_tree_text(e: &Engine, opts: TreeOpts, name: &str) -> String {
-    tree_text_of(e, opts, Some(&super::pod::pod_scope(e, name)))
+/// Only the processes of the pod `m` selects and their ancestors.
+pub fn pod_tree_text(e: &Engine, opts: TreeOpts, m: &(impl PodMatch + ?Sized)) -> String {
+    tree_text_of(e, opts, Some(&super::pod::pod_scope(e, m)))
 }
 
 /// Did the recording see `p` act: born, exec'd, renamed, set a subreaper or exited after the
@@ -481,11 +481,12 @@ pub fn tree_json_doc<'a>(
     }
 }
 
-/// The processes in JSON order: by pid, then start seq; only pod `pod`'s when given.
-pub fn tree_json_processes<'e>(e: &'e Engine, pod: Option<&str>) -> Vec<&'e Process> {
+/// The processes in JSON order: by pid, then start seq; only those of the pod `pod` selects
+/// when given.
+pub fn tree_json_processes<'e>(e: &'e Engine, pod: Option<&dyn PodMatch>) -> Vec<&'e Process> {
     let mut ps: Vec<&Process> = e
         .processes()
-        .filter(|p| pod.is_none_or(|name| in_pod(p, name)))
+        .filter(|p| pod.is_none_or(|m| in_pod(p, m)))
         .collect();
     ps.sort_by_key(|p| (p.pid, p.start_seq, p.id));
     ps
@@ -496,7 +497,7 @@ pub fn tree_json_processes<'e>(e: &'e Engine, pod: Option<&str>) -> Vec<&'e Proc
 pub fn write_tree_json(
     e: &Engine,
     input_warnings: &[JsonWarning],
-    pod: Option<&str>,
+    pod: Option<&dyn PodMatch>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let procs = tree_json_processes(e, pod);

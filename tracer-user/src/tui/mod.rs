@@ -134,6 +134,8 @@ pub struct LiveOpts {
     pub record_path: Option<std::path::PathBuf>,
     /// Open with threads hidden (`--no-threads`).
     pub no_threads: bool,
+    /// Show only this pod (see [`AppState::pod`]): empty until it appears.
+    pub pod: Option<String>,
 }
 
 #[cfg(feature = "capture")]
@@ -146,6 +148,7 @@ impl Default for LiveOpts {
             recorder: None,
             record_path: None,
             no_threads: false,
+            pod: None,
         }
     }
 }
@@ -194,6 +197,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         state.log.hide_threads = opts.no_threads;
         state.set_sched_probes(!cap.syscall_probes());
         state.status.message = note;
+        state.pod = opts.pod;
         state.status.recording = opts
             .record_path
             .filter(|_| opts.recorder.is_some())
