@@ -183,3 +183,212 @@ fn tui_live_in_tmux() {
     t.send(&["q"]);
     t.assert_terminal_usable("after-live-ok");
 }
+
+// ---- the guided demo: properties of the screen, not of one recording's pids or seqs ----
+
+/// `tracer demo ARGS` started in a fresh tmux session of `cols`×`rows`, once the pane shows
+/// every needle.
+fn demo_in_tmux(name: &str, cols: u16, rows: u16, args: &str, shows: &[&str]) -> Tmux {
+    let bin = tracer_bin();
+    let t = Tmux::start(name, cols, rows);
+    t.wait_for(&["$"]);
+    t.type_text(&format!("{} demo {args}", bin.display()));
+    t.send(&["Enter"]);
+    t.wait_for(shows);
+    t
+}
+
+/// Column of the story pane's box (the corner before its title; 0 when it starts the row).
+fn story_col(screen: &str) -> Option<usize> {
+    screen.lines().find_map(|l| {
+        let at = l.find(" guided · stories")?;
+        let before = &l[..at];
+        Some(
+            before
+                .chars()
+                .count()
+                .saturating_sub(usize::from(before.ends_with('┌'))),
+        )
+    })
+}
+
+/// The story pane's text, row by row (what lies right of its box's left edge).
+fn story_rows(screen: &str) -> Vec<String> {
+    let col = story_col(screen).unwrap_or(0);
+    let skip = if col > 0 { col + 1 } else { 0 };
+    screen
+        .lines()
+        .map(|l| l.chars().skip(skip).collect::<String>())
+        .collect()
+}
+
+/// The selected step (`▸ SEQ TEXT`) and the header of the story it is in.
+fn selected_step(screen: &str) -> Option<(String, String)> {
+    let rows = story_rows(screen);
+    let i = rows.iter().position(|r| r.starts_with('▸'))?;
+    let header = rows[..i]
+        .iter()
+        .rev()
+        .find(|r| r.starts_with("pod ") || r.starts_with("container "))?;
+    Some((
+        rows[i].trim_end().to_string(),
+        header.trim_end().to_string(),
+    ))
+}
+
+/// The status bar's `event N/M`.
+fn position(screen: &str) -> Option<String> {
+    let status = screen.lines().rev().find(|l| l.contains("REPLAY"))?;
+    let at = status.find("event ")?;
+    status[at..].split_whitespace().nth(1).map(str::to_string)
+}
+
+#[test]
+fn demo_opens_guided_and_steps_within_the_selected_story_160x45() {
+    if !tests::prereq::require_program("tmux", "tmux") {
+        return;
+    }
+    let t = demo_in_tmux(
+        "guided160",
+        160,
+        45,
+        "",
+        &["REPLAY", "guided · stories", "── why: "],
+    );
+    let screen = t.capture();
+    // Teaching layout: the story and its explanation take at least 60% of the width, no log.
+    let col = story_col(&screen).unwrap_or_else(|| panic!("no story pane:\n{screen}"));
+    assert!(
+        (160 - col) * 100 >= 160 * 60,
+        "story box at column {col}:\n{screen}"
+    );
+    assert!(
+        !screen.contains(" log ("),
+        "the log is hidden while guided:\n{screen}"
+    );
+    let (step, first_story) = selected_step(&screen).unwrap_or_else(|| panic!("{screen}"));
+    let start = position(&screen).expect("position");
+
+    // Select a step of another story in the pane: the replay does not move.
+    let mut picked = None;
+    for _ in 0..200 {
+        let before = t.capture();
+        t.send(&["Down"]);
+        t.wait_until("the selection to move", |t| t.capture() != before);
+        let now = t.capture();
+        let (_, story) = selected_step(&now).unwrap_or_else(|| panic!("{now}"));
+        if story != first_story {
+            picked = Some(story);
+            break;
+        }
+    }
+    let story = picked.unwrap_or_else(|| panic!("one story only after {step}"));
+    assert_eq!(position(&t.capture()).as_deref(), Some(start.as_str()));
+
+    // `]` moves the replay through that story's steps, never into another one, and says so
+    // at its last step.
+    let mut last = (position(&t.capture()), selected_step(&t.capture()));
+    let mut said = false;
+    for _ in 0..100 {
+        t.send(&["]"]);
+        t.wait_until(
+            "the replay or the step to move, or the status to speak",
+            |t| {
+                let s = t.capture();
+                (position(&s), selected_step(&s)) != last || s.contains("last step of this story")
+            },
+        );
+        let s = t.capture();
+        let (_, now) = selected_step(&s).unwrap_or_else(|| panic!("{s}"));
+        assert_eq!(now, story, "`]` left the selected story:\n{s}");
+        if s.contains("last step of this story") {
+            said = true;
+            break;
+        }
+        last = (position(&s), selected_step(&s));
+    }
+    assert!(said, "never reached the story's last step");
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-guided-ok");
+}
+
+#[test]
+fn demo_guided_at_80x24_shows_the_step_and_says_more() {
+    if !tests::prereq::require_program("tmux", "tmux") {
+        return;
+    }
+    let t = demo_in_tmux(
+        "guided80",
+        80,
+        24,
+        "",
+        &["REPLAY", "guided · stories", "── why: "],
+    );
+    let screen = t.capture();
+    let (step, _) = selected_step(&screen).unwrap_or_else(|| panic!("{screen}"));
+    assert!(step.len() > 10, "{screen}");
+    // The explanation starts under its title line.
+    let lines: Vec<&str> = screen.lines().collect();
+    let why = lines
+        .iter()
+        .position(|l| l.starts_with("── why: "))
+        .expect("why");
+    assert!(
+        lines
+            .get(why + 1)
+            .is_some_and(|l| l.split_whitespace().count() >= 4),
+        "{screen}"
+    );
+    // Text cut at the pane's edge says so.
+    assert!(screen.contains("more ↓"), "{screen}");
+    assert!(!screen.contains(" log ("), "{screen}");
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-guided80-ok");
+}
+
+/// A `Thread N attached` or `+++ thread exited` line of the event log.
+fn thread_lines(screen: &str) -> usize {
+    screen
+        .lines()
+        .filter(|l| (l.contains("Thread ") && l.contains(" attached")) || l.contains("+++ thread"))
+        .count()
+}
+
+#[test]
+fn the_thread_key_and_flag_hide_thread_lines() {
+    if !tests::prereq::require_program("tmux", "tmux") {
+        return;
+    }
+    // Free replay at its end, the log zoomed to the whole screen.
+    let t = demo_in_tmux("threads", 160, 45, "--free", &["REPLAY", " log ("]);
+    t.send(&["G"]);
+    t.wait_for(&[" end "]);
+    t.send(&["Tab"]);
+    t.send(&["z"]);
+    t.wait_until("thread lines in the log", |t| {
+        thread_lines(&t.capture()) > 0
+    });
+    t.send(&["T"]);
+    t.wait_until("thread lines hidden", |t| {
+        let s = t.capture();
+        thread_lines(&s) == 0 && s.contains("threads hidden")
+    });
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-threads-ok");
+    drop(t);
+    let t = demo_in_tmux(
+        "nothreads",
+        160,
+        45,
+        "--free --no-threads",
+        &["REPLAY", "threads hidden"],
+    );
+    t.send(&["G"]);
+    t.wait_for(&[" end "]);
+    t.send(&["Tab"]);
+    t.send(&["z"]);
+    let s = t.wait_for(&[" log ("]);
+    assert_eq!(thread_lines(&s), 0, "{s}");
+    t.send(&["q"]);
+    t.assert_terminal_usable("after-nothreads-ok");
+}

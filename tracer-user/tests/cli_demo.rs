@@ -136,3 +136,33 @@ fn demo_lifecycle_tells_execs_deaths_and_a_restart() {
         assert!(stdout.contains(want), "{want:?} not in:\n{stdout}");
     }
 }
+
+/// The hidden `--screenshot COLSxROWS` (for the docs generator): the viewer's opening frame,
+/// guided, as plain text, with no terminal; a bad size is one line and exit 1.
+#[test]
+fn demo_screenshot_prints_the_guided_opening_frame() {
+    let out = Command::new(TRACER)
+        .args(["demo", "--screenshot", "80x24"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.lines().count(), 24, "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(
+        text.contains("guided · stories") && text.contains("── why: "),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "plain text: {text:?}");
+    let out = Command::new(TRACER)
+        .args(["demo", "--screenshot", "80by24"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("COLSxROWS"), "{err}");
+}

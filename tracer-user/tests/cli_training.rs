@@ -72,3 +72,28 @@ fn export_svg_and_html_to_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `tracer view FILE --guided --screenshot COLSxROWS`: the guided viewer's opening frame as
+/// plain text, the teaching layout (the story pane from column 120·38% on), no terminal.
+#[test]
+fn view_screenshot_prints_the_guided_opening_frame() {
+    let log = ctr_log();
+    let text = tracer(&[
+        "view",
+        log.to_str().unwrap(),
+        "--guided",
+        "--no-threads",
+        "--screenshot",
+        "160x45",
+    ]);
+    assert_eq!(text.lines().count(), 45, "{text}");
+    let top = text.lines().next().unwrap_or_default();
+    let col = top
+        .find("┌ guided · stories")
+        .map(|b| top[..b].chars().count());
+    assert!(col.is_some_and(|c| (160 - c) * 100 >= 160 * 60), "{text}");
+    assert!(
+        text.contains("threads hidden") && text.contains("── why: "),
+        "{text}"
+    );
+}

@@ -50,7 +50,7 @@ pub struct DemoArgs {
     pub which: Demo,
     /// Write the recording to this trace file instead of replaying it (never through a
     /// symlink, never over another user's file).
-    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided"])]
+    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided", "free", "screenshot"])]
     pub output: Option<std::path::PathBuf>,
     /// Replay speed: 1 = original timing, 0 = as fast as possible (the default without the
     /// viewer; the viewer plays at 1).
@@ -63,10 +63,19 @@ pub struct DemoArgs {
     /// terminal).
     #[arg(long)]
     pub no_tui: bool,
-    /// Guided, in the viewer: open paused at the first container-birth step with its
-    /// explanation; `]` / `[` move between steps.
-    #[arg(long, conflicts_with = "no_tui")]
+    /// Guided, in the viewer (the default on a terminal): open paused at the first
+    /// container-birth step with its explanation; `]` / `[` step through the selected story.
+    #[arg(long, conflicts_with_all = ["no_tui", "free"])]
     pub guided: bool,
+    /// In the viewer, play the recording freely from its start instead of the guided tour.
+    #[arg(long, conflicts_with = "no_tui")]
+    pub free: bool,
+    /// In the viewer, hide threads (their lines in the event log, their rows in the tree).
+    #[arg(long)]
+    pub no_threads: bool,
+    /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
+    #[arg(long, value_name = "COLSxROWS", hide = true, conflicts_with = "no_tui")]
+    pub screenshot: Option<tracer::tui::ScreenSize>,
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
@@ -100,7 +109,8 @@ fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
 /// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.
 fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
-    if args.guided || (std::io::stdout().is_terminal() && !args.no_tui) {
+    let viewer = std::io::stdout().is_terminal() && !args.no_tui;
+    if args.guided || args.screenshot.is_some() || viewer {
         let sched_probes = input.sched_probes();
         let seed = input.snapshot();
         let events = input.collect::<Result<tracer::tracefile::PackedEvents, _>>()?;
@@ -109,7 +119,8 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             paused: false,
             at_end: false,
             sched_probes,
-            guided: args.guided,
+            guided: !args.free,
+            no_threads: args.no_threads,
         };
         let rec = tracer::tui::Recording {
             events,
@@ -118,7 +129,10 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             tail: None,
             pod: None,
         };
-        tracer::tui::run_replay(rec, opts)?;
+        match args.screenshot {
+            Some(size) => print!("{}", tracer::tui::screenshot(rec, &opts, size)),
+            None => tracer::tui::run_replay(rec, opts)?,
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let opts = PaceOpts {

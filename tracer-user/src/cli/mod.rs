@@ -249,6 +249,9 @@ pub enum Command {
         /// its containers' stories.
         #[arg(long, value_name = "POD")]
         pod: Option<String>,
+        /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
+        #[arg(long)]
+        no_threads: bool,
     },
     /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
     /// stream is followed live. The same flags as `replay`.
@@ -288,12 +291,13 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => tui::live(tui::default_target(), None, None),
+        None => tui::live(tui::default_target(), None, None, false),
         Some(Command::Tui {
             target,
             record,
             pod,
-        }) => tui::live(target, record, pod),
+            no_threads,
+        }) => tui::live(target, record, pod, no_threads),
         Some(Command::View(args)) => replay::view(args),
         Some(Command::Tree {
             file,

@@ -43,6 +43,13 @@ pub struct PlayArgs {
     // runc stages that started its containers.
     #[command(flatten)]
     pub pod: super::PodArgs,
+    /// In the viewer, hide threads (their lines in the event log, their rows in the tree);
+    /// `T` toggles.
+    #[arg(long)]
+    pub no_threads: bool,
+    /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
+    #[arg(long, value_name = "COLSxROWS", hide = true)]
+    pub screenshot: Option<tracer::tui::ScreenSize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -67,13 +74,16 @@ pub fn view(p: PlayArgs) -> Result<ExitCode> {
         guided: p.guided,
         salvage: p.salvage,
         pod: p.pod.query(),
+        no_threads: p.no_threads,
+        screenshot: p.screenshot,
     };
     super::tui::view(&p.file, speed, v)
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let p = args.play;
-    if p.guided || (std::io::stdout().is_terminal() && !args.no_tui && !p.step) {
+    let viewer = std::io::stdout().is_terminal() && !args.no_tui && !p.step;
+    if p.guided || p.screenshot.is_some() || viewer {
         // The same viewer as `tracer view`, at the asked speed.
         let speed = p.speed.filter(|s| *s > 0.0);
         return view(PlayArgs { speed, ..p });

@@ -19,6 +19,10 @@ pub struct ViewOpts {
     pub salvage: bool,
     /// Only this pod.
     pub pod: Option<tracer::lineage::PodQuery>,
+    /// Threads hidden (`--no-threads`).
+    pub no_threads: bool,
+    /// Print the first frame at this size instead of opening the viewer (`--screenshot`).
+    pub screenshot: Option<tracer::tui::ScreenSize>,
 }
 
 impl ViewOpts {
@@ -29,6 +33,7 @@ impl ViewOpts {
             at_end: self.at_end,
             sched_probes,
             guided: self.guided,
+            no_threads: self.no_threads,
         }
     }
 }
@@ -89,6 +94,10 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         tail: None,
         pod,
     };
+    if let Some(size) = v.screenshot {
+        print!("{}", tracer::tui::screenshot(rec, &opts, size));
+        return Ok(ExitCode::SUCCESS);
+    }
     tracer::tui::run_replay(rec, opts)?;
     // Said once the terminal is back: what of the input could not be shown.
     super::output::print_input_notes(&input, cut.is_some());
@@ -192,6 +201,7 @@ pub fn live(
     mut args: TargetArgs,
     record: Option<std::path::PathBuf>,
     pod: Option<String>,
+    no_threads: bool,
 ) -> Result<ExitCode> {
     if args.duration.is_some() {
         anyhow::bail!("--duration is for `tracer trace`; the viewer runs until `q`");
@@ -219,6 +229,7 @@ pub fn live(
             recorder,
             record_path: record.clone(),
             pod,
+            no_threads,
         };
         tracer::tui::run_live(target, opts).map_err(|e| {
             // One line that says why and what works without root (exit code 2 kept).
@@ -235,7 +246,7 @@ pub fn live(
     }
     #[cfg(not(feature = "capture"))]
     {
-        let _ = (args, record, pod);
+        let _ = (args, record, pod, no_threads);
         anyhow::bail!(
             "this tracer was built without live capture (feature `capture` off); `tracer view FILE` replays a recording"
         )

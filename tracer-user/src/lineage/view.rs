@@ -529,34 +529,7 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
         if i > 0 {
             out.push('\n');
         }
-        let cid = s.container_id.as_deref().unwrap_or("?");
-        let what = if s.sandbox { "sandbox" } else { "container" };
-        match (&s.pod, &s.sandbox_id) {
-            // The pod by name when a bundle gave it, else by the short form of its sandbox id,
-            // as `crictl pods` shows it.
-            (Some(pod), _) => {
-                let _ = write!(out, "pod {}: {what} {}", escape(pod), escape(cid));
-            }
-            (None, Some(sb)) => {
-                let short = sb.get(..12).unwrap_or(sb);
-                let _ = write!(out, "pod {}: {what} {}", escape(short), escape(cid));
-            }
-            (None, None) => {
-                let _ = write!(out, "container {}", escape(cid));
-            }
-        }
-        if let Some(n) = &s.container_name {
-            let _ = write!(out, " ({})", escape(n));
-        }
-        let _ = write!(out, " ({}", s.kind.as_str());
-        if let Some(r) = &s.runtime {
-            let _ = write!(out, ", {}", escape(r));
-        }
-        out.push(')');
-        if let Some(w) = &s.workload {
-            let _ = write!(out, " → {}", escape(w));
-        }
-        out.push_str(&phase_label(s));
+        out.push_str(&story_header(s, false));
         out.push('\n');
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
@@ -572,6 +545,47 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
             }
         }
     }
+    out
+}
+
+/// A story's header: `pod shop/web: sandbox 0123… (containerd, runc create) → pause`,
+/// `pod shop/web: container 4567… (nginx) (…) → nginx [exec]`, `container 89ab… (…)` outside
+/// a pod. `brief` (the viewer): a named container by its name only, an unnamed one by the
+/// 12-character short id (`crictl ps`'s).
+pub fn story_header(s: &Story, brief: bool) -> String {
+    let mut out = String::new();
+    let cid = s.container_id.as_deref().unwrap_or("?");
+    let what = if s.sandbox { "sandbox" } else { "container" };
+    let id = match (&s.container_name, brief) {
+        (Some(n), true) => escape(n).into_owned(),
+        (_, true) => escape(short_cid(cid)).into_owned(),
+        (_, false) => escape(cid).into_owned(),
+    };
+    match (&s.pod, &s.sandbox_id) {
+        // The pod by name when a bundle gave it, else by the short form of its sandbox id,
+        // as `crictl pods` shows it.
+        (Some(pod), _) => {
+            let _ = write!(out, "pod {}: {what} {id}", escape(pod));
+        }
+        (None, Some(sb)) => {
+            let _ = write!(out, "pod {}: {what} {id}", escape(short_cid(sb)));
+        }
+        (None, None) => {
+            let _ = write!(out, "container {id}");
+        }
+    }
+    if let (Some(n), false) = (&s.container_name, brief) {
+        let _ = write!(out, " ({})", escape(n));
+    }
+    let _ = write!(out, " ({}", s.kind.as_str());
+    if let Some(r) = &s.runtime {
+        let _ = write!(out, ", {}", escape(r));
+    }
+    out.push(')');
+    if let Some(w) = &s.workload {
+        let _ = write!(out, " → {}", escape(w));
+    }
+    out.push_str(&phase_label(s));
     out
 }
 

@@ -48,6 +48,12 @@ pub enum Action {
     SearchPrev,
     /// t: show threads.
     ToggleThreads,
+    /// T: hide threads everywhere (log lines and tree rows).
+    HideThreads,
+    /// L: show / hide the event log.
+    ToggleLog,
+    /// m: scroll the explanation by a page (back to its start past the end).
+    MoreWhy,
     /// Tree ↔ pods → containers → processes.
     TogglePods,
     /// x: show exited processes.
@@ -123,21 +129,27 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ),
     ("/", "search name, pid, container id, pod (Enter, Esc)"),
     ("n N", "next / previous match"),
-    ("t p", "threads shown / folded · group by pod → container"),
+    (
+        "t T p",
+        "thread rows · T hides threads in log and tree · pods",
+    ),
     ("x", "show / hide exited (live drops them 30 s after exit)"),
     ("s", "story pane (container births, step by step)"),
     (
-        "e z < >",
-        "explain the step · zoom the pane · scroll the tree",
+        "e m z < >",
+        "explain the step · m more · zoom · scroll the tree",
     ),
-    ("f", "event log: all / selected subtree only"),
+    (
+        "f L",
+        "event log: all / selected subtree only · hide / show",
+    ),
     ("Tab", "focus next pane (tree, story, log)"),
     (
         "space w",
         "pause (live still records) · w: save view to a file",
     ),
     (". ,", "replay: step one event forward / back"),
-    ("[ ]", "previous / next story step"),
+    ("[ ]", "previous / next step of the selected story"),
     ("+ -", "replay speed ×2 / ÷2"),
     ("g G", "replay: start / end (live: first / last row)"),
     ("mouse", "wheel scrolls the pane under it; click selects"),
@@ -212,6 +224,9 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('n') => Action::SearchNext,
         KeyCode::Char('N') => Action::SearchPrev,
         KeyCode::Char('t') => Action::ToggleThreads,
+        KeyCode::Char('T') => Action::HideThreads,
+        KeyCode::Char('L') => Action::ToggleLog,
+        KeyCode::Char('m') => Action::MoreWhy,
         KeyCode::Char('p') => Action::TogglePods,
         KeyCode::Char('x') => Action::ToggleExited,
         KeyCode::Char('s') => Action::ToggleStory,

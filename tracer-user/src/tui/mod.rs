@@ -18,6 +18,7 @@ pub mod action;
 pub mod msg;
 pub mod reduce;
 mod save;
+mod shot;
 pub mod source;
 pub mod state;
 mod term;
@@ -37,6 +38,7 @@ use tokio::sync::mpsc;
 pub use action::Action;
 pub use msg::{Control, Msg, CHANNEL_CAPACITY};
 pub use reduce::reduce;
+pub use shot::{screenshot, ScreenSize};
 pub use source::{Recorder, ReplayOpts};
 pub use state::{AppState, Mode};
 pub use ui::draw;
@@ -87,22 +89,34 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
     rt.block_on(async move {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let (ctl_tx, ctl_rx) = mpsc::channel(64);
-        let mut state = AppState::new_replay(rec.title);
-        state.set_sched_probes(opts.sched_probes);
-        state.playback.paused = opts.paused;
-        state.playback.speed = opts.speed;
-        state.pod = rec.pod;
+        let mut state = replay_state(rec.title, rec.pod, &rec.seed, &opts);
         state.playback.following = rec.tail.is_some();
-        state.seed(&rec.seed);
-        if opts.guided {
-            state.guide();
-        }
         let replay = source::replay(rec.events, rec.seed, opts, tx, ctl_rx, rec.tail);
         let src = tokio::spawn(replay);
         let res = app_loop(state, rx, Some(ctl_tx)).await;
         src.abort();
         res
     })
+}
+
+/// A replay viewer's state before its source sends anything.
+fn replay_state(
+    title: String,
+    pod: Option<String>,
+    seed: &[crate::lineage::SnapshotProcess],
+    opts: &ReplayOpts,
+) -> AppState {
+    let mut state = AppState::new_replay(title);
+    state.set_sched_probes(opts.sched_probes);
+    state.playback.paused = opts.paused;
+    state.playback.speed = opts.speed;
+    state.log.hide_threads = opts.no_threads;
+    state.pod = pod;
+    state.seed(seed);
+    if opts.guided {
+        state.guide();
+    }
+    state
 }
 
 /// Options of a live view.
@@ -118,6 +132,8 @@ pub struct LiveOpts {
     pub signals: crate::capture::SignalSet,
     /// The file the recorder writes, named on the status bar (`● rec FILE`).
     pub record_path: Option<std::path::PathBuf>,
+    /// Open with threads hidden (`--no-threads`).
+    pub no_threads: bool,
     /// Show only this pod (see [`AppState::pod`]): empty until it appears.
     pub pod: Option<String>,
 }
@@ -131,6 +147,7 @@ impl Default for LiveOpts {
             signals: crate::capture::SignalSet::Default,
             recorder: None,
             record_path: None,
+            no_threads: false,
             pod: None,
         }
     }
@@ -177,6 +194,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
             .start()?;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let mut state = AppState::new_live(title);
+        state.log.hide_threads = opts.no_threads;
         state.set_sched_probes(!cap.syscall_probes());
         state.status.message = note;
         state.pod = opts.pod;

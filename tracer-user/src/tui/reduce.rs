@@ -24,6 +24,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
     }
     let mut out = Vec::new();
     let replay = s.mode == Mode::Replay;
+    let selected = s.tree.selected;
     match a {
         Action::Quit => s.quit = true,
         Action::Resize(w, h) => s.view.size = (w, h),
@@ -73,6 +74,15 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.tree.show_threads = !s.tree.show_threads;
             s.mark_tree_dirty();
         }
+        Action::HideThreads => {
+            s.log.hide_threads = !s.log.hide_threads;
+            s.mark_tree_dirty();
+        }
+        Action::ToggleLog => toggle_pane(s, Pane::Log),
+        Action::MoreWhy => {
+            let pages = s.story.why_pages();
+            s.story.why_scroll = (s.story.cursor, pages + 1);
+        }
         Action::TogglePods => {
             s.tree.pod_view = !s.tree.pod_view;
             s.tree.offset = 0;
@@ -82,15 +92,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.tree.show_exited = !s.tree.show_exited;
             s.mark_tree_dirty();
         }
-        Action::ToggleStory => {
-            s.view.show_story = !s.view.show_story;
-            s.view.pane = if s.view.show_story {
-                Pane::Story
-            } else {
-                Pane::Tree
-            };
-            s.mark_tree_dirty();
-        }
+        Action::ToggleStory => toggle_pane(s, Pane::Story),
         Action::ToggleHelp => s.view.show_help = !s.view.show_help,
         Action::ToggleExplain => {
             s.view.show_explain = !s.view.show_explain;
@@ -112,8 +114,8 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::NextPane => {
             s.view.pane = match active_pane(s) {
                 Pane::Tree if s.view.show_story => Pane::Story,
-                Pane::Tree | Pane::Story => Pane::Log,
-                Pane::Log => Pane::Tree,
+                Pane::Tree | Pane::Story if s.view.show_log => Pane::Log,
+                Pane::Tree | Pane::Story | Pane::Log => Pane::Tree,
             }
         }
         Action::SaveWindow => match (&s.mode, &s.status.recording) {
@@ -157,8 +159,24 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::Start => move_by(s, i64::MIN / 2),
         Action::End => move_by(s, i64::MAX / 2),
     }
+    if s.tree.selected != selected {
+        s.tree.chosen = true;
+    }
     s.refresh();
     out
+}
+
+/// Shows or hides the story pane or the log: shown, it takes the keys; hidden, the tree.
+fn toggle_pane(s: &mut AppState, pane: Pane) {
+    let shown = match pane {
+        Pane::Story => &mut s.view.show_story,
+        Pane::Log => &mut s.view.show_log,
+        Pane::Tree => return,
+    };
+    *shown = !*shown;
+    let on = *shown;
+    s.view.pane = if on { pane } else { Pane::Tree };
+    s.mark_tree_dirty();
 }
 
 /// The pane under a screen position (the detail pane counts as none).
@@ -371,43 +389,26 @@ fn search(s: &mut AppState, forward: bool, from_current: bool) {
     s.status.message = Some(format!("no visible match for {:?}", s.search.query));
 }
 
-/// `[` / `]`: replay moves to the previous/next step's event; live moves the story cursor.
+/// `[` / `]`: the previous / next step of the story the cursor is in (the one selected in
+/// the story pane, whatever the replay position); replay seeks to it. At either end of the
+/// story the status line says so: another story is chosen with ↑↓, not by stepping past.
 fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
-    let steps = s.story.steps();
-    if steps.is_empty() {
+    if s.story.steps().is_empty() {
         s.status.message = Some("no container birth found (yet)".into());
         return;
     }
-    let seq_of = |&(i, j): &(usize, usize)| s.story.stories[i].steps[j].seq;
-    let target = if s.mode == Mode::Replay {
-        let at = s.last_seq();
-        // Steps in seq order (stories interleave).
-        let mut order: Vec<usize> = (0..steps.len()).collect();
-        order.sort_by_key(|&k| (seq_of(&steps[k]), k));
-        // On a step at the current position: its neighbour, even at the same seq.
-        let here = order
-            .iter()
-            .position(|&k| k == s.story.cursor && at == Some(seq_of(&steps[k])));
-        if let Some(i) = here {
-            if next {
-                order.get(i + 1).copied()
-            } else {
-                i.checked_sub(1).map(|j| order[j])
-            }
-        } else if next {
-            order
-                .into_iter()
-                .find(|&k| at.is_none_or(|a| seq_of(&steps[k]) > a))
-        } else {
-            order
-                .into_iter()
-                .rev()
-                .find(|&k| at.is_some_and(|a| seq_of(&steps[k]) < a))
-        }
+    let story = s.story.story_range();
+    // A step the replay has not reached yet (selected ahead): `]` goes to it first.
+    let ahead = s.mode == Mode::Replay
+        && s.story
+            .current_step()
+            .is_some_and(|st| s.last_seq().is_none_or(|a| st.seq > a));
+    let target = if next && ahead {
+        Some(s.story.cursor)
     } else if next {
-        Some((s.story.cursor + 1).min(steps.len() - 1))
+        Some(s.story.cursor + 1).filter(|k| story.contains(k))
     } else {
-        Some(s.story.cursor.saturating_sub(1))
+        s.story.cursor.checked_sub(1).filter(|k| story.contains(k))
     };
     match target {
         Some(k) => {
@@ -418,7 +419,14 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
             }
             jump_to_step(s, k, out);
         }
-        None => s.status.message = Some("no further story step".into()),
+        None => {
+            let end = if next { "last" } else { "first" };
+            s.status.message = Some(format!(
+                "{end} step of this story ({}/{}); ↑↓ in the story pane select another",
+                s.story.cursor + 1 - story.start,
+                story.len()
+            ));
+        }
     }
 }
 

@@ -33,6 +33,8 @@ pub struct ReplayOpts {
     pub sched_probes: bool,
     /// Guided: open paused right after the first story step's event (overrides `at_end`).
     pub guided: bool,
+    /// Open with threads hidden (`--no-threads`: no thread lines, no thread rows).
+    pub no_threads: bool,
 }
 
 impl Default for ReplayOpts {
@@ -43,6 +45,7 @@ impl Default for ReplayOpts {
             at_end: false,
             sched_probes: false,
             guided: false,
+            no_threads: false,
         }
     }
 }
@@ -210,6 +213,20 @@ fn open_position(played: &Played, opts: &ReplayOpts) -> usize {
         _ if opts.at_end => total,
         _ => 0,
     }
+}
+
+/// What a replay source sends as it opens, without playing on: the stories, then the events
+/// up to where it opens (a still of the opening, [`super::screenshot`]).
+pub fn opening(
+    events: PackedEvents,
+    seed: &[crate::lineage::SnapshotProcess],
+    opts: &ReplayOpts,
+) -> Vec<Msg> {
+    let played = Played::new(events, seed, false);
+    let open_at = open_position(&played, opts);
+    std::iter::once(played.init())
+        .chain(played.chunks(0, open_at))
+        .collect()
 }
 
 /// Sends `msgs` in order; false when the app is gone.

@@ -38,13 +38,29 @@ const SNAPSHOT_EVERY: usize = 4_096;
 /// of keeping copies of a gigabyte engine (BENCHMARKS.md).
 const SNAPSHOT_RECORDS: usize = 300_000;
 
-/// Appends `r`'s lines for `ev` to `log`.
+/// Appends `r`'s lines for `ev` to `log`. The last line of a thread's creation
+/// (CLONE_THREAD: the child's tid is not its tgid) or of a thread's exit (not the group's)
+/// is a thread line, which [`LogPane::hide_threads`] hides; the lines before it are others'
+/// syscalls the event interrupted.
 fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
-    for text in r.render(ev) {
+    use crate::event::EventKind;
+    let thread_event = match &ev.kind {
+        EventKind::Fork {
+            child_tid,
+            child_tgid,
+            ..
+        } => child_tid != child_tgid,
+        EventKind::TaskExit { group_dead, .. } => !group_dead,
+        _ => false,
+    };
+    let lines = r.render(ev);
+    let n = lines.len();
+    for (i, text) in lines.into_iter().enumerate() {
         log.push_back(LogLine {
             seq: ev.seq,
             tgid: ev.tgid,
             text,
+            thread: thread_event && i + 1 == n,
         });
     }
 }
@@ -78,6 +94,8 @@ pub struct LogLine {
     pub tgid: u32,
     /// The rendered line.
     pub text: String,
+    /// A thread's creation or exit (`Thread N attached`, `+++ thread exited …`).
+    pub thread: bool,
 }
 
 /// What a tree row shows.
@@ -144,6 +162,9 @@ pub struct TreePane {
     pub cursor: usize,
     /// The selected row.
     pub selected: Option<RowKind>,
+    /// The selection was chosen (by a key, a click, a story step, or the runtime daemon's
+    /// row appearing): until then the view moves it to the runtime daemon when it appears.
+    pub chosen: bool,
     /// Set by a story jump when the process is not in the tree yet (replay seeking ahead).
     pub select_pid: Option<u32>,
     /// First row on screen.
@@ -172,6 +193,9 @@ pub struct StoryPane {
     pub stories: Vec<Story>,
     /// Index into [`StoryPane::steps`].
     pub cursor: usize,
+    /// The explanation of the step at `.0` is scrolled by `.1` pages (`m`; the draw wraps
+    /// back to its start past the end). Another step shows its explanation from the top.
+    pub why_scroll: (usize, usize),
 }
 
 impl StoryPane {
@@ -182,6 +206,28 @@ impl StoryPane {
             .enumerate()
             .flat_map(|(i, s)| (0..s.steps.len()).map(move |j| (i, j)))
             .collect()
+    }
+
+    /// The steps of the story the cursor is in, as indexes into [`StoryPane::steps`]:
+    /// what `[` / `]` move through.
+    pub fn story_range(&self) -> std::ops::Range<usize> {
+        let mut start = 0;
+        for st in &self.stories {
+            let end = start + st.steps.len();
+            if self.cursor < end {
+                return start..end;
+            }
+            start = end;
+        }
+        start..start
+    }
+
+    /// Pages the explanation of the current step is scrolled by.
+    pub fn why_pages(&self) -> usize {
+        match self.why_scroll {
+            (k, n) if k == self.cursor => n,
+            _ => 0,
+        }
     }
 
     /// The story step under the cursor.
@@ -203,6 +249,9 @@ pub struct LogPane {
     pub cursor: Option<u64>,
     /// Show only the selected process's subtree.
     pub subtree_only: bool,
+    /// Threads hidden (`T`, `--no-threads`): no thread lines here, no thread rows in the
+    /// tree (the `{N threads}` count stays on its process).
+    pub hide_threads: bool,
     /// Pids of the selected subtree, for the filter (derived by [`AppState::refresh`]).
     pub subtree_pids: HashSet<u32>,
     /// Renders events into lines; it carries state between events (pending syscall
@@ -211,16 +260,13 @@ pub struct LogPane {
 }
 
 impl LogPane {
-    /// Lines shown (all, or the selected subtree's).
+    /// Lines shown (all, or the selected subtree's; without thread lines when hidden).
     pub fn visible(&self) -> Vec<&LogLine> {
-        if self.subtree_only {
-            self.lines
-                .iter()
-                .filter(|l| self.subtree_pids.contains(&l.tgid))
-                .collect()
-        } else {
-            self.lines.iter().collect()
-        }
+        self.lines
+            .iter()
+            .filter(|l| !self.subtree_only || self.subtree_pids.contains(&l.tgid))
+            .filter(|l| !(self.hide_threads && l.thread))
+            .collect()
     }
 
     /// Drops the oldest lines past [`LOG_CAP`].
@@ -304,6 +350,8 @@ pub struct View {
     pub zoom: bool,
     /// Show the story pane.
     pub show_story: bool,
+    /// Show the event log (`L`; a guided view opens without it).
+    pub show_log: bool,
     /// The story pane explains the selected step ([`crate::lineage::explain::why`]).
     pub show_explain: bool,
     /// Show the help.
@@ -401,6 +449,7 @@ impl AppState {
                 rows: Vec::new(),
                 cursor: 0,
                 selected: None,
+                chosen: false,
                 select_pid: None,
                 offset: 0,
                 hscroll: 0,
@@ -415,11 +464,13 @@ impl AppState {
             story: StoryPane {
                 stories: Vec::new(),
                 cursor: 0,
+                why_scroll: (0, 0),
             },
             log: LogPane {
                 lines: VecDeque::new(),
                 cursor: None,
                 subtree_only: false,
+                hide_threads: false,
                 subtree_pids: HashSet::new(),
                 renderer: LineRenderer::new(),
             },
@@ -454,6 +505,7 @@ impl AppState {
                 pane: Pane::Tree,
                 zoom: false,
                 show_story: false,
+                show_log: true,
                 show_explain: false,
                 show_help: false,
                 size: (80, 24),
@@ -514,11 +566,13 @@ impl AppState {
     }
 
     /// Guided replay: the story pane focused with explanations, paused (the source opens
-    /// at the first step, see [`super::ReplayOpts::guided`]).
+    /// at the first step, see [`super::ReplayOpts::guided`]); the teaching layout, without
+    /// the event log (`L` shows it).
     pub fn guide(&mut self) {
         self.playback.guided = true;
         self.playback.paused = true;
         self.view.show_story = true;
+        self.view.show_log = false;
         self.view.show_explain = true;
         self.view.pane = Pane::Story;
         self.tree.dirty = true;
@@ -804,6 +858,13 @@ impl AppState {
                     self.tree.rows = build_rows(self);
                 }
                 self.tree.selected = Some(RowKind::Proc(id));
+                self.tree.chosen = true;
+            }
+        }
+        if !self.tree.chosen {
+            if let Some(i) = self.runtime_row() {
+                self.tree.selected = Some(self.tree.rows[i].kind);
+                self.tree.chosen = true;
             }
         }
         self.tree.cursor = match self.tree.selected {
@@ -834,6 +895,15 @@ impl AppState {
             }
         }
         self.clamp_tree_offset();
+    }
+
+    /// The first row of a runtime daemon (containerd, CRI-O, dockerd): where the view opens,
+    /// rather than on the recording machine's init.
+    fn runtime_row(&self) -> Option<usize> {
+        self.tree.rows.iter().position(|r| {
+            matches!(r.kind, RowKind::Proc(id) if self.engine.get(id)
+                .is_some_and(|p| p.role == Some(crate::lineage::Role::RuntimeDaemon)))
+        })
     }
 
     /// Unfolds every ancestor of `id` and leaves a focus that does not contain it.
@@ -925,13 +995,12 @@ fn live_below(e: &Engine) -> HashSet<ProcId> {
     live
 }
 
-/// The visible rows: a depth-first walk from the roots (or the focused process), skipping
-/// exited leaves when they are hidden and the inside of folded nodes.
 /// Pod view: each pod (as its bundles' annotations name it), its containers (the sandbox
-/// first), then their processes by pid. Processes outside pods are not listed.
+/// first), then their processes in their lineage's shape (a process under its parent when
+/// both are in the container; the others by pid). Processes outside pods are not listed.
 fn pod_rows(e: &Engine, visible: &dyn Fn(&Process) -> bool) -> Vec<Row> {
     use std::collections::BTreeMap;
-    type Containers = BTreeMap<(bool, String), Vec<(u32, ProcId)>>;
+    type Containers = BTreeMap<(bool, String), HashSet<ProcId>>;
     let mut pods: BTreeMap<String, Containers> = BTreeMap::new();
     for p in e.processes().filter(|p| visible(p)) {
         let Some(k) = p.k8s.as_deref() else { continue };
@@ -946,33 +1015,58 @@ fn pod_rows(e: &Engine, visible: &dyn Fn(&Process) -> bool) -> Vec<Row> {
             .or_default()
             .entry(key)
             .or_default()
-            .push((p.pid, p.id));
+            .insert(p.id);
     }
     let mut rows = Vec::new();
     let np = pods.len();
     for (pi, containers) in pods.into_values().enumerate() {
-        let Some(rep) = containers.values().next().and_then(|v| v.first()) else {
-            continue;
-        };
         let pod_row = rows.len();
-        rows.push(group_row(RowKind::Pod(rep.1), None, pi + 1 == np, 0));
         let nc = containers.len();
-        for (ci, mut procs) in containers.into_values().enumerate() {
-            procs.sort_unstable();
+        for (ci, members) in containers.into_values().enumerate() {
+            let mut roots: Vec<&Process> = members
+                .iter()
+                .filter_map(|&id| e.get(id))
+                .filter(|p| p.parent.is_none_or(|q| !members.contains(&q)))
+                .collect();
+            roots.sort_by_key(|p| (p.pid, p.start_seq));
+            let Some(first) = roots.first() else { continue };
+            if ci == 0 {
+                rows.push(group_row(RowKind::Pod(first.id), None, pi + 1 == np, 0));
+            }
             let c_row = rows.len();
-            rows.push(group_row(
-                RowKind::Container(procs[0].1),
-                Some(pod_row),
-                ci + 1 == nc,
-                1,
-            ));
-            let n = procs.len();
-            for (i, (_, id)) in procs.into_iter().enumerate() {
-                rows.push(group_row(RowKind::Proc(id), Some(c_row), i + 1 == n, 2));
+            let c_kind = RowKind::Container(first.id);
+            rows.push(group_row(c_kind, Some(pod_row), ci + 1 == nc, 1));
+            let n = roots.len();
+            for (i, r) in roots.into_iter().enumerate() {
+                lineage_rows(e, r, &members, (Some(c_row), i + 1 == n, 2), &mut rows);
             }
         }
     }
     rows
+}
+
+/// `root` and, below it, its descendants that are in `members`, depth first by pid.
+fn lineage_rows(
+    e: &Engine,
+    root: &Process,
+    members: &HashSet<ProcId>,
+    at: (Option<usize>, bool, u32),
+    rows: &mut Vec<Row>,
+) {
+    let mut stack = vec![(root, at.0, at.1, at.2)];
+    while let Some((p, parent_row, last, depth)) = stack.pop() {
+        let me = rows.len();
+        rows.push(group_row(RowKind::Proc(p.id), parent_row, last, depth));
+        let kids: Vec<&Process> = e
+            .children_of(p)
+            .into_iter()
+            .filter(|c| members.contains(&c.id))
+            .collect();
+        let nk = kids.len();
+        for (i, c) in kids.into_iter().enumerate().rev() {
+            stack.push((c, Some(me), i + 1 == nk, depth + 1));
+        }
+    }
 }
 
 fn group_row(kind: RowKind, parent_row: Option<usize>, last: bool, depth: u32) -> Row {
@@ -985,6 +1079,8 @@ fn group_row(kind: RowKind, parent_row: Option<usize>, last: bool, depth: u32) -
     }
 }
 
+/// The visible rows: a depth-first walk from the roots (or the focused process), skipping
+/// exited leaves when they are hidden and the inside of folded nodes.
 fn build_rows(s: &AppState) -> Vec<Row> {
     let e = &s.engine;
     // Live: exited processes go some time after their exit (replay keeps them: time travel).
@@ -1032,7 +1128,7 @@ fn build_rows(s: &AppState) -> Vec<Row> {
             .into_iter()
             .filter(|c| visible(c))
             .collect();
-        let threads: Vec<u32> = if s.tree.show_threads {
+        let threads: Vec<u32> = if s.tree.show_threads && !s.log.hide_threads {
             p.live_tids().filter(|&t| t != p.pid).collect()
         } else {
             Vec::new()

@@ -148,6 +148,10 @@ fn proc_spans<'a>(s: &AppState, p: &Process, row: &Row) -> Vec<Span<'a>> {
         .then(|| Span::styled(format!(" [+{}]", row.folded_children), fg(s, Color::Cyan)));
     // The thread count shows here only while the thread rows are hidden.
     for m in marks(p, !s.tree.show_threads) {
+        // The pod view names the pod and container once, on their group rows.
+        if s.tree.pod_view && matches!(m, Mark::Pod(_) | Mark::Container(_)) {
+            continue;
+        }
         if !matches!(
             m,
             Mark::Role(_) | Mark::Container(_) | Mark::Pod(_) | Mark::Threads(_)
@@ -566,32 +570,56 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         );
         return;
     }
+    let (lines, cursor_line, header_line) = story_lines(s, inner.width);
+    if s.view.show_explain {
+        if let Some(step) = s.story.current_step() {
+            let why = why_lines(s, step, inner.width);
+            // The steps keep a third of the pane (at least three rows, fewer if there are
+            // fewer); `m` pages through an explanation cut short, `z` gives it the screen.
+            let keep = (lines.len() as u16).min((inner.height / 3).max(3));
+            let wh = (why.len() as u16).min(inner.height.saturating_sub(keep));
+            let r = Rect::new(inner.x, inner.y + inner.height - wh, inner.width, wh);
+            inner.height -= wh;
+            let shown = paged(s, why, usize::from(wh), s.story.why_pages(), "m");
+            f.render_widget(Paragraph::new(shown), r);
+        }
+    }
+    let h = inner.height as usize;
+    let off = cursor_line
+        .saturating_sub(h / 2)
+        .min(lines.len().saturating_sub(h));
+    let below = lines.len() > off + h;
+    // The selected step's story stays named: its header takes the first row once scrolled off.
+    let header = (header_line < off && cursor_line > off).then(|| lines[header_line].clone());
+    let mut shown: Vec<Line> = lines.into_iter().skip(off).take(h).collect();
+    if let (Some(hd), Some(first)) = (header, shown.first_mut()) {
+        *first = hd;
+    }
+    if below && h > 1 {
+        shown.pop();
+        shown.push(more_line(s, "↑↓ steps"));
+    }
+    f.render_widget(Paragraph::new(shown), inner);
+}
+
+/// The story pane's lines, each story's header then its steps; the cursor's line and its
+/// story's header line.
+fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
     let at = s.last_seq();
     let mut lines = Vec::new();
-    let mut cursor_line = 0;
+    let (mut cursor_line, mut header_line) = (0, 0);
     let mut k = 0;
     for st in &s.story.stories {
-        let mut head = format!(
-            "container {} ({}",
-            escape(st.container_id.as_deref().unwrap_or("?")),
-            st.kind.as_str()
-        );
-        if let Some(r) = &st.runtime {
-            let _ = write!(head, ", {}", escape(r));
-        }
-        head.push(')');
-        if let Some(w) = &st.workload {
-            let _ = write!(head, " → {}", escape(w));
-        }
-        head.push_str(&crate::lineage::view::phase_label(st));
+        let header = lines.len();
         lines.push(Line::styled(
-            head,
+            crate::lineage::view::story_header(st, true),
             Style::new().add_modifier(Modifier::BOLD),
         ));
         for step in &st.steps {
             let cur = k == s.story.cursor;
             if cur {
                 cursor_line = lines.len();
+                header_line = header;
             }
             let future = s.mode == Mode::Replay && at.is_none_or(|a| step.seq > a);
             let mut style = if future {
@@ -606,7 +634,7 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
             let text = format!("{mark} {:>6}  {}", step.seq, escape(&step.text));
             if s.view.zoom {
                 // Zoomed: whole steps, wrapped under their text.
-                let opts = textwrap::Options::new(usize::from(inner.width.max(20)))
+                let opts = textwrap::Options::new(usize::from(width.max(20)))
                     .subsequent_indent("          ");
                 for l in textwrap::wrap(&text, opts) {
                     lines.push(Line::styled(l.into_owned(), style));
@@ -617,22 +645,42 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
             k += 1;
         }
     }
-    if s.view.show_explain {
-        if let Some(step) = s.story.current_step() {
-            let why = why_lines(s, step, inner.width);
-            // The steps keep at least three rows; `z` gives the explanation the screen.
-            let wh = (why.len() as u16).min(inner.height.saturating_sub(3));
-            let r = Rect::new(inner.x, inner.y + inner.height - wh, inner.width, wh);
-            inner.height -= wh;
-            f.render_widget(Paragraph::new(why), r);
-        }
+    (lines, cursor_line, header_line)
+}
+
+/// `more ↓ (KEY)`: the text above goes on below the pane's edge.
+fn more_line(s: &AppState, key: &str) -> Line<'static> {
+    Line::styled(
+        format!("── more ↓ ({key}) ──"),
+        fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+    )
+}
+
+/// Page `pages` (wrapping back to the first) of `lines` in `h` rows: the last row says
+/// `more ↓` while the text goes on below.
+fn paged(
+    s: &AppState,
+    lines: Vec<Line<'static>>,
+    h: usize,
+    pages: usize,
+    key: &str,
+) -> Vec<Line<'static>> {
+    if lines.len() <= h || h < 2 {
+        return lines.into_iter().take(h).collect();
     }
-    let h = inner.height as usize;
-    let off = cursor_line
-        .saturating_sub(h / 2)
-        .min(lines.len().saturating_sub(h));
-    let shown: Vec<Line> = lines.into_iter().skip(off).take(h).collect();
-    f.render_widget(Paragraph::new(shown), inner);
+    let page = h - 1;
+    let off = (pages % lines.len().div_ceil(page)) * page;
+    let below = off + page < lines.len();
+    let mut shown: Vec<Line> = lines.into_iter().skip(off).take(page).collect();
+    if below {
+        shown.push(more_line(s, key));
+    } else {
+        shown.push(Line::styled(
+            "── end (m: from the top) ──",
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+    }
+    shown
 }
 
 /// The explanation of `step`, wrapped to `width`: a rule, the text, its source.
@@ -673,12 +721,7 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
     } else {
         " · following"
     };
-    let block = pane_block(
-        s,
-        area,
-        format!("events {} ({scope}){follow}", lines.len()),
-        Some(Pane::Log),
-    );
+    let block = pane_block(s, area, format!("log ({scope}){follow}"), Some(Pane::Log));
     let inner = block.inner(area);
     f.render_widget(block, area);
     let h = inner.height as usize;
@@ -782,39 +825,51 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     } else {
         s.title.clone()
     };
-    let gaps = s.stats.gaps();
     let mut v = vec![
         Span::styled(mode, badge),
         Span::raw(" "),
         Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
         sep(),
-        Span::raw(format!("{} ev {:.0}/s", s.stats.events, s.clock.rate())),
-        sep(),
-        Span::styled(format!("drops {}", s.status.drops), bad(s.status.drops)),
-        Span::raw(" "),
-        Span::styled(format!("gaps {gaps}"), bad(gaps)),
-        sep(),
     ];
+    // One count of events: replay, the position in the recording; live, those applied.
     match s.mode {
         Mode::Replay => {
-            let play = if s.playback.paused { "⏸" } else { "▶" };
-            v.push(Span::raw(format!(
-                "{play} {}",
-                speed_text(s.playback.speed)
-            )));
-            v.push(sep());
-            let seq = s
-                .last_seq()
-                .map_or_else(|| "-".to_string(), |q| q.to_string());
             let end = if s.position() >= s.playback.total {
                 " end"
             } else {
                 ""
             };
             v.push(Span::raw(format!(
-                "{}/{} #{seq}{end}",
+                "event {}/{}{end}",
                 s.position(),
                 s.playback.total
+            )));
+        }
+        Mode::Live => v.push(Span::raw(format!(
+            "{} events {:.0}/s",
+            s.stats.events,
+            s.clock.rate()
+        ))),
+    }
+    // Losses only when there are some.
+    let gaps = s.stats.gaps();
+    for (what, n) in [("drops", s.status.drops), ("gaps", gaps)] {
+        if n > 0 {
+            v.push(sep());
+            v.push(Span::styled(format!("{what} {n}"), bad(n)));
+        }
+    }
+    if s.log.hide_threads {
+        v.push(sep());
+        v.push(Span::raw("threads hidden"));
+    }
+    v.push(sep());
+    match s.mode {
+        Mode::Replay => {
+            let play = if s.playback.paused { "⏸" } else { "▶" };
+            v.push(Span::raw(format!(
+                "{play} {}",
+                speed_text(s.playback.speed)
             )));
         }
         Mode::Live => {

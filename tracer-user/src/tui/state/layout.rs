@@ -35,6 +35,67 @@ pub fn layout(area: Rect, s: &AppState) -> Areas {
     if s.view.zoom {
         return zoomed(area, h, status, active_pane(s));
     }
+    let mut a = if teaching(s) {
+        teaching_layout(area, h, status, s.view.show_log)
+    } else {
+        usual_layout(area, h, status, s)
+    };
+    if !s.view.show_log && !a.log.is_empty() {
+        // The pane above the log takes its rows.
+        let grow = a.log.height;
+        if let Some(r) = a
+            .story
+            .as_mut()
+            .or(a.detail.as_mut())
+            .filter(|r| r.x == a.log.x)
+        {
+            r.height += grow;
+        }
+        a.log = Rect::new(a.log.x, a.log.y + grow, a.log.width, 0);
+    }
+    a
+}
+
+/// The guided view's layout is for teaching: the story and its explanation get most of the
+/// screen.
+pub fn teaching(s: &AppState) -> bool {
+    s.playback.guided && s.view.show_story
+}
+
+/// Share of the width the story pane gets in the teaching layout (wide screens).
+const TEACH_PCT: u32 = 62;
+
+/// Wide: the tree over the detail on the left, the story (over the log, when shown) on the
+/// right, [`TEACH_PCT`] of the width. Narrow: a few tree rows over the story (and the log).
+fn teaching_layout(area: Rect, h: u16, status: Rect, log: bool) -> Areas {
+    if area.width >= WIDE {
+        let rw = pct(area.width, TEACH_PCT);
+        let lw = area.width - rw;
+        let t = pct(h, 60);
+        let st = if log { pct(h, 65) } else { h };
+        let rx = area.x + lw;
+        Areas {
+            tree: Rect::new(area.x, area.y, lw, t),
+            detail: Some(Rect::new(area.x, area.y + t, lw, h - t)),
+            story: Some(Rect::new(rx, area.y, rw, st)),
+            log: Rect::new(rx, area.y + st, rw, h - st),
+            status,
+        }
+    } else {
+        let t = pct(h, 25).max(3.min(h));
+        let st = if log { pct(h - t, 65) } else { h - t };
+        Areas {
+            tree: Rect::new(area.x, area.y, area.width, t),
+            detail: None,
+            story: Some(Rect::new(area.x, area.y + t, area.width, st)),
+            log: Rect::new(area.x, area.y + t + st, area.width, h - t - st),
+            status,
+        }
+    }
+}
+
+/// The exploring layout: the tree beside (wide) or over the other panes.
+fn usual_layout(area: Rect, h: u16, status: Rect, s: &AppState) -> Areas {
     if area.width >= WIDE {
         let lw = pct(area.width, 55);
         let rw = area.width - lw;
@@ -98,10 +159,11 @@ pub fn tree_height(s: &AppState) -> usize {
     a.tree.height.saturating_sub(1) as usize
 }
 
-/// Pane the movement keys act on (the story pane only while shown).
+/// Pane the movement keys act on (the story pane and the log only while shown).
 pub fn active_pane(s: &AppState) -> Pane {
     match s.view.pane {
         Pane::Story if !s.view.show_story => Pane::Tree,
+        Pane::Log if !s.view.show_log => Pane::Tree,
         p => p,
     }
 }
