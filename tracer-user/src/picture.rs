@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::export::{role_style, PidIndex};
-use crate::lineage::{view, Engine, How, ProcId, Process, Story};
+use crate::lineage::{view, Engine, How, ProcId, Process, Role, Story};
 
 pub use html::write_html;
 use layout::{Geo, Row};
@@ -73,7 +73,7 @@ impl Page {
 pub enum PictureError {
     /// The drawing is too large for the page without text under [`MIN_PAGE_FONT`].
     #[error(
-        "the picture is {w}×{h} px: on a {page} page its text would be {font:.1} px (under {MIN_PAGE_FONT} px); draw one story (--story N) or leave out --page",
+        "the picture is {w}×{h} px: on a {page} page its text would be {font:.1} px (under {MIN_PAGE_FONT} px); leave out --page, or draw one story (--story N)",
         page = .page.as_str()
     )]
     TooBig {
@@ -396,7 +396,13 @@ fn rows(e: &Engine, stories: &[Story], lanes: &[ProcId]) -> Vec<Row> {
     let mut rows: Vec<Row> = lanes
         .iter()
         .filter_map(|&id| e.get(id))
-        .map(|p| row_of(p, story_of.get(&p.id).map(|&i| &stories[i])))
+        .map(|p| {
+            // Only the runtime's helpers (shim, runc and its stages, CNI plugins) work for the
+            // story's pod; init and the daemon, which a step may name, stay the host's.
+            let helper = p.role.is_some_and(|r| r != Role::RuntimeDaemon);
+            let story = story_of.get(&p.id).filter(|_| helper);
+            row_of(p, story.map(|&i| &stories[i]))
+        })
         .collect();
     // Groups in the order they first appear (rows are by birth), the host's first.
     let mut order: HashMap<Option<String>, usize> = HashMap::new();
