@@ -226,6 +226,53 @@ fn pod_pictures_keep_the_runtime_daemon_as_a_real_row() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The y of the first `<text>` of `class` whose text starts with `start`.
+fn text_y(svg: &str, class: &str, start: &str) -> Option<f64> {
+    svg.split(&format!("<text class=\"{class}\""))
+        .skip(1)
+        .find_map(|t| {
+            let body = t.split('>').nth(1)?;
+            body.starts_with(start)
+                .then(|| attr(t, "y")?.parse().ok())
+                .flatten()
+        })
+}
+
+#[test]
+fn init_and_the_runtime_daemon_stay_in_the_host_band() {
+    let dir = temp("cli-handout", "bands");
+    let demo = pod_demo();
+    let json = run(Command::new(TRACER).args(["story", &demo, "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let n = v["stories"].as_array().unwrap().len();
+    let mut seen_init = false;
+    for i in 1..=n {
+        let svg = export(
+            &[&demo, "--story", &i.to_string(), "--format", "svg"],
+            &dir.join(format!("{i}.svg")),
+        );
+        let pod_band = text_y(&svg, "grp", "pod ").expect("a pod band");
+        // A death's story names init (pid 1) as the shim's parent of record.
+        if let Some(y) = text_y(&svg, "pid", "1 ") {
+            seen_init = true;
+            assert!(y < pod_band, "story {i}: pid 1's row is in the pod's band");
+        }
+        if let Some(y) = svg
+            .split("<text class=\"pid\"")
+            .skip(1)
+            .find(|t| t.contains("[runtime-daemon]"))
+            .and_then(|t| attr(t, "y")?.parse::<f64>().ok())
+        {
+            assert!(
+                y < pod_band,
+                "story {i}: the daemon's row is in the pod's band"
+            );
+        }
+    }
+    assert!(seen_init, "some story draws pid 1");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// (page width, page height, words with their boxes) of page `page` of a PDF, by pdftotext.
 fn pdf_words(pdf: &Path, page: u32) -> (f64, f64, Vec<(String, [f64; 4])>) {
     let pdftotext = tool("pdftotext", "poppler-utils");
