@@ -139,7 +139,7 @@ fn svg_timeline_renders_with_librsvg_and_names_the_birth() {
     let dir = tests::temp_dir("picture-svg").unwrap();
     let e = engine_of(&fixture_text("ctr"));
     let stories = tracer::lineage::stories(&e);
-    let text = svg(&e, &stories, PictureOpts::default(), "ctr.log");
+    let text = svg(&e, &stories, &PictureOpts::default(), "ctr.log").unwrap();
     for needle in [
         "containerd-shim",
         "[shim]",
@@ -168,7 +168,11 @@ fn hostile_names_stay_text() {
     let e = engine_of(&log);
     let stories = tracer::lineage::stories(&e);
     assert!(!stories.is_empty());
-    let text = svg(&e, &stories, PictureOpts { all: true }, "<b>\"x\"</b>");
+    let all = PictureOpts {
+        all: true,
+        ..Default::default()
+    };
+    let text = svg(&e, &stories, &all, "<b>\"x\"</b>").unwrap();
     assert!(!text.contains("<svg onload"), "markup leaked");
     assert!(!text.contains("<b>"));
     assert!(text.contains("&lt;svg onload=x&gt;&amp;&apos;"));
@@ -176,7 +180,7 @@ fn hostile_names_stay_text() {
     // librsvg parses it: well-formed XML.
     render_svg(&text, &dir, "hostile");
     let mut html = Vec::new();
-    write_html(&e, PictureOpts::default(), "<b>x</b>", &mut html).unwrap();
+    write_html(&e, &stories, &PictureOpts::default(), "<b>x</b>", &mut html).unwrap();
     let html = String::from_utf8(html).unwrap();
     assert!(!html.contains("<svg onload") && !html.contains("<b>"));
     let _ = std::fs::remove_dir_all(dir);
@@ -187,8 +191,9 @@ fn html_page_is_self_contained_and_draws_in_a_browser() {
     let chromium = tool("chromium", "chromium");
     let dir = tests::temp_dir("picture-html").unwrap();
     let e = engine_of(&fixture_text("ctr"));
+    let stories = tracer::lineage::stories(&e);
     let mut html = Vec::new();
-    write_html(&e, PictureOpts::default(), "ctr.log", &mut html).unwrap();
+    write_html(&e, &stories, &PictureOpts::default(), "ctr.log", &mut html).unwrap();
     let html = String::from_utf8(html).unwrap();
     // The picture, the stories with their explanations, the tree; nothing fetched.
     assert!(html.contains("<svg"));

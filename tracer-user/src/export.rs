@@ -314,6 +314,81 @@ pub(crate) fn role_style(role: Option<Role>) -> (&'static str, &'static str) {
     }
 }
 
+/// The parent `p` was created by (its parent at birth).
+fn creation_parent(e: &Engine, index: &PidIndex, p: &Process) -> Option<ProcId> {
+    let birth = p.lineage.first()?;
+    p.birth_parent.or_else(|| {
+        if birth.parent != 0 && p.lineage.len() == 1 {
+            p.parent
+        } else if birth.parent != 0 {
+            index
+                .at(e, birth.parent, birth.seq)
+                .filter(|&id| id != p.id)
+        } else {
+            None
+        }
+    })
+}
+
+/// Chains of three or more plain processes (no role, no container, never adopted, adopting
+/// none), each the only child of the one before: drawn as one node, they keep the host's
+/// ancestry above the runtime daemon (shells, `timeout`, the recorder) from taking half the
+/// width of a left-to-right graph. Each member maps to (the chain's last process, its first).
+fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId)> {
+    let mut children: HashMap<ProcId, Vec<ProcId>> = HashMap::new();
+    let mut adopting: std::collections::HashSet<ProcId> = Default::default();
+    for p in e.processes() {
+        if let Some(from) = creation_parent(e, index, p) {
+            children.entry(from).or_default().push(p.id);
+        }
+        adopting.extend(
+            p.lineage
+                .iter()
+                .skip(1)
+                .filter_map(|l| index.at(e, l.parent, l.seq)),
+        );
+    }
+    let parent_of: HashMap<ProcId, ProcId> = children
+        .iter()
+        .flat_map(|(&from, kids)| kids.iter().map(move |&k| (k, from)))
+        .collect();
+    let plain = |id: ProcId| {
+        e.get(id).is_some_and(|p| {
+            p.role.is_none()
+                && p.container_id.is_none()
+                && p.k8s.is_none()
+                && p.lineage.len() == 1
+                && p.born_how() != How::Unknown
+                && !adopting.contains(&id)
+        })
+    };
+    let only_child = |id: ProcId| match children.get(&id).map(Vec::as_slice) {
+        Some(&[c]) => Some(c),
+        _ => None,
+    };
+    let mut out = HashMap::new();
+    for p in e.processes() {
+        if !plain(p.id)
+            || parent_of
+                .get(&p.id)
+                .is_some_and(|&f| plain(f) && only_child(f).is_some())
+        {
+            continue;
+        }
+        let mut chain = vec![p.id];
+        let mut last = p.id;
+        while let Some(c) = only_child(last).filter(|&c| plain(c)) {
+            chain.push(c);
+            last = c;
+        }
+        // The last one stands for the chain: its children hang on it.
+        if chain.len() >= 3 {
+            out.extend(chain.iter().map(|&id| (id, (last, chain[0]))));
+        }
+    }
+    out
+}
+
 /// Graphviz lineage graph of the final engine state: creation edges solid (CLONE_PARENT
 /// labelled), adoption edges dashed with their reason, roles as shapes and colours, exited
 /// processes greyed.
@@ -328,10 +403,23 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
         "  node [fontname=\"Helvetica\", style=\"filled\", fontsize=10];"
     )?;
     writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=8];")?;
+    let index = PidIndex::new(e);
+    let chains = plain_chains(e, &index);
     for p in e.processes() {
         let (shape, fill) = role_style(p.role);
         // Control bytes made visible first (`\33`), then the DOT quoting on top.
         let mut label = format!("{} {}", p.pid, escape(&p.name()));
+        match chains.get(&p.id) {
+            Some(&(rep, _)) if rep != p.id => continue,
+            Some(&(_, first)) => {
+                let n = chains.values().filter(|&&(r, _)| r == p.id).count();
+                let top = e
+                    .get(first)
+                    .map(|f| format!("{} {}", f.pid, escape(&f.name())));
+                label = format!("{}\n⋮ {} more\n{label}", top.unwrap_or_default(), n - 2);
+            }
+            None => {}
+        }
         if let Some(r) = p.role {
             label.push_str(&format!("\n[{r}]"));
         }
@@ -361,23 +449,15 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
             )?;
         }
     }
-    let index = PidIndex::new(e);
+    let drawn = |id: ProcId| chains.get(&id).map_or(id, |&(rep, _)| rep);
     for p in e.processes() {
         let Some(birth) = p.lineage.first() else {
             continue;
         };
-        // Creation edge: from the parent at birth.
-        let birth_parent = p.birth_parent.or_else(|| {
-            if birth.parent != 0 && p.lineage.len() == 1 {
-                p.parent
-            } else if birth.parent != 0 {
-                index
-                    .at(e, birth.parent, birth.seq)
-                    .filter(|&id| id != p.id)
-            } else {
-                None
-            }
-        });
+        // Creation edge: from the parent at birth (none inside a collapsed chain).
+        let birth_parent = creation_parent(e, &index, p)
+            .map(drawn)
+            .filter(|&from| from != drawn(p.id));
         if let Some(from) = birth_parent {
             let attrs = match birth.how {
                 How::CloneParent => {
@@ -391,7 +471,7 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
                 How::Snapshot => " [color=\"#888888\"]".to_string(),
                 _ => String::new(),
             };
-            writeln!(out, "  p{from} -> p{}{attrs};", p.id)?;
+            writeln!(out, "  p{from} -> p{}{attrs};", drawn(p.id))?;
         }
         for l in p.lineage.iter().skip(1) {
             let Some(from) = index.at(e, l.parent, l.seq) else {
@@ -591,6 +671,24 @@ mod tests {
         let svg = String::from_utf8_lossy(&res.stdout);
         assert!(svg.contains("<svg"), "{svg}");
         assert!(svg.contains("CLONE_PARENT via 60"));
+    }
+
+    #[test]
+    fn dot_draws_a_chain_of_plain_ancestors_as_one_node() {
+        let mut e = Engine::new();
+        for ev in crate::synth::chain(8) {
+            e.apply(&ev);
+        }
+        let mut out = Vec::new();
+        write_dot(&e, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // 1000 (never seen born) and 1001..1007 as one node hung on it.
+        assert_eq!(text.matches(" [label=").count(), 2, "{text}");
+        assert!(
+            text.contains("1001 link-1\\n⋮ 5 more\\n1007 link-7"),
+            "{text}"
+        );
+        assert_eq!(text.matches(" -> ").count(), 1, "{text}");
     }
 
     #[test]

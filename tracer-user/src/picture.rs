@@ -1,44 +1,105 @@
-//! Pictures of a recording for training: an SVG timeline of the container births (one
-//! lifeline per process, seq across, births, CLONE_PARENT, adoptions, exits, subreapers) and a
-//! self-contained HTML page with the picture, the tree and the explained stories.
+//! Pictures of a recording for training: an SVG timeline of container stories (one lifeline
+//! per process, grouped per pod, seq across; births, CLONE_PARENT, adoptions, exits,
+//! subreapers), numbered callouts keyed to a step list, optionally fitted to a printed page
+//! ([`Page`]); and a self-contained HTML page with one picture per story, the explained steps
+//! and the tree ([`write_html`]).
 //!
 //! Everything the recording controls (names, argv, paths, ids) is XML-escaped and bounded
 //! before it is written ([`xml_text`]).
+
+mod html;
+mod layout;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::export::{role_style, PidIndex};
-use crate::lineage::{basename, explain, view, Engine, How, Phase, ProcId, Process, Story};
+use crate::lineage::{view, Engine, How, ProcId, Process, Role, Story};
 
-/// Longest caption or label kept, in characters (longer ones end with `…`).
+pub use html::write_html;
+use layout::{Geo, Row};
+
+/// Longest label kept, in characters (longer ones end with `…`).
 const MAX_TEXT: usize = 72;
-/// Width of the lane labels on the left.
-const LABEL_W: usize = 330;
-/// Width of one event column.
-const COL_W: usize = 24;
-/// Height of one lane.
-const LANE_H: usize = 38;
-/// Least height of the header (title and legend); the slanted captions may need more.
-const MIN_HEAD_H: usize = 250;
-/// Width of a caption character, in pixels (10.5 px sans-serif, generous).
-const CHAR_W: f64 = 6.4;
-/// Room on the right for the last slanted captions.
-const RIGHT_W: usize = 300;
-/// Slant of the captions, in degrees.
-const SLANT: i32 = -55;
-/// Most lifelines drawn: 2,000 lanes are already 76,000 px tall; past that a picture teaches
+/// Most lifelines drawn: 2,000 lanes are already 80,000 px tall; past that a picture teaches
 /// nothing and only grows the file, so the rest are left out with a note.
 pub const MAX_LANES: usize = 2_000;
-/// Most event columns drawn (240,000 px wide), for the same reason.
+/// Most event columns drawn, for the same reason.
 pub const MAX_COLS: usize = 10_000;
+/// The smallest font size the drawing uses, in its own pixels (its style sheet). A page is only
+/// filled while this stays at least [`MIN_PAGE_FONT`] once scaled to the page.
+pub const MIN_FONT: f64 = 11.0;
+/// The smallest text allowed on a printed page, in CSS pixels (96 per inch).
+pub const MIN_PAGE_FONT: f64 = 10.0;
 
-/// What [`write_svg`] draws.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// A printed page the picture is laid out for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Page {
+    /// A4 landscape, 297 × 210 mm.
+    A4,
+    /// A 16:9 slide, 1280 × 720 px.
+    Wide,
+}
+
+impl Page {
+    /// Its size in CSS pixels (96 per inch).
+    pub fn px(self) -> (f64, f64) {
+        match self {
+            Page::A4 => (297.0 / 25.4 * 96.0, 210.0 / 25.4 * 96.0),
+            Page::Wide => (1280.0, 720.0),
+        }
+    }
+
+    /// The SVG `width` and `height` attributes.
+    fn size_attrs(self) -> (&'static str, &'static str) {
+        match self {
+            Page::A4 => ("297mm", "210mm"),
+            Page::Wide => ("1280px", "720px"),
+        }
+    }
+
+    /// As the command line names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Page::A4 => "a4",
+            Page::Wide => "16:9",
+        }
+    }
+}
+
+/// Why a picture could not be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PictureError {
+    /// The drawing is too large for the page without text under [`MIN_PAGE_FONT`].
+    #[error(
+        "the picture is {w}×{h} px: on a {page} page its text would be {font:.1} px (under {MIN_PAGE_FONT} px); leave out --page, or draw one story (--story N)",
+        page = .page.as_str()
+    )]
+    TooBig {
+        /// The page asked for.
+        page: Page,
+        /// The drawing's own width, in its pixels.
+        w: usize,
+        /// (its height)
+        h: usize,
+        /// Its smallest text once scaled to the page, in CSS pixels.
+        font: f64,
+    },
+    /// Writing it failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// What [`svg`] draws.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PictureOpts {
     /// Every process the recording saw act (and their parents), not only the stories' actors.
     pub all: bool,
+    /// Lay the picture out for this page: its size, the content scaled to fit.
+    pub page: Option<Page>,
+    /// With `all`: only these processes (a pod's), and their parents.
+    pub scope: Option<HashSet<ProcId>>,
 }
 
 /// `s` escaped for XML text and attribute values, control characters (not allowed in XML
@@ -67,6 +128,32 @@ pub fn xml_text(s: &str, max: usize) -> String {
     out
 }
 
+/// `text` with every run of 32 or more hex digits (container and sandbox ids, in cgroup paths
+/// too) cut to its first 12, as `crictl` shows ids: a handout's line stays one line.
+pub fn short_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= 32 {
+            out.push_str(&run[..12]);
+            out.push('…');
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_hexdigit() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 /// What happens in one column of the timeline.
 #[derive(Clone, Debug)]
 enum Mark {
@@ -86,6 +173,8 @@ enum Mark {
     Exec,
     /// A rename (PR_SET_NAME).
     Rename,
+    /// A story step no other mark shows (a cgroup move, a signal): only its callout.
+    Step,
 }
 
 impl Mark {
@@ -96,8 +185,9 @@ impl Mark {
             Mark::Exec => 1,
             Mark::Rename => 2,
             Mark::Subreaper => 3,
-            Mark::Exit(_) => 4,
-            Mark::Adopted { .. } => 5,
+            Mark::Step => 4,
+            Mark::Exit(_) => 5,
+            Mark::Adopted { .. } => 6,
         }
     }
 }
@@ -107,18 +197,22 @@ struct Col {
     seq: u64,
     proc: ProcId,
     mark: Mark,
-    caption: String,
-    /// A story step (drawn bold).
-    step: bool,
+    /// The numbers of the story steps it shows (1-based, keyed to the step list).
+    callouts: Vec<usize>,
 }
 
 /// The processes drawn: the stories' actors, their parents at birth, their creators and
-/// every parent that adopted one of them; with `all`, every process that acted.
-fn actors(e: &Engine, stories: &[Story], all: bool) -> Vec<ProcId> {
+/// every parent that adopted one of them; with `all`, every process that acted (in `scope`).
+fn actors(e: &Engine, stories: &[Story], opts: &PictureOpts) -> Vec<ProcId> {
     let index = PidIndex::new(e);
     let mut keep: HashSet<ProcId> = HashSet::new();
-    if all {
-        keep.extend(e.processes().filter(|p| view::acted(p)).map(|p| p.id));
+    if opts.all {
+        keep.extend(
+            e.processes()
+                .filter(|p| view::acted(p))
+                .filter(|p| opts.scope.as_ref().is_none_or(|s| s.contains(&p.id)))
+                .map(|p| p.id),
+        );
     } else {
         for st in stories {
             for step in &st.steps {
@@ -140,7 +234,7 @@ fn actors(e: &Engine, stories: &[Story], all: bool) -> Vec<ProcId> {
     v
 }
 
-fn birth_caption(e: &Engine, p: &Process) -> Option<(Mark, String)> {
+fn birth_mark(p: &Process) -> Option<Mark> {
     let b = p.lineage.first()?;
     if !matches!(
         b.how,
@@ -148,217 +242,322 @@ fn birth_caption(e: &Engine, p: &Process) -> Option<(Mark, String)> {
     ) {
         return None;
     }
-    let caller = p.creator.and_then(|c| e.get(c));
-    let caller_pid = caller.map_or_else(|| b.caller.unwrap_or(0), |c| c.pid);
-    let clone_parent = b.how == How::CloneParent;
-    let text = if clone_parent {
-        format!(
-            "{caller_pid} cloned {} with CLONE_PARENT: parent {}",
-            p.pid, b.parent
-        )
-    } else {
-        format!("{caller_pid} {} {}", verb(b.how), p.pid)
-    };
     let from = p.birth_parent;
-    let mark = Mark::Birth {
+    Some(Mark::Birth {
         from,
         caller: p.creator.filter(|c| Some(*c) != from),
-        clone_parent,
-    };
-    Some((mark, text))
+        clone_parent: b.how == How::CloneParent,
+    })
 }
 
-fn verb(h: How) -> &'static str {
-    match h {
-        How::Fork => "forked",
-        How::Vfork => "vforked",
-        _ => "cloned",
-    }
+/// runc runs from a sealed copy of itself in memory (a memfd, exec'd as `/dev/fd/N` or
+/// `/proc/self/fd/N`), so that a container's process cannot overwrite the host's runc binary
+/// through `/proc/self/exe` (CVE-2019-5736). Such an exec is no step of any story: it is left
+/// out of the picture and explained once in the legend ([`REEXEC_NOTE`]).
+fn is_self_reexec(exe: &str) -> bool {
+    exe.starts_with("/dev/fd/") || exe.starts_with("/proc/self/fd/") || exe.starts_with("memfd:")
 }
 
-/// Every column for the drawn processes, in seq order.
-fn columns(e: &Engine, lanes: &[ProcId], stories: &[Story]) -> Vec<Col> {
+/// The legend's line for the execs [`is_self_reexec`] leaves out.
+const REEXEC_NOTE: &str =
+    "Not drawn: runc re-executing itself from a sealed in-memory copy (/dev/fd/N, a memfd), \
+so a container cannot overwrite the host's runc binary through /proc/self/exe (CVE-2019-5736).";
+
+/// Every column for the drawn processes, in seq order, and whether a runc self re-exec was
+/// left out.
+fn columns(e: &Engine, lanes: &[ProcId]) -> (Vec<Col>, bool) {
     let index = PidIndex::new(e);
-    let steps: HashSet<(u64, u32)> = stories
-        .iter()
-        .flat_map(|s| &s.steps)
-        .map(|s| (s.seq, s.pid))
-        .collect();
     let mut cols = Vec::new();
+    let mut reexec = false;
     for &id in lanes {
         let Some(p) = e.get(id) else { continue };
-        let mut push = |seq: u64, mark: Mark, caption: String| {
+        let mut push = |seq: u64, mark: Mark| {
             cols.push(Col {
                 seq,
                 proc: id,
                 mark,
-                caption,
-                step: steps.contains(&(seq, p.pid)),
+                callouts: Vec::new(),
             })
         };
-        if let Some((mark, text)) = birth_caption(e, p) {
-            push(p.start_seq, mark, text);
+        if let Some(mark) = birth_mark(p) {
+            push(p.start_seq, mark);
         }
         for x in &p.execs {
-            push(
-                x.seq,
-                Mark::Exec,
-                format!("{} exec {}", p.pid, basename(&x.exe)),
-            );
+            if is_self_reexec(&x.exe) {
+                reexec = true;
+            } else {
+                push(x.seq, Mark::Exec);
+            }
         }
         for r in &p.renames {
-            push(r.seq, Mark::Rename, format!("{} renamed {}", p.pid, r.comm));
+            push(r.seq, Mark::Rename);
         }
         if let Some(s) = p.subreaper_seq {
-            let t = format!("{} PR_SET_CHILD_SUBREAPER", p.pid);
-            push(s, Mark::Subreaper, t);
+            push(s, Mark::Subreaper);
         }
         if let Some(x) = p.exit_seq {
-            let st = view::exit_text(p);
-            push(
-                x,
-                Mark::Exit(st.clone()),
-                format!("{} {} {st}", p.pid, p.name()),
-            );
+            push(x, Mark::Exit(view::exit_text(p)));
         }
         for l in p.lineage.iter().skip(1).filter(|l| l.how == How::Adopted) {
-            let reason = l.reason_text().unwrap_or_default();
             let from = index.at(e, l.parent, l.seq);
-            let t = format!("{} adopted by {}: {reason}", p.pid, l.parent);
-            push(l.seq, Mark::Adopted { from }, t);
+            push(l.seq, Mark::Adopted { from });
         }
     }
     cols.sort_by_key(|c| (c.seq, c.mark.rank(), c.proc));
-    for c in &mut cols {
-        c.caption = format!("{} {}", c.seq, c.caption);
-    }
-    cols
+    (cols, reexec)
 }
 
-/// The lane's two label lines: `PID NAME` and its marks (role, container, …).
-fn lane_label(p: &Process) -> (String, String) {
-    let head = format!("{} {}", p.pid, p.name());
-    let marks: String = view::marks(p, false)
-        .iter()
-        .filter(|m| {
-            matches!(
-                m,
-                view::Mark::Role(_)
-                    | view::Mark::Container(_)
-                    | view::Mark::NsPid(_)
-                    | view::Mark::Placeholder
-            )
-        })
-        .map(|m| m.text())
-        .collect();
-    (head, marks.trim().to_string())
-}
-
-const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,sans-serif;font-size:11px;fill:#222}\
-.t{font-size:16px;font-weight:bold}.lg{font-size:11px;fill:#444}.pid{font-weight:bold}\
-.mk{font-size:10px;fill:#555}.cap{font-size:10.5px;fill:#666}.step{fill:#000;font-weight:bold}\
-.grid{stroke:#e4e4e4;stroke-width:1}.birth{stroke:#222;stroke-width:1.6}\
-.cp{stroke:#d95f02;stroke-width:2}.adopt{stroke:#3182bd;stroke-width:1.6;stroke-dasharray:5 3}\
-.caller{fill:#fff;stroke:#d95f02;stroke-width:2}.st{font-size:9.5px;fill:#555}";
-
-/// Geometry of the drawing.
-struct Geo {
-    cols: usize,
-    lanes: usize,
-    /// Height of the header: the baseline of the captions.
-    head: usize,
-}
-
-impl Geo {
-    fn new(cols: &[Col], lanes: usize) -> Geo {
-        let longest = cols
-            .iter()
-            .map(|c| c.caption.chars().count().min(MAX_TEXT + 1))
-            .max()
-            .unwrap_or(0);
-        let rise = longest as f64 * CHAR_W * f64::from(SLANT).to_radians().sin().abs();
-        Geo {
-            cols: cols.len(),
-            lanes,
-            head: MIN_HEAD_H.max(rise as usize + 16),
+/// Numbers the stories' steps (1, 2, … across them) and hangs each number on the column that
+/// shows it: the same process's mark at the step's seq, else a [`Mark::Step`] column of its
+/// own. A step of a process not drawn is only listed.
+fn add_callouts(e: &Engine, stories: &[Story], lanes: &HashSet<ProcId>, cols: &mut Vec<Col>) {
+    let index = PidIndex::new(e);
+    let mut n = 0;
+    for step in stories.iter().flat_map(|s| &s.steps) {
+        n += 1;
+        let Some(id) = index
+            .at(e, step.pid, step.seq)
+            .filter(|id| lanes.contains(id))
+        else {
+            continue;
+        };
+        match cols.iter_mut().find(|c| c.seq == step.seq && c.proc == id) {
+            Some(c) => c.callouts.push(n),
+            None => cols.push(Col {
+                seq: step.seq,
+                proc: id,
+                mark: Mark::Step,
+                callouts: vec![n],
+            }),
         }
     }
+    cols.sort_by_key(|c| (c.seq, c.mark.rank(), c.proc));
+}
 
-    fn x(&self, col: usize) -> usize {
-        LABEL_W + 20 + col * COL_W + COL_W / 2
+/// Which pod and container a drawn process works for: its own annotations, else the first
+/// story naming it. `None`: the host's and the runtime daemon's.
+fn row_of(p: &Process, story: Option<&Story>) -> Row {
+    let mut head = format!("{} {}", p.pid, p.name());
+    if let Some(r) = p.role {
+        let _ = write!(head, " [{r}]");
     }
-    fn y(&self, lane: usize) -> usize {
-        self.head + 20 + lane * LANE_H + LANE_H / 2
-    }
-    fn width(&self) -> usize {
-        LABEL_W + 20 + self.cols.max(1) * COL_W + RIGHT_W
-    }
-    fn height(&self) -> usize {
-        self.head + 20 + self.lanes.max(1) * LANE_H + 30
-    }
-    fn right(&self) -> usize {
-        LABEL_W + 20 + self.cols.max(1) * COL_W
+    let own = p.k8s.as_deref().filter(|k| !k.is_empty());
+    let pod = own
+        .and_then(|k| k.pod_text())
+        .or_else(|| story.and_then(|s| s.pod.clone()))
+        .or_else(|| {
+            let sb = story.and_then(|s| s.sandbox_id.as_deref())?;
+            Some(format!("pod {}", sb.get(..12).unwrap_or(sb)))
+        });
+    let container = match (own, story) {
+        (Some(k), _) if k.container_name.is_some() => k.container_name.as_deref().map(String::from),
+        (Some(k), _) if k.sandbox => Some("sandbox (pause)".to_string()),
+        (_, Some(s)) if s.sandbox => Some(format!(
+            "sandbox ({})",
+            s.workload.as_deref().unwrap_or("pause")
+        )),
+        (_, Some(s)) => s.container_name.clone().or_else(|| {
+            let cid = s.container_id.as_deref()?;
+            Some(format!("container {}", cid.get(..12).unwrap_or(cid)))
+        }),
+        _ => None,
+    };
+    let sub = match (&pod, container) {
+        (Some(pod), Some(c)) => format!("{pod} · {c}"),
+        (Some(pod), None) => pod.clone(),
+        (None, Some(c)) => c,
+        (None, None) => view::marks(p, false)
+            .iter()
+            .filter(|m| matches!(m, view::Mark::NsPid(_) | view::Mark::Placeholder))
+            .map(|m| m.text())
+            .collect::<String>()
+            .trim()
+            .to_string(),
+    };
+    Row {
+        id: p.id,
+        group: pod,
+        head,
+        sub,
     }
 }
 
-/// The SVG timeline of `e`'s container births (see the module docs). `title` names the
-/// recording.
-pub fn svg(e: &Engine, stories: &[Story], opts: PictureOpts, title: &str) -> String {
-    let mut lanes = actors(e, stories, opts.all);
+/// The drawn processes as rows, grouped per pod (the host's first), each group by birth.
+fn rows(e: &Engine, stories: &[Story], lanes: &[ProcId]) -> Vec<Row> {
+    let index = PidIndex::new(e);
+    let mut story_of: HashMap<ProcId, usize> = HashMap::new();
+    for (i, st) in stories.iter().enumerate() {
+        for step in &st.steps {
+            if let Some(id) = index.at(e, step.pid, step.seq) {
+                story_of.entry(id).or_insert(i);
+            }
+        }
+    }
+    let mut rows: Vec<Row> = lanes
+        .iter()
+        .filter_map(|&id| e.get(id))
+        .map(|p| {
+            // Only the runtime's helpers (shim, runc and its stages, CNI plugins) work for the
+            // story's pod; init and the daemon, which a step may name, stay the host's.
+            let helper = p.role.is_some_and(|r| r != Role::RuntimeDaemon);
+            let story = story_of.get(&p.id).filter(|_| helper);
+            row_of(p, story.map(|&i| &stories[i]))
+        })
+        .collect();
+    // Groups in the order they first appear (rows are by birth), the host's first.
+    let mut order: HashMap<Option<String>, usize> = HashMap::new();
+    order.insert(None, 0);
+    for r in &rows {
+        let n = order.len();
+        order.entry(r.group.clone()).or_insert(n);
+    }
+    rows.sort_by_key(|r| order[&r.group]);
+    rows
+}
+
+const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,sans-serif;font-size:12px;fill:#222}\
+.t{font-size:18px;font-weight:bold}.lg{font-size:11.5px;fill:#444}.pid{font-weight:bold}\
+.mk{font-size:11px;fill:#444}.grp{font-size:12px;font-weight:bold;fill:#333}\
+.band{fill:#f4f6fa;stroke:#d0d6e2}.rep{font-size:11px;fill:#999}\
+.co{fill:#fff;stroke:#b2182b;stroke-width:1.6}.con{font-size:11px;font-weight:bold;fill:#b2182b;text-anchor:middle}\
+.sh{font-size:13px;font-weight:bold}.sl{font-size:12px}\
+.grid{stroke:#e8e8e8;stroke-width:1}.birth{stroke:#222;stroke-width:1.6}\
+.cp{stroke:#d95f02;stroke-width:2}.adopt{stroke:#3182bd;stroke-width:1.6;stroke-dasharray:5 3}\
+.caller{fill:#fff;stroke:#d95f02;stroke-width:2}.st{font-size:11px;fill:#555}";
+
+const DEFS: &str = "<defs><marker id=\"ahb\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#3182bd\"/></marker>\
+<marker id=\"aho\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#d95f02\"/></marker>\
+<marker id=\"ahk\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#222\"/></marker></defs>";
+
+/// The SVG timeline of `stories` (see the module docs). `title` names the recording.
+pub fn svg(
+    e: &Engine,
+    stories: &[Story],
+    opts: &PictureOpts,
+    title: &str,
+) -> Result<String, PictureError> {
+    draw(e, stories, opts, title, Drawn::Alone)
+}
+
+/// Where a picture goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Drawn {
+    /// On its own: the step list under the timeline, the page's shape around it.
+    Alone,
+    /// In the HTML page, which lists the steps with their explanations and scales the
+    /// picture to its width: neither list nor page margins.
+    InPage,
+}
+
+/// [`svg`], as [`Drawn`] says.
+fn draw(
+    e: &Engine,
+    stories: &[Story],
+    opts: &PictureOpts,
+    title: &str,
+    how: Drawn,
+) -> Result<String, PictureError> {
+    let list = how == Drawn::Alone;
+    let mut lanes = actors(e, stories, opts);
     let all_lanes = lanes.len();
     lanes.truncate(MAX_LANES);
-    let mut cols = columns(e, &lanes, stories);
+    let (mut cols, reexec) = columns(e, &lanes);
+    add_callouts(e, stories, &lanes.iter().copied().collect(), &mut cols);
     let all_cols = cols.len();
     cols.truncate(MAX_COLS);
-    let lane_of: HashMap<ProcId, usize> =
-        lanes.iter().enumerate().map(|(i, &id)| (id, i)).collect();
-    let g = Geo::new(&cols, lanes.len());
-    let mut s = String::with_capacity(4096 + cols.len() * 400 + lanes.len() * 300);
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\
-         <style>{STYLE}</style>\
-         <defs><marker id=\"ahb\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#3182bd\"/></marker>\
-         <marker id=\"aho\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#d95f02\"/></marker>\
-         <marker id=\"ahk\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#222\"/></marker></defs>\
-         <rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>",
-        w = g.width(),
-        h = g.height()
-    );
-    let scope = if opts.all {
-        "every process that acted"
+    let rows = rows(e, stories, &lanes);
+    let mut notes = Vec::new();
+    if all_lanes > lanes.len() || all_cols > cols.len() {
+        notes.push(format!(
+            "Cut to the first {} of {all_lanes} processes and {} of {all_cols} events (by seq): narrow it with --pod or --story, or leave out --all",
+            lanes.len(),
+            cols.len()
+        ));
+    }
+    let mut steps = if list {
+        layout::step_lines(stories)
     } else {
-        "the container births' actors"
+        Vec::new()
+    };
+    // Under the steps when they are listed (a page's room is in its height), else a note.
+    match (reexec, list) {
+        (true, true) => steps.push(layout::Line::Note(REEXEC_NOTE.to_string())),
+        (true, false) => notes.push(REEXEC_NOTE.to_string()),
+        _ => {}
+    }
+    let g = Geo::new(&rows, cols.len(), notes.len(), &steps, opts.page);
+    let mut s = String::with_capacity(4096 + cols.len() * 300 + rows.len() * 300);
+    open_svg(&mut s, &g, opts.page.filter(|_| how == Drawn::Alone))?;
+    header(&mut s, stories, &rows, cols.len(), opts.all, title);
+    for (i, n) in notes.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<text class=\"lg\" x=\"12\" y=\"{}\">{}</text>",
+            layout::NOTES_Y + i * layout::NOTE_H,
+            xml_text(n, 240)
+        );
+    }
+    if rows.is_empty() {
+        let _ = write!(
+            s,
+            "<text class=\"lg\" x=\"12\" y=\"{}\">no container story found (--all draws every process)</text>",
+            g.lanes_top() + 20
+        );
+    }
+    let lane_of: HashMap<ProcId, usize> = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    g.draw_groups(&mut s, &rows);
+    draw_grid(&mut s, &g, cols.len());
+    draw_lanes(&mut s, e, &g, &rows, &cols);
+    draw_marks(&mut s, &g, &cols, &lane_of);
+    draw_callouts(&mut s, &g, &cols, &lane_of);
+    g.draw_steps(&mut s, &steps);
+    s.push_str("</svg>\n");
+    Ok(s)
+}
+
+/// The `<svg>` element, its style and the white ground: sized for `page` when given (the
+/// drawing fitted in it), else the drawing's own size.
+fn open_svg(s: &mut String, g: &Geo, page: Option<Page>) -> Result<(), PictureError> {
+    let view_box = g.fit(page)?;
+    let (w, h) = match page {
+        Some(p) => {
+            let (w, h) = p.size_attrs();
+            (w.to_string(), h.to_string())
+        }
+        None => (g.width().to_string(), g.height().to_string()),
     };
     let _ = write!(
         s,
-        "<text class=\"t\" x=\"12\" y=\"26\">Container births: {}</text>\
-         <text class=\"lg\" x=\"12\" y=\"44\">{} processes ({scope}), {} events; seq across, one lifeline per process</text>",
-        xml_text(title, MAX_TEXT),
-        lanes.len(),
-        cols.len()
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"{view_box}\">\
+         <style>{STYLE}</style>{DEFS}<rect x=\"-50%\" y=\"-50%\" width=\"200%\" height=\"200%\" fill=\"#fff\"/>"
     );
-    legend(&mut s);
-    if all_lanes > lanes.len() || all_cols > cols.len() {
-        let _ = write!(
-            s,
-            "<text class=\"lg\" x=\"12\" y=\"62\">Cut to the first {} of {all_lanes} processes and {} of {all_cols} events (by seq): narrow it with --pod, or leave out --all</text>",
-            lanes.len(),
-            cols.len()
-        );
-    }
-    if lanes.is_empty() {
-        let _ = write!(
-            s,
-            "<text class=\"lg\" x=\"12\" y=\"{}\">no container birth found (--all draws every process)</text>",
-            g.head + 30
-        );
-    }
-    draw_grid_and_captions(&mut s, &g, &cols);
-    draw_lanes(&mut s, e, &g, &lanes, &cols);
-    draw_marks(&mut s, &g, &cols, &lane_of);
-    s.push_str("</svg>\n");
-    s
+    Ok(())
+}
+
+fn header(s: &mut String, stories: &[Story], rows: &[Row], cols: usize, all: bool, title: &str) {
+    let what = match stories {
+        [one] => short_ids(
+            view::story_text(std::slice::from_ref(one))
+                .lines()
+                .next()
+                .unwrap_or_default(),
+        ),
+        _ => "Container stories".to_string(),
+    };
+    let scope = if all {
+        "every process that acted"
+    } else {
+        "the stories' actors"
+    };
+    let _ = write!(
+        s,
+        "<text class=\"t\" x=\"12\" y=\"26\">{}</text>\
+         <text class=\"lg\" x=\"12\" y=\"46\">{}: {} processes ({scope}), {cols} events; seq across, one lifeline per process, grouped per pod</text>",
+        xml_text(&what, 110),
+        xml_text(title, MAX_TEXT),
+        rows.len(),
+    );
+    legend(s);
 }
 
 fn legend(s: &mut String) {
@@ -368,39 +567,27 @@ fn legend(s: &mut String) {
         ("<line class=\"adopt\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahb)\"/>", "adopted: to its new parent, when its parent exited"),
         ("<path d=\"M14,-6L20,0L14,6L8,0z\" fill=\"#6a51a3\"/>", "PR_SET_CHILD_SUBREAPER"),
         ("<circle cx=\"14\" cy=\"0\" r=\"4\" fill=\"#31a354\"/><rect x=\"24\" y=\"-4\" width=\"8\" height=\"8\" fill=\"#fd8d3c\"/>", "exec ● · rename (PR_SET_NAME) ▪"),
-        ("<line x1=\"0\" y1=\"0\" x2=\"20\" y2=\"0\" stroke=\"#888\" stroke-width=\"4\"/><line x1=\"20\" y1=\"-7\" x2=\"20\" y2=\"7\" stroke=\"#000\" stroke-width=\"2\"/>", "lifeline, ending at the exit (status below)"),
+        ("<circle class=\"co\" cx=\"14\" cy=\"0\" r=\"8\"/><text class=\"con\" x=\"14\" y=\"4\">1</text>", "a story step: see the numbered list"),
     ];
     for (i, (icon, text)) in rows.iter().enumerate() {
-        let y = 72 + i * 20;
+        let (x, y) = (16 + (i % 3) * 375, 70 + (i / 3) * 22);
         let _ = write!(
             s,
-            "<g transform=\"translate(16,{y})\">{icon}</g><text class=\"lg\" x=\"56\" y=\"{}\">{text}</text>",
+            "<g transform=\"translate({x},{y})\">{icon}</g><text class=\"lg\" x=\"{}\" y=\"{}\">{text}</text>",
+            x + 40,
             y + 4
         );
     }
-    let _ = write!(
-        s,
-        "<text class=\"lg\" x=\"12\" y=\"{}\">Captions (bold: story steps) name each event by seq.</text>",
-        72 + rows.len() * 20 + 6
-    );
 }
 
-fn draw_grid_and_captions(s: &mut String, g: &Geo, cols: &[Col]) {
-    let bottom = g.height() - 20;
-    for (i, c) in cols.iter().enumerate() {
+fn draw_grid(s: &mut String, g: &Geo, cols: usize) {
+    for i in 0..cols {
         let x = g.x(i);
         let _ = write!(
             s,
-            "<line class=\"grid\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{bottom}\"/>",
-            g.head + 4
-        );
-        let class = if c.step { "cap step" } else { "cap" };
-        let y = g.head;
-        let _ = write!(
-            s,
-            "<text class=\"{class}\" x=\"{}\" y=\"{y}\" transform=\"rotate({SLANT} {x} {y})\">{}</text>",
-            x + 3,
-            xml_text(&c.caption, MAX_TEXT)
+            "<line class=\"grid\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"/>",
+            g.lanes_top(),
+            g.lanes_bottom()
         );
     }
 }
@@ -419,30 +606,21 @@ fn lane_ends(cols: &[Col]) -> HashMap<ProcId, (Option<usize>, Option<usize>)> {
     ends
 }
 
-fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, lanes: &[ProcId], cols: &[Col]) {
+fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, rows: &[Row], cols: &[Col]) {
     let ends = lane_ends(cols);
-    for (k, &id) in lanes.iter().enumerate() {
-        let Some(p) = e.get(id) else { continue };
+    for (k, row) in rows.iter().enumerate() {
+        let Some(p) = e.get(row.id) else { continue };
         let y = g.y(k);
-        let (head, marks) = lane_label(p);
-        let _ = write!(
-            s,
-            "<text class=\"pid\" x=\"12\" y=\"{}\">{}</text><text class=\"mk\" x=\"12\" y=\"{}\">{}</text>",
-            y - 2,
-            xml_text(&head, 44),
-            y + 11,
-            xml_text(&marks, 60)
-        );
-        let (birth, exit) = ends.get(&id).copied().unwrap_or_default();
-        let start = birth.map_or(LABEL_W + 16, |i| g.x(i));
-        let end = exit.map(|i| g.x(i));
+        let (birth, exit) = ends.get(&row.id).copied().unwrap_or_default();
+        let start = birth.map_or(g.x(0) - 8, |i| g.x(i));
+        let end = exit.map_or(g.right(), |i| g.x(i));
         let (_, fill) = role_style(p.role);
         let stroke = if fill == "#ffffff" { "#9e9e9e" } else { fill };
         let _ = write!(
             s,
-            "<line x1=\"{start}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{stroke}\" stroke-width=\"5\" stroke-linecap=\"round\"/>",
-            end.unwrap_or(g.right())
+            "<line x1=\"{start}\" y1=\"{y}\" x2=\"{end}\" y2=\"{y}\" stroke=\"{stroke}\" stroke-width=\"5\" stroke-linecap=\"round\"/>"
         );
+        g.draw_label(s, row, y, start, end);
     }
 }
 
@@ -490,6 +668,30 @@ fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, u
     }
 }
 
+/// The numbered circles: above the lifeline at the step's column, stacked upwards when one
+/// column shows several steps.
+fn draw_callouts(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, usize>) {
+    for (i, c) in cols.iter().enumerate() {
+        let Some(&lane) = lane_of.get(&c.proc) else {
+            continue;
+        };
+        for (k, n) in c.callouts.iter().enumerate() {
+            let (x, y) = (g.x(i), g.y(lane) - 16 - k * 19);
+            callout(s, *n, x, y);
+        }
+    }
+}
+
+/// A circled step number centred on (`x`, `y`).
+fn callout(s: &mut String, n: usize, x: usize, y: usize) {
+    let r = if n >= 100 { 11 } else { 9 };
+    let _ = write!(
+        s,
+        "<circle class=\"co\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\"/><text class=\"con\" x=\"{x}\" y=\"{}\">{n}</text>",
+        y + 4
+    );
+}
+
 fn arrow(s: &mut String, class: &str, head: &str, x: usize, y1: usize, y2: usize) {
     let _ = write!(
         s,
@@ -506,8 +708,8 @@ fn draw_glyph(s: &mut String, m: &Mark, x: usize, y: usize) {
              <text class=\"st\" x=\"{}\" y=\"{}\">{}</text>",
             y - 8,
             y + 8,
-            x + 3,
-            y + 16,
+            x + 5,
+            y + 4,
             xml_text(st, 24)
         ),
         Mark::Subreaper => write!(
@@ -528,148 +730,21 @@ fn draw_glyph(s: &mut String, m: &Mark, x: usize, y: usize) {
             x - 4,
             y - 4
         ),
-        Mark::Birth { .. } | Mark::Adopted { .. } => Ok(()),
+        Mark::Birth { .. } | Mark::Adopted { .. } | Mark::Step => Ok(()),
     };
 }
 
 /// Writes [`svg`] to `out`.
 pub fn write_svg(
     e: &Engine,
-    opts: PictureOpts,
+    stories: &[Story],
+    opts: &PictureOpts,
     title: &str,
     out: &mut impl Write,
-) -> io::Result<()> {
-    let stories = crate::lineage::stories(e);
-    out.write_all(svg(e, &stories, opts, title).as_bytes())
-}
-
-const PAGE_STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,sans-serif;margin:24px;color:#222;background:#fff;max-width:1400px}\
-h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}\
-h3{font-size:15px}.pic{overflow-x:auto;border:1px solid #ddd}\
-pre{background:#f6f6f6;padding:12px;overflow-x:auto;font-size:12px}\
-ol{padding-left:0;list-style:none}li{margin:10px 0}.seq{font-family:monospace;color:#666;margin-right:8px}\
-.why{margin:4px 0 0 72px;color:#333}.src{margin:2px 0 0 72px;color:#777;font-size:12px;font-family:monospace}";
-
-/// One self-contained page (no network): the picture, the explained stories and the tree at
-/// the end of the recording.
-pub fn write_html(
-    e: &Engine,
-    opts: PictureOpts,
-    title: &str,
-    out: &mut impl Write,
-) -> io::Result<()> {
-    let stories = crate::lineage::stories(e);
-    let t = xml_text(title, 200);
-    let mut s = String::with_capacity(64 << 10);
-    let _ = write!(
-        s,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>Container births: {t}</title><style>{PAGE_STYLE}</style></head><body>\
-         <h1>Container births: {t}</h1>\
-         <p>Container births found: {}; execs into running containers: {}; deaths: {}. \
-         The picture shows each process as a lifeline (seq across); \
-         the stories explain every step with the kernel rule or runtime design behind it.</p>\
-         <h2>Timeline</h2><div class=\"pic\">",
-        stories.iter().filter(|s| s.phase.is_birth()).count(),
-        stories.iter().filter(|s| s.phase == Phase::Exec).count(),
-        stories.iter().filter(|s| s.phase == Phase::Death).count(),
-    );
-    s.push_str(&svg(e, &stories, opts, title));
-    s.push_str("</div><h2>Stories</h2>");
-    if stories.is_empty() {
-        s.push_str("<p>No container birth found.</p>");
-    }
-    for st in &stories {
-        let head = view::story_text(std::slice::from_ref(st));
-        let head = head.lines().next().unwrap_or_default();
-        let _ = write!(s, "<h3>{}</h3><ol>", xml_text(head, 200));
-        for step in &st.steps {
-            let w = explain::why(step.kind);
-            let _ = write!(
-                s,
-                "<li><span class=\"seq\">seq {}</span>{}<p class=\"why\">{}</p><p class=\"src\">{}</p></li>",
-                step.seq,
-                xml_text(&step.text, 300),
-                xml_text(w.text, 2000),
-                xml_text(w.source, 300)
-            );
-        }
-        s.push_str("</ol>");
-    }
-    let tree = view::traced_tree_text(e, view::TreeOpts::default());
-    let tree: String = tree
-        .lines()
-        .map(|l| xml_text(l, 300))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let _ = writeln!(
-        s,
-        "<h2>Process tree at the end</h2><pre>{tree}</pre></body></html>"
-    );
-    out.write_all(s.as_bytes())
+) -> Result<(), PictureError> {
+    out.write_all(svg(e, stories, opts, title)?.as_bytes())?;
+    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn xml_text_escapes_markup_and_control_characters() {
-        assert_eq!(
-            xml_text("<a href=\"x\">&'\u{1b}[31m\0", 100),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;\u{fffd}[31m\u{fffd}"
-        );
-        assert_eq!(xml_text("abcdef", 3), "abc…");
-        // A right-to-left override would reorder what the picture shows: escaped as in text.
-        assert_eq!(
-            xml_text("a\u{202e}b\u{feff}", 100),
-            "a\\342\\200\\256b\\357\\273\\277"
-        );
-    }
-
-    #[test]
-    fn a_picture_of_every_process_is_cut_with_a_note() {
-        let mut e = Engine::new();
-        for ev in crate::synth::chain(MAX_LANES as u32 + 10) {
-            e.apply(&ev);
-        }
-        let svg = svg(&e, &[], PictureOpts { all: true }, "t");
-        assert_eq!(svg.matches("<text class=\"pid\"").count(), MAX_LANES);
-        // Each drawn lane's lifeline starts at its own birth column.
-        assert_eq!(svg.matches("stroke-linecap=\"round\"").count(), MAX_LANES);
-        assert!(svg.contains(&format!(
-            "Cut to the first {MAX_LANES} of {} processes",
-            MAX_LANES + 10
-        )));
-        let small = super::svg(&e, &[], PictureOpts { all: false }, "t");
-        assert!(!small.contains("Cut to"));
-    }
-
-    #[test]
-    fn a_lifeline_runs_from_its_birth_to_its_exit_column() {
-        let evs: Vec<_> = crate::synth::fork_tree(4).into_iter().collect();
-        let mut e = Engine::new();
-        for ev in &evs {
-            e.apply(ev);
-        }
-        let svg = svg(&e, &[], PictureOpts { all: true }, "t");
-        // pid 1003's lifeline: from its own birth column to its own exit column, neither
-        // another lane's.
-        let cols = columns(&e, &actors(&e, &[], true), &[]);
-        let at = |proc_pid: u32, pick: fn(&Mark) -> bool| {
-            let i = cols
-                .iter()
-                .position(|c| e.get(c.proc).unwrap().pid == proc_pid && pick(&c.mark));
-            i.map(|i| LABEL_W + 20 + i * COL_W + COL_W / 2)
-        };
-        let birth = at(1003, |m| matches!(m, Mark::Birth { .. })).unwrap();
-        let exit = at(1003, |m| matches!(m, Mark::Exit(_))).unwrap();
-        assert_ne!(birth, exit);
-        let lifeline = format!("<line x1=\"{birth}\" y1=");
-        let l = svg
-            .find(&lifeline)
-            .expect("the lifeline of 1003 starts at its birth");
-        let element = svg[l..].split("/>").next().unwrap();
-        assert!(element.contains(&format!("x2=\"{exit}\"")), "{element}");
-    }
-}
+mod tests;

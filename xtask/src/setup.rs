@@ -44,7 +44,11 @@ const TEST_PACKAGES: &[Need] = &[
     ),
     (
         "chromium",
-        "headless Chromium renders the HTML export in its test",
+        "headless Chromium renders the HTML export and prints it to PDF in its tests",
+    ),
+    (
+        "poppler-utils",
+        "pdftoppm and pdftotext read the HTML handout's printed PDF in its test",
     ),
     (
         "nats-server",

@@ -1,11 +1,25 @@
 //! `tracer export`: a recording to JSON lines, Perfetto, Graphviz, SVG or HTML.
 
-use super::reading::{finish_input, kept, open_input, source_and_pod};
+use super::reading::{finish_input, kept, open_input, select_pod, source_and_pod, until_error};
 use anyhow::Result;
 use clap::ValueEnum;
+use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tracer::input::{Input, InputError};
+use tracer::lineage::{PodEvents, SnapshotProcess};
+use tracer::picture::{Page, PictureOpts};
+
+/// `--page`: the printed page a picture is laid out for.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageArg {
+    /// A4 landscape (297 × 210 mm).
+    A4,
+    /// A 16:9 slide (1280 × 720 px).
+    #[value(name = "16:9")]
+    Wide,
+}
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
@@ -44,22 +58,48 @@ pub struct ExportArgs {
     // Only the pod's (or container's) events, as `replay --pod`.
     #[command(flatten)]
     pub pod: super::PodArgs,
+    /// svg/html: only story N, numbered from 1 as `tracer story` lists them (births, execs,
+    /// deaths, restarts; with --pod, that pod's stories).
+    #[arg(long, value_name = "N")]
+    pub story: Option<usize>,
+    /// svg/html: lay the picture out for a printed page, scaled to fit with no text under
+    /// 10 px (too large a picture is an error: pick one story with --story).
+    #[arg(long, value_enum, value_name = "PAGE")]
+    pub page: Option<PageArg>,
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
-    if args.all && !matches!(args.format, ExportFormat::Svg | ExportFormat::Html) {
+    let picture = matches!(args.format, ExportFormat::Svg | ExportFormat::Html);
+    if args.all && !picture {
         anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
     }
-    let (source, keep) = source_and_pod(&args.file, args.pod.query().as_ref())?;
+    if (args.story.is_some() || args.page.is_some()) && !picture {
+        anyhow::bail!("--story and --page are for --format svg and html");
+    }
+    let query = args.pod.query();
+    let (source, keep) = source_and_pod(&args.file, query.as_ref())?;
     let mut input = open_input(&source)?;
     let snapshot = input.snapshot();
+    let mut err = None;
+    // Drawn before the output is created: a picture that cannot be drawn writes nothing.
+    let mut drawn = if picture {
+        Some(draw(
+            &args,
+            &source,
+            keep.as_ref(),
+            &mut input,
+            &mut err,
+            &snapshot,
+        )?)
+    } else {
+        None
+    };
     let mut file = super::output::out_file(args.output.as_deref())?;
     let mut sink: Box<dyn Write> = match file.as_mut() {
         Some(f) => Box::new(f),
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = std::io::BufWriter::with_capacity(256 << 10, &mut sink);
-    let mut err = None;
     let res: std::io::Result<String> = (|| {
         let what = match args.format {
             ExportFormat::Jsonl => {
@@ -90,21 +130,9 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 format!("{} processes", e.process_count())
             }
             ExportFormat::Svg | ExportFormat::Html => {
-                let mut e = tracer::Engine::seeded(&snapshot);
-                for ev in kept(&mut input, &mut err, keep.as_ref()) {
-                    e.apply(&ev);
-                }
-                let opts = tracer::picture::PictureOpts { all: args.all };
-                let title = source.file_name().map_or_else(
-                    || source.display().to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
-                if args.format == ExportFormat::Svg {
-                    tracer::picture::write_svg(&e, opts, &title, &mut out)?;
-                } else {
-                    tracer::picture::write_html(&e, opts, &title, &mut out)?;
-                }
-                format!("{} processes", e.process_count())
+                let (text, what) = drawn.take().unwrap_or_default();
+                out.write_all(&text)?;
+                what
             }
         };
         out.flush()?;
@@ -125,4 +153,64 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         eprintln!("tracer: wrote {} ({what})", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The svg or html export and its summary. Every event is read, not only the pod's: the
+/// runtime daemon and the shim's double fork stay real rows; `--pod` picks the stories, as
+/// `tracer story --pod` does, and `--all` draws only the pod's processes.
+fn draw(
+    args: &ExportArgs,
+    source: &Path,
+    keep: Option<&PodEvents>,
+    input: &mut Input,
+    err: &mut Option<InputError>,
+    snapshot: &[SnapshotProcess],
+) -> Result<(Vec<u8>, String)> {
+    let mut e = tracer::Engine::seeded(snapshot);
+    for ev in until_error(input, err) {
+        e.apply(&ev);
+    }
+    let mut stories = tracer::lineage::stories(&e);
+    if let Some(q) = args.pod.query() {
+        let pod = select_pod(source, &e, &q)?;
+        stories.retain(|st| tracer::lineage::story_in_pod(st, &pod));
+    }
+    if let Some(n) = args.story {
+        let count = stories.len();
+        let one = n.checked_sub(1).and_then(|i| stories.get(i).cloned());
+        let Some(one) = one else {
+            anyhow::bail!(
+                "--story {n}: {} has {count} stories (numbered from 1 as `tracer story` lists them)",
+                source.display()
+            );
+        };
+        stories = vec![one];
+    }
+    let scope = keep.map(|k| {
+        let born: HashSet<(u32, u64)> = k.lifetimes().map(|(pid, from, _)| (pid, from)).collect();
+        e.processes()
+            .filter(|p| born.contains(&(p.pid, p.start_seq)))
+            .map(|p| p.id)
+            .collect()
+    });
+    let opts = PictureOpts {
+        all: args.all,
+        page: args.page.map(|p| match p {
+            PageArg::A4 => Page::A4,
+            PageArg::Wide => Page::Wide,
+        }),
+        scope,
+    };
+    let title = source.file_name().map_or_else(
+        || source.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let mut text = Vec::new();
+    if args.format == ExportFormat::Svg {
+        tracer::picture::write_svg(&e, &stories, &opts, &title, &mut text)?;
+    } else {
+        tracer::picture::write_html(&e, &stories, &opts, &title, &mut text)?;
+    }
+    let what = format!("{} stories, {} processes", stories.len(), e.process_count());
+    Ok((text, what))
 }

@@ -1,0 +1,99 @@
+use super::*;
+
+#[test]
+fn xml_text_escapes_markup_and_control_characters() {
+    assert_eq!(
+        xml_text("<a href=\"x\">&'\u{1b}[31m\0", 100),
+        "&lt;a href=&quot;x&quot;&gt;&amp;&apos;\u{fffd}[31m\u{fffd}"
+    );
+    assert_eq!(xml_text("abcdef", 3), "abc…");
+    // A right-to-left override would reorder what the picture shows: escaped as in text.
+    assert_eq!(
+        xml_text("a\u{202e}b\u{feff}", 100),
+        "a\\342\\200\\256b\\357\\273\\277"
+    );
+}
+
+#[test]
+fn backticks_become_code_only_after_escaping() {
+    let html = html::code_spans(&xml_text("run `a<b>` then `x", 100));
+    assert_eq!(html, "run <code>a&lt;b&gt;</code> then `x");
+}
+
+#[test]
+fn long_ids_are_cut_to_twelve() {
+    let id = "53526b51604bf3f53685889f9573146c1be3e971219d09df9782c2f6eb6a150e";
+    assert_eq!(
+        short_ids(&format!("cgroup /pod-1/{id} (x)")),
+        "cgroup /pod-1/53526b51604b… (x)"
+    );
+    assert_eq!(short_ids("pid 15100 seq 12"), "pid 15100 seq 12");
+}
+
+fn all() -> PictureOpts {
+    PictureOpts {
+        all: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_picture_of_every_process_is_cut_with_a_note() {
+    let mut e = Engine::new();
+    for ev in crate::synth::chain(MAX_LANES as u32 + 10) {
+        e.apply(&ev);
+    }
+    let svg = svg(&e, &[], &all(), "t").unwrap();
+    assert_eq!(svg.matches("<text class=\"pid\"").count(), MAX_LANES);
+    // Each drawn lane's lifeline starts at its own birth column.
+    assert_eq!(svg.matches("stroke-linecap=\"round\"").count(), MAX_LANES);
+    assert!(svg.contains(&format!(
+        "Cut to the first {MAX_LANES} of {} processes",
+        MAX_LANES + 10
+    )));
+    let small = super::svg(&e, &[], &PictureOpts::default(), "t").unwrap();
+    assert!(!small.contains("Cut to"));
+}
+
+#[test]
+fn a_lifeline_runs_from_its_birth_to_its_exit_column() {
+    let evs: Vec<_> = crate::synth::fork_tree(4).into_iter().collect();
+    let mut e = Engine::new();
+    for ev in &evs {
+        e.apply(ev);
+    }
+    let svg = svg(&e, &[], &all(), "t").unwrap();
+    // pid 1003's lifeline: from its own birth column to its own exit column, neither
+    // another lane's.
+    let (cols, _) = columns(&e, &actors(&e, &[], &all()));
+    let g = Geo::new(&[], cols.len(), 0, &[], None);
+    let at = |proc_pid: u32, pick: fn(&Mark) -> bool| {
+        let i = cols
+            .iter()
+            .position(|c| e.get(c.proc).unwrap().pid == proc_pid && pick(&c.mark));
+        i.map(|i| g.x(i))
+    };
+    let birth = at(1003, |m| matches!(m, Mark::Birth { .. })).unwrap();
+    let exit = at(1003, |m| matches!(m, Mark::Exit(_))).unwrap();
+    assert_ne!(birth, exit);
+    let lifeline = format!("<line x1=\"{birth}\" y1=");
+    let l = svg
+        .find(&lifeline)
+        .expect("the lifeline of 1003 starts at its birth");
+    let element = svg[l..].split("/>").next().unwrap();
+    assert!(element.contains(&format!("x2=\"{exit}\"")), "{element}");
+}
+
+#[test]
+fn a_page_too_small_for_readable_text_is_an_error() {
+    let mut e = Engine::new();
+    for ev in crate::synth::chain(200) {
+        e.apply(&ev);
+    }
+    let opts = PictureOpts {
+        page: Some(Page::A4),
+        ..all()
+    };
+    let err = svg(&e, &[], &opts, "t").unwrap_err();
+    assert!(err.to_string().contains("--story N"), "{err}");
+}
