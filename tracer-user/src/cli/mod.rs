@@ -27,6 +27,32 @@ pub struct RecordArgs {
     /// Trace file to write (created with mode 0600; argv is recorded and can hold secrets).
     #[arg(short, long, value_name = "FILE")]
     pub output: std::path::PathBuf,
+    #[arg(long, value_enum, value_name = "SCOPE", default_value_t = Snapshot::Followed, help = SNAPSHOT_HELP)]
+    pub snapshot: Snapshot,
+}
+
+/// `--snapshot`'s help, the same for `record`, `tui --record` and `agent`.
+const SNAPSHOT_HELP: &str = "Which processes the recording's /proc snapshot of the start \
+    holds: followed (what is followed, its ancestors, and the container runtime's processes: \
+    containerd, shims, runc, crio, dockerd, kubelet) or all (every process on the host, other \
+    users' command lines included; --all records it always)";
+
+/// `--snapshot`: which processes a recording's start snapshot holds.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snapshot {
+    Followed,
+    All,
+}
+
+#[cfg(feature = "capture")]
+impl From<Snapshot> for tracer::capture::procfs::SnapshotScope {
+    fn from(s: Snapshot) -> Self {
+        use tracer::capture::procfs::SnapshotScope;
+        match s {
+            Snapshot::Followed => SnapshotScope::Followed,
+            Snapshot::All => SnapshotScope::All,
+        }
+    }
 }
 
 #[derive(Parser, Debug)]
@@ -172,6 +198,8 @@ pub enum Command {
         /// Also write everything captured to this trace file.
         #[arg(long, value_name = "FILE")]
         record: Option<std::path::PathBuf>,
+        #[arg(long, value_enum, value_name = "SCOPE", default_value_t = Snapshot::Followed, requires = "record", help = SNAPSHOT_HELP)]
+        snapshot: Snapshot,
     },
     /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
     /// stream is followed live.
@@ -231,8 +259,12 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => tui::live(tui::default_target(), None),
-        Some(Command::Tui { target, record }) => tui::live(target, record),
+        None => tui::live(tui::default_target(), None, Snapshot::Followed),
+        Some(Command::Tui {
+            target,
+            record,
+            snapshot,
+        }) => tui::live(target, record, snapshot),
         Some(Command::View {
             file,
             speed,

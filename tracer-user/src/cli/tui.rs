@@ -134,11 +134,16 @@ struct FileRecorder {
 
 #[cfg(feature = "capture")]
 impl FileRecorder {
-    fn create(path: &Path, target: &tracer::capture::Target, ring_bytes: u32) -> Result<Self> {
+    fn create(
+        path: &Path,
+        target: &tracer::capture::Target,
+        ring_bytes: u32,
+        scope: super::Snapshot,
+    ) -> Result<Self> {
         use anyhow::Context;
         let file = tracer::outfile::create_streaming(path)
             .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?;
-        let header = tracer::capture::header_for(target, ring_bytes);
+        let header = tracer::capture::header_for(target, ring_bytes, scope.into());
         Ok(FileRecorder {
             pending: Some((file, header)),
             writer: None,
@@ -180,7 +185,11 @@ impl tracer::tui::Recorder for FileRecorder {
 }
 
 /// `tracer tui [--pid PID | --all | -- CMD] [--record FILE]`: the live view.
-pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<ExitCode> {
+pub fn live(
+    mut args: TargetArgs,
+    record: Option<std::path::PathBuf>,
+    snapshot: super::Snapshot,
+) -> Result<ExitCode> {
     if args.duration.is_some() {
         anyhow::bail!("--duration is for `tracer trace`; the viewer runs until `q`");
     }
@@ -197,6 +206,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
                 path,
                 &target,
                 args.ring_bytes,
+                snapshot,
             )?)),
             None => None,
         };
@@ -222,7 +232,7 @@ pub fn live(mut args: TargetArgs, record: Option<std::path::PathBuf>) -> Result<
     }
     #[cfg(not(feature = "capture"))]
     {
-        let _ = (args, record);
+        let _ = (args, record, snapshot);
         anyhow::bail!(
             "this tracer was built without live capture (feature `capture` off); `tracer view FILE` replays a recording"
         )
