@@ -1,4 +1,4 @@
-//! `tracer demo [pod|containerd|lifecycle]`: an embedded lab recording, replayed.
+//! `tracer demo [pod|containerd|lifecycle|restart]`: an embedded lab recording, replayed.
 
 use super::replay::{replay_input, PaceOpts};
 use anyhow::Result;
@@ -18,6 +18,9 @@ pub enum Which {
     /// `cargo xtask lab pod --lifecycle`: the rest of a container's life (execs, a crash and
     /// its restart, an OOM kill, a stop with a grace period, the pods removed).
     Lifecycle,
+    /// `cargo xtask lab restart`: containerd restarted by its supervisor while its container
+    /// and an exec'd process live on under their shim.
+    Restart,
 }
 
 #[derive(clap::Args, Debug)]
@@ -47,6 +50,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         Which::Pod => Demo::Pod,
         Which::Containerd => Demo::Containerd,
         Which::Lifecycle => Demo::Lifecycle,
+        Which::Restart => Demo::Restart,
     };
     show(demo, demo.open()?, &args)
 }
