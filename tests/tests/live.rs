@@ -1148,14 +1148,9 @@ fn own_ancestry() -> Vec<(u32, u32)> {
     chain
 }
 
-/// `tracer record [--snapshot all] -o FILE -- true`: the recording's header and snapshot.
-fn record_true(
-    extra: &[&str],
-) -> (
-    tracer::tracefile::Header,
-    Vec<tracer::lineage::SnapshotProcess>,
-    u32,
-) {
+/// `tracer record [--snapshot all] -o FILE -- true`: the header's `snapshot` value, the
+/// snapshot, and the tracer's pid.
+fn record_true(extra: &[&str]) -> (Option<String>, Vec<tracer::lineage::SnapshotProcess>, u32) {
     let tracer = tests::release_tracer().expect("release tracer");
     let dir = temp_dir("snapshot").expect("temp dir");
     let trace = dir.join("true.trace");
@@ -1172,10 +1167,15 @@ fn record_true(
     let out = child.wait_with_output().expect("tracer record");
     assert!(out.status.success(), "{out:?}");
     let input = tracer::input::Input::open(&trace).expect("open the recording");
-    let header = input.header().expect("a trace file").clone();
+    let header = input.header().expect("a trace file");
+    let scope = header
+        .extra
+        .iter()
+        .find(|(key, _)| key == "snapshot")
+        .map(|(_, v)| v.clone());
     let snap = input.snapshot();
     let _ = std::fs::remove_dir_all(&dir);
-    (header, snap, tracer_pid)
+    (scope, snap, tracer_pid)
 }
 
 /// A `sleep` with `argv0`, killed on drop.
@@ -1228,14 +1228,7 @@ fn a_recordings_snapshot_holds_the_lineage_and_the_runtime_only() {
     let ancestry = own_ancestry();
     assert_eq!(ancestry.last().map(|a| a.0), Some(1), "{ancestry:?}");
 
-    let (header, snap, tracer_pid) = record_true(&[]);
-    let extra = |k: &str| {
-        header
-            .extra
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
+    let (scope, snap, tracer_pid) = record_true(&[]);
     let has = |pid: u32| snap.iter().find(|p| p.pid == pid);
     assert!(
         has(outsider_pid).is_none(),
@@ -1245,7 +1238,7 @@ fn a_recordings_snapshot_holds_the_lineage_and_the_runtime_only() {
         !snap.iter().any(|p| p.argv.iter().any(|a| a.contains(&tag))),
         "the outsider's argv is in the snapshot"
     );
-    assert_eq!(extra("snapshot").as_deref(), Some("followed"));
+    assert_eq!(scope.as_deref(), Some("followed"));
     for (pid, ppid) in &ancestry {
         let p = has(*pid).unwrap_or_else(|| panic!("ancestor {pid} missing"));
         assert_eq!(p.ppid, *ppid, "ancestor {pid}'s parent");
@@ -1277,15 +1270,8 @@ fn a_recordings_snapshot_holds_the_lineage_and_the_runtime_only() {
         );
     }
 
-    let (header, snap, _) = record_true(&["--snapshot", "all"]);
-    let extra = |k: &str| {
-        header
-            .extra
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
-    assert_eq!(extra("snapshot").as_deref(), Some("all"));
+    let (scope, snap, _) = record_true(&["--snapshot", "all"]);
+    assert_eq!(scope.as_deref(), Some("all"));
     assert!(
         snap.iter()
             .any(|p| p.pid == outsider_pid && p.argv.first() == Some(&tag)),
