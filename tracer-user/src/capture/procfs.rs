@@ -132,7 +132,7 @@ impl SnapshotScope {
     }
 }
 
-/// Whether a snapshot process is container machinery, by its comm, its exe's or its argv[0]'s
+/// Whether a snapshot process is container machinery, by its comm, its exe's or its `argv[0]`'s
 /// basename.
 pub fn is_machinery(p: &SnapshotProcess) -> bool {
     let base = |s: &str| s.rsplit('/').next().unwrap_or("").to_string();
