@@ -1133,3 +1133,149 @@ fn a_dying_namespace_init_kills_the_rest_with_si_kernel() {
         assert_eq!(exit_of(&c, sleep), Some((libc::SIGKILL as u32, true)));
     }
 }
+
+// ---- the start snapshot's scope ---------------------------------------------------------------
+
+/// This process and its ancestors, as /proc shows them now: (pid, ppid), up to PID 1.
+fn own_ancestry() -> Vec<(u32, u32)> {
+    let mut chain = Vec::new();
+    let mut pid = std::process::id();
+    while pid != 0 && chain.len() < 4096 {
+        let info = tests::labs::ProcInfo::read(pid).expect("an ancestor in /proc");
+        chain.push((pid, info.ppid));
+        pid = info.ppid;
+    }
+    chain
+}
+
+/// `tracer record [--snapshot all] -o FILE -- true`: the header's `snapshot` value, the
+/// snapshot, and the tracer's pid.
+fn record_true(extra: &[&str]) -> (Option<String>, Vec<tracer::lineage::SnapshotProcess>, u32) {
+    let tracer = tests::release_tracer().expect("release tracer");
+    let dir = temp_dir("snapshot").expect("temp dir");
+    let trace = dir.join("true.trace");
+    let child = std::process::Command::new(&tracer)
+        .arg("record")
+        .args(extra)
+        .arg("-o")
+        .arg(&trace)
+        .args(["--", "true"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tracer record");
+    let tracer_pid = child.id();
+    let out = child.wait_with_output().expect("tracer record");
+    assert!(out.status.success(), "{out:?}");
+    let input = tracer::input::Input::open(&trace).expect("open the recording");
+    let header = input.header().expect("a trace file");
+    let scope = header
+        .extra
+        .iter()
+        .find(|(key, _)| key == "snapshot")
+        .map(|(_, v)| v.clone());
+    let snap = input.snapshot();
+    let _ = std::fs::remove_dir_all(&dir);
+    (scope, snap, tracer_pid)
+}
+
+/// A `sleep` with `argv0`, killed on drop.
+struct Sleeper(std::process::Child);
+
+impl Sleeper {
+    fn start(argv0: &str) -> Sleeper {
+        use std::os::unix::process::CommandExt;
+        let c = std::process::Command::new("sleep")
+            .arg0(argv0)
+            .arg("120")
+            .spawn()
+            .expect("sleep");
+        Sleeper(c)
+    }
+
+    /// Its pid, once /proc shows it with its argv0 (it exec'd).
+    fn pid_seen(&self, argv0: &str) -> u32 {
+        let pid = self.0.id();
+        for _ in 0..200 {
+            let info = tests::labs::ProcInfo::read(pid).expect("the sleeper in /proc");
+            if info.argv.first().map(String::as_str) == Some(argv0) {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("/proc never showed {pid} as {argv0}");
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A recording's start snapshot holds the command's ancestry and the container machinery, not
+/// the rest of the host (another process's command line: here a sibling of the tracer, a
+/// child of one of its ancestors); `--snapshot all` holds the host. Truth from /proc: the
+/// outsider and a stand-in runtime daemon (argv[0] `containerd`) run throughout, and the
+/// test's own ancestry is walked.
+#[test]
+#[ignore = "root"]
+fn a_recordings_snapshot_holds_the_lineage_and_the_runtime_only() {
+    let tag = format!("tracer-snapshot-outsider-{}", std::process::id());
+    let outsider = Sleeper::start(&tag);
+    let daemon = Sleeper::start("containerd");
+    let (outsider_pid, daemon_pid) = (outsider.pid_seen(&tag), daemon.pid_seen("containerd"));
+    let ancestry = own_ancestry();
+    assert_eq!(ancestry.last().map(|a| a.0), Some(1), "{ancestry:?}");
+
+    let (scope, snap, tracer_pid) = record_true(&[]);
+    let has = |pid: u32| snap.iter().find(|p| p.pid == pid);
+    assert!(
+        has(outsider_pid).is_none(),
+        "the outsider is in the snapshot"
+    );
+    assert!(
+        !snap.iter().any(|p| p.argv.iter().any(|a| a.contains(&tag))),
+        "the outsider's argv is in the snapshot"
+    );
+    assert_eq!(scope.as_deref(), Some("followed"));
+    for (pid, ppid) in &ancestry {
+        let p = has(*pid).unwrap_or_else(|| panic!("ancestor {pid} missing"));
+        assert_eq!(p.ppid, *ppid, "ancestor {pid}'s parent");
+    }
+    let tracer = has(tracer_pid).expect("the tracer (the command's parent)");
+    assert_eq!(tracer.ppid, std::process::id());
+    assert_eq!(has(daemon_pid).map(|p| p.ppid), Some(std::process::id()));
+    // Everything else: the tracer's own child (the command, not yet exec'd) or the container
+    // machinery and its ancestors.
+    let lineage: Vec<u32> = ancestry.iter().map(|a| a.0).chain([tracer_pid]).collect();
+    let ppid: std::collections::HashMap<u32, u32> = snap.iter().map(|p| (p.pid, p.ppid)).collect();
+    let mut runtime = std::collections::HashSet::new();
+    for m in snap
+        .iter()
+        .filter(|p| tracer::capture::procfs::is_machinery(p))
+    {
+        let mut pid = m.pid;
+        while pid != 0 && runtime.insert(pid) {
+            pid = ppid.get(&pid).copied().unwrap_or(0);
+        }
+    }
+    for p in &snap {
+        assert!(
+            lineage.contains(&p.pid) || p.ppid == tracer_pid || runtime.contains(&p.pid),
+            "{} {} {:?} is neither the command's lineage nor the runtime",
+            p.pid,
+            p.comm,
+            p.argv
+        );
+    }
+
+    let (scope, snap, _) = record_true(&["--snapshot", "all"]);
+    assert_eq!(scope.as_deref(), Some("all"));
+    assert!(
+        snap.iter()
+            .any(|p| p.pid == outsider_pid && p.argv.first() == Some(&tag)),
+        "--snapshot all: the outsider is missing"
+    );
+    drop((outsider, daemon));
+}

@@ -1,6 +1,7 @@
 //! The bundled demos: real recordings of `cargo xtask lab pod` (two CRI pods: sandboxes, CNI
-//! plugins, containers under one shim per pod) and `cargo xtask lab containerd` (two `ctr run`
-//! containers, two shims); see tests/fixtures/demo/README.md. Embedded in the binary so
+//! plugins, containers under one shim per pod), `cargo xtask lab containerd` (two `ctr run`
+//! containers, two shims) and `cargo xtask lab restart` (containerd restarted while its
+//! container survives under its shim); see tests/fixtures/demo/README.md. Embedded in the binary so
 //! `tracer demo` needs no root, no BPF and no LLVM.
 
 use crate::input::{Input, InputError};
@@ -16,6 +17,9 @@ pub enum Demo {
     /// `cargo xtask lab pod --lifecycle`: execs, a crash and its restart, an OOM kill, a stop
     /// with a grace period, pods removed.
     Lifecycle,
+    /// `cargo xtask lab restart`: containerd restarted by its supervisor while a container and
+    /// an exec'd process live on under their shim.
+    Restart,
 }
 
 /// How a command names a bundled demo where it takes a FILE: `demo:NAME` (`./demo:pod` is a
@@ -29,7 +33,7 @@ pub struct UnknownDemo(pub String);
 
 impl Demo {
     /// Every bundled demo, the default first.
-    pub const ALL: &'static [Demo] = &[Demo::Pod, Demo::Containerd, Demo::Lifecycle];
+    pub const ALL: &'static [Demo] = &[Demo::Pod, Demo::Containerd, Demo::Lifecycle, Demo::Restart];
 
     /// Its short name: `tracer demo NAME`, `demo:NAME`.
     pub fn key(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Demo {
             Demo::Pod => "pod",
             Demo::Containerd => "containerd",
             Demo::Lifecycle => "lifecycle",
+            Demo::Restart => "restart",
         }
     }
 
@@ -46,6 +51,7 @@ impl Demo {
             Demo::Pod => "`cargo xtask lab pod`: two CRI pods (sandbox, CNI plugins, containers under one shim)",
             Demo::Containerd => "`cargo xtask lab containerd`: two `ctr run` containers, two shims",
             Demo::Lifecycle => "`cargo xtask lab pod --lifecycle`: the rest of a container's life (execs, a crash and its restart, an OOM kill, a stop with a grace period, the pods removed)",
+            Demo::Restart => "`cargo xtask lab restart`: containerd restarted by its supervisor while its container and an exec'd process live on under their shim",
         }
     }
 
@@ -76,6 +82,7 @@ impl Demo {
             Demo::Pod => include_bytes!("../../tests/fixtures/demo/pod.trace"),
             Demo::Containerd => include_bytes!("../../tests/fixtures/demo/containerd.trace"),
             Demo::Lifecycle => include_bytes!("../../tests/fixtures/demo/lifecycle.trace"),
+            Demo::Restart => include_bytes!("../../tests/fixtures/demo/restart.trace"),
         }
     }
 
@@ -85,6 +92,7 @@ impl Demo {
             Demo::Pod => "demo:pod.trace",
             Demo::Containerd => "demo:containerd.trace",
             Demo::Lifecycle => "demo:lifecycle.trace",
+            Demo::Restart => "demo:restart.trace",
         }
     }
 
@@ -94,6 +102,7 @@ impl Demo {
             Demo::Pod => "demo: pod lab (CRI)",
             Demo::Containerd => "demo: containerd lab",
             Demo::Lifecycle => "demo: pod lifecycle lab (CRI)",
+            Demo::Restart => "demo: containerd restart lab",
         }
     }
 
@@ -132,6 +141,37 @@ mod tests {
                 (s.container_id.clone(), steps)
             })
             .collect()
+    }
+
+    /// Each demo's tree starts at PID 1 with the runtime (or, in the restart demo, its
+    /// supervisor) right under it: nothing of the machine that recorded it in between.
+    #[test]
+    fn every_demo_tree_starts_at_pid_1_then_the_runtime() {
+        use super::Demo;
+        for &demo in Demo::ALL {
+            let mut input = demo.open().unwrap();
+            let mut e = input.seeded_engine();
+            for ev in input.by_ref() {
+                e.apply(&ev.unwrap());
+            }
+            let text = crate::lineage::traced_tree_text(&e, Default::default());
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(lines[0].starts_with("1 "), "{demo:?}:\n{text}");
+            let runtime = lines
+                .iter()
+                .position(|l| l.contains(" containerd [runtime-daemon]"));
+            let depth = match demo {
+                Demo::Restart => 2,
+                _ => 1,
+            };
+            assert_eq!(runtime, Some(depth), "{demo:?}:\n{text}");
+            // Each level of the tree indents by three columns: line N is PID 1's
+            // (grand)child, not a later sibling's.
+            for (n, line) in lines.iter().enumerate().take(depth + 1).skip(1) {
+                let indent = line.chars().take_while(|c| !c.is_ascii_digit()).count();
+                assert_eq!(indent, 3 * n, "{demo:?}:\n{text}");
+            }
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Symbolic names for clone flags, prctl options, signals and errnos, as strace prints them.
+//! Symbolic names for clone flags, prctl options, signals and errnos, as strace prints them;
+//! the program names of the container machinery.
 
 use tracer_common::clone_flags as cf;
 
@@ -421,6 +422,28 @@ pub fn parse_int(text: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// Container runtime daemons, by program name (also their kernel comm).
+pub const RUNTIME_DAEMONS: &[&str] = &["containerd", "crio", "dockerd"];
+
+/// OCI runtimes, by program name.
+pub const OCI_RUNTIMES: &[&str] = &["runc", "crun"];
+
+/// Whether `name` (a comm or a program's basename) is a container shim: `containerd-shim*`
+/// (the kernel's 15-byte comm of `containerd-shim-runc-v2` included) or conmon.
+pub fn is_shim(name: &str) -> bool {
+    name.starts_with("containerd-shim") || name == "conmon"
+}
+
+/// Whether `name` (a comm or a program's basename) is part of the container machinery a node
+/// runs: a runtime daemon, a shim, an OCI runtime, or kubelet. A scoped /proc snapshot keeps
+/// these whatever is followed (the runtime that made what the recording shows).
+pub fn is_runtime_machinery(name: &str) -> bool {
+    RUNTIME_DAEMONS.contains(&name)
+        || OCI_RUNTIMES.contains(&name)
+        || is_shim(name)
+        || name == "kubelet"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,5 +510,25 @@ mod tests {
         // a code without a name is its number, and reads back as itself
         assert_eq!(si_code(11, 42), "42");
         assert_eq!(si_code_number(&si_code(11, -9)), Some(-9));
+    }
+
+    #[test]
+    fn runtime_machinery_by_name() {
+        for n in [
+            "containerd",
+            "containerd-shim",
+            "containerd-shim-runc-v2",
+            "conmon",
+            "runc",
+            "crun",
+            "crio",
+            "dockerd",
+            "kubelet",
+        ] {
+            assert!(is_runtime_machinery(n), "{n}");
+        }
+        for n in ["", "sh", "sleep", "containerd2", "runc-helper", "kube"] {
+            assert!(!is_runtime_machinery(n), "{n}");
+        }
     }
 }

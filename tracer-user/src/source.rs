@@ -210,29 +210,39 @@ pub(crate) fn lineage_of(
     pid: u32,
     descendants: bool,
 ) -> Vec<SnapshotProcess> {
+    lineage_where(snap, |p| p.pid == pid, descendants.then_some(pid))
+}
+
+/// The processes of a /proc snapshot that `picked` chooses, with (if `below` says whose) every
+/// descendant of that pid, and the ancestors of all of them: a tree closed under parents, so
+/// nothing kept hangs from an unknown pid.
+#[cfg(any(feature = "capture", feature = "tui"))]
+pub(crate) fn lineage_where(
+    snap: Vec<SnapshotProcess>,
+    picked: impl Fn(&SnapshotProcess) -> bool,
+    below: Option<u32>,
+) -> Vec<SnapshotProcess> {
     use std::collections::{HashMap, HashSet};
     let ppid: HashMap<u32, u32> = snap.iter().map(|p| (p.pid, p.ppid)).collect();
-    let mut keep: HashSet<u32> = HashSet::new();
-    let mut cur = Some(pid);
-    while let Some(p) = cur {
-        if p == 0 || !keep.insert(p) {
-            break;
-        }
-        cur = ppid.get(&p).copied();
-    }
-    // Descendants: anything whose ancestry reaches `pid`.
-    for p in snap.iter().filter(|_| descendants) {
-        let mut chain = Vec::new();
-        let mut c = p.pid;
-        let mut hops = 0;
-        while c != 0 && hops < 4096 {
-            if c == pid {
-                keep.extend(chain);
-                break;
+    // Whether `below` is `c` or one of its ancestors (bounded: a snapshot read while processes
+    // come and go may hold a parent cycle).
+    let under = |mut c: u32| {
+        for _ in 0..4096 {
+            if c == 0 {
+                return false;
             }
-            chain.push(c);
+            if Some(c) == below {
+                return true;
+            }
             c = ppid.get(&c).copied().unwrap_or(0);
-            hops += 1;
+        }
+        false
+    };
+    let mut keep: HashSet<u32> = HashSet::new();
+    for p in snap.iter().filter(|p| picked(p) || under(p.pid)) {
+        let mut cur = p.pid;
+        while cur != 0 && keep.insert(cur) {
+            cur = ppid.get(&cur).copied().unwrap_or(0);
         }
     }
     snap.into_iter().filter(|p| keep.contains(&p.pid)).collect()

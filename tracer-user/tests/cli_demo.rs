@@ -166,3 +166,47 @@ fn demo_screenshot_prints_the_guided_opening_frame() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("COLSxROWS"), "{err}");
 }
+
+/// `tracer demo restart`: containerd restarted by its supervisor (the lab's restart loop)
+/// while its container and an exec'd process live on under their shim; `tracer story` on the
+/// bundled file tells the restart and the survivors.
+#[test]
+fn demo_restart_tells_what_survived_the_runtime_restart() {
+    let Some((stdout, stderr)) = run_demo(&["restart"]) else {
+        return;
+    };
+    assert!(stderr.contains("demo:restart.trace"), "{stderr}");
+    assert!(stderr.contains("1 container births"), "{stderr}");
+    assert!(
+        stdout.contains("container lab-r (containerd, runc create) → sleep"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("== runtime daemon restarts\n\nruntime daemon containerd restarted: "),
+        "{stdout}"
+    );
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo/restart.trace");
+    let out = Command::new(TRACER)
+        .arg("story")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let story = String::from_utf8_lossy(&out.stdout);
+    let restarted = story
+        .lines()
+        .find(|l| l.starts_with("runtime daemon containerd restarted: "))
+        .unwrap_or_else(|| panic!("no restart in:\n{story}"));
+    // The shim (adopted by PID 1), the container's init and the exec'd sleep, each with the
+    // parent it had before.
+    let survivors: Vec<&str> = story
+        .lines()
+        .skip_while(|l| *l != restarted)
+        .filter(|l| l.starts_with("  survived: "))
+        .collect();
+    assert_eq!(survivors.len(), 3, "{story}");
+    assert!(survivors[0].contains("[shim] container lab-r, same pid, parent 1 before"));
+    assert!(survivors[1..]
+        .iter()
+        .all(|l| l.contains("[container] container lab-r")));
+}

@@ -1,7 +1,9 @@
-//! Re-records a bundled demo: runs `cargo xtask lab pod`'s (or `containerd`'s) scenario as
-//! root, trims the recording and writes tests/fixtures/demo/SCENARIO.trace.
+//! Re-records a bundled demo: runs `cargo xtask lab pod`'s (or `containerd`'s, `restart`'s)
+//! scenario as root, trims the recording and writes tests/fixtures/demo/SCENARIO.trace. The
+//! labs attach to a containerd adopted by PID 1 (or to its supervisor), as an operator does,
+//! so the demo's tree starts at PID 1 → the runtime.
 //!
-//! `cargo build --release -p tracer-user && cargo run -p tests --bin make-demo [pod|containerd|lifecycle]`
+//! `cargo build --release -p tracer-user && cargo run -p tests --bin make-demo [pod|containerd|lifecycle|restart]`
 
 use anyhow::Result;
 use tests::labs::{Lab, Scenario};
@@ -17,8 +19,11 @@ fn main() -> Result<()> {
         false => which.parse().map_err(anyhow::Error::msg)?,
     };
     anyhow::ensure!(
-        matches!(scenario, Scenario::Pod | Scenario::Containerd),
-        "the demos are the pod (and pod --lifecycle) and containerd labs"
+        matches!(
+            scenario,
+            Scenario::Pod | Scenario::Containerd | Scenario::Restart
+        ),
+        "the demos are the pod (and pod --lifecycle), containerd and restart labs"
     );
     let raw = root.join("target/labs/demo-raw.trace");
     tests::labs::install_interrupt_handler();

@@ -13,7 +13,8 @@ pub enum Undo {
     RuncContainer(String),
     /// Kill the task (and its execs), delete it and the container, via a containerd socket.
     CtrContainer { address: String, id: String },
-    /// A containerd started by the lab under a restart loop: stop the loop, then the daemon.
+    /// A containerd the lab started (a daemon, or under a restart loop): stop the loop if
+    /// any, then the daemon.
     Containerd {
         stop_file: PathBuf,
         pid_file: PathBuf,

@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::labs::cleanup::{stop_pid, Cleanup, Undo};
 use crate::labs::cri::{info_netns, info_pid, ContainerSpec, Cri, PodSpec};
 use crate::labs::image::oci_archive;
-use crate::labs::scenarios::{finish, s, shim_with_id, start_recorder, Containerd, STARTUP};
+use crate::labs::scenarios::{
+    finish, follow_what, s, shim_with_id, start_recorder, Containerd, Launch, STARTUP,
+};
 use crate::labs::system::{find_procs, pause, wait_for, ProcInfo};
 use crate::labs::{busybox_rootfs, ContainerTruth, Follow, Lab, Moment, PodTruth, Truth};
 
@@ -317,9 +319,13 @@ fn connect(lab: &Lab, ctd: &Containerd) -> Result<Cri> {
     Ok(cri)
 }
 
-/// Images, the CNI conflist and a private containerd with its CRI plugin, not yet started
-/// (`Follow` starts it), with what undoes them.
-fn prepare(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Names, [PathBuf; 2], Containerd, Follow)> {
+/// Images, the CNI conflist and a private containerd with its CRI plugin, launched as
+/// `launch` says (a supervised one waits at its gate), with what undoes them.
+fn prepare(
+    lab: &Lab,
+    cleanup: &mut Cleanup,
+    launch: Launch,
+) -> Result<(Names, [PathBuf; 2], Containerd, Follow)> {
     let n = Names::new();
     let images = build_images(lab, &n)?;
     let cni_dir = lab.work.join("cni");
@@ -329,7 +335,7 @@ fn prepare(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Names, [PathBuf; 2], Con
         "CNI: bridge {} with host-local addresses from {} (plugins from {CNI_BIN}, Debian's containernetworking-plugins)",
         n.bridge, n.subnet
     ));
-    let (ctd, follow) = Containerd::choose(lab, false, Some(&cri_toml(&n, &cni_dir)))?;
+    let (ctd, follow) = Containerd::choose(lab, false, Some(&cri_toml(&n, &cni_dir)), launch)?;
     if let Some(u) = ctd.undo() {
         cleanup.push(u);
     }
@@ -358,14 +364,20 @@ fn import_and_connect(
 }
 
 pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
-    let (n, images, ctd, follow) = prepare(lab, cleanup)?;
-    let rec = start_recorder(
-        lab,
-        &follow,
-        "-- /bin/sh restart-loop.sh (containerd with its CRI plugin; followed from its first instruction)",
-    )?;
+    // Restarting the runtime needs a supervisor that the recorder follows.
+    let launch = match lab.restart_runtime {
+        true => Launch::Supervised,
+        false => Launch::Daemon,
+    };
+    let (n, images, ctd, follow) = prepare(lab, cleanup, launch)?;
+    let rec = start_recorder(lab, &follow, &follow_what(&follow, launch))?;
+    ctd.open_gate()?;
     let (daemon, mut cri) = import_and_connect(lab, &ctd, &n, &images)?;
     let mut truth = Truth {
+        followed: match follow {
+            Follow::Pid(p) => p,
+            Follow::Command(_) => 0,
+        },
         daemons: vec![daemon.clone()],
         ..Truth::default()
     };
@@ -440,14 +452,7 @@ pub fn bench_pod_creation(lab: &Lab, watches: &[Watch], rounds: u32) -> Result<V
     cleanup.extend(Undo::new_dir("/run/containerd", "containerd"));
     cleanup.push(Undo::new_cgroup(&cgroup_name()));
     cleanup.push(Undo::Dir(lab.work.clone()));
-    let (n, images, ctd, follow) = prepare(lab, &mut cleanup)?;
-    let Follow::Command(argv) = follow else {
-        bail!("the benchmark needs its own containerd");
-    };
-    let mut supervisor = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(std::process::Stdio::null())
-        .spawn()?;
+    let (n, images, ctd, _) = prepare(lab, &mut cleanup, Launch::Daemon)?;
     let (daemon, mut cri) = import_and_connect(lab, &ctd, &n, &images)?;
     let (spec, containers) = pods(&n).swap_remove(0);
     let one = &containers[1..];
@@ -471,7 +476,6 @@ pub fn bench_pod_creation(lab: &Lab, watches: &[Watch], rounds: u32) -> Result<V
         }
     }
     ctd.stop(lab)?;
-    let _ = supervisor.wait();
     cleanup.run();
     Ok(times)
 }

@@ -104,8 +104,9 @@ pub(crate) fn runc(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> 
 // containerd
 
 /// A containerd to talk to: the host's, or a private one with its own root, state and socket,
-/// run under a small restart loop (like systemd's `Restart=always`) so a restart keeps it a
-/// descendant of what the recorder follows.
+/// run the way a node runs it: a daemon adopted by PID 1 (its starter exits), or, when it is
+/// to be restarted, under a supervisor adopted by PID 1 (a small restart loop, like systemd's
+/// `Restart=always`) so the restarted daemon is a child of what the recorder follows.
 pub(crate) struct Containerd {
     pub(crate) address: String,
     private: Option<Private>,
@@ -114,19 +115,35 @@ pub(crate) struct Containerd {
 struct Private {
     stop_file: PathBuf,
     pid_file: PathBuf,
+    /// Supervised: the FIFO the restart loop reads before it starts the first daemon, so the
+    /// recorder attached to the supervisor sees that start.
+    gate: Option<PathBuf>,
 }
 
 pub(crate) const NAMESPACE: &str = "tracer-lab";
 /// Restart loop bound: a daemon that keeps failing does not spin.
 const MAX_STARTS: u32 = 3;
 
+/// How a private containerd runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Launch {
+    /// A daemon whose starter exited: PID 1 is its parent; the recorder attaches to it
+    /// (`--pid`), as an operator does.
+    Daemon,
+    /// Under a restart loop whose starter exited; the recorder attaches to the loop.
+    Supervised,
+}
+
 impl Containerd {
-    /// The host's containerd if one runs and `allow_host`, else a private one (not started),
-    /// with `cri` (its CRI plugin's TOML tables) or without the CRI plugin.
+    /// The host's containerd if one runs and `allow_host`, else a private one launched as
+    /// `launch` says, with `cri` (its CRI plugin's TOML tables) or without the CRI plugin; and
+    /// the pid the recorder follows. A supervised daemon starts once [`Containerd::open_gate`]
+    /// is called (after the recorder attached).
     pub(crate) fn choose(
         lab: &Lab,
         allow_host: bool,
         cri: Option<&str>,
+        launch: Launch,
     ) -> Result<(Containerd, Follow)> {
         let host_sock = "/run/containerd/containerd.sock";
         let running = find_procs(|p| p.comm == "containerd");
@@ -163,40 +180,89 @@ impl Containerd {
                 cri.unwrap_or("")
             ),
         )?;
-        let private = Private {
-            stop_file: dir.join("stop"),
-            pid_file: dir.join("containerd.pid"),
-        };
         let bin = which("containerd").context("containerd is not installed")?;
+        let daemon = format!(
+            "{} --config {} >>{} 2>&1 </dev/null",
+            s(&bin),
+            s(&config),
+            s(&dir.join("containerd.log"))
+        );
+        let gate = dir.join("gate");
+        let ctd = Containerd {
+            address: format!("{d}/containerd.sock"),
+            private: Some(Private {
+                stop_file: dir.join("stop"),
+                pid_file: dir.join("containerd.pid"),
+                gate: (launch == Launch::Supervised).then(|| gate.clone()),
+            }),
+        };
+        let follow = match launch {
+            Launch::Daemon => {
+                lab.say(format!(
+                    "no containerd running: a private one (root, state and socket under {d}), started as a daemon (its starter exits: PID 1 adopts it)"
+                ));
+                let pid_file = s(&dir.join("containerd.pid"));
+                daemonize(&format!("{daemon} & echo $! >{pid_file}"))?;
+                Follow::Pid(ctd.wait_ready(None)?.pid)
+            }
+            Launch::Supervised => {
+                lab.say(format!(
+                    "no containerd running: a private one (root, state and socket under {d}) under a restart loop, started as a daemon (PID 1 adopts the loop)"
+                ));
+                Follow::Pid(ctd.supervise(&dir, &daemon, &gate)?)
+            }
+        };
+        Ok((ctd, follow))
+    }
+
+    /// Writes and starts the restart loop (held at `gate`); its pid.
+    fn supervise(&self, dir: &Path, daemon: &str, gate: &Path) -> Result<u32> {
+        let p = self.private.as_ref().context("not a private containerd")?;
+        output(Command::new("mkfifo").arg(gate))?;
         let script = dir.join("restart-loop.sh");
         std::fs::write(
             &script,
             format!(
                 "# containerd, restarted when it exits (like systemd's Restart=always)\n\
+                 read go <{gate}\n\
                  n=0\n\
                  while [ $n -lt {MAX_STARTS} ] && [ ! -e {stop} ]; do\n\
                  \x20 n=$((n+1))\n\
-                 \x20 {bin} --config {config} >>{log} 2>&1 &\n\
+                 \x20 {daemon} &\n\
                  \x20 echo $! >{pid}\n\
                  \x20 wait $!\n\
                  done\n",
-                stop = s(&private.stop_file),
-                bin = s(&bin),
-                config = s(&config),
-                log = s(&dir.join("containerd.log")),
-                pid = s(&private.pid_file),
+                gate = s(gate),
+                stop = s(&p.stop_file),
+                pid = s(&p.pid_file),
             ),
         )?;
-        lab.say(format!(
-            "no containerd running: a private one (root, state and socket under {d}), started by a restart loop"
-        ));
-        Ok((
-            Containerd {
-                address: format!("{d}/containerd.sock"),
-                private: Some(private),
-            },
-            Follow::Command(vec!["/bin/sh".into(), s(&script)]),
-        ))
+        let out = daemonize(&format!(
+            "/bin/sh {} </dev/null >/dev/null 2>&1 & echo $!",
+            s(&script)
+        ))?;
+        out.trim()
+            .parse()
+            .with_context(|| format!("the restart loop's pid: {out:?}"))
+    }
+
+    /// Lets a supervised daemon start (the restart loop waits at its gate until then).
+    pub(crate) fn open_gate(&self) -> Result<()> {
+        let Some(gate) = self.private.as_ref().and_then(|p| p.gate.as_ref()) else {
+            return Ok(());
+        };
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking: ENXIO until the loop has the FIFO open for reading.
+        let mut fifo = wait_for("the restart loop to wait at its gate", STARTUP, || {
+            Ok(std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(gate)
+                .ok())
+        })?;
+        fifo.write_all(b"go\n")?;
+        Ok(())
     }
 
     pub(crate) fn undo(&self) -> Option<Undo> {
@@ -305,12 +371,15 @@ impl Containerd {
         })
     }
 
-    /// Stops a private daemon and its restart loop (the host's is left alone).
+    /// Stops a private daemon and its restart loop if any (the host's is left alone).
     pub(crate) fn stop(&self, lab: &Lab) -> Result<()> {
         let Some(p) = &self.private else {
             return Ok(());
         };
-        lab.say("stopping the private containerd and its restart loop");
+        lab.say(match p.gate {
+            Some(_) => "stopping the private containerd and its restart loop",
+            None => "stopping the private containerd",
+        });
         std::fs::write(&p.stop_file, b"")?;
         if let Some(pid) = self.pid_from_file() {
             stop_pid(pid, libc::SIGTERM, Duration::from_secs(10));
@@ -334,29 +403,39 @@ pub(crate) fn shim_with_id(id: &str) -> Result<ProcInfo> {
     })
 }
 
+/// Runs `script` with `/bin/sh -c` in its own process group and waits for it: what it starts
+/// in the background outlives it and is adopted by PID 1, as a daemon is. Its output.
+fn daemonize(script: &str) -> Result<String> {
+    use std::os::unix::process::CommandExt;
+    output(
+        Command::new("/bin/sh")
+            .args(["-c", script])
+            .process_group(0),
+    )
+}
+
 /// What `containerd_setup` started: the daemon to talk to, the recorder, the truth so far
 /// (followed pid, first daemon), the rootfs.
 type Setup = (Containerd, Recorder, Truth, PathBuf);
 
-fn containerd_setup(lab: &Lab, cleanup: &mut Cleanup, allow_host: bool) -> Result<Setup> {
+fn containerd_setup(
+    lab: &Lab,
+    cleanup: &mut Cleanup,
+    allow_host: bool,
+    launch: Launch,
+) -> Result<Setup> {
     lab.say("building a busybox-static rootfs (no image pull)");
     let rootfs = busybox_rootfs(&lab.work.join("rootfs"))?;
-    let (ctd, follow) = Containerd::choose(lab, allow_host, None)?;
+    let (ctd, follow) = Containerd::choose(lab, allow_host, None, launch)?;
     if let Some(u) = ctd.undo() {
         cleanup.push(u);
     }
-    let what = match &follow {
-        Follow::Pid(p) => format!("--pid {p} (containerd and everything it starts)"),
-        Follow::Command(_) => {
-            "-- /bin/sh restart-loop.sh (runs containerd --config …; followed from its first instruction)"
-                .to_string()
-        }
-    };
-    let rec = start_recorder(lab, &follow, &what)?;
+    let rec = start_recorder(lab, &follow, &follow_what(&follow, launch))?;
     let followed = match follow {
         Follow::Pid(p) => p,
         Follow::Command(_) => rec.command_pid()?,
     };
+    ctd.open_gate()?;
     let daemon = ctd.wait_ready(None)?;
     lab.say(format!(
         "containerd {} answers on {}",
@@ -370,8 +449,21 @@ fn containerd_setup(lab: &Lab, cleanup: &mut Cleanup, allow_host: bool) -> Resul
     Ok((ctd, rec, truth, rootfs))
 }
 
+/// What the recorder follows, said as an operator would.
+pub(crate) fn follow_what(follow: &Follow, launch: Launch) -> String {
+    match (follow, launch) {
+        (Follow::Pid(p), Launch::Daemon) => {
+            format!("--pid {p} (the running containerd and everything it starts)")
+        }
+        (Follow::Pid(p), Launch::Supervised) => {
+            format!("--pid {p} (the supervisor: the containerd it starts, and the one it restarts)")
+        }
+        (Follow::Command(argv), _) => format!("-- {}", argv.join(" ")),
+    }
+}
+
 pub(crate) fn containerd(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
-    let (ctd, rec, mut truth, rootfs) = containerd_setup(lab, cleanup, true)?;
+    let (ctd, rec, mut truth, rootfs) = containerd_setup(lab, cleanup, true, Launch::Daemon)?;
     for id in ["lab-a", "lab-b"] {
         let c = ctd.run(lab, cleanup, &rootfs, id)?;
         truth.containers.push(c);
@@ -390,7 +482,7 @@ pub(crate) fn containerd(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, Str
 
 pub(crate) fn restart(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
     // Never restart the host's daemon: always a private one.
-    let (ctd, rec, truth, rootfs) = containerd_setup(lab, cleanup, false)?;
+    let (ctd, rec, truth, rootfs) = containerd_setup(lab, cleanup, false, Launch::Supervised)?;
     let daemon = truth.daemons[0].clone();
     let c = ctd.run(lab, cleanup, &rootfs, "lab-r")?;
     lab.say("ctr task exec -d --exec-id lab-exec lab-r sleep 301: the shim runs `runc exec`; the new process ends up under the shim too");

@@ -177,6 +177,7 @@ pub struct CaptureBuilder {
     kinds: Vec<EventKindFilter>,
     syscalls: bool,
     signals: SignalSet,
+    snapshot: procfs::SnapshotScope,
 }
 
 impl CaptureBuilder {
@@ -192,7 +193,16 @@ impl CaptureBuilder {
             kinds: EventKindFilter::ALL.to_vec(),
             syscalls: false,
             signals: SignalSet::Default,
+            snapshot: procfs::SnapshotScope::Followed,
         }
+    }
+
+    /// Which processes the headers of [`EventSource::header`] snapshot (the followed ones and
+    /// the container machinery unless told; the whole host for [`Target::All`] whatever this
+    /// says).
+    pub fn snapshot(mut self, scope: procfs::SnapshotScope) -> Self {
+        self.snapshot = scope;
+        self
     }
 
     /// Which signals [`EventKindFilter::Signal`] records ([`SignalSet::Default`] unless
@@ -490,6 +500,8 @@ pub struct Capture {
     child_exit: Option<AsyncFd<OwnedFd>>,
     /// The ring buffer's size, for a recording's header.
     ring_bytes: u32,
+    /// Which processes a header's snapshot holds.
+    snapshot: procfs::SnapshotScope,
     /// The attached probes (detached together on drop).
     links: Vec<Link>,
     _logger: Option<tokio::task::JoinHandle<()>>,
@@ -699,6 +711,7 @@ impl Capture {
             }),
             child_exit: None,
             ring_bytes: b.ring_bytes,
+            snapshot: b.snapshot,
             links,
             _logger: logger,
         };
@@ -1045,22 +1058,47 @@ impl Drop for Capture {
 }
 
 /// The trace-file header of a live capture of `target`: host, mode, ring size, and the /proc
-/// snapshot of the processes that exist now (read it before the probes attach: whatever starts
-/// in between shows up as a placeholder when it first acts). What only the started capture
-/// knows is added by [`SourceFacts::add_to`].
-pub fn header_for(target: &Target, ring_bytes: u32) -> crate::tracefile::Header {
+/// snapshot of the processes that exist now, of `scope` (read it before the probes attach:
+/// whatever starts in between shows up as a placeholder when it first acts). What only the
+/// started capture knows is added by [`SourceFacts::add_to`].
+pub fn header_for(
+    target: &Target,
+    ring_bytes: u32,
+    scope: procfs::SnapshotScope,
+) -> crate::tracefile::Header {
     use crate::tracefile::{CaptureMode, Header};
     let mode = match target {
         Target::Pid(p) => CaptureMode::Pid(*p),
         Target::All => CaptureMode::All,
         Target::Command(argv) => CaptureMode::Command(argv.clone()),
     };
+    let (scope, snap) = scoped_snapshot(target, scope);
     let mut header = Header::for_this_host(mode);
-    header.snapshot = procfs::snapshot().iter().map(Into::into).collect();
+    header.snapshot = snap.iter().map(Into::into).collect();
     header
         .extra
         .push(("ring_bytes".into(), ring_bytes.to_string()));
+    header.extra.push(("snapshot".into(), scope.name().into()));
     header
+}
+
+/// The /proc snapshot of `scope` around what `target` follows, and the scope it has: `--all`
+/// follows the whole host, so its snapshot is too. A command is not started yet when its
+/// header is read: its lineage is this process's.
+fn scoped_snapshot(
+    target: &Target,
+    scope: procfs::SnapshotScope,
+) -> (procfs::SnapshotScope, Vec<crate::event::SnapshotProcess>) {
+    use procfs::SnapshotScope;
+    let followed = match (scope, target) {
+        (SnapshotScope::All, _) | (_, Target::All) => {
+            return (SnapshotScope::All, procfs::snapshot())
+        }
+        (SnapshotScope::Followed, Target::Pid(pid)) => *pid,
+        (SnapshotScope::Followed, Target::Command(_)) => std::process::id(),
+    };
+    let snap = procfs::followed_scope(procfs::snapshot(), followed);
+    (SnapshotScope::Followed, snap)
 }
 
 impl EventSource for Capture {
@@ -1097,7 +1135,7 @@ impl EventSource for Capture {
         procfs::snapshot()
     }
     fn header(&self) -> crate::tracefile::Header {
-        let mut h = header_for(&self.target, self.ring_bytes);
+        let mut h = header_for(&self.target, self.ring_bytes, self.snapshot);
         self.facts().add_to(&mut h);
         h
     }

@@ -109,6 +109,49 @@ pub fn snapshot_at(root: &Path) -> Vec<SnapshotProcess> {
         .collect()
 }
 
+/// Which processes a recording's /proc snapshot holds (the header's `snapshot` key says
+/// which, by [`SnapshotScope::name`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SnapshotScope {
+    /// What is followed (with its descendants and ancestors) and the container machinery
+    /// ([`crate::names::is_runtime_machinery`]) with its ancestors: not the other tenants'
+    /// command lines.
+    #[default]
+    Followed,
+    /// Every process on the host (`--snapshot all`; what `--all` records).
+    All,
+}
+
+impl SnapshotScope {
+    /// `followed` or `all`, the header's `snapshot` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotScope::Followed => "followed",
+            SnapshotScope::All => "all",
+        }
+    }
+}
+
+/// Whether a snapshot process is container machinery, by its comm, its exe's or its `argv[0]`'s
+/// basename.
+pub fn is_machinery(p: &SnapshotProcess) -> bool {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or("").to_string();
+    [
+        Some(p.comm.clone()),
+        p.exe.as_deref().map(base),
+        p.argv.first().map(|a| base(a)),
+    ]
+    .iter()
+    .flatten()
+    .any(|n| crate::names::is_runtime_machinery(n))
+}
+
+/// Out of `snap`: `followed` with its descendants, the container machinery, and the ancestors
+/// of all of them ([`SnapshotScope::Followed`]).
+pub fn followed_scope(snap: Vec<SnapshotProcess>, followed: u32) -> Vec<SnapshotProcess> {
+    crate::source::lineage_where(snap, is_machinery, Some(followed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +183,41 @@ mod tests {
         let link = fs::read_link("/proc/self/ns/pid").unwrap();
         assert_eq!(Some(ns.inum), parse_ns_link(&link.to_string_lossy()));
         assert!(!me.argv.is_empty());
+    }
+
+    fn proc(pid: u32, ppid: u32, comm: &str, argv0: &str) -> SnapshotProcess {
+        SnapshotProcess {
+            pid,
+            ppid,
+            comm: comm.into(),
+            exe: None,
+            argv: vec![argv0.into()],
+            threads: vec![pid],
+            subreaper: false,
+            ns: None,
+            launched: false,
+            cgroup: None,
+        }
+    }
+
+    #[test]
+    fn followed_scope_keeps_lineage_and_machinery_only() {
+        let snap = vec![
+            proc(1, 0, "init", "/sbin/init"),
+            proc(2, 1, "sshd", "sshd"),
+            proc(3, 2, "bash", "-bash"),
+            proc(4, 3, "tracer", "tracer"),
+            proc(5, 4, "sh", "sh"),
+            proc(6, 1, "containerd", "/usr/bin/containerd"),
+            proc(7, 1, "containerd-shim", "/usr/bin/containerd-shim-runc-v2"),
+            proc(8, 7, "nginx", "nginx: master"),
+            proc(9, 1, "cron", "/usr/sbin/cron"),
+            proc(10, 9, "backup", "backup --password=x"),
+            proc(11, 2, "node", "/opt/kubelet/bin/kubelet"),
+        ];
+        let kept: Vec<u32> = followed_scope(snap, 3).iter().map(|p| p.pid).collect();
+        // 3's ancestors and descendants; containerd, the shim and kubelet (by argv[0]) with
+        // theirs; never the shim's container, cron or its child.
+        assert_eq!(kept, vec![1, 2, 3, 4, 5, 6, 7, 11]);
     }
 }

@@ -29,6 +29,8 @@ pub struct AgentArgs {
     /// Trace every process on the host.
     #[arg(short, long)]
     pub all: bool,
+    #[arg(long, value_enum, value_name = "SCOPE", default_value_t = super::Snapshot::Followed, help = super::SNAPSHOT_HELP)]
+    pub snapshot: super::Snapshot,
     /// Events kept locally while NATS cannot take them; past that, batches are dropped and
     /// counted (`tracer_nats_dropped_events_total`).
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
@@ -100,6 +102,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         let cap = CaptureBuilder::new(target)
             .ring_bytes(args.ring_bytes)
             .signals(args.signals.into())
+            .snapshot(args.snapshot.into())
             .start()?;
         for note in cap.notes() {
             eprintln!("tracer: note: {note}");

@@ -5,6 +5,7 @@ use anyhow::Result;
 use std::process::ExitCode;
 use tracer::demo::Demo;
 use tracer::input::Input;
+use tracer::lineage::restart::{restarts_text, runtime_restarts};
 use tracer::lineage::{story_text, traced_tree_text, TreeOpts};
 
 /// `tracer demo NAME`: any of [`Demo::ALL`], by its short name, each with its help line.
@@ -148,7 +149,14 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             out,
             "\n== container stories: births, execs, deaths, restarts\n"
         )?;
-        out.write_all(story_text(&tracer::lineage::stories(&engine)).as_bytes())
+        out.write_all(story_text(&tracer::lineage::stories(&engine)).as_bytes())?;
+        // A runtime daemon that exited and started again (the restart demo): what survived.
+        let restarts = runtime_restarts(&engine);
+        if !restarts.is_empty() {
+            writeln!(out, "\n== runtime daemon restarts\n")?;
+            out.write_all(restarts_text(&restarts).as_bytes())?;
+        }
+        Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
 }

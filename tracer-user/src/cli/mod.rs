@@ -28,6 +28,32 @@ pub struct RecordArgs {
     /// A bare format word (`-o json`) is refused: that is `--format`.
     #[arg(short, long, value_name = "FILE")]
     pub output: std::path::PathBuf,
+    #[arg(long, value_enum, value_name = "SCOPE", default_value_t = Snapshot::Followed, help = SNAPSHOT_HELP)]
+    pub snapshot: Snapshot,
+}
+
+/// `--snapshot`'s help, the same for `record`, `tui --record` and `agent`.
+const SNAPSHOT_HELP: &str = "Which processes the recording's /proc snapshot of the start \
+    holds: followed (what is followed, its ancestors, and the container runtime's processes: \
+    containerd, shims, runc, crio, dockerd, kubelet) or all (every process on the host, other \
+    users' command lines included; --all records it always)";
+
+/// `--snapshot`: which processes a recording's start snapshot holds.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snapshot {
+    Followed,
+    All,
+}
+
+#[cfg(feature = "capture")]
+impl From<Snapshot> for tracer::capture::procfs::SnapshotScope {
+    fn from(s: Snapshot) -> Self {
+        use tracer::capture::procfs::SnapshotScope;
+        match s {
+            Snapshot::Followed => SnapshotScope::Followed,
+            Snapshot::All => SnapshotScope::All,
+        }
+    }
 }
 
 #[derive(Parser, Debug)]
@@ -252,6 +278,8 @@ pub enum Command {
         /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
         #[arg(long)]
         no_threads: bool,
+        #[arg(long, value_enum, value_name = "SCOPE", default_value_t = Snapshot::Followed, requires = "record", help = SNAPSHOT_HELP)]
+        snapshot: Snapshot,
     },
     /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
     /// stream is followed live. The same flags as `replay`.
@@ -291,13 +319,14 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => tui::live(tui::default_target(), None, None, false),
+        None => tui::live(tui::default_target(), None, Snapshot::Followed, None, false),
         Some(Command::Tui {
             target,
             record,
+            snapshot,
             pod,
             no_threads,
-        }) => tui::live(target, record, pod, no_threads),
+        }) => tui::live(target, record, snapshot, pod, no_threads),
         Some(Command::View(args)) => replay::view(args),
         Some(Command::Tree {
             file,

@@ -17,8 +17,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .build()?;
     rt.block_on(async move {
         // The /proc snapshot is read while the probes load.
-        let (t, ring_bytes) = (target.clone(), args.target.ring_bytes);
-        let snap = std::thread::spawn(move || header_for(&t, ring_bytes));
+        let (t, ring_bytes, scope) = (target.clone(), args.target.ring_bytes, args.snapshot);
+        let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
         let started = CaptureBuilder::new(target.clone())
             .ring_bytes(args.target.ring_bytes)
             .syscalls(args.target.syscalls)

@@ -151,11 +151,16 @@ struct FileRecorder {
 
 #[cfg(feature = "capture")]
 impl FileRecorder {
-    fn create(path: &Path, target: &tracer::capture::Target, ring_bytes: u32) -> Result<Self> {
+    fn create(
+        path: &Path,
+        target: &tracer::capture::Target,
+        ring_bytes: u32,
+        scope: super::Snapshot,
+    ) -> Result<Self> {
         use anyhow::Context;
         let file = tracer::outfile::create_streaming(path)
             .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?;
-        let header = tracer::capture::header_for(target, ring_bytes);
+        let header = tracer::capture::header_for(target, ring_bytes, scope.into());
         Ok(FileRecorder {
             pending: Some((file, header)),
             writer: None,
@@ -200,6 +205,7 @@ impl tracer::tui::Recorder for FileRecorder {
 pub fn live(
     mut args: TargetArgs,
     record: Option<std::path::PathBuf>,
+    snapshot: super::Snapshot,
     pod: Option<String>,
     no_threads: bool,
 ) -> Result<ExitCode> {
@@ -219,6 +225,7 @@ pub fn live(
                 path,
                 &target,
                 args.ring_bytes,
+                snapshot,
             )?)),
             None => None,
         };
@@ -246,7 +253,7 @@ pub fn live(
     }
     #[cfg(not(feature = "capture"))]
     {
-        let _ = (args, record, pod, no_threads);
+        let _ = (args, record, snapshot, pod, no_threads);
         anyhow::bail!(
             "this tracer was built without live capture (feature `capture` off); `tracer view FILE` replays a recording"
         )

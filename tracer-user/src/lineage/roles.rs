@@ -242,13 +242,13 @@ pub fn classify(comm: &[u8], exe: Option<&str>, argv: &[String]) -> Option<Class
             container_id: opt_value(argv, &["-c", "--cid"]),
         });
     }
-    if any(&|n| matches!(n, "containerd" | "crio" | "dockerd")) {
+    if any(&|n| crate::names::RUNTIME_DAEMONS.contains(&n)) {
         return Some(Classified {
             role: Role::RuntimeDaemon,
             container_id: None,
         });
     }
-    if any(&|n| matches!(n, "runc" | "crun")) {
+    if any(&|n| crate::names::OCI_RUNTIMES.contains(&n)) {
         return Some(classify_oci(argv));
     }
     if any(&|n| n == "pause") {
