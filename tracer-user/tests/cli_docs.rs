@@ -24,7 +24,7 @@ const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
 const MARKER: &str = "<!-- generated: tracer ";
 const MARKER_END: &str = " -->";
 /// Files that hold generated blocks, relative to the workspace root.
-const FILES: &[&str] = &["README.md", "docs/tui.md", "tests/fixtures/demo/README.md"];
+const FILES: &[&str] = &["README.md", "docs/tui.md"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
