@@ -2977,3 +2977,31 @@ fn a_child_dying_before_its_dead_parents_exit_notify_notifies_that_parent() {
     let c = e.sigchld_checks();
     assert_eq!((c.agreed, c.disagreed), (1, 1), "{:?}", e.warnings());
 }
+
+#[test]
+fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
+    let id = "86b5f76eb0d4fec1673f66aba59ef4451e3fd2ce3b40b9eeaa2db4086ec68e27";
+    let story = Story {
+        phase: Phase::Birth,
+        attempt: None,
+        previous_init: None,
+        container_id: Some(id.into()),
+        kind: StoryKind::Containerd,
+        runtime: Some("runc create".into()),
+        shim_pid: None,
+        runtime_pid: None,
+        init_pid: 2,
+        workload: Some("pause".into()),
+        pod: Some("ns/web".into()),
+        container_name: None,
+        sandbox_id: Some(id.into()),
+        sandbox: true,
+        steps: vec![],
+    };
+    let text = story_text(std::slice::from_ref(&story));
+    assert!(
+        text.starts_with("pod ns/web: sandbox 86b5f76eb0d4… (containerd, runc create) → pause"),
+        "{text}"
+    );
+    assert_eq!(story_json(&[story])["stories"][0]["container_id"], id);
+}

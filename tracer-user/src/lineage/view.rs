@@ -559,8 +559,11 @@ pub fn story_header(s: &Story, brief: bool) -> String {
     let id = match (&s.container_name, brief) {
         (Some(n), true) => escape(n).into_owned(),
         (_, true) => escape(short_cid(cid)).into_owned(),
-        // Twelve hex digits, as crictl and docker print ids; the JSON keeps the whole id.
-        (_, false) if short_cid(cid).len() < cid.len() => format!("{}…", escape(short_cid(cid))),
+        // A runtime's 64-hex id as crictl and docker print it, twelve digits; the JSON keeps
+        // the whole id, and any other id is printed whole.
+        (_, false) if cid.len() == 64 && cid.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            format!("{}…", short_cid(cid))
+        }
         (_, false) => escape(cid).into_owned(),
     };
     match (&s.pod, &s.sandbox_id) {
