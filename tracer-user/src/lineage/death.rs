@@ -118,11 +118,23 @@ impl Engine {
         let raced_old_parent = c.last_adoption().is_some_and(|l| {
             matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == rec.target)
         });
+        // The reverse race: the child's exit tracepoint came first, the parent's exit_notify()
+        // handed it to the reaper before its own exit_notify() raised this SIGCHLD. Only a
+        // live probe tells this apart from a zombie's handover (reparent_leader()): there the
+        // sender's thread is the exiting child itself; an strace log's si_pid has no thread.
+        let zombies_handed_over =
+            c.children.iter().any(|&k| self.procs[k].exited) && handed_over(self, Some(child));
+        let exiting = c.exited && rec.sender_tid != 0 && rec.code <= si_code::CLD_DUMPED;
+        if exiting && model != rec.target && !zombies_handed_over && handed_over(self, c.parent) {
+            self.adopted_while_exiting(child, rec.seq);
+            self.sigchld.agreed += 1;
+            return;
+        }
         let agrees = model == rec.target
             || rec.target == 0
             || raced_old_parent
             || handed_over(self, c.parent)
-            || (c.children.iter().any(|&k| self.procs[k].exited) && handed_over(self, Some(child)));
+            || zombies_handed_over;
         if agrees {
             self.sigchld.agreed += 1;
             return;

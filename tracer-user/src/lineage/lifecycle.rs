@@ -66,8 +66,18 @@ fn exec_steps(
     let (Some(x), Some(d)) = (p.exit_seq, p.death()) else {
         return;
     };
+    // Its exit tracepoint can precede the runtime's and still its SIGCHLD go to the reaper:
+    // the runtime's exit_notify() reparented it first (the engine then records an adoption).
+    let adopted = p.last_adoption().is_some();
     let after = match runtime.and_then(|r| r.exit_seq.map(|rx| (r, rx))) {
-        Some((r, rx)) if x < rx => format!(" before {} exited: nothing was orphaned", label(r)),
+        Some((r, rx)) if x < rx && !adopted => {
+            format!(" before {} exited: nothing was orphaned", label(r))
+        }
+        Some((r, rx)) if x < rx => format!(
+            " as {} exited, which handed it to {} first",
+            label(r),
+            p.ppid
+        ),
         Some(_) => format!(" (its parent then: {})", p.ppid),
         None => String::new(),
     };

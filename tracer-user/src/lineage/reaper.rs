@@ -74,21 +74,49 @@ impl Engine {
         self.procs[dead].children = kept;
         for c in orphans {
             self.procs[c].parent = None;
-            self.set_parent(c, reaper, reaper_pid);
-            self.procs[c].lineage.push(LineageEntry {
-                how: How::Adopted,
-                parent: reaper_pid,
-                caller: None,
-                caller_tid: None,
-                flags: None,
-                syscall: None,
-                reason: Some(Reason::ParentExited {
-                    parent: dead_pid,
-                    reaper: why,
-                }),
-                seq,
-            });
+            self.adopt(c, (reaper, reaper_pid), dead_pid, why, seq);
         }
+    }
+
+    /// One orphan of `dead_pid` goes to `reaper` (its record, if any, and pid).
+    fn adopt(
+        &mut self,
+        c: ProcId,
+        (reaper, reaper_pid): (Option<ProcId>, u32),
+        dead_pid: u32,
+        why: Reaper,
+        seq: u64,
+    ) {
+        self.set_parent(c, reaper, reaper_pid);
+        self.procs[c].lineage.push(LineageEntry {
+            how: How::Adopted,
+            parent: reaper_pid,
+            caller: None,
+            caller_tid: None,
+            flags: None,
+            syscall: None,
+            reason: Some(Reason::ParentExited {
+                parent: dead_pid,
+                reaper: why,
+            }),
+            seq,
+        });
+    }
+
+    /// `child`'s exit tracepoint came before its parent's, so the model left it with that
+    /// parent; but the parent's exit_notify() reparented it (forget_original_parent() moves
+    /// every child, exiting or not) before the child's own exit_notify() raised its SIGCHLD,
+    /// which named the reaper. The kernel adopted it while it was exiting.
+    pub(super) fn adopted_while_exiting(&mut self, child: ProcId, seq: u64) {
+        let Some(dead) = self.procs[child].parent else {
+            return;
+        };
+        let Some((reaper_pid, why)) = self.reaper_of(dead) else {
+            return;
+        };
+        let reaper = self.by_pid.get(&reaper_pid).copied();
+        let dead_pid = self.procs[dead].pid;
+        self.adopt(child, (reaper, reaper_pid), dead_pid, why, seq);
     }
 
     /// find_new_reaper(). Its first case, another live thread of the dying process, is not
@@ -124,15 +152,21 @@ impl Engine {
     /// Who takes `dead`'s orphans now (find_new_reaper(), read only): a subreaper, its pid
     /// namespace's init, or pid 1; `None` when that init was never shown.
     pub(super) fn reaper_pid(&self, dead: ProcId) -> Option<u32> {
+        self.reaper_of(dead).map(|(pid, _)| pid)
+    }
+
+    /// [`Self::reaper_pid`] and which rule of find_new_reaper() picked it.
+    fn reaper_of(&self, dead: ProcId) -> Option<(u32, Reaper)> {
         if let Some((_, pid)) = self.nearest_subreaper(dead) {
-            return Some(pid);
+            return Some((pid, Reaper::Subreaper(pid)));
         }
         match self.procs[dead].pidns {
             Some(ns) if ns.level > 0 => {
                 let init = self.namespaces.get(&ns.inum).and_then(|n| n.init)?;
-                Some(self.procs[init].pid)
+                let pid = self.procs[init].pid;
+                Some((pid, Reaper::NsInit(pid)))
             }
-            _ => Some(1),
+            _ => Some((1, Reaper::Init)),
         }
     }
 

@@ -2715,6 +2715,22 @@ impl B {
         self.push(sender, sender, comm, EventKind::Signal(info))
     }
 
+    /// A SIGCHLD as an strace log shows it: the receiver's event, the child in si_pid, no
+    /// sender thread.
+    fn logged_sigchld(&mut self, child: u32, receiver: u32) -> u64 {
+        let info = crate::event::SignalInfo {
+            signal: SIGCHLD,
+            code: CLD_EXITED,
+            sender: child,
+            sender_tid: 0,
+            target: receiver,
+            target_tid: receiver,
+            group: true,
+            result: crate::event::SignalResult::Delivered,
+        };
+        self.push(receiver, receiver, "", EventKind::Signal(info))
+    }
+
     /// The last thread of `pid` ends, killed by `sig`.
     fn killed(&mut self, pid: u32, sig: i32) -> u64 {
         let exit_code = ExitStatus::Killed {
@@ -2847,10 +2863,48 @@ fn a_dying_parent_hands_its_zombies_to_the_reaper_with_a_sigchld_each() {
     b.signal(200, "parent", SIGCHLD, CLD_EXITED, 100);
     b.signal(200, "parent", SIGCHLD, CLD_EXITED, 100);
     // As an strace log shows it: the zombie's pid in si_pid.
-    b.signal(300, "", SIGCHLD, CLD_EXITED, 100);
+    b.logged_sigchld(300, 100);
     let e = b.engine();
     let c = e.sigchld_checks();
     assert_eq!((c.agreed, c.disagreed), (3, 0), "{:?}", e.warnings());
+    // A zombie's handover is not an orphaning: 300 was never adopted while it ran.
+    let adopted = |pid| e.process(pid).unwrap().last_adoption().is_some();
+    assert!(!adopted(300));
+}
+
+#[test]
+fn a_child_exiting_while_its_parent_dies_is_adopted_if_its_sigchld_names_the_reaper() {
+    // kernel/exit.c: 300's exit tracepoint comes before 200's, but 200's exit_notify()
+    // (forget_original_parent()) moves 300 to the subreaper 100 before 300's own
+    // exit_notify() raises its SIGCHLD, which the probe sees raised by 300 itself.
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.subreaper(100, 100, true);
+    b.fork(100, 200);
+    b.fork(200, 300);
+    b.fork(200, 400);
+    b.exit(300, 0);
+    b.exit(400, 0);
+    b.exit(200, 0);
+    let notified = b.signal(300, "cat", SIGCHLD, CLD_EXITED, 100);
+    // 400's exit_notify() came first: it notified 200 and stays 200's zombie.
+    b.signal(400, "cat", SIGCHLD, CLD_EXITED, 200);
+    let e = b.engine();
+    let c = e.sigchld_checks();
+    assert_eq!((c.agreed, c.disagreed), (2, 0), "{:?}", e.warnings());
+    let p = e.process(300).unwrap();
+    assert_eq!(p.ppid, 100);
+    let a = p.last_adoption().expect("300 adopted");
+    assert_eq!((a.parent, a.seq), (100, notified));
+    assert!(matches!(
+        a.reason,
+        Some(Reason::ParentExited {
+            parent: 200,
+            reaper: Reaper::Subreaper(100)
+        })
+    ));
+    assert_eq!(e.process(400).unwrap().ppid, 200);
+    assert!(e.process(400).unwrap().last_adoption().is_none());
 }
 
 #[test]
