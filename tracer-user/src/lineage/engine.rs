@@ -555,11 +555,10 @@ impl Engine {
         }
         let identity = Arc::new(identity.clone());
         self.containers.insert(cid.clone(), identity.clone());
-        for p in self.procs.iter_mut() {
-            if p.container_id.as_ref() == Some(cid) {
-                p.k8s = Some(identity.clone());
-            }
-        }
+        self.procs.update_where(
+            |p| p.container_id.as_ref() == Some(cid),
+            |p| p.k8s = Some(identity.clone()),
+        );
     }
 
     /// The identity of `id`'s container (it just got its container id), if that container's

@@ -2,13 +2,15 @@
 //! death (the signals of a stop, the OOM killer, the kernel's SIGCHLD to the shim, `runc
 //! delete`, a pod's network torn down and its shim's exit) and its restart.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::event::SignalResult;
 
 use super::ending::SIGCHLD;
 use super::engine::Engine;
 use super::process::Process;
+use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
 use super::story::{descends_from, label, runtime_daemon_of, Phase, StepKind, Story, StoryStep};
 
@@ -20,22 +22,47 @@ const MAX_STEPS_PER_KIND: usize = 16;
 
 /// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
 /// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
-/// after each that ended, its death; ordered by their first step.
+/// after each that ended, its death; ordered by their first step. One-shot: a view that
+/// follows a growing recording keeps a [`super::Stories`] and updates it.
 pub fn stories(e: &Engine) -> Vec<Story> {
-    let mut lives = super::story::lives(e);
-    for st in lives.iter_mut().filter(|s| s.phase == Phase::Exec) {
-        add_exec_steps(e, st);
+    super::Stories::build(e).list()
+}
+
+/// The CNI ADD runs a sandbox's birth told (CNI DEL is never another sandbox's teardown),
+/// counted over every life.
+pub(super) type CniAdded = HashMap<(u32, u64), u32>;
+
+/// A life's story from its anchor: its birth or exec steps (a birth's restart is marked
+/// after, by [`mark_restart`], once the lives before it are known).
+pub(super) fn life(c: &Ctx, anchor: &Process) -> Story {
+    let mut st = super::story::build(c, anchor);
+    if st.phase == Phase::Exec {
+        add_exec_steps(c, &mut st);
     }
-    mark_restarts(e, &mut lives);
-    add_deaths(e, lives)
+    st
+}
+
+/// The group a birth's restarts are counted in: its pod and container name.
+pub(super) fn restart_group(st: &Story) -> Option<(String, String)> {
+    (st.phase == Phase::Birth)
+        .then(|| st.pod.clone().zip(st.container_name.clone()))
+        .flatten()
+}
+
+/// The CNI ADD runs a life tells.
+pub(super) fn cni_added(st: &Story) -> impl Iterator<Item = (u32, u64)> + '_ {
+    st.steps
+        .iter()
+        .filter(|s| s.kind == StepKind::CniPlugin)
+        .map(|s| (s.pid, s.seq))
 }
 
 /// An exec's own steps, in their place among the others.
-fn add_exec_steps(e: &Engine, st: &mut Story) {
-    let Some(p) = init_of(e, st) else { return };
-    let runtime = st.runtime_pid.and_then(|r| born_by(e, r, p.start_seq));
+fn add_exec_steps(c: &Ctx, st: &mut Story) {
+    let Some(p) = init_of(c, st) else { return };
+    let runtime = st.runtime_pid.and_then(|r| c.born_by(r, p.start_seq));
     let mut step = |kind, seq, pid, text: String| st.steps.push(story_step(kind, seq, pid, text));
-    exec_steps(e, p, runtime, &mut step);
+    exec_steps(c, p, runtime, &mut step);
     st.steps.sort_by_key(|s| s.seq);
 }
 
@@ -43,16 +70,14 @@ fn add_exec_steps(e: &Engine, st: &mut Story) {
 /// being its init (runc's CHILD joined it with setns() before cloning), and how it ended
 /// relative to `runc exec`, which waits for it unless detached.
 fn exec_steps(
-    e: &Engine,
+    c: &Ctx,
     p: &Process,
     runtime: Option<&Process>,
     step: &mut impl FnMut(StepKind, u64, u32, String),
 ) {
     let init = p
         .pidns
-        .and_then(|ns| e.namespaces.get(&ns.inum))
-        .and_then(|n| n.init)
-        .and_then(|i| e.get(i))
+        .and_then(|ns| c.namespace_init(ns.inum))
         .map(|i| format!("; the container's init is {}", label(i)))
         .unwrap_or_default();
     let joined = match p.ns_pid() {
@@ -90,48 +115,33 @@ fn exec_steps(
 }
 
 /// The record of a story's init: the newest process with its pid born by the story's end.
-fn init_of<'a>(e: &'a Engine, st: &Story) -> Option<&'a Process> {
+fn init_of<'a>(c: &Ctx<'a>, st: &Story) -> Option<&'a Process> {
     let last = st.steps.iter().map(|s| s.seq).max().unwrap_or(u64::MAX);
-    born_by(e, st.init_pid, last)
-}
-
-/// The newest record of `pid` born by `seq` (a pid the recording saw reused names several).
-fn born_by(e: &Engine, pid: u32, seq: u64) -> Option<&Process> {
-    e.processes()
-        .filter(|p| p.pid == pid && p.start_seq <= seq)
-        .max_by_key(|p| (p.start_seq, p.id))
+    c.born_by(st.init_pid, last)
 }
 
 /// kubelet creates a container again (a new id, the same pod and name) when its last one
 /// ended and the pod's restart policy says so: a later birth of a named container is a
-/// restart, linked to the life before it.
-fn mark_restarts(e: &Engine, lives: &mut [Story]) {
-    let mut seen: HashMap<(String, String), (u32, u32)> = HashMap::new();
-    for st in lives.iter_mut().filter(|s| s.phase == Phase::Birth) {
-        let (Some(pod), Some(name)) = (st.pod.clone(), st.container_name.clone()) else {
-            continue;
-        };
-        let init_pid = st.init_pid;
-        let slot = seen.entry((pod.clone(), name.clone())).or_insert((0, 0));
-        let (lives_before, previous) = *slot;
-        *slot = (lives_before + 1, init_pid);
-        if lives_before == 0 {
-            continue;
-        }
-        let how = e
-            .process(previous)
-            .and_then(Process::death)
-            .map_or_else(|| "still running".into(), |d| d.short());
-        let seq = st.steps.first().map_or(0, |s| s.seq);
-        let text = format!(
-            "attempt {lives_before}: container {name} of pod {pod} created again; its last life (init {previous}) ended: {how}"
-        );
-        st.steps
-            .insert(0, story_step(StepKind::Restarted, seq, init_pid, text));
-        st.phase = Phase::Restart;
-        st.attempt = Some(lives_before);
-        st.previous_init = Some(previous);
-    }
+/// restart, linked to the life before it (`lives_before` of them, the last one's init
+/// `previous`).
+pub(super) fn mark_restart(c: &Ctx, st: &mut Story, lives_before: u32, previous: u32) {
+    let (Some(pod), Some(name)) = (&st.pod, &st.container_name) else {
+        return;
+    };
+    let how = c
+        .process(previous)
+        .and_then(Process::death)
+        .map_or_else(|| "still running".into(), |d| d.short());
+    let seq = st.steps.first().map_or(0, |s| s.seq);
+    let text = format!(
+        "attempt {lives_before}: container {name} of pod {pod} created again; its last life (init {previous}) ended: {how}"
+    );
+    let init_pid = st.init_pid;
+    st.steps
+        .insert(0, story_step(StepKind::Restarted, seq, init_pid, text));
+    st.phase = Phase::Restart;
+    st.attempt = Some(lives_before);
+    st.previous_init = Some(previous);
 }
 
 fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {
@@ -143,37 +153,17 @@ fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {
     }
 }
 
-/// Every life, and after each container whose init died its death story; ordered by their
-/// first step.
-fn add_deaths(e: &Engine, lives: Vec<Story>) -> Vec<Story> {
-    // CNI runs a sandbox's birth told (CNI ADD): never another sandbox's teardown.
-    let added: HashSet<(u32, u64)> = lives
-        .iter()
-        .flat_map(|s| &s.steps)
-        .filter(|s| s.kind == StepKind::CniPlugin)
-        .map(|s| (s.pid, s.seq))
-        .collect();
-    let mut out = Vec::with_capacity(lives.len() * 2);
-    for st in lives {
-        let death = st
-            .phase
-            .is_birth()
-            .then(|| init_of(e, &st))
-            .flatten()
-            .filter(|i| i.exited)
-            .map(|i| death_story(e, &st, i, &added));
-        out.push(st);
-        out.extend(death);
-    }
-    out.sort_by_key(|s| s.steps.first().map_or(u64::MAX, |x| x.seq));
-    out
+/// After a life whose container's init died, its death story.
+pub(super) fn death(c: &Ctx, life: &Story, added: &CniAdded) -> Option<Story> {
+    let init = life.phase.is_birth().then(|| init_of(c, life)).flatten()?;
+    init.exited.then(|| death_story(c, life, init, added))
 }
 
 /// A container's end, step by step.
-fn death_story(e: &Engine, life: &Story, init: &Process, cni_added: &HashSet<(u32, u64)>) -> Story {
+fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> Story {
     let mut steps = Vec::new();
     let mut step = |kind, seq, pid, text: String| steps.push(story_step(kind, seq, pid, text));
-    signal_steps(e, life, init, &mut step);
+    signal_steps(c, life, init, &mut step);
     if let Some(o) = &init.oom {
         let cg = o.cgroup.as_deref().unwrap_or("?");
         let limit = o.limit.map_or("not read".into(), |l| format!("{l} bytes"));
@@ -192,11 +182,11 @@ fn death_story(e: &Engine, life: &Story, init: &Process, cni_added: &HashSet<(u3
             format!("init {} {d}", label(init)),
         );
     }
-    namespace_steps(e, init, &mut step);
-    reaped_steps(e, init, StepKind::InitReaped, &mut step);
-    delete_steps(e, life, init, &mut step);
+    namespace_steps(c, init, &mut step);
+    reaped_steps(c, init, StepKind::InitReaped, &mut step);
+    delete_steps(c, life, init, &mut step);
     if life.sandbox {
-        pod_removal_steps(e, life, init, cni_added, &mut step);
+        pod_removal_steps(c, life, init, cni_added, &mut step);
     }
     steps.sort_by_key(|s| s.seq);
     Story {
@@ -213,7 +203,7 @@ fn death_story(e: &Engine, life: &Story, init: &Process, cni_added: &HashSet<(u3
 /// The signals others sent the init: a stop's SIGTERM (runc kill, run by the shim for
 /// containerd), then SIGKILL if the grace period ran out (its length as recorded).
 fn signal_steps(
-    e: &Engine,
+    c: &Ctx,
     life: &Story,
     init: &Process,
     step: &mut impl FnMut(StepKind, u64, u32, String),
@@ -224,7 +214,7 @@ fn signal_steps(
         .iter()
         .filter(|s| s.target == init.pid && s.sender != init.pid && s.signal != SIGCHLD);
     for s in sent.take(MAX_STEPS_PER_KIND) {
-        let sender = e.process(s.sender);
+        let sender = c.process_meta(s.sender);
         let who = sender.map_or_else(|| format!("{}", s.sender), label);
         let by_shim = sender
             .filter(|p| life.shim_pid.is_some_and(|sh| p.ppid == sh))
@@ -263,8 +253,10 @@ fn result_text(r: SignalResult, ns_init: bool) -> &'static str {
 }
 
 /// zap_pid_ns_processes(): what the init's death killed in its pid namespace.
-fn namespace_steps(e: &Engine, init: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
-    let zapped = e.processes().filter(|p| {
+fn namespace_steps(c: &Ctx, init: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let Some(died) = init.exit_seq else { return };
+    let zapped = c.class(Key::Zapped(init.pid, died));
+    let zapped = zapped.into_iter().filter(|p| {
         p.zapped_by
             .is_some_and(|(i, s)| i == init.pid && Some(s) == init.exit_seq)
     });
@@ -282,7 +274,7 @@ fn namespace_steps(e: &Engine, init: &Process, step: &mut impl FnMut(StepKind, u
 /// do_notify_parent(): the SIGCHLD for `p`'s death, sent to its parent of record, which
 /// reaps it (the shim for a container's init, init or a subreaper for a shim).
 fn reaped_steps(
-    e: &Engine,
+    c: &Ctx,
     p: &Process,
     kind: StepKind,
     step: &mut impl FnMut(StepKind, u64, u32, String),
@@ -292,8 +284,8 @@ fn reaped_steps(
         .iter()
         .filter(|s| s.signal == SIGCHLD && s.sender == p.pid && s.code > 0);
     for s in notices.take(1) {
-        let to = e
-            .process(s.target)
+        let to = c
+            .process_meta(s.target)
             .map_or_else(|| s.target.to_string(), label);
         let text = format!(
             "{to}, {}'s parent of record, got SIGCHLD ({}) for its death",
@@ -306,7 +298,7 @@ fn reaped_steps(
 
 /// `runc delete` for the container, after its init died: the runtime's state and cgroup go.
 fn delete_steps(
-    e: &Engine,
+    c: &Ctx,
     life: &Story,
     init: &Process,
     step: &mut impl FnMut(StepKind, u64, u32, String),
@@ -315,7 +307,8 @@ fn delete_steps(
         return;
     };
     let died = init.exit_seq.unwrap_or(0);
-    let deletes = e.processes().filter(|p| {
+    let deletes = c.class(Key::DeletesOf(Arc::from(cid)));
+    let deletes = deletes.into_iter().filter(|p| {
         p.role
             == Some(Role::OciRuntime {
                 subcommand: Some(OciCommand::Delete),
@@ -335,28 +328,24 @@ fn delete_steps(
 /// (CNI DEL: containerd 1.6 does so after the sandbox container stopped), before any other
 /// sandbox dies.
 fn pod_removal_steps(
-    e: &Engine,
+    c: &Ctx,
     life: &Story,
     pause: &Process,
-    cni_added: &HashSet<(u32, u64)>,
+    cni_added: &CniAdded,
     step: &mut impl FnMut(StepKind, u64, u32, String),
 ) {
-    let shim = life.shim_pid.and_then(|s| born_by(e, s, pause.start_seq));
+    let shim = life.shim_pid.and_then(|s| c.born_by(s, pause.start_seq));
     let died = pause.exit_seq.unwrap_or(u64::MAX);
-    let until = e
-        .processes()
-        .filter(|p| p.role == Some(Role::Sandbox) && p.id != pause.id)
-        .filter_map(|p| p.exit_seq.filter(|&x| x > died))
-        .min()
-        .unwrap_or(u64::MAX);
-    let daemon = shim.and_then(|s| runtime_daemon_of(e, s));
-    let cni = e.processes().filter(|p| {
+    let until = c.sandbox_exit_after(died, pause.id).unwrap_or(u64::MAX);
+    let daemon = shim.and_then(|s| runtime_daemon_of(c, s));
+    let plugins = c.cni_between(died, until);
+    let cni = plugins.into_iter().filter(|p| {
         let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
         p.role == Some(Role::CniPlugin)
             && p.start_seq > died
             && p.start_seq < until
-            && !cni_added.contains(&(p.pid, seq))
-            && daemon.is_none_or(|d| descends_from(e, p, d.id))
+            && !cni_added.contains_key(&(p.pid, seq))
+            && daemon.is_none_or(|d| descends_from(c, p, d.id))
     });
     for p in cni.take(MAX_STEPS_PER_KIND) {
         let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
@@ -377,5 +366,5 @@ fn pod_removal_steps(
             format!("shim {} {d}", label(shim)),
         );
     }
-    reaped_steps(e, shim, StepKind::ShimReaped, step);
+    reaped_steps(c, shim, StepKind::ShimReaped, step);
 }

@@ -15,10 +15,12 @@ mod lifecycle;
 mod pidmap;
 pub mod pod;
 mod process;
+mod reads;
 mod reaper;
 pub mod restart;
 mod roles;
 mod store;
+mod stories;
 mod story;
 mod transition;
 pub mod view;
@@ -40,6 +42,7 @@ pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
+pub use stories::{Stories, Work as StoryWork};
 pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{

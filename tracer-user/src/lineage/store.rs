@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::ops::{Index, IndexMut};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::pidmap::PidHasher;
 use super::process::{ProcId, Process};
@@ -15,6 +16,62 @@ pub(super) struct Store {
     recs: Vec<Process>,
     slots: Option<HashMap<ProcId, u32, BuildHasherDefault<PidHasher>>>,
     next_id: ProcId,
+    /// What changed, for readers that follow the engine (`Stories::update`).
+    changes: Changes,
+}
+
+/// Ids of the records changed (created or written through `IndexMut`) since a reader's
+/// [`ChangeMark`], bounded: a reader too far behind, or after a change the log cannot name
+/// (retention dropped records, a write to every record), is told to start over.
+#[derive(Debug, Default)]
+struct Changes {
+    log: Vec<ProcId>,
+    /// Entries dropped from the front of `log` so far.
+    base: u64,
+    /// Bumped when the log cannot say what changed.
+    resets: u64,
+    /// The log's end when a reader last took a mark: an entry before it is never merged
+    /// with a new one (that reader has read it). Atomic only to keep `Engine` `Sync`.
+    marked: AtomicU64,
+}
+
+impl Clone for Changes {
+    fn clone(&self) -> Self {
+        Changes {
+            log: self.log.clone(),
+            base: self.base,
+            resets: self.resets,
+            marked: AtomicU64::new(self.marked.load(Relaxed)),
+        }
+    }
+}
+
+/// Entries kept in the change log: twice a follower's batch of events, many times over.
+const MAX_CHANGES: usize = 1 << 16;
+
+/// Where a reader of [`Store::changed_since`] stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChangeMark {
+    resets: u64,
+    pos: u64,
+}
+
+impl Changes {
+    fn end(&self) -> u64 {
+        self.base + self.log.len() as u64
+    }
+
+    fn note(&mut self, id: ProcId) {
+        if self.log.last() == Some(&id) && self.end() > *self.marked.get_mut() {
+            return;
+        }
+        if self.log.len() >= MAX_CHANGES {
+            let half = MAX_CHANGES / 2;
+            self.log.drain(..half);
+            self.base += half as u64;
+        }
+        self.log.push(id);
+    }
 }
 
 impl Store {
@@ -42,6 +99,7 @@ impl Store {
             m.insert(id, self.recs.len() as u32);
         }
         self.recs.push(make(id));
+        self.changes.note(id);
         id
     }
 
@@ -59,12 +117,38 @@ impl Store {
         self.recs.iter()
     }
 
-    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Process> {
-        self.recs.iter_mut()
+    /// Applies `change` to the records `pick` selects, noting each as changed.
+    pub fn update_where(&mut self, pick: impl Fn(&Process) -> bool, change: impl Fn(&mut Process)) {
+        for p in self.recs.iter_mut().filter(|p| pick(p)) {
+            change(p);
+            self.changes.note(p.id);
+        }
+    }
+
+    /// The mark of now: [`Store::changed_since`] it names what changes after.
+    pub fn change_mark(&self) -> ChangeMark {
+        let c = &self.changes;
+        let pos = c.end();
+        c.marked.store(pos, Relaxed);
+        ChangeMark {
+            resets: c.resets,
+            pos,
+        }
+    }
+
+    /// Ids of the records changed since `mark` (repeats possible), or `None` when the log no
+    /// longer says (the reader must start over).
+    pub fn changed_since(&self, mark: ChangeMark) -> Option<&[ProcId]> {
+        let c = &self.changes;
+        let from = mark.pos.checked_sub(c.base)?;
+        (mark.resets == c.resets)
+            .then(|| c.log.get(from as usize..))
+            .flatten()
     }
 
     /// Keeps the records whose position (in [`Store::iter`] order) `keep` marks.
     pub fn retain_marked(&mut self, keep: &[bool]) {
+        self.changes.resets += 1;
         let mut i = 0;
         self.recs.retain(|_| {
             i += 1;
@@ -96,7 +180,10 @@ impl Index<ProcId> for Store {
 impl IndexMut<ProcId> for Store {
     fn index_mut(&mut self, id: ProcId) -> &mut Process {
         match self.slot(id) {
-            Some(s) => &mut self.recs[s],
+            Some(s) => {
+                self.changes.note(id);
+                &mut self.recs[s]
+            }
             None => panic!("record {id} not held"),
         }
     }

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use super::engine::Engine;
 use super::process::{How, ProcId, Process, Reason};
+use super::reads::{Ctx, Key};
 use super::roles::{InitStage, OciCommand, Role};
 
 /// Which machinery started the container.
@@ -189,18 +189,11 @@ pub(super) fn label(p: &Process) -> String {
     format!("{} {}", p.name(), p.pid)
 }
 
-/// Every container birth, and every exec into a running container, the engine has seen: a
-/// process that became `runc:[2:INIT]` or exec'd out of an oci-init stage; in the order they
-/// began. (`lifecycle::stories` adds the rest of each life.)
-pub(super) fn lives(e: &Engine) -> Vec<Story> {
-    let mut anchors: Vec<&Process> = e
-        .processes()
-        .filter(|p| {
-            p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq.is_some()
-        })
-        .collect();
-    anchors.sort_by_key(|p| (p.start_seq, p.id));
-    anchors.into_iter().map(|init| build(e, init)).collect()
+/// Whether `p` anchors a story: it became `runc:[2:INIT]` or exec'd out of an oci-init
+/// stage (a container's birth, or a process run in a running container). Stories go in the
+/// order of their anchors' `(start_seq, id)`.
+pub(super) fn is_anchor(p: &Process) -> bool {
+    p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq.is_some()
 }
 
 /// The processes one container birth involves, found from INIT back to the shim.
@@ -226,19 +219,28 @@ impl<'a> Cast<'a> {
     /// parent (kernel/fork.c copy_process: real_parent = current->real_parent), so the runtime
     /// is the parent at birth of the first stage and of all the others; the shim is the
     /// runtime's parent at birth.
-    fn of(e: &'a Engine, init: &'a Process) -> Self {
-        let creator = |p: &Process| p.creator.and_then(|c| e.get(c));
-        let child = creator(init).filter(|c| c.was_oci_init() && c.id != init.id);
-        let parent = child.and_then(creator).filter(|p| p.was_oci_init());
+    fn of(c: &Ctx<'a>, init: &'a Process) -> Self {
+        // Who a process is is read first; all of it only once it is in the cast.
+        let creator = |p: &Process| p.creator.and_then(|x| c.meta(x));
+        let whole = |p: &Process| c.get(p.id);
+        let child = creator(init)
+            .filter(|x| x.was_oci_init() && x.id != init.id)
+            .and_then(whole);
+        let parent = child
+            .and_then(creator)
+            .filter(|p| p.was_oci_init())
+            .and_then(whole);
         let first = parent.or(child).unwrap_or(init);
         let runtime = first
             .birth_parent
-            .and_then(|r| e.get(r))
-            .filter(|r| matches!(r.role, Some(Role::OciRuntime { .. })));
+            .and_then(|r| c.meta(r))
+            .filter(|r| matches!(r.role, Some(Role::OciRuntime { .. })))
+            .and_then(whole);
         let shim = runtime
             .and_then(|r| r.birth_parent)
-            .and_then(|s| e.get(s))
-            .filter(|s| s.role == Some(Role::Shim));
+            .and_then(|s| c.meta(s))
+            .filter(|s| s.role == Some(Role::Shim))
+            .and_then(whole);
         let exec = runtime.is_some_and(|r| {
             matches!(
                 r.role,
@@ -279,8 +281,8 @@ impl<'a> Cast<'a> {
 /// One container's birth story, phase by phase as runc and the kernel go through it: who asked
 /// for it, the runtime and its init stages, INIT's clone, the others' exits and INIT's
 /// adoption, its cgroup, its workload; then what the story is about.
-fn build(e: &Engine, init: &Process) -> Story {
-    let cast = Cast::of(e, init);
+pub(super) fn build(c: &Ctx, init: &Process) -> Story {
+    let cast = Cast::of(c, init);
     let mut steps = Vec::new();
     let mut step = |kind, seq, pid, text: String| {
         steps.push(StoryStep {
@@ -291,7 +293,7 @@ fn build(e: &Engine, init: &Process) -> Story {
         })
     };
     // Pushed in this order: steps with the same seq keep it through the stable sort below.
-    requester_steps(e, &cast, &mut step);
+    requester_steps(c, &cast, &mut step);
     runtime_started(&cast, &mut step);
     stage_steps(&cast, &mut step);
     clone_steps(&cast, &mut step);
@@ -300,7 +302,7 @@ fn build(e: &Engine, init: &Process) -> Story {
     cgroup_steps(&cast, &mut step);
     workload_step(&cast, &mut step);
     steps.sort_by_key(|s| s.seq);
-    summary(e, &cast, steps)
+    summary(c, &cast, steps)
 }
 
 /// Who asked for the container. A new shim's own birth (the `shim start` process forks it and
@@ -308,20 +310,21 @@ fn build(e: &Engine, init: &Process) -> Story {
 /// pod's shim already running when an earlier runtime of the same shim created a container
 /// (one shim per pod). `runc exec` enters a running container: no shim is born or found for
 /// it. A sandbox also shows the CNI plugins the runtime daemon ran for the pod's network.
-fn requester_steps(e: &Engine, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn requester_steps(c: &Ctx, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     let (shim, runtime) = (cast.shim, cast.runtime);
-    let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(e, sh, rt)));
-    match (shim, earlier) {
-        _ if cast.exec => {}
-        (Some(shim), Some(first)) => {
-            let (seq, pid, text) = shim_reused(e, shim, first, runtime);
-            step(StepKind::ShimReused, seq, pid, text);
+    if !cast.exec {
+        let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(c, sh, rt)));
+        match (shim, earlier) {
+            (Some(shim), Some(first)) => {
+                let (seq, pid, text) = shim_reused(c, shim, first, runtime);
+                step(StepKind::ShimReused, seq, pid, text);
+            }
+            (Some(shim), None) => shim_birth(c, shim, step),
+            _ => {}
         }
-        (Some(shim), None) => shim_birth(e, shim, step),
-        _ => {}
     }
     if cast.init.role == Some(Role::Sandbox) {
-        for (seq, pid, text) in cni_runs(e, cast.init, shim) {
+        for (seq, pid, text) in cni_runs(c, cast.init, shim) {
             step(StepKind::CniPlugin, seq, pid, text);
         }
     }
@@ -513,14 +516,14 @@ fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String))
 /// The end: what the story is about. Its kind by the shim's name (conmon or containerd's); the
 /// sandbox id is the shim's container id when the shim also runs the pod's pause; the
 /// container id from INIT's bundle, else from the runtime's argv.
-fn summary(e: &Engine, cast: &Cast, steps: Vec<StoryStep>) -> Story {
+fn summary(c: &Ctx, cast: &Cast, steps: Vec<StoryStep>) -> Story {
     let (init, runtime, shim) = (cast.init, cast.runtime, cast.shim);
     let sandbox_id = shim
         .filter(|sh| {
             sh.children
                 .iter()
-                .filter_map(|&c| e.get(c))
-                .any(|c| c.role == Some(Role::Sandbox))
+                .filter_map(|&k| c.meta(k))
+                .any(|k| k.role == Some(Role::Sandbox))
         })
         .and_then(|sh| sh.container_id.as_ref())
         .map(|c| c.to_string());
@@ -573,8 +576,8 @@ fn runtime_text(r: &Process) -> String {
 }
 
 /// The steps of a shim's own birth: started, its parent gone, adopted, subreaper.
-fn shim_birth(e: &Engine, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
-    let creator = |p: &Process| p.creator.and_then(|c| e.get(c));
+fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+    let creator = |p: &Process| p.creator.and_then(|x| c.meta(x));
     let by = shim.lineage.first().and_then(|l| l.caller);
     let by_text = match creator(shim) {
         Some(c) => format!(" by {}", label(c)),
@@ -591,7 +594,7 @@ fn shim_birth(e: &Engine, shim: &Process, step: &mut impl FnMut(StepKind, u64, u
         shim.pid,
         format!("shim {} started{by_text}{cg}", label(shim)),
     );
-    let sp = shim.birth_parent.and_then(|p| e.get(p));
+    let sp = shim.birth_parent.and_then(|p| c.get(p));
     if let Some(sp) = sp {
         if let Some(x) = sp.exit_seq {
             step(
@@ -626,8 +629,9 @@ fn shim_birth(e: &Engine, shim: &Process, step: &mut impl FnMut(StepKind, u64, u
 
 /// An earlier OCI runtime (`runc create`) the same shim ran: then `rt`'s container joined a
 /// shim that was already there (a pod's later container).
-fn earlier_container<'a>(e: &'a Engine, shim: &Process, rt: &Process) -> Option<&'a Process> {
-    e.processes()
+fn earlier_container<'a>(c: &Ctx<'a>, shim: &Process, rt: &Process) -> Option<&'a Process> {
+    c.class(Key::RuntimesOf(shim.id))
+        .into_iter()
         .filter(|r| r.birth_parent == Some(shim.id) && r.start_seq < rt.start_seq)
         .find(|r| {
             matches!(
@@ -642,7 +646,7 @@ fn earlier_container<'a>(e: &'a Engine, shim: &Process, rt: &Process) -> Option<
 /// The step of a container joining its pod's running shim: the `shim start` process for this
 /// container (same id, exited without a daemon child), or, if it was not seen, the runtime.
 fn shim_reused(
-    e: &Engine,
+    c: &Ctx,
     shim: &Process,
     first: &Process,
     runtime: Option<&Process>,
@@ -653,8 +657,10 @@ fn shim_reused(
         "the pod's shim {} (running since {first_id}; one shim per pod)",
         shim.pid
     );
+    let cid = runtime.and_then(|r| r.container_id.clone());
+    let shims = cid.map_or_else(Vec::new, |id| c.class(Key::ShimsOf(id)));
     let cid = runtime.and_then(|r| r.container_id.as_deref());
-    let start = e.processes().find(|p| {
+    let start = shims.into_iter().find(|p| {
         p.role == Some(Role::Shim)
             && p.id != shim.id
             && p.start_seq > shim.start_seq
@@ -663,8 +669,8 @@ fn shim_reused(
             && p.container_id.as_deref() == cid
             && p.children
                 .iter()
-                .filter_map(|&c| e.get(c))
-                .all(|c| c.role != Some(Role::Shim))
+                .filter_map(|&k| c.meta(k))
+                .all(|k| k.role != Some(Role::Shim))
     });
     match (start, runtime) {
         (Some(st), _) => (
@@ -684,29 +690,22 @@ fn shim_reused(
 /// CNI plugin runs that set up a sandbox's network: plugins under the runtime daemon that
 /// started the shim, after the previous sandbox came up and before this one's pause exec'd
 /// (containerd runs CNI before or after creating the sandbox, by version).
-fn cni_runs(e: &Engine, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32, String)> {
+fn cni_runs(c: &Ctx, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32, String)> {
     let Some(end) = sandbox.workload_exec_seq else {
         return Vec::new();
     };
-    let after = e
-        .processes()
-        .filter_map(|p| {
-            p.workload_exec_seq
-                .filter(|_| p.role == Some(Role::Sandbox))
-        })
-        .filter(|&s| s < end)
-        .max()
-        .unwrap_or(0);
-    let daemon = shim.and_then(|s| runtime_daemon_of(e, s));
-    let mut runs: Vec<(u64, u32, String)> = e
-        .processes()
+    let after = c.sandbox_end_before(end).unwrap_or(0);
+    let daemon = shim.and_then(|s| runtime_daemon_of(c, s));
+    let mut runs: Vec<(u64, u32, String)> = c
+        .cni_between(after, end)
+        .into_iter()
         .filter(|p| p.role == Some(Role::CniPlugin) && p.start_seq > after && p.start_seq < end)
-        .filter(|p| daemon.is_none_or(|d| descends_from(e, p, d.id)))
+        .filter(|p| daemon.is_none_or(|d| descends_from(c, p, d.id)))
         .map(|p| {
             let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
             let by = p
                 .birth_parent
-                .and_then(|b| e.get(b))
+                .and_then(|b| c.meta(b))
                 .map(|b| format!(" by {}", label(b)))
                 .unwrap_or_default();
             let status = p
@@ -726,25 +725,25 @@ fn cni_runs(e: &Engine, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, 
 }
 
 /// The runtime daemon among a process's first ancestors at birth.
-pub(super) fn runtime_daemon_of<'a>(e: &'a Engine, p: &Process) -> Option<&'a Process> {
-    let mut at = p.birth_parent.and_then(|b| e.get(b));
+pub(super) fn runtime_daemon_of<'a>(c: &Ctx<'a>, p: &Process) -> Option<&'a Process> {
+    let mut at = p.birth_parent.and_then(|b| c.meta(b));
     for _ in 0..8 {
         let a = at?;
         if a.role == Some(Role::RuntimeDaemon) {
             return Some(a);
         }
-        at = a.birth_parent.and_then(|b| e.get(b));
+        at = a.birth_parent.and_then(|b| c.meta(b));
     }
     None
 }
 
 /// Whether `ancestor` is among `p`'s first ancestors at birth.
-pub(super) fn descends_from(e: &Engine, p: &Process, ancestor: ProcId) -> bool {
+pub(super) fn descends_from(c: &Ctx, p: &Process, ancestor: ProcId) -> bool {
     let mut at = p.birth_parent;
     for _ in 0..8 {
         match at {
             Some(a) if a == ancestor => return true,
-            Some(a) => at = e.get(a).and_then(|x| x.birth_parent),
+            Some(a) => at = c.meta(a).and_then(|x| x.birth_parent),
             None => return false,
         }
     }

@@ -3059,3 +3059,7 @@ fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
     );
     assert_eq!(story_json(&[story])["stories"][0]["container_id"], id);
 }
+
+// ---- stories kept as events arrive (stories.rs) ----
+
+mod incremental;
