@@ -65,6 +65,9 @@ pub struct Metrics {
     /// a birth that straddles a new segment (its processes in the new snapshot) counts once.
     births_seen: std::collections::HashSet<String>,
     births_seen_before: std::collections::HashSet<String>,
+    /// The engine's stories, updated from what changed since the last look (a fresh engine
+    /// is seen as such and told from the start).
+    stories: crate::lineage::Stories,
     adoptions_tally: Tally,
     restarts_tally: Tally,
 }
@@ -143,6 +146,7 @@ impl Metrics {
             registry: r,
             births_seen: Default::default(),
             births_seen_before: Default::default(),
+            stories: Default::default(),
             adoptions_tally: Tally::default(),
             restarts_tally: Tally::default(),
         };
@@ -186,9 +190,8 @@ impl Metrics {
     pub fn update_from(&mut self, engine: &Engine) {
         // `runc exec` runs a process in a container already born, and a death ends one:
         // neither is a birth.
-        let births = crate::lineage::stories(engine)
-            .into_iter()
-            .filter(|s| s.phase.is_birth());
+        self.stories.update(engine);
+        let births = self.stories.fresh().filter(|s| s.phase.is_birth());
         for s in births {
             let key = s
                 .container_id

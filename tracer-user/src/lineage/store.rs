@@ -23,8 +23,10 @@ pub(super) struct Store {
 /// Ids of the records changed (created or written through `IndexMut`) since a reader's
 /// [`ChangeMark`], bounded: a reader too far behind, or after a change the log cannot name
 /// (retention dropped records, a write to every record), is told to start over.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Changes {
+    /// Which log this is: a mark taken on another engine (or a copy) is worth nothing here.
+    origin: u64,
     log: Vec<ProcId>,
     /// Entries dropped from the front of `log` so far.
     base: u64,
@@ -35,9 +37,25 @@ struct Changes {
     marked: AtomicU64,
 }
 
+/// The next log's origin.
+static ORIGINS: AtomicU64 = AtomicU64::new(0);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes {
+            origin: ORIGINS.fetch_add(1, Relaxed),
+            log: Vec::new(),
+            base: 0,
+            resets: 0,
+            marked: AtomicU64::new(0),
+        }
+    }
+}
+
 impl Clone for Changes {
     fn clone(&self) -> Self {
         Changes {
+            origin: ORIGINS.fetch_add(1, Relaxed),
             log: self.log.clone(),
             base: self.base,
             resets: self.resets,
@@ -52,6 +70,7 @@ const MAX_CHANGES: usize = 1 << 16;
 /// Where a reader of [`Store::changed_since`] stopped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChangeMark {
+    origin: u64,
     resets: u64,
     pos: u64,
 }
@@ -131,6 +150,7 @@ impl Store {
         let pos = c.end();
         c.marked.store(pos, Relaxed);
         ChangeMark {
+            origin: c.origin,
             resets: c.resets,
             pos,
         }
@@ -141,7 +161,7 @@ impl Store {
     pub fn changed_since(&self, mark: ChangeMark) -> Option<&[ProcId]> {
         let c = &self.changes;
         let from = mark.pos.checked_sub(c.base)?;
-        (mark.resets == c.resets)
+        (mark.origin == c.origin && mark.resets == c.resets)
             .then(|| c.log.get(from as usize..))
             .flatten()
     }

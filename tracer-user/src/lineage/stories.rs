@@ -140,6 +140,8 @@ pub struct Stories {
     readers: Readers,
     version: u64,
     work: Work,
+    /// The stories the last update built.
+    fresh: Vec<Slot>,
 }
 
 impl Stories {
@@ -155,6 +157,7 @@ impl Stories {
     /// log no longer covers the last update: retention dropped records).
     pub fn update(&mut self, e: &Engine) {
         self.work = Work::default();
+        self.fresh.clear();
         let changed: Vec<ProcId> = match self.mark.and_then(|m| e.procs.changed_since(m)) {
             Some(ids) => ids.to_vec(),
             None => {
@@ -316,6 +319,7 @@ impl Stories {
             let Some(st) = st else { continue };
             let slot = (first(&st), start, id, part);
             a.slots.push(slot);
+            self.fresh.push(slot);
             self.out.insert(slot, st);
         }
         self.anchors.insert(id, a);
@@ -324,6 +328,11 @@ impl Stories {
     /// Every story, ordered by their first step (as [`super::stories`] gives them).
     pub fn iter(&self) -> impl Iterator<Item = &Story> + '_ {
         self.out.values()
+    }
+
+    /// The stories the last update built (new ones, and those it built again).
+    pub fn fresh(&self) -> impl Iterator<Item = &Story> + '_ {
+        self.fresh.iter().filter_map(|s| self.out.get(s))
     }
 
     /// Every story, copied.

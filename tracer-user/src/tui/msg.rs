@@ -19,6 +19,9 @@ pub enum Msg {
         /// Its stories.
         stories: Vec<Story>,
     },
+    /// Replay of a followed recording: it grew to this many events, its stories unchanged
+    /// since the last [`Msg::Init`].
+    Grown(usize),
     /// Live: processes that existed before tracing (from /proc), sent before any event.
     Seed(Vec<crate::lineage::SnapshotProcess>),
     /// Events in seq order, to apply.

@@ -83,7 +83,10 @@ struct Played {
     events: PackedEvents,
     clock: Clock,
     engine: Option<Engine>,
-    stories: Vec<crate::lineage::Story>,
+    /// Kept up to date batch by batch while the recording grows.
+    stories: crate::lineage::Stories,
+    /// The stories' version the app last got whole.
+    sent: u64,
 }
 
 impl Played {
@@ -98,8 +101,10 @@ impl Played {
             clock.push(&ev);
             engine.apply(&ev);
         }
+        let stories = crate::lineage::Stories::build(&engine);
         Played {
-            stories: crate::lineage::stories(&engine),
+            sent: stories.version(),
+            stories,
             events,
             clock,
             engine: growing.then_some(engine),
@@ -115,15 +120,24 @@ impl Played {
             self.events.push(ev);
         }
         if let Some(e) = &self.engine {
-            self.stories = crate::lineage::stories(e);
+            self.stories.update(e);
         }
     }
 
     fn init(&self) -> Msg {
         Msg::Init {
             total: self.events.len(),
-            stories: self.stories.clone(),
+            stories: self.stories.list(),
         }
+    }
+
+    /// After an append: the stories again only when they changed, else the new size.
+    fn grown(&mut self) -> Msg {
+        if self.stories.version() == self.sent {
+            return Msg::Grown(self.events.len());
+        }
+        self.sent = self.stories.version();
+        self.init()
     }
 
     /// `events[from..to]` in messages of at most [`MAX_BATCH`], each decoded as it is
@@ -342,7 +356,7 @@ async fn take_tail(
             p.anchor = Instant::now();
             p.anchor_vt = played.clock.times[p.pos];
         }
-        if tx.send(played.init()).await.is_err() {
+        if tx.send(played.grown()).await.is_err() {
             return false;
         }
     }

@@ -196,6 +196,10 @@ pub struct StoryPane {
     /// The explanation of the step at `.0` is scrolled by `.1` pages (`m`; the draw wraps
     /// back to its start past the end). Another step shows its explanation from the top.
     pub why_scroll: (usize, usize),
+    /// Live: the engine's stories, updated from what each batch changed.
+    kept: crate::lineage::Stories,
+    /// The version of `kept` that `stories` shows.
+    shown: Option<u64>,
 }
 
 impl StoryPane {
@@ -465,6 +469,8 @@ impl AppState {
                 stories: Vec::new(),
                 cursor: 0,
                 why_scroll: (0, 0),
+                kept: crate::lineage::Stories::default(),
+                shown: None,
             },
             log: LogPane {
                 lines: VecDeque::new(),
@@ -640,6 +646,7 @@ impl AppState {
                 self.rewind(n);
                 self.follow_story();
             }
+            Msg::Grown(total) => self.playback.total = total,
             Msg::Drops(d) => self.status.drops = d,
             Msg::TargetExited => self.status.target_exited = true,
             Msg::Note(n) => self.status.message = Some(n),
@@ -840,10 +847,10 @@ impl AppState {
             }
             self.tree.rows = build_rows(self);
             self.tree.live_processes = self.engine.processes().filter(|p| !p.exited).count();
-            self.story.stories = match self.mode {
-                Mode::Replay => self.playback.full_stories.clone(),
-                Mode::Live => self.pod_stories(crate::lineage::stories(&self.engine)),
-            };
+            match self.mode {
+                Mode::Replay => self.story.stories = self.playback.full_stories.clone(),
+                Mode::Live => self.live_stories(),
+            }
             if self.story.cursor >= self.story.steps().len() {
                 self.story.cursor = self.story.steps().len().saturating_sub(1);
             }
@@ -945,6 +952,18 @@ impl AppState {
     /// The selected row's process.
     pub fn selected_process(&self) -> Option<&Process> {
         self.tree.selected.and_then(|k| self.engine.get(k.proc()))
+    }
+
+    /// Live: the stories updated from what the engine's last events changed, copied to the
+    /// pane only when they changed.
+    fn live_stories(&mut self) {
+        let s = &mut self.story;
+        s.kept.update(&self.engine);
+        if s.shown == Some(s.kept.version()) {
+            return;
+        }
+        s.shown = Some(s.kept.version());
+        self.story.stories = self.pod_stories(self.story.kept.list());
     }
 
     /// `stories`, or only the pod's when the view is scoped to one.
