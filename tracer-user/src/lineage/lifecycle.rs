@@ -8,7 +8,6 @@ use std::sync::Arc;
 use crate::event::SignalResult;
 
 use super::ending::SIGCHLD;
-use super::engine::Engine;
 use super::process::Process;
 use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
@@ -19,14 +18,6 @@ const SIGKILL: i32 = 9;
 
 /// Steps of one kind a death story lists at most (a signal storm, a crowded namespace).
 const MAX_STEPS_PER_KIND: usize = 16;
-
-/// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
-/// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
-/// after each that ended, its death; ordered by their first step. One-shot: a view that
-/// follows a growing recording keeps a [`super::Stories`] and updates it.
-pub fn stories(e: &Engine) -> Vec<Story> {
-    super::Stories::build(e).list()
-}
 
 /// The CNI ADD runs a sandbox's birth told (CNI DEL is never another sandbox's teardown),
 /// counted over every life.

@@ -33,7 +33,6 @@ pub use engine::Retention;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
-pub use lifecycle::stories;
 pub use pod::{
     in_pod, pod_scope, resolve as resolve_pod, story_in_pod, PodError, PodEvents, PodMatch,
     PodQuery, SelectedPod,
@@ -42,7 +41,7 @@ pub use process::{
     CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
-pub use stories::{Stories, Work as StoryWork};
+pub use stories::{stories, Stories, Work as StoryWork};
 pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{

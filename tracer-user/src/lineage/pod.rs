@@ -327,10 +327,7 @@ impl PodEvents {
             .filter(|p| in_pod(p, m))
             .map(|p| p.id)
             .collect();
-        for st in super::lifecycle::stories(e)
-            .iter()
-            .filter(|s| story_in_pod(s, m))
-        {
+        for st in super::stories(e).iter().filter(|s| story_in_pod(s, m)) {
             for step in &st.steps {
                 let alive_then = e.processes().find(|p| {
                     p.pid == step.pid

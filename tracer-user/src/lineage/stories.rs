@@ -16,6 +16,14 @@ use super::reads::{meta_fingerprint, Ctx, Deps, Index, Key, Touched};
 use super::store::ChangeMark;
 use super::story::{is_anchor, Story};
 
+/// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
+/// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
+/// after each that ended, its death; ordered by their first step. One-shot: a view that
+/// follows a growing recording keeps a [`Stories`] and updates it.
+pub fn stories(e: &Engine) -> Vec<Story> {
+    Stories::build(e).list()
+}
+
 /// Where a story goes in the list: its first step's seq (the end if it has none), then its
 /// anchor's `(start_seq, id)`, a life before its death.
 type Slot = (u64, u64, ProcId, u8);

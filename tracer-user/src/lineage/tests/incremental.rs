@@ -149,6 +149,7 @@ fn updated_stories_are_the_one_shot_stories_after_every_event() {
         StepKind::CniPlugin,
         StepKind::CniTeardown,
         StepKind::ShimExited,
+        StepKind::ShimReused,
     ] {
         assert!(kinds.contains(&k), "{k:?} missing");
     }
@@ -179,4 +180,26 @@ fn a_batchs_work_does_not_grow_with_the_history() {
     assert_eq!(s.len(), 4000, "a birth and a death per container");
     assert_eq!(s.list(), stories(&e));
     eprintln!("work per batch: batch 10 {w10:?}, batch 1000 {w1000:?}");
+}
+
+/// zap_pid_ns_processes(): the init's death story lists what its namespace's end killed
+/// (found by the namespace's init and its exit), told the same way as events arrive.
+#[test]
+fn a_death_story_names_what_the_namespaces_end_killed() {
+    let mut b = container();
+    b.rename(30, 30, "runc:[2:INIT]");
+    b.exit(30, 0);
+    b.killed(40, SIGKILL);
+    b.killed(50, SIGKILL);
+    let all = stories(&b.engine());
+    let death = all.iter().find(|s| s.phase == Phase::Death);
+    let killed: Vec<u32> = death
+        .expect("a death story")
+        .steps
+        .iter()
+        .filter(|s| s.kind == StepKind::NamespaceKilled)
+        .map(|s| s.pid)
+        .collect();
+    assert_eq!(killed, [40, 50]);
+    same_as_one_shot(&b.events, 1);
 }
