@@ -934,7 +934,17 @@ fn out_of_order_exec_before_fork_does_not_panic() {
 
 #[test]
 fn arbitrary_streams_never_panic() {
-    // Deterministic pseudo-random events over a tiny pid space: reuse, cycles, garbage.
+    let mut e = Engine::new();
+    arbitrary_stream(20_000).iter().for_each(|ev| e.apply(ev));
+    assert_eq!(e.event_count(), 20_000);
+    assert!(e.warnings().len() <= MAX_WARNINGS);
+    let _ = tree_text(&e, TreeOpts::default());
+    let _ = tree_json(&e);
+    let _ = stories(&e);
+}
+
+/// Deterministic pseudo-random events over a tiny pid space: reuse, cycles, garbage.
+fn arbitrary_stream(n: u64) -> Vec<Event> {
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = |m: u64| {
         x ^= x << 13;
@@ -942,8 +952,8 @@ fn arbitrary_streams_never_panic() {
         x ^= x << 17;
         x % m
     };
-    let mut e = Engine::new();
-    for seq in 0..20_000u64 {
+    let mut out = Vec::new();
+    for seq in 0..n {
         let tgid = next(12) as u32;
         let tid = if next(3) == 0 { tgid + 20 } else { tgid };
         let kind = match next(9) {
@@ -1005,13 +1015,9 @@ fn arbitrary_streams_never_panic() {
             comm: Comm::new("x"),
             kind,
         };
-        e.apply(&ev);
+        out.push(ev);
     }
-    assert_eq!(e.event_count(), 20_000);
-    assert!(e.warnings().len() <= MAX_WARNINGS);
-    let _ = tree_text(&e, TreeOpts::default());
-    let _ = tree_json(&e);
-    let _ = stories(&e);
+    out
 }
 
 #[test]

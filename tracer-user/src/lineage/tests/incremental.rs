@@ -102,6 +102,10 @@ fn pod_life(b: &mut B, i: u32) {
     runc(b, base + 1, base + 41, "delete", &app);
     b.exec(base + 45, "/bin/true", &["true"]);
     b.exit(base + 45, 0);
+    // Its pid taken again: the story names the sender as the pid's newest record does.
+    b.fork(1, base + 45);
+    b.exec(base + 45, "/bin/date", &["date"]);
+    b.exit(base + 45, 0);
     b.killed(pause, SIGKILL);
     runc(b, base + 1, base + 42, "delete", &sandbox);
     daemon_child(b, base + 91, &["/usr/lib/cni/bridge"]);
@@ -153,6 +157,16 @@ fn updated_stories_are_the_one_shot_stories_after_every_event() {
     ] {
         assert!(kinds.contains(&k), "{k:?} missing");
     }
+}
+
+/// Garbage (pid reuse, cycles, backwards seqs, stray renames to `runc:[2:INIT]`) is told the
+/// same way too.
+#[test]
+fn arbitrary_streams_are_told_the_same_as_they_arrive() {
+    let events = arbitrary_stream(3000);
+    same_as_one_shot(&events, 1);
+    same_as_one_shot(&events, 37);
+    assert!(!stories(&B { events }.engine()).is_empty());
 }
 
 /// A followed view's work per batch does not grow with the history: the 1000th pod's batch
