@@ -22,7 +22,7 @@ pub(super) struct Store {
 
 /// Ids of the records changed (created or written through `IndexMut`) since a reader's
 /// [`ChangeMark`], bounded: a reader too far behind, or after a change the log cannot name
-/// (retention dropped records, a write to every record), is told to start over.
+/// (retention dropped records), is told to start over.
 #[derive(Debug)]
 struct Changes {
     /// Which log this is: a mark taken on another engine (or a copy) is worth nothing here.
@@ -38,7 +38,7 @@ struct Changes {
 }
 
 /// The next log's origin.
-static ORIGINS: AtomicU64 = AtomicU64::new(0);
+static ORIGINS: AtomicU64 = AtomicU64::new(1);
 
 impl Default for Changes {
     fn default() -> Self {
@@ -64,11 +64,12 @@ impl Clone for Changes {
     }
 }
 
-/// Entries kept in the change log: twice a follower's batch of events, many times over.
+/// Entries the change log keeps: many batches' worth (a follower reads it after each); half
+/// go when it is full.
 const MAX_CHANGES: usize = 1 << 16;
 
 /// Where a reader of [`Store::changed_since`] stopped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChangeMark {
     origin: u64,
     resets: u64,
