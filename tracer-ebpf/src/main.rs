@@ -224,6 +224,23 @@ unsafe fn fill_header(hdr: *mut Header, kind: u32, size: usize, seq: u64) {
     }
 }
 
+/// [`fill_header`] from `src`, a header written by it for the current task a moment ago (its
+/// tid may have been changed: the current one is put back).
+///
+/// # Safety
+/// `hdr` points at a writable record header, `src` at a whole header.
+#[inline(always)]
+unsafe fn copy_header(hdr: *mut Header, src: *const Header, kind: u32, size: usize, seq: u64) {
+    // SAFETY: the caller's headers.
+    unsafe {
+        hdr.write(src.read());
+        addr_of_mut!((*hdr).kind).write(kind);
+        addr_of_mut!((*hdr).size).write(size as u32);
+        addr_of_mut!((*hdr).seq).write(seq);
+        addr_of_mut!((*hdr).tid).write(bpf_get_current_pid_tgid() as u32);
+    }
+}
+
 /// BPF_RB_NO_WAKEUP unless enough is waiting; userspace also drains on a short timer.
 #[inline(always)]
 fn wakeup_flag() -> u64 {
@@ -252,6 +269,18 @@ fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
 /// [`emit`], waking the reader at once when `now` (else only once enough is waiting).
 #[inline(always)]
 fn emit_waking<T: 'static>(kind: u32, now: bool, fill: impl FnOnce(*mut T)) {
+    emit_from::<T>(kind, now, None, fill)
+}
+
+/// [`emit_waking`], the header copied from `same` (a record just built about the current
+/// task at this same moment) when given, instead of asked of the helpers again.
+#[inline(always)]
+fn emit_from<T: 'static>(
+    kind: u32,
+    now: bool,
+    same: Option<*const Header>,
+    fill: impl FnOnce(*mut T),
+) {
     let Some(mut entry) = EVENTS.reserve::<T>(0) else {
         lose_record();
         return;
@@ -259,9 +288,16 @@ fn emit_waking<T: 'static>(kind: u32, now: bool, fill: impl FnOnce(*mut T)) {
     // Taken after the reserve so sequence order follows ring order as closely as possible.
     let seq = next_seq();
     let rec = entry.as_mut_ptr();
+    let size = core::mem::size_of::<T>();
     // Every record starts with a Header (checked by the layout asserts in tracer-common).
-    // SAFETY: `rec` points at a reserved, writable record of size_of::<T>() bytes.
-    unsafe { fill_header(rec as *mut Header, kind, core::mem::size_of::<T>(), seq) };
+    // SAFETY: `rec` points at a reserved, writable record of size_of::<T>() bytes; `same`
+    // is a whole Header in map memory.
+    unsafe {
+        match same {
+            Some(src) => copy_header(rec as *mut Header, src, kind, size, seq),
+            None => fill_header(rec as *mut Header, kind, size, seq),
+        }
+    };
     fill(rec);
     entry.submit(if now {
         BPF_RB_FORCE_WAKEUP
@@ -273,11 +309,12 @@ fn emit_waking<T: 'static>(kind: u32, now: bool, fill: impl FnOnce(*mut T)) {
 /// Builds an ExecEnter in the per-CPU scratch (`fill` writes everything after the header and
 /// returns the bytes of argv used) and copies it to the ring at that length. A failed copy
 /// is counted like a failed reserve (its sequence number was taken, so it leaves a gap).
+/// Returns the record's header (in the scratch, whether or not the copy to the ring worked).
 #[inline(always)]
-fn emit_exec(fill: impl FnOnce(*mut ExecScratch) -> usize) {
+fn emit_exec(fill: impl FnOnce(*mut ExecScratch) -> usize) -> Option<*const Header> {
     let Some(s) = EXEC_SCRATCH.get_ptr_mut(0) else {
         lose_record();
-        return;
+        return None;
     };
     // SAFETY: the per-CPU value, this program's alone while it runs.
     let rec = unsafe { addr_of_mut!((*s).rec) };
@@ -300,6 +337,7 @@ fn emit_exec(fill: impl FnOnce(*mut ExecScratch) -> usize) {
     if EVENTS.output::<[u8]>(bytes, wakeup_flag()).is_err() {
         count_drop();
     }
+    Some(rec as *const Header)
 }
 
 // ---- clone family -------------------------------------------------------------------------
@@ -450,7 +488,7 @@ fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
     };
     let filename: u64 = unsafe { ctx.read_at(fname_off)? };
     let argv: u64 = unsafe { ctx.read_at(argv_off)? };
-    emit_exec(|s| unsafe {
+    let _ = emit_exec(|s| unsafe {
         let r = addr_of_mut!((*s).rec);
         let mut flags = exec_head(r, sc, at_flags as u32, dirfd, |buf| {
             bpf_probe_read_user_str_bytes(filename as *const u8, buf).map(|s| s.len())
@@ -654,7 +692,9 @@ fn sched_fork<C: EbpfContext>(ctx: &C, child_pid: u32, child: *const u8) -> Resu
     }
     // SAFETY: value copied out immediately.
     let pending = unsafe { PENDING.get(&(pid_tgid as u32)) }.copied();
-    let _ = PENDING.remove(&(pid_tgid as u32));
+    if pending.is_some() {
+        let _ = PENDING.remove(&(pid_tgid as u32));
+    }
     let (flags, sc, known) = match pending {
         Some(p) => (p.flags, p.syscall, 1u32),
         None => (0, syscall::UNKNOWN, 0u32),
@@ -727,10 +767,12 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
     let loc: u32 = tp_field(ctx, &CONFIG.exec_filename_loc)?;
     // __data_loc: low 16 bits offset from the record start, high 16 bits length.
     let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
-    if cfg(&CONFIG.no_syscall_probes) != 0 {
-        exec_argv_from_mm(src, old_pid as u32);
-    }
-    emit::<SchedExec>(kind::SCHED_EXEC, |r| unsafe {
+    let same = if cfg(&CONFIG.no_syscall_probes) != 0 {
+        exec_argv_from_mm(src, old_pid as u32)
+    } else {
+        None
+    };
+    emit_from::<SchedExec>(kind::SCHED_EXEC, false, same, |r| unsafe {
         addr_of_mut!((*r).old_tid).write(old_pid as u32);
         let fname = &mut *addr_of_mut!((*r).filename);
         let read = bpf_probe_read_kernel_str_bytes(src, fname).map(|s| s.len());
@@ -748,8 +790,9 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
 /// Without syscall probes: the exec's argv, read from the new image's argument area
 /// (`mm->arg_start..arg_end`, NUL-separated strings the kernel just copied there) in one read
 /// of up to ARGV_BYTES, reported as the ExecEnter a sys_enter_execve probe would have sent.
+/// Returns that record's header, for the exec record that follows.
 #[inline(always)]
-fn exec_argv_from_mm(filename: *const u8, old_tid: u32) {
+fn exec_argv_from_mm(filename: *const u8, old_tid: u32) -> Option<*const Header> {
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
@@ -783,7 +826,7 @@ fn exec_argv_from_mm(filename: *const u8, old_tid: u32) {
         addr_of_mut!((*r).argv_len).write(len as u32);
         addr_of_mut!((*r).flags).write(flags);
         len
-    });
+    })
 }
 
 #[tracepoint]
@@ -798,9 +841,13 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
         return Ok(0);
     }
     // A task killed inside clone/prctl never reaches sys_exit: drop what it left behind so a
-    // later task reusing the tid does not inherit it.
-    let _ = PENDING.remove(&(pid_tgid as u32));
-    let _ = PENDING_NAME.remove(&(pid_tgid as u32));
+    // later task reusing the tid does not inherit it. Looked up first: a delete takes the
+    // bucket's lock even for a key that is not there, which is every exit but a rare one.
+    let tid = pid_tgid as u32;
+    remove_if_present(&PENDING, tid);
+    if cfg(&CONFIG.no_syscall_probes) == 0 {
+        remove_if_present(&PENDING_NAME, tid);
+    }
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let exit_code: i32 = task_read(task, cfg(&CONFIG.task_exit_code)).unwrap_or(0);
@@ -826,7 +873,7 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
         addr_of_mut!((*r).group_dead).write(group_dead);
     });
     if group_dead != 0 {
-        let _ = SUBREAPERS.remove(&tgid);
+        remove_if_present(&SUBREAPERS, tgid);
         if cfg(&CONFIG.follow_all) == 0 {
             let _ = FOLLOWED.remove(&tgid);
             let _ = DYING.insert(&(pid_tgid as u32), &(task as u64), 0);
@@ -892,7 +939,7 @@ fn report_subreaper(tgid: u32) {
     let on = is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit));
     if on && first_report(tgid) {
         emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
-    } else if !on && SUBREAPERS.remove(&tgid).is_ok() {
+    } else if !on && remove_if_present(&SUBREAPERS, tgid) {
         // Cleared since it was reported (conmon does so before it runs its exit command, so
         // that command is not reparented to it): say so before this child exists.
         emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 0, true);
@@ -904,6 +951,14 @@ fn report_subreaper(tgid: u32) {
 fn is_subreaper(task: *const u8, bit: u32) -> bool {
     let sig: u64 = task_read(task, cfg(&CONFIG.task_signal)).unwrap_or(0);
     sig != 0 && bit_set(sig as *const u8, bit)
+}
+
+/// Deletes `key` if it is there (a lock-free lookup first: the delete itself takes the
+/// bucket's lock); whether it was.
+#[inline(always)]
+fn remove_if_present<V>(map: &HashMap<u32, V>, key: u32) -> bool {
+    // SAFETY: the value is not used beyond this check.
+    unsafe { map.get(&key) }.is_some() && map.remove(&key).is_ok()
 }
 
 /// True once per subreaper process (atomic: two of its threads may fork at once).

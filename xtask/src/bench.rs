@@ -4,9 +4,11 @@
 //! within each round in a rotating order; ratios are taken against the untraced run of the
 //! same round and reported as median, min and max. A full run writes BENCHMARKS.md.
 
+mod cost;
+
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -20,6 +22,10 @@ enum Config {
     FollowSyscalls,
     AllSyscalls,
     Strace,
+    /// [`Config::Follow`] and [`Config::All`] with the binary `TRACER_BENCH_BASELINE` names:
+    /// a before/after pair measured in the same rounds, under the same load.
+    FollowBaseline,
+    AllBaseline,
     /// Pod creation: `tracer record --pid <containerd>`.
     RecordDaemon,
     /// Pod creation: the seeds' `strace -f -p <containerd>`.
@@ -33,6 +39,8 @@ impl Config {
             Config::Follow => "tracer (follow)",
             Config::All => "tracer --all",
             Config::AllNoSignals => "tracer --all --signals none",
+            Config::FollowBaseline => "baseline tracer (follow)",
+            Config::AllBaseline => "baseline tracer --all",
             Config::FollowSyscalls => "tracer --syscalls (follow)",
             Config::AllSyscalls => "tracer --all --syscalls",
             Config::Strace => "strace -f (same syscalls)",
@@ -54,9 +62,13 @@ const TRACER_CONFIGS: [Config; 5] = [
 struct Bench {
     tracer: PathBuf,
     tmp: PathBuf,
-    /// (config, seconds inside the probes, workload seconds) of each `--all` run: the
-    /// kernel's own accounting (`kernel.bpf_stats_enabled`), free of run-to-run noise.
-    probe_time: std::cell::RefCell<Vec<(Config, f64, f64)>>,
+    /// What each traced run cost (probe time, tracer CPU, workload time): the kernel's own
+    /// accounting, free of run-to-run noise.
+    costs: std::cell::RefCell<Vec<(Config, cost::Cost)>>,
+    /// `TRACER_BENCH_BASELINE`: another build of the tracer, run beside this one in the storm.
+    baseline: Option<PathBuf>,
+    /// The cost of the traced run under way, until its workload time is known.
+    last_cost: std::cell::Cell<Option<cost::Cost>>,
 }
 
 /// Sum of `run_time_ns` over the BPF programs `pid` holds (its fds' fdinfo), in seconds.
@@ -116,33 +128,15 @@ impl Bench {
         let out = self.tmp.join("elapsed");
         let _ = std::fs::remove_file(&out);
         let script = timed(body, &out);
-        let mut background: Option<Child> = None;
-        let mut probe_before = None;
         let status = match cfg {
             Config::Untraced => Command::new("sh").args(["-c", &script]).status()?,
-            Config::Follow | Config::FollowSyscalls => Command::new(&self.tracer)
-                .args(["trace", "-o", "/dev/null"])
-                .args((cfg == Config::FollowSyscalls).then_some("--syscalls"))
-                .args(["--", "sh", "-c", &script])
-                .stderr(Stdio::null())
-                .status()?,
-            Config::All | Config::AllSyscalls | Config::AllNoSignals => {
-                let child = Command::new(&self.tracer)
-                    .args(["trace", "--all", "-o", "/dev/null"])
-                    .args((cfg == Config::AllSyscalls).then_some("--syscalls"))
-                    .args(match cfg {
-                        Config::AllNoSignals => &["--signals", "none"][..],
-                        _ => &[],
-                    })
-                    .stderr(Stdio::null())
-                    .spawn()?;
-                // Probes attach within a few hundred ms; wait so the whole workload is traced.
-                std::thread::sleep(Duration::from_millis(1500));
-                // What the probes ran before the workload (the host's own activity) is not its.
-                probe_before = probe_seconds(child.id());
-                background = Some(child);
-                Command::new("sh").args(["-c", &script]).status()?
-            }
+            Config::Follow
+            | Config::FollowSyscalls
+            | Config::All
+            | Config::AllSyscalls
+            | Config::AllNoSignals
+            | Config::FollowBaseline
+            | Config::AllBaseline => self.run_traced(cfg, &script)?,
             Config::RecordDaemon | Config::StraceDaemon => bail!("pod-only configuration"),
             Config::Strace => Command::new("strace")
                 .args([
@@ -153,24 +147,76 @@ impl Bench {
                 .args(["-o", "/dev/null", "sh", "-c", &script])
                 .status()?,
         };
-        let probe_s = background
-            .as_ref()
-            .and_then(|c| probe_seconds(c.id()))
-            .map(|after| after - probe_before.unwrap_or(0.0));
-        if let Some(mut child) = background {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            let _ = child.wait();
-        }
         if !status.success() {
             bail!("{} run failed: {status}", cfg.name());
         }
         let text = std::fs::read_to_string(&out).context("the workload wrote no time")?;
         let secs = text.trim().parse::<f64>()? / 1e9;
-        if let Some(p) = probe_s {
-            self.probe_time.borrow_mut().push((cfg, p, secs));
+        if let Some(c) = self.last_cost.take() {
+            let wall = secs;
+            self.costs
+                .borrow_mut()
+                .push((cfg, cost::Cost { wall, ..c }));
         }
         Ok(secs)
+    }
+
+    /// `script` traced by `cfg` (the tracer's command in follow mode, beside `--all`),
+    /// between two gates where the tracer's probe time and CPU are read (kept for
+    /// [`probe_table`]).
+    fn run_traced(&self, cfg: Config, script: &str) -> Result<std::process::ExitStatus> {
+        let go = cost::Gate::new(&self.tmp, "go")?;
+        let done = cost::Gate::new(&self.tmp, "done")?;
+        let gated = format!("{}; {script}; {}", go.wait_words(), done.wait_words());
+        let tracer = match (cfg, &self.baseline) {
+            (Config::FollowBaseline | Config::AllBaseline, Some(b)) => b,
+            (Config::FollowBaseline | Config::AllBaseline, None) => bail!("no baseline binary"),
+            _ => &self.tracer,
+        };
+        let trace = self.tmp.join("run.trace");
+        let _ = std::fs::remove_file(&trace);
+        let mut cmd = Command::new(tracer);
+        // What a node runs: a recording (its writer's work counted), not text for a terminal.
+        cmd.arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .args(
+                matches!(cfg, Config::FollowSyscalls | Config::AllSyscalls).then_some("--syscalls"),
+            )
+            .args(match cfg {
+                Config::AllNoSignals => &["--signals", "none"][..],
+                _ => &[],
+            })
+            .stderr(Stdio::null());
+        if matches!(
+            cfg,
+            Config::Follow | Config::FollowSyscalls | Config::FollowBaseline
+        ) {
+            let mut tracer = cmd.args(["--", "sh", "-c", &gated]).spawn()?;
+            let pid = tracer.id();
+            let measured = cost::measure(pid, &mut tracer, &go, &done);
+            if measured.is_err() {
+                go.release();
+                done.release();
+            }
+            let status = tracer.wait()?;
+            self.last_cost.set(Some(measured?));
+            return Ok(status);
+        }
+        let mut tracer = cmd.arg("--all").spawn()?;
+        // Probes attach within a few hundred ms; wait so the whole workload is traced.
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut shell = Command::new("sh").args(["-c", &gated]).spawn()?;
+        let measured = cost::measure(tracer.id(), &mut shell, &go, &done);
+        if measured.is_err() {
+            let _ = shell.kill();
+        }
+        let status = shell.wait()?;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(tracer.id() as i32, libc::SIGINT) };
+        let _ = tracer.wait();
+        self.last_cost.set(Some(measured?));
+        Ok(status)
     }
 
     /// Runs every config `rounds` times, rotating the order; returns per-config times.
@@ -179,7 +225,7 @@ impl Bench {
         for &c in configs {
             self.run_once(c, body)?; // warm-up, not counted
         }
-        self.probe_time.borrow_mut().clear();
+        self.costs.borrow_mut().clear();
         for round in 0..rounds {
             for k in 0..configs.len() {
                 let i = (k + round as usize) % configs.len();
@@ -222,31 +268,14 @@ fn table(configs: &[Config], times: &[Vec<f64>], goals: &[&str]) -> String {
     s
 }
 
-/// The kernel's accounting of time spent inside the probes during the `--all` runs since the
-/// last call (the runs are drained): a share of the workload's time without the noise.
-fn probe_table(b: &Bench) -> String {
-    let runs: Vec<_> = b.probe_time.borrow_mut().drain(..).collect();
+/// What the traced runs since the last call cost (the runs are drained), against `goal`
+/// (percent of the workload's time).
+fn probe_table(b: &Bench, goal: Option<f64>) -> String {
+    let runs: Vec<_> = b.costs.borrow_mut().drain(..).collect();
     if runs.is_empty() {
         return String::new();
     }
-    let mut s = String::from(
-        "\nTime inside the probes during the `--all` runs (kernel.bpf_stats_enabled, summed over \
-         every program), as a share of the workload's time:\n\n\
-         | configuration | probe time per run (ms) | share median | share max |\n|---|---|---|---|\n",
-    );
-    for cfg in [Config::All, Config::AllNoSignals, Config::AllSyscalls] {
-        let mine: Vec<_> = runs.iter().filter(|r| r.0 == cfg).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let (ms, _, _) = stats(mine.iter().map(|r| r.1 * 1e3).collect());
-        let (sm, _, sx) = stats(mine.iter().map(|r| 100.0 * r.1 / r.2).collect());
-        s.push_str(&format!(
-            "| {} | {ms:.2} | {sm:.2}% | {sx:.2}% |\n",
-            cfg.name()
-        ));
-    }
-    s
+    cost::table(&runs, goal)
 }
 
 /// Pod creation latency through CRI (RunPodSandbox + CreateContainer + StartContainer, as
@@ -682,7 +711,9 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     let b = Bench {
         tracer: root.join("target/release/tracer"),
         tmp: std::env::temp_dir().join(format!("tracer-bench-{}", std::process::id())),
-        probe_time: Default::default(),
+        costs: Default::default(),
+        baseline: std::env::var_os("TRACER_BENCH_BASELINE").map(PathBuf::from),
+        last_cost: Default::default(),
     };
     let _stats = BpfStats::enable();
     std::fs::create_dir_all(&b.tmp)?;
@@ -702,6 +733,9 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     if want("storm") {
         let mut configs = TRACER_CONFIGS.to_vec();
         configs.push(Config::AllNoSignals);
+        if b.baseline.is_some() {
+            configs.extend([Config::FollowBaseline, Config::AllBaseline]);
+        }
         let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
         // The goals are 2-3% and a round varies by about 5% here: twice the rounds.
         let times = b.paired(&configs, body, runs * 2)?;
@@ -710,7 +744,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
             runs * 2
         ));
         report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.03x"]));
-        report.push_str(&probe_table(&b));
+        report.push_str(&probe_table(&b, Some(0.5)));
         if have_strace {
             let configs = [Config::Untraced, Config::Strace];
             let times = b.paired(&configs, body, runs.min(5))?;
@@ -730,7 +764,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
             "## 2. Syscall-heavy process making no traced call: `dd bs=1 count=200000`, 10 per run\n\n",
         );
         report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.02x"]));
-        report.push_str(&probe_table(&b));
+        report.push_str(&probe_table(&b, None));
         if have_strace {
             // strace stops on every syscall here (~800x): a tenth of the work, fewer rounds.
             let small = "dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null";

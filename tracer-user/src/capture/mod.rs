@@ -356,7 +356,9 @@ fn raise_memlock() {
 }
 
 /// How often the reader drains the ring without a wakeup: the latency of a quiet stream.
-pub const POLL: std::time::Duration = std::time::Duration::from_millis(50);
+/// The same as the callers' tick (`DriveOpts::tick`), so both timers fire in one wakeup of
+/// an idle tracer, not two.
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Whether the kernel refused with EPERM somewhere down `e`'s causes (a map it would not
 /// create: no CAP_BPF, or a lockdown).
@@ -750,11 +752,12 @@ impl Capture {
         if f.live.is_empty() {
             return self.followed_count() == 0;
         }
-        if self.drops() > 0 && f.last_walk.get().elapsed() >= std::time::Duration::from_secs(1) {
-            f.last_walk.set(std::time::Instant::now());
-            return self.followed_count() == 0;
+        // The drop counter is a syscall too: asked once a second, not at every poll.
+        if f.last_walk.get().elapsed() < std::time::Duration::from_secs(1) {
+            return false;
         }
-        false
+        f.last_walk.set(std::time::Instant::now());
+        self.drops() > 0 && self.followed_count() == 0
     }
 
     /// Number of tgids currently followed (0 once every followed process has exited). Walks

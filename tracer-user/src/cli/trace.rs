@@ -27,8 +27,9 @@ pub fn run(
     output: Option<std::path::PathBuf>,
 ) -> Result<ExitCode> {
     let target = target_of(&args)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    // One thread: the reader's poll and tick then wake this thread alone, where a worker
+    // thread would wake it through a futex each time (twice the idle CPU).
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
