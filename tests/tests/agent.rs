@@ -4,7 +4,7 @@
 //! (`--ignored`).
 #![cfg(feature = "capture")]
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

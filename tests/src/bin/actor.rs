@@ -65,31 +65,41 @@ fn enter_cgroup(dir: &str) {
     }
 }
 
+/// fork() a child that exits with `code` at once, and reap it.
+fn fork_exit(code: i32) {
+    // SAFETY: the child only calls _exit; waitpid on our own child.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::_exit(code);
+        }
+        wait_child(pid);
+    }
+}
+
+/// vfork() a child that exits with `code` at once, and reap it. The child returns from
+/// nothing: it only calls _exit, which vfork allows.
+fn vfork_exit(code: i32) {
+    // SAFETY: as above; the parent is suspended until the child's _exit.
+    unsafe {
+        #[allow(deprecated)]
+        let pid = libc::vfork();
+        if pid == 0 {
+            libc::_exit(code);
+        }
+        wait_child(pid);
+    }
+}
+
 /// One lifetime of `mode` (see the usage): a process or thread that starts and ends.
 fn lifetime(mode: &str) {
-    // SAFETY: the children only call _exit; waitpid on our own child.
-    unsafe {
-        match mode {
-            "vfork" => {
-                #[allow(deprecated)]
-                let pid = libc::vfork();
-                if pid == 0 {
-                    libc::_exit(0);
-                }
-                wait_child(pid);
-            }
-            "fork" => {
-                let pid = libc::fork();
-                if pid == 0 {
-                    libc::_exit(0);
-                }
-                wait_child(pid);
-            }
-            "thread" => std::thread::spawn(|| ()).join().expect("thread"),
-            other => {
-                eprintln!("actor: unknown lifetime mode {other}");
-                libc::_exit(2);
-            }
+    match mode {
+        "vfork" => vfork_exit(0),
+        "fork" => fork_exit(0),
+        "thread" => std::thread::spawn(|| ()).join().expect("thread"),
+        other => {
+            eprintln!("actor: unknown lifetime mode {other}");
+            std::process::exit(2);
         }
     }
 }
@@ -157,13 +167,7 @@ fn main() {
         // joins before returning); children only call _exit.
         unsafe {
             match step.as_str() {
-                "fork" => {
-                    let pid = libc::fork();
-                    if pid == 0 {
-                        libc::_exit(3);
-                    }
-                    wait_child(pid);
-                }
+                "fork" => fork_exit(3),
                 "sysfork" => {
                     let pid = libc::syscall(libc::SYS_fork);
                     if pid == 0 {
@@ -176,14 +180,7 @@ fn main() {
                 }
                 "eat-memory" => eat_memory(),
                 s if s.starts_with("cgroup:") => enter_cgroup(&s[7..]),
-                "vfork" => {
-                    #[allow(deprecated)]
-                    let pid = libc::vfork();
-                    if pid == 0 {
-                        libc::_exit(4);
-                    }
-                    wait_child(pid);
-                }
+                "vfork" => vfork_exit(4),
                 "clone-parent" => {
                     let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
                     let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
@@ -255,11 +252,7 @@ fn main() {
                 s if s.starts_with("storm:") => {
                     let n: u32 = s[6..].parse().expect("storm:N");
                     for _ in 0..n {
-                        let pid = libc::fork();
-                        if pid == 0 {
-                            libc::_exit(0);
-                        }
-                        wait_child(pid);
+                        fork_exit(0);
                     }
                 }
                 s if s.starts_with("threads:") => {
