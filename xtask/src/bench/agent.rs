@@ -158,8 +158,8 @@ impl AgentRun {
     }
 
     /// Waits until nothing is buffered and the event count stood still for half a second
-    /// (the agent caught up with the ring); how long that took.
-    fn settle(&self, server: &Server) -> Result<(Reading, Duration)> {
+    /// (the agent caught up with the ring).
+    fn settle(&self, server: &Server) -> Result<Reading> {
         let start = Instant::now();
         let mut last = self.read(server)?;
         loop {
@@ -167,7 +167,7 @@ impl AgentRun {
             let now = self.read(server)?;
             // The host's own processes go on: "still" is fewer than 200 events in the pause.
             if now.buffered == 0.0 && now.events - last.events < 200.0 {
-                return Ok((now, start.elapsed()));
+                return Ok(now);
             }
             if start.elapsed() > Duration::from_secs(60) {
                 bail!("the agent did not catch up within 60 s");
@@ -257,7 +257,9 @@ struct RateRow {
     target: u64,
     generated: f64,
     received: f64,
-    catch_up: Duration,
+    /// Share of the events counted by the time the generator ended (the rest came from the
+    /// ring buffer after it).
+    live_share: f64,
     kernel_drops: f64,
     buffer_drops: f64,
     gaps: u64,
@@ -275,7 +277,8 @@ fn rate_run(b: &Bench, actor: &Path, target: u64, n: usize) -> Result<RateRow> {
     let lifetimes_per_s = target as f64 / EVENTS_PER_LIFETIME;
     let before = agent.read(&server)?;
     let (made, secs) = generate(actor, &format!("pace:vfork:{lifetimes_per_s:.0}:{SECS}"))?;
-    let (after, catch_up) = agent.settle(&server)?;
+    let at_end = agent.read(&server)?;
+    let after = agent.settle(&server)?;
     let hwm = status_kib(agent.guard.0.id(), "VmHWM:").unwrap_or(0) as f64 / 1024.0;
     agent.stop();
     let events = after.events - before.events;
@@ -288,7 +291,7 @@ fn rate_run(b: &Bench, actor: &Path, target: u64, n: usize) -> Result<RateRow> {
         target,
         generated: made as f64 * EVENTS_PER_LIFETIME / secs,
         received: rate,
-        catch_up,
+        live_share: (at_end.events - before.events) / events,
         kernel_drops: after.kernel_drops - before.kernel_drops,
         buffer_drops: after.buffer_drops - before.buffer_drops,
         gaps,
@@ -375,7 +378,7 @@ fn met(ok: bool) -> &'static str {
 /// The section: one row per rate, then the RSS run.
 pub(super) fn agent(b: &Bench, actor: &Path) -> Result<String> {
     let mut s = String::from(
-        "| target events/s | generated events/s | received events/s | catch-up after | kernel drops | buffer drops | stream gaps | agent CPU per 10k events/s | wire B/event | stream B/event | trace file B/event | stream / file | agent VmHWM |\n\
+        "| target events/s | generated events/s | received events/s | received by the generator's end | kernel drops | buffer drops | stream gaps | agent CPU per 10k events/s | wire B/event | stream B/event | trace file B/event | stream / file | agent VmHWM |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut rows = Vec::new();
@@ -393,10 +396,10 @@ pub(super) fn agent(b: &Bench, actor: &Path) -> Result<String> {
             t => t.to_string(),
         };
         s.push_str(&format!(
-            "| {label} | {:.0} | {:.0} | {:.1} s | {} | {} | {} | {:.2}% | {:.1} | {:.1} | {:.1} | {:.2}x | {:.1} MiB |\n",
+            "| {label} | {:.0} | {:.0} | {:.1}% | {} | {} | {} | {:.2}% | {:.1} | {:.1} | {:.1} | {:.2}x | {:.1} MiB |\n",
             r.generated,
             r.received,
-            r.catch_up.as_secs_f64(),
+            100.0 * r.live_share,
             r.kernel_drops,
             r.buffer_drops,
             r.gaps,
