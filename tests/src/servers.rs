@@ -1,6 +1,7 @@
 //! Servers the tests start on loopback ports (nats-server from Debian's package), and the
 //! guard that never lets a child outlive its test.
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -87,4 +88,24 @@ pub fn start_nats_with(port: u16, store: &Path, log: &Path, extra: &[&std::ffi::
     let g = Guard(child);
     wait_for("nats-server to listen", 10, || listening(port));
     g
+}
+
+/// `GET PATH` over HTTP/1.1 to 127.0.0.1:`port`, answered within `within`: (status line,
+/// body).
+pub fn get(port: u16, path: &str, within: Duration) -> Option<(String, String)> {
+    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), within).ok()?;
+    s.set_read_timeout(Some(within)).ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    Some((head.lines().next()?.to_string(), body.to_string()))
+}
+
+/// The value of the sample `name` (with its labels, as exposed), 0 when absent.
+pub fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
 }

@@ -4,7 +4,7 @@
 //! (`--ignored`).
 #![cfg(feature = "capture")]
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use tests::prereq::{require_program, require_root};
 use tests::servers::{
-    free_port, listening, start_nats, start_nats_with, two_ports, wait_for, wait_or, Guard,
+    free_port, get, listening, sample, start_nats, start_nats_with, two_ports, wait_for, wait_or,
+    Guard,
 };
 use tests::tmux::Tmux;
 use tests::{busybox_bundle, release_tracer, temp_dir};
@@ -68,13 +69,6 @@ fn scrape(port: u16) -> Option<String> {
     get(port, "/metrics", Duration::from_secs(5))
         .filter(|(status, _)| status.contains(" 200 "))
         .map(|(_, body)| body)
-}
-
-/// The value of the sample `name` (with its labels, as exposed), 0 when absent.
-fn sample(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0.0)
 }
 
 /// Runs `cmd`; its stdout, or the test fails with its stderr.
@@ -814,19 +808,6 @@ fn the_daemonsets_container_without_a_needed_capability_fails_naming_it() {
         || agent.logs().contains("no CAP_SYS_PTRACE"),
         || agent.logs(),
     );
-}
-
-/// `GET PATH` over HTTP/1.1 to 127.0.0.1:`port`, answered within `within`: (status line,
-/// body).
-fn get(port: u16, path: &str, within: Duration) -> Option<(String, String)> {
-    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), within).ok()?;
-    s.set_read_timeout(Some(within)).ok()?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    Some((head.lines().next()?.to_string(), body.to_string()))
 }
 
 /// A scrape answered 200 within 2 s.

@@ -143,3 +143,52 @@ fn the_agent_rotates_counts_drops_and_follows_a_restarted_daemon_without_root() 
     assert!(text.contains("tracer_dropped_events_total 2"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A busy node: 30,000 processes start and end under a followed daemon within one segment.
+/// Every event reaches the stream, and the engine behind the metrics holds a bounded window
+/// of them (the live viewer's retention), not all 30,000.
+#[test]
+fn the_agents_engine_stays_bounded_while_thirty_thousand_processes_come_and_go() {
+    if !require_program("nats-server", "nats-server") {
+        return;
+    }
+    const LIFETIMES: u32 = 30_000;
+    let dir = temp_dir("agent-busy").expect("temp dir");
+    let port = free_port();
+    let _nats = start_nats(port, &dir.join("store"), &dir.join("nats.log"));
+    // A cron daemon's jobs: no runtime role, which the retention would keep.
+    let host = vec![process(1, 0, "init"), process(100, 1, "cron")];
+    let mut script = Script::new(Some(100), host);
+    for chunk in (0..LIFETIMES).collect::<Vec<_>>().chunks(1000) {
+        let evs = chunk
+            .iter()
+            .flat_map(|i| [fork(100, 1000 + i), exit(1000 + i, 0)])
+            .collect();
+        script = script.then(Scripted::Events(evs));
+    }
+    let cfg = AgentConfig {
+        server: format!("nats://127.0.0.1:{port}"),
+        node: "busy".into(),
+        buffer_events: 1_000_000,
+        segment_every: Duration::from_secs(600),
+        limits: StreamLimits::default(),
+        daemon: false,
+        deadline: Some(Instant::now() + Duration::from_secs(4)),
+    };
+    let metrics = Arc::new(Mutex::new(Metrics::new()));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let report = rt
+        .block_on(agent::run(script, cfg, metrics, std::future::pending()))
+        .expect("agent");
+    assert_eq!((report.buffer_drops, report.unsent), (0, 0));
+    let segs = segments(port, "busy");
+    let events: usize = segs.iter().map(|s| s.events.len()).sum();
+    assert_eq!(events, 2 * LIFETIMES as usize, "events in the stream");
+    // Retention::default(): 10,000 exited processes kept, pruned once an eighth more exited.
+    assert!(
+        report.engine_records < 15_000,
+        "the metrics engine held {} records after {LIFETIMES} lifetimes",
+        report.engine_records
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,6 +3,7 @@
 //! capture; tests run it over a synthetic source ([`crate::source::Script`]), without root.
 
 use crate::event::SnapshotProcess;
+use crate::lineage::Retention;
 use crate::metrics::Metrics;
 use crate::nats::{self, NatsError, Outbox, Outgoing, Segment, StreamLimits};
 use crate::source::{DriveOpts, EventSource, SourceLoop, Step};
@@ -58,6 +59,9 @@ pub struct AgentReport {
     pub buffer_drops: u64,
     /// Events still unsent when the agent stopped.
     pub unsent: u64,
+    /// Process records the engine behind the metrics held when the agent stopped: bounded
+    /// by its [`Retention`] however many processes came and went.
+    pub engine_records: usize,
 }
 
 /// The first of [`DAEMONS`] among `procs`, by its comm. podman has no daemon but its API
@@ -70,6 +74,12 @@ pub fn daemon_in(procs: &[SnapshotProcess]) -> Option<(u32, &'static str)> {
     DAEMONS
         .iter()
         .find_map(|d| procs.iter().find(|p| is(p, d)).map(|p| (p.pid, *d)))
+}
+
+/// The engine behind the metrics: a busy node ends thousands of processes a second, so
+/// exited ones beyond the live viewer's window are dropped (a segment lasts minutes).
+fn metrics_engine() -> Engine {
+    Engine::with_retention(Retention::default())
 }
 
 /// Shared between the capture loop and the publisher task.
@@ -217,7 +227,7 @@ impl Agent {
         self.shared.push(head);
         self.segment = Some(seg);
         self.segment_started = Instant::now();
-        self.engine = Engine::new();
+        self.engine = metrics_engine();
         self.engine.seed_snapshot(&header.snapshot_processes());
         self.lock_metrics().engine_replaced();
         Ok(())
@@ -318,7 +328,7 @@ pub async fn run<S: EventSource>(
         segment: None,
         segment_started: now,
         segment_every: cfg.segment_every,
-        engine: Engine::new(),
+        engine: metrics_engine(),
         metrics,
         shared: shared.clone(),
         last_flush: now,
@@ -347,6 +357,7 @@ pub async fn run<S: EventSource>(
             .map_or_else(AgentError::Source, |e| *e));
     }
     let src = lp.into_source();
+    let engine_records = agent.engine.process_count();
     if let Some(mut seg) = agent.segment.take() {
         // The last counters go out with the end record.
         let c = src.counters();
@@ -362,6 +373,7 @@ pub async fn run<S: EventSource>(
         kernel_drops: src.counters().drops,
         buffer_drops: o.dropped_events(),
         unsent: o.buffered_events(),
+        engine_records,
     })
 }
 

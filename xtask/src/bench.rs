@@ -4,6 +4,7 @@
 //! within each round in a rotating order; ratios are taken against the untraced run of the
 //! same round and reported as median, min and max. A full run writes BENCHMARKS.md.
 
+mod agent;
 mod cost;
 
 use anyhow::{bail, Context, Result};
@@ -809,6 +810,15 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
         report.push_str(&scale(&b)?);
         report.push('\n');
         println!("bench: scale done");
+    }
+    if want("agent") {
+        let actor = root.join("target/release/actor");
+        report.push_str(
+            "## 9. Agent on a busy node: `tracer agent --all` publishing to a loopback `nats-server -js`\n\n",
+        );
+        report.push_str(&agent::agent(&b, &actor)?);
+        report.push('\n');
+        println!("bench: agent done");
     }
     if want("soak") {
         let actor = root.join("target/release/actor");

@@ -43,12 +43,13 @@ enum Task {
     /// Whole-process benchmarks as root: fork/exec storm and dd (untraced vs tracer vs strace),
     /// event throughput, pod creation through CRI, the live viewer's memory over many process
     /// lifetimes (soak; sizes from TRACER_SOAK_LIFETIMES and TRACER_SOAK_PROCESSES), start and
-    /// stop latency; writes BENCHMARKS.md (target/bench.md with --only).
+    /// stop latency, the NATS agent at rising event rates (agent; its RSS run's size from
+    /// TRACER_BENCH_AGENT_LIFETIMES); writes BENCHMARKS.md (target/bench.md with --only).
     Bench {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 15)]
         runs: u32,
-        /// Only one part: storm, dd, throughput, pod, latency or soak.
+        /// Only one part: storm, dd, throughput, pod, latency, scale, soak or agent.
         #[arg(long)]
         only: Option<String>,
     },

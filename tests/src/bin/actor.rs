@@ -1,5 +1,6 @@
 //! A process that makes exactly the lifecycle syscalls it is told to, so root tests can
-//! trace it and assert exact results. Each step prints nothing; the exit codes are fixed.
+//! trace it and assert exact results. Each step prints nothing (but `pace` and `burst`, which
+//! print what they made, for the bench); the exit codes are fixed.
 //!
 //! Usage: actor STEP...   Steps:
 //!   fork            glibc fork() (the clone syscall); child exits 3
@@ -16,6 +17,12 @@
 //!   exec-fail       execve("/nonexistent/actor") → ENOENT
 //!   storm:N         N × fork() whose children exit at once
 //!   threads:N       N × a thread that exits at once (the cheapest clone/exit burst)
+//!   pace:MODE:RATE:SECS
+//!                   lifetimes of MODE (`vfork`: a vfork() child that exits at once and is
+//!                   reaped; `fork`: the same with fork(); `thread`: a thread that exits and is
+//!                   joined) at RATE lifetimes/s in all (0: as fast as it can) for SECS
+//!                   seconds, over one worker thread per CPU; prints `lifetimes N seconds S`
+//!   burst:MODE:N    N lifetimes of MODE as fast as it can, over the workers; prints the same
 //!   exit:N          exit_group(N)
 //!   sigkill         kill(getpid(), SIGKILL)
 //!   cgroup:DIR      move into the cgroup at DIR (writes its pid to DIR/cgroup.procs); exits
@@ -58,6 +65,101 @@ fn enter_cgroup(dir: &str) {
     }
 }
 
+/// fork() a child that exits with `code` at once, and reap it.
+fn fork_exit(code: i32) {
+    // SAFETY: the child only calls _exit; waitpid on our own child.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::_exit(code);
+        }
+        wait_child(pid);
+    }
+}
+
+/// vfork() a child that exits with `code` at once, and reap it. The child returns from
+/// nothing: it only calls _exit, which vfork allows.
+fn vfork_exit(code: i32) {
+    // SAFETY: as above; the parent is suspended until the child's _exit.
+    unsafe {
+        #[allow(deprecated)]
+        let pid = libc::vfork();
+        if pid == 0 {
+            libc::_exit(code);
+        }
+        wait_child(pid);
+    }
+}
+
+/// One lifetime of `mode` (see the usage): a process or thread that starts and ends.
+fn lifetime(mode: &str) {
+    match mode {
+        "vfork" => vfork_exit(0),
+        "fork" => fork_exit(0),
+        "thread" => std::thread::spawn(|| ()).join().expect("thread"),
+        other => {
+            eprintln!("actor: unknown lifetime mode {other}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Lifetimes of `mode` over one worker per CPU: at `rate` per second in all (0: unpaced)
+/// until `secs` have passed or `count` lifetimes were made, whichever comes first. Pacing is
+/// by schedule (lifetimes due so far), so a worker that fell behind catches up. Prints what
+/// it made and how long it took, for the bench's sustained rate.
+fn lifetimes(mode: &str, rate: f64, secs: f64, count: u64) {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let start = std::time::Instant::now();
+    let made: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                // Worker w makes every workers-th lifetime of the count.
+                let quota = count / workers + u64::from(w < count % workers);
+                s.spawn(move || worker(mode, rate / workers as f64, secs, quota, start))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("worker")).sum()
+    });
+    println!(
+        "lifetimes {made} seconds {:.3}",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+fn worker(mode: &str, rate: f64, secs: f64, quota: u64, start: std::time::Instant) -> u64 {
+    let mut done = 0u64;
+    while done < quota {
+        let t = start.elapsed().as_secs_f64();
+        if t >= secs {
+            break;
+        }
+        if rate > 0.0 && done as f64 >= t * rate {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            continue;
+        }
+        lifetime(mode);
+        done += 1;
+    }
+    done
+}
+
+/// `MODE:RATE:SECS` (pace) or `MODE:N` (burst), parsed; exits 2 when malformed.
+fn parse_fields<const N: usize>(step: &str, rest: &str) -> [String; N] {
+    let v: Vec<String> = rest.split(':').map(str::to_string).collect();
+    v.try_into().unwrap_or_else(|_| {
+        eprintln!("actor: bad step {step}");
+        std::process::exit(2)
+    })
+}
+
+fn number(step: &str, field: &str) -> f64 {
+    field.parse().unwrap_or_else(|_| {
+        eprintln!("actor: bad number in {step}");
+        std::process::exit(2)
+    })
+}
+
 fn main() {
     let steps: Vec<String> = std::env::args().skip(1).collect();
     for step in &steps {
@@ -65,13 +167,7 @@ fn main() {
         // joins before returning); children only call _exit.
         unsafe {
             match step.as_str() {
-                "fork" => {
-                    let pid = libc::fork();
-                    if pid == 0 {
-                        libc::_exit(3);
-                    }
-                    wait_child(pid);
-                }
+                "fork" => fork_exit(3),
                 "sysfork" => {
                     let pid = libc::syscall(libc::SYS_fork);
                     if pid == 0 {
@@ -84,14 +180,7 @@ fn main() {
                 }
                 "eat-memory" => eat_memory(),
                 s if s.starts_with("cgroup:") => enter_cgroup(&s[7..]),
-                "vfork" => {
-                    #[allow(deprecated)]
-                    let pid = libc::vfork();
-                    if pid == 0 {
-                        libc::_exit(4);
-                    }
-                    wait_child(pid);
-                }
+                "vfork" => vfork_exit(4),
                 "clone-parent" => {
                     let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
                     let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
@@ -163,11 +252,7 @@ fn main() {
                 s if s.starts_with("storm:") => {
                     let n: u32 = s[6..].parse().expect("storm:N");
                     for _ in 0..n {
-                        let pid = libc::fork();
-                        if pid == 0 {
-                            libc::_exit(0);
-                        }
-                        wait_child(pid);
+                        fork_exit(0);
                     }
                 }
                 s if s.starts_with("threads:") => {
@@ -175,6 +260,14 @@ fn main() {
                     for _ in 0..n {
                         std::thread::spawn(|| ()).join().expect("thread");
                     }
+                }
+                s if s.starts_with("pace:") => {
+                    let [mode, rate, secs] = parse_fields(s, &s[5..]);
+                    lifetimes(&mode, number(s, &rate), number(s, &secs), u64::MAX);
+                }
+                s if s.starts_with("burst:") => {
+                    let [mode, n] = parse_fields(s, &s[6..]);
+                    lifetimes(&mode, 0.0, f64::INFINITY, number(s, &n) as u64);
                 }
                 s if s.starts_with("exit:") => {
                     let code: i32 = s[5..].parse().expect("exit:N");
