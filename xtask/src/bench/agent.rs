@@ -3,7 +3,7 @@
 //! rates, as a busy node's health probes and cron jobs do.
 //!
 //! Counted, not timed where it can be: events and drops from the agent's own metrics and the
-//! stream read back (`tracer replay`'s sequence gaps), CPU from the agent's utime+stime
+//! stream read back (`tracer replay`'s sequence gaps), CPU from the agent's threads' run time (schedstat, ns)
 //! (/proc/PID/stat), bytes from nats-server's monitoring (`/varz` in_bytes, `/jsz` bytes) and
 //! from a `tracer record --all` file of the same generator run, RSS from /proc/PID/status.
 
@@ -79,8 +79,8 @@ struct Reading {
     kernel_drops: f64,
     buffer_drops: f64,
     buffered: f64,
-    /// utime + stime, in clock ticks.
-    cpu_ticks: u64,
+    /// The CPU time of all its threads (schedstat), in seconds.
+    cpu_s: f64,
     wire_bytes: u64,
     stream_bytes: u64,
 }
@@ -151,7 +151,7 @@ impl AgentRun {
             kernel_drops: sample(&m, "tracer_dropped_events_total"),
             buffer_drops: sample(&m, "tracer_nats_dropped_events_total"),
             buffered: sample(&m, "tracer_nats_buffered_events"),
-            cpu_ticks: cpu_ticks(self.guard.0.id()).context("the agent is gone")?,
+            cpu_s: super::cost::cpu_seconds(self.guard.0.id()).context("the agent is gone")?,
             wire_bytes: server.number("/varz", "in_bytes")?,
             stream_bytes: server.number("/jsz", "bytes")?,
         })
@@ -190,25 +190,6 @@ fn sample_sum(text: &str, prefix: &str) -> f64 {
         .filter(|l| l.starts_with(prefix))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
-}
-
-/// utime + stime of `pid` (fields 14 and 15 of /proc/PID/stat), in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // comm may hold spaces: the fields after it start past the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf reads a constant.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
 }
 
 /// `actor STEP`, which prints `lifetimes N seconds S`: (N, S).
@@ -284,7 +265,7 @@ fn rate_run(b: &Bench, actor: &Path, target: u64, n: usize) -> Result<RateRow> {
     let hwm = status_kib(agent.guard.0.id(), "VmHWM:").unwrap_or(0) as f64 / 1024.0;
     agent.stop();
     let events = after.events - before.events;
-    let cpu_s = (after.cpu_ticks - before.cpu_ticks) as f64 / ticks_per_second();
+    let cpu_s = after.cpu_s - before.cpu_s;
     let rate = events / secs;
     let source = format!("nats://127.0.0.1:{}/{node}", server.port);
     let (_, _, gaps) = replayed(&b.tracer, &source)?;
