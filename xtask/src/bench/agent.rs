@@ -3,8 +3,8 @@
 //! rates, as a busy node's health probes and cron jobs do.
 //!
 //! Counted, not timed where it can be: events and drops from the agent's own metrics and the
-//! stream read back (`tracer replay`'s sequence gaps), CPU from the agent's threads' run time (schedstat, ns)
-//! (/proc/PID/stat), bytes from nats-server's monitoring (`/varz` in_bytes, `/jsz` bytes) and
+//! stream read back (`tracer replay`'s sequence gaps), CPU from the run time of the agent's
+//! threads (/proc/PID/task/*/schedstat), bytes from nats-server's monitoring (`/varz` in_bytes, `/jsz` bytes) and
 //! from a `tracer record --all` file of the same generator run, RSS from /proc/PID/status.
 
 use super::{status_kib, Bench};
