@@ -169,11 +169,10 @@ impl Engine {
             return;
         };
         let init_pid = self.procs[init].pid;
-        for p in self.procs.iter_mut() {
-            if p.pidns.is_some_and(|n| n.inum == ns.inum) && !p.exited && p.id != init {
-                p.zapped_by = Some((init_pid, seq));
-            }
-        }
+        self.procs.update_where(
+            |p| p.pidns.is_some_and(|n| n.inum == ns.inum) && !p.exited && p.id != init,
+            |p| p.zapped_by = Some((init_pid, seq)),
+        );
     }
 
     /// The SIGCHLD checks so far.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
 
-use super::pidmap::PidMap;
+use super::cow::CowPidMap as PidMap;
 use super::process::{ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread};
 use super::roles::{basename, classify, is_cni_plugin_name, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
@@ -555,11 +555,10 @@ impl Engine {
         }
         let identity = Arc::new(identity.clone());
         self.containers.insert(cid.clone(), identity.clone());
-        for p in self.procs.iter_mut() {
-            if p.container_id.as_ref() == Some(cid) {
-                p.k8s = Some(identity.clone());
-            }
-        }
+        self.procs.update_where(
+            |p| p.container_id.as_ref() == Some(cid),
+            |p| p.k8s = Some(identity.clone()),
+        );
     }
 
     /// The identity of `id`'s container (it just got its container id), if that container's

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::ops::{Index, IndexMut};
 
+use super::cow::Chunked;
 use super::pidmap::PidHasher;
 use super::process::{ProcId, Process};
 
@@ -12,7 +13,8 @@ use super::process::{ProcId, Process};
 /// it, an index map says where each held id is (ids of dropped records are not in it).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Store {
-    recs: Vec<Process>,
+    /// Shared with the engine's clones (checkpoints) until written ([`Chunked`]).
+    recs: Chunked<Process>,
     slots: Option<HashMap<ProcId, u32, BuildHasherDefault<PidHasher>>>,
     next_id: ProcId,
 }
@@ -27,7 +29,7 @@ impl Store {
 
     /// The record `id`, unless it never existed or was dropped.
     pub fn get(&self, id: ProcId) -> Option<&Process> {
-        self.slot(id).map(|s| &self.recs[s])
+        self.slot(id).and_then(|s| self.recs.get(s))
     }
 
     pub fn contains(&self, id: ProcId) -> bool {
@@ -55,12 +57,14 @@ impl Store {
         self.next_id
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, Process> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Process> + '_ {
         self.recs.iter()
     }
 
-    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Process> {
-        self.recs.iter_mut()
+    /// Applies `f` to the records `pick` selects (copying only the shared chunks that hold
+    /// one).
+    pub fn update_where(&mut self, pick: impl Fn(&Process) -> bool, f: impl FnMut(&mut Process)) {
+        self.recs.update_where(pick, f);
     }
 
     /// Keeps the records whose position (in [`Store::iter`] order) `keep` marks.
@@ -87,7 +91,7 @@ impl Index<ProcId> for Store {
     /// record points to).
     fn index(&self, id: ProcId) -> &Process {
         match self.slot(id) {
-            Some(s) => &self.recs[s],
+            Some(s) => self.recs.get(s).expect("a slot names a held record"),
             None => panic!("record {id} not held"),
         }
     }
@@ -96,7 +100,7 @@ impl Index<ProcId> for Store {
 impl IndexMut<ProcId> for Store {
     fn index_mut(&mut self, id: ProcId) -> &mut Process {
         match self.slot(id) {
-            Some(s) => &mut self.recs[s],
+            Some(s) => self.recs.get_mut(s).expect("a slot names a held record"),
             None => panic!("record {id} not held"),
         }
     }
