@@ -35,9 +35,10 @@ const RATE_WINDOW_MS: u64 = 2_000;
 const SNAPSHOT_EVERY: usize = 16_384;
 /// Most replay snapshots kept. A snapshot is an engine clone, which shares every record and
 /// pid-map shard with the engine until one is written (`lineage::cow`), so each costs what
-/// changed after it; past this many, every other one goes and the spacing doubles, so they
-/// stay spread over the whole recording.
-const MAX_SNAPSHOTS: usize = 1_024;
+/// changed after it (about 7 MB each in an hour of a busy node, BENCHMARKS.md); past this
+/// many, every other one goes and the spacing doubles, so they stay spread over the whole
+/// recording.
+const MAX_SNAPSHOTS: usize = 128;
 
 /// Appends `r`'s lines for `ev` to `log`. The last line of a thread's creation
 /// (CLONE_THREAD: the child's tid is not its tgid) or of a thread's exit (not the group's)
