@@ -45,8 +45,7 @@ const BUSY_DAEMONS: u32 = 64;
 pub fn write_busy_node(path: &Path, events: u64) -> Result<u64> {
     use tracer::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
     use tracer::tracefile::{SnapshotEntry, TraceWriter};
-    let mut header = Header::default();
-    header.snapshot = (0..BUSY_DAEMONS)
+    let snapshot = (0..BUSY_DAEMONS)
         .map(|i| SnapshotEntry {
             pid: 100 + i,
             ppid: 1,
@@ -55,6 +54,10 @@ pub fn write_busy_node(path: &Path, events: u64) -> Result<u64> {
             ..Default::default()
         })
         .collect();
+    let header = Header {
+        snapshot,
+        ..Header::default()
+    };
     let mut w = TraceWriter::create(path, &header)?;
     let seq = std::cell::Cell::new(0u64);
     let mut child = 1000u32;

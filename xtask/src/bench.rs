@@ -477,24 +477,21 @@ impl Viewer {
 
     /// Waits (up to `limit`) until the status bar contains `what`; the time it took.
     fn wait_for(&self, what: &str, limit: Duration) -> Result<Duration> {
-        let start = std::time::Instant::now();
-        while !self.status_line()?.contains(what) {
-            if start.elapsed() > limit {
-                bail!("the viewer never showed {what:?}: {}", self.status_line()?);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(start.elapsed())
+        self.wait_polling(what, limit, Duration::from_millis(50))
     }
 
     /// [`Viewer::wait_for`], polling every 5 ms (seeks are timed in tens of ms).
     fn wait_quick(&self, what: &str, limit: Duration) -> Result<Duration> {
+        self.wait_polling(what, limit, Duration::from_millis(5))
+    }
+
+    fn wait_polling(&self, what: &str, limit: Duration, every: Duration) -> Result<Duration> {
         let start = std::time::Instant::now();
         while !self.status_line()?.contains(what) {
             if start.elapsed() > limit {
                 bail!("the viewer never showed {what:?}: {}", self.status_line()?);
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(every);
         }
         Ok(start.elapsed())
     }

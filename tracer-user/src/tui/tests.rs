@@ -545,20 +545,25 @@ fn tree_of(s: &AppState) -> String {
     tree_text(&s.engine, TreeOpts::default())
 }
 
+/// `Msg::Goto(n)` leaves the engine and counts a straight replay of the first `n` events does.
+fn goto_matches_replay(s: &mut AppState, evs: &[Event], n: usize) {
+    s.ingest(Msg::Goto(n));
+    assert_eq!(s.position(), n);
+    let want = match n {
+        0 => Engine::new(),
+        n => replay_until(evs, evs[n - 1].seq),
+    };
+    assert_eq!(tree_of(s), tree_text(&want, TreeOpts::default()), "at {n}");
+    assert_eq!(s.stats.events, n as u64, "at {n}");
+}
+
 #[test]
 fn rewind_matches_replay_until() {
     // Big enough to cross several snapshots.
     let evs = crate::synth::fork_tree(6_000);
     let mut s = replay_state("synth", &evs, evs.len(), (80, 24));
     for n in [evs.len() - 1, 9_000, 4_097, 4_096, 100, 1, 0] {
-        s.ingest(Msg::Goto(n));
-        assert_eq!(s.position(), n);
-        let want = match n {
-            0 => Engine::new(),
-            n => replay_until(&evs, evs[n - 1].seq),
-        };
-        assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
-        assert_eq!(s.stats.events, n as u64);
+        goto_matches_replay(&mut s, &evs, n);
     }
     // And forward again.
     s.ingest(Msg::Events(evs.clone()));
@@ -624,14 +629,7 @@ fn seeks_from_snapshots_match_a_full_replay_at_and_around_every_snapshot() {
     // to the end the app holds.
     let order = [0, b + 1, a - 1, end - 1, 1, a, b, a + 1, b - 1, end, 2];
     for n in order {
-        s.ingest(Msg::Goto(n));
-        assert_eq!(s.position(), n);
-        let want = match n {
-            0 => Engine::new(),
-            n => replay_until(&evs, evs[n - 1].seq),
-        };
-        assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
-        assert_eq!(s.stats.events, n as u64, "at {n}");
+        goto_matches_replay(&mut s, &evs, n);
     }
 }
 
