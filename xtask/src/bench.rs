@@ -507,12 +507,21 @@ impl Viewer {
 
     /// Waits (up to `limit`) until the status bar contains `what`; the time it took.
     fn wait_for(&self, what: &str, limit: Duration) -> Result<Duration> {
+        self.wait_polling(what, limit, Duration::from_millis(50))
+    }
+
+    /// [`Viewer::wait_for`], polling every 5 ms (seeks are timed in tens of ms).
+    fn wait_quick(&self, what: &str, limit: Duration) -> Result<Duration> {
+        self.wait_polling(what, limit, Duration::from_millis(5))
+    }
+
+    fn wait_polling(&self, what: &str, limit: Duration, every: Duration) -> Result<Duration> {
         let start = std::time::Instant::now();
         while !self.status_line()?.contains(what) {
             if start.elapsed() > limit {
                 bail!("the viewer never showed {what:?}: {}", self.status_line()?);
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(every);
         }
         Ok(start.elapsed())
     }
@@ -630,6 +639,57 @@ fn scale(b: &Bench) -> Result<String> {
             back.as_secs_f64()
         ));
     }
+    Ok(s)
+}
+
+/// Seeks in an hour of a busy node (10M events, 1.2M short-lived processes): `tree --at`
+/// at 10%, 50% and 99% (with and without the exited processes printed), and the viewer's
+/// `g`, `G` and `,` once it holds the whole recording.
+fn seek(b: &Bench) -> Result<String> {
+    let file = b.tmp.join("busy10m.trace");
+    let total = ::tests::big::write_busy_node(&file, 10_000_000)?;
+    let f = file.to_str().context("temp path")?;
+    let mut s = String::from("| seek | wall | peak RSS | goal |\n|---|---|---|---|\n");
+    for pct in [10u64, 50, 99] {
+        let at = (total * pct / 100).to_string();
+        for (what, hide) in [("", false), (" --hide-exited", true)] {
+            let mut args = vec!["tree", "--at", &at, f];
+            if hide {
+                args.insert(1, "--hide-exited");
+            }
+            let (secs, mib) = peak_of(&b.tracer, &args)?;
+            s.push_str(&format!(
+                "| `tree --at {at}{what}` ({pct}%) | {:.0} ms | {mib:.0} MiB | <= 100 ms |\n",
+                secs * 1e3
+            ));
+            println!("bench: seek tree --at {at}{what}: {secs:.2} s, {mib:.0} MiB");
+        }
+    }
+    let v = Viewer::start(&b.tracer, &format!("view --end --paused {f}"))?;
+    let open = v.wait_for(&format!("{total}/{total}"), Duration::from_secs(900))?;
+    let mut rows = vec![format!(
+        "| `view --end`: open (every event applied once) | {:.1} s | | |\n",
+        open.as_secs_f64()
+    )];
+    for (key, pos, what) in [
+        ("g", 0, "`g` (to the start)"),
+        ("G", total, "`G` (to the end)"),
+        (",", total - 1, "`,` (one step back from the end)"),
+        ("g", 0, "`g` again"),
+        (".", 1, "`.` (one step on)"),
+        ("G", total, "`G` again"),
+    ] {
+        v.keys(key)?;
+        let took = v.wait_quick(&format!(" {pos}/{total}"), Duration::from_secs(120))?;
+        rows.push(format!(
+            "| viewer {what} | {:.0} ms | | <= 100 ms |\n",
+            took.as_secs_f64() * 1e3
+        ));
+        println!("bench: seek viewer {what}: {took:?}");
+    }
+    let peak = v.peak_mib()?;
+    rows.push(format!("| viewer peak RSS | | {peak:.0} MiB | |\n"));
+    s.extend(rows);
     Ok(s)
 }
 
@@ -819,6 +879,12 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
         report.push_str(&agent::agent(&b, &actor)?);
         report.push('\n');
         println!("bench: agent done");
+    }
+    if want("seek") {
+        report.push_str("## 10. Seek in an hour of a busy node: 10M events, 1.2M processes\n\n");
+        report.push_str(&seek(&b)?);
+        report.push('\n');
+        println!("bench: seek done");
     }
     if want("soak") {
         let actor = root.join("target/release/actor");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
 
-use super::pidmap::PidMap;
+use super::cow::CowPidMap as PidMap;
 use super::process::{ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread};
 use super::roles::{basename, classify, is_cni_plugin_name, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};

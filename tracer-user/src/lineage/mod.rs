@@ -6,6 +6,7 @@
 //! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
 
 pub mod bundle;
+mod cow;
 mod death;
 mod ending;
 mod engine;

@@ -6,6 +6,7 @@ use std::hash::BuildHasherDefault;
 use std::ops::{Index, IndexMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use super::cow::Chunked;
 use super::pidmap::PidHasher;
 use super::process::{ProcId, Process};
 
@@ -13,7 +14,8 @@ use super::process::{ProcId, Process};
 /// it, an index map says where each held id is (ids of dropped records are not in it).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Store {
-    recs: Vec<Process>,
+    /// Shared with the engine's clones (checkpoints) until written ([`Chunked`]).
+    recs: Chunked<Process>,
     slots: Option<HashMap<ProcId, u32, BuildHasherDefault<PidHasher>>>,
     next_id: ProcId,
     /// What changed, for readers that follow the engine (`Stories::update`).
@@ -104,7 +106,7 @@ impl Store {
 
     /// The record `id`, unless it never existed or was dropped.
     pub fn get(&self, id: ProcId) -> Option<&Process> {
-        self.slot(id).map(|s| &self.recs[s])
+        self.slot(id).and_then(|s| self.recs.get(s))
     }
 
     pub fn contains(&self, id: ProcId) -> bool {
@@ -133,16 +135,22 @@ impl Store {
         self.next_id
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, Process> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Process> + '_ {
         self.recs.iter()
     }
 
-    /// Applies `change` to the records `pick` selects, noting each as changed.
-    pub fn update_where(&mut self, pick: impl Fn(&Process) -> bool, change: impl Fn(&mut Process)) {
-        for p in self.recs.iter_mut().filter(|p| pick(p)) {
+    /// Applies `change` to the records `pick` selects, noting each as changed (and copying
+    /// only the shared chunks that hold one).
+    pub fn update_where(
+        &mut self,
+        pick: impl Fn(&Process) -> bool,
+        mut change: impl FnMut(&mut Process),
+    ) {
+        let changes = &mut self.changes;
+        self.recs.update_where(pick, |p| {
             change(p);
-            self.changes.note(p.id);
-        }
+            changes.note(p.id);
+        });
     }
 
     /// The mark of now: [`Store::changed_since`] it names what changes after.
@@ -192,7 +200,7 @@ impl Index<ProcId> for Store {
     /// record points to).
     fn index(&self, id: ProcId) -> &Process {
         match self.slot(id) {
-            Some(s) => &self.recs[s],
+            Some(s) => self.recs.get(s).expect("a slot names a held record"),
             None => panic!("record {id} not held"),
         }
     }
@@ -203,7 +211,7 @@ impl IndexMut<ProcId> for Store {
         match self.slot(id) {
             Some(s) => {
                 self.changes.note(id);
-                &mut self.recs[s]
+                self.recs.get_mut(s).expect("a slot names a held record")
             }
             None => panic!("record {id} not held"),
         }

@@ -75,6 +75,27 @@ impl PackedEvents {
         it
     }
 
+    /// Index of the first event whose seq is above `seq` (the length if none): a binary
+    /// search over the blocks' first events, then one block decoded. The events are in seq
+    /// order, as every recording holds them; out of order, the answer is still an index.
+    pub fn first_after(&self, seq: u64) -> usize {
+        let first_seq = |b: usize| self.iter_from(b * BLOCK).next().map_or(u64::MAX, |e| e.seq);
+        // The last block whose first event is at or before `seq`.
+        let (mut lo, mut hi) = (0, self.blocks.len());
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if first_seq(mid) <= seq {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let from = lo * BLOCK;
+        self.iter_from(from)
+            .position(|e| e.seq > seq)
+            .map_or(self.len, |k| from + k)
+    }
+
     /// Keeps the first `n` events.
     pub fn truncate(&mut self, n: usize) {
         if n >= self.len {

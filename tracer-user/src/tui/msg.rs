@@ -26,8 +26,9 @@ pub enum Msg {
     Seed(Vec<crate::lineage::SnapshotProcess>),
     /// Events in seq order, to apply.
     Events(Vec<Event>),
-    /// Replay: keep only the first `n` events of the file (stepping or seeking backwards).
-    Rewind(usize),
+    /// Replay: to the first `n` events of the file, back or forward within the events the
+    /// app already holds (from its nearest checkpoint at or before `n`).
+    Goto(usize),
     /// Live: events lost to a full ring buffer so far.
     Drops(u64),
     /// Live: every followed process is gone (the view stays until `q`).

@@ -150,11 +150,7 @@ impl Played {
 
     /// Index of the first event after `seq` (the end if none).
     fn after(&self, seq: u64) -> usize {
-        let total = self.events.len();
-        self.events
-            .iter()
-            .position(|e| e.seq > seq)
-            .unwrap_or(total)
+        self.events.first_after(seq)
     }
 }
 
@@ -169,6 +165,8 @@ async fn next_tail(tail: &mut Option<Receiver<TailItem>>, buf: &mut Vec<TailItem
 /// The replay position and its timing.
 struct Player {
     pos: usize,
+    /// Events sent to the app so far: it holds them, and goes anywhere among them itself.
+    sent: usize,
     paused: bool,
     speed: f64,
     /// Timing anchor: at `anchor`, virtual time `anchor_vt` was reached.
@@ -189,6 +187,17 @@ impl Player {
             0 => times.first().copied().unwrap_or(0),
             p => times[p - 1],
         };
+    }
+
+    /// What takes the app from the position to `t`: there itself when it holds event `t`
+    /// already, else to the last event it holds, then the events after. Moves there.
+    fn move_to<'a>(&mut self, t: usize, played: &'a Played) -> impl Iterator<Item = Msg> + 'a {
+        let reach = t.min(self.sent);
+        let goto = (reach != self.pos).then_some(Msg::Goto(reach));
+        let from = self.sent.max(reach);
+        self.pos = t;
+        self.sent = self.sent.max(t);
+        goto.into_iter().chain(played.chunks(from, t))
     }
 
     /// Where a control moves the position to, if it does.
@@ -271,16 +280,16 @@ pub async fn replay(
     }
     let mut p = Player {
         pos: 0,
+        sent: 0,
         paused: opts.paused || opts.guided,
         speed: opts.speed.clamp(1.0 / 64.0, 4096.0),
         anchor: Instant::now(),
         anchor_vt: 0,
     };
     let open_at = open_position(&played, &opts);
-    if open_at > 0 && !send_all(&tx, played.chunks(0, open_at)).await {
+    if !send_all(&tx, p.move_to(open_at, &played)).await {
         return;
     }
-    p.pos = open_at;
     let mut items = Vec::new();
     loop {
         let total = played.events.len();
@@ -290,15 +299,9 @@ pub async fn replay(
             c = ctl.recv() => {
                 let Some(c) = c else { return };
                 if let Some(t) = p.control(c, &played) {
-                    let msgs: Box<dyn Iterator<Item = Msg> + Send + '_> = match t.cmp(&p.pos) {
-                        std::cmp::Ordering::Greater => Box::new(played.chunks(p.pos, t)),
-                        std::cmp::Ordering::Less => Box::new(std::iter::once(Msg::Rewind(t))),
-                        std::cmp::Ordering::Equal => Box::new(std::iter::empty()),
-                    };
-                    if !send_all(&tx, msgs).await {
+                    if !send_all(&tx, p.move_to(t, &played)).await {
                         return;
                     }
-                    p.pos = t;
                 }
                 p.reanchor(&played.clock.times);
             }
@@ -313,10 +316,9 @@ pub async fn replay(
                 while end < total && end - p.pos < MAX_BATCH && p.due(played.clock.times[end]) <= now {
                     end += 1;
                 }
-                if !send_all(&tx, played.chunks(p.pos, end)).await {
+                if !send_all(&tx, p.move_to(end, &played)).await {
                     return;
                 }
-                p.pos = end;
             }
         }
     }

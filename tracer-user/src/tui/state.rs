@@ -30,13 +30,15 @@ pub const EXITED_KEEP_NS: u64 = 30_000_000_000;
 const BULK_EVENTS: usize = 256;
 /// Window of the events/s rate, in ms.
 const RATE_WINDOW_MS: u64 = 2_000;
-/// Fewest events between two replay snapshots (more when the tree is big).
-const SNAPSHOT_EVERY: usize = 4_096;
-/// Process records all replay snapshots together may hold (about 930 bytes each): the
-/// oldest are let go past it, and none is taken of an engine bigger than it. Stepping back
-/// through a recording of a million processes then replays from an earlier point instead
-/// of keeping copies of a gigabyte engine (BENCHMARKS.md).
-const SNAPSHOT_RECORDS: usize = 300_000;
+/// Events between two replay snapshots at first: a seek replays at most this many (doubled
+/// each time the snapshots are thinned out).
+const SNAPSHOT_EVERY: usize = 16_384;
+/// Most replay snapshots kept. A snapshot is an engine clone, which shares every record and
+/// pid-map shard with the engine until one is written (`lineage::cow`), so each costs what
+/// changed after it (about 7 MB each in an hour of a busy node, BENCHMARKS.md); past this
+/// many, every other one goes and the spacing doubles, so they stay spread over the whole
+/// recording.
+const MAX_SNAPSHOTS: usize = 128;
 
 /// Appends `r`'s lines for `ev` to `log`. The last line of a thread's creation
 /// (CLONE_THREAD: the child's tid is not its tgid) or of a thread's exit (not the group's)
@@ -147,7 +149,7 @@ pub struct Row {
 /// Engine and log state at a replay position, to step back without replaying everything.
 #[derive(Clone)]
 pub(super) struct Snapshot {
-    index: usize,
+    pub(super) index: usize,
     last_ts_ns: u64,
     pub(super) engine: Engine,
     stats: StreamStats,
@@ -302,18 +304,22 @@ pub struct Playback {
     pub paused: bool,
     /// Replay speed multiplier.
     pub speed: f64,
-    /// Replay: the events applied so far, in order (the file's first `events.len()`),
-    /// packed: a million-process recording is stepped back through in ~50 MB, not 400.
+    /// Replay: every event received, in order (the file's first `events.len()`), packed: a
+    /// million-process recording is stepped through in ~50 MB, not 400.
     events: crate::tracefile::PackedEvents,
+    /// Replay: how many of `events` are applied (the position).
+    pos: usize,
     /// Replay: number of events in the file.
     pub total: usize,
     /// Replay: the stories of the whole file.
     pub full_stories: Vec<Story>,
-    /// Replay: engine and log states to step back from, oldest first (the first is the
-    /// start and always stays).
+    /// Replay: engine and log states to seek from, oldest first (the first is the start and
+    /// always stays); they cover every event received, ahead of the position too.
     pub(super) snapshots: Vec<Snapshot>,
-    /// The snapshots' budget in process records ([`SNAPSHOT_RECORDS`]).
-    pub(super) snapshot_records: usize,
+    /// Most snapshots kept ([`MAX_SNAPSHOTS`]).
+    pub(super) max_snapshots: usize,
+    /// Events between two snapshots now ([`SNAPSHOT_EVERY`], doubled at each thinning).
+    snapshot_every: usize,
     /// Replay of a recording followed live: its new events are appended as they come.
     pub following: bool,
     /// Guided replay: opened paused at the first story step, explanations shown.
@@ -488,10 +494,12 @@ impl AppState {
                 paused: false,
                 speed: 1.0,
                 events: Default::default(),
+                pos: 0,
                 total: 0,
                 full_stories: Vec::new(),
                 snapshots: Vec::new(),
-                snapshot_records: SNAPSHOT_RECORDS,
+                max_snapshots: MAX_SNAPSHOTS,
+                snapshot_every: SNAPSHOT_EVERY,
                 following: false,
                 guided: false,
             },
@@ -586,7 +594,7 @@ impl AppState {
 
     /// Replay position: events applied.
     pub fn position(&self) -> usize {
-        self.playback.events.len()
+        self.playback.pos
     }
 
     /// Seq of the last applied event.
@@ -642,8 +650,8 @@ impl AppState {
                 }
             }
             Msg::Seed(snap) => self.seed(&snap),
-            Msg::Rewind(n) => {
-                self.rewind(n);
+            Msg::Goto(n) => {
+                self.goto(n);
                 self.follow_story();
             }
             Msg::Grown(total) => self.playback.total = total,
@@ -712,6 +720,9 @@ impl AppState {
         }
         let bulk = evs.len() > BULK_EVENTS;
         self.tree.dirty = true;
+        if self.mode == Mode::Replay {
+            self.forget_ahead();
+        }
         for ev in evs {
             self.apply_one(&ev);
             if self.mode == Mode::Live {
@@ -719,9 +730,9 @@ impl AppState {
             }
             if self.mode == Mode::Replay {
                 self.playback.events.push(&ev);
+                self.playback.pos += 1;
                 let last = self.playback.snapshots.last().map_or(0, |s| s.index);
-                let every = SNAPSHOT_EVERY.max(self.engine.process_count());
-                if self.playback.events.len() - last >= every {
+                if self.playback.pos - last >= self.playback.snapshot_every {
                     self.snapshot_within_budget();
                 }
             }
@@ -746,7 +757,7 @@ impl AppState {
 
     fn push_snapshot(&mut self) {
         self.playback.snapshots.push(Snapshot {
-            index: self.playback.events.len(),
+            index: self.playback.pos,
             last_ts_ns: self.last_ts_ns,
             engine: self.engine.clone(),
             stats: self.stats.clone(),
@@ -754,44 +765,61 @@ impl AppState {
         });
     }
 
-    /// A snapshot of now, if it fits in [`SNAPSHOT_RECORDS`] after letting the oldest go
-    /// (the first, the start, always stays).
+    /// A snapshot of now; past [`MAX_SNAPSHOTS`], every other one goes first (the start
+    /// stays) and the spacing doubles.
     fn snapshot_within_budget(&mut self) {
-        let cost = self.engine.process_count();
-        if cost > self.playback.snapshot_records {
-            return;
-        }
-        let held = |s: &[Snapshot]| -> usize { s.iter().map(|s| s.engine.process_count()).sum() };
-        while self.playback.snapshots.len() > 1
-            && held(&self.playback.snapshots) + cost > self.playback.snapshot_records
-        {
-            self.playback.snapshots.remove(1);
+        let pb = &mut self.playback;
+        if pb.snapshots.len() >= pb.max_snapshots.max(2) {
+            let mut k = 0;
+            pb.snapshots.retain(|_| {
+                k += 1;
+                k % 2 == 1
+            });
+            pb.snapshot_every = pb.snapshot_every.saturating_mul(2);
         }
         self.push_snapshot();
     }
 
-    /// Replay: back to the first `n` events, from the nearest snapshot.
-    fn rewind(&mut self, n: usize) {
-        if n >= self.playback.events.len() {
-            return;
+    /// Events arrive at a position behind the last event held (a stepped-back replay goes
+    /// on): what lay ahead is let go, the new events replace it.
+    fn forget_ahead(&mut self) {
+        let pos = self.playback.pos;
+        if pos < self.playback.events.len() {
+            self.playback.events.truncate(pos);
+            self.playback.snapshots.retain(|s| s.index <= pos);
         }
-        self.playback.snapshots.retain(|s| s.index <= n);
-        let Some(snap) = self.playback.snapshots.last().cloned() else {
-            return;
+    }
+
+    /// Replay: to the first `n` events held (back or forward): on from here when no
+    /// snapshot lies between, else from the nearest snapshot at or before `n`.
+    fn goto(&mut self, n: usize) {
+        let n = n.min(self.playback.events.len());
+        let pos = self.playback.pos;
+        let snap = self.playback.snapshots.iter().rfind(|s| s.index <= n);
+        let from = match snap {
+            Some(s) if n < pos || (s.index > pos && n - pos > self.playback.snapshot_every) => {
+                s.clone()
+            }
+            _ => return self.apply_held(pos, n),
         };
-        self.engine = snap.engine;
-        self.stats = snap.stats;
-        self.last_ts_ns = snap.last_ts_ns;
-        self.log.renderer = snap.renderer;
-        self.log.lines = self.log_before(snap.index);
-        // Decoded one at a time: stepping back through a big recording never unpacks it.
+        self.engine = from.engine;
+        self.stats = from.stats;
+        self.last_ts_ns = from.last_ts_ns;
+        self.log.renderer = from.renderer;
+        self.log.lines = self.log_before(from.index);
+        self.apply_held(from.index, n);
+    }
+
+    /// Applies the held events `from..to` (decoded one at a time: a seek in a big recording
+    /// never unpacks it) and makes `to` the position.
+    fn apply_held(&mut self, from: usize, to: usize) {
         let events = std::mem::take(&mut self.playback.events);
-        for ev in events.iter_from(snap.index).take(n - snap.index) {
+        for ev in events.iter_from(from).take(to.saturating_sub(from)) {
             self.apply_one(&ev);
         }
         self.playback.events = events;
+        self.playback.pos = to;
         self.log.trim();
-        self.playback.events.truncate(n);
         let n = self.engine.id_bound();
         self.clock.seen_at.retain(|&id, _| id < n);
         self.clock.seen_bound = n;
@@ -805,22 +833,29 @@ impl AppState {
         }
     }
 
-    /// The log as it stood after the first `k` events: the lines of the last [`LOG_CAP`]
-    /// of them, rendered afresh (a syscall whose enter lies before that window shows as
-    /// resumed, as strace shows one it attached in the middle of).
+    /// The log lines the first `k` events leave (the last [`LOG_CAP`]). Some events make
+    /// no line (an exec's return folds into its call): the events rendered double until
+    /// they fill the log or reach the start.
     fn log_before(&self, k: usize) -> VecDeque<LogLine> {
-        let mut r = LineRenderer::new();
-        r.show_seq = self.log.renderer.show_seq;
-        r.sched_probes = self.log.renderer.sched_probes;
-        let mut log = VecDeque::new();
-        for ev in self
-            .playback
-            .events
-            .iter_from(k.saturating_sub(LOG_CAP))
-            .take(k.min(LOG_CAP))
-        {
-            log_lines(&mut log, &mut r, &ev);
-        }
+        let mut m = LOG_CAP;
+        let mut log = loop {
+            let mut r = LineRenderer::new();
+            r.show_seq = self.log.renderer.show_seq;
+            r.sched_probes = self.log.renderer.sched_probes;
+            let mut log = VecDeque::new();
+            for ev in self
+                .playback
+                .events
+                .iter_from(k.saturating_sub(m))
+                .take(k.min(m))
+            {
+                log_lines(&mut log, &mut r, &ev);
+            }
+            if log.len() >= LOG_CAP || m >= k {
+                break log;
+            }
+            m = m.saturating_mul(2);
+        };
         let extra = log.len().saturating_sub(LOG_CAP);
         log.drain(..extra);
         log

@@ -545,20 +545,25 @@ fn tree_of(s: &AppState) -> String {
     tree_text(&s.engine, TreeOpts::default())
 }
 
+/// `Msg::Goto(n)` leaves the engine and counts a straight replay of the first `n` events does.
+fn goto_matches_replay(s: &mut AppState, evs: &[Event], n: usize) {
+    s.ingest(Msg::Goto(n));
+    assert_eq!(s.position(), n);
+    let want = match n {
+        0 => Engine::new(),
+        n => replay_until(evs, evs[n - 1].seq),
+    };
+    assert_eq!(tree_of(s), tree_text(&want, TreeOpts::default()), "at {n}");
+    assert_eq!(s.stats.events, n as u64, "at {n}");
+}
+
 #[test]
 fn rewind_matches_replay_until() {
     // Big enough to cross several snapshots.
     let evs = crate::synth::fork_tree(6_000);
     let mut s = replay_state("synth", &evs, evs.len(), (80, 24));
     for n in [evs.len() - 1, 9_000, 4_097, 4_096, 100, 1, 0] {
-        s.ingest(Msg::Rewind(n));
-        assert_eq!(s.position(), n);
-        let want = match n {
-            0 => Engine::new(),
-            n => replay_until(&evs, evs[n - 1].seq),
-        };
-        assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
-        assert_eq!(s.stats.events, n as u64);
+        goto_matches_replay(&mut s, &evs, n);
     }
     // And forward again.
     s.ingest(Msg::Events(evs.clone()));
@@ -567,7 +572,7 @@ fn rewind_matches_replay_until() {
     let evs = fixture("podman");
     let mut s = replay_state("podman.log", &evs, evs.len(), (80, 24));
     let log_full: Vec<String> = s.log.lines.iter().map(|l| l.text.clone()).collect();
-    s.ingest(Msg::Rewind(10));
+    s.ingest(Msg::Goto(10));
     s.ingest(Msg::Events(evs[10..].to_vec()));
     let log_again: Vec<String> = s.log.lines.iter().map(|l| l.text.clone()).collect();
     assert_eq!(log_full, log_again, "the log is rebuilt identically");
@@ -578,23 +583,17 @@ fn stepping_back_a_big_replay_keeps_snapshots_and_the_log_within_bounds() {
     let evs = crate::synth::fork_tree(30_000);
     assert!(evs.len() > LOG_CAP * 3);
     let mut s = AppState::new_replay("synth");
-    s.playback.snapshot_records = 5_000;
+    s.playback.max_snapshots = 4;
     s.ingest(Msg::Init {
         total: evs.len(),
         stories: Vec::new(),
     });
     s.ingest(Msg::Events(evs.clone()));
-    let held: usize = s
-        .playback
-        .snapshots
-        .iter()
-        .map(|x| x.engine.process_count())
-        .sum();
-    assert!(held <= 5_000, "snapshots hold {held} records");
-    assert!(s.playback.snapshots.len() > 1, "some snapshots fit");
+    let held = s.playback.snapshots.len();
+    assert!((2..=4).contains(&held), "{held} snapshots kept");
     assert_eq!(s.log.lines.len(), LOG_CAP);
     for n in [evs.len() - 1, evs.len() / 2, LOG_CAP + 7, 10] {
-        s.ingest(Msg::Rewind(n));
+        s.ingest(Msg::Goto(n));
         let want = replay_until(&evs, evs[n - 1].seq);
         assert_eq!(tree_of(&s), tree_text(&want, TreeOpts::default()), "at {n}");
         // The log is what a straight replay to n would show in its last LOG_CAP lines.
@@ -606,7 +605,31 @@ fn stepping_back_a_big_replay_keeps_snapshots_and_the_log_within_bounds() {
                 .map(|l| l.text.clone())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(log(&s), log(&straight), "log at {n}");
+        let (got, want) = (log(&s), log(&straight));
+        if let Some(i) = (0..got.len().min(want.len())).find(|&i| got[i] != want[i]) {
+            panic!("log at {n}, line {i}: {:?} != {:?}", got[i], want[i]);
+        }
+        assert_eq!(got.len(), want.len(), "log at {n}");
+    }
+}
+
+#[test]
+fn seeks_from_snapshots_match_a_full_replay_at_and_around_every_snapshot() {
+    let evs = crate::synth::fork_tree(20_000);
+    let mut s = AppState::new_replay("synth");
+    s.ingest(Msg::Init {
+        total: evs.len(),
+        stories: Vec::new(),
+    });
+    s.ingest(Msg::Events(evs.clone()));
+    let marks: Vec<usize> = s.playback.snapshots.iter().map(|x| x.index).collect();
+    assert!(marks.len() >= 3, "snapshots at {marks:?}");
+    let (a, b, end) = (marks[1], marks[2], evs.len());
+    // Back, then forward past a snapshot (restored from it), around each snapshot, and back
+    // to the end the app holds.
+    let order = [0, b + 1, a - 1, end - 1, 1, a, b, a + 1, b - 1, end, 2];
+    for n in order {
+        goto_matches_replay(&mut s, &evs, n);
     }
 }
 
@@ -651,18 +674,31 @@ async fn replay_source_obeys_controls() {
     s.ingest(recv_events(&mut rx).await);
     ctl.send(Control::Step(-1)).await.unwrap();
     let m = recv_events(&mut rx).await;
-    assert!(matches!(m, Msg::Rewind(1)));
+    assert!(matches!(m, Msg::Goto(1)));
     s.ingest(m);
     assert_eq!(s.position(), 1);
+    // Ahead of what the app holds: to the last event it holds, then the events after.
     ctl.send(Control::Seek(evs[99].seq)).await.unwrap();
+    let m = recv_events(&mut rx).await;
+    assert!(matches!(m, Msg::Goto(2)));
+    s.ingest(m);
     s.ingest(recv_events(&mut rx).await);
     assert_eq!(s.position(), 100);
     ctl.send(Control::End).await.unwrap();
-    s.ingest(recv_events(&mut rx).await);
-    assert_eq!(s.position(), total);
+    while s.position() < total {
+        s.ingest(recv_events(&mut rx).await);
+    }
     ctl.send(Control::Start).await.unwrap();
     s.ingest(recv_events(&mut rx).await);
     assert_eq!(s.position(), 0);
+    // Back to the end, within what the app holds: one message.
+    ctl.send(Control::End).await.unwrap();
+    let m = recv_events(&mut rx).await;
+    assert!(matches!(m, Msg::Goto(n) if n == total));
+    s.ingest(m);
+    assert_eq!(s.position(), total);
+    ctl.send(Control::Start).await.unwrap();
+    s.ingest(recv_events(&mut rx).await);
 
     // Playing fast reaches the end by itself.
     ctl.send(Control::Speed(4096.0)).await.unwrap();
@@ -848,7 +884,7 @@ async fn guided_steps_visit_every_step_of_the_story_even_at_the_same_seq() {
                 if n >= s.position() {
                     s.ingest(Msg::Events(evs[s.position()..n].to_vec()));
                 } else {
-                    s.ingest(Msg::Rewind(n));
+                    s.ingest(Msg::Goto(n));
                 }
             }
         }
@@ -1387,7 +1423,7 @@ fn seek(s: &mut AppState, evs: &[Event], c: &[Control]) {
             if n >= s.position() {
                 s.ingest(Msg::Events(evs[s.position()..n].to_vec()));
             } else {
-                s.ingest(Msg::Rewind(n));
+                s.ingest(Msg::Goto(n));
             }
         }
     }
