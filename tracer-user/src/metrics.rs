@@ -2,9 +2,10 @@
 //! the small HTTP server that serves them at `/metrics`.
 //!
 //! Event and drop counters come from the capture; births, adoptions and runtime restarts from
-//! a lineage [`Engine`] fed with the same events: adoptions and restarts as the engine's totals
-//! grow (a tally of the last totals), births once per container, so a counter never goes down
-//! or counts twice when the engine is started afresh.
+//! a lineage [`Engine`] fed with the same events: adoptions from the engine's running totals
+//! (which its retention never lowers), restarts as the engine's totals grow (a tally of the
+//! last totals), births once per container from the stories updated per batch, so a counter
+//! never goes down or counts twice when the engine is started afresh.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -12,7 +13,6 @@ use std::sync::Arc;
 
 use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
 
-use crate::lineage::{How, Reaper, Reason};
 use crate::{Engine, Event};
 
 /// Longest label value taken from a recording (a runtime or daemon name); longer is cut.
@@ -206,13 +206,8 @@ impl Metrics {
                 .with_label_values(&[label_value(name).as_str()])
                 .inc();
         }
-        let mut adoptions = HashMap::new();
-        for p in engine.processes() {
-            for l in p.lineage.iter().filter(|l| l.how == How::Adopted) {
-                let reason = l.reason.map_or("unknown", reason_label);
-                *adoptions.entry(reason.to_string()).or_insert(0) += 1;
-            }
-        }
+        let adoptions = engine.adoption_totals();
+        let adoptions = adoptions.iter().map(|(k, n)| (k.to_string(), n)).collect();
         self.adoptions_tally.update(adoptions, &self.adoptions);
         let mut restarts = HashMap::new();
         for r in crate::lineage::restart::runtime_restarts(engine) {
@@ -238,19 +233,7 @@ impl Metrics {
 }
 
 /// Every value of `tracer_adoptions_total`'s `reason` label.
-pub const REASONS: [&str; 4] = ["subreaper", "init", "namespace_init", "kernel_reports"];
-
-/// `tracer_adoptions_total`'s `reason` label.
-pub fn reason_label(r: Reason) -> &'static str {
-    match r {
-        Reason::ParentExited { reaper, .. } => match reaper {
-            Reaper::Subreaper(_) => "subreaper",
-            Reaper::Init => "init",
-            Reaper::NsInit(_) | Reaper::NsInitUnseen => "namespace_init",
-        },
-        Reason::KernelReports { .. } => "kernel_reports",
-    }
-}
+pub use crate::lineage::ADOPTION_KINDS as REASONS;
 
 /// How many connections the endpoint holds at once; at the limit a new one evicts the oldest
 /// (a scraper's request takes milliseconds, so the oldest is an idle or stalled one).
@@ -429,6 +412,48 @@ mod tests {
         m.engine_replaced();
         m.update_from(&engine);
         assert_eq!(total(&m), n);
+    }
+
+    #[test]
+    fn adoptions_count_once_each_however_many_records_the_retention_dropped() {
+        use crate::lineage::{Engine, Retention};
+        use crate::synth::{exit, fork};
+        let mut e = Engine::with_retention(Retention {
+            max_exited: 50,
+            max_age_ns: u64::MAX,
+        });
+        let mut m = Metrics::new();
+        let init = |m: &Metrics| m.adoptions.with_label_values(&["init"]).get();
+        let mut seq = 0;
+        // Each round: a process forks a child and exits; init adopts the child, which exits.
+        for round in 0..20u32 {
+            for i in 0..100 {
+                let (parent, child) = (10_000 + round * 200 + i, 10_100 + round * 200 + i);
+                for mut ev in [
+                    fork(1, parent),
+                    fork(parent, child),
+                    exit(parent, 0),
+                    exit(child, 0),
+                ] {
+                    seq += 1;
+                    ev.seq = seq;
+                    e.apply(&ev);
+                }
+            }
+            e.prune_now(0);
+            m.update_from(&e);
+        }
+        assert!(
+            e.process_count() < 1000,
+            "the retention dropped records: {} held, {} pruned",
+            e.process_count(),
+            e.pruned()
+        );
+        assert_eq!(init(&m), 2000);
+        assert_eq!(
+            e.adoption_totals().iter().find(|(k, _)| *k == "init"),
+            Some(("init", 2000))
+        );
     }
 
     #[test]

@@ -207,6 +207,8 @@ pub struct Engine {
     pub(super) retention: retain::RetentionState,
     /// SIGCHLD recipients checked against the model (`death.rs`).
     pub(super) sigchld: super::ending::SigchldChecks,
+    /// Every adoption made, by kind (`ending.rs`).
+    pub(super) adoptions: super::ending::AdoptionTotals,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -332,6 +334,11 @@ impl Engine {
     /// The first [`MAX_WARNINGS`] warnings (see [`Engine::warning_count`] for the total).
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
+    }
+
+    /// Every adoption the engine made so far, by kind (never lowered by retention).
+    pub fn adoption_totals(&self) -> super::ending::AdoptionTotals {
+        self.adoptions
     }
 
     /// All warnings, including those not kept.
@@ -793,6 +800,12 @@ impl Engine {
         };
         self.warn(seq, kind);
         self.set_parent(id, Some(parent), kernel);
+        let reason = Reason::KernelReports {
+            parent: kernel,
+            model: have,
+            after_loss: self.lost,
+        };
+        self.adoptions.count(reason);
         self.procs[id].lineage.push(LineageEntry {
             how: How::Adopted,
             parent: kernel,
@@ -800,11 +813,7 @@ impl Engine {
             caller_tid: None,
             flags: None,
             syscall: None,
-            reason: Some(Reason::KernelReports {
-                parent: kernel,
-                model: have,
-                after_loss: self.lost,
-            }),
+            reason: Some(reason),
             seq,
         });
     }

@@ -29,7 +29,10 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
-pub use ending::{terminates, Death, DeathHow, OomMark, SigchldChecks, SignalRecord, MAX_SIGNALS};
+pub use ending::{
+    adoption_kind, terminates, AdoptionTotals, Death, DeathHow, OomMark, SigchldChecks,
+    SignalRecord, ADOPTION_KINDS, MAX_SIGNALS,
+};
 pub use engine::Retention;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,

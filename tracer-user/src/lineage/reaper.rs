@@ -88,6 +88,11 @@ impl Engine {
         seq: u64,
     ) {
         self.set_parent(c, reaper, reaper_pid);
+        let reason = Reason::ParentExited {
+            parent: dead_pid,
+            reaper: why,
+        };
+        self.adoptions.count(reason);
         self.procs[c].lineage.push(LineageEntry {
             how: How::Adopted,
             parent: reaper_pid,
@@ -95,10 +100,7 @@ impl Engine {
             caller_tid: None,
             flags: None,
             syscall: None,
-            reason: Some(Reason::ParentExited {
-                parent: dead_pid,
-                reaper: why,
-            }),
+            reason: Some(reason),
             seq,
         });
     }
