@@ -37,7 +37,8 @@ pub use pod::{
     PodQuery, SelectedPod,
 };
 pub use process::{
-    CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
+    CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, SmallList,
+    Thread,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};

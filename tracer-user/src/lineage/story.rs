@@ -196,7 +196,7 @@ pub(super) fn lives(e: &Engine) -> Vec<Story> {
     let mut anchors: Vec<&Process> = e
         .processes()
         .filter(|p| {
-            p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq.is_some()
+            p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq().is_some()
         })
         .collect();
     anchors.sort_by_key(|p| (p.start_seq, p.id));
@@ -354,7 +354,7 @@ fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     let first_exec = stages
         .iter()
         .filter_map(|(p, _)| *p)
-        .find_map(|p| p.init_exec_seq.map(|s| (p, s)));
+        .find_map(|p| p.init_exec_seq().map(|s| (p, s)));
     if let Some((p, s)) = first_exec {
         let of = cast
             .runtime
@@ -463,7 +463,7 @@ fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) 
     let init = cast.init;
     for (p, _) in cast.stages() {
         let Some(p) = p else { continue };
-        for m in &p.cgroup_moves {
+        for m in p.cgroup_moves() {
             let inherit = if p.id == init.id {
                 ""
             } else {
@@ -488,7 +488,7 @@ fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) 
 /// program (fs/exec.c begin_new_exec); the pid and the parent stay.
 fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     let init = cast.init;
-    let Some(s) = init.workload_exec_seq else {
+    let Some(s) = init.workload_exec_seq() else {
         return;
     };
     let exe = init
@@ -547,7 +547,7 @@ fn summary(e: &Engine, cast: &Cast, steps: Vec<StoryStep>) -> Story {
         shim_pid: shim.map(|s| s.pid),
         runtime_pid: runtime.map(|r| r.pid),
         init_pid: init.pid,
-        workload: init.workload_exec_seq.map(|_| init.name()),
+        workload: init.workload_exec_seq().map(|_| init.name()),
         pod: init.k8s.as_ref().and_then(|k| k.pod_text()),
         container_name: init
             .k8s
@@ -581,7 +581,7 @@ fn shim_birth(e: &Engine, shim: &Process, step: &mut impl FnMut(StepKind, u64, u
         None => by.map(|b| format!(" by {b}")).unwrap_or_default(),
     };
     // Fork keeps the creator's cgroup, and no runtime moves the shim out of it.
-    let cg = match (&shim.cgroup, shim.cgroup_moves.is_empty()) {
+    let cg = match (&shim.cgroup, shim.cgroup_moves().is_empty()) {
         (Some(c), true) => format!(" in its creator's cgroup {c}, where it stays"),
         _ => String::new(),
     };
@@ -614,7 +614,7 @@ fn shim_birth(e: &Engine, shim: &Process, step: &mut impl FnMut(StepKind, u64, u
             );
         }
     }
-    if let Some(s) = shim.subreaper_seq {
+    if let Some(s) = shim.subreaper_seq() {
         step(
             StepKind::ShimSubreaper,
             s,
@@ -685,13 +685,13 @@ fn shim_reused(
 /// started the shim, after the previous sandbox came up and before this one's pause exec'd
 /// (containerd runs CNI before or after creating the sandbox, by version).
 fn cni_runs(e: &Engine, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32, String)> {
-    let Some(end) = sandbox.workload_exec_seq else {
+    let Some(end) = sandbox.workload_exec_seq() else {
         return Vec::new();
     };
     let after = e
         .processes()
         .filter_map(|p| {
-            p.workload_exec_seq
+            p.workload_exec_seq()
                 .filter(|_| p.role == Some(Role::Sandbox))
         })
         .filter(|&s| s < end)

@@ -248,7 +248,7 @@ fn threads_subreaper_prctl_marks_the_whole_process() {
     let e = b.engine();
     let p = e.process(100).unwrap();
     assert!(p.is_subreaper);
-    assert_eq!(p.subreaper_seq, Some(s));
+    assert_eq!(p.subreaper_seq(), Some(s));
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn subreaper_cleared_with_zero() {
     let p = e.process(100).unwrap();
     assert!(!p.is_subreaper);
     assert_eq!(
-        (p.subreaper_seq, p.subreaper_cleared_seq),
+        (p.subreaper_seq(), p.subreaper_cleared_seq()),
         (Some(set), Some(cleared))
     );
 }
@@ -605,7 +605,7 @@ fn pr_set_name_renames_the_thread_and_the_leader_names_the_process() {
     b.rename(100, 100, "renamed-app");
     let e = b.engine();
     assert_eq!(e.process(100).unwrap().comm.to_string(), "renamed-app");
-    assert_eq!(e.process(100).unwrap().renames.len(), 2);
+    assert_eq!(e.process(100).unwrap().renames().len(), 2);
 }
 
 // ---- orphans ----
@@ -1268,9 +1268,9 @@ fn oci_init_exec_becomes_container_or_sandbox_with_inherited_id() {
     let e = b.engine();
     assert_eq!(e.process(101).unwrap().role, Some(Role::Container));
     assert_eq!(e.process(101).unwrap().container_id.as_deref(), Some("C1"));
-    assert_eq!(e.process(101).unwrap().workload_exec_seq, Some(s1));
+    assert_eq!(e.process(101).unwrap().workload_exec_seq(), Some(s1));
     assert_eq!(e.process(102).unwrap().role, Some(Role::Sandbox));
-    assert_eq!(e.process(102).unwrap().workload_exec_seq, Some(s2));
+    assert_eq!(e.process(102).unwrap().workload_exec_seq(), Some(s2));
     // A plain process exec'ing something unknown has no role.
     let mut b = B::default();
     b.fork(1, 100);
@@ -2243,7 +2243,7 @@ fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
     let moves: Vec<(u64, &str, u32)> = e
         .process(30)
         .unwrap()
-        .cgroup_moves
+        .cgroup_moves()
         .iter()
         .map(|m| (m.seq, &*m.path, m.by))
         .collect();
@@ -2254,7 +2254,7 @@ fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
             (m2, "/kubepods/pod1/abc/sub", 20)
         ]
     );
-    assert!(e.process(40).unwrap().cgroup_moves.is_empty());
+    assert!(e.process(40).unwrap().cgroup_moves().is_empty());
     assert!(e.warnings().is_empty(), "{:?}", e.warnings());
 }
 
@@ -2795,8 +2795,8 @@ fn a_killed_process_names_its_killer_and_a_sigchld_goes_to_its_parent() {
     assert_eq!(e.sigchld_checks().agreed, 1);
     assert_eq!(e.sigchld_checks().disagreed, 0);
     // Both ends keep the signal; the sender keeps the SIGCHLD it got too.
-    assert_eq!(e.process(200).unwrap().signals.len(), 2);
-    assert_eq!(e.process(100).unwrap().signals.len(), 2);
+    assert_eq!(e.process(200).unwrap().signals().len(), 2);
+    assert_eq!(e.process(100).unwrap().signals().len(), 2);
     assert!(e.process(100).unwrap().death().is_none(), "alive");
 }
 
@@ -2981,8 +2981,8 @@ fn a_processes_signals_are_bounded_and_its_killer_kept() {
     b.killed(200, SIGTERM);
     let e = b.engine();
     let p = e.process(200).unwrap();
-    assert_eq!(p.signals.len(), MAX_SIGNALS);
-    assert_eq!(p.signals_dropped, 11);
+    assert_eq!(p.signals().len(), MAX_SIGNALS);
+    assert_eq!(p.signals_dropped(), 11);
     assert_eq!(death(&e, 200).sender().map(|s| s.sender), Some(100));
     let j = e.process(200).map(|p| p.death()).unwrap();
     assert!(j.is_some());

@@ -174,8 +174,8 @@ pub fn acted(p: &Process) -> bool {
     p.born_how() != How::Snapshot
         || p.exit_seq.is_some()
         || !p.execs.is_empty()
-        || !p.renames.is_empty()
-        || p.subreaper_seq.is_some()
+        || !p.renames().is_empty()
+        || p.subreaper_seq().is_some()
 }
 
 fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> String {
@@ -310,8 +310,8 @@ fn process_json(p: &Process) -> Value {
     });
     let mut v = process_json_base(p, lineage, exit_code, signal);
     v["death"] = p.death().map_or(Value::Null, |d| death_json(&d));
-    v["signals"] = p.signals.iter().map(signal_json).collect();
-    v["signals_dropped"] = json!(p.signals_dropped);
+    v["signals"] = p.signals().iter().map(signal_json).collect();
+    v["signals_dropped"] = json!(p.signals_dropped());
     v
 }
 
@@ -371,12 +371,12 @@ fn process_json_base(
         "sandbox_id": p.k8s.as_ref().and_then(|k| k.sandbox_id.as_deref()),
         "runtime_namespace": p.k8s.as_ref().and_then(|k| k.runtime_namespace.as_deref()),
         "cgroup": p.cgroup.as_deref(),
-        "cgroup_moves": p.cgroup_moves.iter().map(|m| json!({
+        "cgroup_moves": p.cgroup_moves().iter().map(|m| json!({
             "seq": m.seq, "path": &*m.path, "by": m.by,
         })).collect::<Vec<_>>(),
         "subreaper": p.is_subreaper,
-        "subreaper_seq": p.subreaper_seq,
-        "subreaper_cleared_seq": p.subreaper_cleared_seq,
+        "subreaper_seq": p.subreaper_seq(),
+        "subreaper_cleared_seq": p.subreaper_cleared_seq(),
         "exited": p.exited,
         "exit_code": exit_code.unwrap_or(Value::Null),
         "exit_signal": signal,
