@@ -3059,3 +3059,31 @@ fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
     );
     assert_eq!(story_json(&[story])["stories"][0]["container_id"], id);
 }
+
+#[test]
+fn the_written_tree_is_the_tree_text_and_a_failed_write_is_the_error() {
+    let (b, _) = containerd_story();
+    let e = b.engine();
+    let opts = TreeOpts::default();
+    let mut out = Vec::new();
+    super::write_tree_text(&e, opts, super::TextTree::All, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), tree_text(&e, opts));
+    let mut out = Vec::new();
+    super::write_tree_text(&e, opts, super::TextTree::Traced, &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        super::traced_tree_text(&e, opts)
+    );
+    // A reader that went away (`tracer tree | head`): its error comes back, not a short tree.
+    struct Closed;
+    impl std::io::Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let err = super::write_tree_text(&e, opts, super::TextTree::All, &mut Closed).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
+}
