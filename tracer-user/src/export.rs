@@ -52,27 +52,30 @@ impl Clock {
     }
 }
 
-/// Finds the record a pid denoted at a given seq (pids are reused).
+/// Finds the record a pid denoted at a given seq (pids are reused). One sorted array, not a
+/// list per pid: most pids have one record, and a million small lists cost more than the
+/// records' ids.
 pub(crate) struct PidIndex {
-    by_pid: HashMap<u32, Vec<ProcId>>,
+    /// (pid, record) by pid, then record id (creation order).
+    by_pid: Vec<(u32, ProcId)>,
 }
 
 impl PidIndex {
     pub(crate) fn new(e: &Engine) -> Self {
-        let mut by_pid: HashMap<u32, Vec<ProcId>> = HashMap::new();
-        for p in e.processes() {
-            by_pid.entry(p.pid).or_default().push(p.id);
-        }
+        let mut by_pid: Vec<(u32, ProcId)> = e.processes().map(|p| (p.pid, p.id)).collect();
+        by_pid.sort_unstable();
         PidIndex { by_pid }
     }
 
     pub(crate) fn at(&self, e: &Engine, pid: u32, seq: u64) -> Option<ProcId> {
-        let ids = self.by_pid.get(&pid)?;
+        let from = self.by_pid.partition_point(|&(p, _)| p < pid);
+        let to = self.by_pid.partition_point(|&(p, _)| p <= pid);
+        let ids = &self.by_pid[from..to];
         ids.iter()
             .rev()
-            .copied()
+            .map(|&(_, id)| id)
             .find(|&id| e.get(id).is_some_and(|p| p.start_seq <= seq))
-            .or_else(|| ids.first().copied())
+            .or_else(|| ids.first().map(|&(_, id)| id))
     }
 }
 
