@@ -386,10 +386,6 @@ fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId
                 .filter_map(|l| index.at(e, l.parent, l.seq)),
         );
     }
-    let parent_of: HashMap<ProcId, ProcId> = children
-        .iter()
-        .flat_map(|(&from, kids)| kids.iter().map(move |&k| (k, from)))
-        .collect();
     let plain = |id: ProcId| {
         e.get(id).is_some_and(|p| {
             p.role.is_none()
@@ -406,10 +402,9 @@ fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId
     };
     let mut out = HashMap::new();
     for p in e.processes() {
+        // The inverse of `children` is `creation_parent` itself: no map of a million entries.
         if !plain(p.id)
-            || parent_of
-                .get(&p.id)
-                .is_some_and(|&f| plain(f) && only_child(f).is_some())
+            || creation_parent(e, index, p).is_some_and(|f| plain(f) && only_child(f).is_some())
         {
             continue;
         }
