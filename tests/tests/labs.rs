@@ -401,7 +401,7 @@ fn labs_podman_conmon_is_the_parent() {
     let conmon = r.end.process(c.monitor.pid).unwrap();
     assert!(conmon.name().starts_with("conmon"), "{}", conmon.name());
     assert!(
-        conmon.subreaper_seq.is_some(),
+        conmon.subreaper_seq().is_some(),
         "conmon set PR_SET_CHILD_SUBREAPER"
     );
     let story = r.story_of(c);
@@ -605,11 +605,11 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
     let stopper = r.end.process(t.stopper.init).unwrap();
     assert!(
         stopper
-            .signals
+            .signals()
             .iter()
             .any(|s| s.signal == 15 && s.result == tracer::event::SignalResult::Ignored),
         "SIGTERM ignored: {:?}",
-        stopper.signals
+        stopper.signals()
     );
     // The pod's removal: app and the restarted crasher killed by SIGKILL; the detached
     // exec killed with app's pid namespace.
@@ -665,7 +665,7 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
         .process(sync.init_pid)
         .expect("the ExecSync's process");
     let notified = cat
-        .signals
+        .signals()
         .iter()
         .find(|s| s.signal == 17 && s.sender == cat.pid)
         .map(|s| s.target)

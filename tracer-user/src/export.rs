@@ -2,8 +2,10 @@
 //! Graphviz lineage graph. Every export runs the events through the same [`Engine`] as live
 //! tracing and replay.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -50,27 +52,30 @@ impl Clock {
     }
 }
 
-/// Finds the record a pid denoted at a given seq (pids are reused).
+/// Finds the record a pid denoted at a given seq (pids are reused). One sorted array, not a
+/// list per pid: most pids have one record, and a million small lists cost more than the
+/// records' ids.
 pub(crate) struct PidIndex {
-    by_pid: HashMap<u32, Vec<ProcId>>,
+    /// (pid, record) by pid, then record id (creation order).
+    by_pid: Vec<(u32, ProcId)>,
 }
 
 impl PidIndex {
     pub(crate) fn new(e: &Engine) -> Self {
-        let mut by_pid: HashMap<u32, Vec<ProcId>> = HashMap::new();
-        for p in e.processes() {
-            by_pid.entry(p.pid).or_default().push(p.id);
-        }
+        let mut by_pid: Vec<(u32, ProcId)> = e.processes().map(|p| (p.pid, p.id)).collect();
+        by_pid.sort_unstable();
         PidIndex { by_pid }
     }
 
     pub(crate) fn at(&self, e: &Engine, pid: u32, seq: u64) -> Option<ProcId> {
-        let ids = self.by_pid.get(&pid)?;
+        let from = self.by_pid.partition_point(|&(p, _)| p < pid);
+        let to = self.by_pid.partition_point(|&(p, _)| p <= pid);
+        let ids = &self.by_pid[from..to];
         ids.iter()
             .rev()
-            .copied()
+            .map(|&(_, id)| id)
             .find(|&id| e.get(id).is_some_and(|p| p.start_seq <= seq))
-            .or_else(|| ids.first().copied())
+            .or_else(|| ids.first().map(|&(_, id)| id))
     }
 }
 
@@ -88,18 +93,47 @@ fn track_name(p: &Process) -> String {
     }
 }
 
+/// An exec or a prctl on a process's track, kept until the tracks are written. An exec keeps
+/// its fields, not their JSON: a recording of a million execs would hold a million maps.
 struct Instant {
     proc: ProcId,
     t: f64,
-    name: String,
-    args: Value,
+    what: InstantKind,
+}
+
+enum InstantKind {
+    Exec {
+        filename: String,
+        argv: Arc<[String]>,
+        seq: u64,
+    },
+    Prctl {
+        name: String,
+        args: Value,
+    },
+}
+
+impl Instant {
+    fn name_and_args(&self) -> (Cow<'_, str>, Value) {
+        match &self.what {
+            InstantKind::Exec {
+                filename,
+                argv,
+                seq,
+            } => (
+                Cow::Owned(format!("exec {filename}")),
+                json!({ "filename": filename, "argv": &**argv, "seq": seq }),
+            ),
+            InstantKind::Prctl { name, args } => (Cow::Borrowed(name), args.clone()),
+        }
+    }
 }
 
 struct Flow {
     from: ProcId,
     to: ProcId,
     t: f64,
-    name: String,
+    name: Cow<'static, str>,
     /// The target's slice started earlier (adoption): bind to the enclosing slice.
     enclosing: bool,
 }
@@ -131,8 +165,11 @@ pub fn write_perfetto(
                     instants.push(Instant {
                         proc: p.id,
                         t,
-                        name: format!("exec {}", filename.value),
-                        args: json!({ "filename": filename.value, "argv": &*p.argv, "seq": ev.seq }),
+                        what: InstantKind::Exec {
+                            filename: filename.value.clone(),
+                            argv: p.argv.clone(),
+                            seq: ev.seq,
+                        },
                     });
                 }
             }
@@ -143,12 +180,12 @@ pub fn write_perfetto(
                         Some(n) => format!("prctl {opt} {}", n.value),
                         None => format!("prctl {opt} {arg2}"),
                     };
+                    let args = json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
+                                       "name": name.as_ref().map(|n| &n.value), "seq": ev.seq });
                     instants.push(Instant {
                         proc: p.id,
                         t,
-                        name: label,
-                        args: json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
-                                      "name": name.as_ref().map(|n| &n.value), "seq": ev.seq }),
+                        what: InstantKind::Prctl { name: label, args },
                     });
                 }
             }
@@ -164,9 +201,9 @@ pub fn write_perfetto(
             if let Some(creator) = p.creator {
                 let name = match (how, p.lineage.first().map(|l| l.parent)) {
                     (How::CloneParent, Some(parent)) => {
-                        format!("clone CLONE_PARENT (parent {parent})")
+                        Cow::Owned(format!("clone CLONE_PARENT (parent {parent})"))
                     }
-                    _ => how.as_str().to_string(),
+                    _ => Cow::Borrowed(how.as_str()),
                 };
                 flows.push(Flow {
                     from: creator,
@@ -199,7 +236,7 @@ pub fn write_perfetto(
                 from,
                 to: p.id,
                 t: time_of(l.seq),
-                name: format!("adopted: {}", l.reason_text().unwrap_or_default()),
+                name: Cow::Owned(format!("adopted: {}", l.reason_text().unwrap_or_default())),
                 enclosing: true,
             });
         }
@@ -258,10 +295,11 @@ pub fn write_perfetto(
     }
     for i in &instants {
         let track = tid(i.proc);
+        let (name, args) = i.name_and_args();
         put(
             out,
-            json!({"ph": "i", "s": "t", "name": i.name, "cat": "lifecycle", "pid": track,
-                        "tid": track, "ts": i.t, "args": i.args}),
+            json!({"ph": "i", "s": "t", "name": name, "cat": "lifecycle", "pid": track,
+                        "tid": track, "ts": i.t, "args": args}),
         )?;
     }
     for (n, f) in flows.iter().enumerate() {
@@ -348,10 +386,6 @@ fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId
                 .filter_map(|l| index.at(e, l.parent, l.seq)),
         );
     }
-    let parent_of: HashMap<ProcId, ProcId> = children
-        .iter()
-        .flat_map(|(&from, kids)| kids.iter().map(move |&k| (k, from)))
-        .collect();
     let plain = |id: ProcId| {
         e.get(id).is_some_and(|p| {
             p.role.is_none()
@@ -368,10 +402,9 @@ fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId
     };
     let mut out = HashMap::new();
     for p in e.processes() {
+        // The inverse of `children` is `creation_parent` itself: no map of a million entries.
         if !plain(p.id)
-            || parent_of
-                .get(&p.id)
-                .is_some_and(|&f| plain(f) && only_child(f).is_some())
+            || creation_parent(e, index, p).is_some_and(|f| plain(f) && only_child(f).is_some())
         {
             continue;
         }

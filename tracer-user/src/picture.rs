@@ -289,10 +289,10 @@ fn columns(e: &Engine, lanes: &[ProcId]) -> (Vec<Col>, bool) {
                 push(x.seq, Mark::Exec);
             }
         }
-        for r in &p.renames {
+        for r in p.renames() {
             push(r.seq, Mark::Rename);
         }
-        if let Some(s) = p.subreaper_seq {
+        if let Some(s) = p.subreaper_seq() {
             push(s, Mark::Subreaper);
         }
         if let Some(x) = p.exit_seq {

@@ -9,8 +9,8 @@ use anyhow::Result;
 use std::path::Path;
 use tracer::input::Loaded;
 use tracer::lineage::{
-    pod_tree_text, story_json, story_text_with, subtree_text, traced_tree_text, tree_text,
-    write_tree_json, Engine, JsonWarning, PodMatch, PodQuery, TreeOpts,
+    story_json, story_text_with, subtree_text, write_tree_json, write_tree_text, Engine,
+    JsonWarning, PodMatch, PodQuery, TextTree, TreeOpts,
 };
 
 /// A recording (trace file or strace log, told apart by content; `-` is stdin) run through the
@@ -56,17 +56,19 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
                 show_exited: !a.hide_exited,
                 ..TreeOpts::default()
             };
-            let text = match a.root {
-                Some(pid) => subtree_text(&engine, pid, opts).ok_or_else(|| {
+            if let Some(pid) = a.root {
+                let text = subtree_text(&engine, pid, opts).ok_or_else(|| {
                     anyhow::anyhow!("--root {pid}: no process with that pid in the recording")
-                })?,
-                None => match pod {
-                    Some(m) => pod_tree_text(&engine, opts, m),
-                    None if a.traced => traced_tree_text(&engine, opts),
-                    None => tree_text(&engine, opts),
-                },
-            };
-            to_output(a.output, |out| out.write_all(text.as_bytes()))?;
+                })?;
+                to_output(a.output, |out| out.write_all(text.as_bytes()))?;
+            } else {
+                let which = match pod {
+                    Some(m) => TextTree::Pod(m),
+                    None if a.traced => TextTree::Traced,
+                    None => TextTree::All,
+                };
+                to_output(a.output, |out| write_tree_text(&engine, opts, which, out))?;
+            }
             if engine.warning_count() > 0 {
                 eprintln!("tracer: {} anomalies in the stream (missing or out-of-order events); see --format json", engine.warning_count());
             }
@@ -104,7 +106,7 @@ fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()
         OutputFormat::Text => to_output(a.output, |out| {
             for ((node, l), pod) in found.iter().zip(&pods) {
                 writeln!(out, "node {node}:")?;
-                out.write_all(pod_tree_text(&l.engine, opts, pod).as_bytes())?;
+                out.write_all(tracer::lineage::pod_tree_text(&l.engine, opts, pod).as_bytes())?;
             }
             Ok(())
         })?,

@@ -39,13 +39,13 @@ impl Process {
             None => {}
             Some(ExitStatus::Exited { .. }) => d.how = DeathHow::Exit,
             Some(ExitStatus::Killed { signal, .. }) => {
-                d.by = self.killer.filter(|k| k.signal == signal);
+                d.by = self.killer().filter(|k| k.signal == signal).copied();
                 d.how = DeathHow::Signal;
                 if signal == SIGKILL {
-                    if let Some(o) = &self.oom {
+                    if let Some(o) = self.oom() {
                         d.how = DeathHow::Oom;
                         d.oom = Some(o.clone());
-                    } else if let Some((init, _)) = self.zapped_by {
+                    } else if let Some((init, _)) = self.zapped_by() {
                         d.how = DeathHow::PidNs;
                         d.ns_init = Some(init);
                     }
@@ -83,7 +83,7 @@ impl Engine {
             keep_signal(&mut self.procs[t], rec);
             let p = &mut self.procs[t];
             if terminates(rec.signal) && rec.result != SignalResult::Ignored && !p.exited {
-                p.killer = Some(rec);
+                p.rare_mut().killer = Some(rec);
             }
         }
         if let Some(s) = sender_id.filter(|&s| Some(s) != target_id) {
@@ -154,9 +154,10 @@ impl Engine {
             return;
         };
         let p = &mut self.procs[id];
-        p.oom = Some(OomMark {
+        let cgroup = info.cgroup.as_deref().map(Arc::from).or(p.cgroup.clone());
+        p.rare_mut().oom = Some(OomMark {
             seq: a.seq,
-            cgroup: info.cgroup.as_deref().map(Arc::from).or(p.cgroup.clone()),
+            cgroup,
             limit: info.limit,
             anon_rss_kb: info.anon_rss_kb,
         });
@@ -171,7 +172,7 @@ impl Engine {
         let init_pid = self.procs[init].pid;
         self.procs.update_where(
             |p| p.pidns.is_some_and(|n| n.inum == ns.inum) && !p.exited && p.id != init,
-            |p| p.zapped_by = Some((init_pid, seq)),
+            |p| p.rare_mut().zapped_by = Some((init_pid, seq)),
         );
     }
 
@@ -182,9 +183,10 @@ impl Engine {
 }
 
 fn keep_signal(p: &mut Process, rec: SignalRecord) {
-    if p.signals.len() < MAX_SIGNALS {
-        p.signals.push(rec);
+    let rare = p.rare_mut();
+    if rare.signals.len() < MAX_SIGNALS {
+        rare.signals.push(rec);
     } else {
-        p.signals_dropped = p.signals_dropped.saturating_add(1);
+        rare.signals_dropped = rare.signals_dropped.saturating_add(1);
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
 
 use super::cow::CowPidMap as PidMap;
-use super::process::{ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread};
+use super::process::{
+    argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread,
+};
 use super::roles::{basename, classify, is_cni_plugin_name, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 
@@ -190,7 +192,10 @@ pub struct Engine {
     pub(super) procs: super::store::Store,
     /// pid → its newest record (live or exited).
     pub(super) by_pid: PidMap<ProcId>,
-    /// tid → (record, index in its `threads`) of the newest thread with that id.
+    /// tid → (record, index in its `threads`) of the newest thread with that id, for threads
+    /// other than a leader: a leader is slot 0 of `by_pid`'s record for its tid (most
+    /// processes have one thread, and a second map entry each would cost as much as a
+    /// third of the record).
     tids: PidMap<(ProcId, usize)>,
     /// Pid namespaces below the host's, by inode (or the strace importer's inferred id).
     pub(super) namespaces: StdHashMap<u64, Namespace>,
@@ -418,7 +423,7 @@ impl Engine {
         let p = &mut self.procs[id];
         p.comm = comm;
         p.exe = s.exe.as_deref().map(Arc::from);
-        p.argv = Arc::from(s.argv.clone());
+        p.argv = argv_of(&s.argv);
         p.is_subreaper = s.subreaper;
         p.threads[0].comm = comm;
         p.lineage[0].parent = s.ppid;
@@ -507,7 +512,7 @@ impl Engine {
         };
         let p = &mut self.procs[id];
         p.cgroup = Some(path.clone());
-        p.cgroup_moves.push(super::process::CgroupMove {
+        p.rare_mut().cgroup_moves.push(super::process::CgroupMove {
             seq: by.seq,
             path: path.clone(),
             by: by.pid,
@@ -628,7 +633,8 @@ impl Engine {
             .procs
             .push(|id| Process::blank(id, pid, how, seq, ts_ns));
         self.by_pid.insert(pid, id);
-        self.tids.insert(pid, (id, 0));
+        // The newest task with this id is now this leader (found through `by_pid`).
+        self.tids.remove(&pid);
         id
     }
 
@@ -676,10 +682,11 @@ impl Engine {
     // ---- threads ----
 
     fn thread_slot(&self, id: ProcId, tid: u32) -> Option<usize> {
-        self.tids
-            .get(&tid)
-            .filter(|(p, i)| *p == id && *i < self.procs[id].threads.len())
-            .map(|&(_, i)| i)
+        match self.tids.get(&tid) {
+            Some(&(p, i)) => (p == id && i < self.procs[id].threads.len()).then_some(i),
+            // The leader: slot 0 of the newest record of its pid.
+            None => (self.by_pid.get(&tid) == Some(&id) && self.procs[id].pid == tid).then_some(0),
+        }
     }
 
     /// Marks thread `tid` of `id` alive (adding it if new); true if it already was.
@@ -956,7 +963,7 @@ impl Engine {
         let p = &mut self.procs[id];
         p.comm = comm;
         p.exe = x.exe.clone();
-        p.argv = Arc::from(x.argv.clone());
+        p.argv = argv_of(&x.argv);
         p.argv_truncated = x.truncated;
         if let Some(exe) = &x.exe {
             p.execs.push(ExecRecord {
@@ -997,13 +1004,13 @@ impl Engine {
             }
             None => None,
         };
-        if matches!(new_role, Some(Role::OciInit { .. })) && p.init_exec_seq.is_none() {
-            p.init_exec_seq = Some(seq);
+        if matches!(new_role, Some(Role::OciInit { .. })) && p.init_exec_seq().is_none() {
+            p.rare_mut().init_exec_seq = Some(seq);
         }
         if matches!(prev, Some(Role::OciInit { .. }))
             && matches!(new_role, Some(Role::Container | Role::Sandbox))
         {
-            p.workload_exec_seq = Some(seq);
+            p.rare_mut().workload_exec_seq = Some(seq);
         }
         p.role = new_role;
         if let Some(cid) = classified.and_then(|c| c.container_id) {
@@ -1025,7 +1032,7 @@ impl Engine {
             self.procs[id].threads[i].comm = comm;
         }
         let p = &mut self.procs[id];
-        p.renames.push(Rename { seq, tid, comm });
+        p.rare_mut().renames.push(Rename { seq, tid, comm });
         // comm is per thread; the process shows its leader's.
         if tid == p.pid {
             p.comm = comm;
@@ -1039,14 +1046,15 @@ impl Engine {
         let p = &mut self.procs[id];
         if !on {
             if p.is_subreaper {
-                p.subreaper_cleared_seq = Some(seq);
+                p.rare_mut().subreaper_cleared_seq = Some(seq);
             }
             p.is_subreaper = false;
             return;
         }
         p.is_subreaper = true;
-        p.subreaper_seq = Some(seq);
-        p.subreaper_cleared_seq = None;
+        let rare = p.rare_mut();
+        rare.subreaper_seq = Some(seq);
+        rare.subreaper_cleared_seq = None;
         // kernel/sys.c propagate_has_child_subreaper(): descendants get has_child_subreaper;
         // a subtree that has it already, or under a pid namespace's init, is skipped.
         let below: Vec<ProcId> = self.procs[id].children.clone();

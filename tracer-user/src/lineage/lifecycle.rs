@@ -155,7 +155,7 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
     let mut steps = Vec::new();
     let mut step = |kind, seq, pid, text: String| steps.push(story_step(kind, seq, pid, text));
     signal_steps(c, life, init, &mut step);
-    if let Some(o) = &init.oom {
+    if let Some(o) = &init.oom() {
         let cg = o.cgroup.as_deref().unwrap_or("?");
         let limit = o.limit.map_or("not read".into(), |l| format!("{l} bytes"));
         let text = format!(
@@ -201,7 +201,7 @@ fn signal_steps(
 ) {
     let mut term_ts = None;
     let sent = init
-        .signals
+        .signals()
         .iter()
         .filter(|s| s.target == init.pid && s.sender != init.pid && s.signal != SIGCHLD);
     for s in sent.take(MAX_STEPS_PER_KIND) {
@@ -248,7 +248,7 @@ fn namespace_steps(c: &Ctx, init: &Process, step: &mut impl FnMut(StepKind, u64,
     let Some(died) = init.exit_seq else { return };
     let zapped = c.class(Key::Zapped(init.pid, died));
     let zapped = zapped.into_iter().filter(|p| {
-        p.zapped_by
+        p.zapped_by()
             .is_some_and(|(i, s)| i == init.pid && Some(s) == init.exit_seq)
     });
     for p in zapped.take(MAX_STEPS_PER_KIND) {
@@ -271,7 +271,7 @@ fn reaped_steps(
     step: &mut impl FnMut(StepKind, u64, u32, String),
 ) {
     let notices = p
-        .signals
+        .signals()
         .iter()
         .filter(|s| s.signal == SIGCHLD && s.sender == p.pid && s.code > 0);
     for s in notices.take(1) {

@@ -42,7 +42,8 @@ pub use pod::{
     PodQuery, SelectedPod,
 };
 pub use process::{
-    CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, Thread,
+    CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, SmallList,
+    Thread,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use stories::{stories, Stories, Work as StoryWork};
@@ -50,5 +51,6 @@ pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
     node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,
-    traced_tree_text, tree_json, tree_text, write_tree_json, JsonWarning, TreeOpts,
+    traced_tree_text, tree_json, tree_text, write_tree_json, write_tree_text, JsonWarning,
+    TextTree, TreeOpts,
 };

@@ -341,7 +341,7 @@ impl PodEvents {
         for p in ids.iter().filter_map(|&id| e.get(id)) {
             // Its death's SIGCHLD comes after its exit, raised in its context (exit_notify).
             let notified = p
-                .signals
+                .signals()
                 .iter()
                 .filter(|s| s.sender == p.pid && s.signal == super::ending::SIGCHLD && s.code > 0)
                 .map(|s| s.seq);

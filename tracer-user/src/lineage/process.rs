@@ -5,7 +5,13 @@ use std::sync::Arc;
 
 use crate::event::{CloneFlags, Comm, ExitStatus, PidNs, Syscall};
 
+use super::ending::{OomMark, SignalRecord};
 use super::roles::{basename, InitStage, Role};
+
+pub use small_list::SmallList;
+
+/// A list that keeps its one element in place (a record's threads, lineage and execs).
+mod small_list;
 
 /// Index of a process record inside an [`super::Engine`]. Stable for the engine's lifetime;
 /// unlike a pid it is never reused.
@@ -241,7 +247,7 @@ pub struct Process {
     /// argv was cut short by the source.
     pub argv_truncated: bool,
     /// Every thread seen, the leader first.
-    pub threads: Vec<Thread>,
+    pub threads: SmallList<Thread>,
     /// Called PR_SET_CHILD_SUBREAPER.
     pub is_subreaper: bool,
     /// `signal->has_child_subreaper`: an ancestor was a subreaper when this process was
@@ -264,10 +270,8 @@ pub struct Process {
     /// Its cgroup (in the reported hierarchy): from /proc at the start, inherited at fork
     /// (cgroup_fork), changed by moves. `None` when unknown.
     pub cgroup: Option<Arc<str>>,
-    /// Every move into another cgroup, oldest first.
-    pub cgroup_moves: Vec<CgroupMove>,
     /// Birth first, then adoptions, oldest first.
-    pub lineage: Vec<LineageEntry>,
+    pub lineage: SmallList<LineageEntry>,
     /// The syscall that created it, when known.
     pub born_syscall: Option<Syscall>,
     /// Seq of its birth (or of the snapshot).
@@ -282,34 +286,44 @@ pub struct Process {
     pub creator: Option<ProcId>,
     /// The parent at birth.
     pub birth_parent: Option<ProcId>,
+    /// Every successful exec, oldest first.
+    pub execs: SmallList<ExecRecord>,
+    /// What few processes have (signals, renames, cgroup moves...): read through
+    /// [`Process::signals`], [`Process::renames`]... `None` until one is set.
+    rare: Option<Box<Rare>>,
+    pub(crate) children: Vec<ProcId>,
+    /// Threads still alive (kept so a thread's exit does not scan every thread).
+    pub(crate) live_threads: u32,
+}
+
+/// The fields of a [`Process`] that few processes ever set, boxed together: a record without
+/// any costs one pointer instead of some 300 bytes (a million processes are read in bounded
+/// memory).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Rare {
+    /// Every move into another cgroup, oldest first.
+    pub cgroup_moves: Vec<CgroupMove>,
     /// Seq of its PR_SET_CHILD_SUBREAPER.
     pub subreaper_seq: Option<u64>,
     /// Seq of a later PR_SET_CHILD_SUBREAPER(0) that cleared it.
     pub subreaper_cleared_seq: Option<u64>,
-    /// Every successful exec, oldest first.
-    pub execs: Vec<ExecRecord>,
     /// Every PR_SET_NAME, oldest first.
     pub renames: Vec<Rename>,
     /// Signals it received or sent that the source kept, oldest first (at most
-    /// [`super::ending::MAX_SIGNALS`]; `signals_dropped` counts the ones past that).
+    /// [`super::ending::MAX_SIGNALS`]).
     pub signals: Vec<super::ending::SignalRecord>,
     /// Signals not kept in `signals`.
     pub signals_dropped: u32,
-    /// The last signal it received whose default action ends a process: what killed it, when
-    /// a signal did (kept even when `signals` is full).
+    /// The last signal it received whose default action ends a process.
     pub killer: Option<super::ending::SignalRecord>,
     /// The OOM killer chose it.
     pub oom: Option<super::ending::OomMark>,
-    /// Its pid namespace's init died while it lived: zap_pid_ns_processes() sent it SIGKILL.
-    /// The init's host pid and the seq of its death.
+    /// The init of its pid namespace (host pid) and the seq of that init's death.
     pub zapped_by: Option<(u32, u64)>,
     /// The exec that made it an oci-init (`runc init`).
     pub init_exec_seq: Option<u64>,
     /// The exec from an oci-init stage into the workload.
     pub workload_exec_seq: Option<u64>,
-    pub(crate) children: Vec<ProcId>,
-    /// Threads still alive (kept so a thread's exit does not scan every thread).
-    pub(crate) live_threads: usize,
 }
 
 impl Process {
@@ -321,13 +335,13 @@ impl Process {
             parent: None,
             comm: Comm::default(),
             exe: None,
-            argv: Arc::from(Vec::new()),
+            argv: argv_of(&[]),
             argv_truncated: false,
-            threads: vec![Thread {
+            threads: SmallList::one(Thread {
                 tid: pid,
                 comm: Comm::default(),
                 alive: true,
-            }],
+            }),
             is_subreaper: false,
             has_child_subreaper: false,
             pidns: None,
@@ -338,8 +352,7 @@ impl Process {
             container_id: None,
             k8s: None,
             cgroup: None,
-            cgroup_moves: Vec::new(),
-            lineage: vec![LineageEntry {
+            lineage: SmallList::one(LineageEntry {
                 how,
                 parent: 0,
                 caller: None,
@@ -348,7 +361,7 @@ impl Process {
                 syscall: None,
                 reason: None,
                 seq,
-            }],
+            }),
             born_syscall: None,
             start_seq: seq,
             birth_ts_ns: ts_ns,
@@ -356,17 +369,8 @@ impl Process {
             exit_ts_ns: None,
             creator: None,
             birth_parent: None,
-            subreaper_seq: None,
-            subreaper_cleared_seq: None,
-            execs: Vec::new(),
-            renames: Vec::new(),
-            signals: Vec::new(),
-            signals_dropped: 0,
-            killer: None,
-            oom: None,
-            zapped_by: None,
-            init_exec_seq: None,
-            workload_exec_seq: None,
+            execs: SmallList::new(),
+            rare: None,
             children: Vec::new(),
             live_threads: 1,
         }
@@ -389,7 +393,7 @@ impl Process {
 
     /// Number of threads still alive.
     pub fn live_thread_count(&self) -> usize {
-        self.live_threads
+        self.live_threads as usize
     }
 
     /// Its pid inside its own pid namespace, when known and not the host's.
@@ -410,14 +414,14 @@ impl Process {
 
     /// Stages of `runc init` this process renamed itself to, with the seq.
     pub fn stage_renames(&self) -> impl Iterator<Item = (InitStage, &Rename)> {
-        self.renames
+        self.renames()
             .iter()
             .filter_map(|r| InitStage::from_comm(r.comm.as_bytes()).map(|s| (s, r)))
     }
 
     /// Was (or is) part of a `runc init` chain.
     pub fn was_oci_init(&self) -> bool {
-        self.init_exec_seq.is_some()
+        self.init_exec_seq().is_some()
             || matches!(self.role, Some(Role::OciInit { .. }))
             || self.stage_renames().next().is_some()
     }
@@ -432,4 +436,81 @@ impl Process {
             None => "?".to_string(),
         }
     }
+}
+
+/// The rarely set fields, read as if they were the record's own (empty or `None` when the
+/// record has none).
+impl Process {
+    /// Every move into another cgroup, oldest first.
+    pub fn cgroup_moves(&self) -> &[CgroupMove] {
+        self.rare.as_ref().map_or(&[], |r| &r.cgroup_moves)
+    }
+
+    /// Seq of its PR_SET_CHILD_SUBREAPER.
+    pub fn subreaper_seq(&self) -> Option<u64> {
+        self.rare.as_ref().and_then(|r| r.subreaper_seq)
+    }
+
+    /// Seq of a later PR_SET_CHILD_SUBREAPER(0) that cleared it.
+    pub fn subreaper_cleared_seq(&self) -> Option<u64> {
+        self.rare.as_ref().and_then(|r| r.subreaper_cleared_seq)
+    }
+
+    /// Every PR_SET_NAME, oldest first.
+    pub fn renames(&self) -> &[Rename] {
+        self.rare.as_ref().map_or(&[], |r| &r.renames)
+    }
+
+    /// Signals it received or sent that the source kept, oldest first (at most
+    /// [`super::ending::MAX_SIGNALS`]; [`Process::signals_dropped`] counts the ones past that).
+    pub fn signals(&self) -> &[SignalRecord] {
+        self.rare.as_ref().map_or(&[], |r| &r.signals)
+    }
+
+    /// Signals not kept in [`Process::signals`].
+    pub fn signals_dropped(&self) -> u32 {
+        self.rare.as_ref().map_or(0, |r| r.signals_dropped)
+    }
+
+    /// The last signal it received whose default action ends a process: what killed it, when
+    /// a signal did (kept even when [`Process::signals`] is full).
+    pub fn killer(&self) -> Option<&SignalRecord> {
+        self.rare.as_ref().and_then(|r| r.killer.as_ref())
+    }
+
+    /// The OOM killer chose it.
+    pub fn oom(&self) -> Option<&OomMark> {
+        self.rare.as_ref().and_then(|r| r.oom.as_ref())
+    }
+
+    /// Its pid namespace's init died while it lived: zap_pid_ns_processes() sent it SIGKILL.
+    /// The init's host pid and the seq of its death.
+    pub fn zapped_by(&self) -> Option<(u32, u64)> {
+        self.rare.as_ref().and_then(|r| r.zapped_by)
+    }
+
+    /// The exec that made it an oci-init (`runc init`).
+    pub fn init_exec_seq(&self) -> Option<u64> {
+        self.rare.as_ref().and_then(|r| r.init_exec_seq)
+    }
+
+    /// The exec from an oci-init stage into the workload.
+    pub fn workload_exec_seq(&self) -> Option<u64> {
+        self.rare.as_ref().and_then(|r| r.workload_exec_seq)
+    }
+
+    /// The rare fields, to set one (boxed at the first).
+    pub(crate) fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+}
+
+/// argv as a record keeps it; the empty one is shared, so a record without argv (a fork that
+/// never exec'd, a source that does not read argv) allocates nothing for it.
+pub(crate) fn argv_of(argv: &[String]) -> Arc<[String]> {
+    static EMPTY: std::sync::OnceLock<Arc<[String]>> = std::sync::OnceLock::new();
+    if argv.is_empty() {
+        return EMPTY.get_or_init(|| Arc::from(Vec::new())).clone();
+    }
+    Arc::from(argv)
 }

@@ -64,9 +64,9 @@ impl Class {
             cid: p.container_id.clone(),
             birth_parent: p.birth_parent,
             start_seq: p.start_seq,
-            workload: p.workload_exec_seq,
+            workload: p.workload_exec_seq(),
             exit: p.exit_seq,
-            zapped: p.zapped_by,
+            zapped: p.zapped_by(),
         }
     }
 

@@ -193,7 +193,7 @@ pub(super) fn label(p: &Process) -> String {
 /// stage (a container's birth, or a process run in a running container). Stories go in the
 /// order of their anchors' `(start_seq, id)`.
 pub(super) fn is_anchor(p: &Process) -> bool {
-    p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq.is_some()
+    p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq().is_some()
 }
 
 /// The processes one container birth involves, found from INIT back to the shim.
@@ -357,7 +357,7 @@ fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     let first_exec = stages
         .iter()
         .filter_map(|(p, _)| *p)
-        .find_map(|p| p.init_exec_seq.map(|s| (p, s)));
+        .find_map(|p| p.init_exec_seq().map(|s| (p, s)));
     if let Some((p, s)) = first_exec {
         let of = cast
             .runtime
@@ -466,7 +466,7 @@ fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) 
     let init = cast.init;
     for (p, _) in cast.stages() {
         let Some(p) = p else { continue };
-        for m in &p.cgroup_moves {
+        for m in p.cgroup_moves() {
             let inherit = if p.id == init.id {
                 ""
             } else {
@@ -491,7 +491,7 @@ fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) 
 /// program (fs/exec.c begin_new_exec); the pid and the parent stay.
 fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     let init = cast.init;
-    let Some(s) = init.workload_exec_seq else {
+    let Some(s) = init.workload_exec_seq() else {
         return;
     };
     let exe = init
@@ -550,7 +550,7 @@ fn summary(c: &Ctx, cast: &Cast, steps: Vec<StoryStep>) -> Story {
         shim_pid: shim.map(|s| s.pid),
         runtime_pid: runtime.map(|r| r.pid),
         init_pid: init.pid,
-        workload: init.workload_exec_seq.map(|_| init.name()),
+        workload: init.workload_exec_seq().map(|_| init.name()),
         pod: init.k8s.as_ref().and_then(|k| k.pod_text()),
         container_name: init
             .k8s
@@ -584,7 +584,7 @@ fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32,
         None => by.map(|b| format!(" by {b}")).unwrap_or_default(),
     };
     // Fork keeps the creator's cgroup, and no runtime moves the shim out of it.
-    let cg = match (&shim.cgroup, shim.cgroup_moves.is_empty()) {
+    let cg = match (&shim.cgroup, shim.cgroup_moves().is_empty()) {
         (Some(c), true) => format!(" in its creator's cgroup {c}, where it stays"),
         _ => String::new(),
     };
@@ -617,7 +617,7 @@ fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32,
             );
         }
     }
-    if let Some(s) = shim.subreaper_seq {
+    if let Some(s) = shim.subreaper_seq() {
         step(
             StepKind::ShimSubreaper,
             s,
@@ -691,7 +691,7 @@ fn shim_reused(
 /// started the shim, after the previous sandbox came up and before this one's pause exec'd
 /// (containerd runs CNI before or after creating the sandbox, by version).
 fn cni_runs(c: &Ctx, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32, String)> {
-    let Some(end) = sandbox.workload_exec_seq else {
+    let Some(end) = sandbox.workload_exec_seq() else {
         return Vec::new();
     };
     let after = c.sandbox_end_before(end).unwrap_or(0);

@@ -248,7 +248,7 @@ fn threads_subreaper_prctl_marks_the_whole_process() {
     let e = b.engine();
     let p = e.process(100).unwrap();
     assert!(p.is_subreaper);
-    assert_eq!(p.subreaper_seq, Some(s));
+    assert_eq!(p.subreaper_seq(), Some(s));
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn subreaper_cleared_with_zero() {
     let p = e.process(100).unwrap();
     assert!(!p.is_subreaper);
     assert_eq!(
-        (p.subreaper_seq, p.subreaper_cleared_seq),
+        (p.subreaper_seq(), p.subreaper_cleared_seq()),
         (Some(set), Some(cleared))
     );
 }
@@ -605,7 +605,7 @@ fn pr_set_name_renames_the_thread_and_the_leader_names_the_process() {
     b.rename(100, 100, "renamed-app");
     let e = b.engine();
     assert_eq!(e.process(100).unwrap().comm.to_string(), "renamed-app");
-    assert_eq!(e.process(100).unwrap().renames.len(), 2);
+    assert_eq!(e.process(100).unwrap().renames().len(), 2);
 }
 
 // ---- orphans ----
@@ -1274,9 +1274,9 @@ fn oci_init_exec_becomes_container_or_sandbox_with_inherited_id() {
     let e = b.engine();
     assert_eq!(e.process(101).unwrap().role, Some(Role::Container));
     assert_eq!(e.process(101).unwrap().container_id.as_deref(), Some("C1"));
-    assert_eq!(e.process(101).unwrap().workload_exec_seq, Some(s1));
+    assert_eq!(e.process(101).unwrap().workload_exec_seq(), Some(s1));
     assert_eq!(e.process(102).unwrap().role, Some(Role::Sandbox));
-    assert_eq!(e.process(102).unwrap().workload_exec_seq, Some(s2));
+    assert_eq!(e.process(102).unwrap().workload_exec_seq(), Some(s2));
     // A plain process exec'ing something unknown has no role.
     let mut b = B::default();
     b.fork(1, 100);
@@ -2249,7 +2249,7 @@ fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
     let moves: Vec<(u64, &str, u32)> = e
         .process(30)
         .unwrap()
-        .cgroup_moves
+        .cgroup_moves()
         .iter()
         .map(|m| (m.seq, &*m.path, m.by))
         .collect();
@@ -2260,7 +2260,7 @@ fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
             (m2, "/kubepods/pod1/abc/sub", 20)
         ]
     );
-    assert!(e.process(40).unwrap().cgroup_moves.is_empty());
+    assert!(e.process(40).unwrap().cgroup_moves().is_empty());
     assert!(e.warnings().is_empty(), "{:?}", e.warnings());
 }
 
@@ -2801,8 +2801,8 @@ fn a_killed_process_names_its_killer_and_a_sigchld_goes_to_its_parent() {
     assert_eq!(e.sigchld_checks().agreed, 1);
     assert_eq!(e.sigchld_checks().disagreed, 0);
     // Both ends keep the signal; the sender keeps the SIGCHLD it got too.
-    assert_eq!(e.process(200).unwrap().signals.len(), 2);
-    assert_eq!(e.process(100).unwrap().signals.len(), 2);
+    assert_eq!(e.process(200).unwrap().signals().len(), 2);
+    assert_eq!(e.process(100).unwrap().signals().len(), 2);
     assert!(e.process(100).unwrap().death().is_none(), "alive");
 }
 
@@ -2987,8 +2987,8 @@ fn a_processes_signals_are_bounded_and_its_killer_kept() {
     b.killed(200, SIGTERM);
     let e = b.engine();
     let p = e.process(200).unwrap();
-    assert_eq!(p.signals.len(), MAX_SIGNALS);
-    assert_eq!(p.signals_dropped, 11);
+    assert_eq!(p.signals().len(), MAX_SIGNALS);
+    assert_eq!(p.signals_dropped(), 11);
     assert_eq!(death(&e, 200).sender().map(|s| s.sender), Some(100));
     let j = e.process(200).map(|p| p.death()).unwrap();
     assert!(j.is_some());
@@ -3064,6 +3064,34 @@ fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
         "{text}"
     );
     assert_eq!(story_json(&[story])["stories"][0]["container_id"], id);
+}
+
+#[test]
+fn the_written_tree_is_the_tree_text_and_a_failed_write_is_the_error() {
+    let (b, _) = containerd_story();
+    let e = b.engine();
+    let opts = TreeOpts::default();
+    let mut out = Vec::new();
+    super::write_tree_text(&e, opts, super::TextTree::All, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), tree_text(&e, opts));
+    let mut out = Vec::new();
+    super::write_tree_text(&e, opts, super::TextTree::Traced, &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        super::traced_tree_text(&e, opts)
+    );
+    // A reader that went away (`tracer tree | head`): its error comes back, not a short tree.
+    struct Closed;
+    impl std::io::Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let err = super::write_tree_text(&e, opts, super::TextTree::All, &mut Closed).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
 }
 
 // ---- stories kept as events arrive (stories.rs) ----

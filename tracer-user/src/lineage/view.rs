@@ -1,6 +1,6 @@
 //! Text and JSON views of the tree and the stories (schemas in docs/json-schemas.md).
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write};
 
 use serde_json::{json, Value};
 
@@ -154,18 +154,74 @@ pub fn node_label(p: &Process, opts: TreeOpts) -> String {
 
 /// pstree-like text, children ordered by pid.
 pub fn tree_text(e: &Engine, opts: TreeOpts) -> String {
-    tree_text_of(e, opts, None)
+    text_of(|out| tree_text_of(e, opts, None, out))
 }
 
 /// Only what the recording saw act (born, exec'd, renamed, set a subreaper or exited after
 /// the start) and its ancestors: leaves out the rest of the start snapshot.
 pub fn traced_tree_text(e: &Engine, opts: TreeOpts) -> String {
-    tree_text_of(e, opts, Some(&e.with_ancestors(acted)))
+    text_of(|out| write_text(e, opts, TextTree::Traced, out))
 }
 
 /// Only the processes of the pod `m` selects and their ancestors.
 pub fn pod_tree_text(e: &Engine, opts: TreeOpts, m: &(impl PodMatch + ?Sized)) -> String {
-    tree_text_of(e, opts, Some(&super::pod::pod_scope(e, m)))
+    text_of(|out| tree_text_of(e, opts, Some(&super::pod::pod_scope(e, m)), out))
+}
+
+/// Which processes a text tree written by [`write_tree_text`] draws.
+#[derive(Clone, Copy)]
+pub enum TextTree<'a> {
+    /// Every process ([`tree_text`]).
+    All,
+    /// What the recording saw act and its ancestors ([`traced_tree_text`]).
+    Traced,
+    /// The processes of a pod and their ancestors ([`pod_tree_text`]).
+    Pod(&'a dyn PodMatch),
+}
+
+/// The text tree written to `out` line by line, never whole in memory (the tree of a
+/// million processes is some 50 MB of text).
+pub fn write_tree_text(
+    e: &Engine,
+    opts: TreeOpts,
+    which: TextTree<'_>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut w = IoText { out, err: None };
+    match write_text(e, opts, which, &mut w) {
+        Ok(()) => Ok(()),
+        Err(fmt::Error) => Err(w.err.unwrap_or_else(|| std::io::Error::other("format"))),
+    }
+}
+
+fn write_text(e: &Engine, opts: TreeOpts, which: TextTree<'_>, out: &mut dyn Write) -> fmt::Result {
+    match which {
+        TextTree::All => tree_text_of(e, opts, None, out),
+        TextTree::Traced => tree_text_of(e, opts, Some(&e.with_ancestors(acted)), out),
+        TextTree::Pod(m) => tree_text_of(e, opts, Some(&super::pod::pod_scope(e, m)), out),
+    }
+}
+
+/// What `write` puts in a `String` (writing to one cannot fail).
+fn text_of(write: impl FnOnce(&mut dyn Write) -> fmt::Result) -> String {
+    let mut s = String::new();
+    let _ = write(&mut s);
+    s
+}
+
+/// An `io::Write` as a `fmt::Write`, keeping the I/O error `fmt::Error` cannot carry.
+struct IoText<'a> {
+    out: &'a mut dyn std::io::Write,
+    err: Option<std::io::Error>,
+}
+
+impl Write for IoText<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.err = Some(e);
+            fmt::Error
+        })
+    }
 }
 
 /// Did the recording see `p` act: born, exec'd, renamed, set a subreaper or exited after the
@@ -174,12 +230,16 @@ pub fn acted(p: &Process) -> bool {
     p.born_how() != How::Snapshot
         || p.exit_seq.is_some()
         || !p.execs.is_empty()
-        || !p.renames.is_empty()
-        || p.subreaper_seq.is_some()
+        || !p.renames().is_empty()
+        || p.subreaper_seq().is_some()
 }
 
-fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> String {
-    let mut out = String::new();
+fn tree_text_of(
+    e: &Engine,
+    opts: TreeOpts,
+    keep: Option<&HashSet<ProcId>>,
+    out: &mut dyn Write,
+) -> fmt::Result {
     for root in e.roots() {
         if root.exited && !opts.show_exited && !has_live_descendant(e, root) {
             continue;
@@ -187,11 +247,10 @@ fn tree_text_of(e: &Engine, opts: TreeOpts, keep: Option<&HashSet<ProcId>>) -> S
         if keep.is_some_and(|k| !k.contains(&root.id)) {
             continue;
         }
-        out.push_str(&node_label(root, opts));
-        out.push('\n');
-        write_children(e, root, opts, keep, "", &mut out);
+        writeln!(out, "{}", node_label(root, opts))?;
+        write_children(e, root, opts, keep, "", out)?;
     }
-    out
+    Ok(())
 }
 
 fn has_live_descendant(e: &Engine, p: &Process) -> bool {
@@ -209,32 +268,30 @@ fn write_children(
     opts: TreeOpts,
     keep: Option<&HashSet<ProcId>>,
     prefix: &str,
-    out: &mut String,
-) {
+    out: &mut dyn Write,
+) -> fmt::Result {
     // Depth is bounded by the number of records; a cycle cannot form because a record only
     // ever gets a parent that existed before it or one found walking up from it.
     let kids = shown_children(e, p, opts, keep);
     let n = kids.len();
     for (i, c) in kids.into_iter().enumerate() {
         let last = i + 1 == n;
-        out.push_str(prefix);
-        out.push_str(if last { "└─ " } else { "├─ " });
-        out.push_str(&node_label(c, opts));
-        out.push('\n');
+        let branch = if last { "└─ " } else { "├─ " };
+        writeln!(out, "{prefix}{branch}{}", node_label(c, opts))?;
         let next = format!("{prefix}{}", if last { "   " } else { "│  " });
         // Bounds the recursion (and the line width) on absurdly deep chains.
         if next.len() < MAX_PREFIX_BYTES {
-            write_children(e, c, opts, keep, &next, out);
+            write_children(e, c, opts, keep, &next, out)?;
         } else if !c.child_ids().is_empty() {
             let hidden = descendant_count(e, c, opts, keep);
-            out.push_str(&next);
-            let _ = writeln!(
+            writeln!(
                 out,
-                "└─ … {hidden} more below {} not drawn (too deep): see them with --root {} or --format json",
+                "{next}└─ … {hidden} more below {} not drawn (too deep): see them with --root {} or --format json",
                 c.pid, c.pid
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// The children of `p` the text tree draws, by pid.
@@ -277,10 +334,10 @@ fn descendant_count(
 /// the recording has no such pid.
 pub fn subtree_text(e: &Engine, root: u32, opts: TreeOpts) -> Option<String> {
     let p = e.process(root)?;
-    let mut out = node_label(p, opts);
-    out.push('\n');
-    write_children(e, p, opts, None, "", &mut out);
-    Some(out)
+    Some(text_of(|out| {
+        writeln!(out, "{}", node_label(p, opts))?;
+        write_children(e, p, opts, None, "", out)
+    }))
 }
 
 /// One process of the tree JSON: every per-process field is built here.
@@ -310,8 +367,8 @@ fn process_json(p: &Process) -> Value {
     });
     let mut v = process_json_base(p, lineage, exit_code, signal);
     v["death"] = p.death().map_or(Value::Null, |d| death_json(&d));
-    v["signals"] = p.signals.iter().map(signal_json).collect();
-    v["signals_dropped"] = json!(p.signals_dropped);
+    v["signals"] = p.signals().iter().map(signal_json).collect();
+    v["signals_dropped"] = json!(p.signals_dropped());
     v
 }
 
@@ -371,12 +428,12 @@ fn process_json_base(
         "sandbox_id": p.k8s.as_ref().and_then(|k| k.sandbox_id.as_deref()),
         "runtime_namespace": p.k8s.as_ref().and_then(|k| k.runtime_namespace.as_deref()),
         "cgroup": p.cgroup.as_deref(),
-        "cgroup_moves": p.cgroup_moves.iter().map(|m| json!({
+        "cgroup_moves": p.cgroup_moves().iter().map(|m| json!({
             "seq": m.seq, "path": &*m.path, "by": m.by,
         })).collect::<Vec<_>>(),
         "subreaper": p.is_subreaper,
-        "subreaper_seq": p.subreaper_seq,
-        "subreaper_cleared_seq": p.subreaper_cleared_seq,
+        "subreaper_seq": p.subreaper_seq(),
+        "subreaper_cleared_seq": p.subreaper_cleared_seq(),
         "exited": p.exited,
         "exit_code": exit_code.unwrap_or(Value::Null),
         "exit_signal": signal,

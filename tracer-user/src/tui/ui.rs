@@ -437,7 +437,7 @@ fn detail_cgroup(s: &AppState, p: &Process) -> Vec<Line<'static>> {
         .cgroup
         .as_ref()
         .map(|cg| Line::from(vec![detail_key(s, "cgroup"), Span::raw(cg.to_string())]));
-    let moves = p.cgroup_moves.iter().map(|m| {
+    let moves = p.cgroup_moves().iter().map(|m| {
         let t = format!("moved to {} by {} @{}", m.path, m.by, m.seq);
         Line::from(vec![detail_key(s, ""), Span::raw(t)])
     });
@@ -465,10 +465,10 @@ fn detail_pidns(s: &AppState, p: &Process) -> Option<Line<'static>> {
 /// prctl (kernel/sys.c), or only an ancestor's, which kernel/exit.c find_new_reaper looks
 /// for when it has `has_child_subreaper`.
 fn detail_subreaper(s: &AppState, p: &Process) -> Line<'static> {
-    let sub = match (p.is_subreaper, p.subreaper_seq) {
+    let sub = match (p.is_subreaper, p.subreaper_seq()) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
-        (false, Some(q)) => match p.subreaper_cleared_seq {
+        (false, Some(q)) => match p.subreaper_cleared_seq() {
             Some(c) => format!("no (set @{q}, cleared @{c})"),
             None => "no".into(),
         },
@@ -502,7 +502,7 @@ fn detail_history(s: &AppState, p: &Process) -> Vec<Line<'static>> {
             Span::raw(format!("{} @{}", escape(&x.exe), x.seq)),
         ])
     });
-    let renames = p.renames.iter().map(|r| {
+    let renames = p.renames().iter().map(|r| {
         Line::from(vec![
             detail_key(s, "renamed"),
             Span::raw(format!(
