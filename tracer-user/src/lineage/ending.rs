@@ -220,38 +220,3 @@ pub struct SigchldChecks {
     /// The child was not known to the model (outside the recording), so nothing to check.
     pub unchecked: u64,
 }
-
-/// The kinds of adoption, by who took the orphan (or that the kernel named another parent).
-pub const ADOPTION_KINDS: [&str; 4] = ["subreaper", "init", "namespace_init", "kernel_reports"];
-
-/// The kind of an adoption's reason, one of [`ADOPTION_KINDS`].
-pub fn adoption_kind(r: super::Reason) -> &'static str {
-    use super::{Reaper, Reason};
-    match r {
-        Reason::ParentExited { reaper, .. } => match reaper {
-            Reaper::Subreaper(_) => "subreaper",
-            Reaper::Init => "init",
-            Reaper::NsInit(_) | Reaper::NsInitUnseen => "namespace_init",
-        },
-        Reason::KernelReports { .. } => "kernel_reports",
-    }
-}
-
-/// Adoptions the engine has made since it started, by kind: totals that only grow, so a
-/// live view's retention (which drops old records and their lineage) does not lower them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AdoptionTotals([u64; ADOPTION_KINDS.len()]);
-
-impl AdoptionTotals {
-    pub(super) fn count(&mut self, r: super::Reason) {
-        let kind = adoption_kind(r);
-        if let Some(i) = ADOPTION_KINDS.iter().position(|k| *k == kind) {
-            self.0[i] += 1;
-        }
-    }
-
-    /// Each kind with its total.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        ADOPTION_KINDS.iter().copied().zip(self.0.iter().copied())
-    }
-}

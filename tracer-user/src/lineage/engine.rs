@@ -213,7 +213,7 @@ pub struct Engine {
     /// SIGCHLD recipients checked against the model (`death.rs`).
     pub(super) sigchld: super::ending::SigchldChecks,
     /// Every adoption made, by kind (`ending.rs`).
-    pub(super) adoptions: super::ending::AdoptionTotals,
+    pub(super) adoptions: super::process::AdoptionTotals,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -342,7 +342,7 @@ impl Engine {
     }
 
     /// Every adoption the engine made so far, by kind (never lowered by retention).
-    pub fn adoption_totals(&self) -> super::ending::AdoptionTotals {
+    pub fn adoption_totals(&self) -> super::process::AdoptionTotals {
         self.adoptions
     }
 
@@ -812,10 +812,15 @@ impl Engine {
             model: have,
             after_loss: self.lost,
         };
+        self.record_adoption(id, kernel, reason, seq);
+    }
+
+    /// `id`'s lineage gains its adoption by `parent`, counted in the engine's totals.
+    pub(super) fn record_adoption(&mut self, id: ProcId, parent: u32, reason: Reason, seq: u64) {
         self.adoptions.count(reason);
         self.procs[id].lineage.push(LineageEntry {
             how: How::Adopted,
-            parent: kernel,
+            parent,
             caller: None,
             caller_tid: None,
             flags: None,

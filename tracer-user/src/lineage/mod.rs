@@ -29,10 +29,7 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
-pub use ending::{
-    adoption_kind, terminates, AdoptionTotals, Death, DeathHow, OomMark, SigchldChecks,
-    SignalRecord, ADOPTION_KINDS, MAX_SIGNALS,
-};
+pub use ending::{terminates, Death, DeathHow, OomMark, SigchldChecks, SignalRecord, MAX_SIGNALS};
 pub use engine::Retention;
 pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
@@ -42,8 +39,8 @@ pub use pod::{
     PodQuery, SelectedPod,
 };
 pub use process::{
-    CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename, SmallList,
-    Thread,
+    adoption_kind, AdoptionTotals, CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process,
+    Reaper, Reason, Rename, SmallList, Thread, ADOPTION_KINDS,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use stories::{stories, Stories, Work as StoryWork};

@@ -4,7 +4,7 @@
 use crate::event::ExitStatus;
 
 use super::engine::Engine;
-use super::process::{How, LineageEntry, ProcId, Reaper, Reason};
+use super::process::{How, ProcId, Reaper, Reason};
 
 /// Where a dying process's live children go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,17 +92,7 @@ impl Engine {
             parent: dead_pid,
             reaper: why,
         };
-        self.adoptions.count(reason);
-        self.procs[c].lineage.push(LineageEntry {
-            how: How::Adopted,
-            parent: reaper_pid,
-            caller: None,
-            caller_tid: None,
-            flags: None,
-            syscall: None,
-            reason: Some(reason),
-            seq,
-        });
+        self.record_adoption(c, reaper_pid, reason, seq);
     }
 
     /// `child`'s exit tracepoint came before its parent's, so the model left it with that
