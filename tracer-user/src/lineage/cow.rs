@@ -71,11 +71,16 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
-    /// Keeps the elements `keep` says to, in order (rebuilds every chunk).
+    /// Keeps the elements `keep` says to, in order (rebuilds every chunk; an element is
+    /// moved, or copied only when a clone still shares its chunk).
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
         let old = std::mem::take(self);
-        for v in old.iter().filter(|v| keep(v)) {
-            self.push(v.clone());
+        for chunk in old.chunks {
+            for v in Arc::unwrap_or_clone(chunk) {
+                if keep(&v) {
+                    self.push(v);
+                }
+            }
         }
     }
 }

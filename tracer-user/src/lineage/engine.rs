@@ -212,7 +212,7 @@ pub struct Engine {
     pub(super) retention: retain::RetentionState,
     /// SIGCHLD recipients checked against the model (`death.rs`).
     pub(super) sigchld: super::ending::SigchldChecks,
-    /// Every adoption made, by kind (`ending.rs`).
+    /// Every adoption made, by kind (`record_adoption`).
     pub(super) adoptions: super::process::AdoptionTotals,
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::event::SignalResult;
 
 use super::ending::SIGCHLD;
-use super::process::Process;
+use super::process::{Process, Reason};
 use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
 use super::story::{descends_from, label, runtime_daemon_of, Phase, StepKind, Story, StoryStep};
@@ -84,9 +84,13 @@ fn exec_steps(
     };
     // Its exit tracepoint can precede the runtime's and still its SIGCHLD go to the reaper:
     // the runtime's exit_notify() reparented it first (the engine then records an adoption).
-    let adopted = p.last_adoption().is_some();
+    let handed_by = |r: &Process| {
+        p.last_adoption().is_some_and(
+            |l| matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == r.pid),
+        )
+    };
     let after = match runtime.and_then(|r| r.exit_seq.map(|rx| (r, rx))) {
-        Some((r, rx)) if x < rx && !adopted => {
+        Some((r, rx)) if x < rx && !handed_by(r) => {
             format!(" before {} exited: nothing was orphaned", label(r))
         }
         Some((r, rx)) if x < rx => format!(

@@ -22,7 +22,7 @@ pub(super) struct Store {
     changes: Changes,
 }
 
-/// Ids of the records changed (created or written through `IndexMut`) since a reader's
+/// Ids of the records changed (created, or written through `IndexMut` or `update_where`) since a reader's
 /// [`ChangeMark`], bounded: a reader too far behind, or after a change the log cannot name
 /// (retention dropped records), is told to start over.
 #[derive(Debug)]
@@ -58,10 +58,12 @@ impl Clone for Changes {
     fn clone(&self) -> Self {
         Changes {
             origin: ORIGINS.fetch_add(1, Relaxed),
-            log: self.log.clone(),
-            base: self.base,
+            // No mark taken on the original is worth anything on the copy (its origin is
+            // new), so the copy's log starts empty where the original's ends.
+            log: Vec::new(),
+            base: self.end(),
             resets: self.resets,
-            marked: AtomicU64::new(self.marked.load(Relaxed)),
+            marked: AtomicU64::new(self.end()),
         }
     }
 }

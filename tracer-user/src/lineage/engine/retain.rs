@@ -98,10 +98,30 @@ impl Engine {
             .filter(|(_, k)| !**k)
             .map(|(p, _)| p.id)
             .collect();
-        for &id in &dropped {
+        // Nothing to drop: the store, its change log and the stories following it stay as
+        // they are (dropping resets the log, which makes every follower build again).
+        if !dropped.is_empty() {
+            self.drop_records(&dropped, &keep);
+        }
+        let exited = self.procs.iter().filter(|p| p.exited).count();
+        let st = &mut self.retention;
+        st.pruned += dropped.len() as u64;
+        st.exited_held = exited;
+        // An eighth of what is held: the batch's linear cost is spread over as many exits,
+        // and the records held above the window stay a small part of it.
+        let slack = MIN_BATCH.max(self.procs.len() / 8);
+        st.next_count = r.max_exited.max(exited) + slack;
+        st.next_ts = now_ts.saturating_add(age_step(r));
+        dropped.len()
+    }
+
+    /// Drops the records `keep` does not mark (`dropped`, their ids) and every index entry
+    /// and child link that names one.
+    fn drop_records(&mut self, dropped: &[ProcId], keep: &[bool]) {
+        for &id in dropped {
             self.forget(id);
         }
-        self.procs.retain_marked(&keep);
+        self.procs.retain_marked(keep);
         let procs = &self.procs;
         self.namespaces
             .retain(|_, ns| ns.init.is_none_or(|i| procs.contains(i)));
@@ -115,16 +135,6 @@ impl Engine {
         for (id, children) in trimmed {
             self.procs[id].children = children;
         }
-        let exited = self.procs.iter().filter(|p| p.exited).count();
-        let st = &mut self.retention;
-        st.pruned += dropped.len() as u64;
-        st.exited_held = exited;
-        // An eighth of what is held: the batch's linear cost is spread over as many exits,
-        // and the records held above the window stay a small part of it.
-        let slack = MIN_BATCH.max(self.procs.len() / 8);
-        st.next_count = r.max_exited.max(exited) + slack;
-        st.next_ts = now_ts.saturating_add(age_step(r));
-        dropped.len()
     }
 
     /// Which records to keep, by position in the store.
