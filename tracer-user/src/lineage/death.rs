@@ -130,6 +130,12 @@ impl Engine {
             self.sigchld.agreed += 1;
             return;
         }
+        // The first race, told by the child itself: it was never adopted while it ran.
+        if exiting && raced_old_parent {
+            self.adoption_undone(child);
+            self.sigchld.agreed += 1;
+            return;
+        }
         let agrees = model == rec.target
             || rec.target == 0
             || raced_old_parent

@@ -123,6 +123,14 @@ impl AdoptionTotals {
         }
     }
 
+    /// An adoption the engine took back (the kernel never made it).
+    pub(super) fn uncount(&mut self, r: Reason) {
+        let kind = adoption_kind(r);
+        if let Some(i) = ADOPTION_KINDS.iter().position(|k| *k == kind) {
+            self.0[i] = self.0[i].saturating_sub(1);
+        }
+    }
+
     /// Each kind with its total.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         ADOPTION_KINDS.iter().copied().zip(self.0.iter().copied())

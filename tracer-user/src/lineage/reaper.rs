@@ -95,6 +95,26 @@ impl Engine {
         self.record_adoption(c, reaper_pid, reason, seq);
     }
 
+    /// `child`'s exit tracepoint came after its parent's, so the model handed it to the
+    /// reaper; but its own exit_notify() ran before the parent's forget_original_parent(),
+    /// and its SIGCHLD went to that parent: it died that parent's child (and only its zombie
+    /// went to the reaper, reparent_leader()). The adoption is taken back.
+    pub(super) fn adoption_undone(&mut self, child: ProcId) {
+        let last = self.procs[child].lineage.last().cloned();
+        let Some(l) = last.filter(|l| l.how == How::Adopted) else {
+            return;
+        };
+        let Some(reason @ Reason::ParentExited { parent, .. }) = l.reason else {
+            return;
+        };
+        let Some(old) = self.by_pid.get(&parent).copied() else {
+            return;
+        };
+        self.procs[child].lineage.pop();
+        self.adoptions.uncount(reason);
+        self.set_parent(child, Some(old), parent);
+    }
+
     /// `child`'s exit tracepoint came before its parent's, so the model left it with that
     /// parent; but the parent's exit_notify() reparented it (forget_original_parent() moves
     /// every child, exiting or not) before the child's own exit_notify() raised its SIGCHLD,

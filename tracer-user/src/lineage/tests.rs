@@ -3036,6 +3036,13 @@ fn a_child_dying_before_its_dead_parents_exit_notify_notifies_that_parent() {
     let e = b.engine();
     let c = e.sigchld_checks();
     assert_eq!((c.agreed, c.disagreed), (1, 1), "{:?}", e.warnings());
+    // Its own SIGCHLD says it died 200's child: the model's adoption is taken back.
+    let p = e.process(300).unwrap();
+    assert_eq!(p.ppid, 200);
+    assert!(p.last_adoption().is_none(), "{:?}", p.lineage);
+    assert_eq!(e.process(200).unwrap().children.len(), 1);
+    let subreaper = e.adoption_totals().iter().find(|(k, _)| *k == "subreaper");
+    assert_eq!(subreaper, Some(("subreaper", 0)));
 }
 
 #[test]

@@ -42,6 +42,21 @@ impl<T> SmallList<T> {
     }
 }
 
+impl<T> SmallList<T> {
+    /// Removes and returns the last element.
+    pub fn pop(&mut self) -> Option<T> {
+        match std::mem::replace(&mut self.0, Repr::Empty) {
+            Repr::Empty => None,
+            Repr::One(v) => Some(v),
+            Repr::Many(mut all) => {
+                let last = all.pop();
+                self.0 = Repr::Many(all);
+                last
+            }
+        }
+    }
+}
+
 impl<T> Default for SmallList<T> {
     fn default() -> Self {
         SmallList::new()
