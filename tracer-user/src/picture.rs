@@ -29,7 +29,7 @@ pub const MAX_LANES: usize = 2_000;
 pub const MAX_COLS: usize = 10_000;
 /// The smallest font size the drawing uses, in its own pixels (its style sheet). A page is only
 /// filled while this stays at least [`MIN_PAGE_FONT`] once scaled to the page.
-pub const MIN_FONT: f64 = 11.0;
+pub const MIN_FONT: f64 = 12.0;
 /// The smallest text allowed on a printed page, in CSS pixels (96 per inch).
 pub const MIN_PAGE_FONT: f64 = 10.0;
 
@@ -73,10 +73,13 @@ impl Page {
 pub enum PictureError {
     /// The drawing is too large for the page without text under [`MIN_PAGE_FONT`].
     #[error(
-        "the picture is {w}×{h} px: on a {page} page its text would be {font:.1} px (under {MIN_PAGE_FONT} px); leave out --page, or draw one story (--story N)",
+        "the picture is {w}×{h} px: on the {page} page its text would be {font:.1} px (under {MIN_PAGE_FONT} px); leave out --page{}",
+        if *.stories == 1 { "" } else { ", or draw one story (--story N)" },
         page = .page.as_str()
     )]
     TooBig {
+        /// How many stories it draws (one story cannot be cut further).
+        stories: usize,
         /// The page asked for.
         page: Page,
         /// The drawing's own width, in its pixels.
@@ -375,7 +378,7 @@ fn row_of(p: &Process, story: Option<&Story>) -> Row {
             .to_string(),
     };
     Row {
-        id: p.id,
+        ids: vec![p.id],
         group: pod,
         head,
         sub,
@@ -415,15 +418,88 @@ fn rows(e: &Engine, stories: &[Story], lanes: &[ProcId]) -> Vec<Row> {
     rows
 }
 
+/// Rows shared by runs of one program: a process born and ended inside the picture joins the
+/// row of an earlier one of the same pod group, name, role, argv and parent's row once that
+/// one has ended, with room left for its exit status. A pod's CNI plugins, run again on every
+/// retry of a teardown (and their IPAM plugin, run by each), take one row each instead of one
+/// per run; each run keeps its own lifeline, birth arrow and exit.
+fn share_rows(rows: Vec<Row>, e: &Engine, ends: &LaneEnds, col_w: usize) -> Vec<Row> {
+    let span = |id: ProcId| match ends.get(&id) {
+        Some(&(Some(birth), Some(exit))) => Some((birth, exit)),
+        _ => None,
+    };
+    let mut row_of: HashMap<ProcId, usize> = HashMap::new();
+    let mut out: Vec<Row> = Vec::with_capacity(rows.len());
+    for r in rows {
+        let id = r.ids[0];
+        let key = |id: ProcId| {
+            let p = e.get(id)?;
+            let parent = p.birth_parent.map(|b| row_of.get(&b).copied().ok_or(b));
+            Some((p.name(), p.role, p.argv.clone(), parent))
+        };
+        let free = |o: &Row| {
+            let (Some((birth, _)), Some(&last)) = (span(id), o.ids.last()) else {
+                return false;
+            };
+            o.group == r.group
+                && key(o.ids[0]) == key(id)
+                && span(last).is_some_and(|(_, exit)| birth > exit + exit_room(e, last, col_w))
+        };
+        let k = match out.iter().position(free) {
+            Some(k) => {
+                out[k].ids.push(id);
+                k
+            }
+            None => {
+                out.push(r);
+                out.len() - 1
+            }
+        };
+        row_of.insert(id, k);
+    }
+    for r in out.iter_mut().filter(|r| r.ids.len() > 1) {
+        r.head = shared_head(e, &r.ids);
+    }
+    out
+}
+
+/// Columns of `col_w` px the exit status of `id` takes right of its exit.
+fn exit_room(e: &Engine, id: ProcId, col_w: usize) -> usize {
+    let chars = e.get(id).map_or(0, |p| view::exit_text(p).chars().count());
+    (chars * 7 + 8).div_ceil(col_w)
+}
+
+/// `3624, 3639, 3654 loopback [cni-plugin]`; past three runs `3624, 3639 +4 loopback …`.
+fn shared_head(e: &Engine, ids: &[ProcId]) -> String {
+    let pids: Vec<String> = ids
+        .iter()
+        .filter_map(|&id| e.get(id))
+        .map(|p| p.pid.to_string())
+        .collect();
+    let mut head = if pids.len() > 3 {
+        format!("{} +{}", pids[..2].join(", "), pids.len() - 2)
+    } else {
+        pids.join(", ")
+    };
+    if let Some(p) = ids.first().and_then(|&id| e.get(id)) {
+        let _ = write!(head, " {}", p.name());
+        if let Some(r) = p.role {
+            let _ = write!(head, " [{r}]");
+        }
+    }
+    head
+}
+
 const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,sans-serif;font-size:12px;fill:#222}\
-.t{font-size:18px;font-weight:bold}.lg{font-size:11.5px;fill:#444}.pid{font-weight:bold}\
-.mk{font-size:11px;fill:#444}.grp{font-size:12px;font-weight:bold;fill:#333}\
-.band{fill:#f4f6fa;stroke:#d0d6e2}.rep{font-size:11px;fill:#999}\
-.co{fill:#fff;stroke:#b2182b;stroke-width:1.6}.con{font-size:11px;font-weight:bold;fill:#b2182b;text-anchor:middle}\
+.t{font-size:18px;font-weight:bold}.lg{font-size:12px;fill:#444}.pid{font-weight:bold}\
+.mk{font-size:12px;fill:#444}.grp{font-size:12px;font-weight:bold;fill:#333}\
+.band{fill:#f4f6fa;stroke:#d0d6e2}.rep{font-size:12px;fill:#999}\
+.co{fill:#fff;stroke:#b2182b;stroke-width:1.6}.con{font-size:12px;font-weight:bold;fill:#b2182b;text-anchor:middle}\
 .sh{font-size:13px;font-weight:bold}.sl{font-size:12px}\
 .grid{stroke:#e8e8e8;stroke-width:1}.birth{stroke:#222;stroke-width:1.6}\
 .cp{stroke:#d95f02;stroke-width:2}.adopt{stroke:#3182bd;stroke-width:1.6;stroke-dasharray:5 3}\
-.caller{fill:#fff;stroke:#d95f02;stroke-width:2}.st{font-size:11px;fill:#555}";
+.caller{fill:#fff;stroke:#d95f02;stroke-width:2}.st{font-size:12px;fill:#555}\
+.st,.rep{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}";
 
 const DEFS: &str = "<defs><marker id=\"ahb\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#3182bd\"/></marker>\
 <marker id=\"aho\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#d95f02\"/></marker>\
@@ -465,7 +541,9 @@ fn draw(
     add_callouts(e, stories, &lanes.iter().copied().collect(), &mut cols);
     let all_cols = cols.len();
     cols.truncate(MAX_COLS);
-    let rows = rows(e, stories, &lanes);
+    let ends = lane_ends(&cols);
+    let col_w = layout::col_width(cols.len(), opts.page);
+    let rows = share_rows(rows(e, stories, &lanes), e, &ends, col_w);
     let mut notes = Vec::new();
     if all_lanes > lanes.len() || all_cols > cols.len() {
         notes.push(format!(
@@ -487,7 +565,12 @@ fn draw(
     }
     let g = Geo::new(&rows, cols.len(), notes.len(), &steps, opts.page);
     let mut s = String::with_capacity(4096 + cols.len() * 300 + rows.len() * 300);
-    open_svg(&mut s, &g, opts.page.filter(|_| how == Drawn::Alone))?;
+    open_svg(
+        &mut s,
+        &g,
+        opts.page.filter(|_| how == Drawn::Alone),
+        stories.len(),
+    )?;
     header(&mut s, stories, &rows, cols.len(), opts.all, title);
     for (i, n) in notes.iter().enumerate() {
         let _ = write!(
@@ -504,10 +587,14 @@ fn draw(
             g.lanes_top() + 20
         );
     }
-    let lane_of: HashMap<ProcId, usize> = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+    let lane_of: HashMap<ProcId, usize> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.ids.iter().map(move |&id| (id, i)))
+        .collect();
     g.draw_groups(&mut s, &rows);
     draw_grid(&mut s, &g, cols.len());
-    draw_lanes(&mut s, e, &g, &rows, &cols);
+    draw_lanes(&mut s, e, &g, &rows, &ends);
     draw_marks(&mut s, &g, &cols, &lane_of);
     draw_callouts(&mut s, &g, &cols, &lane_of);
     g.draw_steps(&mut s, &steps);
@@ -517,8 +604,13 @@ fn draw(
 
 /// The `<svg>` element, its style and the white ground: sized for `page` when given (the
 /// drawing fitted in it), else the drawing's own size.
-fn open_svg(s: &mut String, g: &Geo, page: Option<Page>) -> Result<(), PictureError> {
-    let view_box = g.fit(page)?;
+fn open_svg(
+    s: &mut String,
+    g: &Geo,
+    page: Option<Page>,
+    stories: usize,
+) -> Result<(), PictureError> {
+    let view_box = g.fit(page, stories)?;
     let (w, h) = match page {
         Some(p) => {
             let (w, h) = p.size_attrs();
@@ -549,13 +641,18 @@ fn header(s: &mut String, stories: &[Story], rows: &[Row], cols: usize, all: boo
     } else {
         "the stories' actors"
     };
+    let procs: usize = rows.iter().map(|r| r.ids.len()).sum();
+    let shared = if procs > rows.len() {
+        " (runs of one program share a row)"
+    } else {
+        ""
+    };
     let _ = write!(
         s,
         "<text class=\"t\" x=\"12\" y=\"26\">{}</text>\
-         <text class=\"lg\" x=\"12\" y=\"46\">{}: {} processes ({scope}), {cols} events; seq across, one lifeline per process, grouped per pod</text>",
+         <text class=\"lg\" x=\"12\" y=\"46\">{}: {procs} processes ({scope}), {cols} events; seq across, one lifeline per process{shared}, grouped per pod</text>",
         xml_text(&what, 110),
         xml_text(title, MAX_TEXT),
-        rows.len(),
     );
     legend(s);
 }
@@ -563,14 +660,14 @@ fn header(s: &mut String, stories: &[Story], rows: &[Row], cols: usize, all: boo
 fn legend(s: &mut String) {
     let rows: [(&str, &str); 6] = [
         ("<line class=\"birth\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahk)\"/>", "born: clone/fork, arrow from the parent"),
-        ("<line class=\"cp\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#aho)\"/><circle class=\"caller\" cx=\"0\" cy=\"0\" r=\"4\"/>", "CLONE_PARENT: born to the caller's parent (○ the caller)"),
-        ("<line class=\"adopt\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahb)\"/>", "adopted: to its new parent, when its parent exited"),
+        ("<line class=\"cp\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#aho)\"/><circle class=\"caller\" cx=\"0\" cy=\"0\" r=\"4\"/>", "CLONE_PARENT: born to its caller's parent (○ caller)"),
+        ("<line class=\"adopt\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahb)\"/>", "adopted: by a new parent when its parent exited"),
         ("<path d=\"M14,-6L20,0L14,6L8,0z\" fill=\"#6a51a3\"/>", "PR_SET_CHILD_SUBREAPER"),
         ("<circle cx=\"14\" cy=\"0\" r=\"4\" fill=\"#31a354\"/><rect x=\"24\" y=\"-4\" width=\"8\" height=\"8\" fill=\"#fd8d3c\"/>", "exec ● · rename (PR_SET_NAME) ▪"),
         ("<circle class=\"co\" cx=\"14\" cy=\"0\" r=\"8\"/><text class=\"con\" x=\"14\" y=\"4\">1</text>", "a story step: see the numbered list"),
     ];
     for (i, (icon, text)) in rows.iter().enumerate() {
-        let (x, y) = (16 + (i % 3) * 375, 70 + (i / 3) * 22);
+        let (x, y) = (16 + (i % 3) * 395, 70 + (i / 3) * 22);
         let _ = write!(
             s,
             "<g transform=\"translate({x},{y})\">{icon}</g><text class=\"lg\" x=\"{}\" y=\"{}\">{text}</text>",
@@ -592,9 +689,12 @@ fn draw_grid(s: &mut String, g: &Geo, cols: usize) {
     }
 }
 
-/// Each drawn process's birth and exit columns, found in one pass over the columns.
-fn lane_ends(cols: &[Col]) -> HashMap<ProcId, (Option<usize>, Option<usize>)> {
-    let mut ends: HashMap<ProcId, (Option<usize>, Option<usize>)> = HashMap::new();
+/// Each drawn process's birth and exit columns.
+type LaneEnds = HashMap<ProcId, (Option<usize>, Option<usize>)>;
+
+/// [`LaneEnds`], found in one pass over the columns.
+fn lane_ends(cols: &[Col]) -> LaneEnds {
+    let mut ends = LaneEnds::new();
     for (i, c) in cols.iter().enumerate() {
         let end = ends.entry(c.proc).or_default();
         match c.mark {
@@ -606,21 +706,24 @@ fn lane_ends(cols: &[Col]) -> HashMap<ProcId, (Option<usize>, Option<usize>)> {
     ends
 }
 
-fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, rows: &[Row], cols: &[Col]) {
-    let ends = lane_ends(cols);
+fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, rows: &[Row], ends: &LaneEnds) {
     for (k, row) in rows.iter().enumerate() {
-        let Some(p) = e.get(row.id) else { continue };
         let y = g.y(k);
-        let (birth, exit) = ends.get(&row.id).copied().unwrap_or_default();
-        let start = birth.map_or(g.x(0) - 8, |i| g.x(i));
-        let end = exit.map_or(g.right(), |i| g.x(i));
-        let (_, fill) = role_style(p.role);
-        let stroke = if fill == "#ffffff" { "#9e9e9e" } else { fill };
-        let _ = write!(
-            s,
-            "<line x1=\"{start}\" y1=\"{y}\" x2=\"{end}\" y2=\"{y}\" stroke=\"{stroke}\" stroke-width=\"5\" stroke-linecap=\"round\"/>"
-        );
-        g.draw_label(s, row, y, start, end);
+        let mut spans = Vec::with_capacity(row.ids.len());
+        for &id in &row.ids {
+            let Some(p) = e.get(id) else { continue };
+            let (birth, exit) = ends.get(&id).copied().unwrap_or_default();
+            let start = birth.map_or(g.x(0) - 8, |i| g.x(i));
+            let end = exit.map_or(g.right(), |i| g.x(i));
+            let (_, fill) = role_style(p.role);
+            let stroke = if fill == "#ffffff" { "#9e9e9e" } else { fill };
+            let _ = write!(
+                s,
+                "<line x1=\"{start}\" y1=\"{y}\" x2=\"{end}\" y2=\"{y}\" stroke=\"{stroke}\" stroke-width=\"5\" stroke-linecap=\"round\"/>"
+            );
+            spans.push((start, end));
+        }
+        g.draw_label(s, row, y, &spans);
     }
 }
 
@@ -668,23 +771,52 @@ fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, u
     }
 }
 
-/// The numbered circles: above the lifeline at the step's column, stacked upwards when one
-/// column shows several steps.
+/// The numbered circles: above the lifeline at the step's column, lifted when they would
+/// touch a circle already placed (several steps in one column, or neighbouring columns
+/// narrowed to fit a page).
 fn draw_callouts(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, usize>) {
+    for (n, x, y) in callout_spots(g, cols, lane_of) {
+        callout(s, n, x, y);
+    }
+}
+
+/// Where each callout goes: (step number, centre x, centre y). Columns come left to right, so
+/// only the circles placed within one diameter to the left can be in the way.
+fn callout_spots(
+    g: &Geo,
+    cols: &[Col],
+    lane_of: &HashMap<ProcId, usize>,
+) -> Vec<(usize, usize, usize)> {
+    const CLEAR: usize = 2 * CALLOUT_R + 4;
+    let mut spots: Vec<(usize, usize, usize)> = Vec::new();
     for (i, c) in cols.iter().enumerate() {
         let Some(&lane) = lane_of.get(&c.proc) else {
             continue;
         };
-        for (k, n) in c.callouts.iter().enumerate() {
-            let (x, y) = (g.x(i), g.y(lane) - 16 - k * 19);
-            callout(s, *n, x, y);
+        let x = g.x(i);
+        for &n in &c.callouts {
+            let near: Vec<usize> = spots
+                .iter()
+                .rev()
+                .take_while(|s| s.1 + CLEAR > x)
+                .map(|s| s.2)
+                .collect();
+            let y = (0..)
+                .map(|k| (g.y(lane) - 16).saturating_sub(k * 19))
+                .find(|&y| near.iter().all(|&o| o.abs_diff(y) >= CLEAR) || y == 0)
+                .unwrap_or(0);
+            spots.push((n, x, y));
         }
     }
+    spots
 }
+
+/// A callout's radius (two-digit numbers; three digits get 2 px more).
+const CALLOUT_R: usize = 9;
 
 /// A circled step number centred on (`x`, `y`).
 fn callout(s: &mut String, n: usize, x: usize, y: usize) {
-    let r = if n >= 100 { 11 } else { 9 };
+    let r = if n >= 100 { CALLOUT_R + 2 } else { CALLOUT_R };
     let _ = write!(
         s,
         "<circle class=\"co\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\"/><text class=\"con\" x=\"{x}\" y=\"{}\">{n}</text>",

@@ -178,6 +178,66 @@ fn story_on_an_a4_page_is_readable_and_names_pod_and_container() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Every numbered circle of the timeline (`class="co"`): centre and radius. The step list's
+/// circles stand in one column at the left, one line apart.
+fn callouts(svg: &str) -> Vec<(f64, f64, f64)> {
+    svg.split("<circle class=\"co\"")
+        .skip(1)
+        .filter_map(|t| {
+            let n = |a: &str| attr(t, a)?.parse::<f64>().ok();
+            Some((n("cx")?, n("cy")?, n("r")?))
+        })
+        .collect()
+}
+
+#[test]
+fn every_story_of_every_bundled_demo_fits_a4_and_a_slide_with_callouts_apart() {
+    let dir = temp("cli-handout", "every");
+    let mut drawn = 0;
+    for demo in [
+        "demo:pod",
+        "demo:lifecycle",
+        "demo:restart",
+        "demo:containerd",
+    ] {
+        let json = run(Command::new(TRACER).args(["story", demo, "--format", "json"]));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let n = v["stories"].as_array().unwrap().len();
+        assert!(n > 0, "{demo} has stories");
+        for i in 1..=n {
+            for (page, aspect) in [("a4", 297.0 / 210.0), ("16:9", 16.0 / 9.0)] {
+                let name = format!("{}-{i}-{}", &demo[5..], &page[..2]);
+                let svg = export(
+                    &[
+                        demo,
+                        "--story",
+                        &i.to_string(),
+                        "--page",
+                        page,
+                        "--format",
+                        "svg",
+                    ],
+                    &dir.join(format!("{name}.svg")),
+                );
+                check_page(&svg, &dir, &name, aspect);
+                let co = callouts(&svg);
+                for (k, a) in co.iter().enumerate() {
+                    for b in &co[k + 1..] {
+                        let d = ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt();
+                        assert!(
+                            d >= a.2 + b.2,
+                            "{name}: callouts at {a:?} and {b:?} overlap"
+                        );
+                    }
+                }
+                drawn += 1;
+            }
+        }
+    }
+    assert!(drawn >= 90, "{drawn} pages");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_timeline_too_large_for_the_page_or_a_missing_story_is_one_line() {
     let dir = temp("cli-handout", "errors");

@@ -8,19 +8,23 @@ use crate::lineage::{view, ProcId, Story};
 
 /// Width of the row labels on the left.
 const LABEL_W: usize = 290;
-/// Width of one event column; on a page, down to [`MIN_COL_W`] to fit.
-const COL_W: usize = 24;
-const MIN_COL_W: usize = 19;
+/// Width of one event column; on a page, down to [`MIN_COL_W`] to fit: the marks of two
+/// neighbouring columns still clear each other (the widest, a subreaper's diamond, is 14 px),
+/// and callouts that would touch are lifted (`super::callout_spots`).
+pub(super) const COL_W: usize = 24;
+const MIN_COL_W: usize = 13;
 /// Height of one lane.
-const LANE_H: usize = 30;
+const LANE_H: usize = 28;
 /// Height of a pod band's title.
 const GROUP_H: usize = 20;
 /// Space between two pod bands.
 const GROUP_GAP: usize = 8;
 /// Room right of the last column, for the last exit's status.
 const RIGHT_W: usize = 110;
+/// The bottom of the legend: the lanes start here, or under the notes.
+const LEGEND_END: usize = 106;
 /// Baseline of the first note under the legend, and the height of one note.
-pub(super) const NOTES_Y: usize = 124;
+pub(super) const NOTES_Y: usize = LEGEND_END + 14;
 pub(super) const NOTE_H: usize = 18;
 /// Height of one line of the step list.
 const LINE_H: usize = 15;
@@ -28,12 +32,15 @@ const LINE_H: usize = 15;
 const CHAR_W: f64 = 6.9;
 /// A lifeline longer than this repeats its row's label along it.
 const REPEAT_EVERY: usize = 900;
-/// Least width of a picture without a page (room for the legend and the step list).
+/// Least width of a picture (room for the legend and the step list); on a page it is scaled
+/// down to the page's width.
 const MIN_W: usize = 1200;
 
 /// One drawn process: its lane's label and the pod it is grouped under.
 pub(super) struct Row {
-    pub id: ProcId,
+    /// The process drawn on it; several runs of one program when they share it
+    /// (`super::share_rows`).
+    pub ids: Vec<ProcId>,
     /// `namespace/name` of its pod; `None`: the host's and the runtime daemon's.
     pub group: Option<String>,
     /// `PID name [role]`.
@@ -75,6 +82,19 @@ pub(super) fn step_lines(stories: &[Story]) -> Vec<Line> {
     v
 }
 
+/// Width of all but the event columns: labels, the margin before the first column, the room
+/// after the last.
+const FIXED_W: usize = LABEL_W + 24 + RIGHT_W;
+
+/// The width of one event column: [`COL_W`], or on a page as narrow as needed (down to
+/// [`MIN_COL_W`]) for the page's width at 5% above the least readable scale.
+pub(super) fn col_width(cols: usize, page: Option<Page>) -> usize {
+    page.map_or(COL_W, |p| {
+        let room = p.px().0 * MIN_FONT / MIN_PAGE_FONT * 0.95 - FIXED_W as f64;
+        ((room / cols.max(1) as f64) as usize).clamp(MIN_COL_W, COL_W)
+    })
+}
+
 /// The geometry of one picture.
 pub(super) struct Geo {
     cols: usize,
@@ -99,18 +119,11 @@ impl Geo {
         steps: &[Line],
         page: Option<Page>,
     ) -> Geo {
-        let top = NOTES_Y + notes * NOTE_H;
+        let top = LEGEND_END + notes * NOTE_H;
         let (ys, bands, bottom) = lanes(rows, top);
-        let fixed = LABEL_W + 24 + RIGHT_W;
-        // On a page: columns as narrow as needed for the page's width at 5% above the least
-        // readable scale.
-        let col_w = page.map_or(COL_W, |p| {
-            let room = p.px().0 * MIN_FONT / MIN_PAGE_FONT * 0.95 - fixed as f64;
-            ((room / cols.max(1) as f64) as usize).clamp(MIN_COL_W, COL_W)
-        });
-        let timeline = fixed + cols.max(1) * col_w;
-        let least = page.map_or(MIN_W, |p| p.px().0 as usize);
-        let width = timeline.max(least);
+        let col_w = col_width(cols, page);
+        let timeline = FIXED_W + cols.max(1) * col_w;
+        let width = timeline.max(MIN_W);
         let mut g = Geo {
             cols,
             col_w,
@@ -182,8 +195,9 @@ impl Geo {
     }
 
     /// The viewBox: the drawing itself, or (with a page) the page's shape around it, scaled
-    /// so that it fits; an error when its text would then be under [`MIN_PAGE_FONT`].
-    pub(super) fn fit(&self, page: Option<Page>) -> Result<String, PictureError> {
+    /// so that it fits; an error when its text would then be under [`MIN_PAGE_FONT`] (`stories`:
+    /// how many it draws, for the error's advice).
+    pub(super) fn fit(&self, page: Option<Page>, stories: usize) -> Result<String, PictureError> {
         let (w, h) = (self.width as f64, self.height as f64);
         let Some(page) = page else {
             return Ok(format!("0 0 {} {}", self.width, self.height));
@@ -192,6 +206,7 @@ impl Geo {
         let scale = (pw / w).min(ph / h);
         if MIN_FONT * scale < MIN_PAGE_FONT {
             return Err(PictureError::TooBig {
+                stories,
                 page,
                 w: self.width,
                 h: self.height,
@@ -254,14 +269,15 @@ impl Geo {
         }
     }
 
-    /// A row's label at the left, and again under its lifeline every [`REPEAT_EVERY`] px.
-    pub(super) fn draw_label(&self, s: &mut String, row: &Row, y: usize, start: usize, end: usize) {
+    /// A row's label at the left, and again along each of its lifelines (`spans`, from and to
+    /// x) every [`REPEAT_EVERY`] px.
+    pub(super) fn draw_label(&self, s: &mut String, row: &Row, y: usize, spans: &[(usize, usize)]) {
         let _ = write!(
             s,
             "<text class=\"pid\" x=\"12\" y=\"{}\">{}</text><text class=\"mk\" x=\"12\" y=\"{}\">{}</text>",
-            y - 3,
+            y - 2,
             xml_text(&row.head, 38),
-            y + 12,
+            y + 11,
             xml_text(&row.sub, 44)
         );
         let both = if row.sub.is_empty() {
@@ -269,7 +285,10 @@ impl Geo {
         } else {
             format!("{} · {}", row.head, row.sub)
         };
-        for x in repeats(end).filter(|&x| x > start) {
+        let along = spans
+            .iter()
+            .flat_map(|&(start, end)| repeats(end).filter(move |&x| x > start));
+        for x in along {
             let _ = write!(
                 s,
                 "<text class=\"rep\" x=\"{x}\" y=\"{}\">{}</text>",

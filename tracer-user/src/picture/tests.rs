@@ -96,4 +96,58 @@ fn a_page_too_small_for_readable_text_is_an_error() {
     };
     let err = svg(&e, &[], &opts, "t").unwrap_err();
     assert!(err.to_string().contains("--story N"), "{err}");
+    // One story cannot be cut further: only leaving out the page is advised.
+    let PictureError::TooBig { w, h, font, .. } = err else {
+        panic!("{err}")
+    };
+    let one = PictureError::TooBig {
+        stories: 1,
+        page: Page::A4,
+        w,
+        h,
+        font,
+    };
+    assert!(one.to_string().ends_with("leave out --page"), "{one}");
+}
+
+#[test]
+fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
+    let mut e = Engine::new();
+    for ev in crate::synth::chain(3) {
+        e.apply(&ev);
+    }
+    let id = e.processes().next().unwrap().id;
+    // 80 columns on an A4 page are narrowed to the least width, each with a step (two in
+    // every fifth).
+    let cols: Vec<Col> = (0..80)
+        .map(|i| Col {
+            seq: i,
+            proc: id,
+            mark: Mark::Exec,
+            callouts: if i % 5 == 0 { vec![1, 2] } else { vec![3] },
+        })
+        .collect();
+    let row = Row {
+        ids: vec![id],
+        group: None,
+        head: String::new(),
+        sub: String::new(),
+    };
+    let g = Geo::new(&[row], cols.len(), 0, &[], Some(Page::A4));
+    assert!(
+        g.x(1) - g.x(0) < 2 * CALLOUT_R,
+        "columns narrower than a callout"
+    );
+    let lane_of = HashMap::from([(id, 0)]);
+    let spots = callout_spots(&g, &cols, &lane_of);
+    assert_eq!(spots.len(), 96);
+    for (k, a) in spots.iter().enumerate() {
+        for b in &spots[k + 1..] {
+            let (dx, dy) = (a.1.abs_diff(b.1) as f64, a.2.abs_diff(b.2) as f64);
+            assert!(
+                dx.hypot(dy) >= 2.0 * CALLOUT_R as f64,
+                "{a:?} and {b:?} overlap"
+            );
+        }
+    }
 }
