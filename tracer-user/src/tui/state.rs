@@ -417,9 +417,9 @@ pub struct AppState {
     pub stats: StreamStats,
     /// Newest event timestamp seen (the stream's clock).
     pub last_ts_ns: u64,
-    /// Only this pod (its name or `namespace/name`): its processes and their ancestors in
-    /// the tree, its containers' stories.
-    pub pod: Option<String>,
+    /// Only this pod, or one container of it: its processes and their ancestors in the tree,
+    /// its containers' (or that container's) stories, as `tree`/`story --pod` show them.
+    pub pod: Option<crate::lineage::PodScope>,
     /// The app should exit.
     pub quit: bool,
     /// Something changed since the last frame.
@@ -1152,10 +1152,7 @@ fn build_rows(s: &AppState) -> Vec<Row> {
     } else {
         live_below(e)
     };
-    let scope = s
-        .pod
-        .as_deref()
-        .map(|name| crate::lineage::pod_scope(e, name));
+    let scope = s.pod.as_ref().map(|m| crate::lineage::pod_scope(e, m));
     let visible = |p: &Process| {
         (!gone(p) || live.contains(&p.id)) && scope.as_ref().is_none_or(|sc| sc.contains(&p.id))
     };

@@ -658,6 +658,7 @@ async fn replay_source_obeys_controls() {
         evs.iter().cloned().collect(),
         Vec::new(),
         opts,
+        None,
         tx,
         ctl_rx,
         None,
@@ -807,6 +808,7 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
         evs.iter().cloned().collect(),
         Vec::new(),
         opts,
+        None,
         tx,
         ctl_rx,
         None,
@@ -1202,6 +1204,7 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
         head.iter().cloned().collect(),
         Vec::new(),
         opts,
+        None,
         tx,
         ctl_rx,
         Some(tail_rx),
@@ -1242,7 +1245,10 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
     let seed = input.snapshot();
     let evs: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
     let mut s = AppState::new_replay("pod.trace");
-    s.pod = Some("shared".into());
+    s.pod = Some(crate::lineage::PodScope::Typed(crate::lineage::PodQuery {
+        pod: "shared".into(),
+        ..Default::default()
+    }));
     s.seed(&seed);
     let mut e = Engine::new();
     e.seed_snapshot(&seed);
@@ -1280,6 +1286,50 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
         .full_stories
         .iter()
         .all(|st| crate::lineage::story_in_pod(st, "shared")));
+}
+
+#[test]
+fn a_guided_view_scoped_to_a_container_opens_at_its_first_step() {
+    let mut input = crate::demo::Demo::Pod.open().expect("demo");
+    let seed = input.snapshot();
+    let events: crate::tracefile::PackedEvents =
+        input.by_ref().collect::<Result<_, _>>().expect("events");
+    let mut e = Engine::seeded(&seed);
+    events.iter().for_each(|ev| e.apply(&ev));
+    let q = crate::lineage::PodQuery {
+        pod: "web".into(),
+        namespace: None,
+        container: Some("sidecar".into()),
+    };
+    let scope = crate::lineage::PodScope::Found(crate::lineage::resolve_pod(&e, &q).unwrap());
+    // The truth from the stories' own container names, not the matcher.
+    let first = crate::lineage::stories(&e)
+        .iter()
+        .filter(|st| st.container_name.as_deref() == Some("sidecar"))
+        .flat_map(|st| st.steps.iter().map(|step| step.seq))
+        .min()
+        .expect("sidecar steps");
+    let all_first = crate::lineage::stories(&e)
+        .iter()
+        .flat_map(|st| st.steps.iter().map(|step| step.seq))
+        .min();
+    assert!(
+        all_first < Some(first),
+        "the demo's first step is another's"
+    );
+    let opts = guided();
+    let mut s = super::replay_state("demo".into(), Some(scope.clone()), &seed, &opts);
+    for m in super::source::opening(events, &seed, &opts, Some(&scope)) {
+        s.ingest(m);
+    }
+    s.refresh();
+    assert_eq!(s.last_seq(), Some(first));
+    assert!(!s.story.stories.is_empty());
+    assert!(s
+        .story
+        .stories
+        .iter()
+        .all(|st| st.container_name.as_deref() == Some("sidecar")));
 }
 
 /// A recorder that keeps what it is given, for the live-source tests.
@@ -1399,7 +1449,7 @@ fn demo_state(opts: &ReplayOpts, size: (u16, u16)) -> AppState {
     let events: crate::tracefile::PackedEvents =
         input.by_ref().collect::<Result<_, _>>().expect("events");
     let mut s = super::replay_state("demo".into(), None, &seed, opts);
-    for m in super::source::opening(events, &seed, opts) {
+    for m in super::source::opening(events, &seed, opts, None) {
         s.ingest(m);
     }
     s.view.size = size;
