@@ -168,6 +168,7 @@ impl Default for LiveOpts {
 pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
     use crate::capture::{CaptureBuilder, Target};
     require_terminal()?;
+    let seed_scope = target.seed_scope();
     let title = match &target {
         Target::All => "all".to_string(),
         Target::Pid(p) => format!("pid {p}"),
@@ -206,6 +207,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         open_scoped(&mut state, opts.no_threads, opts.pod.map(PodScope::Typed));
         state.set_sched_probes(!cap.syscall_probes());
         state.status.message = note;
+        state.capture.seed_scope = seed_scope;
         state.status.recording = opts
             .record_path
             .filter(|_| opts.recorder.is_some())

@@ -333,6 +333,8 @@ pub struct Capture {
     /// The processes seen at the start, and the newest [`LIVE_EVENTS_CAP`] events (what `w`
     /// writes); whether older events were let go.
     pub window: (Vec<crate::lineage::SnapshotProcess>, VecDeque<Event>, bool),
+    /// Which processes the window's seed holds (the header's `snapshot` key `w` writes).
+    pub seed_scope: crate::tracefile::SnapshotScope,
     /// `w` was pressed; the app loop writes the window and clears it.
     pub save_requested: bool,
 }
@@ -506,6 +508,7 @@ impl AppState {
             capture: Capture {
                 pending: Vec::new(),
                 window: (Vec::new(), VecDeque::new(), false),
+                seed_scope: crate::tracefile::SnapshotScope::Followed,
                 save_requested: false,
             },
             status: Status {

@@ -1153,6 +1153,18 @@ fn pod_view_groups_pods_containers_and_processes() {
     assert!(screen(&mut s).contains("100 containerd-shim"));
 }
 
+/// The values of the `snapshot` key in the header of the trace file at `path`, as read back.
+fn snapshot_key(path: &std::path::Path) -> Vec<String> {
+    let input = crate::Input::open(path).expect("readable");
+    let header = input.header().expect("a trace file's header");
+    header
+        .extra
+        .iter()
+        .filter(|(k, _)| k == "snapshot")
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
 #[test]
 fn w_writes_the_live_window_to_a_new_private_trace_file() {
     use std::os::unix::fs::PermissionsExt;
@@ -1178,8 +1190,14 @@ fn w_writes_the_live_window_to_a_new_private_trace_file() {
     evs.iter().for_each(|ev| truth.apply(ev));
     let text = |e: &crate::Engine| crate::lineage::tree_text(e, Default::default());
     assert_eq!(text(&back), text(&truth));
+    assert_eq!(snapshot_key(&path), ["followed"]);
     // Never over an existing file.
     assert!(super::save::write_window(&s, &path).is_err());
+    // A view of every process (`--all`) was seeded from the whole host: the header says so.
+    s.capture.seed_scope = crate::tracefile::SnapshotScope::All;
+    let all = dir.path().join("all.trace");
+    super::save::write_window(&s, &all).expect("written");
+    assert_eq!(snapshot_key(&all), ["all"]);
     // Recording already: nothing to save.
     s.capture.save_requested = false;
     s.status.recording = Some("r.trace".into());
