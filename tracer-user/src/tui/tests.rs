@@ -1257,6 +1257,28 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
     task.abort();
 }
 
+/// The processes the tree pane has a row for.
+fn shown_processes(s: &AppState) -> std::collections::HashSet<crate::lineage::ProcId> {
+    s.tree
+        .rows
+        .iter()
+        .filter_map(|r| match r.kind {
+            RowKind::Proc(id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The story pane lists stories, all of container `name` (as the stories name it).
+fn only_stories_of(s: &AppState, name: &str) {
+    assert!(!s.story.stories.is_empty());
+    assert!(s
+        .story
+        .stories
+        .iter()
+        .all(|st| st.container_name.as_deref() == Some(name)));
+}
+
 #[test]
 fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
     let mut input = crate::demo::open().unwrap();
@@ -1278,15 +1300,7 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
     s.ingest(Msg::Events(evs.clone()));
     s.refresh();
     let scope = crate::lineage::pod_scope(&e, "shared");
-    let shown: std::collections::HashSet<_> = s
-        .tree
-        .rows
-        .iter()
-        .filter_map(|r| match r.kind {
-            RowKind::Proc(id) => Some(id),
-            _ => None,
-        })
-        .collect();
+    let shown = shown_processes(&s);
     assert!(!shown.is_empty());
     assert!(shown.iter().all(|id| scope.contains(id)));
     let in_pod: Vec<_> = e
@@ -1342,12 +1356,56 @@ fn a_guided_view_scoped_to_a_container_opens_at_its_first_step() {
     }
     s.refresh();
     assert_eq!(s.last_seq(), Some(first));
-    assert!(!s.story.stories.is_empty());
-    assert!(s
-        .story
-        .stories
+    only_stories_of(&s, "sidecar");
+}
+
+#[test]
+fn a_live_view_waiting_for_a_container_shows_it_once_it_appears() {
+    use crate::lineage::Process;
+    let mut input = crate::demo::Demo::Pod.open().expect("demo");
+    let seed = input.snapshot();
+    let evs: Vec<Event> = input.by_ref().collect::<Result<_, _>>().expect("events");
+    let mut s = AppState::new_live("all");
+    s.pod = Some(crate::lineage::PodScope::Typed(crate::lineage::PodQuery {
+        pod: "tracer-lab/web".into(),
+        namespace: None,
+        container: Some("sidecar".into()),
+    }));
+    s.seed(&seed);
+    let container = |p: &Process| p.k8s.as_ref().and_then(|k| k.container_name.clone());
+    // Until a process of the container is known, nothing: the pod's sandbox is not it.
+    let first = evs
         .iter()
-        .all(|st| st.container_name.as_deref() == Some("sidecar")));
+        .position(|ev| {
+            matches!(&ev.kind, EventKind::ContainerMeta { .. }) && {
+                let mut e = Engine::seeded(&seed);
+                evs.iter()
+                    .take_while(|x| x.seq <= ev.seq)
+                    .for_each(|x| e.apply(x));
+                let found = e
+                    .processes()
+                    .any(|p| container(p).as_deref() == Some("sidecar"));
+                found
+            }
+        })
+        .expect("the sidecar's bundle");
+    s.ingest(Msg::Events(evs[..first].to_vec()));
+    s.refresh();
+    assert!(shown_processes(&s).is_empty());
+    s.ingest(Msg::Events(evs[first..].to_vec()));
+    s.refresh();
+    let rows = shown_processes(&s);
+    let of = |name: &str| -> Vec<crate::lineage::ProcId> {
+        s.engine
+            .processes()
+            .filter(|p| container(p).as_deref() == Some(name))
+            .map(|p| p.id)
+            .collect()
+    };
+    assert!(!of("sidecar").is_empty() && !of("master").is_empty());
+    assert!(of("sidecar").iter().all(|id| rows.contains(id)), "{rows:?}");
+    assert!(!of("master").iter().any(|id| rows.contains(id)), "{rows:?}");
+    only_stories_of(&s, "sidecar");
 }
 
 /// A recorder that keeps what it is given, for the live-source tests.
