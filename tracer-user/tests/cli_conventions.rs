@@ -108,6 +108,16 @@ fn a_pod_that_is_not_there_is_one_line_and_exit_1_for_every_command() {
         &["tree", "demo:pod", "--pod", "web", "-n", "default"],
         &["story", "demo:pod", "--pod", "web", "--container", "nosuch"],
         &["view", "demo:pod", "--pod", "web", "--container", "nosuch"],
+        &["demo", "pod", "--no-tui", "--pod", "nosuch"],
+        &[
+            "demo",
+            "--screenshot",
+            "80x24",
+            "--pod",
+            "web",
+            "--container",
+            "nosuch",
+        ],
         &[
             "replay",
             "demo:pod",
@@ -296,6 +306,42 @@ fn the_viewer_with_container_shows_what_tree_and_story_show_of_it() {
     assert!(
         headers.iter().all(|h| h.starts_with("container sidecar ")),
         "{headers:?}"
+    );
+}
+
+/// `tracer demo --no-tui` with `--pod`/`--container` prints what `tree` and `story` print of
+/// it; in the viewer, the status bar names the scope.
+#[test]
+fn demo_with_container_prints_what_tree_and_story_print() {
+    let scope = ["--pod", "web", "--container", "sidecar"];
+    let printed = ok(&[&["demo", "pod", "--no-tui"][..], &scope].concat());
+    let section = |from: &str, to: Option<&str>| -> String {
+        let start = printed.find(from).unwrap_or_else(|| panic!("{printed}")) + from.len();
+        let end = to.map_or(printed.len(), |t| printed[start..].find(t).unwrap() + start);
+        printed[start..end].trim_matches('\n').to_string()
+    };
+    let tree = ok(&[&["tree", "demo:pod"][..], &scope].concat());
+    let story = ok(&[&["story", "demo:pod"][..], &scope].concat());
+    assert!(
+        tree.contains("· sidecar>") && !tree.contains("· master>"),
+        "{tree}"
+    );
+    assert_eq!(
+        section("== process tree at the end of the demo", Some("\n== ")),
+        tree.trim_matches('\n')
+    );
+    assert_eq!(
+        section(
+            "== container stories: births, execs, deaths, restarts",
+            None
+        ),
+        story.trim_matches('\n')
+    );
+    let shot = ok(&[&["demo", "--screenshot", "160x30"][..], &scope].concat());
+    let status = shot.lines().last().unwrap();
+    assert!(
+        status.contains("pod tracer-lab/web · container sidecar"),
+        "{status}"
     );
 }
 
