@@ -107,6 +107,26 @@ fn a_pod_that_is_not_there_is_one_line_and_exit_1_for_every_command() {
         &["view", "demo:pod", "--pod", "nosuch"],
         &["tree", "demo:pod", "--pod", "web", "-n", "default"],
         &["story", "demo:pod", "--pod", "web", "--container", "nosuch"],
+        &["view", "demo:pod", "--pod", "web", "--container", "nosuch"],
+        &["demo", "pod", "--no-tui", "--pod", "nosuch"],
+        &[
+            "demo",
+            "--screenshot",
+            "80x24",
+            "--pod",
+            "web",
+            "--container",
+            "nosuch",
+        ],
+        &[
+            "replay",
+            "demo:pod",
+            "--guided",
+            "--pod",
+            "web",
+            "--container",
+            "nosuch",
+        ],
     ] {
         let err = one_line_error(&tracer(args), 1);
         assert!(err.starts_with("tracer: demo:pod: "), "{args:?}: {err}");
@@ -208,6 +228,121 @@ fn container_keeps_one_containers_stories_processes_and_events() {
         "sidecar",
     ]);
     assert!(0 < one && one < pod, "{one} of {pod}");
+}
+
+/// The pids of `tracer tree demo:pod --format json` with `scope` (the text command's truth).
+fn tree_pids(scope: &[&str]) -> std::collections::BTreeSet<u64> {
+    let tree: serde_json::Value =
+        serde_json::from_str(&ok(
+            &[&["tree", "demo:pod", "--format", "json"], scope].concat()
+        ))
+        .unwrap();
+    let pids: std::collections::BTreeSet<u64> = tree["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert!(!pids.is_empty(), "{scope:?}");
+    pids
+}
+
+/// Does the screen's tree pane have a row for `pid` (a root at the line's start, or below a
+/// branch; the log pane writes `[pid  N]`, the detail pane `│N`)?
+fn has_tree_row(screen: &str, pid: u64) -> bool {
+    screen
+        .lines()
+        .any(|l| l.starts_with(&format!("{pid} ")) || l.contains(&format!("─ {pid} ")))
+}
+
+#[test]
+fn the_viewer_with_container_shows_what_tree_and_story_show_of_it() {
+    let web = ["--pod", "tracer-lab/web"];
+    let sidecar = [&web[..], &["--container", "sidecar"]].concat();
+    let shown = tree_pids(&sidecar);
+    let master_only: Vec<u64> = tree_pids(&[&web[..], &["--container", "master"]].concat())
+        .difference(&shown)
+        .copied()
+        .collect();
+    assert!(!master_only.is_empty());
+    let view = |extra: &[&str]| {
+        ok(&[
+            &["view", "demo:pod", "--screenshot", "200x60"],
+            &sidecar[..],
+            extra,
+        ]
+        .concat())
+    };
+    let end = view(&["--end"]);
+    for pid in &shown {
+        assert!(has_tree_row(&end, *pid), "{pid} missing:\n{end}");
+    }
+    for pid in &master_only {
+        assert!(!has_tree_row(&end, *pid), "{pid} of master shown:\n{end}");
+    }
+    let status = end.lines().last().unwrap();
+    assert!(
+        status.contains("pod tracer-lab/web · container sidecar"),
+        "{status}"
+    );
+    // The story pane (guided) lists the container's stories, as `story` does.
+    let stories: serde_json::Value = serde_json::from_str(&ok(&[
+        &["story", "demo:pod", "--format", "json"],
+        &sidecar[..],
+    ]
+    .concat()))
+    .unwrap();
+    let n = stories["stories"].as_array().unwrap().len();
+    let guided = view(&["--guided"]);
+    assert!(
+        guided.contains(&format!("guided · stories {n} (")),
+        "{n}:\n{guided}"
+    );
+    let headers: Vec<&str> = guided
+        .lines()
+        .filter_map(|l| l.split_once("pod tracer-lab/web: ").map(|(_, h)| h))
+        .collect();
+    assert_eq!(headers.len(), n, "{guided}");
+    assert!(
+        headers.iter().all(|h| h.starts_with("container sidecar ")),
+        "{headers:?}"
+    );
+}
+
+/// `tracer demo --no-tui` with `--pod`/`--container` prints what `tree` and `story` print of
+/// it; in the viewer, the status bar names the scope.
+#[test]
+fn demo_with_container_prints_what_tree_and_story_print() {
+    let scope = ["--pod", "web", "--container", "sidecar"];
+    let printed = ok(&[&["demo", "pod", "--no-tui"][..], &scope].concat());
+    let section = |from: &str, to: Option<&str>| -> String {
+        let start = printed.find(from).unwrap_or_else(|| panic!("{printed}")) + from.len();
+        let end = to.map_or(printed.len(), |t| printed[start..].find(t).unwrap() + start);
+        printed[start..end].trim_matches('\n').to_string()
+    };
+    let tree = ok(&[&["tree", "demo:pod"][..], &scope].concat());
+    let story = ok(&[&["story", "demo:pod"][..], &scope].concat());
+    assert!(
+        tree.contains("· sidecar>") && !tree.contains("· master>"),
+        "{tree}"
+    );
+    assert_eq!(
+        section("== process tree at the end of the demo", Some("\n== ")),
+        tree.trim_matches('\n')
+    );
+    assert_eq!(
+        section(
+            "== container stories: births, execs, deaths, restarts",
+            None
+        ),
+        story.trim_matches('\n')
+    );
+    let shot = ok(&[&["demo", "--screenshot", "160x30"][..], &scope].concat());
+    let status = shot.lines().last().unwrap();
+    assert!(
+        status.contains("pod tracer-lab/web · container sidecar"),
+        "{status}"
+    );
 }
 
 #[test]

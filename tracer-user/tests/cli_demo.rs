@@ -158,6 +158,13 @@ fn demo_screenshot_prints_the_guided_opening_frame() {
         "{text}"
     );
     assert!(!text.contains('\x1b'), "plain text: {text:?}");
+    // The status bar is a whole line: the shell's prompt after it starts on its own.
+    let last = text.rsplit_terminator('\n').next().unwrap_or_default();
+    assert!(
+        text.ends_with('\n') && last.contains("REPLAY"),
+        "{:?}",
+        &text[text.len().saturating_sub(40)..]
+    );
     let out = Command::new(TRACER)
         .args(["demo", "--screenshot", "80by24"])
         .output()

@@ -168,6 +168,17 @@ pub enum Target {
     All,
 }
 
+impl Target {
+    /// Which processes a live view's seed ([`EventSource::seed`] of its capture) holds: the
+    /// whole host when everything is followed, else the followed lineage.
+    pub fn seed_scope(&self) -> procfs::SnapshotScope {
+        match self {
+            Target::All => procfs::SnapshotScope::All,
+            Target::Pid(_) | Target::Command(_) => procfs::SnapshotScope::Followed,
+        }
+    }
+}
+
 /// Builder for a [`Capture`]: the target, the ring-buffer size and the event kinds.
 #[derive(Clone, Debug)]
 pub struct CaptureBuilder {
@@ -1081,7 +1092,7 @@ pub fn header_for(
     header
         .extra
         .push(("ring_bytes".into(), ring_bytes.to_string()));
-    header.extra.push(("snapshot".into(), scope.name().into()));
+    header.set_snapshot_scope(scope);
     header
 }
 

@@ -109,28 +109,7 @@ pub fn snapshot_at(root: &Path) -> Vec<SnapshotProcess> {
         .collect()
 }
 
-/// Which processes a recording's /proc snapshot holds (the header's `snapshot` key says
-/// which, by [`SnapshotScope::name`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SnapshotScope {
-    /// What is followed (with its descendants and ancestors) and the container machinery
-    /// ([`crate::names::is_runtime_machinery`]) with its ancestors: not the other tenants'
-    /// command lines.
-    #[default]
-    Followed,
-    /// Every process on the host (`--snapshot all`; what `--all` records).
-    All,
-}
-
-impl SnapshotScope {
-    /// `followed` or `all`, the header's `snapshot` value.
-    pub fn name(self) -> &'static str {
-        match self {
-            SnapshotScope::Followed => "followed",
-            SnapshotScope::All => "all",
-        }
-    }
-}
+pub use crate::tracefile::SnapshotScope;
 
 /// Whether a snapshot process is container machinery, by its comm, its exe's or its `argv[0]`'s
 /// basename.

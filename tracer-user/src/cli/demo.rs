@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use tracer::demo::Demo;
 use tracer::input::Input;
 use tracer::lineage::restart::{restarts_text, runtime_restarts};
-use tracer::lineage::{story_text, traced_tree_text, TreeOpts};
+use tracer::lineage::{
+    pod_tree_text, story_in_pod, story_text, traced_tree_text, PodEvents, SelectedPod, TreeOpts,
+};
 
 /// `tracer demo NAME`: any of [`Demo::ALL`], by its short name, each with its help line.
 #[derive(Clone, Copy, Debug)]
@@ -51,7 +53,7 @@ pub struct DemoArgs {
     pub which: Demo,
     /// Write the recording to this trace file instead of replaying it (never through a
     /// symlink, never over another user's file).
-    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided", "free", "screenshot"])]
+    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided", "free", "screenshot", "pod"])]
     pub output: Option<std::path::PathBuf>,
     /// Replay speed: 1 = original timing, 0 = as fast as possible (the default without the
     /// viewer; the viewer plays at 1).
@@ -77,6 +79,9 @@ pub struct DemoArgs {
     /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
     #[arg(long, value_name = "COLSxROWS", hide = true, conflicts_with = "no_tui")]
     pub screenshot: Option<tracer::tui::ScreenSize>,
+    // Only the pod's (or container's) tree and stories; printed, its events.
+    #[command(flatten)]
+    pub pod: super::PodArgs,
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
@@ -107,9 +112,23 @@ fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The pod (and container) `--pod` names in the demo, and its events: none, or several, is the
+/// one-line error every command gives.
+fn demo_pod(demo: Demo, args: &DemoArgs) -> Result<Option<(SelectedPod, PodEvents)>> {
+    let Some(q) = args.pod.query() else {
+        return Ok(None);
+    };
+    let path = std::path::PathBuf::from(format!("{}{}", tracer::demo::FILE_PREFIX, demo.key()));
+    let engine = super::reading::load(&path, None)?.engine;
+    let pod = super::reading::select_pod(&path, &engine, &q)?;
+    let keep = PodEvents::new(&engine, &pod);
+    Ok(Some((pod, keep)))
+}
+
 /// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.
 fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
+    let (pod, keep) = demo_pod(demo, args)?.unzip();
     let viewer = std::io::stdout().is_terminal() && !args.no_tui;
     if args.guided || args.screenshot.is_some() || viewer {
         let sched_probes = input.sched_probes();
@@ -128,7 +147,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             seed,
             title: demo.title().into(),
             tail: None,
-            pod: None,
+            pod: pod.map(tracer::lineage::PodScope::Found),
         };
         match args.screenshot {
             Some(size) => print!("{}", tracer::tui::screenshot(rec, &opts, size)),
@@ -141,18 +160,24 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
         seq: args.seq,
         ..PaceOpts::default()
     };
-    let engine = replay_input(input, &opts, None)?;
+    let engine = replay_input(input, &opts, keep.as_ref())?;
+    let mut stories = tracer::lineage::stories(&engine);
+    stories.retain(|st| pod.as_ref().is_none_or(|p| story_in_pod(st, p)));
     super::output::to_stdout(|out| {
         writeln!(out, "\n== process tree at the end of the demo\n")?;
-        out.write_all(traced_tree_text(&engine, TreeOpts::default()).as_bytes())?;
+        let tree = match &pod {
+            Some(p) => pod_tree_text(&engine, TreeOpts::default(), p),
+            None => traced_tree_text(&engine, TreeOpts::default()),
+        };
+        out.write_all(tree.as_bytes())?;
         writeln!(
             out,
             "\n== container stories: births, execs, deaths, restarts\n"
         )?;
-        out.write_all(story_text(&tracer::lineage::stories(&engine)).as_bytes())?;
+        out.write_all(story_text(&stories).as_bytes())?;
         // A runtime daemon that exited and started again (the restart demo): what survived.
         let restarts = runtime_restarts(&engine);
-        if !restarts.is_empty() {
+        if pod.is_none() && !restarts.is_empty() {
             writeln!(out, "\n== runtime daemon restarts\n")?;
             out.write_all(restarts_text(&restarts).as_bytes())?;
         }

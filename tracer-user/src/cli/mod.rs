@@ -138,7 +138,7 @@ pub struct PodArgs {
     #[arg(short = 'n', long, value_name = "NS", requires = "pod")]
     pub namespace: Option<String>,
     /// With --pod: only this container of the pod (its name in the pod spec): its processes
-    /// and their ancestors, its stories, its events.
+    /// and their ancestors, its stories; printed or exported, its events.
     #[arg(long, value_name = "NAME", requires = "pod")]
     pub container: Option<String>,
 }
@@ -264,23 +264,11 @@ pub enum Command {
     /// Convert an `strace -f` log into a trace file.
     ImportStrace(import::ImportArgs),
     /// Live terminal viewer: process tree, lineage, event log, container stories (the default).
-    Tui {
-        #[command(flatten)]
-        target: TargetArgs,
-        /// Also write everything captured to this trace file.
-        #[arg(long, value_name = "FILE")]
-        record: Option<std::path::PathBuf>,
-        /// Only this pod (`namespace/name`, `name`, its uid or its full sandbox id): the view
-        /// stays empty until the pod appears, then shows its processes and their ancestors and
-        /// its containers' stories.
-        #[arg(long, value_name = "POD")]
-        pod: Option<String>,
-        /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
-        #[arg(long)]
-        no_threads: bool,
-        #[arg(long, value_enum, value_name = "SCOPE", default_value_t = Snapshot::Followed, requires = "record", help = SNAPSHOT_HELP)]
-        snapshot: Snapshot,
-    },
+    #[command(
+        mut_arg("pod", |a| a.help(tui::LIVE_POD_HELP)),
+        mut_arg("container", |a| a.help(tui::LIVE_CONTAINER_HELP))
+    )]
+    Tui(tui::LiveArgs),
     /// Replay a recording (trace file or strace -f log) in the terminal viewer; a node's NATS
     /// stream is followed live. The same flags as `replay`.
     View(replay::PlayArgs),
@@ -319,14 +307,8 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => tui::live(tui::default_target(), None, Snapshot::Followed, None, false),
-        Some(Command::Tui {
-            target,
-            record,
-            snapshot,
-            pod,
-            no_threads,
-        }) => tui::live(target, record, snapshot, pod, no_threads),
+        None => tui::live(tui::LiveArgs::everything()),
+        Some(Command::Tui(args)) => tui::live(args),
         Some(Command::View(args)) => replay::view(args),
         Some(Command::Tree {
             file,

@@ -4,6 +4,7 @@ use super::TargetArgs;
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
+use tracer::lineage::PodScope;
 use tracer::tui::ReplayOpts;
 
 /// How `tracer view` (and `replay` on a terminal) opens a recording.
@@ -44,9 +45,6 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
-    if v.pod.as_ref().is_some_and(|q| q.container.is_some()) {
-        anyhow::bail!("--container: the viewer shows a whole pod; `tracer replay --no-tui`, `tree` and `story` take --container");
-    }
     let (file, _) = &super::reading::one_source(file, v.pod.as_ref().map(|q| q.pod.as_str()))?;
     #[cfg(feature = "nats")]
     if let Some(url) = file
@@ -79,7 +77,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         }
     }
     let pod = match (&v.pod, pod_engine.take()) {
-        (Some(q), Some(e)) => Some(super::reading::select_pod(file, &e, q)?.text()),
+        (Some(q), Some(e)) => Some(PodScope::Found(super::reading::select_pod(file, &e, q)?)),
         _ => None,
     };
     let title = file.file_name().map_or_else(
@@ -120,25 +118,61 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         seed: f.seed,
         title: url.to_string(),
         tail: Some(f.tail),
-        pod: v.pod.map(|q| q.pod),
+        pod: v.pod.map(PodScope::Typed),
     };
     tracer::tui::run_replay(rec, opts)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Live target of `tracer` / `tracer tui`: `--all` when nothing is said.
-pub fn default_target() -> TargetArgs {
-    TargetArgs {
-        pid: None,
-        all: true,
-        duration: None,
-        ring_bytes: tracer_common::DEFAULT_RING_BYTES,
-        syscalls: false,
-        signals: super::Signals::Default,
-        follow_forks: false,
-        command: Vec::new(),
+/// `tracer tui`'s arguments: what to follow, and what the live view shows and records.
+#[derive(clap::Args, Debug)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Also write everything captured to this trace file.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
+    /// `--pod`, `-n`, `--container`, their help said for a live view (`LIVE_POD_HELP`).
+    #[command(flatten)]
+    pub pod: super::PodArgs,
+    /// Hide threads (their lines in the event log, their rows in the tree); `T` toggles.
+    #[arg(long)]
+    pub no_threads: bool,
+    #[arg(long, value_enum, value_name = "SCOPE", default_value_t = super::Snapshot::Followed, requires = "record", help = super::SNAPSHOT_HELP)]
+    pub snapshot: super::Snapshot,
+}
+
+impl LiveArgs {
+    /// `tracer` with no subcommand: every process (`--all`), nothing recorded, no pod.
+    pub fn everything() -> LiveArgs {
+        LiveArgs {
+            target: TargetArgs {
+                pid: None,
+                all: true,
+                duration: None,
+                ring_bytes: tracer_common::DEFAULT_RING_BYTES,
+                syscalls: false,
+                signals: super::Signals::Default,
+                follow_forks: false,
+                command: Vec::new(),
+            },
+            record: None,
+            pod: super::PodArgs::default(),
+            no_threads: false,
+            snapshot: super::Snapshot::Followed,
+        }
     }
 }
+
+/// `tracer tui --pod`'s help: a live view matches the pod exactly as the capture shows it.
+pub const LIVE_POD_HELP: &str = "Only this pod (`namespace/name`, `name`, its uid or its full \
+    sandbox id): the view stays empty until the pod appears, then shows its processes and \
+    their ancestors and its containers' stories";
+
+/// `tracer tui --container`'s help.
+pub const LIVE_CONTAINER_HELP: &str = "With --pod: only this container of the pod (its name in \
+    the pod spec): the view stays empty until it appears, then shows its processes and their \
+    ancestors and its stories";
 
 /// `--record FILE` of the live view: every captured batch goes into a trace file. The file
 /// is created first (so a bad path fails before the viewer starts); the header is written
@@ -202,13 +236,15 @@ impl tracer::tui::Recorder for FileRecorder {
 }
 
 /// `tracer tui [--pid PID | --all | -- CMD] [--record FILE]`: the live view.
-pub fn live(
-    mut args: TargetArgs,
-    record: Option<std::path::PathBuf>,
-    snapshot: super::Snapshot,
-    pod: Option<String>,
-    no_threads: bool,
-) -> Result<ExitCode> {
+pub fn live(live: LiveArgs) -> Result<ExitCode> {
+    let pod = live.pod.query();
+    let LiveArgs {
+        target: mut args,
+        record,
+        snapshot,
+        no_threads,
+        ..
+    } = live;
     if args.duration.is_some() {
         anyhow::bail!("--duration is for `tracer trace`; the viewer runs until `q`");
     }

@@ -36,7 +36,7 @@ pub use engine::{
 };
 pub use pod::{
     in_pod, pod_scope, resolve as resolve_pod, story_in_pod, PodError, PodEvents, PodMatch,
-    PodQuery, SelectedPod,
+    PodQuery, PodScope, SelectedPod,
 };
 pub use process::{
     adoption_kind, AdoptionTotals, CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process,

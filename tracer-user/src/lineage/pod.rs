@@ -111,6 +111,20 @@ pub struct PodQuery {
     pub container: Option<String>,
 }
 
+/// A query as typed, matched exactly (no sandbox-id prefix: that needs [`resolve`], which
+/// knows whether it is unique): what a live view waiting for the pod, and the viewer's scope,
+/// use.
+impl PodMatch for PodQuery {
+    fn selects(&self, f: &PodFacts<'_>) -> bool {
+        self.pod.selects(f)
+            && self.namespace.as_deref().is_none_or(|n| n == f.namespace)
+            && self
+                .container
+                .as_deref()
+                .is_none_or(|c| f.container == Some(c))
+    }
+}
+
 /// A pod found in a recording by [`resolve`], and the container asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelectedPod {
@@ -123,9 +137,49 @@ pub struct SelectedPod {
 }
 
 impl SelectedPod {
-    /// `namespace/name`: the text form the viewer's pod scope takes.
+    /// `namespace/name`.
     pub fn text(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The pod (and container) a view is scoped to: found in a recording, or as typed for a live
+/// view that waits for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodScope {
+    /// Resolved against the whole recording (what `tree --pod` shows).
+    Found(SelectedPod),
+    /// As typed, matched exactly as events arrive.
+    Typed(PodQuery),
+}
+
+impl PodScope {
+    /// The pod as the user sees it named: `namespace/name`, or the query (`-n` as a prefix).
+    pub fn pod_text(&self) -> String {
+        match self {
+            PodScope::Found(p) => p.text(),
+            PodScope::Typed(q) => match &q.namespace {
+                Some(ns) => format!("{ns}/{}", q.pod),
+                None => q.pod.clone(),
+            },
+        }
+    }
+
+    /// The one container asked for, if any.
+    pub fn container(&self) -> Option<&str> {
+        match self {
+            PodScope::Found(p) => p.container.as_deref(),
+            PodScope::Typed(q) => q.container.as_deref(),
+        }
+    }
+}
+
+impl PodMatch for PodScope {
+    fn selects(&self, f: &PodFacts<'_>) -> bool {
+        match self {
+            PodScope::Found(p) => p.selects(f),
+            PodScope::Typed(q) => q.selects(f),
+        }
     }
 }
 
@@ -425,6 +479,38 @@ mod tests {
             namespace: "x",
             ..f
         }));
+        // Typed (a live view waiting for it): exact, narrowed by -n and --container.
+        let typed = |pod: &str, ns: Option<&str>, c: Option<&str>| PodQuery {
+            pod: pod.into(),
+            namespace: ns.map(Into::into),
+            container: c.map(Into::into),
+        };
+        for yes in [
+            typed("web", None, None),
+            typed("u-1", Some("ns"), Some("nginx")),
+            typed("abcdef", None, Some("nginx")),
+        ] {
+            assert!(
+                yes.selects(&f) && PodScope::Typed(yes.clone()).selects(&f),
+                "{yes:?}"
+            );
+        }
+        for no in [
+            typed("web", Some("other"), None),
+            typed("web", None, Some("sidecar")),
+            typed("abc", None, None),
+        ] {
+            assert!(
+                !no.selects(&f) && !PodScope::Typed(no.clone()).selects(&f),
+                "{no:?}"
+            );
+        }
+        assert!(!typed("web", None, Some("nginx")).selects(&PodFacts {
+            container: None,
+            ..f
+        }));
+        assert!(PodScope::Found(sel(Some("nginx"))).selects(&f));
+        assert!(!PodScope::Found(sel(Some("sidecar"))).selects(&f));
     }
 
     #[test]

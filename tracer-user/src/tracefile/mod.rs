@@ -197,7 +197,37 @@ pub fn probe_set_name(syscalls: bool) -> &'static str {
     }
 }
 
+/// Which processes a recording's /proc snapshot holds (the header's `extra` key `snapshot`
+/// says which, by [`SnapshotScope::name`]; [`Header::set_snapshot_scope`] writes it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SnapshotScope {
+    /// What is followed (with its descendants and ancestors) and the container machinery
+    /// ([`crate::names::is_runtime_machinery`]) with its ancestors: not the other tenants'
+    /// command lines.
+    #[default]
+    Followed,
+    /// Every process on the host (`--snapshot all`; what `--all` records).
+    All,
+}
+
+impl SnapshotScope {
+    /// `followed` or `all`, the header's `snapshot` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            SnapshotScope::Followed => "followed",
+            SnapshotScope::All => "all",
+        }
+    }
+}
+
 impl Header {
+    /// Says which processes [`Header::snapshot`] holds: the `extra` entry `snapshot`, as the
+    /// recorder and the live view's `w` write it.
+    pub fn set_snapshot_scope(&mut self, scope: SnapshotScope) {
+        self.extra.retain(|(k, _)| k != "snapshot");
+        self.extra.push(("snapshot".into(), scope.name().into()));
+    }
+
     /// A header for a capture starting now on this host: version, clocks, host name and kernel
     /// release filled in; no snapshot, no layouts.
     pub fn for_this_host(mode: CaptureMode) -> Header {

@@ -43,6 +43,8 @@ pub use source::{Recorder, ReplayOpts};
 pub use state::{AppState, Mode};
 pub use ui::draw;
 
+use crate::lineage::PodScope;
+
 /// Shortest time between two frames (30 fps).
 pub const FRAME: Duration = Duration::from_millis(33);
 /// Messages taken from the source between two looks at the input.
@@ -77,8 +79,8 @@ pub struct Recording {
     pub title: String,
     /// A recording followed live: its later events, appended as they come.
     pub tail: Option<mpsc::Receiver<crate::input::TailItem>>,
-    /// Show only this pod (see [`AppState::pod`]).
-    pub pod: Option<String>,
+    /// Show only this pod or container (see [`AppState::pod`]).
+    pub pod: Option<PodScope>,
 }
 
 /// Replays a recording in the viewer until the user quits. Needs a terminal (callers check
@@ -89,9 +91,9 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
     rt.block_on(async move {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let (ctl_tx, ctl_rx) = mpsc::channel(64);
-        let mut state = replay_state(rec.title, rec.pod, &rec.seed, &opts);
+        let mut state = replay_state(rec.title, rec.pod.clone(), &rec.seed, &opts);
         state.playback.following = rec.tail.is_some();
-        let replay = source::replay(rec.events, rec.seed, opts, tx, ctl_rx, rec.tail);
+        let replay = source::replay(rec.events, rec.seed, opts, rec.pod, tx, ctl_rx, rec.tail);
         let src = tokio::spawn(replay);
         let res = app_loop(state, rx, Some(ctl_tx)).await;
         src.abort();
@@ -102,7 +104,7 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
 /// A replay viewer's state before its source sends anything.
 fn replay_state(
     title: String,
-    pod: Option<String>,
+    pod: Option<PodScope>,
     seed: &[crate::lineage::SnapshotProcess],
     opts: &ReplayOpts,
 ) -> AppState {
@@ -110,13 +112,19 @@ fn replay_state(
     state.set_sched_probes(opts.sched_probes);
     state.playback.paused = opts.paused;
     state.playback.speed = opts.speed;
-    state.log.hide_threads = opts.no_threads;
-    state.pod = pod;
+    open_scoped(&mut state, opts.no_threads, pod);
     state.seed(seed);
     if opts.guided {
         state.guide();
     }
     state
+}
+
+/// What a view, live or replay, opens with besides its source: threads hidden
+/// (`--no-threads`) and the pod or container it shows (`--pod`, `--container`).
+fn open_scoped(state: &mut AppState, no_threads: bool, pod: Option<PodScope>) {
+    state.log.hide_threads = no_threads;
+    state.pod = pod;
 }
 
 /// Options of a live view.
@@ -134,8 +142,9 @@ pub struct LiveOpts {
     pub record_path: Option<std::path::PathBuf>,
     /// Open with threads hidden (`--no-threads`).
     pub no_threads: bool,
-    /// Show only this pod (see [`AppState::pod`]): empty until it appears.
-    pub pod: Option<String>,
+    /// Show only this pod, or one container of it (see [`AppState::pod`]), matched exactly
+    /// as typed: empty until it appears.
+    pub pod: Option<crate::lineage::PodQuery>,
 }
 
 #[cfg(feature = "capture")]
@@ -159,6 +168,7 @@ impl Default for LiveOpts {
 pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
     use crate::capture::{CaptureBuilder, Target};
     require_terminal()?;
+    let seed_scope = target.seed_scope();
     let title = match &target {
         Target::All => "all".to_string(),
         Target::Pid(p) => format!("pid {p}"),
@@ -194,10 +204,10 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
             .start()?;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
         let mut state = AppState::new_live(title);
-        state.log.hide_threads = opts.no_threads;
+        open_scoped(&mut state, opts.no_threads, opts.pod.map(PodScope::Typed));
         state.set_sched_probes(!cap.syscall_probes());
         state.status.message = note;
-        state.pod = opts.pod;
+        state.capture.seed_scope = seed_scope;
         state.status.recording = opts
             .record_path
             .filter(|_| opts.recorder.is_some())

@@ -37,6 +37,7 @@ pub fn write_window(s: &AppState, path: &Path) -> Result<u64, TraceFileError> {
     let (seed, events, cut) = &s.capture.window;
     let mut header = Header::for_this_host(CaptureMode::Unknown);
     header.snapshot = seed.iter().map(Into::into).collect();
+    header.set_snapshot_scope(s.capture.seed_scope);
     let probes = probe_set_name(!s.sched_probes());
     header.extra.push(("probes".into(), probes.into()));
     header

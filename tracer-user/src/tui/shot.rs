@@ -39,8 +39,8 @@ impl std::str::FromStr for ScreenSize {
 /// The viewer's first frame on `rec` opened with `opts` (guided: at the first story step),
 /// at `size`, as plain text: one line per row, trailing blanks trimmed, no colours.
 pub fn screenshot(rec: Recording, opts: &ReplayOpts, size: ScreenSize) -> String {
-    let mut state = super::replay_state(rec.title, rec.pod, &rec.seed, opts);
-    for m in opening(rec.events, &rec.seed, opts) {
+    let mut state = super::replay_state(rec.title, rec.pod.clone(), &rec.seed, opts);
+    for m in opening(rec.events, &rec.seed, opts, rec.pod.as_ref()) {
         state.ingest(m);
     }
     still(&mut state, size)

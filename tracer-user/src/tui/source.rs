@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use crate::event::Event;
 use crate::input::TailItem;
-use crate::lineage::Engine;
+use crate::lineage::{Engine, PodScope};
 use crate::tracefile::PackedEvents;
 
 use super::msg::{Control, Msg};
@@ -222,12 +222,14 @@ impl Player {
     }
 }
 
-/// Where a replay opens: guided at the first story step, at the end, or at the start.
-fn open_position(played: &Played, opts: &ReplayOpts) -> usize {
+/// Where a replay opens: guided at the first step of the stories it shows (the pod's or the
+/// container's with `pod`), at the end, or at the start.
+fn open_position(played: &Played, opts: &ReplayOpts, pod: Option<&PodScope>) -> usize {
     let total = played.events.len();
     let first_step = played
         .stories
         .iter()
+        .filter(|s| pod.is_none_or(|m| crate::lineage::story_in_pod(s, m)))
         .flat_map(|s| &s.steps)
         .map(|st| st.seq)
         .min();
@@ -239,14 +241,16 @@ fn open_position(played: &Played, opts: &ReplayOpts) -> usize {
 }
 
 /// What a replay source sends as it opens, without playing on: the stories, then the events
-/// up to where it opens (a still of the opening, [`super::screenshot`]).
+/// up to where it opens (a still of the opening, [`super::screenshot`]); `pod` is the view's
+/// scope.
 pub fn opening(
     events: PackedEvents,
     seed: &[crate::lineage::SnapshotProcess],
     opts: &ReplayOpts,
+    pod: Option<&PodScope>,
 ) -> Vec<Msg> {
     let played = Played::new(events, seed, false);
-    let open_at = open_position(&played, opts);
+    let open_at = open_position(&played, opts, pod);
     std::iter::once(played.init())
         .chain(played.chunks(0, open_at))
         .collect()
@@ -265,11 +269,12 @@ async fn send_all(tx: &Sender<Msg>, msgs: impl IntoIterator<Item = Msg>) -> bool
 /// Plays `events` with their original timing scaled by the speed; obeys [`Control`]s. With
 /// a `tail` (a recording followed live), its events are appended as they come: played in
 /// turn, at once when the replay had reached the end. Returns when the app is gone (either
-/// channel closed).
+/// channel closed). `pod` is the view's scope (where a guided replay opens).
 pub async fn replay(
     events: PackedEvents,
     seed: Vec<crate::lineage::SnapshotProcess>,
     opts: ReplayOpts,
+    pod: Option<PodScope>,
     tx: Sender<Msg>,
     mut ctl: Receiver<Control>,
     mut tail: Option<Receiver<TailItem>>,
@@ -286,7 +291,7 @@ pub async fn replay(
         anchor: Instant::now(),
         anchor_vt: 0,
     };
-    let open_at = open_position(&played, &opts);
+    let open_at = open_position(&played, &opts, pod.as_ref());
     if !send_all(&tx, p.move_to(open_at, &played)).await {
         return;
     }

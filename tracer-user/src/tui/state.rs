@@ -333,6 +333,8 @@ pub struct Capture {
     /// The processes seen at the start, and the newest [`LIVE_EVENTS_CAP`] events (what `w`
     /// writes); whether older events were let go.
     pub window: (Vec<crate::lineage::SnapshotProcess>, VecDeque<Event>, bool),
+    /// Which processes the window's seed holds (the header's `snapshot` key `w` writes).
+    pub seed_scope: crate::tracefile::SnapshotScope,
     /// `w` was pressed; the app loop writes the window and clears it.
     pub save_requested: bool,
 }
@@ -417,9 +419,9 @@ pub struct AppState {
     pub stats: StreamStats,
     /// Newest event timestamp seen (the stream's clock).
     pub last_ts_ns: u64,
-    /// Only this pod (its name or `namespace/name`): its processes and their ancestors in
-    /// the tree, its containers' stories.
-    pub pod: Option<String>,
+    /// Only this pod, or one container of it: its processes and their ancestors in the tree,
+    /// its containers' (or that container's) stories, as `tree`/`story --pod` show them.
+    pub pod: Option<crate::lineage::PodScope>,
     /// The app should exit.
     pub quit: bool,
     /// Something changed since the last frame.
@@ -506,6 +508,7 @@ impl AppState {
             capture: Capture {
                 pending: Vec::new(),
                 window: (Vec::new(), VecDeque::new(), false),
+                seed_scope: crate::tracefile::SnapshotScope::Followed,
                 save_requested: false,
             },
             status: Status {
@@ -1152,10 +1155,7 @@ fn build_rows(s: &AppState) -> Vec<Row> {
     } else {
         live_below(e)
     };
-    let scope = s
-        .pod
-        .as_deref()
-        .map(|name| crate::lineage::pod_scope(e, name));
+    let scope = s.pod.as_ref().map(|m| crate::lineage::pod_scope(e, m));
     let visible = |p: &Process| {
         (!gone(p) || live.contains(&p.id)) && scope.as_ref().is_none_or(|sc| sc.contains(&p.id))
     };

@@ -658,6 +658,7 @@ async fn replay_source_obeys_controls() {
         evs.iter().cloned().collect(),
         Vec::new(),
         opts,
+        None,
         tx,
         ctl_rx,
         None,
@@ -807,6 +808,7 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
         evs.iter().cloned().collect(),
         Vec::new(),
         opts,
+        None,
         tx,
         ctl_rx,
         None,
@@ -1151,6 +1153,18 @@ fn pod_view_groups_pods_containers_and_processes() {
     assert!(screen(&mut s).contains("100 containerd-shim"));
 }
 
+/// The values of the `snapshot` key in the header of the trace file at `path`, as read back.
+fn snapshot_key(path: &std::path::Path) -> Vec<String> {
+    let input = crate::Input::open(path).expect("readable");
+    let header = input.header().expect("a trace file's header");
+    header
+        .extra
+        .iter()
+        .filter(|(k, _)| k == "snapshot")
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
 #[test]
 fn w_writes_the_live_window_to_a_new_private_trace_file() {
     use std::os::unix::fs::PermissionsExt;
@@ -1176,8 +1190,14 @@ fn w_writes_the_live_window_to_a_new_private_trace_file() {
     evs.iter().for_each(|ev| truth.apply(ev));
     let text = |e: &crate::Engine| crate::lineage::tree_text(e, Default::default());
     assert_eq!(text(&back), text(&truth));
+    assert_eq!(snapshot_key(&path), ["followed"]);
     // Never over an existing file.
     assert!(super::save::write_window(&s, &path).is_err());
+    // A view of every process (`--all`) was seeded from the whole host: the header says so.
+    s.capture.seed_scope = crate::tracefile::SnapshotScope::All;
+    let all = dir.path().join("all.trace");
+    super::save::write_window(&s, &all).expect("written");
+    assert_eq!(snapshot_key(&all), ["all"]);
     // Recording already: nothing to save.
     s.capture.save_requested = false;
     s.status.recording = Some("r.trace".into());
@@ -1202,6 +1222,7 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
         head.iter().cloned().collect(),
         Vec::new(),
         opts,
+        None,
         tx,
         ctl_rx,
         Some(tail_rx),
@@ -1236,13 +1257,38 @@ async fn a_followed_replay_plays_what_is_published_after_it_opened() {
     task.abort();
 }
 
+/// The processes the tree pane has a row for.
+fn shown_processes(s: &AppState) -> std::collections::HashSet<crate::lineage::ProcId> {
+    s.tree
+        .rows
+        .iter()
+        .filter_map(|r| match r.kind {
+            RowKind::Proc(id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The story pane lists stories, all of container `name` (as the stories name it).
+fn only_stories_of(s: &AppState, name: &str) {
+    assert!(!s.story.stories.is_empty());
+    assert!(s
+        .story
+        .stories
+        .iter()
+        .all(|st| st.container_name.as_deref() == Some(name)));
+}
+
 #[test]
 fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
     let mut input = crate::demo::open().unwrap();
     let seed = input.snapshot();
     let evs: Vec<Event> = input.by_ref().collect::<Result<_, _>>().unwrap();
     let mut s = AppState::new_replay("pod.trace");
-    s.pod = Some("shared".into());
+    s.pod = Some(crate::lineage::PodScope::Typed(crate::lineage::PodQuery {
+        pod: "shared".into(),
+        ..Default::default()
+    }));
     s.seed(&seed);
     let mut e = Engine::new();
     e.seed_snapshot(&seed);
@@ -1254,15 +1300,7 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
     s.ingest(Msg::Events(evs.clone()));
     s.refresh();
     let scope = crate::lineage::pod_scope(&e, "shared");
-    let shown: std::collections::HashSet<_> = s
-        .tree
-        .rows
-        .iter()
-        .filter_map(|r| match r.kind {
-            RowKind::Proc(id) => Some(id),
-            _ => None,
-        })
-        .collect();
+    let shown = shown_processes(&s);
     assert!(!shown.is_empty());
     assert!(shown.iter().all(|id| scope.contains(id)));
     let in_pod: Vec<_> = e
@@ -1280,6 +1318,94 @@ fn a_view_scoped_to_a_pod_shows_its_processes_and_stories_only() {
         .full_stories
         .iter()
         .all(|st| crate::lineage::story_in_pod(st, "shared")));
+}
+
+#[test]
+fn a_guided_view_scoped_to_a_container_opens_at_its_first_step() {
+    let mut input = crate::demo::Demo::Pod.open().expect("demo");
+    let seed = input.snapshot();
+    let events: crate::tracefile::PackedEvents =
+        input.by_ref().collect::<Result<_, _>>().expect("events");
+    let mut e = Engine::seeded(&seed);
+    events.iter().for_each(|ev| e.apply(&ev));
+    let q = crate::lineage::PodQuery {
+        pod: "web".into(),
+        namespace: None,
+        container: Some("sidecar".into()),
+    };
+    let scope = crate::lineage::PodScope::Found(crate::lineage::resolve_pod(&e, &q).unwrap());
+    // The truth from the stories' own container names, not the matcher.
+    let first = crate::lineage::stories(&e)
+        .iter()
+        .filter(|st| st.container_name.as_deref() == Some("sidecar"))
+        .flat_map(|st| st.steps.iter().map(|step| step.seq))
+        .min()
+        .expect("sidecar steps");
+    let all_first = crate::lineage::stories(&e)
+        .iter()
+        .flat_map(|st| st.steps.iter().map(|step| step.seq))
+        .min();
+    assert!(
+        all_first < Some(first),
+        "the demo's first step is another's"
+    );
+    let opts = guided();
+    let mut s = super::replay_state("demo".into(), Some(scope.clone()), &seed, &opts);
+    for m in super::source::opening(events, &seed, &opts, Some(&scope)) {
+        s.ingest(m);
+    }
+    s.refresh();
+    assert_eq!(s.last_seq(), Some(first));
+    only_stories_of(&s, "sidecar");
+}
+
+#[test]
+fn a_live_view_waiting_for_a_container_shows_it_once_it_appears() {
+    use crate::lineage::Process;
+    let mut input = crate::demo::Demo::Pod.open().expect("demo");
+    let seed = input.snapshot();
+    let evs: Vec<Event> = input.by_ref().collect::<Result<_, _>>().expect("events");
+    let mut s = AppState::new_live("all");
+    s.pod = Some(crate::lineage::PodScope::Typed(crate::lineage::PodQuery {
+        pod: "tracer-lab/web".into(),
+        namespace: None,
+        container: Some("sidecar".into()),
+    }));
+    s.seed(&seed);
+    let container = |p: &Process| p.k8s.as_ref().and_then(|k| k.container_name.clone());
+    // Until a process of the container is known, nothing: the pod's sandbox is not it.
+    let first = evs
+        .iter()
+        .position(|ev| {
+            matches!(&ev.kind, EventKind::ContainerMeta { .. }) && {
+                let mut e = Engine::seeded(&seed);
+                evs.iter()
+                    .take_while(|x| x.seq <= ev.seq)
+                    .for_each(|x| e.apply(x));
+                let found = e
+                    .processes()
+                    .any(|p| container(p).as_deref() == Some("sidecar"));
+                found
+            }
+        })
+        .expect("the sidecar's bundle");
+    s.ingest(Msg::Events(evs[..first].to_vec()));
+    s.refresh();
+    assert!(shown_processes(&s).is_empty());
+    s.ingest(Msg::Events(evs[first..].to_vec()));
+    s.refresh();
+    let rows = shown_processes(&s);
+    let of = |name: &str| -> Vec<crate::lineage::ProcId> {
+        s.engine
+            .processes()
+            .filter(|p| container(p).as_deref() == Some(name))
+            .map(|p| p.id)
+            .collect()
+    };
+    assert!(!of("sidecar").is_empty() && !of("master").is_empty());
+    assert!(of("sidecar").iter().all(|id| rows.contains(id)), "{rows:?}");
+    assert!(!of("master").iter().any(|id| rows.contains(id)), "{rows:?}");
+    only_stories_of(&s, "sidecar");
 }
 
 /// A recorder that keeps what it is given, for the live-source tests.
@@ -1399,7 +1525,7 @@ fn demo_state(opts: &ReplayOpts, size: (u16, u16)) -> AppState {
     let events: crate::tracefile::PackedEvents =
         input.by_ref().collect::<Result<_, _>>().expect("events");
     let mut s = super::replay_state("demo".into(), None, &seed, opts);
-    for m in super::source::opening(events, &seed, opts) {
+    for m in super::source::opening(events, &seed, opts, None) {
         s.ingest(m);
     }
     s.view.size = size;

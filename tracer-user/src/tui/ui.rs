@@ -176,6 +176,26 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
     }
 }
 
+/// `text` cut to `max` characters, the cut shown by `…`.
+fn clipped(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// The status bar's scope: `pod tracer-lab/web · container master` (names escaped, each
+/// bounded: the recording or the user chose them).
+fn scope_text(scope: &crate::lineage::PodScope) -> String {
+    let mut t = format!("pod {}", clipped(&escape(&scope.pod_text()), 40));
+    if let Some(c) = scope.container() {
+        let _ = write!(t, " · container {}", clipped(&escape(c), 24));
+    }
+    t
+}
+
 /// A pod view header: `pod shop/web-7d9f (uid u-42)`, `container nginx {cid:…}`, `sandbox`.
 fn group_span<'a>(s: &AppState, p: &Process, pod: bool) -> Span<'a> {
     let k = p.k8s.as_deref();
@@ -819,18 +839,17 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     } else {
         Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
     };
-    let title: String = if s.title.chars().count() > 22 {
-        let t: String = s.title.chars().take(21).collect();
-        format!("{t}…")
-    } else {
-        s.title.clone()
-    };
+    let title = clipped(&escape(&s.title), 22);
     let mut v = vec![
         Span::styled(mode, badge),
         Span::raw(" "),
         Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
         sep(),
     ];
+    if let Some(scope) = &s.pod {
+        v.push(Span::raw(scope_text(scope)));
+        v.push(sep());
+    }
     // One count of events: replay, the position in the recording; live, those applied.
     match s.mode {
         Mode::Replay => {
