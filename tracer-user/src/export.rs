@@ -3,7 +3,7 @@
 //! tracing and replay.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -424,8 +424,13 @@ fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId
 
 /// Graphviz lineage graph of the final engine state: creation edges solid (CLONE_PARENT
 /// labelled), adoption edges dashed with their reason, roles as shapes and colours, exited
-/// processes greyed.
-pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
+/// processes greyed. With `scope` only those processes and the edges between them (a pod's
+/// processes and their ancestors: `lineage::pod_scope`), the runtime daemon drawn as seen.
+pub fn write_dot(
+    e: &Engine,
+    scope: Option<&HashSet<ProcId>>,
+    out: &mut impl Write,
+) -> io::Result<()> {
     writeln!(out, "digraph lineage {{")?;
     writeln!(
         out,
@@ -438,93 +443,120 @@ pub fn write_dot(e: &Engine, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=8];")?;
     let index = PidIndex::new(e);
     let chains = plain_chains(e, &index);
-    for p in e.processes() {
-        let (shape, fill) = role_style(p.role);
-        // Control bytes made visible first (`\33`), then the DOT quoting on top.
-        let mut label = format!("{} {}", p.pid, escape(&p.name()));
-        match chains.get(&p.id) {
-            Some(&(rep, _)) if rep != p.id => continue,
-            Some(&(_, first)) => {
-                let n = chains.values().filter(|&&(r, _)| r == p.id).count();
-                let top = e
-                    .get(first)
-                    .map(|f| format!("{} {}", f.pid, escape(&f.name())));
-                label = format!("{}\n⋮ {} more\n{label}", top.unwrap_or_default(), n - 2);
-            }
-            None => {}
-        }
-        if let Some(r) = p.role {
-            label.push_str(&format!("\n[{r}]"));
-        }
-        if let Some(c) = &p.container_id {
-            let short: String = c.chars().take(12).collect();
-            label.push_str(&format!("\ncid {}", escape(&short)));
-        }
-        if p.exited {
-            label.push_str(&format!("\n({})", crate::lineage::view::exit_text(p)));
-        }
-        if p.born_how() == How::Unknown {
-            label.push_str("\n(placeholder)");
-        }
-        if p.exited {
-            writeln!(
-                out,
-                "  p{} [label={}, shape={shape}, fillcolor=\"#eeeeee\", color=\"#999999\", fontcolor=\"#777777\"];",
-                p.id,
-                dot_str(&label)
-            )?;
-        } else {
-            writeln!(
-                out,
-                "  p{} [label={}, shape={shape}, fillcolor=\"{fill}\"];",
-                p.id,
-                dot_str(&label)
-            )?;
-        }
+    let shown = |id: ProcId| scope.is_none_or(|s| s.contains(&id));
+    for p in e.processes().filter(|p| shown(p.id)) {
+        dot_node(p, &chains, e, out)?;
     }
     let drawn = |id: ProcId| chains.get(&id).map_or(id, |&(rep, _)| rep);
-    for p in e.processes() {
-        let Some(birth) = p.lineage.first() else {
-            continue;
-        };
-        // Creation edge: from the parent at birth (none inside a collapsed chain).
-        let birth_parent = creation_parent(e, &index, p)
-            .map(drawn)
-            .filter(|&from| from != drawn(p.id));
-        if let Some(from) = birth_parent {
-            let attrs = match birth.how {
-                How::CloneParent => {
-                    let via = birth
-                        .caller
-                        .map(|c| format!(" via {c}"))
-                        .unwrap_or_default();
-                    format!(" [label={}]", dot_str(&format!("CLONE_PARENT{via}")))
-                }
-                How::Vfork => " [label=\"vfork\"]".to_string(),
-                How::Snapshot => " [color=\"#888888\"]".to_string(),
-                _ => String::new(),
-            };
-            writeln!(out, "  p{from} -> p{}{attrs};", drawn(p.id))?;
-        }
-        for l in p.lineage.iter().skip(1) {
-            let Some(from) = index.at(e, l.parent, l.seq) else {
-                continue;
-            };
-            let reason = match l.reason {
-                Some(r @ Reason::ParentExited { .. }) | Some(r @ Reason::KernelReports { .. }) => {
-                    r.to_string()
-                }
-                None => l.how.as_str().to_string(),
-            };
-            writeln!(
-                out,
-                "  p{from} -> p{} [style=dashed, color=\"#3182bd\", fontcolor=\"#3182bd\", label={}];",
-                p.id,
-                dot_str(&format!("adopted: {reason}"))
-            )?;
-        }
+    for p in e.processes().filter(|p| shown(p.id)) {
+        dot_edges(e, &index, p, &drawn, &shown, out)?;
     }
     writeln!(out, "}}")?;
+    Ok(())
+}
+
+/// `p`'s node: pid and name (a collapsed chain's first and count above it), role, container,
+/// exit, placeholder. A chain's other members draw nothing.
+fn dot_node(
+    p: &Process,
+    chains: &HashMap<ProcId, (ProcId, ProcId)>,
+    e: &Engine,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let (shape, fill) = role_style(p.role);
+    // Control bytes made visible first (`\33`), then the DOT quoting on top.
+    let mut label = format!("{} {}", p.pid, escape(&p.name()));
+    match chains.get(&p.id) {
+        Some(&(rep, _)) if rep != p.id => return Ok(()),
+        Some(&(_, first)) => {
+            let n = chains.values().filter(|&&(r, _)| r == p.id).count();
+            let top = e
+                .get(first)
+                .map(|f| format!("{} {}", f.pid, escape(&f.name())));
+            label = format!("{}\n⋮ {} more\n{label}", top.unwrap_or_default(), n - 2);
+        }
+        None => {}
+    }
+    if let Some(r) = p.role {
+        label.push_str(&format!("\n[{r}]"));
+    }
+    if let Some(c) = &p.container_id {
+        let short: String = c.chars().take(12).collect();
+        label.push_str(&format!("\ncid {}", escape(&short)));
+    }
+    if p.exited {
+        label.push_str(&format!("\n({})", crate::lineage::view::exit_text(p)));
+    }
+    if p.born_how() == How::Unknown {
+        label.push_str("\n(placeholder)");
+    }
+    if p.exited {
+        writeln!(
+            out,
+            "  p{} [label={}, shape={shape}, fillcolor=\"#eeeeee\", color=\"#999999\", fontcolor=\"#777777\"];",
+            p.id,
+            dot_str(&label)
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  p{} [label={}, shape={shape}, fillcolor=\"{fill}\"];",
+            p.id,
+            dot_str(&label)
+        )?;
+    }
+    Ok(())
+}
+
+/// `p`'s creation edge from its parent at birth and its adoption edges, from processes shown.
+fn dot_edges(
+    e: &Engine,
+    index: &PidIndex,
+    p: &Process,
+    drawn: &impl Fn(ProcId) -> ProcId,
+    shown: &impl Fn(ProcId) -> bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let Some(birth) = p.lineage.first() else {
+        return Ok(());
+    };
+    // Creation edge: from the parent at birth (none inside a collapsed chain).
+    let birth_parent = creation_parent(e, index, p)
+        .filter(|&from| shown(from))
+        .map(drawn)
+        .filter(|&from| from != drawn(p.id));
+    if let Some(from) = birth_parent {
+        let attrs = match birth.how {
+            How::CloneParent => {
+                let via = birth
+                    .caller
+                    .map(|c| format!(" via {c}"))
+                    .unwrap_or_default();
+                format!(" [label={}]", dot_str(&format!("CLONE_PARENT{via}")))
+            }
+            How::Vfork => " [label=\"vfork\"]".to_string(),
+            How::Snapshot => " [color=\"#888888\"]".to_string(),
+            _ => String::new(),
+        };
+        writeln!(out, "  p{from} -> p{}{attrs};", drawn(p.id))?;
+    }
+    for l in p.lineage.iter().skip(1) {
+        let Some(from) = index.at(e, l.parent, l.seq).filter(|&f| shown(f)) else {
+            continue;
+        };
+        let reason = match l.reason {
+            Some(r @ Reason::ParentExited { .. }) | Some(r @ Reason::KernelReports { .. }) => {
+                r.to_string()
+            }
+            None => l.how.as_str().to_string(),
+        };
+        writeln!(
+            out,
+            "  p{from} -> p{} [style=dashed, color=\"#3182bd\", fontcolor=\"#3182bd\", label={}];",
+            p.id,
+            dot_str(&format!("adopted: {reason}"))
+        )?;
+    }
     Ok(())
 }
 
@@ -668,7 +700,7 @@ mod tests {
             e.apply(ev);
         }
         let mut out = Vec::new();
-        write_dot(&e, &mut out).unwrap();
+        write_dot(&e, None, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("digraph lineage {"));
         assert!(text.contains("CLONE_PARENT via 60"), "{text}");
@@ -713,7 +745,7 @@ mod tests {
             e.apply(&ev);
         }
         let mut out = Vec::new();
-        write_dot(&e, &mut out).unwrap();
+        write_dot(&e, None, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         // 1000 (never seen born) and 1001..1007 as one node hung on it.
         assert_eq!(text.matches(" [label=").count(), 2, "{text}");
@@ -742,7 +774,7 @@ mod tests {
             },
         ));
         let mut out = Vec::new();
-        write_dot(&e, &mut out).unwrap();
+        write_dot(&e, None, &mut out).unwrap();
         let dot = String::from_utf8(out).unwrap();
         assert!(!dot.chars().any(|c| c.is_control() && c != '\n'), "{dot}");
         // `\33` made visible, its backslash then quoted for DOT.

@@ -15,7 +15,8 @@
 //! when lines were left out after the kept ones.
 //!
 //! `cargo test -p tracer-user --test cli_docs` fails on any block that differs from what the
-//! binary prints; `cargo xtask docs` (this test with `TRACER_DOCS_WRITE=1`) rewrites them.
+//! binary prints, and on a picture of [`PICTURES`] that differs from what it draws; `cargo
+//! xtask docs` (this test with `TRACER_DOCS_WRITE=1`) rewrites them.
 
 // The docs show the default build (`tracer --help` lists `agent`); the engine-only and
 // `cli,nats` test runs build a `tracer` without it, so they leave this check to the default run.
@@ -29,6 +30,11 @@ const MARKER: &str = "<!-- generated: tracer ";
 const MARKER_END: &str = " -->";
 /// Files that hold generated blocks, relative to the workspace root.
 const FILES: &[&str] = &["README.md", "docs/tui.md"];
+/// Pictures the docs show, each the whole output of a `tracer` command.
+const PICTURES: &[(&str, &str)] = &[(
+    "docs/birth.svg",
+    "export demo:containerd --story 1 --format svg",
+)];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -171,6 +177,30 @@ fn generated_blocks_match_the_binary() {
     assert!(
         stale.is_empty(),
         "generated blocks differ from what the binary prints (run `cargo xtask docs`):\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn pictures_match_the_binary() {
+    let write = std::env::var_os("TRACER_DOCS_WRITE").is_some();
+    let mut stale = Vec::new();
+    for (file, recipe) in PICTURES {
+        let path = workspace().join(file);
+        let now = generate(recipe) + "\n";
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(now.as_str()) {
+            continue;
+        }
+        if write {
+            std::fs::write(&path, now).unwrap();
+            eprintln!("cargo xtask docs: rewrote {file}");
+        } else {
+            stale.push(format!("{file}: tracer {recipe}"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "pictures differ from what the binary draws (run `cargo xtask docs`):\n{}",
         stale.join("\n")
     );
 }

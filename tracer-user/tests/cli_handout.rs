@@ -267,7 +267,7 @@ fn a_timeline_too_large_for_the_page_or_a_missing_story_is_one_line() {
 }
 
 #[test]
-fn pod_pictures_keep_the_runtime_daemon_as_a_real_row() {
+fn pod_pictures_and_graphs_keep_the_runtime_daemon_as_a_real_node() {
     let dir = temp("cli-handout", "pod");
     let demo = pod_demo();
     let (pod, _) = pod_and_container(&demo, 1);
@@ -283,6 +283,38 @@ fn pod_pictures_keep_the_runtime_daemon_as_a_real_row() {
         !svg.contains("placeholder"),
         "no process stands in for one unseen"
     );
+    // The DOT graph of the pod: the daemon as seen, nothing outside what `tree --pod` shows.
+    let dot = export(
+        &[&demo, "--pod", &pod, "--format", "dot"],
+        &dir.join("p.dot"),
+    );
+    assert!(dot.contains("containerd\\n[runtime-daemon]"), "{dot}");
+    assert!(!dot.contains("placeholder"), "{dot}");
+    let tree = run(Command::new(TRACER).args(["tree", &demo, "--pod", &pod]));
+    let in_tree: std::collections::HashSet<&str> = tree
+        .lines()
+        .filter_map(|l| {
+            l.trim_start_matches(['│', '├', '└', '─', ' '])
+                .split(' ')
+                .next()
+        })
+        .collect();
+    let nodes: Vec<&str> = dot
+        .lines()
+        .filter(|l| !l.contains("->"))
+        .filter_map(|l| l.split("[label=\"").nth(1)?.split([' ', '\\']).next())
+        .collect();
+    assert!(nodes.len() > 5, "{dot}");
+    for pid in &nodes {
+        assert!(
+            in_tree.contains(pid),
+            "{pid} is drawn but not in the pod's tree:\n{tree}"
+        );
+    }
+    let rendered = run(Command::new(tool("dot", "graphviz"))
+        .arg("-Tsvg")
+        .arg(dir.join("p.dot")));
+    assert!(rendered.contains(" containerd</text>"), "{rendered}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

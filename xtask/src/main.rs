@@ -74,8 +74,9 @@ enum Task {
     /// tracer-user's module graph (library and binary, tests included): no import cycle
     /// between sibling modules, and ARCHITECTURE.md's `## Import rules` kept.
     Modules,
-    /// Rewrite the README's and docs' generated blocks (screens, excerpts, help) from what the
-    /// binary prints now; the `cli_docs` test fails while one differs.
+    /// Rewrite the README's and docs' generated blocks (screens, excerpts, help) and pictures
+    /// (docs/birth.svg) from what the binary prints now; the `cli_docs` test fails while one
+    /// differs.
     Docs,
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tracer::input::{Input, InputError};
-use tracer::lineage::{PodEvents, SnapshotProcess};
+use tracer::lineage::{PodEvents, ProcId, SnapshotProcess};
 use tracer::picture::{Page, PictureOpts};
 
 /// `--page`: the printed page a picture is laid out for.
@@ -55,7 +55,8 @@ pub struct ExportArgs {
     /// actors.
     #[arg(long)]
     pub all: bool,
-    // Only the pod's (or container's) events, as `replay --pod`.
+    // jsonl/perfetto: only the pod's (or container's) events, as `replay --pod`; dot: its
+    // processes and their ancestors, as `tree --pod`; svg/html: its stories.
     #[command(flatten)]
     pub pod: super::PodArgs,
     /// svg/html: only story N, numbered from 1 as `tracer story` lists them (births, execs,
@@ -63,7 +64,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "N")]
     pub story: Option<usize>,
     /// svg/html: lay the picture out for a printed page, scaled to fit with no text under
-    /// 10 px (too large a picture is an error: pick one story with --story).
+    /// 10 px (too large a picture is an error: pick one story with --story; every story of
+    /// the bundled demos fits).
     #[arg(long, value_enum, value_name = "PAGE")]
     pub page: Option<PageArg>,
 }
@@ -94,6 +96,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     } else {
         None
     };
+    let mut dot = match args.format {
+        ExportFormat::Dot => Some(dot_graph(&args, &source, &mut input, &mut err, &snapshot)?),
+        _ => None,
+    };
     let mut file = super::output::out_file(args.output.as_deref())?;
     let mut sink: Box<dyn Write> = match file.as_mut() {
         Some(f) => Box::new(f),
@@ -122,12 +128,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                 )
             }
             ExportFormat::Dot => {
-                let mut e = tracer::Engine::seeded(&snapshot);
-                for ev in kept(&mut input, &mut err, keep.as_ref()) {
-                    e.apply(&ev);
-                }
-                tracer::export::write_dot(&e, &mut out)?;
-                format!("{} processes", e.process_count())
+                let (e, scope) = dot.take().unwrap_or_default();
+                tracer::export::write_dot(&e, scope.as_ref(), &mut out)?;
+                let n = scope.map_or(e.process_count(), |s| s.len());
+                format!("{n} processes")
             }
             ExportFormat::Svg | ExportFormat::Html => {
                 let (text, what) = drawn.take().unwrap_or_default();
@@ -153,6 +157,27 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         eprintln!("tracer: wrote {} ({what})", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The engine the DOT graph is drawn from, and with `--pod` the processes it shows. Every
+/// event is read, as for the pictures: the pod's processes and their ancestors are drawn as
+/// seen (the runtime daemon no placeholder), as `tree --pod` shows them.
+fn dot_graph(
+    args: &ExportArgs,
+    source: &Path,
+    input: &mut Input,
+    err: &mut Option<InputError>,
+    snapshot: &[SnapshotProcess],
+) -> Result<(tracer::Engine, Option<HashSet<ProcId>>)> {
+    let mut e = tracer::Engine::seeded(snapshot);
+    for ev in until_error(input, err) {
+        e.apply(&ev);
+    }
+    let scope = match args.pod.query() {
+        Some(q) => Some(tracer::lineage::pod_scope(&e, &select_pod(source, &e, &q)?)),
+        None => None,
+    };
+    Ok((e, scope))
 }
 
 /// The svg or html export and its summary. Every event is read, not only the pod's: the
