@@ -176,12 +176,22 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
     }
 }
 
-/// `text` cut to `max` characters, the cut shown by `…`.
+/// `text` cut to `max` terminal columns (a wide character takes two), the cut shown by `…`.
 fn clipped(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    let width = |s: &str| Span::raw(s).width();
+    if width(text) <= max {
         return text.to_string();
     }
-    let mut t: String = text.chars().take(max.saturating_sub(1)).collect();
+    let mut t = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w > max.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        t.push(c);
+    }
     t.push('…');
     t
 }
@@ -660,7 +670,8 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
                     lines.push(Line::styled(l.into_owned(), style));
                 }
             } else {
-                lines.push(Line::styled(text, style));
+                // Cut where the pane ends, and said so: the whole text is on the `why:` line.
+                lines.push(Line::styled(clipped(&text, usize::from(width)), style));
             }
             k += 1;
         }
