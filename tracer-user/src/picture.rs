@@ -74,11 +74,11 @@ pub enum PictureError {
     /// The drawing is too large for the page without text under [`MIN_PAGE_FONT`].
     #[error(
         "the picture is {w}×{h} px: on the {page} page its text would be {font:.1} px (under {MIN_PAGE_FONT} px); leave out --page{}",
-        if *.stories == 1 { "" } else { ", or draw one story (--story N)" },
+        if *.stories > 1 { ", or draw one story (--story N)" } else { "" },
         page = .page.as_str()
     )]
     TooBig {
-        /// How many stories it draws (one story cannot be cut further).
+        /// How many stories it draws (one cannot be cut further; none: `--all` draws processes).
         stories: usize,
         /// The page asked for.
         page: Page,
@@ -419,8 +419,8 @@ fn rows(e: &Engine, stories: &[Story], lanes: &[ProcId]) -> Vec<Row> {
 }
 
 /// Rows shared by runs of one program: a process born and ended inside the picture joins the
-/// row of an earlier one of the same pod group, name, role, argv and parent's row once that
-/// one has ended, with room left for its exit status. A pod's CNI plugins, run again on every
+/// row of an earlier one of the same pod group and container, name, executable, role, argv
+/// and parent's row once that one has ended, with room left for its exit status. A pod's CNI plugins, run again on every
 /// retry of a teardown (and their IPAM plugin, run by each), take one row each instead of one
 /// per run; each run keeps its own lifeline, birth arrow and exit.
 fn share_rows(rows: Vec<Row>, e: &Engine, ends: &LaneEnds, col_w: usize) -> Vec<Row> {
@@ -435,13 +435,14 @@ fn share_rows(rows: Vec<Row>, e: &Engine, ends: &LaneEnds, col_w: usize) -> Vec<
         let key = |id: ProcId| {
             let p = e.get(id)?;
             let parent = p.birth_parent.map(|b| row_of.get(&b).copied().ok_or(b));
-            Some((p.name(), p.role, p.argv.clone(), parent))
+            Some((p.name(), p.exe.clone(), p.role, p.argv.clone(), parent))
         };
         let free = |o: &Row| {
             let (Some((birth, _)), Some(&last)) = (span(id), o.ids.last()) else {
                 return false;
             };
             o.group == r.group
+                && o.sub == r.sub
                 && key(o.ids[0]) == key(id)
                 && span(last).is_some_and(|(_, exit)| birth > exit + exit_room(e, last, col_w))
         };
@@ -534,24 +535,7 @@ fn draw(
     how: Drawn,
 ) -> Result<String, PictureError> {
     let list = how == Drawn::Alone;
-    let mut lanes = actors(e, stories, opts);
-    let all_lanes = lanes.len();
-    lanes.truncate(MAX_LANES);
-    let (mut cols, reexec) = columns(e, &lanes);
-    add_callouts(e, stories, &lanes.iter().copied().collect(), &mut cols);
-    let all_cols = cols.len();
-    cols.truncate(MAX_COLS);
-    let ends = lane_ends(&cols);
-    let col_w = layout::col_width(cols.len(), opts.page);
-    let rows = share_rows(rows(e, stories, &lanes), e, &ends, col_w);
-    let mut notes = Vec::new();
-    if all_lanes > lanes.len() || all_cols > cols.len() {
-        notes.push(format!(
-            "Cut to the first {} of {all_lanes} processes and {} of {all_cols} events (by seq): narrow it with --pod or --story, or leave out --all",
-            lanes.len(),
-            cols.len()
-        ));
-    }
+    let (rows, cols, ends, mut notes, reexec) = content(e, stories, opts);
     let mut steps = if list {
         layout::step_lines(stories)
     } else {
@@ -600,6 +584,34 @@ fn draw(
     g.draw_steps(&mut s, &steps);
     s.push_str("</svg>\n");
     Ok(s)
+}
+
+/// What a picture draws: its rows, its columns, each process's birth and exit columns, the
+/// notes on what was cut, and whether a runc self re-exec was left out.
+fn content(
+    e: &Engine,
+    stories: &[Story],
+    opts: &PictureOpts,
+) -> (Vec<Row>, Vec<Col>, LaneEnds, Vec<String>, bool) {
+    let mut lanes = actors(e, stories, opts);
+    let all_lanes = lanes.len();
+    lanes.truncate(MAX_LANES);
+    let (mut cols, reexec) = columns(e, &lanes);
+    add_callouts(e, stories, &lanes.iter().copied().collect(), &mut cols);
+    let all_cols = cols.len();
+    cols.truncate(MAX_COLS);
+    let ends = lane_ends(&cols);
+    let col_w = layout::col_width(cols.len(), opts.page);
+    let rows = share_rows(rows(e, stories, &lanes), e, &ends, col_w);
+    let mut notes = Vec::new();
+    if all_lanes > lanes.len() || all_cols > cols.len() {
+        notes.push(format!(
+            "Cut to the first {} of {all_lanes} processes and {} of {all_cols} events (by seq): narrow it with --pod or --story, or leave out --all",
+            lanes.len(),
+            cols.len()
+        ));
+    }
+    (rows, cols, ends, notes, reexec)
 }
 
 /// The `<svg>` element, its style and the white ground: sized for `page` when given (the
@@ -781,13 +793,16 @@ fn draw_callouts(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId
 }
 
 /// Where each callout goes: (step number, centre x, centre y). Columns come left to right, so
-/// only the circles placed within one diameter to the left can be in the way.
+/// only the circles placed within one diameter to the left can be in the way. A circle goes
+/// above its lifeline, one circle higher at a time while it stays under the lanes' top, then
+/// below it; never over the legend.
 fn callout_spots(
     g: &Geo,
     cols: &[Col],
     lane_of: &HashMap<ProcId, usize>,
 ) -> Vec<(usize, usize, usize)> {
-    const CLEAR: usize = 2 * CALLOUT_R + 4;
+    // The widest circle's diameter (three digits) and a gap.
+    const CLEAR: usize = 2 * (CALLOUT_R + 2);
     let mut spots: Vec<(usize, usize, usize)> = Vec::new();
     for (i, c) in cols.iter().enumerate() {
         let Some(&lane) = lane_of.get(&c.proc) else {
@@ -801,10 +816,16 @@ fn callout_spots(
                 .take_while(|s| s.1 + CLEAR > x)
                 .map(|s| s.2)
                 .collect();
-            let y = (0..)
-                .map(|k| (g.y(lane) - 16).saturating_sub(k * 19))
-                .find(|&y| near.iter().all(|&o| o.abs_diff(y) >= CLEAR) || y == 0)
-                .unwrap_or(0);
+            let (base, top) = (g.y(lane), g.lanes_top() + CALLOUT_R + 2);
+            let above = (0..)
+                .map(|k| (base - 16).checked_sub(k * CLEAR).filter(|&y| y >= top))
+                .take_while(Option::is_some)
+                .flatten();
+            let below = (0..4).map(|k| base + 16 + k * CLEAR);
+            let y = above
+                .chain(below)
+                .find(|&y| near.iter().all(|&o| o.abs_diff(y) >= CLEAR))
+                .unwrap_or(base - 16);
             spots.push((n, x, y));
         }
     }

@@ -1111,7 +1111,7 @@ fn scoped_snapshot(
         (SnapshotScope::Followed, Target::Pid(pid)) => *pid,
         (SnapshotScope::Followed, Target::Command(_)) => std::process::id(),
     };
-    let snap = procfs::followed_scope(procfs::snapshot(), followed);
+    let snap = procfs::followed_scope(procfs::snapshot(), followed, true);
     (SnapshotScope::Followed, snap)
 }
 
@@ -1164,15 +1164,16 @@ impl EventSource for Capture {
     fn bundle_configs(&self, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
         bundle::runtime_configs(Path::new("/proc"), pid, dir)
     }
+    // The scope a recording's header calls `followed` (its `snapshot` key, which the
+    // viewer's `w` writes too): the followed lineage and the container machinery.
     fn seed(&self) -> Vec<crate::event::SnapshotProcess> {
-        use crate::source::lineage_of;
         match &self.target {
             Target::All => procfs::snapshot(),
-            Target::Pid(pid) => lineage_of(procfs::snapshot(), *pid, true),
+            Target::Pid(pid) => procfs::followed_scope(procfs::snapshot(), *pid, true),
             // Its descendants come from the events (it started after the probes).
             Target::Command(_) => match self.child_pid {
                 Some(pid) => {
-                    let mut seed = lineage_of(procfs::snapshot(), pid, false);
+                    let mut seed = procfs::followed_scope(procfs::snapshot(), pid, false);
                     seed.retain(|p| p.pid != pid);
                     seed.extend(self.launched_process());
                     seed

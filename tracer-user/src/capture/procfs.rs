@@ -125,10 +125,18 @@ pub fn is_machinery(p: &SnapshotProcess) -> bool {
     .any(|n| crate::names::is_runtime_machinery(n))
 }
 
-/// Out of `snap`: `followed` with its descendants, the container machinery, and the ancestors
-/// of all of them ([`SnapshotScope::Followed`]).
-pub fn followed_scope(snap: Vec<SnapshotProcess>, followed: u32) -> Vec<SnapshotProcess> {
-    crate::source::lineage_where(snap, is_machinery, Some(followed))
+/// Out of `snap`: `followed` (with its descendants, if asked), the container machinery, and
+/// the ancestors of all of them ([`SnapshotScope::Followed`]).
+pub fn followed_scope(
+    snap: Vec<SnapshotProcess>,
+    followed: u32,
+    descendants: bool,
+) -> Vec<SnapshotProcess> {
+    if descendants {
+        crate::source::lineage_where(snap, is_machinery, Some(followed))
+    } else {
+        crate::source::lineage_where(snap, |p| p.pid == followed || is_machinery(p), None)
+    }
 }
 
 #[cfg(test)]
@@ -194,9 +202,18 @@ mod tests {
             proc(10, 9, "backup", "backup --password=x"),
             proc(11, 2, "node", "/opt/kubelet/bin/kubelet"),
         ];
-        let kept: Vec<u32> = followed_scope(snap, 3).iter().map(|p| p.pid).collect();
+        let kept: Vec<u32> = followed_scope(snap.clone(), 3, true)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
         // 3's ancestors and descendants; containerd, the shim and kubelet (by argv[0]) with
         // theirs; never the shim's container, cron or its child.
         assert_eq!(kept, vec![1, 2, 3, 4, 5, 6, 7, 11]);
+        // A command the capture started: its descendants come as events, not from /proc.
+        let kept: Vec<u32> = followed_scope(snap, 3, false)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        assert_eq!(kept, vec![1, 2, 3, 6, 7, 11]);
     }
 }

@@ -95,19 +95,20 @@ fn a_page_too_small_for_readable_text_is_an_error() {
         ..all()
     };
     let err = svg(&e, &[], &opts, "t").unwrap_err();
-    assert!(err.to_string().contains("--story N"), "{err}");
-    // One story cannot be cut further: only leaving out the page is advised.
+    // No story drawn (every process is): only leaving out the page is advised, as for one
+    // story, which cannot be cut further; several can.
+    assert!(err.to_string().ends_with("leave out --page"), "{err}");
     let PictureError::TooBig { w, h, font, .. } = err else {
         panic!("{err}")
     };
-    let one = PictureError::TooBig {
-        stories: 1,
+    let many = PictureError::TooBig {
+        stories: 2,
         page: Page::A4,
         w,
         h,
         font,
     };
-    assert!(one.to_string().ends_with("leave out --page"), "{one}");
+    assert!(many.to_string().contains("--story N"), "{many}");
 }
 
 #[test]
@@ -141,6 +142,9 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
     let lane_of = HashMap::from([(id, 0)]);
     let spots = callout_spots(&g, &cols, &lane_of);
     assert_eq!(spots.len(), 96);
+    for s in &spots {
+        assert!(s.2 - CALLOUT_R >= g.lanes_top(), "{s:?} over the legend");
+    }
     for (k, a) in spots.iter().enumerate() {
         for b in &spots[k + 1..] {
             let (dx, dy) = (a.1.abs_diff(b.1) as f64, a.2.abs_diff(b.2) as f64);
@@ -150,4 +154,74 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
             );
         }
     }
+}
+
+fn run_of(seq: u64, parent: u32, pid: u32, exe: &str) -> [crate::event::Event; 3] {
+    use crate::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
+    let ev = |seq, tgid, kind| Event::bare(seq, seq * 1000, tgid, tgid, "x", kind);
+    [
+        ev(
+            seq,
+            parent,
+            EventKind::Fork {
+                child_tid: pid,
+                child_tgid: pid,
+                child_ppid: parent,
+                syscall: Some(Syscall::Clone),
+                flags: Some(CloneFlags(0)),
+                child_ns: None,
+            },
+        ),
+        ev(
+            seq + 1,
+            pid,
+            EventKind::Exec {
+                old_tid: pid,
+                filename: CapturedStr::new(exe),
+            },
+        ),
+        ev(
+            seq + 2,
+            pid,
+            EventKind::TaskExit {
+                exit_code: 0,
+                group_dead: true,
+            },
+        ),
+    ]
+}
+
+#[test]
+fn runs_of_one_program_share_a_row_only_once_the_last_has_ended() {
+    // loopback 201 runs and ends, bridge 202 runs, loopback 203 is born well after 201's end
+    // (its row), loopback 204 is born while 203 still runs (a row of its own). In this order
+    // (seq renumbered).
+    let [b1, x1, e1] = run_of(1, 100, 201, "/usr/lib/cni/loopback");
+    let [b2, x2, e2] = run_of(4, 100, 202, "/usr/lib/cni/bridge");
+    let [b3, x3, e3] = run_of(7, 100, 203, "/usr/lib/cni/loopback");
+    let [b4, x4, e4] = run_of(10, 100, 204, "/usr/lib/cni/loopback");
+    let mut e = Engine::new();
+    for (seq, mut ev) in (1..).zip([b1, x1, e1, b2, x2, e2, b3, x3, b4, x4, e3, e4]) {
+        ev.seq = seq;
+        e.apply(&ev);
+    }
+    let (rows, cols, ..) = content(&e, &[], &all());
+    let pids = |r: &Row| -> Vec<u32> { r.ids.iter().map(|&id| e.get(id).unwrap().pid).collect() };
+    let shared: Vec<Vec<u32>> = rows.iter().map(pids).filter(|p| p.len() > 1).collect();
+    assert_eq!(
+        shared,
+        vec![vec![201, 203]],
+        "{:?}",
+        rows.iter().map(pids).collect::<Vec<_>>()
+    );
+    assert_eq!(rows.len(), 4, "100, 201+203, 202, 204");
+    // Each run keeps its own birth and exit columns on the shared row.
+    let ends = lane_ends(&cols);
+    let span = |pid: u32| {
+        let id = e.processes().find(|p| p.pid == pid).unwrap().id;
+        ends[&id]
+    };
+    assert!(span(201).1 < span(203).0, "{:?} {:?}", span(201), span(203));
+    let svg = svg(&e, &[], &all(), "t").unwrap();
+    assert!(svg.contains(">201, 203 x [cni-plugin]</text>"), "{svg}");
 }
