@@ -156,50 +156,15 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
     }
 }
 
-fn run_of(seq: u64, parent: u32, pid: u32, exe: &str) -> [crate::event::Event; 3] {
-    use crate::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
-    let ev = |seq, tgid, kind| Event::bare(seq, seq * 1000, tgid, tgid, "x", kind);
-    [
-        ev(
-            seq,
-            parent,
-            EventKind::Fork {
-                child_tid: pid,
-                child_tgid: pid,
-                child_ppid: parent,
-                syscall: Some(Syscall::Clone),
-                flags: Some(CloneFlags(0)),
-                child_ns: None,
-            },
-        ),
-        ev(
-            seq + 1,
-            pid,
-            EventKind::Exec {
-                old_tid: pid,
-                filename: CapturedStr::new(exe),
-            },
-        ),
-        ev(
-            seq + 2,
-            pid,
-            EventKind::TaskExit {
-                exit_code: 0,
-                group_dead: true,
-            },
-        ),
-    ]
-}
-
 #[test]
 fn runs_of_one_program_share_a_row_only_once_the_last_has_ended() {
     // loopback 201 runs and ends, bridge 202 runs, loopback 203 is born well after 201's end
     // (its row), loopback 204 is born while 203 still runs (a row of its own). In this order
     // (seq renumbered).
-    let [b1, x1, e1] = run_of(1, 100, 201, "/usr/lib/cni/loopback");
-    let [b2, x2, e2] = run_of(4, 100, 202, "/usr/lib/cni/bridge");
-    let [b3, x3, e3] = run_of(7, 100, 203, "/usr/lib/cni/loopback");
-    let [b4, x4, e4] = run_of(10, 100, 204, "/usr/lib/cni/loopback");
+    let [b1, x1, e1] = crate::synth::short_run(1, 100, 201, "/usr/lib/cni/loopback");
+    let [b2, x2, e2] = crate::synth::short_run(4, 100, 202, "/usr/lib/cni/bridge");
+    let [b3, x3, e3] = crate::synth::short_run(7, 100, 203, "/usr/lib/cni/loopback");
+    let [b4, x4, e4] = crate::synth::short_run(10, 100, 204, "/usr/lib/cni/loopback");
     let mut e = Engine::new();
     for (seq, mut ev) in (1..).zip([b1, x1, e1, b2, x2, e2, b3, x3, b4, x4, e3, e4]) {
         ev.seq = seq;
