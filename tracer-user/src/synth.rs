@@ -75,24 +75,6 @@ fn fork_kind(pid: u32, parent: u32) -> EventKind {
     }
 }
 
-/// `parent` forking `pid`, which execs `exe` and exits 0: seqs `seq`, `seq + 1`, `seq + 2`
-/// (a CNI plugin's run, say).
-pub fn short_run(seq: u64, parent: u32, pid: u32, exe: &str) -> [Event; 3] {
-    let exec = EventKind::Exec {
-        old_tid: pid,
-        filename: CapturedStr::new(exe),
-    };
-    let exit = EventKind::TaskExit {
-        exit_code: 0,
-        group_dead: true,
-    };
-    [
-        event(seq, parent, "x", fork_kind(pid, parent)),
-        event(seq + 1, pid, "x", exec),
-        event(seq + 2, pid, "x", exit),
-    ]
-}
-
 /// One process (pid 1000) creating `n` threads; with `short_lived` each exits before the next
 /// is created (a thread pool churning), else all stay. Scale input for `tracer tree`.
 pub fn many_threads(n: u32, short_lived: bool) -> Vec<Event> {

@@ -161,10 +161,12 @@ fn runs_of_one_program_share_a_row_only_once_the_last_has_ended() {
     // loopback 201 runs and ends, bridge 202 runs, loopback 203 is born well after 201's end
     // (its row), loopback 204 is born while 203 still runs (a row of its own). In this order
     // (seq renumbered).
-    let [b1, x1, e1] = crate::synth::short_run(1, 100, 201, "/usr/lib/cni/loopback");
-    let [b2, x2, e2] = crate::synth::short_run(4, 100, 202, "/usr/lib/cni/bridge");
-    let [b3, x3, e3] = crate::synth::short_run(7, 100, 203, "/usr/lib/cni/loopback");
-    let [b4, x4, e4] = crate::synth::short_run(10, 100, 204, "/usr/lib/cni/loopback");
+    use crate::synth::{exec, exit, fork};
+    let run = |pid, exe| [fork(100, pid), exec(pid, exe), exit(pid, 0)];
+    let [b1, x1, e1] = run(201, "/usr/lib/cni/loopback");
+    let [b2, x2, e2] = run(202, "/usr/lib/cni/bridge");
+    let [b3, x3, e3] = run(203, "/usr/lib/cni/loopback");
+    let [b4, x4, e4] = run(204, "/usr/lib/cni/loopback");
     let mut e = Engine::new();
     for (seq, mut ev) in (1..).zip([b1, x1, e1, b2, x2, e2, b3, x3, b4, x4, e3, e4]) {
         ev.seq = seq;
@@ -188,5 +190,8 @@ fn runs_of_one_program_share_a_row_only_once_the_last_has_ended() {
     };
     assert!(span(201).1 < span(203).0, "{:?} {:?}", span(201), span(203));
     let svg = svg(&e, &[], &all(), "t").unwrap();
-    assert!(svg.contains(">201, 203 x [cni-plugin]</text>"), "{svg}");
+    assert!(
+        svg.contains(">201, 203 loopback [cni-plugin]</text>"),
+        "{svg}"
+    );
 }
