@@ -119,6 +119,7 @@ pub fn write_busy_node(path: &Path, events: u64) -> Result<u64> {
             EventKind::Exec {
                 old_tid: pid,
                 filename: CapturedStr::new(path),
+                cred: None,
             },
         )?;
         put(

@@ -1025,6 +1025,7 @@ fn forge_segment(nats_port: u16, node: &str) {
         let kind = EventKind::Exec {
             old_tid: FORGED_PID,
             filename: CapturedStr::new("/usr/bin/forged"),
+            cred: None,
         };
         let ev = tracer::Event::bare(1, 1, FORGED_PID, FORGED_PID, "forged", kind);
         seg.write_event(&ev).expect("event");

@@ -198,9 +198,9 @@ fn lifecycle_syscalls_are_reported_exactly() {
                 syscall: Syscall::Execve,
                 ret,
             } => Some(format!("ret {ret}")),
-            EventKind::Exec { filename, old_tid } => {
-                Some(format!("exec {} {}", filename.value, *old_tid == actor))
-            }
+            EventKind::Exec {
+                filename, old_tid, ..
+            } => Some(format!("exec {} {}", filename.value, *old_tid == actor)),
             _ => None,
         })
         .collect();
@@ -334,9 +334,9 @@ fn lifecycle_without_syscall_probes_is_reported_exactly() {
                 filename.value,
                 e.tid == actor
             )),
-            EventKind::Exec { filename, old_tid } => {
-                Some(format!("exec {} {}", filename.value, *old_tid == actor))
-            }
+            EventKind::Exec {
+                filename, old_tid, ..
+            } => Some(format!("exec {} {}", filename.value, *old_tid == actor)),
             _ => None,
         })
         .collect();

@@ -267,7 +267,38 @@ pub struct SchedExec {
     pub old_tid: u32,
     /// [`strflag`] bits.
     pub flags: u32,
+    /// What the kernel says of the task after the exec (begin_new_exec() has committed the
+    /// new credentials and set `mm->exe_file` before the tracepoint fires): `cred->euid` and
+    /// `cred->fsuid` (kuids: uids of the initial user namespace), the nesting level of
+    /// `cred->user_ns` and of the task's pid namespace (0: the initial ones), and the inode
+    /// number of its mount namespace. Valid with [`credflag::CRED`].
+    pub euid: u32,
+    pub fsuid: u32,
+    pub userns_level: u32,
+    pub pidns_level: u32,
+    pub mnt_ns: u32,
+    /// [`credflag`] bits.
+    pub cred_flags: u32,
+    /// The executable (`mm->exe_file->f_inode`): inode number, device (the kernel's
+    /// `sb->s_dev` encoding, MAJOR << 20 | MINOR), owner (kuid), mode and link count (0 for a
+    /// memfd or a deleted file). Valid with [`credflag::EXE`].
+    pub exe_ino: u64,
+    pub exe_dev: u32,
+    pub exe_uid: u32,
+    pub exe_mode: u32,
+    pub exe_nlink: u32,
     pub filename: [u8; FILENAME_LEN],
+}
+
+/// Bits of [`SchedExec::cred_flags`].
+pub mod credflag {
+    /// euid, fsuid, the namespaces' levels and the mount namespace were read.
+    pub const CRED: u32 = 1;
+    /// The task's mount namespace is the one [`super::ProbeConfig::host_mntns`] names (the
+    /// host's, as PID 1 has it).
+    pub const HOST_MNT: u32 = 2;
+    /// The executable's inode fields were read.
+    pub const EXE: u32 = 4;
 }
 
 /// sched:sched_process_exit: a task is gone.
@@ -417,6 +448,30 @@ pub struct ProbeConfig {
     /// Signals signal_generate reports: bit n − 1 set = signal n (1..=64; signal 64,
     /// SIGRTMAX, would not fit a bit n). 0: none.
     pub signal_mask: u64,
+    /// BTF, for the credentials sched_process_exec reports: `task_struct::cred`, `cred::euid`,
+    /// `::fsuid`, `::user_ns`, `user_namespace::level`, `task_struct::nsproxy`,
+    /// `nsproxy::mnt_ns`, `mnt_namespace::ns` + `ns_common::inum`.
+    pub task_cred: u32,
+    pub cred_euid: u32,
+    pub cred_fsuid: u32,
+    pub cred_user_ns: u32,
+    pub userns_level: u32,
+    pub task_nsproxy: u32,
+    pub nsproxy_mnt_ns: u32,
+    pub mntns_inum: u32,
+    /// BTF, for the executable: `mm_struct::exe_file`, `file::f_inode`, `inode::i_mode`,
+    /// `::i_uid`, `::i_ino`, `::i_nlink`, `::i_sb`, `super_block::s_dev`.
+    pub mm_exe_file: u32,
+    pub file_inode: u32,
+    pub inode_mode: u32,
+    pub inode_uid: u32,
+    pub inode_ino: u32,
+    pub inode_nlink: u32,
+    pub inode_sb: u32,
+    pub sb_dev: u32,
+    /// The host's mount namespace (`/proc/1/ns/mnt`'s inode); 0 when unknown.
+    pub host_mntns: u32,
+    pub _pad: u32,
 }
 
 impl ProbeConfig {
@@ -468,6 +523,24 @@ impl ProbeConfig {
         oom_shmem_rss: NO_OFFSET,
         oom_score_adj: NO_OFFSET,
         signal_mask: 0,
+        task_cred: NO_OFFSET,
+        cred_euid: NO_OFFSET,
+        cred_fsuid: NO_OFFSET,
+        cred_user_ns: NO_OFFSET,
+        userns_level: NO_OFFSET,
+        task_nsproxy: NO_OFFSET,
+        nsproxy_mnt_ns: NO_OFFSET,
+        mntns_inum: NO_OFFSET,
+        mm_exe_file: NO_OFFSET,
+        file_inode: NO_OFFSET,
+        inode_mode: NO_OFFSET,
+        inode_uid: NO_OFFSET,
+        inode_ino: NO_OFFSET,
+        inode_nlink: NO_OFFSET,
+        inode_sb: NO_OFFSET,
+        sb_dev: NO_OFFSET,
+        host_mntns: 0,
+        _pad: 0,
     };
 }
 
@@ -499,12 +572,12 @@ const _: () = {
     assert!(core::mem::size_of::<ExitEnter>() == 72);
     assert!(core::mem::size_of::<PrctlEnter>() == 96);
     assert!(core::mem::size_of::<SchedFork>() == 104);
-    assert!(core::mem::size_of::<SchedExec>() == 72 + FILENAME_LEN);
+    assert!(core::mem::size_of::<SchedExec>() == 120 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);
     assert!(core::mem::size_of::<CgroupAttach>() == 88 + CGROUP_PATH_LEN);
     assert!(core::mem::size_of::<SignalGenerate>() == 88);
     assert!(core::mem::size_of::<OomVictim>() == 104);
-    assert!(core::mem::size_of::<ProbeConfig>() == 192);
+    assert!(core::mem::size_of::<ProbeConfig>() == 264);
     assert!(core::mem::offset_of!(ProbeConfig, signal_mask) == 184);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

@@ -34,8 +34,8 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
-    kind, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter, ExitEnter, Header,
-    OomVictim, PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork,
+    credflag, kind, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter, ExitEnter,
+    Header, OomVictim, PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork,
     SignalGenerate, SysExit, ARGV_BYTES, DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS, NO_OFFSET,
 };
 
@@ -774,6 +774,7 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
     };
     emit_from::<SchedExec>(kind::SCHED_EXEC, false, same, |r| unsafe {
         addr_of_mut!((*r).old_tid).write(old_pid as u32);
+        exec_cred(r);
         let fname = &mut *addr_of_mut!((*r).filename);
         let read = bpf_probe_read_kernel_str_bytes(src, fname).map(|s| s.len());
         let flags = str_flags(
@@ -785,6 +786,84 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
         addr_of_mut!((*r).flags).write(flags);
     });
     Ok(0)
+}
+
+/// What the kernel says of the current task's credentials and executable right after its
+/// exec: who may speak for a container is decided from these, never from a name.
+///
+/// # Safety
+/// `r` points at a reserved, writable SchedExec.
+#[inline(always)]
+unsafe fn exec_cred(r: *mut SchedExec) {
+    // SAFETY: the current task; every field is read through probe reads at BTF offsets.
+    let task = unsafe { bpf_get_current_task() } as *const u8;
+    let cred: u64 = task_read(task, cfg(&CONFIG.task_cred)).unwrap_or(0);
+    let cred = cred as *const u8;
+    let euid = task_read::<u32>(cred, cfg(&CONFIG.cred_euid));
+    let fsuid = task_read::<u32>(cred, cfg(&CONFIG.cred_fsuid));
+    let userns: u64 = task_read(cred, cfg(&CONFIG.cred_user_ns)).unwrap_or(0);
+    let userns_level = task_read::<u32>(userns as *const u8, cfg(&CONFIG.userns_level));
+    let nsproxy: u64 = task_read(task, cfg(&CONFIG.task_nsproxy)).unwrap_or(0);
+    let mnt: u64 = task_read(nsproxy as *const u8, cfg(&CONFIG.nsproxy_mnt_ns)).unwrap_or(0);
+    let mnt_ns = task_read::<u32>(mnt as *const u8, cfg(&CONFIG.mntns_inum));
+    let pid: u64 = task_read(task, cfg(&CONFIG.task_thread_pid)).unwrap_or(0);
+    let pidns_level = task_read::<u32>(pid as *const u8, cfg(&CONFIG.pid_level));
+    let mut flags = 0;
+    if euid.is_some()
+        && fsuid.is_some()
+        && userns_level.is_some()
+        && mnt_ns.is_some()
+        && pidns_level.is_some()
+    {
+        flags |= credflag::CRED;
+    }
+    let (m, host) = (mnt_ns.unwrap_or(0), cfg(&CONFIG.host_mntns));
+    if host != 0 && m == host {
+        flags |= credflag::HOST_MNT;
+    }
+    // Every field written, read or not: a reserved record's bytes are not zeroed.
+    // SAFETY: the caller's record.
+    unsafe {
+        addr_of_mut!((*r).euid).write(euid.unwrap_or(u32::MAX));
+        addr_of_mut!((*r).fsuid).write(fsuid.unwrap_or(u32::MAX));
+        addr_of_mut!((*r).userns_level).write(userns_level.unwrap_or(0));
+        addr_of_mut!((*r).pidns_level).write(pidns_level.unwrap_or(0));
+        addr_of_mut!((*r).mnt_ns).write(m);
+        addr_of_mut!((*r).cred_flags).write(flags | exe_inode(task, r));
+    }
+}
+
+/// The current task's executable (`mm->exe_file->f_inode`) into `r`; [`credflag::EXE`] when
+/// it was read.
+///
+/// # Safety
+/// `r` points at a reserved, writable SchedExec.
+#[inline(always)]
+unsafe fn exe_inode(task: *const u8, r: *mut SchedExec) -> u32 {
+    let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
+    let file: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_exe_file)).unwrap_or(0);
+    let inode: u64 = task_read(file as *const u8, cfg(&CONFIG.file_inode)).unwrap_or(0);
+    let inode = inode as *const u8;
+    let sb: u64 = task_read(inode, cfg(&CONFIG.inode_sb)).unwrap_or(0);
+    let ino = task_read::<u64>(inode, cfg(&CONFIG.inode_ino));
+    let mode = task_read::<u16>(inode, cfg(&CONFIG.inode_mode));
+    let uid = task_read::<u32>(inode, cfg(&CONFIG.inode_uid));
+    let nlink = task_read::<u32>(inode, cfg(&CONFIG.inode_nlink));
+    let dev = task_read::<u32>(sb as *const u8, cfg(&CONFIG.sb_dev));
+    let all = ino.is_some() && mode.is_some() && uid.is_some() && nlink.is_some() && dev.is_some();
+    // SAFETY: the caller's record.
+    unsafe {
+        addr_of_mut!((*r).exe_ino).write(ino.unwrap_or(0));
+        addr_of_mut!((*r).exe_dev).write(dev.unwrap_or(0));
+        addr_of_mut!((*r).exe_uid).write(uid.unwrap_or(u32::MAX));
+        addr_of_mut!((*r).exe_mode).write(mode.unwrap_or(0) as u32);
+        addr_of_mut!((*r).exe_nlink).write(nlink.unwrap_or(0));
+    }
+    if all {
+        credflag::EXE
+    } else {
+        0
+    }
 }
 
 /// Without syscall probes: the exec's argv, read from the new image's argument area

@@ -103,6 +103,7 @@ fn seed(target: &Target, child_pid: Option<u32>) -> Vec<SnapshotProcess> {
                 ns: None,
                 launched: true,
                 cgroup: None,
+                ..Default::default()
             });
             seed
         }

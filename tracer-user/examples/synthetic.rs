@@ -66,6 +66,7 @@ impl Script {
             EventKind::Exec {
                 old_tid: pid,
                 filename: CapturedStr::new(path),
+                cred: None,
             },
         );
     }

@@ -3,6 +3,7 @@
 //! capture; tests run it over a synthetic source ([`crate::source::Script`]), without root.
 
 use crate::event::SnapshotProcess;
+use crate::lineage::identity::{standing, Standing};
 use crate::lineage::Retention;
 use crate::metrics::Metrics;
 use crate::nats::{self, NatsError, Outbox, Outgoing, Segment, StreamLimits};
@@ -64,16 +65,69 @@ pub struct AgentReport {
     pub engine_records: usize,
 }
 
-/// The first of [`DAEMONS`] among `procs`, by its comm. podman has no daemon but its API
-/// service (`podman system service`): a `podman run` someone typed ends soon and creates
-/// nothing the agent should follow after.
-pub fn daemon_in(procs: &[SnapshotProcess]) -> Option<(u32, &'static str)> {
+/// A process named like one of [`DAEMONS`], and whether the kernel's word lets it be the
+/// daemon the agent follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DaemonCandidate {
+    /// Its pid.
+    pub pid: u32,
+    /// The daemon it is named like.
+    pub name: &'static str,
+    /// What /proc said of its credentials and executable.
+    pub standing: Standing,
+}
+
+/// Every process of `procs` named like one of [`DAEMONS`] (by comm), in that order. podman has
+/// no daemon but its API service (`podman system service`): a `podman run` someone typed
+/// ends soon and creates nothing the agent should follow after.
+pub fn daemon_candidates(procs: &[SnapshotProcess]) -> Vec<DaemonCandidate> {
     let is = |p: &SnapshotProcess, d: &str| {
         p.comm == d && (d != "podman" || p.argv.iter().skip(1).any(|a| a == "service"))
     };
     DAEMONS
         .iter()
-        .find_map(|d| procs.iter().find(|p| is(p, d)).map(|p| (p.pid, *d)))
+        .flat_map(|d| {
+            procs
+                .iter()
+                .filter(move |p| is(p, d))
+                .map(move |p| DaemonCandidate {
+                    pid: p.pid,
+                    name: d,
+                    standing: standing(p.cred.as_ref()),
+                })
+        })
+        .collect()
+}
+
+/// The daemon to follow: the first candidate the kernel's word trusts — root of the host's
+/// namespaces, running a file only root may change ([`standing`]); a name alone (a copy of
+/// `sleep` called `containerd`, run by anyone) never is.
+pub fn daemon_in(procs: &[SnapshotProcess]) -> Option<(u32, &'static str)> {
+    daemon_candidates(procs)
+        .into_iter()
+        .find(|c| c.standing == Standing::Trusted)
+        .map(|c| (c.pid, c.name))
+}
+
+/// One line per candidate passed over, for the operator: `pid 4242 is named containerd but
+/// is not followed: it is not root`.
+pub fn passed_over(procs: &[SnapshotProcess]) -> Vec<String> {
+    let chosen = daemon_in(procs).map(|c| c.0);
+    daemon_candidates(procs)
+        .into_iter()
+        .filter(|c| Some(c.pid) != chosen)
+        .map(|c| {
+            let why = match c.standing {
+                Standing::Refused(r) => r.text(),
+                Standing::Unverified => "its credentials could not be read",
+                Standing::Trusted => "another trusted one came first",
+            };
+            format!(
+                "pid {} is named {} but is not followed: {why}",
+                c.pid, c.name
+            )
+        })
+        .collect()
 }
 
 /// The engine behind the metrics: a busy node ends thousands of processes a second, so
@@ -275,7 +329,11 @@ impl Agent {
             drop(m);
             if self.daemon && src.followed_count() == 0 {
                 // The daemon restarted: follow its successor once it runs.
-                if let Some((pid, name)) = daemon_in(&src.processes()) {
+                let procs = src.processes();
+                if let Some((pid, name)) = daemon_in(&procs) {
+                    for line in passed_over(&procs) {
+                        eprintln!("tracer: {line}");
+                    }
                     eprintln!("tracer: following {name} again (pid {pid})");
                     src.follow(pid).map_err(|e| AgentError::Source(e.into()))?;
                 }
@@ -388,11 +446,41 @@ mod tests {
             ppid: 1,
             comm: "podman".into(),
             argv: argv.iter().map(|a| a.to_string()).collect(),
+            cred: Some(crate::synth::root_cred()),
             ..Default::default()
         };
         let run = proc_of(10, &["podman", "run", "-d", "img"]);
         assert_eq!(daemon_in(std::slice::from_ref(&run)), None);
         let service = proc_of(11, &["podman", "system", "service", "--time=0"]);
         assert_eq!(daemon_in(&[run, service]), Some((11, "podman")));
+    }
+
+    #[test]
+    fn the_daemon_followed_is_the_one_the_kernel_trusts_never_a_name_alone() {
+        let daemon = |pid: u32, cred| SnapshotProcess {
+            pid,
+            ppid: 1,
+            comm: "containerd".into(),
+            cred,
+            ..Default::default()
+        };
+        let nobody = crate::event::ExecCred {
+            euid: 65534,
+            fsuid: 65534,
+            ..crate::synth::root_cred()
+        };
+        // nobody's copy of `sleep` named containerd comes first by pid.
+        let procs = [
+            daemon(50, Some(nobody)),
+            daemon(90, Some(crate::synth::root_cred())),
+        ];
+        assert_eq!(daemon_in(&procs), Some((90, "containerd")));
+        assert_eq!(
+            passed_over(&procs),
+            ["pid 50 is named containerd but is not followed: it is not root"]
+        );
+        // Alone, or unreadable, it is never followed.
+        assert_eq!(daemon_in(&procs[..1]), None);
+        assert_eq!(daemon_in(&[daemon(7, None)]), None);
     }
 }

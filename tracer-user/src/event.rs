@@ -374,6 +374,10 @@ pub enum EventKind {
         old_tid: u32,
         /// The exec'd file.
         filename: CapturedStr,
+        /// What the kernel said of the task's credentials and executable after the exec,
+        /// when the source could see them (the probes can; strace logs cannot).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cred: Option<ExecCred>,
     },
     /// A task ended (sched_process_exit). `exit_code` is wait(2)'s status word:
     /// `(status << 8) | signal`. `group_dead`: it was the last thread of its process.
@@ -440,6 +444,45 @@ impl EventKind {
     pub fn is_metadata(&self) -> bool {
         matches!(self, EventKind::ContainerMeta { .. })
     }
+}
+
+/// A task's credentials and executable as the kernel has them right after an exec (or as
+/// /proc shows them for a process that existed before tracing): what decides whether a
+/// process may speak for a container (docs/lineage.md, "Who may speak for a container").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ExecCred {
+    /// Effective uid (in the initial user namespace's terms).
+    pub euid: u32,
+    /// Filesystem uid: whose files it may write.
+    pub fsuid: u32,
+    /// Nesting level of its user namespace: 0 for the initial one. /proc shows only whether
+    /// it is the initial one (PID 1's), so a snapshot says 1 for any other.
+    pub userns_level: u32,
+    /// Nesting level of its pid namespace: 0 for the host's.
+    pub pidns_level: u32,
+    /// Its mount namespace's inode number (0 when unknown).
+    pub mnt_ns: u32,
+    /// That mount namespace is the host's (PID 1's).
+    pub host_mnt: bool,
+    /// The file it runs, when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exe: Option<ExeFile>,
+}
+
+/// The inode of a process's executable (`mm->exe_file`, `/proc/PID/exe`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ExeFile {
+    /// Its device, as `stat(2)`'s `st_dev` gives it.
+    pub dev: u64,
+    /// Its inode number.
+    pub ino: u64,
+    /// Its owner (uid).
+    pub uid: u32,
+    /// Its mode (type and permission bits, `st_mode`).
+    pub mode: u32,
+    /// Its hard links: 0 for a memfd (runc re-executes itself from a sealed one) or a deleted
+    /// file, which no other process can open by a path to write.
+    pub nlink: u32,
 }
 
 /// What the kernel did with a generated signal (include/trace/events/signal.h `TRACE_SIGNAL_*`).
@@ -651,7 +694,7 @@ mod tests {
 }
 
 /// A process that existed before tracing, as read from /proc.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SnapshotProcess {
     /// Process id.
     pub pid: u32,
@@ -673,6 +716,29 @@ pub struct SnapshotProcess {
     pub launched: bool,
     /// Its cgroup in the reported hierarchy (`/proc/PID/cgroup`), when read.
     pub cgroup: Option<String>,
+    /// Its real uid, when read (`u32::MAX` otherwise, as in events).
+    pub uid: u32,
+    /// Its credentials and executable, when read.
+    pub cred: Option<ExecCred>,
+}
+
+impl Default for SnapshotProcess {
+    fn default() -> SnapshotProcess {
+        SnapshotProcess {
+            pid: 0,
+            ppid: 0,
+            comm: String::new(),
+            exe: None,
+            argv: Vec::new(),
+            threads: Vec::new(),
+            subreaper: false,
+            ns: None,
+            launched: false,
+            cgroup: None,
+            uid: u32::MAX,
+            cred: None,
+        }
+    }
 }
 
 /// Largest bundle `config.json` a live source reads and the model parses (a real one is a

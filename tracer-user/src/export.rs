@@ -618,6 +618,7 @@ mod tests {
                 60,
                 "runc",
                 EventKind::Exec {
+                    cred: None,
                     old_tid: 60,
                     filename: CapturedStr::new("/usr/bin/runc"),
                 },

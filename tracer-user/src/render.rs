@@ -262,7 +262,9 @@ impl LineRenderer {
                 self.flush_open(ev, &mut lines);
                 lines.push(line);
             }
-            EventKind::Exec { old_tid, filename } => {
+            EventKind::Exec {
+                old_tid, filename, ..
+            } => {
                 if *old_tid != ev.tid {
                     self.flush_open(ev, &mut lines);
                     let mut line = String::new();
@@ -490,6 +492,7 @@ mod tests {
                 5,
                 21,
                 EventKind::Exec {
+                    cred: None,
                     old_tid: 21,
                     filename: CapturedStr::new("/bin/sh"),
                 },

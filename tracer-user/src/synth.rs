@@ -26,6 +26,7 @@ pub fn fork_tree(n: u32) -> Vec<Event> {
             pid,
             &name,
             EventKind::Exec {
+                cred: None,
                 old_tid: pid,
                 filename: CapturedStr::new(format!("/usr/bin/{name}")),
             },
@@ -55,6 +56,7 @@ pub fn chain(n: u32) -> Vec<Event> {
         evs.push(event(seq, parent, "", fork_kind(pid, parent)));
         let name = format!("link-{i}");
         let exec = EventKind::Exec {
+            cred: None,
             old_tid: pid,
             filename: CapturedStr::new(format!("/usr/bin/{name}")),
         };
@@ -122,6 +124,7 @@ pub fn fork(parent: u32, pid: u32) -> Event {
 pub fn exec(pid: u32, path: &str) -> Event {
     let comm = path.rsplit('/').next().unwrap_or(path);
     let kind = EventKind::Exec {
+        cred: None,
         old_tid: pid,
         filename: CapturedStr::new(path),
     };
@@ -135,6 +138,36 @@ pub fn exit(pid: u32, code: u32) -> Event {
         group_dead: true,
     };
     event(0, pid, "", kind)
+}
+
+/// Root of the host's namespaces running a file of root's (`/usr/bin/…`, 0755): the
+/// credentials that may speak for a container.
+pub fn root_cred() -> crate::event::ExecCred {
+    crate::event::ExecCred {
+        euid: 0,
+        fsuid: 0,
+        userns_level: 0,
+        pidns_level: 0,
+        mnt_ns: 4_026_531_841,
+        host_mnt: true,
+        exe: Some(crate::event::ExeFile {
+            dev: 0xfe01,
+            ino: 4242,
+            uid: 0,
+            mode: 0o100_755,
+            nlink: 1,
+        }),
+    }
+}
+
+/// [`exec`] with the credentials the kernel reported and the real uid `uid`.
+pub fn exec_as(pid: u32, path: &str, uid: u32, cred: crate::event::ExecCred) -> Event {
+    let mut ev = exec(pid, path);
+    ev.uid = uid;
+    if let EventKind::Exec { cred: c, .. } = &mut ev.kind {
+        *c = Some(cred);
+    }
+    ev
 }
 
 /// A host process as a /proc snapshot shows it.

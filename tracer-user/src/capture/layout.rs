@@ -283,7 +283,34 @@ fn btf_fill(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) -> Result<(), CaptureError
     cfg.task_comm = opt(member_offset(btf, "task_struct", "comm"));
     cfg.task_flags = opt(member_offset(btf, "task_struct", "flags"));
     pidns_offsets(btf, cfg);
+    cred_offsets(btf, cfg);
     Ok(())
+}
+
+/// What the exec probe reads of the task's credentials, mount namespace and executable. Any
+/// one missing leaves those facts unknown (the exec is then taken at its name, as a recording
+/// without credentials is), nothing else.
+fn cred_offsets(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) {
+    let opt = |s: &str, m: &str| member_offset(btf, s, m).unwrap_or(NO_OFFSET);
+    cfg.task_cred = opt("task_struct", "cred");
+    cfg.cred_euid = opt("cred", "euid");
+    cfg.cred_fsuid = opt("cred", "fsuid");
+    cfg.cred_user_ns = opt("cred", "user_ns");
+    cfg.userns_level = opt("user_namespace", "level");
+    cfg.task_nsproxy = opt("task_struct", "nsproxy");
+    cfg.nsproxy_mnt_ns = opt("nsproxy", "mnt_ns");
+    cfg.mntns_inum = match (opt("mnt_namespace", "ns"), opt("ns_common", "inum")) {
+        (a, b) if a != NO_OFFSET && b != NO_OFFSET => a + b,
+        _ => NO_OFFSET,
+    };
+    cfg.mm_exe_file = opt("mm_struct", "exe_file");
+    cfg.file_inode = opt("file", "f_inode");
+    cfg.inode_mode = opt("inode", "i_mode");
+    cfg.inode_uid = opt("inode", "i_uid");
+    cfg.inode_ino = opt("inode", "i_ino");
+    cfg.inode_nlink = opt("inode", "i_nlink");
+    cfg.inode_sb = opt("inode", "i_sb");
+    cfg.sb_dev = opt("super_block", "s_dev");
 }
 
 /// What the fork probe reads of the child: `task->pid`, and its pid namespace through

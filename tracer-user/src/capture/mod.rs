@@ -570,6 +570,8 @@ fn configure(
         cfg.cgroup_hierarchy = h.id;
     }
     cfg.signal_mask = b.signals.mask();
+    // Mount namespace inodes are 32-bit in the kernel (ns_common::inum).
+    cfg.host_mntns = procfs::HostNs::of(std::path::Path::new("/proc")).mnt as u32;
     Ok((cfg, layouts))
 }
 
@@ -947,7 +949,10 @@ impl Capture {
             subreaper: false,
             ns: me.as_ref().and_then(|m| m.ns),
             launched: true,
-            cgroup: me.and_then(|m| m.cgroup),
+            cgroup: me.as_ref().and_then(|m| m.cgroup.clone()),
+            // Its credentials are the tracer's until its exec reports its own.
+            uid: me.map_or(u32::MAX, |m| m.uid),
+            cred: None,
         })
     }
 

@@ -1,8 +1,8 @@
 //! /proc snapshot of the processes that exist when tracing starts.
 
-use crate::event::PidNs;
-use crate::event::SnapshotProcess;
+use crate::event::{ExeFile, ExecCred, PidNs, SnapshotProcess};
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// `pid`'s ppid and comm from /proc/PID/stat (comm may contain spaces and parentheses).
@@ -18,6 +18,81 @@ pub fn parse_stat(stat: &str) -> Option<(String, u32)> {
 
 /// Reads one process; `None` if it vanished meanwhile.
 pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
+    read_process_in(root, pid, &HostNs::of(root))
+}
+
+/// The user and mount namespaces of the host (PID 1's, or, where even root may not read PID
+/// 1's links — a VM's init marked undumpable — the tracer's own, which runs on the host): a
+/// process in others is a container's, whatever its uid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostNs {
+    /// `/proc/1/ns/user`'s inode (0 when unreadable).
+    pub user: u64,
+    /// `/proc/1/ns/mnt`'s inode (0 when unreadable).
+    pub mnt: u64,
+}
+
+impl HostNs {
+    /// PID 1's namespaces under `root` (a /proc mount), else this process's.
+    pub fn of(root: &Path) -> HostNs {
+        let (init, me) = (root.join("1"), root.join("self"));
+        let read = |kind| ns_inode(&init, kind).or_else(|| ns_inode(&me, kind));
+        HostNs {
+            user: read("user").unwrap_or(0),
+            mnt: read("mnt").unwrap_or(0),
+        }
+    }
+}
+
+/// The inode of the process at `dir`'s namespace `kind` (`ns/mnt` → `mnt:[INUM]`).
+pub fn ns_inode(dir: &Path, kind: &str) -> Option<u64> {
+    let link = fs::read_link(dir.join("ns").join(kind)).ok()?;
+    let link = link.to_string_lossy();
+    link.strip_prefix(kind)?
+        .strip_prefix(":[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// `Uid:\t1000\t0\t0\t0` (real, effective, saved, filesystem) → the four uids.
+pub fn parse_uids(status: &str) -> Option<[u32; 4]> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(str::parse::<u32>);
+    let mut out = [0u32; 4];
+    for slot in out.iter_mut() {
+        *slot = ids.next()?.ok()?;
+    }
+    Some(out)
+}
+
+/// What /proc shows of a process's credentials and executable, in the terms the exec probe
+/// reports them (its real uid apart). /proc shows whether a user namespace is the host's, not
+/// its depth: any other is level 1.
+fn cred_of(dir: &Path, status: &str, pidns: Option<PidNs>, host: &HostNs) -> Option<ExecCred> {
+    let [_, euid, _, fsuid] = parse_uids(status)?;
+    let user = ns_inode(dir, "user")?;
+    let mnt = ns_inode(dir, "mnt")?;
+    let exe = fs::metadata(dir.join("exe")).ok().map(|m| ExeFile {
+        dev: m.dev(),
+        ino: m.ino(),
+        uid: m.uid(),
+        mode: m.mode(),
+        nlink: m.nlink() as u32,
+    });
+    Some(ExecCred {
+        euid,
+        fsuid,
+        userns_level: u32::from(host.user == 0 || user != host.user),
+        pidns_level: pidns?.level,
+        mnt_ns: mnt as u32,
+        host_mnt: host.mnt != 0 && mnt == host.mnt,
+        exe,
+    })
+}
+
+/// [`read_process`] with the host's namespaces already read.
+pub fn read_process_in(root: &Path, pid: u32, host: &HostNs) -> Option<SnapshotProcess> {
     let dir = root.join(pid.to_string());
     let (comm, ppid) = parse_stat(&fs::read_to_string(dir.join("stat")).ok()?)?;
     // Kernel threads have no exe link.
@@ -40,6 +115,9 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
         .unwrap_or_default();
     threads.sort_unstable();
     let ns = pid_ns(&dir);
+    let status = fs::read_to_string(dir.join("status")).unwrap_or_default();
+    let uid = parse_uids(&status).map_or(u32::MAX, |u| u[0]);
+    let cred = cred_of(&dir, &status, ns, host);
     let cgroup = super::cgroup::reported().and_then(|h| {
         let text = fs::read_to_string(dir.join("cgroup")).ok()?;
         super::cgroup::path_in(&text, h)
@@ -56,6 +134,8 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
         ns,
         launched: false,
         cgroup,
+        uid,
+        cred,
     })
 }
 
@@ -104,8 +184,9 @@ pub fn snapshot_at(root: &Path) -> Vec<SnapshotProcess> {
         })
         .unwrap_or_default();
     pids.sort_unstable();
+    let host = HostNs::of(root);
     pids.into_iter()
-        .filter_map(|p| read_process(root, p))
+        .filter_map(|p| read_process_in(root, p, &host))
         .collect()
 }
 
@@ -184,6 +265,8 @@ mod tests {
             ns: None,
             launched: false,
             cgroup: None,
+            uid: 0,
+            cred: None,
         }
     }
 

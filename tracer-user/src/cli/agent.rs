@@ -66,9 +66,14 @@ fn agent_target(args: &AgentArgs) -> Target {
     }
 }
 
-/// The first of the runtime daemons running.
+/// The first of the runtime daemons running that the kernel's word trusts; every other
+/// process named like one is told.
 fn find_daemon() -> Option<(u32, &'static str)> {
-    agent::daemon_in(&procfs::snapshot())
+    let procs = procfs::snapshot();
+    for line in agent::passed_over(&procs) {
+        eprintln!("tracer: {line}");
+    }
+    agent::daemon_in(&procs)
 }
 
 pub fn run(args: AgentArgs) -> Result<ExitCode> {

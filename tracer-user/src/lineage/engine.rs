@@ -10,7 +10,7 @@ use super::cow::CowPidMap as PidMap;
 use super::process::{
     argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread,
 };
-use super::roles::{basename, classify, is_cni_plugin_name, Role};
+use super::roles::{basename, classify, is_cni_plugin_name, InitStage, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 
 /// Warnings kept in full; later ones are only counted.
@@ -97,6 +97,19 @@ pub enum WarningKind {
         /// The runtime process.
         pid: u32,
     },
+    /// A process whose name or argv claims a role of the container machinery may not speak
+    /// for a container, by the kernel's word on its credentials or executable: it keeps no
+    /// role, container id or pod from that claim.
+    RoleRefused {
+        /// The process.
+        pid: u32,
+        /// Its real uid (`u32::MAX` when unknown).
+        uid: u32,
+        /// The role its name claimed.
+        role: Role,
+        /// Why it may not.
+        why: super::identity::Refusal,
+    },
     /// A runtime named a container that already had another identity: the first stands.
     IdentityConflict {
         /// The runtime process that gave the second identity.
@@ -152,6 +165,17 @@ impl fmt::Display for WarningKind {
                 f,
                 "pid {pid} (inside a container's pid namespace) named a container's pod: ignored"
             ),
+            WarningKind::RoleRefused {
+                pid,
+                uid,
+                role,
+                why,
+            } => write!(
+                f,
+                "pid {pid} (uid {}) is named like a {role} but may not speak for a container ({}): taken as an ordinary process",
+                UidText(uid),
+                why.text()
+            ),
             WarningKind::IdentityConflict { pid } => write!(
                 f,
                 "pid {pid} gave a container another pod identity than its first: the first stands"
@@ -160,6 +184,18 @@ impl fmt::Display for WarningKind {
                 f,
                 "pid {pid}: model/kernel disagreement: its SIGCHLD went to {kernel}, model had parent {model}"
             ),
+        }
+    }
+}
+
+/// A uid as text: `?` when the source could not tell.
+struct UidText(u32);
+
+impl fmt::Display for UidText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            u32::MAX => f.write_str("?"),
+            u => write!(f, "{u}"),
         }
     }
 }
@@ -432,7 +468,21 @@ impl Engine {
         }
         p.pidns = s.ns;
         p.cgroup = s.cgroup.as_deref().map(Arc::from);
-        if let Some(c) = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv) {
+        p.uid = s.uid;
+        p.euid = s.cred.map_or(u32::MAX, |c| c.euid);
+        p.standing = super::identity::standing(s.cred.as_ref());
+        let named = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
+        // A running sandbox's or container's process is seen without the init stage it came
+        // from: a pause inside a container keeps its role; a claim to speak needs standing.
+        let inside = matches!(
+            p.standing,
+            super::identity::Standing::Refused(
+                super::identity::Refusal::ContainerPidNs | super::identity::Refusal::ContainerMntNs
+            )
+        );
+        if let Some(c) =
+            named.filter(|c| p.standing.may_speak() || (inside && c.role == Role::Sandbox))
+        {
             p.role = Some(c.role);
             p.container_id = c.container_id.map(Arc::from);
         }
@@ -545,6 +595,22 @@ impl Engine {
         identity: &super::k8s::K8sIdentity,
     ) {
         if identity.is_empty() {
+            return;
+        }
+        if let super::identity::Standing::Refused(why) = self.procs[runtime].standing {
+            let (pid, uid) = (by.pid, self.procs[runtime].uid);
+            let role = self.procs[runtime]
+                .role
+                .unwrap_or(Role::OciRuntime { subcommand: None });
+            self.warn(
+                by.seq,
+                WarningKind::RoleRefused {
+                    pid,
+                    uid,
+                    role,
+                    why,
+                },
+            );
             return;
         }
         if by.uid != 0 && by.uid != u32::MAX {
@@ -939,8 +1005,13 @@ impl Engine {
             c.container_id.clone(),
         );
         let (k8s, cgroup) = (c.k8s.clone(), c.cgroup.clone().filter(|_| !into_cgroup));
+        // copy_creds(): the child runs with its creator's credentials until it execs.
+        let (uid, euid, standing) = (c.uid, c.euid, c.standing);
         let p = &mut self.procs[id];
         p.k8s = k8s;
+        p.uid = uid;
+        p.euid = euid;
+        p.standing = standing;
         p.cgroup = cgroup;
         p.comm = comm;
         p.threads[0].comm = comm;
@@ -970,6 +1041,9 @@ impl Engine {
         p.exe = x.exe.clone();
         p.argv = argv_of(&x.argv);
         p.argv_truncated = x.truncated;
+        p.uid = a.uid;
+        p.euid = x.cred.map_or(u32::MAX, |c| c.euid);
+        p.standing = super::identity::standing(x.cred.as_ref());
         if let Some(exe) = &x.exe {
             p.execs.push(ExecRecord {
                 seq: a.seq,
@@ -992,14 +1066,34 @@ impl Engine {
         }
     }
 
-    /// Role and container id after an exec.
+    /// Role and container id after an exec. What the name and argv claim counts only when
+    /// the kernel's word on the process lets it speak for a container ([`speaks_as`]); a
+    /// refused claim is a warning, and the process stays what it was (a container's process
+    /// stays its container's).
     fn classify_exec(&mut self, id: ProcId, seq: u64) {
         let p = &mut self.procs[id];
         let prev = p.role;
-        let classified = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
-        let cni = classified.is_none()
+        let standing = p.standing;
+        let named = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
+        let classified = named.clone().filter(|c| speaks_as(c.role, prev, standing));
+        let cni = named.is_none()
+            && standing.may_speak()
             && is_cni_plugin_name(p.exe.as_deref(), &p.argv)
             && self.runtime_ancestor(id);
+        if let (Some(c), None, super::identity::Standing::Refused(why)) =
+            (&named, &classified, standing)
+        {
+            let (pid, uid, role) = (self.procs[id].pid, self.procs[id].uid, c.role);
+            self.warn(
+                seq,
+                WarningKind::RoleRefused {
+                    pid,
+                    uid,
+                    role,
+                    why,
+                },
+            );
+        }
         let p = &mut self.procs[id];
         let new_role = match classified.as_ref().map(|c| c.role) {
             Some(r) => Some(r),
@@ -1038,11 +1132,16 @@ impl Engine {
         }
         let p = &mut self.procs[id];
         p.rare_mut().renames.push(Rename { seq, tid, comm });
-        // comm is per thread; the process shows its leader's.
+        // comm is per thread; the process shows its leader's. A new name makes no role: only
+        // `runc init` (an exec that could speak) moves on through its stages by renaming — or,
+        // where the source cannot tell credentials and missed the exec (an strace log that
+        // starts late, a lost event), a process of no role yet.
         if tid == p.pid {
             p.comm = comm;
-            if let Some(c) = classify(comm.as_bytes(), None, &[]) {
-                p.role = Some(c.role);
+            let unseen = p.role.is_none() && p.standing == super::identity::Standing::Unverified;
+            let init = matches!(p.role, Some(Role::OciInit { .. }));
+            if let Some(stage) = InitStage::from_comm(comm.as_bytes()).filter(|_| init || unseen) {
+                p.role = Some(Role::OciInit { stage: Some(stage) });
             }
         }
     }
@@ -1114,6 +1213,13 @@ impl Engine {
         }
         p.live_threads = 0;
     }
+}
+
+/// Whether a process whose name and argv claim `role` may take it: a role that speaks for a
+/// container (daemon, shim, runtime, init stages, CNI plugin) needs a process the kernel lets
+/// speak; a sandbox (`pause`) is also what an init stage exec's into, inside the container.
+fn speaks_as(role: Role, prev: Option<Role>, standing: super::identity::Standing) -> bool {
+    standing.may_speak() || (role == Role::Sandbox && matches!(prev, Some(Role::OciInit { .. })))
 }
 
 /// The init of a pid namespace below the host's (pid 1 there): `is_child_reaper()`.

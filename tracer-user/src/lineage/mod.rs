@@ -11,6 +11,7 @@ mod death;
 mod ending;
 mod engine;
 pub mod explain;
+pub mod identity;
 pub mod k8s;
 mod lifecycle;
 mod pidmap;

@@ -309,6 +309,14 @@ pub struct Process {
     pub container_id: Option<Arc<str>>,
     /// Its pod and container name, when its container's bundle annotations named them.
     pub k8s: Option<Arc<super::k8s::K8sIdentity>>,
+    /// Its real and effective uid at its latest exec (or as /proc showed them; a child's are
+    /// its creator's until it execs); `u32::MAX` when the source could not tell.
+    pub uid: u32,
+    /// See [`Process::uid`].
+    pub euid: u32,
+    /// Whether the kernel's word on its credentials and executable lets it speak for a
+    /// container (a role, a container id, a pod): [`super::identity::standing`].
+    pub standing: super::identity::Standing,
     /// Its cgroup (in the reported hierarchy): from /proc at the start, inherited at fork
     /// (cgroup_fork), changed by moves. `None` when unknown.
     pub cgroup: Option<Arc<str>>,
@@ -393,6 +401,9 @@ impl Process {
             role: None,
             container_id: None,
             k8s: None,
+            uid: u32::MAX,
+            euid: u32::MAX,
+            standing: super::identity::Standing::Unverified,
             cgroup: None,
             lineage: SmallList::one(LineageEntry {
                 how,
@@ -461,11 +472,12 @@ impl Process {
             .filter_map(|r| InitStage::from_comm(r.comm.as_bytes()).map(|s| (s, r)))
     }
 
-    /// Was (or is) part of a `runc init` chain.
+    /// Was (or is) part of a `runc init` chain (a stage's name alone counts only from a
+    /// process that may speak for a container: PR_SET_NAME is anyone's).
     pub fn was_oci_init(&self) -> bool {
         self.init_exec_seq().is_some()
             || matches!(self.role, Some(Role::OciInit { .. }))
-            || self.stage_renames().next().is_some()
+            || (self.standing.may_speak() && self.stage_renames().next().is_some())
     }
 
     /// Display name: the comm, else the exe's basename, else `?`.

@@ -189,11 +189,14 @@ pub(super) fn label(p: &Process) -> String {
     format!("{} {}", p.name(), p.pid)
 }
 
-/// Whether `p` anchors a story: it became `runc:[2:INIT]` or exec'd out of an oci-init
-/// stage (a container's birth, or a process run in a running container). Stories go in the
-/// order of their anchors' `(start_seq, id)`.
+/// Whether `p` anchors a story: an oci-init that became `runc:[2:INIT]`, or a process that
+/// exec'd out of an oci-init stage (a container's birth, or a process run in a running
+/// container). A rename alone is anyone's (PR_SET_NAME): only a process the model made an
+/// oci-init counts. Stories go in the order of their anchors' `(start_seq, id)`.
 pub(super) fn is_anchor(p: &Process) -> bool {
-    p.stage_renames().any(|(s, _)| s == InitStage::Init) || p.workload_exec_seq().is_some()
+    let init = matches!(p.role, Some(Role::OciInit { .. }));
+    (init && p.stage_renames().any(|(s, _)| s == InitStage::Init))
+        || p.workload_exec_seq().is_some()
 }
 
 /// The processes one container birth involves, found from INIT back to the shim.

@@ -113,6 +113,7 @@ impl B {
             pid,
             comm,
             EventKind::Exec {
+                cred: None,
                 old_tid: tid,
                 filename: CapturedStr::new(filename),
             },
@@ -528,6 +529,7 @@ fn exec_from_a_non_leader_thread_takes_the_leaders_pid() {
         100,
         "true",
         EventKind::Exec {
+            cred: None,
             old_tid: 101,
             filename: CapturedStr::new("/bin/true"),
         },
@@ -580,6 +582,7 @@ fn failed_exec_changes_nothing() {
         100,
         "",
         EventKind::Exec {
+            cred: None,
             old_tid: 100,
             filename: CapturedStr::new("/bin/ls"),
         },
@@ -970,6 +973,7 @@ fn arbitrary_stream(n: u64) -> Vec<Event> {
                 child_ns: None,
             },
             2 => EventKind::Exec {
+                cred: None,
                 old_tid: next(40) as u32,
                 filename: CapturedStr::new("/usr/bin/runc"),
             },
@@ -3104,3 +3108,7 @@ fn the_written_tree_is_the_tree_text_and_a_failed_write_is_the_error() {
 // ---- stories kept as events arrive (stories.rs) ----
 
 mod incremental;
+
+// ---- who may speak for a container (identity.rs) ----
+
+mod speakers;

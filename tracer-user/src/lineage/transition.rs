@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::event::{
-    prctl_opt, CloneFlags, Comm, Event, EventKind, OomInfo, PidNs, SignalInfo, Syscall,
+    prctl_opt, CloneFlags, Comm, Event, EventKind, ExecCred, OomInfo, PidNs, SignalInfo, Syscall,
 };
 
 use super::pidmap::PidMap;
@@ -63,6 +63,9 @@ pub struct ExecDone {
     pub argv: Vec<String>,
     /// argv (or the path) was cut short by the source.
     pub truncated: bool,
+    /// The kernel's word on the task's credentials and executable after the exec, when the
+    /// source saw it.
+    pub cred: Option<ExecCred>,
 }
 
 /// One fact about the kernel's process tree.
@@ -196,8 +199,14 @@ impl Adapter {
                     ns: *child_ns,
                 },
             ),
-            EventKind::Exec { old_tid, filename } => {
-                Transition::Exec(actor, self.exec_done(ev.tid, *old_tid, &filename.value))
+            EventKind::Exec {
+                old_tid,
+                filename,
+                cred,
+            } => {
+                let mut done = self.exec_done(ev.tid, *old_tid, &filename.value);
+                done.cred = *cred;
+                Transition::Exec(actor, done)
             }
             EventKind::ExecEnter {
                 filename,
@@ -286,6 +295,7 @@ impl Adapter {
             exe,
             argv,
             truncated,
+            cred: None,
         }
     }
 }

@@ -56,6 +56,8 @@ pub enum Mark<'a> {
     Pod(&'a super::k8s::K8sIdentity),
     /// `{4 threads}`
     Threads(usize),
+    /// `(uid 65534)`: not root, as the kernel said at its latest exec (or /proc at the start).
+    Uid(u32),
     /// `(pid 1 in container)`: its pid inside its own pid namespace.
     NsPid(u32),
     /// `(placeholder)`: a pid the source named but never showed being created.
@@ -89,6 +91,7 @@ impl Mark<'_> {
                 }
             }
             Mark::Threads(n) => format!(" {{{n} threads}}"),
+            Mark::Uid(u) => format!(" (uid {u})"),
             Mark::NsPid(n) => format!(" (pid {n} in container)"),
             Mark::Placeholder => " (placeholder)".into(),
             Mark::InitialProcess => " (initial process: its pid is not in the log)".into(),
@@ -119,6 +122,9 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
         v.push(Mark::Threads(n));
     }
     v.extend(p.ns_pid().map(Mark::NsPid));
+    if p.uid != 0 && p.uid != u32::MAX {
+        v.push(Mark::Uid(p.uid));
+    }
     if p.pid == crate::event::UNKNOWN_PID {
         // Only an strace log makes one: lines without a pid whose owner never showed its pid.
         v.push(Mark::InitialProcess);
@@ -418,6 +424,9 @@ fn process_json_base(
         "role": p.role.map(|r| r.name()),
         "role_detail": p.role.and_then(|r| r.detail()),
         "container_id": p.container_id.as_deref(),
+        "uid": (p.uid != u32::MAX).then_some(p.uid),
+        "euid": (p.euid != u32::MAX).then_some(p.euid),
+        "standing": p.standing.as_str(),
         "ns_pid": p.pidns.filter(|ns| ns.ns_pid != 0).map(|ns| ns.ns_pid),
         "pidns": p.pidns.filter(|ns| ns.is_known()).map(|ns| ns.inum),
         "pidns_level": p.pidns.map(|ns| ns.level),
@@ -458,6 +467,7 @@ fn warning_kind(k: &WarningKind) -> (&'static str, Option<u32>) {
         WarningKind::PendingExecOverflow => ("pending_exec_overflow", None),
         WarningKind::IdentityNotFromRoot { pid, .. } => ("identity_not_from_root", Some(pid)),
         WarningKind::IdentityFromContainer { pid } => ("identity_from_container", Some(pid)),
+        WarningKind::RoleRefused { pid, .. } => ("role_refused", Some(pid)),
         WarningKind::IdentityConflict { pid } => ("identity_conflict", Some(pid)),
         WarningKind::SigchldDisagreement { pid, .. } => ("sigchld_disagreement", Some(pid)),
     }

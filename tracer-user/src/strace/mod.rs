@@ -1201,7 +1201,15 @@ impl Parser {
                         if old_tid != tid {
                             self.exec_takeover(tid, old_tid);
                         }
-                        self.emit(tid, ts, EventKind::Exec { old_tid, filename });
+                        self.emit(
+                            tid,
+                            ts,
+                            EventKind::Exec {
+                                old_tid,
+                                filename,
+                                cred: None,
+                            },
+                        );
                         self.emit(
                             tid,
                             ts,

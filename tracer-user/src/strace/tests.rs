@@ -397,6 +397,7 @@ fn unfinished_resumed_interleaved_by_pid() {
             300,
             300,
             K::Exec {
+                cred: None,
                 old_tid: 300,
                 filename: CapturedStr::new("/bin/a")
             }
@@ -851,6 +852,7 @@ fn non_leader_exec_superseded_o_style() {
             11081,
             11081,
             K::Exec {
+                cred: None,
                 old_tid: 11084,
                 filename: CapturedStr::new("/bin/true")
             }
@@ -900,6 +902,7 @@ fn non_leader_exec_superseded_stderr_style() {
             11074,
             11074,
             K::Exec {
+                cred: None,
                 old_tid: 11077,
                 filename: CapturedStr::new("/bin/true")
             }
@@ -941,6 +944,7 @@ fn superseded_without_pid_in_old_strace() {
     assert_eq!(
         exec.kind,
         K::Exec {
+            cred: None,
             old_tid: 21,
             filename: CapturedStr::new("/bin/true")
         }
@@ -970,6 +974,7 @@ fn execve_and_execveat_arguments() {
     assert_eq!(
         e[1].2,
         K::Exec {
+            cred: None,
             old_tid: 1,
             filename: CapturedStr::new("/usr/bin/a\tb")
         }

@@ -8,8 +8,8 @@
 use bytes::{Buf, BufMut};
 
 use crate::event::{
-    CapturedStr, CloneFlags, Comm, Event, EventKind, OomInfo, PidNs, SignalInfo, SignalResult,
-    Syscall,
+    CapturedStr, CloneFlags, Comm, Event, EventKind, ExeFile, ExecCred, OomInfo, PidNs, SignalInfo,
+    SignalResult, Syscall,
 };
 
 use super::{CaptureMode, Header, SnapshotEntry, StatsRecord};
@@ -251,6 +251,61 @@ pub(crate) fn encode_header(b: &mut impl BufMut, h: &Header) {
             put_str(b, cg);
         }
     }
+    // Version 4, after everything version 2 had: per snapshot process its real uid, a marker
+    // (1: its credentials follow), then those.
+    for p in &h.snapshot {
+        put_varint(b, u64::from(p.uid));
+        b.put_u8(u8::from(p.cred.is_some()));
+        if let Some(cred) = &p.cred {
+            put_cred(b, cred);
+        }
+    }
+}
+
+/// An exec's credentials: euid, fsuid, the user and pid namespaces' levels, the mount
+/// namespace, a marker (1: it is the host's, 2: the executable follows), then the executable's
+/// device, inode, owner, mode and links.
+fn put_cred(b: &mut impl BufMut, c: &ExecCred) {
+    for v in [c.euid, c.fsuid, c.userns_level, c.pidns_level, c.mnt_ns] {
+        put_varint(b, u64::from(v));
+    }
+    b.put_u8(u8::from(c.host_mnt) | (u8::from(c.exe.is_some()) << 1));
+    if let Some(x) = &c.exe {
+        put_varint(b, x.dev);
+        put_varint(b, x.ino);
+        for v in [x.uid, x.mode, x.nlink] {
+            put_varint(b, u64::from(v));
+        }
+    }
+}
+
+fn get_cred(c: &mut Cur<'_>) -> DResult<ExecCred> {
+    let euid = c.u32v("exec euid")?;
+    let fsuid = c.u32v("exec fsuid")?;
+    let userns_level = c.u32v("exec user namespace level")?;
+    let pidns_level = c.u32v("exec pid namespace level")?;
+    let mnt_ns = c.u32v("exec mount namespace")?;
+    let marker = get_small(c, 3, "an exec credentials marker (0-3)")?;
+    let exe = if marker & 2 != 0 {
+        Some(ExeFile {
+            dev: c.varint("executable device")?,
+            ino: c.varint("executable inode")?,
+            uid: c.u32v("executable owner")?,
+            mode: c.u32v("executable mode")?,
+            nlink: c.u32v("executable link count")?,
+        })
+    } else {
+        None
+    };
+    Ok(ExecCred {
+        euid,
+        fsuid,
+        userns_level,
+        pidns_level,
+        mnt_ns,
+        host_mnt: marker & 1 != 0,
+        exe,
+    })
 }
 
 fn put_pidns_fields(b: &mut impl BufMut, ns: &PidNs) {
@@ -301,6 +356,8 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
             ns: None,
             launched: false,
             cgroup: None,
+            uid: u32::MAX,
+            cred: None,
         });
     }
     let n = c.count(2, "layout count")?;
@@ -323,6 +380,15 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
             }
             if marker & 4 != 0 {
                 p.cgroup = Some(c.string("snapshot cgroup")?);
+            }
+        }
+    }
+    // Appended in version 4: a header without it has no credentials.
+    if format_version >= 4 && !c.buf.is_empty() {
+        for p in snapshot.iter_mut() {
+            p.uid = c.u32v("snapshot uid")?;
+            if get_small(&mut c, 1, "a snapshot credentials marker (0-1)")? != 0 {
+                p.cred = Some(get_cred(&mut c)?);
             }
         }
     }
@@ -380,8 +446,11 @@ const K_CGROUP: u8 = 8;
 const K_META: u8 = 9;
 const K_SIGNAL: u8 = 10;
 const K_OOM: u8 = 11;
-/// The highest kind tag (format version 3 added signals and OOM victims).
-const K_LAST: u8 = K_OOM;
+// Version 4: an exec with the credentials and executable the kernel reported.
+const K_EXEC_CRED: u8 = 12;
+/// The highest kind tag (format version 3 added signals and OOM victims, 4 execs with
+/// credentials).
+const K_LAST: u8 = K_EXEC_CRED;
 
 // Context bits (high nibble of the tag byte): which task fields differ from the previous
 // event of the frame.
@@ -409,6 +478,8 @@ pub(crate) struct Ctx {
     /// The file is older than version 3, which added the signal and oom_victim kinds: a tag
     /// naming one is damage, not an event (kept across frames).
     before_v3: bool,
+    /// Older than version 4, which added execs with credentials (kept across frames).
+    before_v4: bool,
 }
 
 impl Ctx {
@@ -416,6 +487,7 @@ impl Ctx {
     pub fn for_version(version: u16) -> Ctx {
         Ctx {
             before_v3: version < 3,
+            before_v4: version < 4,
             ..Ctx::default()
         }
     }
@@ -423,6 +495,7 @@ impl Ctx {
     pub fn reset(&mut self) {
         *self = Ctx {
             before_v3: self.before_v3,
+            before_v4: self.before_v4,
             ..Ctx::default()
         };
     }
@@ -479,7 +552,8 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
         EventKind::ExitEnter { .. } => K_EXIT_ENTER,
         EventKind::PrctlEnter { .. } => K_PRCTL_ENTER,
         EventKind::Fork { .. } => K_FORK,
-        EventKind::Exec { .. } => K_EXEC,
+        EventKind::Exec { cred: None, .. } => K_EXEC,
+        EventKind::Exec { cred: Some(_), .. } => K_EXEC_CRED,
         EventKind::TaskExit { .. } => K_TASK_EXIT,
         EventKind::CgroupAttach { .. } => K_CGROUP,
         EventKind::ContainerMeta { .. } => K_META,
@@ -610,9 +684,16 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
                 put_pidns_fields(b, ns);
             }
         }
-        EventKind::Exec { old_tid, filename } => {
+        EventKind::Exec {
+            old_tid,
+            filename,
+            cred,
+        } => {
             put_varint(b, u64::from(*old_tid));
             put_captured(b, filename);
+            if let Some(cred) = cred {
+                put_cred(b, cred);
+            }
         }
         EventKind::TaskExit {
             exit_code,
@@ -729,11 +810,16 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
     let tag = c.restoring(|c| {
         let tag = c.u8("an event tag")?;
         if tag & C_RESERVED != 0 || tag & 0x0f > K_LAST {
-            return Err(DecodeError("an event tag (kind 0-11, bit 7 clear)"));
+            return Err(DecodeError("an event tag (kind 0-12, bit 7 clear)"));
         }
         if ctx.before_v3 && tag & 0x0f > K_META {
             return Err(DecodeError(
                 "an event tag (kind 0-9 before format version 3)",
+            ));
+        }
+        if ctx.before_v4 && tag & 0x0f > K_OOM {
+            return Err(DecodeError(
+                "an event tag (kind 0-11 before format version 4)",
             ));
         }
         Ok(tag)
@@ -849,9 +935,14 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
                 child_ns,
             }
         }
-        K_EXEC => EventKind::Exec {
+        K_EXEC | K_EXEC_CRED => EventKind::Exec {
             old_tid: c.u32v("exec old tid")?,
             filename: get_captured(c, "exec filename")?,
+            cred: if tag & 0x0f == K_EXEC_CRED {
+                Some(get_cred(c)?)
+            } else {
+                None
+            },
         },
         K_TASK_EXIT => EventKind::TaskExit {
             exit_code: c.u32v("task exit code")?,

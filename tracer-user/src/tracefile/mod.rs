@@ -38,7 +38,7 @@ use std::time::Duration;
 /// line-ending conversion.
 pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
 /// The format version this tracer writes and the newest it reads (it reads every older one).
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
 /// The first version whose frames start with [`FRAME_SYNC`] and carry a number, the count of
 /// events before them and a header checksum, so a reader skips a damaged frame and goes on.
 pub const FRAMED_VERSION: u16 = 2;
@@ -106,7 +106,7 @@ impl std::fmt::Display for CaptureMode {
 }
 
 /// A process that existed when the capture started, as /proc showed it.
-#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SnapshotEntry {
     /// Process id.
     pub pid: u32,
@@ -126,6 +126,16 @@ pub struct SnapshotEntry {
     pub launched: bool,
     /// Its cgroup in the reported hierarchy (`/proc/PID/cgroup`), when read.
     pub cgroup: Option<String>,
+    /// Its real uid (`u32::MAX` when not read).
+    pub uid: u32,
+    /// Its credentials and executable, when read.
+    pub cred: Option<crate::event::ExecCred>,
+}
+
+impl Default for SnapshotEntry {
+    fn default() -> SnapshotEntry {
+        SnapshotEntry::from(&SnapshotProcess::default())
+    }
 }
 
 impl SnapshotEntry {
@@ -142,6 +152,8 @@ impl SnapshotEntry {
             ns: self.ns,
             launched: self.launched,
             cgroup: self.cgroup.clone(),
+            uid: self.uid,
+            cred: self.cred,
         }
     }
 }
@@ -158,6 +170,8 @@ impl From<&SnapshotProcess> for SnapshotEntry {
             ns: p.ns,
             launched: p.launched,
             cgroup: p.cgroup.clone(),
+            uid: p.uid,
+            cred: p.cred,
         }
     }
 }

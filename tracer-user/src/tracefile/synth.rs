@@ -106,6 +106,7 @@ impl Storm {
             1000,
             "true",
             EventKind::Exec {
+                cred: None,
                 old_tid: child,
                 filename: CapturedStr::new("/bin/true"),
             },
@@ -200,6 +201,7 @@ impl Storm {
             900,
             "runc",
             EventKind::Exec {
+                cred: None,
                 old_tid: runc,
                 filename: CapturedStr::new("/usr/bin/runc"),
             },
@@ -245,6 +247,7 @@ impl Storm {
             900,
             "runc:[2:INIT]",
             EventKind::Exec {
+                cred: None,
                 old_tid: init,
                 filename: CapturedStr::new("/pause"),
             },

@@ -72,6 +72,7 @@ pub(crate) fn sample_events() -> Vec<Event> {
             101,
             101,
             EventKind::Exec {
+                cred: None,
                 old_tid: 101,
                 filename: CapturedStr::new("/usr/bin/runc"),
             },
@@ -899,8 +900,11 @@ mod prop {
                         child_ns: None,
                     }
                 }),
-            (any::<u32>(), arb_cstr())
-                .prop_map(|(old_tid, filename)| EventKind::Exec { old_tid, filename }),
+            (any::<u32>(), arb_cstr()).prop_map(|(old_tid, filename)| EventKind::Exec {
+                old_tid,
+                filename,
+                cred: None
+            }),
             (any::<u32>(), any::<bool>()).prop_map(|(exit_code, group_dead)| {
                 EventKind::TaskExit {
                     exit_code,

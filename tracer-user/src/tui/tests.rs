@@ -779,6 +779,7 @@ fn hostile_names_and_argv_are_escaped_on_screen() {
             7,
             hostile,
             EventKind::Exec {
+                cred: None,
                 old_tid: 7,
                 filename: CapturedStr {
                     value: "/bin/x\x1b[2J".into(),
@@ -1067,6 +1068,7 @@ fn pod_events() -> Vec<Event> {
             runc,
             "runc",
             EventKind::Exec {
+                cred: None,
                 old_tid: runc,
                 filename: CapturedStr::new("/usr/sbin/runc"),
             },
@@ -1085,6 +1087,7 @@ fn pod_events() -> Vec<Event> {
             init,
             &workload[1..],
             EventKind::Exec {
+                cred: None,
                 old_tid: init,
                 filename: CapturedStr::new(workload),
             },

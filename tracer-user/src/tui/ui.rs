@@ -172,7 +172,11 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
         Mark::Subreaper => base.patch(fg(s, Color::Blue)),
         Mark::CloneParent(_) | Mark::NsPid(_) => mark,
         Mark::Adopted(_) | Mark::Reparented => mark.add_modifier(Modifier::BOLD),
-        Mark::Threads(_) | Mark::Placeholder | Mark::InitialProcess | Mark::Exit(_) => base,
+        Mark::Threads(_)
+        | Mark::Uid(_)
+        | Mark::Placeholder
+        | Mark::InitialProcess
+        | Mark::Exit(_) => base,
     }
 }
 

@@ -1,0 +1,201 @@
+//! Who may speak for a container (identity.rs): a name or argv never makes a runtime, a shim,
+//! an init stage or a container id; the kernel's word on credentials does.
+
+use super::*;
+use crate::event::ExecCred;
+use crate::synth::root_cred;
+
+/// nobody (uid 65534) on the host, running a file of their own.
+fn nobody() -> ExecCred {
+    let mut c = root_cred();
+    c.euid = 65534;
+    c.fsuid = 65534;
+    if let Some(x) = c.exe.as_mut() {
+        x.uid = 65534;
+    }
+    c
+}
+
+/// Root in a container: its own pid and mount namespaces, no user namespace.
+fn container_root() -> ExecCred {
+    ExecCred {
+        pidns_level: 1,
+        host_mnt: false,
+        ..root_cred()
+    }
+}
+
+/// Every exec of `b` from event `from` on happens as `uid` with the credentials `cred`.
+fn as_cred(b: &mut B, from: usize, uid: u32, cred: ExecCred) {
+    for ev in &mut b.events[from..] {
+        ev.uid = uid;
+        if let EventKind::Exec { cred: c, .. } = &mut ev.kind {
+            *c = Some(cred);
+        }
+    }
+}
+
+/// The containerd story with every exec root's on the host.
+fn trusted_node() -> B {
+    let (mut b, _) = containerd_story();
+    as_cred(&mut b, 0, 0, root_cred());
+    b
+}
+
+/// What the tool says of the real container: its stories and the labels of its processes.
+fn told(e: &Engine) -> (String, Vec<String>) {
+    let stories = story_text(&stories(e));
+    let labels = (1000..1014)
+        .filter_map(|pid| e.process(pid))
+        .map(|p| node_label(p, TreeOpts::default()))
+        .collect();
+    (stories, labels)
+}
+
+/// `p` speaks for no container: no role, container id or pod.
+fn speaks_for_none(e: &Engine, pid: u32) {
+    let p = e.process(pid).expect("record");
+    assert_eq!(
+        (p.role, p.container_id.as_deref(), p.k8s.is_some()),
+        (None, None, false),
+        "{}",
+        node_label(p, TreeOpts::default())
+    );
+}
+
+fn refused(e: &Engine, pid: u32) -> Option<identity::Refusal> {
+    e.warnings().iter().find_map(|w| match w.kind {
+        WarningKind::RoleRefused { pid: p, why, .. } if p == pid => Some(why),
+        _ => None,
+    })
+}
+
+#[test]
+fn nobodys_fake_runc_with_stage_renames_and_clone_parent_changes_nothing() {
+    let before = told(&trusted_node().engine());
+    let mut b = trusted_node();
+    let from = b.events.len();
+    // nobody's own `runc` (a copy in /tmp) imitating `runc create` of the victim container.
+    b.fork(1, 5000);
+    b.exec(
+        5000,
+        "/tmp/x/runc",
+        &["runc", "create", "--bundle", "/b", CID],
+    );
+    b.fork(5000, 5001);
+    b.exec_comm(5001, 5001, "/proc/self/exe", &["runc", "init"], "exe");
+    b.rename(5001, 5001, "runc:[0:PARENT]");
+    b.clone(5001, 5002, cf::CLONE_PARENT);
+    b.rename(5002, 5002, "runc:[1:CHILD]");
+    b.clone(5002, 5003, cf::CLONE_PARENT);
+    b.rename(5003, 5003, "runc:[2:INIT]");
+    b.exit(5002, 0);
+    b.exit(5001, 0);
+    b.exec_comm(
+        5003,
+        5003,
+        "/tmp/x/cryptominer",
+        &["cryptominer"],
+        "cryptominer",
+    );
+    as_cred(&mut b, from, 65534, nobody());
+    let e = b.engine();
+    for pid in 5000..=5003 {
+        speaks_for_none(&e, pid);
+    }
+    assert_eq!(refused(&e, 5000), Some(identity::Refusal::NotRoot));
+    assert_eq!(refused(&e, 5001), Some(identity::Refusal::NotRoot));
+    assert_eq!(told(&e), before, "the real container's story changed");
+    let p = e.process(5003).unwrap();
+    assert_eq!((p.uid, p.standing.as_str()), (65534, "not_root"));
+    assert!(node_label(p, TreeOpts::default()).contains("(uid 65534)"));
+}
+
+#[test]
+fn nobodys_exec_a_shim_name_with_the_victims_id_changes_nothing() {
+    let before = told(&trusted_node().engine());
+    let mut b = trusted_node();
+    let from = b.events.len();
+    // `exec -a containerd-shim-runc-v2 sleep … -id VICTIM`: argv[0] and comm lie.
+    b.fork(1, 6000);
+    let argv = [
+        "containerd-shim-runc-v2",
+        "-namespace",
+        "k8s.io",
+        "-id",
+        CID,
+    ];
+    b.exec_comm(6000, 6000, "/usr/bin/sleep", &argv, "containerd-shim");
+    b.fork(6000, 6001);
+    b.exec(6001, "/tmp/cryptominer", &["cryptominer"]);
+    as_cred(&mut b, from, 65534, nobody());
+    let e = b.engine();
+    speaks_for_none(&e, 6000);
+    speaks_for_none(&e, 6001);
+    assert_eq!(told(&e), before);
+}
+
+#[test]
+fn a_containers_own_fake_shim_stays_its_containers_process() {
+    let mut b = trusted_node();
+    let from = b.events.len();
+    // Root inside the container (its workload is 1013) runs a binary it named after the
+    // shim, with another container's id.
+    b.fork(1013, 1100);
+    let argv = [
+        "/usr/bin/containerd-shim-runc-v2",
+        "-id",
+        "feedfacefeedface",
+    ];
+    b.exec(1100, "/usr/bin/containerd-shim-runc-v2", &argv);
+    b.fork(1100, 1101);
+    b.exec(
+        1101,
+        "/usr/bin/runc",
+        &["runc", "create", "--bundle", "/b", "other"],
+    );
+    as_cred(&mut b, from, 0, container_root());
+    let e = b.engine();
+    for pid in [1100, 1101] {
+        let p = e.process(pid).unwrap();
+        assert_eq!(p.role, Some(Role::Container), "{pid}");
+        assert_eq!(p.container_id.as_deref(), Some(CID), "{pid}");
+    }
+    assert_eq!(refused(&e, 1100), Some(identity::Refusal::ContainerPidNs));
+    assert_eq!(stories(&e).len(), 1, "a story was started by the fake");
+}
+
+#[test]
+fn the_real_runtime_speaks_and_a_source_without_credentials_is_taken_at_its_word() {
+    // Root on the host, with the kernel's word: the story as always, nothing refused.
+    let e = trusted_node().engine();
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+    assert_eq!(
+        e.process(1010).unwrap().standing,
+        identity::Standing::Trusted
+    );
+    assert_eq!(stories(&e).len(), 1);
+    // An strace log (no credentials): the same story.
+    let (plain, _) = containerd_story();
+    let e2 = plain.engine();
+    assert_eq!(told(&e2), told(&e));
+    assert_eq!(
+        e2.process(1010).unwrap().standing,
+        identity::Standing::Unverified
+    );
+}
+
+#[test]
+fn renaming_to_a_runtime_name_makes_no_role() {
+    let mut b = trusted_node();
+    let from = b.events.len();
+    b.fork(1, 7000);
+    b.exec(7000, "/usr/bin/sleep", &["sleep", "9"]);
+    b.rename(7000, 7000, "containerd");
+    b.rename(7000, 7000, "runc:[2:INIT]");
+    // Even root's: a process that exec'd no runtime takes no role from a name.
+    as_cred(&mut b, from, 0, root_cred());
+    let e = b.engine();
+    speaks_for_none(&e, 7000);
+    assert_eq!(stories(&e).len(), 1);
+}
