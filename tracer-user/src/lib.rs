@@ -59,7 +59,7 @@
 //!     syscall: Some(Syscall::Clone), flags: None, child_ns: None,
 //! }));
 //! engine.apply(&ev(2, 101, EventKind::Exec {
-//!     old_tid: 101, filename: CapturedStr::new("/bin/true"),
+//!     old_tid: 101, filename: CapturedStr::new("/bin/true"), cred: None,
 //! }));
 //! engine.apply(&ev(3, 101, EventKind::TaskExit { exit_code: 0, group_dead: true }));
 //!

@@ -2,7 +2,8 @@
 //! trace it and assert exact results. Each step prints nothing (but `pace` and `burst`, which
 //! print what they made, for the bench); the exit codes are fixed.
 //!
-//! Usage: actor STEP...   Steps:
+//! Usage: actor [ARGS... --] STEP...   (with `--`, only what follows it are steps: the
+//! arguments before it are there for argv to claim something, e.g. `runc create ID`) Steps:
 //!   fork            glibc fork() (the clone syscall); child exits 3
 //!   sysfork         the fork syscall itself; child exits 8
 //!   vfork           vfork(); child exits 4
@@ -10,6 +11,10 @@
 //!   clone3          clone3({exit_signal=SIGCHLD}); child exits 6
 //!   thread          a pthread (CLONE_THREAD) that exits
 //!   name            prctl(PR_SET_NAME, "actor-renamed")
+//!   name:NAME       prctl(PR_SET_NAME, NAME)
+//!   stages          what `runc init` does, without being runc: rename to runc:[0:PARENT],
+//!                   clone(CLONE_PARENT) a child that renames to runc:[1:CHILD] and clones
+//!                   (CLONE_PARENT) one that renames to runc:[2:INIT] and exits 0 after 300 ms
 //!   subreaper       prctl(PR_SET_CHILD_SUBREAPER, 1)
 //!   late-subreaper  fork a child (exits 9 after 200 ms) that forks a grandchild (exits 10
 //!                   after 400 ms); then become a subreaper, create nothing more, and reap
@@ -160,8 +165,47 @@ fn number(step: &str, field: &str) -> f64 {
     })
 }
 
+/// PR_SET_NAME to `name`.
+fn rename(name: &str) {
+    let name = CString::new(name).expect("no NUL");
+    // SAFETY: a NUL-terminated name the kernel copies.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
+/// clone(CLONE_PARENT|SIGCHLD): the child runs `child` and exits with its code.
+fn clone_parent(child: impl FnOnce() -> i32) {
+    let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: a fork-like clone (no CLONE_VM); the child only renames, clones, sleeps, exits.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+    if pid == 0 {
+        let code = child();
+        // SAFETY: exiting the child without unwinding.
+        unsafe { libc::_exit(code) };
+    }
+}
+
+/// runc init's three stages, imitated.
+fn stages() {
+    rename("runc:[0:PARENT]");
+    clone_parent(|| {
+        rename("runc:[1:CHILD]");
+        clone_parent(|| {
+            rename("runc:[2:INIT]");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            0
+        });
+        0
+    });
+    // The stages are our parent's children: it reaps them. Let them run first.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+}
+
 fn main() {
-    let steps: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let steps = match args.iter().rposition(|a| a == "--") {
+        Some(i) => args[i + 1..].to_vec(),
+        None => args,
+    };
     for step in &steps {
         // SAFETY (whole match): raw syscalls in a single-threaded process (the thread step
         // joins before returning); children only call _exit.
@@ -220,10 +264,9 @@ fn main() {
                 "thread" => {
                     std::thread::spawn(|| ()).join().expect("thread");
                 }
-                "name" => {
-                    let name = CString::new("actor-renamed").expect("no NUL");
-                    libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
-                }
+                "name" => rename("actor-renamed"),
+                s if s.starts_with("name:") => rename(&s[5..]),
+                "stages" => stages(),
                 "subreaper" => {
                     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
                 }

@@ -1,0 +1,212 @@
+//! Root tests: who may speak for a container is decided by what the kernel says of a
+//! process's credentials and executable. nobody's fake runc (with runc init's renames and
+//! CLONE_PARENT clones), a shim name given with `exec -a`, a copy of `sleep` called
+//! containerd, and a container's own fake shim change nothing the tool says or counts.
+//! Run by `cargo xtask test` as root (`--ignored`).
+#![cfg(feature = "capture")]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tests::{busybox_bundle, capture_command, temp_dir, which, Captured};
+use tracer::lineage::identity::{Refusal, Standing};
+use tracer::lineage::{stories, Engine, Role, WarningKind};
+use tracer::EventKind;
+
+const ACTOR: &str = env!("CARGO_BIN_EXE_actor");
+const RING: u32 = 8 << 20;
+const VICTIM: &str = "0123456789abcdef0123456789abcdef";
+const NOBODY: u32 = 65534;
+
+/// The command's events in an engine seeded with this test process and the command.
+fn engine_of(c: &Captured) -> Engine {
+    let me = std::process::id();
+    let mut e = Engine::new();
+    e.seed_snapshot(&[
+        tracer::lineage::SnapshotProcess {
+            pid: me,
+            ..Default::default()
+        },
+        tracer::lineage::SnapshotProcess {
+            pid: c.pid,
+            ppid: me,
+            comm: "setpriv".into(),
+            ..Default::default()
+        },
+    ]);
+    c.events.iter().for_each(|ev| e.apply(ev));
+    e
+}
+
+/// A copy of `src` at `dir/name` owned by nobody, as a user would plant it.
+fn plant(dir: &Path, src: &str, name: &str) -> String {
+    let to = dir.join(name);
+    std::fs::copy(src, &to).expect("copy");
+    std::os::unix::fs::chown(&to, Some(NOBODY), Some(NOBODY)).expect("chown");
+    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    to.to_string_lossy().into_owned()
+}
+
+fn nobody_dir(tag: &str) -> std::path::PathBuf {
+    assert!(
+        which("setpriv").is_some(),
+        "setpriv (util-linux) is not installed"
+    );
+    let dir = temp_dir(tag).expect("temp dir");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+/// The pids that exec'd a file whose path or argv[0] names `what`.
+fn execs_of(c: &Captured, what: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = c
+        .events
+        .iter()
+        .filter(|ev| match &ev.kind {
+            EventKind::ExecEnter { filename, argv, .. } => {
+                filename.value.contains(what) || argv.first().is_some_and(|a| a.contains(what))
+            }
+            _ => false,
+        })
+        .map(|ev| ev.tgid)
+        .collect();
+    pids.dedup();
+    pids
+}
+
+fn refusal(e: &Engine, pid: u32) -> Option<Refusal> {
+    e.warnings().iter().find_map(|w| match w.kind {
+        WarningKind::RoleRefused { pid: p, why, .. } if p == pid => Some(why),
+        _ => None,
+    })
+}
+
+#[test]
+#[ignore = "root"]
+fn nobodys_fake_runc_and_exec_a_shim_change_nothing_the_tool_says() {
+    let dir = nobody_dir("speakers");
+    let runc = plant(&dir, ACTOR, "runc");
+    let script = format!(
+        "{runc} create --bundle /b {VICTIM} -- stages; \
+         (exec -a containerd-shim-runc-v2 /bin/sleep 0.1 -namespace k8s.io -id {VICTIM}); true"
+    );
+    let (u, g) = (format!("--reuid={NOBODY}"), format!("--regid={NOBODY}"));
+    let argv = [
+        "setpriv",
+        &u,
+        &g,
+        "--clear-groups",
+        "--",
+        "bash",
+        "-c",
+        &script,
+    ];
+    let c = capture_command(&argv, RING, true, false).expect("capture");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(c.drops, 0);
+    let e = engine_of(&c);
+    let fakes = [execs_of(&c, &runc), execs_of(&c, "containerd-shim")].concat();
+    assert!(
+        fakes.len() >= 2,
+        "the fakes' execs were not seen: {fakes:?}"
+    );
+    // runc init's stages: the CLONE_PARENT clones the fake runc made (setpriv's children).
+    let stages: Vec<u32> = e
+        .processes()
+        .filter(|p| p.comm.as_bytes().starts_with(b"runc:["))
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(stages.len(), 3, "stages {stages:?}");
+    for pid in fakes.iter().chain(&stages) {
+        let p = e.process(*pid).expect("record");
+        let label = tracer::lineage::node_label(p, Default::default());
+        assert_eq!((p.role, p.container_id.as_deref()), (None, None), "{label}");
+        assert!(p.k8s.is_none(), "{label}");
+        // The uid setpriv gave it, as the kernel reported it.
+        assert_eq!((p.uid, p.euid), (NOBODY, NOBODY), "{label}");
+        assert!(label.contains("(uid 65534)"), "{label}");
+    }
+    for pid in &fakes {
+        assert_eq!(refusal(&e, *pid), Some(Refusal::NotRoot), "pid {pid}");
+    }
+    assert!(stories(&e).is_empty(), "a story was told of the fakes");
+}
+
+#[test]
+#[ignore = "root"]
+fn nobodys_copy_of_sleep_called_containerd_is_never_the_daemon_followed() {
+    let dir = nobody_dir("fake-daemon");
+    let fake = plant(&dir, "/bin/sleep", "containerd");
+    let mut child = std::process::Command::new("setpriv")
+        .args([&format!("--reuid={NOBODY}"), &format!("--regid={NOBODY}")])
+        .args(["--clear-groups", "--", &fake, "60"])
+        .spawn()
+        .expect("setpriv");
+    let pid = child.id();
+    // Truth from /proc: it runs under the daemon's name, as nobody.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    while comm(pid).trim() != "containerd" {
+        assert!(Instant::now() < deadline, "the fake never exec'd");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let procs = tracer::capture::procfs::snapshot();
+    let chosen = tracer::agent::daemon_in(&procs);
+    let told = tracer::agent::passed_over(&procs);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_ne!(
+        chosen.map(|c| c.0),
+        Some(pid),
+        "nobody's containerd was followed"
+    );
+    let line = format!("pid {pid} is named containerd but is not followed: it is not root");
+    assert!(told.contains(&line), "{told:?}");
+}
+
+#[test]
+#[ignore = "root"]
+fn a_containers_own_fake_shim_stays_its_containers_process() {
+    assert!(
+        which("runc").is_some(),
+        "runc is not installed (cargo xtask setup installs it)"
+    );
+    let dir = temp_dir("own-shim").expect("temp dir");
+    // Root inside the container (no user namespace: uid 0 on the host) runs a binary it
+    // named after the shim, with another container's id (/dev is the container's writable,
+    // executable tmpfs).
+    let fake = "/dev/containerd-shim-runc-v2";
+    let script = format!("cp /bin/busybox {fake} && {fake} -namespace k8s.io -id {VICTIM}; true");
+    let bundle = busybox_bundle(&dir, &["sh", "-c", &script]).expect("bundle");
+    let id = format!("tracer-own-shim-{}", std::process::id());
+    let b = bundle.to_string_lossy().to_string();
+    let c = capture_command(&["runc", "run", "--bundle", &b, &id], RING, true, false);
+    let _ = std::process::Command::new("runc")
+        .args(["delete", "-f", &id])
+        .status();
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = c.expect("capture");
+    assert_eq!(c.drops, 0);
+    let e = engine_of(&c);
+    let shims = execs_of(&c, fake);
+    assert_eq!(shims.len(), 1, "the fake shim's exec: {shims:?}");
+    let p = e.process(shims[0]).expect("record");
+    assert_eq!(p.role, Some(Role::Container));
+    assert_eq!(p.container_id.as_deref(), Some(id.as_str()));
+    assert_eq!(p.standing, Standing::Refused(Refusal::ContainerPidNs));
+    assert_eq!(refusal(&e, p.pid), Some(Refusal::ContainerPidNs));
+    // The runtime itself: root on the host, running root's runc.
+    let runc = e.process(c.pid).expect("runc");
+    assert_eq!(runc.standing, Standing::Trusted);
+    // Its stories (birth, death) are the container's own; none is the fake's.
+    let told = stories(&e);
+    let text = tracer::lineage::story_text(&told);
+    assert!(
+        told.iter()
+            .all(|s| s.container_id.as_deref() == Some(id.as_str())),
+        "{text}"
+    );
+    assert!(!told.is_empty(), "the container's birth was not told");
+    assert!(!text.contains(VICTIM), "{text}");
+}
