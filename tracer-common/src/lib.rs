@@ -369,6 +369,34 @@ pub struct OomVictim {
     pub anon_rss: u64,
     pub file_rss: u64,
     pub shmem_rss: u64,
+    /// The victim's memory cgroup, read from the victim task at the tracepoint (the raw
+    /// tracepoint hands it over; [`memcgflag::KNOWN`]): its kernfs node id (the cgroup's id,
+    /// its directory's inode on v2), its limit in bytes (`mem_cgroup::memory.max`;
+    /// [`memcgflag::LIMIT`]), and the names of the cgroup and its ancestors, the cgroup's
+    /// own first, up to [`MEMCG_DEPTH`] below the hierarchy's root ([`memcgflag::CUT`] when
+    /// deeper).
+    pub memcg_id: u64,
+    pub memcg_limit: u64,
+    pub memcg_flags: u32,
+    /// Names in `memcg_path` (the rest are empty).
+    pub memcg_depth: u32,
+    pub memcg_path: [[u8; MEMCG_NAME_LEN]; MEMCG_DEPTH],
+}
+
+/// Cgroup path components an OOM record carries, and bytes kept of each (NUL included).
+pub const MEMCG_DEPTH: usize = 8;
+pub const MEMCG_NAME_LEN: usize = 128;
+
+/// Bits of [`OomVictim::memcg_flags`].
+pub mod memcgflag {
+    /// The victim's memory cgroup was read.
+    pub const KNOWN: u32 = 1;
+    /// Its limit was read (`memcg_limit`).
+    pub const LIMIT: u32 = 2;
+    /// The path is deeper than the record holds: its top is missing.
+    pub const CUT: u32 = 4;
+    /// A component's name was cut to `MEMCG_NAME_LEN - 1` bytes.
+    pub const NAME_CUT: u32 = 8;
 }
 
 /// Load-time configuration, written into the probe's `.rodata` by userspace.
@@ -471,7 +499,29 @@ pub struct ProbeConfig {
     pub sb_dev: u32,
     /// The host's mount namespace (`/proc/1/ns/mnt`'s inode); 0 when unknown.
     pub host_mntns: u32,
-    pub _pad: u32,
+    /// BTF, for the OOM victim's memory cgroup at the raw mark_victim tracepoint (whose first
+    /// argument is the victim task since 6.2): `task_struct::cgroups`, `css_set::subsys`,
+    /// the memory controller's index there (`memory_cgrp_id`), `cgroup_subsys_state::cgroup`,
+    /// `cgroup::kn`, `kernfs_node::__parent` (`parent` before 6.15), `::name`, `::id`,
+    /// `mem_cgroup::memory` + `page_counter::max`.
+    pub task_cgroups: u32,
+    pub cssset_subsys: u32,
+    pub memory_cgrp_id: u32,
+    pub css_cgroup: u32,
+    pub cgroup_kn: u32,
+    pub kn_parent: u32,
+    pub kn_name: u32,
+    pub kn_id: u32,
+    pub memcg_max: u32,
+    /// ... and its memory: `mm_struct::total_vm`, `::rss_stat` (`percpu_counter`s of
+    /// MM_FILEPAGES, MM_ANONPAGES, MM_SWAPENTS, MM_SHMEMPAGES), the size of a
+    /// `percpu_counter` and its `count`, `signal_struct::oom_score_adj`; the page size in KiB.
+    pub mm_total_vm: u32,
+    pub mm_rss_stat: u32,
+    pub percpu_counter_size: u32,
+    pub percpu_counter_count: u32,
+    pub signal_oom_score_adj: u32,
+    pub page_kb: u32,
 }
 
 impl ProbeConfig {
@@ -540,7 +590,21 @@ impl ProbeConfig {
         inode_sb: NO_OFFSET,
         sb_dev: NO_OFFSET,
         host_mntns: 0,
-        _pad: 0,
+        task_cgroups: NO_OFFSET,
+        cssset_subsys: NO_OFFSET,
+        memory_cgrp_id: NO_OFFSET,
+        css_cgroup: NO_OFFSET,
+        cgroup_kn: NO_OFFSET,
+        kn_parent: NO_OFFSET,
+        kn_name: NO_OFFSET,
+        kn_id: NO_OFFSET,
+        memcg_max: NO_OFFSET,
+        mm_total_vm: NO_OFFSET,
+        mm_rss_stat: NO_OFFSET,
+        percpu_counter_size: NO_OFFSET,
+        percpu_counter_count: NO_OFFSET,
+        signal_oom_score_adj: NO_OFFSET,
+        page_kb: 4,
     };
 }
 
@@ -576,8 +640,8 @@ const _: () = {
     assert!(core::mem::size_of::<SchedExit>() == 72);
     assert!(core::mem::size_of::<CgroupAttach>() == 88 + CGROUP_PATH_LEN);
     assert!(core::mem::size_of::<SignalGenerate>() == 88);
-    assert!(core::mem::size_of::<OomVictim>() == 104);
-    assert!(core::mem::size_of::<ProbeConfig>() == 264);
+    assert!(core::mem::size_of::<OomVictim>() == 128 + MEMCG_DEPTH * MEMCG_NAME_LEN);
+    assert!(core::mem::size_of::<ProbeConfig>() == 320);
     assert!(core::mem::offset_of!(ProbeConfig, signal_mask) == 184);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

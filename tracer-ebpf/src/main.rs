@@ -34,9 +34,10 @@ use aya_ebpf::{
 use aya_log_ebpf::warn;
 use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
-    credflag, kind, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter, ExitEnter,
-    Header, OomVictim, PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit, SchedFork,
-    SignalGenerate, SysExit, ARGV_BYTES, DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS, NO_OFFSET,
+    credflag, kind, memcgflag, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter,
+    ExitEnter, Header, OomVictim, PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit,
+    SchedFork, SignalGenerate, SysExit, ARGV_BYTES, DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS,
+    MEMCG_DEPTH, NO_OFFSET,
 };
 
 /// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
@@ -1273,13 +1274,137 @@ fn try_mark_victim(ctx: &TracePointContext) -> Result<u32, i32> {
         addr_of_mut!((*r).anon_rss).write(anon);
         addr_of_mut!((*r).file_rss).write(file);
         addr_of_mut!((*r).shmem_rss).write(shmem);
+        // No task here: the memory cgroup is left to userspace (a kernel before 6.2).
+        addr_of_mut!((*r).memcg_id).write(0);
+        addr_of_mut!((*r).memcg_limit).write(0);
+        addr_of_mut!((*r).memcg_flags).write(0);
+        addr_of_mut!((*r).memcg_depth).write(0);
     });
     Ok(0)
 }
 
+/// The classic tracepoint, where the raw one cannot give the victim task (before 6.2).
 #[tracepoint]
 pub fn mark_victim(ctx: TracePointContext) -> u32 {
     try_mark_victim(&ctx).unwrap_or(1)
+}
+
+/// An mm counter (`mm->rss_stat[i]`, a percpu_counter's global count) in KiB.
+#[inline(always)]
+fn mm_counter_kb(mm: *const u8, i: u32) -> u64 {
+    let (base, size) = (cfg(&CONFIG.mm_rss_stat), cfg(&CONFIG.percpu_counter_size));
+    let count = cfg(&CONFIG.percpu_counter_count);
+    if base == NO_OFFSET || size == NO_OFFSET || count == NO_OFFSET {
+        return 0;
+    }
+    let n = task_read::<i64>(mm, base + (i & 3) * (size & 0xff) + count).unwrap_or(0);
+    (if n < 0 { 0 } else { n as u64 }) * u64::from(cfg(&CONFIG.page_kb))
+}
+
+/// The victim's memory cgroup, as the kernel names it, into `r`: the memory controller's css
+/// of its css_set, that cgroup's kernfs node (id, name and ancestors' names) and the
+/// mem_cgroup's limit (the css is its first member).
+///
+/// # Safety
+/// `r` points at a reserved, writable OomVictim.
+#[inline(always)]
+unsafe fn victim_memcg(task: *const u8, r: *mut OomVictim) {
+    let cset: u64 = task_read(task, cfg(&CONFIG.task_cgroups)).unwrap_or(0);
+    let (subsys, idx) = (cfg(&CONFIG.cssset_subsys), cfg(&CONFIG.memory_cgrp_id));
+    let css: u64 = if subsys == NO_OFFSET || idx > 15 {
+        0
+    } else {
+        task_read(cset as *const u8, subsys + (idx & 15) * 8).unwrap_or(0)
+    };
+    let cgrp: u64 = task_read(css as *const u8, cfg(&CONFIG.css_cgroup)).unwrap_or(0);
+    let mut kn: u64 = task_read(cgrp as *const u8, cfg(&CONFIG.cgroup_kn)).unwrap_or(0);
+    let id = task_read::<u64>(kn as *const u8, cfg(&CONFIG.kn_id));
+    let max = task_read::<u64>(css as *const u8, cfg(&CONFIG.memcg_max));
+    let mut flags = 0;
+    let mut depth = 0u32;
+    // SAFETY: the caller's record; a reserved record's bytes are not zeroed.
+    unsafe {
+        addr_of_mut!((*r).memcg_id).write(0);
+        addr_of_mut!((*r).memcg_limit).write(0);
+    }
+    if let Some(id) = id {
+        flags |= memcgflag::KNOWN;
+        // SAFETY: the caller's record.
+        unsafe { addr_of_mut!((*r).memcg_id).write(id) };
+    }
+    if let Some(pages) = max {
+        flags |= memcgflag::LIMIT;
+        // No 128-bit multiply on BPF: a count this large is "no limit" anyway.
+        let page = u64::from(cfg(&CONFIG.page_kb)) * 1024;
+        let bytes = if pages >= 1 << 50 {
+            u64::MAX
+        } else {
+            pages * page
+        };
+        // SAFETY: the caller's record.
+        unsafe { addr_of_mut!((*r).memcg_limit).write(bytes) };
+    }
+    for i in 0..MEMCG_DEPTH {
+        let parent: u64 = task_read(kn as *const u8, cfg(&CONFIG.kn_parent)).unwrap_or(0);
+        // SAFETY: the caller's record; slot `i` is in bounds.
+        let slot = unsafe { &mut (*addr_of_mut!((*r).memcg_path))[i] };
+        slot[0] = 0;
+        if kn == 0 || parent == 0 {
+            // The hierarchy's root (no parent) is not part of a cgroup's path.
+            continue;
+        }
+        let name: u64 = task_read(kn as *const u8, cfg(&CONFIG.kn_name)).unwrap_or(0);
+        // SAFETY: a kernel string read with a probe read into the slot.
+        let read = unsafe { bpf_probe_read_kernel_str_bytes(name as *const u8, slot) };
+        flags |= str_flags(read.map(|s| s.len()), slot, memcgflag::NAME_CUT, 0);
+        depth += 1;
+        kn = parent;
+    }
+    let above: u64 = task_read(kn as *const u8, cfg(&CONFIG.kn_parent)).unwrap_or(0);
+    if kn != 0 && above != 0 {
+        flags |= memcgflag::CUT;
+    }
+    // SAFETY: the caller's record.
+    unsafe {
+        addr_of_mut!((*r).memcg_flags).write(flags);
+        addr_of_mut!((*r).memcg_depth).write(depth);
+    }
+}
+
+fn try_mark_victim_raw(ctx: &RawTracePointContext) -> Result<u32, i32> {
+    // TP_PROTO(struct task_struct *task, uid_t uid) since 6.2: mark_oom_victim (mm/oom_kill.c),
+    // from __oom_kill_process right after the victim's SIGKILL, the victim still whole.
+    let task: *const u8 = ctx.arg(0);
+    let pid = task_read::<i32>(task, cfg(&CONFIG.task_pid)).ok_or(1)? as u32;
+    let tgid = task_read::<i32>(task, cfg(&CONFIG.task_tgid)).ok_or(1)? as u32;
+    if !traced(current_tgid()) && !traced(tgid) {
+        return Ok(0);
+    }
+    let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
+    let mm = mm as *const u8;
+    let pages: u64 = task_read(mm, cfg(&CONFIG.mm_total_vm)).unwrap_or(0);
+    let total_vm = pages * u64::from(cfg(&CONFIG.page_kb));
+    let signal: u64 = task_read(task, cfg(&CONFIG.task_signal)).unwrap_or(0);
+    let adj = task_read::<i16>(signal as *const u8, cfg(&CONFIG.signal_oom_score_adj));
+    // SAFETY: `r` is the reserved record; each field is written in place.
+    emit_waking::<OomVictim>(kind::OOM_VICTIM, true, |r| unsafe {
+        addr_of_mut!((*r).tid).write(pid);
+        addr_of_mut!((*r).oom_score_adj).write(i32::from(adj.unwrap_or(0)));
+        addr_of_mut!((*r).total_vm).write(total_vm);
+        // include/linux/mm_types_task.h: MM_FILEPAGES 0, MM_ANONPAGES 1, MM_SHMEMPAGES 3.
+        addr_of_mut!((*r).anon_rss).write(mm_counter_kb(mm, 1));
+        addr_of_mut!((*r).file_rss).write(mm_counter_kb(mm, 0));
+        addr_of_mut!((*r).shmem_rss).write(mm_counter_kb(mm, 3));
+        victim_memcg(task, r);
+    });
+    Ok(0)
+}
+
+/// The raw tracepoint: the victim task itself, so its memory cgroup and limit are read here,
+/// at the kill, not from /proc after it (where an exiting victim shows none).
+#[raw_tracepoint(tracepoint = "mark_victim")]
+pub fn mark_victim_raw(ctx: RawTracePointContext) -> i32 {
+    try_mark_victim_raw(&ctx).map_or(1, |r| r as i32)
 }
 
 #[panic_handler]

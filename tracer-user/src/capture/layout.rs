@@ -284,7 +284,77 @@ fn btf_fill(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) -> Result<(), CaptureError
     cfg.task_flags = opt(member_offset(btf, "task_struct", "flags"));
     pidns_offsets(btf, cfg);
     cred_offsets(btf, cfg);
+    memcg_offsets(btf, cfg);
     Ok(())
+}
+
+/// What the raw mark_victim probe reads of the victim: its memory cgroup (through its
+/// css_set's memory css, the cgroup's kernfs node and the mem_cgroup's page counter) and its
+/// memory (mm counters, oom_score_adj). Any one missing leaves the classic tracepoint in use.
+fn memcg_offsets(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) {
+    let opt = |s: &str, m: &str| member_offset(btf, s, m).unwrap_or(NO_OFFSET);
+    cfg.task_cgroups = opt("task_struct", "cgroups");
+    cfg.cssset_subsys = opt("css_set", "subsys");
+    cfg.memory_cgrp_id = enum_value(btf, "cgroup_subsys_id", "memory_cgrp_id").unwrap_or(NO_OFFSET);
+    cfg.css_cgroup = opt("cgroup_subsys_state", "cgroup");
+    cfg.cgroup_kn = opt("cgroup", "kn");
+    // Renamed `__parent` in 6.15 (kernfs: RCU-protected parent).
+    cfg.kn_parent = match opt("kernfs_node", "__parent") {
+        NO_OFFSET => opt("kernfs_node", "parent"),
+        o => o,
+    };
+    cfg.kn_name = opt("kernfs_node", "name");
+    cfg.kn_id = opt("kernfs_node", "id");
+    // The css is mem_cgroup's first member, so a css pointer is the mem_cgroup's.
+    let (css, memory) = (opt("mem_cgroup", "css"), opt("mem_cgroup", "memory"));
+    let max = opt("page_counter", "max");
+    cfg.memcg_max = if css == 0 && memory != NO_OFFSET && max != NO_OFFSET {
+        memory + max
+    } else {
+        NO_OFFSET
+    };
+    cfg.mm_total_vm = opt("mm_struct", "total_vm");
+    cfg.mm_rss_stat = opt("mm_struct", "rss_stat");
+    cfg.percpu_counter_size = struct_size(btf, "percpu_counter").unwrap_or(NO_OFFSET);
+    cfg.percpu_counter_count = opt("percpu_counter", "count");
+    cfg.signal_oom_score_adj = opt("signal_struct", "oom_score_adj");
+    // SAFETY: sysconf reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    cfg.page_kb = u32::try_from(page / 1024).unwrap_or(4).max(1);
+}
+
+/// The raw mark_victim probe can run: the tracepoint hands over the victim task (since 6.2,
+/// when it also gained the memory fields its format shows) and every offset it reads is known.
+pub fn raw_oom_ready(cfg: &ProbeConfig) -> bool {
+    let needed = [
+        cfg.task_cgroups,
+        cfg.cssset_subsys,
+        cfg.memory_cgrp_id,
+        cfg.css_cgroup,
+        cfg.cgroup_kn,
+        cfg.kn_parent,
+        cfg.kn_name,
+        cfg.kn_id,
+        cfg.memcg_max,
+        cfg.task_pid,
+        cfg.task_tgid,
+        cfg.task_mm,
+        cfg.task_signal,
+    ];
+    cfg.oom_total_vm != NO_OFFSET && needed.iter().all(|&o| o != NO_OFFSET)
+}
+
+/// The value of enumerator `name` of enum `ty`.
+fn enum_value(btf: &btf_rs::Btf, ty: &str, name: &str) -> Option<u32> {
+    let types = btf.resolve_types_by_name(ty).ok()?;
+    types.into_iter().find_map(|t| match t {
+        btf_rs::Type::Enum(e) => e
+            .members
+            .iter()
+            .find(|m| btf.resolve_name(*m).is_ok_and(|n| n == name))
+            .map(|m| m.val()),
+        _ => None,
+    })
 }
 
 /// What the exec probe reads of the task's credentials, mount namespace and executable. Any

@@ -628,13 +628,15 @@ fn drain_probe_log(
 /// Attaches the fork probe, then every probe of the set whose kind is selected (the signal
 /// probe when `signals` too); a required one that fails detaches the others and fails, an
 /// optional one is a note.
+/// `sets`: syscall probes, signals, and the raw mark_victim (the victim task handed over:
+/// [`layout::raw_oom_ready`]) instead of the classic one.
 fn attach_probes(
     ebpf: &mut Ebpf,
     kinds: &[EventKindFilter],
-    syscalls: bool,
-    signals: bool,
+    sets: (bool, bool, bool),
     notes: &mut Vec<String>,
 ) -> Result<Vec<Link>, CaptureError> {
+    let (syscalls, signals, raw_oom) = sets;
     let extra = if syscalls {
         SYSCALL_PROBES
     } else {
@@ -644,6 +646,17 @@ fn attach_probes(
     for p in SCHED_PROBES.iter().chain(extra) {
         if p.kind.is_some_and(|k| !kinds.contains(&k)) {
             continue;
+        }
+        if p.name == "mark_victim" && raw_oom {
+            match attach_raw(ebpf, "mark_victim_raw", "mark_victim") {
+                Ok(link) => {
+                    links.push(link);
+                    continue;
+                }
+                Err(e) => notes.push(format!(
+                    "raw tracepoint mark_victim not attached ({e}): OOM victims' cgroups read from /proc"
+                )),
+            }
         }
         match attach(ebpf, p.name, p.category, p.name) {
             Ok(link) => links.push(link),
@@ -708,7 +721,9 @@ impl Capture {
         let mut ebpf = load(&mut loader, &cfg, b.ring_bytes)?;
         let logger = drain_probe_log(&mut ebpf, &mut notes);
         let signals = cfg.signal_mask != 0;
-        let links = attach_probes(&mut ebpf, &b.kinds, syscalls, signals, &mut notes)?;
+        let raw_oom = layout::raw_oom_ready(&cfg);
+        let sets = (syscalls, signals, raw_oom);
+        let links = attach_probes(&mut ebpf, &b.kinds, sets, &mut notes)?;
         let ring = take_ring(&mut ebpf)?;
         let mut cap = Capture {
             ebpf,
@@ -1237,9 +1252,12 @@ fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
     while let Some(item) = ring.next() {
         match decode(&item) {
             Ok(mut ev) => {
-                // Now, before the victim is reaped and its /proc entry goes.
+                // A kernel before 6.2 gives no victim task to the probe: /proc now, before
+                // the victim is reaped and its entry goes.
                 if let EventKind::OomVictim(info) = &mut ev.kind {
-                    oom::enrich(info);
+                    if info.cgroup.is_none() {
+                        oom::enrich(info);
+                    }
                 }
                 out.push(ev)
             }
@@ -1427,6 +1445,7 @@ mod tests {
             "sched_process_fork_raw",
             "sched_process_fork",
             "signal_generate",
+            "mark_victim_raw",
         ];
         for name in tables.map(|p| p.name).chain(raw) {
             assert!(

@@ -1,5 +1,7 @@
 //! The OOM killer's victim's memory cgroup and that cgroup's limit, read from /proc as soon
-//! as its record is decoded.
+//! as its record is decoded — only where the probe could not read them from the victim task
+//! (a kernel before 6.2, whose mark_victim tracepoint passes a pid, not the task): under load
+//! the victim may be exiting by then, and an exiting task shows no cgroup.
 //!
 //! oom:mark_victim fires in __oom_kill_process (mm/oom_kill.c) right after the victim's
 //! SIGKILL; the probe wakes the reader at once. /proc/TID/cgroup stays readable until the
