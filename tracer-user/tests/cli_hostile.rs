@@ -57,17 +57,62 @@ fn a_closed_pipe_ends_quietly() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Every command that prints on stdout, small outputs included (which fit in a pipe's buffer
+/// and so never meet a reader that left after one read).
+fn stdout_writers(path: &Path) -> Vec<Vec<&str>> {
+    vec![
+        vec!["tree", p(path)],
+        vec!["tree", "--format", "json", p(path)],
+        vec!["story", p(path)],
+        vec!["replay", p(path)],
+        vec!["export", "--format", "jsonl", p(path)],
+        vec!["completions", "bash"],
+        vec!["manpage"],
+        vec!["demo", "pod", "--no-tui"],
+        vec!["view", "demo:pod", "--screenshot", "80x24"],
+    ]
+}
+
+/// The write end of a pipe whose read end is already closed: every write is EPIPE.
+fn closed_pipe() -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just returned by pipe(2) and are owned by no one else.
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    write
+}
+
+#[test]
+fn a_pipe_closed_before_the_first_write_ends_quietly() {
+    let dir = temp("epipe-early");
+    let (path, _) = storm(&dir, 2_000);
+    for cmd in stdout_writers(&path) {
+        let out = Command::new(TRACER)
+            .args(&cmd)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", text(&out.stderr));
+        let e = text(&out.stderr);
+        assert!(!e.contains("cannot write"), "{cmd:?}: {e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_full_disk_is_one_line_and_a_failure() {
     let dir = temp("enospc");
     let (path, _) = storm(&dir, 2_000);
-    for cmd in [
-        vec!["tree", p(&path)],
-        vec!["tree", "--format", "json", p(&path)],
-        vec!["story", p(&path)],
-        vec!["replay", p(&path)],
-        vec!["export", "--format", "jsonl", p(&path)],
-    ] {
+    for cmd in stdout_writers(&path) {
         let full = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")

@@ -150,7 +150,9 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             pod: pod.map(tracer::lineage::PodScope::Found),
         };
         match args.screenshot {
-            Some(size) => print!("{}", tracer::tui::screenshot(rec, &opts, size)),
+            Some(size) => {
+                super::output::print_screenshot(&tracer::tui::screenshot(rec, &opts, size))?
+            }
             None => tracer::tui::run_replay(rec, opts)?,
         }
         return Ok(ExitCode::SUCCESS);

@@ -370,12 +370,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Demo(args)) => demo::run(args),
         Some(Command::Completions { shell }) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "tracer", &mut std::io::stdout());
+            // clap_complete panics when a write fails (`| head -1`, `> /dev/full`): the
+            // script is made in memory and written as every other output is.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "tracer", &mut script);
+            output::to_stdout(|out| out.write_all(&script))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Manpage) => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            output::to_stdout(|out| clap_mangen::Man::new(cmd).render(out))?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "agent")]

@@ -70,6 +70,11 @@ pub fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()>
     check_write(f(&mut out).and_then(|()| out.flush()))
 }
 
+/// Prints a viewer's frame as text (`--screenshot`); see [`check_write`].
+pub fn print_screenshot(frame: &str) -> Result<()> {
+    to_stdout(|out| out.write_all(frame.as_bytes()))
+}
+
 /// Prints what the user must hear about an input once read ([`tracer::Input::notes`]) as
 /// warnings on stderr, one line each.
 pub fn print_input_notes(input: &tracer::Input, stopped_by_error: bool) {

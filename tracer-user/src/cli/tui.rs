@@ -93,7 +93,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         pod,
     };
     if let Some(size) = v.screenshot {
-        print!("{}", tracer::tui::screenshot(rec, &opts, size));
+        super::output::print_screenshot(&tracer::tui::screenshot(rec, &opts, size))?;
         return Ok(ExitCode::SUCCESS);
     }
     tracer::tui::run_replay(rec, opts)?;
