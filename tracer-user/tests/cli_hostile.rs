@@ -524,3 +524,43 @@ fn tree_and_story_say_what_is_missing() {
     assert!(!text(&out.stderr).contains("past the last event"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A recording whose clock jumps 2^63 ns between two events (forged or broken) replays at
+/// speed 1 in about a second a gap, saying once that gaps are cut short.
+#[test]
+fn a_forged_gap_between_events_never_stalls_the_replay() {
+    let dir = temp("gap");
+    let mut evs: Vec<Event> = synth::Storm::new(4).collect();
+    let t0 = 1_000_000;
+    for (i, ev) in evs.iter_mut().enumerate() {
+        ev.ts_ns = match i {
+            0 => t0,
+            1 => t0 + (1 << 63),
+            _ => t0 + (1 << 63) + (1 << 62),
+        };
+    }
+    let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
+    h.snapshot = synth::storm_snapshot();
+    let path = dir.join("gap.trace");
+    std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
+    let started = std::time::Instant::now();
+    let mut child = Command::new(TRACER)
+        .args(["replay", "--no-tui", "--speed", "1", p(&path)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("replay --speed 1 still sleeping after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    no_panic(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert_eq!(e.matches("each such gap is replayed as").count(), 1, "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
