@@ -104,8 +104,13 @@ fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
             anyhow::Error::new(e).context(format!("cannot write {}", tracer::escape::path(path)))
         })?;
     super::output::commit(file, path)?;
+    // `demo:NAME` read back is the bundled demo, not this file (reading::open_input).
+    let read_as = match Demo::from_path(path) {
+        Some(_) => format!("; read it as ./{}", tracer::escape::path(path)),
+        None => String::new(),
+    };
     eprintln!(
-        "tracer: wrote {} ({} bytes; read it as any trace file)",
+        "tracer: wrote {} ({} bytes; read it as any trace file{read_as})",
         tracer::escape::path(path),
         demo.bytes().len()
     );

@@ -168,10 +168,25 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     }
 }
 
-/// The recording at `path`, told apart by content; `demo:NAME` is a bundled demo.
+/// The recording at `path`, told apart by content. `demo:NAME` always names a bundled demo,
+/// whatever files the directory holds (a command's meaning never depends on the current
+/// directory); a file of that name is read as `./demo:NAME`, which the user is told once
+/// when one is here.
 pub(super) fn open_input(path: &Path) -> Result<Input> {
-    match Demo::from_path(path) {
-        Some(demo) => Ok(demo?.open()?),
-        None => Ok(Input::open(path)?),
+    let Some(demo) = Demo::from_path(path) else {
+        return Ok(Input::open(path)?);
+    };
+    let local = std::fs::symlink_metadata(path).is_ok();
+    let shown = tracer::escape::path(path);
+    let demo = demo.map_err(|e| match local {
+        true => anyhow::anyhow!("{e}; the file of that name is read as ./{shown}"),
+        false => e.into(),
+    })?;
+    if local && !SAID_SHADOWED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("tracer: note: {shown} is the bundled demo; the file of that name here is read as ./{shown}");
     }
+    Ok(demo.open()?)
 }
+
+/// Whether the note of [`open_input`] was given (a command may open its input twice).
+static SAID_SHADOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
