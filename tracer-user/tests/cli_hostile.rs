@@ -214,6 +214,61 @@ fn output_onto_the_input_keeps_the_input_whole() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `-o /dev/stdout` (and its other names) writes to the descriptor itself: `>> log` appends,
+/// `1<> file` writes at its offset, nothing is truncated.
+#[test]
+fn output_to_our_own_descriptor_appends_and_never_truncates() {
+    let dir = temp("own-fd");
+    let (path, _) = storm(&dir, 200);
+    let expected = tracer(&["tree", p(&path)]).stdout;
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let log = dir.join("log");
+        std::fs::write(&log, "before\n").unwrap();
+        let append = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let out = Command::new(TRACER)
+            .args(["tree", p(&path), "-o", name])
+            .stdout(append)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let got = std::fs::read(&log).unwrap();
+        assert_eq!(got[..7], *b"before\n", "{name}: the log was overwritten");
+        assert_eq!(got[7..], expected, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `-o /proc/self/fd/1` where that descriptor is the recording being read: refused before a
+/// byte is written, the recording whole.
+#[test]
+fn output_to_a_descriptor_of_the_input_is_refused() {
+    let dir = temp("own-fd-input");
+    let (path, _) = storm(&dir, 2_000);
+    let log = strace_log(&dir);
+    let before = (std::fs::read(&path).unwrap(), std::fs::read(&log).unwrap());
+    for (input, name) in [(&path, "/dev/stdout"), (&log, "/proc/self/fd/1")] {
+        for cmd in [
+            vec!["tree", p(input), "-o", name],
+            vec!["export", "--format", "jsonl", p(input), "-o", name],
+            vec!["import-strace", p(input), "-o", name],
+        ] {
+            let onto = std::fs::OpenOptions::new().write(true).open(input).unwrap();
+            let out = Command::new(TRACER)
+                .args(&cmd)
+                .stdout(onto)
+                .output()
+                .unwrap();
+            no_panic(&out);
+            let e = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd:?}: {e}");
+            assert!(e.contains("it is the input being read"), "{cmd:?}: {e}");
+        }
+    }
+    let after = (std::fs::read(&path).unwrap(), std::fs::read(&log).unwrap());
+    assert!(before == after, "an input was overwritten");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn hostile_trace(dir: &Path) -> PathBuf {
     named_trace(dir, HOSTILE)
 }

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use tracer::outfile::OutFile;
+use tracer::outfile::{OutFile, Refused};
 
 /// Format words `-o` is mistaken for (`tracer tree F -o json`, a kubectl habit).
 const FORMAT_WORDS: &[&str] = &[
@@ -29,8 +29,14 @@ pub fn out_file(p: Option<&Path>) -> Result<Option<OutFile>> {
     let Some(p) = p.filter(|p| p.as_os_str() != "-") else {
         return Ok(None);
     };
-    let f = OutFile::atomic(out_path(p)?)
-        .with_context(|| format!("cannot create {}", tracer::escape::path(p)))?;
+    let cannot = || format!("cannot create {}", tracer::escape::path(p));
+    let f = OutFile::atomic(out_path(p)?).with_context(cannot)?;
+    // Written in place (`-o /proc/self/fd/N`, `-o /dev/stdout`): onto the recording being
+    // read it would overwrite what is still to be read. A file is replaced only at the end,
+    // so `-o` naming the input file itself is fine.
+    if f.identity().is_some_and(super::reading::is_an_input) {
+        return Err(anyhow::Error::new(io::Error::from(Refused::IsTheInput)).context(cannot()));
+    }
     Ok(Some(f))
 }
 
