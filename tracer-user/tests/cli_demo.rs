@@ -244,10 +244,11 @@ fn demo_name_beside_a_file_of_that_name_is_the_demo_and_says_so_once() {
     let (_, containerd, _) = in_dir(Path::new("/"), &["tree", "demo:containerd"]);
     assert_ne!(bundled, containerd);
 
-    // `--pod` opens the input twice: the note is still one line.
+    // `export --pod` opens the input twice (to find the pod, then to export it): the note is
+    // still one line.
     for args in [
         &["tree", "demo:pod"][..],
-        &["tree", "demo:pod", "--pod", "web"],
+        &["export", "--format", "jsonl", "demo:pod", "--pod", "web"],
     ] {
         let (ok, out, err) = in_dir(&dir, args);
         assert!(ok, "{err}");
