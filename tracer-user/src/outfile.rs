@@ -65,7 +65,7 @@ pub enum Refused {
     #[error("{0} is a symbolic link: no component of an output path may be one")]
     LinkOnTheWay(String),
     /// A directory of the path that another user can change.
-    #[error("directory {dir} (uid {uid}, mode {mode:04o}) can be changed by another user: output goes only through directories of root's or ours that only the owner can write, or sticky ones (as /tmp)")]
+    #[error("directory {dir} (uid {uid}, mode {mode:04o}) can be changed by another user: output goes only through directories of root's or ours that no one else can write, unless sticky (as /tmp)")]
     OpenDirectory {
         /// The directory, as the path names it.
         dir: String,
@@ -74,6 +74,17 @@ pub enum Refused {
         /// Its permission bits.
         mode: u32,
     },
+    /// A symbolic link of another user on the way to a secret file.
+    #[error("{link} is a symbolic link of uid {uid}: only root's or ours are followed to a key or credentials file")]
+    ForeignLink {
+        /// The link, as the path names it.
+        link: String,
+        /// Its owner.
+        uid: u32,
+    },
+    /// A secret file another user owns or can change (ssh's rule for keys).
+    #[error("it is {0}: a key or credentials file must be a regular file of root's or ours that no one else can write")]
+    Unprotected(&'static str),
     /// A block device (a disk or partition).
     #[error("it is a block device: output is never written to one")]
     BlockDevice,
@@ -187,7 +198,12 @@ fn target(path: &Path) -> io::Result<(Parent, Target)> {
 /// mode change, no final symlink), then checks that what was opened is still no regular file
 /// or block device, and still root's or ours.
 fn open_special(parent: &Parent) -> io::Result<File> {
-    let file = walk::open_at(parent, &parent.name, OFlags::WRONLY | OFlags::NOCTTY, 0)?;
+    let file = walk::open_at(
+        &parent.dir,
+        &parent.name,
+        OFlags::WRONLY | OFlags::NOCTTY,
+        0,
+    )?;
     let st = rfs::fstat(&file)?;
     let kind = FileType::from_raw_mode(st.st_mode);
     let owner_ok = st.st_uid == euid() || st.st_uid == 0;
@@ -204,7 +220,7 @@ fn open_special(parent: &Parent) -> io::Result<File> {
 /// Creates `name` in `parent` with mode 0600, failing if anything is there, a link included.
 fn create_at(parent: &Parent, name: &std::ffi::OsStr) -> io::Result<File> {
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
-    walk::open_at(parent, name, flags, 0o600)
+    walk::open_at(&parent.dir, name, flags, 0o600)
 }
 
 /// Creates `path` with mode 0600, failing if anything exists there, a link included (a name
@@ -228,6 +244,25 @@ pub fn create_streaming(path: &Path) -> io::Result<File> {
             create_at(&parent, &parent.name)
         }
     }
+}
+
+/// Opens a file of secrets to read (NATS credentials, a TLS key, certificate or CA), under
+/// ssh's rule for keys: no directory on the way that another user can change, no symbolic
+/// link but root's or ours, and the file a regular file of root's or ours, writable by no
+/// one else. A refusal names the rule ([`Refused`]).
+pub fn open_secret(path: &Path) -> io::Result<File> {
+    let file = walk::open_trusted(path)?;
+    let st = rfs::fstat(&file)?;
+    let why = if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        "not a regular file"
+    } else if st.st_uid != 0 && st.st_uid != euid() {
+        "another user's file"
+    } else if st.st_mode & 0o022 != 0 {
+        "writable by group or others"
+    } else {
+        return Ok(file);
+    };
+    Err(Refused::Unprotected(why).into())
 }
 
 /// An output being written: a temporary file to be renamed over the target, or a character
@@ -673,6 +708,116 @@ mod tests {
             );
         }
         assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// `dir/name` written with `text` and `mode`.
+    fn secret(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    fn read_secret(p: &Path) -> io::Result<String> {
+        use std::io::Read;
+        let mut s = String::new();
+        open_secret(p)?.read_to_string(&mut s)?;
+        Ok(s)
+    }
+
+    #[test]
+    fn a_secret_is_read_only_from_a_file_no_one_else_can_write() {
+        let d = dir("secret");
+        for mode in [0o600, 0o644, 0o400] {
+            let p = secret(&d, "creds", "jwt", mode);
+            assert_eq!(read_secret(&p).unwrap(), "jwt", "{mode:o}");
+            std::fs::remove_file(&p).unwrap();
+        }
+        for mode in [0o664, 0o646, 0o666] {
+            let p = secret(&d, "creds", "jwt", mode);
+            let e = read_secret(&p).unwrap_err();
+            assert!(
+                matches!(
+                    refusal(&e),
+                    Some(Refused::Unprotected("writable by group or others"))
+                ),
+                "{mode:o}: {e}"
+            );
+            std::fs::remove_file(&p).unwrap();
+        }
+        // A FIFO is refused, not waited on.
+        mkfifo(&d.join("fifo"), 0o600);
+        let e = read_secret(&d.join("fifo")).unwrap_err();
+        assert!(
+            matches!(
+                refusal(&e),
+                Some(Refused::Unprotected("not a regular file"))
+            ),
+            "{e}"
+        );
+        // Through a directory others can write: refused as an output would be.
+        let open = d.join("open");
+        std::fs::create_dir(&open).unwrap();
+        secret(&open, "key.pem", "key", 0o600);
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = read_secret(&open.join("key.pem")).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Some(Refused::OpenDirectory { .. })),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A Kubernetes Secret volume: `creds -> ..data/creds`, `..data -> ..2026_12_02`, links
+    /// of ours (root's in a pod), relative and absolute, are followed.
+    #[test]
+    fn a_secret_is_reached_through_links_of_ours() {
+        let d = dir("secret-links");
+        let vol = d.join("vol");
+        std::fs::create_dir_all(vol.join("..2026_12_02")).unwrap();
+        secret(&vol.join("..2026_12_02"), "creds", "jwt", 0o644);
+        std::os::unix::fs::symlink("..2026_12_02", vol.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/creds", vol.join("creds")).unwrap();
+        assert_eq!(read_secret(&vol.join("creds")).unwrap(), "jwt");
+        std::os::unix::fs::symlink(vol.join("creds"), d.join("absolute")).unwrap();
+        assert_eq!(read_secret(&d.join("absolute")).unwrap(), "jwt");
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        assert!(read_secret(&d.join("loop")).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_secret_behind_another_users_link_or_of_another_user_is_refused() {
+        if euid() != 0 {
+            // Only root can make a link or file of another uid here; the root run covers it.
+            return;
+        }
+        let d = dir("secret-theirs");
+        let ours = secret(&d, "ours", "jwt", 0o600);
+        let link = d.join("planted");
+        std::os::unix::fs::symlink(&ours, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let e = read_secret(&link).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Some(Refused::ForeignLink { uid: 65534, .. })),
+            "{e}"
+        );
+        // Their link as a directory on the way, too.
+        let via = d.join("via");
+        std::os::unix::fs::symlink(".", &via).unwrap();
+        std::os::unix::fs::lchown(&via, Some(65534), Some(65534)).unwrap();
+        assert!(read_secret(&via.join("ours")).is_err());
+        let theirs = secret(&d, "theirs", "jwt", 0o600);
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let e = read_secret(&theirs).unwrap_err();
+        assert!(
+            matches!(
+                refusal(&e),
+                Some(Refused::Unprotected("another user's file"))
+            ),
+            "{e}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -619,3 +619,32 @@ fn a_forged_gap_between_events_never_stalls_the_replay() {
     assert_eq!(e.matches("each such gap is replayed as").count(), 1, "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A NATS credentials or key file another user can write is refused before any connection,
+/// in one line naming the file and the rule.
+#[cfg(feature = "nats")]
+#[test]
+fn a_credentials_file_others_can_write_is_refused_in_one_line() {
+    let dir = temp("creds");
+    let creds = dir.join("user.creds");
+    std::fs::write(&creds, "not even parsed").unwrap();
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o666)).unwrap();
+    for var in ["TRACER_NATS_CREDS", "TRACER_NATS_CA"] {
+        let out = Command::new(TRACER)
+            .args(["tree", "nats://127.0.0.1:9/node"])
+            .env(var, &creds)
+            .output()
+            .unwrap();
+        no_panic(&out);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{var}: {e}");
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 1, "{var}: {e}");
+        assert!(lines[0].contains(p(&creds)), "{var}: {e}");
+        assert!(
+            lines[0].contains("writable by group or others"),
+            "{var}: {e}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

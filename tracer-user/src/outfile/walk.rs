@@ -99,14 +99,7 @@ pub(super) fn parent(path: &Path) -> io::Result<Parent> {
         Some(Component::Normal(n)) => n.to_os_string(),
         _ => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
     };
-    let start = match parts.first() {
-        Some(Component::RootDir) => "/",
-        _ => ".",
-    };
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let mut dir = rfs::open(start, flags, Mode::empty())?;
-    let mut shown = std::path::PathBuf::from(start);
-    check_dir(&dir, &shown)?;
+    let (mut dir, mut shown) = start_dir(matches!(parts.first(), Some(Component::RootDir)))?;
     for part in parts {
         let step: &OsStr = match part {
             Component::Normal(n) => n,
@@ -130,14 +123,90 @@ pub(super) fn lstat(parent: &Parent) -> io::Result<Option<Stat>> {
     }
 }
 
-/// Opens `name` in `parent` with `flags` (and `mode` when creating), never through a link.
+/// Opens `name` in `dir` with `flags` (and `mode` when creating), never through a link.
 pub(super) fn open_at(
-    parent: &Parent,
+    dir: &OwnedFd,
     name: &OsStr,
     flags: OFlags,
     mode: u32,
 ) -> io::Result<std::fs::File> {
     let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rfs::openat(parent.dir.as_fd(), name, flags, Mode::from_raw_mode(mode))?;
+    let fd = rfs::openat(dir.as_fd(), name, flags, Mode::from_raw_mode(mode))?;
     Ok(std::fs::File::from(fd))
+}
+
+/// The components of `path` still to walk, `..` kept (the kernel's meaning of it).
+fn parts_of(path: &Path) -> std::collections::VecDeque<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The directory a walk starts from: `/` for an absolute path, else the current one; checked.
+fn start_dir(absolute: bool) -> io::Result<(OwnedFd, std::path::PathBuf)> {
+    let start = if absolute { "/" } else { "." };
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = rfs::open(start, flags, Mode::empty())?;
+    let shown = std::path::PathBuf::from(start);
+    check_dir(&dir, &shown)?;
+    Ok((dir, shown))
+}
+
+/// Opens `path` to read a secret (credentials, a key): every directory on the way checked as
+/// for an output, and a symbolic link, in any component, followed only when it is root's or
+/// ours (a Kubernetes Secret volume is links of root's: `creds -> ..data/creds`), never one
+/// another user could have planted; at most 16 links. The file itself is the caller's to
+/// check.
+pub(super) fn open_trusted(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut todo = parts_of(path);
+    let (mut dir, mut shown) = start_dir(path.is_absolute())?;
+    let mut links = 0;
+    while let Some(part) = todo.pop_front() {
+        shown.push(&part);
+        let st = rfs::statat(&dir, &part, rfs::AtFlags::SYMLINK_NOFOLLOW)?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Symlink => {
+                if st.st_uid != 0 && st.st_uid != euid() {
+                    let link = crate::escape::path(&shown);
+                    return Err(Refused::ForeignLink {
+                        link,
+                        uid: st.st_uid,
+                    }
+                    .into());
+                }
+                links += 1;
+                if links > 16 {
+                    return Err(Errno::LOOP.into());
+                }
+                let to = rfs::readlinkat(&dir, &part, Vec::new())?;
+                let to = Path::new(OsStr::from_bytes(to.as_bytes()));
+                if to.is_absolute() {
+                    (dir, shown) = start_dir(true)?;
+                } else {
+                    shown.pop();
+                }
+                parts_of(to)
+                    .into_iter()
+                    .rev()
+                    .for_each(|p| todo.push_front(p));
+            }
+            FileType::Directory if !todo.is_empty() => {
+                let next = open_dir_at(&dir, &part)?;
+                check_dir(&next, &shown)?;
+                dir = next;
+            }
+            _ if todo.is_empty() => {
+                // O_NONBLOCK: a FIFO put there is refused by the caller, not waited on.
+                let flags = OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK;
+                return open_at(&dir, &part, flags, 0);
+            }
+            _ => return Err(io::Error::from(io::ErrorKind::NotADirectory)),
+        }
+    }
+    Err(io::Error::from(io::ErrorKind::IsADirectory))
 }
