@@ -109,7 +109,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
         match nats::connect_node(&server, &node).await {
             Ok(c) => break c,
             Err(e) => {
-                eprintln!("tracer: {e}; retrying");
+                crate::say!("tracer: {e}; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -146,7 +146,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
                 shared
                     .forged
                     .store(forged, std::sync::atomic::Ordering::Relaxed);
-                eprintln!(
+                crate::say!(
                     "tracer: NATS: message id {} was already in the stream, not published by this agent ({forged} so far): published again under a new id",
                     crate::escape::escape(&m.message_id())
                 );
@@ -159,13 +159,13 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
                 shared.lock().pop();
                 backoff = Duration::from_millis(100);
                 if failing {
-                    eprintln!("tracer: publishing to {server} again");
+                    crate::say!("tracer: publishing to {server} again");
                     failing = false;
                 }
             }
             Err(nats::NatsError::TooLarge(len)) => {
                 // Retrying cannot help: counted as dropped (raise the server's max_payload).
-                eprintln!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
+                crate::say!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
                 tried_before = false;
                 shared.lock().drop_front();
             }
@@ -186,7 +186,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
 /// One line when publishing starts failing, not one per retry.
 fn report_failure(failing: &mut bool, e: &nats::NatsError) {
     if !*failing {
-        eprintln!("tracer: NATS: {e}; buffering and retrying");
+        crate::say!("tracer: NATS: {e}; buffering and retrying");
         *failing = true;
     }
 }
@@ -276,7 +276,7 @@ impl Agent {
             if self.daemon && src.followed_count() == 0 {
                 // The daemon restarted: follow its successor once it runs.
                 if let Some((pid, name)) = daemon_in(&src.processes()) {
-                    eprintln!("tracer: following {name} again (pid {pid})");
+                    crate::say!("tracer: following {name} again (pid {pid})");
                     src.follow(pid).map_err(|e| AgentError::Source(e.into()))?;
                 }
             }

@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line, no backtrace: the error chain joined.
             let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("tracer: {}", chain.join(": "));
+            tracer::say!("tracer: {}", chain.join(": "));
             ExitCode::from(cli::exit_code_for(&e))
         }
     }

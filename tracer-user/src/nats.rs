@@ -609,7 +609,7 @@ fn report_violations(server: &str, watch: Violations) {
     tokio::spawn(async move {
         while w.changed().await.is_ok() {
             if let Some(v) = w.borrow_and_update().clone() {
-                eprintln!(
+                crate::say!(
                     "tracer: {}",
                     NatsError::Protocol {
                         server: server.clone(),
@@ -714,7 +714,7 @@ async fn connect_with(
         };
         match (text, &notes) {
             (Some(text), Some(notes)) => say(notes, text),
-            (Some(text), None) => eprintln!("tracer: {text}"),
+            (Some(text), None) => crate::say!("tracer: {text}"),
             _ => {}
         }
         async {}

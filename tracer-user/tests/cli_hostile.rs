@@ -104,6 +104,14 @@ fn a_pipe_closed_before_the_first_write_ends_quietly() {
         assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", text(&out.stderr));
         let e = text(&out.stderr);
         assert!(!e.contains("cannot write"), "{cmd:?}: {e}");
+        // `2>&1 | head -1`: stderr closed too, where the summary and notes go.
+        let status = Command::new(TRACER)
+            .args(&cmd)
+            .stdout(closed_pipe())
+            .stderr(closed_pipe())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "{cmd:?} with stderr closed");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -113,13 +121,9 @@ fn a_full_disk_is_one_line_and_a_failure() {
     let dir = temp("enospc");
     let (path, _) = storm(&dir, 2_000);
     for cmd in stdout_writers(&path) {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
         let out = Command::new(TRACER)
             .args(&cmd)
-            .stdout(full)
+            .stdout(full_disk())
             .output()
             .unwrap();
         no_panic(&out);
@@ -127,8 +131,23 @@ fn a_full_disk_is_one_line_and_a_failure() {
         let e = text(&out.stderr);
         let last = e.lines().last().unwrap_or("");
         assert!(last.contains("No space left on device"), "{cmd:?}: {e}");
+        // Stderr full too: nothing can be said, the status still tells.
+        let status = Command::new(TRACER)
+            .args(&cmd)
+            .stdout(full_disk())
+            .stderr(full_disk())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(1), "{cmd:?} with stderr full");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn full_disk() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap()
 }
 
 fn strace_log(dir: &Path) -> PathBuf {

@@ -109,7 +109,7 @@ fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
         Some(_) => format!("; read it as ./{}", tracer::escape::path(path)),
         None => String::new(),
     };
-    eprintln!(
+    tracer::say!(
         "tracer: wrote {} ({} bytes; read it as any trace file{read_as})",
         tracer::escape::path(path),
         demo.bytes().len()

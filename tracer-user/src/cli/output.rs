@@ -85,6 +85,6 @@ pub fn print_screenshot(frame: &str) -> Result<()> {
 /// warnings on stderr, one line each.
 pub fn print_input_notes(input: &tracer::Input, stopped_by_error: bool) {
     for n in input.notes(stopped_by_error) {
-        eprintln!("tracer: warning: {}: {n}", input.path.display());
+        tracer::say!("tracer: warning: {}: {n}", input.path.display());
     }
 }

@@ -37,11 +37,11 @@ pub(super) fn nodes_with_pod(
     let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
     let search = tracer::input::nodes_with_pod(src, pod, at)?;
     for (node, e) in &search.unreadable {
-        eprintln!("tracer: warning: {}: {e}", src.with_node(node));
+        tracer::say!("tracer: warning: {}: {e}", src.with_node(node));
     }
     for (node, l) in search.found.iter().filter(|_| say_notes) {
         for n in &l.notes {
-            eprintln!("tracer: warning: {}: {n}", src.with_node(node));
+            tracer::say!("tracer: warning: {}: {n}", src.with_node(node));
         }
     }
     if search.found.is_empty() {
@@ -145,7 +145,7 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     let Some(e) = err else { return Ok(()) };
     if let Some(tail) = input.tail() {
         if tail.unusable_bytes > 0 {
-            eprintln!(
+            tracer::say!(
                 "tracer: {}: {} bytes at the tail unusable (from byte {})",
                 input.path.display(),
                 tail.unusable_bytes,
@@ -155,12 +155,12 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     }
     let truncated = e.trace_error().is_some_and(|t| t.is_truncation());
     if truncated {
-        eprintln!(
+        tracer::say!(
             "tracer: warning: {e} (the recording was interrupted; every whole frame was used)"
         );
         Ok(())
     } else if salvage {
-        eprintln!("tracer: salvage: {e}; every good frame before it was used");
+        tracer::say!("tracer: salvage: {e}; every good frame before it was used");
         Ok(())
     } else {
         Err(anyhow::Error::new(e)
@@ -185,7 +185,7 @@ pub(super) fn open_input(path: &Path) -> Result<Input> {
         false => e.into(),
     })?;
     if local && !SAID_SHADOWED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        eprintln!("tracer: note: {shown} is the bundled demo; the file of that name here is read as ./{shown}");
+        tracer::say!("tracer: note: {shown} is the bundled demo; the file of that name here is read as ./{shown}");
     }
     Ok(demo.open()?)
 }

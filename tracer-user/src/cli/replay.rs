@@ -166,7 +166,7 @@ fn print_origin(input: &Input) {
             escape(s).into_owned()
         }
     };
-    eprintln!(
+    tracer::say!(
         "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
         input.path.display(),
         or_unknown(&h.hostname),
@@ -224,7 +224,7 @@ impl Pace {
         self.prev = Some(ev.ts_ns);
         let cap = MAX_GAP.as_nanos() as u64;
         if gap > cap && !std::mem::replace(&mut self.capped, true) {
-            eprintln!(
+            tracer::say!(
                 "tracer: note: {:.1}s without an event before event {}; each such gap is replayed as {}s",
                 gap as f64 / 1e9,
                 ev.seq,
@@ -271,7 +271,7 @@ fn print_summary(
     let live = engine.processes().filter(|p| !p.exited).count();
     let stories = tracer::lineage::stories(engine);
     let births = stories.iter().filter(|s| s.phase.is_birth()).count();
-    eprintln!(
+    tracer::say!(
         "tracer: replayed {}; {} processes ({} alive at the end), {} warnings, {births} container births ({} container stories with execs, deaths and restarts)",
         stats.summary(drops),
         engine.process_count(),
@@ -280,7 +280,7 @@ fn print_summary(
         stories.len()
     );
     if let Some((shown, k)) = pod {
-        eprintln!(
+        tracer::say!(
             "tracer: shown {shown} events of the pod's {} processes",
             k.process_count()
         );

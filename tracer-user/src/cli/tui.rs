@@ -100,7 +100,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     // Said once the terminal is back: what of the input could not be shown.
     super::output::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
-        eprintln!(
+        tracer::say!(
             "tracer: warning: {e} (the recording was interrupted or damaged; every whole frame before it was shown)"
         );
     }
