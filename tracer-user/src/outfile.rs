@@ -413,6 +413,17 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), mode) }, 0);
     }
 
+    /// Whether the tests run as root: only root can make files, directories and links of
+    /// another uid, so the tests that need them pass elsewhere and are covered by the root run.
+    fn root_run() -> bool {
+        euid() == 0
+    }
+
+    /// Makes `p` (a file, directory or the link itself) nobody's.
+    fn give_to_nobody(p: &Path) {
+        std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    }
+
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
     }
@@ -562,18 +573,17 @@ mod tests {
 
     #[test]
     fn another_users_file_or_fifo_is_never_written() {
-        if euid() != 0 {
-            // Only root can make a file of another uid here; the root run covers it.
+        if !root_run() {
             return;
         }
         let d = dir("owner");
         let theirs = d.join("theirs.trace");
         std::fs::write(&theirs, "their data").unwrap();
-        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&theirs);
         // Their FIFO too: root's output would reach whoever reads it.
         let fifo = d.join("their.fifo");
         mkfifo(&fifo, 0o666);
-        std::os::unix::fs::chown(&fifo, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&fifo);
         // Someone reading it, as an attacker would be: opening it to write then never blocks.
         let _reader = OpenOptions::new()
             .read(true)
@@ -691,14 +701,13 @@ mod tests {
 
     #[test]
     fn a_directory_of_another_user_is_refused_even_sticky() {
-        if euid() != 0 {
-            // Only root can make a directory of another uid here; the root run covers it.
+        if !root_run() {
             return;
         }
         let d = dir("their-dir");
         let theirs = d.join("theirs");
         std::fs::create_dir(&theirs).unwrap();
-        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&theirs);
         for mode in [0o755, 0o1777] {
             std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(mode)).unwrap();
             let e = OutFile::atomic(&theirs.join("out")).unwrap_err();
@@ -789,15 +798,14 @@ mod tests {
 
     #[test]
     fn a_secret_behind_another_users_link_or_of_another_user_is_refused() {
-        if euid() != 0 {
-            // Only root can make a link or file of another uid here; the root run covers it.
+        if !root_run() {
             return;
         }
         let d = dir("secret-theirs");
         let ours = secret(&d, "ours", "jwt", 0o600);
         let link = d.join("planted");
         std::os::unix::fs::symlink(&ours, &link).unwrap();
-        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&link);
         let e = read_secret(&link).unwrap_err();
         assert!(
             matches!(refusal(&e), Some(Refused::ForeignLink { uid: 65534, .. })),
@@ -806,10 +814,10 @@ mod tests {
         // Their link as a directory on the way, too.
         let via = d.join("via");
         std::os::unix::fs::symlink(".", &via).unwrap();
-        std::os::unix::fs::lchown(&via, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&via);
         assert!(read_secret(&via.join("ours")).is_err());
         let theirs = secret(&d, "theirs", "jwt", 0o600);
-        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&theirs);
         let e = read_secret(&theirs).unwrap_err();
         assert!(
             matches!(

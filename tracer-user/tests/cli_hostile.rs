@@ -95,23 +95,13 @@ fn a_pipe_closed_before_the_first_write_ends_quietly() {
     let dir = temp("epipe-early");
     let (path, _) = storm(&dir, 2_000);
     for cmd in stdout_writers(&path) {
-        let out = Command::new(TRACER)
-            .args(&cmd)
-            .stdout(closed_pipe())
-            .output()
-            .unwrap();
+        let (out, both) = into(&cmd, closed_pipe);
         no_panic(&out);
         assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", text(&out.stderr));
         let e = text(&out.stderr);
         assert!(!e.contains("cannot write"), "{cmd:?}: {e}");
         // `2>&1 | head -1`: stderr closed too, where the summary and notes go.
-        let status = Command::new(TRACER)
-            .args(&cmd)
-            .stdout(closed_pipe())
-            .stderr(closed_pipe())
-            .status()
-            .unwrap();
-        assert_eq!(status.code(), Some(0), "{cmd:?} with stderr closed");
+        assert_eq!(both, Some(0), "{cmd:?} with stderr closed");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -121,26 +111,33 @@ fn a_full_disk_is_one_line_and_a_failure() {
     let dir = temp("enospc");
     let (path, _) = storm(&dir, 2_000);
     for cmd in stdout_writers(&path) {
-        let out = Command::new(TRACER)
-            .args(&cmd)
-            .stdout(full_disk())
-            .output()
-            .unwrap();
-        no_panic(&out);
+        let (out, both) = into(&cmd, full_disk);
         assert_eq!(out.status.code(), Some(1), "{cmd:?}");
         let e = text(&out.stderr);
         let last = e.lines().last().unwrap_or("");
         assert!(last.contains("No space left on device"), "{cmd:?}: {e}");
         // Stderr full too: nothing can be said, the status still tells.
-        let status = Command::new(TRACER)
-            .args(&cmd)
-            .stdout(full_disk())
-            .stderr(full_disk())
-            .status()
-            .unwrap();
-        assert_eq!(status.code(), Some(1), "{cmd:?} with stderr full");
+        assert_eq!(both, Some(1), "{cmd:?} with stderr full");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `cmd` run with stdout into what `sink` makes (its output, stderr captured, checked for no
+/// panic), then with stderr there too (its exit status).
+fn into(cmd: &[&str], sink: fn() -> std::fs::File) -> (Output, Option<i32>) {
+    let out = Command::new(TRACER)
+        .args(cmd)
+        .stdout(sink())
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let both = Command::new(TRACER)
+        .args(cmd)
+        .stdout(sink())
+        .stderr(sink())
+        .status()
+        .unwrap();
+    (out, both.code())
 }
 
 fn full_disk() -> std::fs::File {
