@@ -175,7 +175,7 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
 pub(super) fn open_input(path: &Path) -> Result<Input> {
     let Some(demo) = Demo::from_path(path) else {
         let input = Input::open(path)?;
-        remember_input(path);
+        super::output::remember_input(path);
         return Ok(input);
     };
     let local = std::fs::symlink_metadata(path).is_ok();
@@ -192,29 +192,3 @@ pub(super) fn open_input(path: &Path) -> Result<Input> {
 
 /// Whether the note of [`open_input`] was given (a command may open its input twice).
 static SAID_SHADOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The device and inode of every file opened as an input (`-`: standard input's), so that an
-/// output written in place onto one of them is refused ([`is_an_input`]).
-static INPUTS: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
-
-fn remember_input(path: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let meta = match path.as_os_str() == "-" {
-        true => std::fs::metadata("/dev/stdin"),
-        false => std::fs::metadata(path),
-    };
-    if let Ok(m) = meta {
-        INPUTS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((m.dev(), m.ino()));
-    }
-}
-
-/// Whether `id` (device, inode) is a file opened as an input.
-pub(super) fn is_an_input(id: (u64, u64)) -> bool {
-    INPUTS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains(&id)
-}
