@@ -294,6 +294,30 @@ impl Drop for Pending {
     }
 }
 
+impl Pending {
+    /// Renames the temporary file to the target's name in the same directory: over the
+    /// target when it existed, else never over anything (`RENAME_NOREPLACE`; on a file system
+    /// without it, a hard link, which never replaces either, then the temporary name removed).
+    fn put_in_place(&self) -> io::Result<()> {
+        use rustix::io::Errno;
+        let (dir, name) = (&self.parent.dir, &self.parent.name);
+        let res = match self.existed {
+            true => rfs::renameat(dir, &self.tmp, dir, name),
+            false => match rfs::renameat_with(dir, &self.tmp, dir, name, RenameFlags::NOREPLACE) {
+                Err(Errno::INVAL | Errno::NOSYS) => {
+                    rfs::linkat(dir, &self.tmp, dir, name, AtFlags::empty())
+                        .and_then(|()| rfs::unlinkat(dir, &self.tmp, AtFlags::empty()))
+                }
+                r => r,
+            },
+        };
+        res.map_err(|e| match e {
+            Errno::EXIST => Refused::Changed.into(),
+            e => io::Error::from(e),
+        })
+    }
+}
+
 /// A fresh temporary file beside the target, in `parent`'s directory, 0600, `O_EXCL`.
 fn temp_in(parent: &Parent) -> io::Result<(OsString, File)> {
     use std::hash::{BuildHasher, RandomState};
@@ -357,17 +381,7 @@ impl OutFile {
                 if !still {
                     return Err(Refused::Changed.into());
                 }
-                let flags = match p.existed {
-                    true => RenameFlags::empty(),
-                    false => RenameFlags::NOREPLACE,
-                };
-                let dir = &p.parent.dir;
-                rfs::renameat_with(dir, &p.tmp, dir, &p.parent.name, flags).map_err(
-                    |e| match e {
-                        rustix::io::Errno::EXIST => Refused::Changed.into(),
-                        e => io::Error::from(e),
-                    },
-                )?;
+                p.put_in_place()?;
                 p.committed = true;
                 Ok(())
             }
