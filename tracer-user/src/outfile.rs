@@ -651,7 +651,18 @@ mod tests {
 
     #[test]
     fn a_link_anywhere_on_the_path_is_refused_by_every_writer() {
-        let d = dir("link-on-the-way");
+        links_on_the_way_are_refused("link-on-the-way");
+    }
+
+    /// The same walk on a kernel without openat2: `O_NOFOLLOW` opens refuse the same links.
+    #[test]
+    fn a_link_anywhere_on_the_path_is_refused_without_openat2_too() {
+        walk::WITHOUT_OPENAT2.with(|w| w.set(true));
+        links_on_the_way_are_refused("link-on-the-way-no-openat2");
+    }
+
+    fn links_on_the_way_are_refused(name: &str) {
+        let d = dir(name);
         let elsewhere = d.join("elsewhere");
         std::fs::create_dir(&elsewhere).unwrap();
         std::fs::write(elsewhere.join("passwd"), "precious").unwrap();

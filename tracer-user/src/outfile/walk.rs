@@ -31,12 +31,27 @@ pub(super) fn euid() -> u32 {
 /// component is opened with `O_NOFOLLOW` instead, which refuses the same links.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
+#[cfg(test)]
+thread_local! {
+    /// A test's thread walks as on a kernel without openat2.
+    pub(super) static WITHOUT_OPENAT2: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether to use the `O_NOFOLLOW` walk.
+fn without_openat2() -> bool {
+    #[cfg(test)]
+    if WITHOUT_OPENAT2.with(std::cell::Cell::get) {
+        return true;
+    }
+    NO_OPENAT2.load(Ordering::Relaxed)
+}
+
 /// Opens `name` in `dir` as a directory (`O_PATH`), never through a symbolic link.
 fn open_dir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     for _ in 0..8 {
-        if NO_OPENAT2.load(Ordering::Relaxed) {
+        if without_openat2() {
             break;
         }
         match rfs::openat2(dir, name, flags, Mode::empty(), resolve) {
