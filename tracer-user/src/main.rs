@@ -9,7 +9,10 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp(None)
         .init();
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return cli::parse_error(e),
+    };
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {

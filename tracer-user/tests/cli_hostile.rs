@@ -70,6 +70,9 @@ fn stdout_writers(path: &Path) -> Vec<Vec<&str>> {
         vec!["manpage"],
         vec!["demo", "pod", "--no-tui"],
         vec!["view", "demo:pod", "--screenshot", "80x24"],
+        vec!["--help"],
+        vec!["tree", "--help"],
+        vec!["--version"],
     ]
 }
 
