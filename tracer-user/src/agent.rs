@@ -163,7 +163,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
         match nats::connect_node(&server, &node).await {
             Ok(c) => break c,
             Err(e) => {
-                eprintln!("tracer: {e}; retrying");
+                crate::say!("tracer: {e}; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -200,7 +200,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
                 shared
                     .forged
                     .store(forged, std::sync::atomic::Ordering::Relaxed);
-                eprintln!(
+                crate::say!(
                     "tracer: NATS: message id {} was already in the stream, not published by this agent ({forged} so far): published again under a new id",
                     crate::escape::escape(&m.message_id())
                 );
@@ -213,13 +213,13 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
                 shared.lock().pop();
                 backoff = Duration::from_millis(100);
                 if failing {
-                    eprintln!("tracer: publishing to {server} again");
+                    crate::say!("tracer: publishing to {server} again");
                     failing = false;
                 }
             }
             Err(nats::NatsError::TooLarge(len)) => {
                 // Retrying cannot help: counted as dropped (raise the server's max_payload).
-                eprintln!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
+                crate::say!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
                 tried_before = false;
                 shared.lock().drop_front();
             }
@@ -240,7 +240,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
 /// One line when publishing starts failing, not one per retry.
 fn report_failure(failing: &mut bool, e: &nats::NatsError) {
     if !*failing {
-        eprintln!("tracer: NATS: {e}; buffering and retrying");
+        crate::say!("tracer: NATS: {e}; buffering and retrying");
         *failing = true;
     }
 }
@@ -332,9 +332,9 @@ impl Agent {
                 let procs = src.processes();
                 if let Some((pid, name)) = daemon_in(&procs) {
                     for line in passed_over(&procs) {
-                        eprintln!("tracer: {line}");
+                        crate::say!("tracer: {line}");
                     }
-                    eprintln!("tracer: following {name} again (pid {pid})");
+                    crate::say!("tracer: following {name} again (pid {pid})");
                     src.follow(pid).map_err(|e| AgentError::Source(e.into()))?;
                 }
             }

@@ -118,6 +118,27 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+/// `eprintln!` that never panics: one line on stderr, dropped when stderr is a closed pipe
+/// or a full disk (`tracer replay F 2>&1 | head -1`), where `eprintln!` would panic. What
+/// the tool says on stderr goes through it; a failed command still exits non-zero.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// [`say!`] without the newline (a status line redrawn in place).
+#[macro_export]
+macro_rules! say_inline {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let mut err = ::std::io::stderr().lock();
+        let _ = ::std::write!(err, $($arg)*).and_then(|()| err.flush());
+    }};
+}
+
 pub mod decode;
 pub mod demo;
 pub mod escape;

@@ -9,13 +9,16 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp(None)
         .init();
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return cli::parse_error(e),
+    };
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
             // One line, no backtrace: the error chain joined.
             let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("tracer: {}", chain.join(": "));
+            tracer::say!("tracer: {}", chain.join(": "));
             ExitCode::from(cli::exit_code_for(&e))
         }
     }

@@ -85,12 +85,12 @@ pub enum NatsError {
     /// The node has no message in the stream.
     #[error("no message from node {0} in the stream (no agent published as that node yet)")]
     NoData(String),
-    /// A credentials file that could not be read.
-    #[error(
-        "cannot read the NATS credentials {}: {error}",
-        crate::escape::path(path)
-    )]
+    /// A credentials, certificate or key file that could not be read, or that breaks the rule
+    /// for secrets ([`crate::outfile::open_secret`]).
+    #[error("cannot read the NATS {what} {}: {error}", crate::escape::path(path))]
     Credentials {
+        /// Which file: `credentials`, `CA certificates`...
+        what: &'static str,
         /// The file.
         path: std::path::PathBuf,
         /// The error.
@@ -527,20 +527,62 @@ fn tls_configured() -> bool {
     env_path(ENV_CA).is_some() || env_path(ENV_CERT).is_some() || env_path(ENV_KEY).is_some()
 }
 
-/// Options with the environment's credentials and TLS (see [`ENV_CREDS`]).
+/// The secret file `path` (checked by [`crate::outfile::open_secret`]), open for the rest of
+/// the process, as a `/proc/self/fd/N` name: the client reads its certificates by name at
+/// every connection, and that name is the file checked, whatever is at `path` later.
+fn held_secret(
+    what: &'static str,
+    path: std::path::PathBuf,
+) -> Result<std::path::PathBuf, NatsError> {
+    use std::os::fd::AsRawFd;
+    static HELD: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
+    let file = crate::outfile::open_secret(&path).map_err(|error| NatsError::Credentials {
+        what,
+        path,
+        error,
+    })?;
+    let name = format!("/proc/self/fd/{}", file.as_raw_fd());
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(file);
+    Ok(name.into())
+}
+
+/// The credentials file at `path`, read under the rule for secrets.
+fn read_credentials(path: std::path::PathBuf) -> Result<String, NatsError> {
+    use std::io::Read;
+    let what = "credentials";
+    let mut text = String::new();
+    crate::outfile::open_secret(&path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|error| NatsError::Credentials { what, path, error })?;
+    Ok(text)
+}
+
+/// Options with the environment's credentials and TLS (see [`ENV_CREDS`]). Each file must
+/// pass [`crate::outfile::open_secret`] (root's or ours, written by no one else, reached
+/// through no other user's link or directory): root's agent never authenticates with what
+/// another user put in place.
 async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
     let mut o = async_nats::ConnectOptions::new();
     if let Some(path) = env_path(ENV_CREDS) {
+        let text = read_credentials(path.clone())?;
         o = o
-            .credentials_file(&path)
-            .await
-            .map_err(|error| NatsError::Credentials { path, error })?;
+            .credentials(&text)
+            .map_err(|error| NatsError::Credentials {
+                what: "credentials",
+                path,
+                error,
+            })?;
     }
     if let Some(ca) = env_path(ENV_CA) {
+        let ca = held_secret("CA certificates", ca)?;
         o = o.add_root_certificates(ca).require_tls(true);
     }
     match (env_path(ENV_CERT), env_path(ENV_KEY)) {
-        (Some(cert), Some(key)) => o = o.add_client_certificate(cert, key).require_tls(true),
+        (Some(cert), Some(key)) => {
+            let cert = held_secret("client certificate", cert)?;
+            let key = held_secret("client key", key)?;
+            o = o.add_client_certificate(cert, key).require_tls(true)
+        }
         (None, None) => {}
         _ => {
             return Err(NatsError::Config(
@@ -567,7 +609,7 @@ fn report_violations(server: &str, watch: Violations) {
     tokio::spawn(async move {
         while w.changed().await.is_ok() {
             if let Some(v) = w.borrow_and_update().clone() {
-                eprintln!(
+                crate::say!(
                     "tracer: {}",
                     NatsError::Protocol {
                         server: server.clone(),
@@ -672,7 +714,7 @@ async fn connect_with(
         };
         match (text, &notes) {
             (Some(text), Some(notes)) => say(notes, text),
-            (Some(text), None) => eprintln!("tracer: {text}"),
+            (Some(text), None) => crate::say!("tracer: {text}"),
             _ => {}
         }
         async {}

@@ -217,3 +217,53 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
         .iter()
         .all(|l| l.contains("[container] container lab-r")));
 }
+
+/// `tracer ARGS` run in `dir`: status, stdout, stderr.
+fn in_dir(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(TRACER)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `demo:NAME` is the bundled demo even beside a file of that name, which is `./demo:NAME`;
+/// the user hears so once, when writing such a file and when reading the name.
+#[test]
+fn demo_name_beside_a_file_of_that_name_is_the_demo_and_says_so_once() {
+    let dir = std::env::temp_dir().join(format!("tracer-demo-shadow-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The containerd demo, written under the pod demo's name.
+    let (ok, _, err) = in_dir(&dir, &["demo", "containerd", "-o", "demo:pod"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("read it as ./demo:pod"), "{err}");
+    let (_, bundled, _) = in_dir(Path::new("/"), &["tree", "demo:pod"]);
+    let (_, containerd, _) = in_dir(Path::new("/"), &["tree", "demo:containerd"]);
+    assert_ne!(bundled, containerd);
+
+    // `export --pod` opens the input twice (to find the pod, then to export it): the note is
+    // still one line.
+    for args in [
+        &["tree", "demo:pod"][..],
+        &["export", "--format", "jsonl", "demo:pod", "--pod", "web"],
+    ] {
+        let (ok, out, err) = in_dir(&dir, args);
+        assert!(ok, "{err}");
+        let notes: Vec<&str> = err.lines().filter(|l| l.contains("bundled demo")).collect();
+        assert_eq!(notes.len(), 1, "{args:?}: {err}");
+        assert!(notes[0].contains("./demo:pod"), "{err}");
+        if args.len() == 2 {
+            assert_eq!(out, bundled);
+        }
+    }
+    let (ok, local, err) = in_dir(&dir, &["tree", "./demo:pod"]);
+    assert!(ok && !err.contains("bundled demo"), "{err}");
+    assert_eq!(local, containerd);
+    // No file beside it: not a word.
+    let (_, _, err) = in_dir(Path::new("/"), &["tree", "demo:pod"]);
+    assert!(!err.contains("bundled demo"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -57,33 +57,96 @@ fn a_closed_pipe_ends_quietly() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Every command that prints on stdout, small outputs included (which fit in a pipe's buffer
+/// and so never meet a reader that left after one read).
+fn stdout_writers(path: &Path) -> Vec<Vec<&str>> {
+    vec![
+        vec!["tree", p(path)],
+        vec!["tree", "--format", "json", p(path)],
+        vec!["story", p(path)],
+        vec!["replay", p(path)],
+        vec!["export", "--format", "jsonl", p(path)],
+        vec!["completions", "bash"],
+        vec!["manpage"],
+        vec!["demo", "pod", "--no-tui"],
+        vec!["view", "demo:pod", "--screenshot", "80x24"],
+        vec!["--help"],
+        vec!["tree", "--help"],
+        vec!["--version"],
+    ]
+}
+
+/// The write end of a pipe whose read end is already closed: every write is EPIPE.
+fn closed_pipe() -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just returned by pipe(2) and are owned by no one else.
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    write
+}
+
+#[test]
+fn a_pipe_closed_before_the_first_write_ends_quietly() {
+    let dir = temp("epipe-early");
+    let (path, _) = storm(&dir, 2_000);
+    for cmd in stdout_writers(&path) {
+        let (out, both) = into(&cmd, closed_pipe);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", text(&out.stderr));
+        let e = text(&out.stderr);
+        assert!(!e.contains("cannot write"), "{cmd:?}: {e}");
+        // `2>&1 | head -1`: stderr closed too, where the summary and notes go.
+        assert_eq!(both, Some(0), "{cmd:?} with stderr closed");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_full_disk_is_one_line_and_a_failure() {
     let dir = temp("enospc");
     let (path, _) = storm(&dir, 2_000);
-    for cmd in [
-        vec!["tree", p(&path)],
-        vec!["tree", "--format", "json", p(&path)],
-        vec!["story", p(&path)],
-        vec!["replay", p(&path)],
-        vec!["export", "--format", "jsonl", p(&path)],
-    ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let out = Command::new(TRACER)
-            .args(&cmd)
-            .stdout(full)
-            .output()
-            .unwrap();
-        no_panic(&out);
+    for cmd in stdout_writers(&path) {
+        let (out, both) = into(&cmd, full_disk);
         assert_eq!(out.status.code(), Some(1), "{cmd:?}");
         let e = text(&out.stderr);
         let last = e.lines().last().unwrap_or("");
         assert!(last.contains("No space left on device"), "{cmd:?}: {e}");
+        // Stderr full too: nothing can be said, the status still tells.
+        assert_eq!(both, Some(1), "{cmd:?} with stderr full");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `cmd` run with stdout into what `sink` makes (its output, stderr captured, checked for no
+/// panic), then with stderr there too (its exit status).
+fn into(cmd: &[&str], sink: fn() -> std::fs::File) -> (Output, Option<i32>) {
+    let out = Command::new(TRACER)
+        .args(cmd)
+        .stdout(sink())
+        .output()
+        .unwrap();
+    no_panic(&out);
+    let both = Command::new(TRACER)
+        .args(cmd)
+        .stdout(sink())
+        .stderr(sink())
+        .status()
+        .unwrap();
+    (out, both.code())
+}
+
+fn full_disk() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap()
 }
 
 fn strace_log(dir: &Path) -> PathBuf {
@@ -166,6 +229,61 @@ fn output_onto_the_input_keeps_the_input_whole() {
     let back: Vec<Event> = r.events().collect::<Result<_, _>>().unwrap();
     assert_eq!(back, evs);
     assert!(r.tail().clean_end);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `-o /dev/stdout` (and its other names) writes to the descriptor itself: `>> log` appends,
+/// `1<> file` writes at its offset, nothing is truncated.
+#[test]
+fn output_to_our_own_descriptor_appends_and_never_truncates() {
+    let dir = temp("own-fd");
+    let (path, _) = storm(&dir, 200);
+    let expected = tracer(&["tree", p(&path)]).stdout;
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let log = dir.join("log");
+        std::fs::write(&log, "before\n").unwrap();
+        let append = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let out = Command::new(TRACER)
+            .args(["tree", p(&path), "-o", name])
+            .stdout(append)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let got = std::fs::read(&log).unwrap();
+        assert_eq!(got[..7], *b"before\n", "{name}: the log was overwritten");
+        assert_eq!(got[7..], expected, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `-o /proc/self/fd/1` where that descriptor is the recording being read: refused before a
+/// byte is written, the recording whole.
+#[test]
+fn output_to_a_descriptor_of_the_input_is_refused() {
+    let dir = temp("own-fd-input");
+    let (path, _) = storm(&dir, 2_000);
+    let log = strace_log(&dir);
+    let before = (std::fs::read(&path).unwrap(), std::fs::read(&log).unwrap());
+    for (input, name) in [(&path, "/dev/stdout"), (&log, "/proc/self/fd/1")] {
+        for cmd in [
+            vec!["tree", p(input), "-o", name],
+            vec!["export", "--format", "jsonl", p(input), "-o", name],
+            vec!["import-strace", p(input), "-o", name],
+        ] {
+            let onto = std::fs::OpenOptions::new().write(true).open(input).unwrap();
+            let out = Command::new(TRACER)
+                .args(&cmd)
+                .stdout(onto)
+                .output()
+                .unwrap();
+            no_panic(&out);
+            let e = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd:?}: {e}");
+            assert!(e.contains("it is the input being read"), "{cmd:?}: {e}");
+        }
+    }
+    let after = (std::fs::read(&path).unwrap(), std::fs::read(&log).unwrap());
+    assert!(before == after, "an input was overwritten");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -477,5 +595,74 @@ fn tree_and_story_say_what_is_missing() {
     );
     let out = tracer(&["tree", "--at", &(last - 1).to_string(), p(&full)]);
     assert!(!text(&out.stderr).contains("past the last event"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A recording whose clock jumps 2^63 ns between two events (forged or broken) replays at
+/// speed 1 in about a second a gap, saying once that gaps are cut short.
+#[test]
+fn a_forged_gap_between_events_never_stalls_the_replay() {
+    let dir = temp("gap");
+    let mut evs: Vec<Event> = synth::Storm::new(4).collect();
+    let t0 = 1_000_000;
+    for (i, ev) in evs.iter_mut().enumerate() {
+        ev.ts_ns = match i {
+            0 => t0,
+            1 => t0 + (1 << 63),
+            _ => t0 + (1 << 63) + (1 << 62),
+        };
+    }
+    let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
+    h.snapshot = synth::storm_snapshot();
+    let path = dir.join("gap.trace");
+    std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
+    let started = std::time::Instant::now();
+    let mut child = Command::new(TRACER)
+        .args(["replay", "--no-tui", "--speed", "1", p(&path)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("replay --speed 1 still sleeping after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    no_panic(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert_eq!(e.matches("each such gap is replayed as").count(), 1, "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A NATS credentials or key file another user can write is refused before any connection,
+/// in one line naming the file and the rule.
+#[cfg(feature = "nats")]
+#[test]
+fn a_credentials_file_others_can_write_is_refused_in_one_line() {
+    let dir = temp("creds");
+    let creds = dir.join("user.creds");
+    std::fs::write(&creds, "not even parsed").unwrap();
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o666)).unwrap();
+    for var in ["TRACER_NATS_CREDS", "TRACER_NATS_CA"] {
+        let out = Command::new(TRACER)
+            .args(["tree", "nats://127.0.0.1:9/node"])
+            .env(var, &creds)
+            .output()
+            .unwrap();
+        no_panic(&out);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{var}: {e}");
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 1, "{var}: {e}");
+        assert!(lines[0].contains(p(&creds)), "{var}: {e}");
+        assert!(
+            lines[0].contains("writable by group or others"),
+            "{var}: {e}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

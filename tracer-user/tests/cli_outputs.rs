@@ -96,6 +96,55 @@ fn a_planted_symlink_is_never_written_through() {
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
 }
 
+/// `ln -s /etc-like-dir /tmp/x/traces` by another user, then root's `-o /tmp/x/traces/passwd`:
+/// a link in a directory of the path is refused like a final one, and nothing behind it is
+/// created or replaced.
+#[test]
+fn a_planted_directory_symlink_is_never_walked_through() {
+    let s = Shared::new("dir-symlink");
+    let etc = s.dir.join("etc-like");
+    std::fs::create_dir(&etc).unwrap();
+    std::fs::write(etc.join("passwd"), "root:x:0:0").unwrap();
+    let traces = s.dir.join("traces");
+    plant_link(&etc, &traces);
+    let intact = || {
+        std::fs::read(etc.join("passwd")).unwrap() == b"root:x:0:0"
+            && std::fs::read_dir(&etc).unwrap().count() == 1
+    };
+    for out in ["passwd", "fresh.json"] {
+        refused_by_all(
+            &s,
+            &traces.join(out),
+            false,
+            "traces is a symbolic link",
+            &intact,
+        );
+    }
+}
+
+/// A symlink at `link` to `to`, made by nobody when the tests run as root (as another user of
+/// a shared /tmp would), else by the test's user.
+fn plant_link(to: &Path, link: &Path) {
+    if !prereq::is_root() {
+        std::os::unix::fs::symlink(to, link).unwrap();
+        return;
+    }
+    let st = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "ln",
+            "-s",
+        ])
+        .args([to, link])
+        .status()
+        .expect("setpriv (util-linux)");
+    assert!(st.success());
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::symlink_metadata(link).unwrap().uid(), 65534);
+}
+
 /// A loop device over a 1 MiB file of a known pattern, detached on drop.
 struct Loop {
     dev: PathBuf,

@@ -60,7 +60,7 @@ fn agent_target(args: &AgentArgs) -> Target {
         (Some(pid), _) => Target::Pid(pid),
         (None, true) => Target::All,
         (None, false) => find_daemon().map_or(Target::All, |(pid, name)| {
-            eprintln!("tracer: following {name} (pid {pid})");
+            tracer::say!("tracer: following {name} (pid {pid})");
             Target::Pid(pid)
         }),
     }
@@ -85,7 +85,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
     // them, instead of publishing an empty stream.
     tracer::capture::check_privileges()?;
     if let Some(note) = tracer::capture::ptrace_note() {
-        eprintln!("tracer: warning: {note}");
+        tracer::say!("tracer: warning: {note}");
     }
     let target = agent_target(&args);
     let daemon = args.pid.is_none() && !args.all && matches!(target, Target::Pid(_));
@@ -102,7 +102,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
                 Arc::new(move || m.lock().unwrap_or_else(|e| e.into_inner()).encode()),
             )
             .with_context(|| format!("cannot listen on {addr}"))?;
-            eprintln!("tracer: metrics on http://{bound}/metrics");
+            tracer::say!("tracer: metrics on http://{bound}/metrics");
         }
         let cap = CaptureBuilder::new(target)
             .ring_bytes(args.ring_bytes)
@@ -110,7 +110,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
             .snapshot(args.snapshot.into())
             .start()?;
         for note in cap.notes() {
-            eprintln!("tracer: note: {note}");
+            tracer::say!("tracer: note: {note}");
         }
         let cfg = AgentConfig {
             server: args.nats.clone(),
@@ -126,13 +126,13 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
                 .duration
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
         };
-        eprintln!(
+        tracer::say!(
             "tracer: publishing to {} subject {}",
             args.nats,
             nats::subject(&args.node)
         );
         let report = agent::run(cap, cfg, metrics, super::trace::stop_signal()?).await?;
-        eprintln!(
+        tracer::say!(
             "tracer: agent stopped; {} events dropped by the kernel, {} for a full buffer, {} unsent",
             report.kernel_drops, report.buffer_drops, report.unsent
         );

@@ -104,8 +104,13 @@ fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
             anyhow::Error::new(e).context(format!("cannot write {}", tracer::escape::path(path)))
         })?;
     super::output::commit(file, path)?;
-    eprintln!(
-        "tracer: wrote {} ({} bytes; read it as any trace file)",
+    // `demo:NAME` read back is the bundled demo, not this file (reading::open_input).
+    let read_as = match Demo::from_path(path) {
+        Some(_) => format!("; read it as ./{}", tracer::escape::path(path)),
+        None => String::new(),
+    };
+    tracer::say!(
+        "tracer: wrote {} ({} bytes; read it as any trace file{read_as})",
         tracer::escape::path(path),
         demo.bytes().len()
     );
@@ -150,7 +155,9 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             pod: pod.map(tracer::lineage::PodScope::Found),
         };
         match args.screenshot {
-            Some(size) => print!("{}", tracer::tui::screenshot(rec, &opts, size)),
+            Some(size) => {
+                super::output::print_screenshot(&tracer::tui::screenshot(rec, &opts, size))?
+            }
             None => tracer::tui::run_replay(rec, opts)?,
         }
         return Ok(ExitCode::SUCCESS);

@@ -154,7 +154,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     finish_input(&input, err, args.salvage)?;
     if let (Some(f), Some(p)) = (file, &args.output) {
         super::output::commit(f, p)?;
-        eprintln!("tracer: wrote {} ({what})", p.display());
+        tracer::say!("tracer: wrote {} ({what})", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -38,6 +38,6 @@ pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
     let file = w.finish()?.into_inner().map_err(|e| e.into_error())?;
     finish_input(&input, err, false)?;
     super::output::commit(file, &args.output)?;
-    eprintln!("tracer: wrote {} ({n} events)", args.output.display());
+    tracer::say!("tracer: wrote {} ({n} events)", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -19,7 +19,7 @@ use tracer::lineage::{
 pub fn load_engine(path: &Path, at: Option<u64>) -> Result<Loaded> {
     let loaded = super::reading::load(path, at)?;
     for n in &loaded.notes {
-        eprintln!("tracer: warning: {}: {n}", path.display());
+        tracer::say!("tracer: warning: {}: {n}", path.display());
     }
     Ok(loaded)
 }
@@ -70,7 +70,7 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
                 to_output(a.output, |out| write_tree_text(&engine, opts, which, out))?;
             }
             if engine.warning_count() > 0 {
-                eprintln!("tracer: {} anomalies in the stream (missing or out-of-order events); see --format json", engine.warning_count());
+                tracer::say!("tracer: {} anomalies in the stream (missing or out-of-order events); see --format json", engine.warning_count());
             }
         }
         OutputFormat::Json => {

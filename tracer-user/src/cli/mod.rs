@@ -289,6 +289,27 @@ pub enum Command {
     Manpage,
 }
 
+/// What a command line clap did not run means: `--help` and `--version` are printed as every
+/// stdout output is (clap would drop a write error: `--help > /dev/full` would say nothing and
+/// succeed); a usage error is clap's, on stderr, status 2.
+pub fn parse_error(e: clap::Error) -> ExitCode {
+    use std::io::IsTerminal;
+    if e.use_stderr() {
+        e.exit();
+    }
+    let text = match std::io::stdout().is_terminal() {
+        true => e.render().ansi().to_string(),
+        false => e.render().to_string(),
+    };
+    match output::to_stdout(|out| out.write_all(text.as_bytes())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracer::say!("tracer: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Errors that mean "this machine or user cannot do that" exit with 2; others with 1.
 pub fn exit_code_for(e: &anyhow::Error) -> u8 {
     #[cfg(feature = "capture")]
@@ -370,12 +391,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Demo(args)) => demo::run(args),
         Some(Command::Completions { shell }) => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "tracer", &mut std::io::stdout());
+            // clap_complete panics when a write fails (`| head -1`, `> /dev/full`): the
+            // script is made in memory and written as every other output is.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "tracer", &mut script);
+            output::to_stdout(|out| out.write_all(&script))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Manpage) => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            output::to_stdout(|out| clap_mangen::Man::new(cmd).render(out))?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "agent")]

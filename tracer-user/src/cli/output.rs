@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use tracer::outfile::OutFile;
+use tracer::outfile::{OutFile, Refused};
 
 /// Format words `-o` is mistaken for (`tracer tree F -o json`, a kubectl habit).
 const FORMAT_WORDS: &[&str] = &[
@@ -29,8 +29,14 @@ pub fn out_file(p: Option<&Path>) -> Result<Option<OutFile>> {
     let Some(p) = p.filter(|p| p.as_os_str() != "-") else {
         return Ok(None);
     };
-    let f = OutFile::atomic(out_path(p)?)
-        .with_context(|| format!("cannot create {}", tracer::escape::path(p)))?;
+    let cannot = || format!("cannot create {}", tracer::escape::path(p));
+    let f = OutFile::atomic(out_path(p)?).with_context(cannot)?;
+    // Written in place (`-o /proc/self/fd/N`, `-o /dev/stdout`): onto the recording being
+    // read it would overwrite what is still to be read. A file is replaced only at the end,
+    // so `-o` naming the input file itself is fine.
+    if f.identity().is_some_and(is_an_input) {
+        return Err(anyhow::Error::new(io::Error::from(Refused::IsTheInput)).context(cannot()));
+    }
     Ok(Some(f))
 }
 
@@ -70,10 +76,43 @@ pub fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()>
     check_write(f(&mut out).and_then(|()| out.flush()))
 }
 
+/// Prints a viewer's frame as text (`--screenshot`); see [`check_write`].
+pub fn print_screenshot(frame: &str) -> Result<()> {
+    to_stdout(|out| out.write_all(frame.as_bytes()))
+}
+
 /// Prints what the user must hear about an input once read ([`tracer::Input::notes`]) as
 /// warnings on stderr, one line each.
 pub fn print_input_notes(input: &tracer::Input, stopped_by_error: bool) {
     for n in input.notes(stopped_by_error) {
-        eprintln!("tracer: warning: {}: {n}", input.path.display());
+        tracer::say!("tracer: warning: {}: {n}", input.path.display());
     }
+}
+
+/// The device and inode of every file opened as an input (`-`: standard input's), so that an
+/// output written in place onto one of them is refused ([`out_file`]); `reading::open_input`
+/// notes each.
+static INPUTS: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes the file at `path` (`-`: standard input) as one being read.
+pub fn remember_input(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match path.as_os_str() == "-" {
+        true => std::fs::metadata("/dev/stdin"),
+        false => std::fs::metadata(path),
+    };
+    if let Ok(m) = meta {
+        INPUTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((m.dev(), m.ino()));
+    }
+}
+
+/// Whether `id` (device, inode) is a file opened as an input.
+fn is_an_input(id: (u64, u64)) -> bool {
+    INPUTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&id)
 }

@@ -37,11 +37,11 @@ pub(super) fn nodes_with_pod(
     let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
     let search = tracer::input::nodes_with_pod(src, pod, at)?;
     for (node, e) in &search.unreadable {
-        eprintln!("tracer: warning: {}: {e}", src.with_node(node));
+        tracer::say!("tracer: warning: {}: {e}", src.with_node(node));
     }
     for (node, l) in search.found.iter().filter(|_| say_notes) {
         for n in &l.notes {
-            eprintln!("tracer: warning: {}: {n}", src.with_node(node));
+            tracer::say!("tracer: warning: {}: {n}", src.with_node(node));
         }
     }
     if search.found.is_empty() {
@@ -145,7 +145,7 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     let Some(e) = err else { return Ok(()) };
     if let Some(tail) = input.tail() {
         if tail.unusable_bytes > 0 {
-            eprintln!(
+            tracer::say!(
                 "tracer: {}: {} bytes at the tail unusable (from byte {})",
                 input.path.display(),
                 tail.unusable_bytes,
@@ -155,12 +155,12 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     }
     let truncated = e.trace_error().is_some_and(|t| t.is_truncation());
     if truncated {
-        eprintln!(
+        tracer::say!(
             "tracer: warning: {e} (the recording was interrupted; every whole frame was used)"
         );
         Ok(())
     } else if salvage {
-        eprintln!("tracer: salvage: {e}; every good frame before it was used");
+        tracer::say!("tracer: salvage: {e}; every good frame before it was used");
         Ok(())
     } else {
         Err(anyhow::Error::new(e)
@@ -168,10 +168,27 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
     }
 }
 
-/// The recording at `path`, told apart by content; `demo:NAME` is a bundled demo.
+/// The recording at `path`, told apart by content. `demo:NAME` always names a bundled demo,
+/// whatever files the directory holds (a command's meaning never depends on the current
+/// directory); a file of that name is read as `./demo:NAME`, which the user is told once
+/// when one is here.
 pub(super) fn open_input(path: &Path) -> Result<Input> {
-    match Demo::from_path(path) {
-        Some(demo) => Ok(demo?.open()?),
-        None => Ok(Input::open(path)?),
+    let Some(demo) = Demo::from_path(path) else {
+        let input = Input::open(path)?;
+        super::output::remember_input(path);
+        return Ok(input);
+    };
+    let local = std::fs::symlink_metadata(path).is_ok();
+    let shown = tracer::escape::path(path);
+    let demo = demo.map_err(|e| match local {
+        true => anyhow::anyhow!("{e}; the file of that name is read as ./{shown}"),
+        false => e.into(),
+    })?;
+    if local && !SAID_SHADOWED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracer::say!("tracer: note: {shown} is the bundled demo; the file of that name here is read as ./{shown}");
     }
+    Ok(demo.open()?)
 }
+
+/// Whether the note of [`open_input`] was given (a command may open its input twice).
+static SAID_SHADOWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -31,7 +31,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let cap = started?;
         cap.facts().add_to(&mut header);
         for note in cap.notes() {
-            eprintln!("tracer: note: {note}");
+            tracer::say!("tracer: note: {note}");
         }
         let mut w = TraceWriter::create(&args.output, &header)
             .with_context(|| format!("cannot create {}", tracer::escape::path(&args.output)))?;
@@ -61,7 +61,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                     last_status = Instant::now();
                     w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
                     if tty {
-                        eprint!(
+                        tracer::say_inline!(
                             "\r\x1b[Ktracer: recording {}: {events} events, {rate:.0}/s, {} drops, {:.0} s",
                             args.output.display(),
                             cap.drops(),
@@ -82,9 +82,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let file = w.finish()?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
         if tty {
-            eprint!("\r\x1b[K");
+            tracer::say_inline!("\r\x1b[K");
         }
-        eprintln!(
+        tracer::say!(
             "tracer: wrote {}: {} events in {:.1} s, {} dropped, {} sequence gaps, {} bytes ({:.1} bytes/event)",
             args.output.display(),
             stats.events,
@@ -95,7 +95,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             bytes as f64 / stats.events.max(1) as f64
         );
         if stats.decode_errors > 0 {
-            eprintln!(
+            tracer::say!(
                 "tracer: {} records could not be decoded",
                 stats.decode_errors
             );

@@ -166,7 +166,7 @@ fn print_origin(input: &Input) {
             escape(s).into_owned()
         }
     };
-    eprintln!(
+    tracer::say!(
         "tracer: {} recorded on {} (kernel {}), {}, tracer {}, {} processes at start",
         input.path.display(),
         or_unknown(&h.hostname),
@@ -178,18 +178,29 @@ fn print_origin(input: &Input) {
 }
 
 /// The replay's pace: the recording's own timing scaled by `speed` (0: as fast as possible),
-/// or one event at a time on Enter (`--step`, until stdin ends).
+/// or one event at a time on Enter (`--step`, until stdin ends). As in the viewer, each gap
+/// between events counts for at most [`MAX_GAP`] and the speed is held to the viewer's range:
+/// a forged or broken clock (a 2^63 ns gap) never stalls the replay.
 struct Pace {
     speed: f64,
     started: Instant,
-    t0: Option<u64>,
+    /// The last event's timestamp.
+    prev: Option<u64>,
+    /// Recording time played so far: the sum of the capped gaps (ns).
+    played: u64,
+    /// Whether the cap was said (once).
+    capped: bool,
     step: bool,
 }
+
+/// The longest wait between two printed events, in recording time (the viewer's cap).
+const MAX_GAP: Duration = tracer::tui::source::MAX_GAP;
 
 impl Pace {
     fn new(args: &PaceOpts, tty: bool) -> Pace {
         let speed = match args.speed {
             _ if args.step => 0.0,
+            Some(s) if s > 0.0 => s.clamp(1.0 / 64.0, 4096.0),
             Some(s) => s,
             None if tty => 1.0,
             None => 0.0,
@@ -197,7 +208,9 @@ impl Pace {
         Pace {
             speed,
             started: Instant::now(),
-            t0: None,
+            prev: None,
+            played: 0,
+            capped: false,
             step: args.step,
         }
     }
@@ -207,8 +220,20 @@ impl Pace {
         if !(self.speed > 0.0 && self.speed.is_finite()) || ev.ts_ns == 0 {
             return Ok(());
         }
-        let base = *self.t0.get_or_insert(ev.ts_ns);
-        let due = Duration::from_secs_f64(ev.ts_ns.saturating_sub(base) as f64 / 1e9 / self.speed);
+        let gap = self.prev.map_or(0, |p| ev.ts_ns.saturating_sub(p));
+        self.prev = Some(ev.ts_ns);
+        let cap = MAX_GAP.as_nanos() as u64;
+        if gap > cap && !std::mem::replace(&mut self.capped, true) {
+            tracer::say!(
+                "tracer: note: {:.1}s without an event before event {}; each such gap is replayed as {}s",
+                gap as f64 / 1e9,
+                ev.seq,
+                MAX_GAP.as_secs_f64()
+            );
+        }
+        self.played = self.played.saturating_add(gap.min(cap));
+        let due = Duration::try_from_secs_f64(self.played as f64 / 1e9 / self.speed)
+            .unwrap_or(Duration::MAX);
         let now = self.started.elapsed();
         if due > now {
             out.flush()?;
@@ -246,7 +271,7 @@ fn print_summary(
     let live = engine.processes().filter(|p| !p.exited).count();
     let stories = tracer::lineage::stories(engine);
     let births = stories.iter().filter(|s| s.phase.is_birth()).count();
-    eprintln!(
+    tracer::say!(
         "tracer: replayed {}; {} processes ({} alive at the end), {} warnings, {births} container births ({} container stories with execs, deaths and restarts)",
         stats.summary(drops),
         engine.process_count(),
@@ -255,7 +280,7 @@ fn print_summary(
         stories.len()
     );
     if let Some((shown, k)) = pod {
-        eprintln!(
+        tracer::say!(
             "tracer: shown {shown} events of the pod's {} processes",
             k.process_count()
         );

@@ -46,7 +46,7 @@ pub fn run(
             .signals(args.signals.into())
             .start()?;
         for note in cap.notes() {
-            eprintln!("tracer: note: {note}");
+            tracer::say!("tracer: note: {note}");
         }
         let deadline = args
             .duration
@@ -91,9 +91,9 @@ pub fn run(
         let mut cap = lp.into_source();
         super::output::check_write(write_err.map_or(Ok(()), Err))?;
         let dropped = cap.drops();
-        eprintln!("tracer: {}", stats.summary(dropped));
+        tracer::say!("tracer: {}", stats.summary(dropped));
         if cap.decode_errors() > 0 {
-            eprintln!(
+            tracer::say!(
                 "tracer: {} records could not be decoded",
                 cap.decode_errors()
             );

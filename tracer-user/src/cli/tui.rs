@@ -93,14 +93,14 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         pod,
     };
     if let Some(size) = v.screenshot {
-        print!("{}", tracer::tui::screenshot(rec, &opts, size));
+        super::output::print_screenshot(&tracer::tui::screenshot(rec, &opts, size))?;
         return Ok(ExitCode::SUCCESS);
     }
     tracer::tui::run_replay(rec, opts)?;
     // Said once the terminal is back: what of the input could not be shown.
     super::output::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
-        eprintln!(
+        tracer::say!(
             "tracer: warning: {e} (the recording was interrupted or damaged; every whole frame before it was shown)"
         );
     }
