@@ -32,6 +32,11 @@ pub mod guard;
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
 /// Message header: `header` (preamble and header) or `frames`.
 pub const PART_HEADER: &str = "Tracer-Part";
+/// Message header: the segment's nonce, 128 random bits in hex chosen when it starts, on
+/// every message of it (header and frames). A reader drops a segment's messages that do not
+/// carry its header message's nonce: published by someone who cannot read the stream.
+/// Segments of agents before it have none on any message and are read unchecked.
+pub const NONCE_HEADER: &str = "Tracer-Nonce";
 /// Largest message payload: a segment's bytes are cut into messages of at most this size
 /// (NATS servers accept 1 MiB by default). Cuts fall anywhere, since a reader only
 /// concatenates them.
@@ -229,6 +234,8 @@ pub struct Outgoing {
     /// Random, so that nobody who reads the stream can publish the agent's next message ids
     /// first (JetStream would then drop the agent's own messages as duplicates).
     pub nonce: u64,
+    /// The segment's nonce ([`NONCE_HEADER`]), the same on all its messages.
+    pub segment_nonce: Arc<str>,
     /// The bytes.
     pub payload: Bytes,
     /// Events in it.
@@ -386,6 +393,8 @@ impl Write for Taken {
 /// [`Segment::flush`] one frames message with everything written since.
 pub struct Segment {
     id: String,
+    /// [`NONCE_HEADER`]: unpredictable, so only who reads the stream can know it.
+    nonce: Arc<str>,
     writer: TraceWriter<Taken>,
     buf: Taken,
     next_index: u64,
@@ -399,6 +408,7 @@ impl Segment {
         let writer = TraceWriter::new(buf.clone(), header)?;
         let mut seg = Segment {
             id,
+            nonce: random_id().into(),
             writer,
             buf,
             next_index: 0,
@@ -422,6 +432,7 @@ impl Segment {
                     part,
                     index: self.next_index,
                     nonce: random_u64(),
+                    segment_nonce: self.nonce.clone(),
                     payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
                     events: if i + 1 == n { events } else { 0 },
                 };
@@ -727,7 +738,8 @@ pub async fn publish(
         .payload(m.payload.clone())
         .message_id(m.message_id())
         .header(SEGMENT_HEADER, m.segment.as_str())
-        .header(PART_HEADER, m.part.as_str());
+        .header(PART_HEADER, m.part.as_str())
+        .header(NONCE_HEADER, &*m.segment_nonce);
     js.send_publish(subject.to_string(), msg)
         .await
         .map_err(|e| match e.kind() {
@@ -752,6 +764,8 @@ pub struct Received {
     pub index: Option<u64>,
     /// Its sequence number in the stream.
     pub seq: u64,
+    /// [`NONCE_HEADER`], when it has one.
+    pub nonce: Option<String>,
     /// The bytes.
     pub payload: Bytes,
 }
@@ -781,11 +795,14 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
         let rest = id.strip_prefix(segment.as_str())?.strip_prefix('-')?;
         rest.split('-').next()?.parse().ok()
     });
+    // Bounded: a forger's header is no bigger than the agent's (32 hex digits).
+    let nonce = get(NONCE_HEADER).filter(|n| n.len() <= 64);
     Received {
         segment,
         part,
         index,
         seq,
+        nonce,
         payload: m.payload.clone(),
     }
 }
@@ -886,6 +903,8 @@ pub struct Feed {
     interleaved: u64,
     /// Segments whose start is not a trace file's.
     bad_segments: u64,
+    /// A segment's messages without its nonce (dropped).
+    wrong_nonce: u64,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -949,6 +968,7 @@ impl Feed {
             requeue: std::collections::VecDeque::new(),
             interleaved: 0,
             bad_segments: 0,
+            wrong_nonce: 0,
         }
     }
 
@@ -998,6 +1018,12 @@ impl Feed {
         self.bad_segments
     }
 
+    /// Messages under a segment's id without its nonce ([`NONCE_HEADER`]): dropped, as
+    /// published by someone who could not read the stream.
+    pub fn wrong_nonce(&self) -> u64 {
+        self.wrong_nonce
+    }
+
     /// The next message; `None` at the end (the thread stopped: all read, or no follow).
     fn recv(&mut self) -> Option<Result<Received, NatsError>> {
         if let Some(m) = self.pending.take() {
@@ -1042,6 +1068,7 @@ impl Feed {
                     return Some(Ok(SegmentRead {
                         feed: feed.clone(),
                         id: m.segment,
+                        nonce: m.nonce,
                         buf: m.payload,
                     }));
                 }
@@ -1057,6 +1084,9 @@ impl Feed {
 pub struct SegmentRead {
     feed: SharedFeed,
     id: String,
+    /// Its first message's nonce: every other message of it must carry the same (`None`: an
+    /// agent before nonces, read unchecked).
+    nonce: Option<String>,
     buf: Bytes,
 }
 
@@ -1084,6 +1114,11 @@ impl SegmentRead {
     /// of its own mean it ended (an agent restarted).
     fn consider(&self, f: &mut Feed, m: Received) -> Option<Bytes> {
         if m.segment == self.id && !m.starts_segment() {
+            if self.nonce.is_some() && m.nonce != self.nonce {
+                // Its id, not its nonce: someone who read the id elsewhere (or guessed it).
+                f.wrong_nonce += 1;
+                return Some(Bytes::new());
+            }
             f.since_own = 0;
             if !f.held.is_empty() {
                 f.interleaved += 1;
@@ -1352,6 +1387,7 @@ pub(crate) mod tests {
             part: Part::Frames,
             index: 1,
             nonce: 7,
+            segment_nonce: "k".into(),
             payload: Bytes::new(),
             events: n,
         }
@@ -1407,6 +1443,7 @@ pub(crate) mod tests {
             part: Some(m.part),
             index: Some(m.index),
             seq: 0,
+            nonce: Some(m.segment_nonce.to_string()),
             payload: m.payload.clone(),
         }
     }
