@@ -650,11 +650,13 @@ async fn connect_with(
     inbox: Option<String>,
 ) -> Result<(async_nats::Client, Violations), NatsError> {
     let mut o = auth_options().await?.max_reconnects(None);
-    let relay = match guard::plain_address(server).filter(|_| !tls_configured()) {
-        Some(addr) => Some(guard::start(addr).await.map_err(|error| NatsError::Relay {
-            server: server.to_string(),
-            error,
-        })?),
+    let relay_err = |error| NatsError::Relay {
+        server: server.to_string(),
+        error,
+    };
+    let plain = guard::plain_server(server).map_err(relay_err)?;
+    let relay = match plain.filter(|_| !tls_configured()) {
+        Some(p) => Some(guard::start(&p).await.map_err(relay_err)?),
         None => None,
     };
     if relay.is_some() {
@@ -1532,6 +1534,58 @@ pub(crate) mod tests {
             }
         });
         format!("nats://{addr}")
+    }
+
+    /// A server whose INFO line never ends (64 MiB of it, then it holds on).
+    async fn endless_info_server() -> std::net::SocketAddr {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let _ = c.write_all(b"INFO {\"server_id\":\"").await;
+                    for _ in 0..64 {
+                        if c.write_all(&[b'A'; 1 << 20]).await.is_err() {
+                            return;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn every_url_form_goes_through_the_guard() {
+        let addr = endless_info_server().await;
+        for url in [
+            format!("nats://{addr}"),
+            format!("nats://u:p@{addr}"),
+            format!("nats://s3cret@{addr}"),
+            format!("nats://{addr}?x=1"),
+            format!("nats://u:p@{addr}?x=1"),
+        ] {
+            let r =
+                tokio::time::timeout(Duration::from_secs(20), connect(&url, FirstConnect::Fail))
+                    .await;
+            match r.expect("the connection was cut in time") {
+                Err(e @ NatsError::Protocol { .. }) => {
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("protocol line longer") && !text.contains('\n'),
+                        "{url}: {text}"
+                    );
+                }
+                Err(e) => panic!("{url}: not cut by the guard: {e}"),
+                Ok(_) => panic!("{url}: connected"),
+            }
+        }
+        // Several servers in one string: refused in one line, never connected to.
+        let several = format!("nats://{addr},nats://{addr}");
+        let e = connect(&several, FirstConnect::Fail).await.err().unwrap();
+        assert!(!e.to_string().contains('\n'), "{e}");
     }
 
     #[tokio::test]
