@@ -340,6 +340,36 @@ impl Outbox {
         }
     }
 
+    /// The stream lost what it held (a server without its store), and `head` is the header
+    /// of segment `current`: queued messages of a segment whose header is neither queued nor
+    /// `current`'s would follow no header in the new stream, and are dropped; `head` is queued
+    /// first (under new ids) unless already queued, so `current`'s queued frames stay
+    /// readable. Returns the events dropped (not counted as dropped for a full buffer: the
+    /// caller counts them as lost with the stream).
+    pub fn after_stream_lost(&mut self, current: &str, head: &[Outgoing]) -> u64 {
+        let starts = |m: &Outgoing| m.part == Part::Header && m.index == 0;
+        let mut readable: std::collections::HashSet<String> = self
+            .queue
+            .iter()
+            .filter(|m| starts(m))
+            .map(|m| m.segment.clone())
+            .collect();
+        let head_queued = readable.contains(current);
+        readable.insert(current.to_string());
+        let before = self.events;
+        self.queue.retain(|m| readable.contains(&m.segment));
+        self.events = self.queue.iter().map(|m| m.events).sum();
+        if !head_queued {
+            for m in head.iter().rev() {
+                let mut m = m.clone();
+                m.renew_id();
+                self.events += m.events;
+                self.queue.push_front(m);
+            }
+        }
+        before.saturating_sub(self.events)
+    }
+
     /// Events waiting.
     pub fn buffered_events(&self) -> u64 {
         self.events
@@ -440,6 +470,11 @@ impl Segment {
                 m
             })
             .collect()
+    }
+
+    /// The segment's id (`NODE-RUN-N`).
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// Appends an event.
@@ -729,13 +764,21 @@ pub async fn ensure_stream(
     .map_err(js_err("creating the stream"))
 }
 
-/// Publishes one message and waits for JetStream's acknowledgement; true when the server
-/// says it already had a message with that id (a retry of ours, or someone else's).
+/// JetStream's acknowledgement of a publish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    /// The server already had a message with that id (a retry of ours, or someone else's).
+    pub duplicate: bool,
+    /// The message's sequence number in the stream.
+    pub sequence: u64,
+}
+
+/// Publishes one message and waits for JetStream's acknowledgement.
 pub async fn publish(
     js: &jetstream::Context,
     subject: &str,
     m: &Outgoing,
-) -> Result<bool, NatsError> {
+) -> Result<Ack, NatsError> {
     let msg = jetstream::message::PublishMessage::build()
         .payload(m.payload.clone())
         .message_id(m.message_id())
@@ -752,7 +795,48 @@ pub async fn publish(
         })?
         .await
         .map_err(js_err("waiting for the acknowledgement"))
-        .map(|ack| ack.duplicate)
+        .map(|ack| Ack {
+            duplicate: ack.duplicate,
+            sequence: ack.sequence,
+        })
+}
+
+/// Longest wait between publishes a server keeps answering "duplicate" (and between failed
+/// ones).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Duplicate acknowledgements for ids this agent never sent, in a row. One is someone who
+/// published an id first, and the message goes again at once under a new one; a server that
+/// answers every publish so (broken, or hostile) would make the agent publish in a loop, so
+/// each further one waits twice as long, up to [`MAX_BACKOFF`], and a burst is said once.
+#[derive(Debug, Default)]
+pub struct Duplicates {
+    in_row: u32,
+    total: u64,
+}
+
+impl Duplicates {
+    /// One more: how long to wait before publishing again, and whether it starts a burst
+    /// (the one to say).
+    pub fn more(&mut self) -> (Duration, bool) {
+        self.in_row = self.in_row.saturating_add(1);
+        self.total += 1;
+        let wait = match self.in_row {
+            1 => Duration::ZERO,
+            n => (Duration::from_millis(50) * (1 << (n - 2).min(16))).min(MAX_BACKOFF),
+        };
+        (wait, self.in_row == 1)
+    }
+
+    /// A message was stored: the burst, if any, ended.
+    pub fn stored(&mut self) {
+        self.in_row = 0;
+    }
+
+    /// Duplicates of ids never sent, all bursts.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
 }
 
 /// A message read back: its headers that matter and its payload.
@@ -1407,6 +1491,60 @@ pub(crate) mod tests {
         assert!(a.starts_with("s-1-") && a.len() == "s-1-".len() + 16, "{a}");
         assert_ne!(random_id(), random_id());
         assert_eq!(random_id().len(), 32);
+    }
+
+    #[test]
+    fn duplicates_in_a_row_back_off_to_a_bound_and_are_said_once_a_burst() {
+        let mut d = Duplicates::default();
+        let burst: Vec<(Duration, bool)> = (0..20).map(|_| d.more()).collect();
+        assert_eq!(
+            burst[0],
+            (Duration::ZERO, true),
+            "one duplicate goes again at once"
+        );
+        assert_eq!(burst[1], (Duration::from_millis(50), false));
+        assert_eq!(burst[2].0, Duration::from_millis(100));
+        assert!(burst.windows(2).all(|w| w[1].0 >= w[0].0), "{burst:?}");
+        assert_eq!(burst[19], (MAX_BACKOFF, false), "bounded");
+        assert_eq!(burst.iter().filter(|(_, say)| *say).count(), 1);
+        d.stored();
+        assert_eq!(d.more(), (Duration::ZERO, true), "a new burst");
+        assert_eq!(d.total(), 21);
+        // However long the burst, the wait stays bounded (no overflow).
+        for _ in 0..100_000 {
+            d.more();
+        }
+        assert_eq!(d.more().0, MAX_BACKOFF);
+    }
+
+    #[test]
+    fn after_a_lost_stream_the_current_segment_is_readable_again_and_orphans_go() {
+        let msg = |seg: &str, part: Part, index: u64, events: u64| Outgoing {
+            segment: seg.into(),
+            part,
+            index,
+            events,
+            ..frames(0)
+        };
+        let mut o = Outbox::new(100);
+        // Segment a's last frames (its header stored, now lost), b's header still queued
+        // with a frame, then c (current) whose header was stored and lost.
+        o.push(msg("a", Part::Frames, 5, 3));
+        o.push(msg("b", Part::Header, 0, 0));
+        o.push(msg("b", Part::Frames, 1, 2));
+        o.push(msg("c", Part::Frames, 4, 7));
+        let head = [msg("c", Part::Header, 0, 0)];
+        assert_eq!(o.after_stream_lost("c", &head), 3, "a's frames go");
+        let left: Vec<(String, u64)> = std::iter::from_fn(|| o.pop())
+            .map(|m| (m.segment, m.index))
+            .collect();
+        let want = [("c", 0), ("b", 0), ("b", 1), ("c", 4)];
+        assert_eq!(left, want.map(|(s, i)| (s.to_string(), i)));
+        assert_eq!(o.buffered_events(), 0);
+        // A header still queued is not queued twice.
+        o.push(head[0].clone());
+        assert_eq!(o.after_stream_lost("c", &head), 0);
+        assert_eq!(o.len(), 1);
     }
 
     #[test]

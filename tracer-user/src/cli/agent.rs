@@ -128,8 +128,8 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         );
         let report = agent::run(cap, cfg, metrics, super::trace::stop_signal()?).await?;
         eprintln!(
-            "tracer: agent stopped; {} events dropped by the kernel, {} for a full buffer, {} unsent",
-            report.kernel_drops, report.buffer_drops, report.unsent
+            "tracer: agent stopped; {} events dropped by the kernel, {} for a full buffer, {} unsent, {} lost by the stream",
+            report.kernel_drops, report.buffer_drops, report.unsent, report.lost_in_stream
         );
         Ok(ExitCode::SUCCESS)
     })
