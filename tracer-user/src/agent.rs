@@ -331,19 +331,24 @@ impl Agent {
 
     /// The stream lost its segments (a server without its store): the current segment's
     /// header goes out again first, so what is queued of it stays readable (a reader sees the
-    /// frames the stream lost as missing), and a new segment starts, as a rotation does. What
-    /// is queued of earlier segments would follow no header: lost, and counted.
+    /// frames the stream lost as missing), and a new segment starts, as a rotation does.
     fn after_stream_lost(&mut self, src: &impl EventSource) -> Result<(), AgentError> {
-        if let Some(seg) = &self.segment {
-            let orphans = self.shared.lock().after_stream_lost(seg.id(), &self.head);
+        self.requeue_head();
+        self.rotate(src)?;
+        Ok(())
+    }
+
+    /// Queues the current segment's header again, before its frames, and lets the publisher
+    /// go on. What is queued of earlier segments would follow no header: lost, and counted.
+    fn requeue_head(&self) {
+        if let Some(id) = self.head.first().map(|m| m.segment.clone()) {
+            let orphans = self.shared.lock().after_stream_lost(&id, &self.head);
             self.shared
                 .lost_in_stream
                 .fetch_add(orphans, Ordering::SeqCst);
         }
-        self.rotate(src)?;
         self.shared.new_segment.store(false, Ordering::SeqCst);
         self.shared.wake.notify_one();
-        Ok(())
     }
 
     /// Ends the current segment (if any) and starts the next, with a fresh snapshot; the
@@ -491,27 +496,42 @@ pub async fn run<S: EventSource>(
             .downcast::<AgentError>()
             .map_or_else(AgentError::Source, |e| *e));
     }
-    let src = lp.into_source();
-    let engine_records = agent.engine.process_count();
-    if let Some(mut seg) = agent.segment.take() {
-        // The last counters go out with the end record.
-        let c = src.counters();
-        seg.set_counters(c.drops, c.seq_issued, c.decode_errors);
-        shared.push(seg.finish()?);
+    agent.stop(lp.into_source()).await
+}
+
+impl Agent {
+    /// Ends the last segment and gives the buffer five seconds to drain; what was lost.
+    async fn stop(mut self, src: impl EventSource) -> Result<AgentReport, AgentError> {
+        let shared = self.shared.clone();
+        let engine_records = self.engine.process_count();
+        if shared.new_segment.load(Ordering::SeqCst) {
+            // A stream lost just before the stop: the publisher waits for the new segment.
+            self.after_stream_lost(&src)?;
+        }
+        if let Some(mut seg) = self.segment.take() {
+            // The last counters go out with the end record.
+            let c = src.counters();
+            seg.set_counters(c.drops, c.seq_issued, c.decode_errors);
+            shared.push(seg.finish()?);
+        }
+        let until = Instant::now() + Duration::from_secs(5);
+        while !shared.lock().is_empty() && Instant::now() < until {
+            if shared.new_segment.load(Ordering::SeqCst) {
+                // Lost while draining: the last segment's header again, no new segment.
+                self.requeue_head();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let o = shared.lock();
+        Ok(AgentReport {
+            kernel_drops: src.counters().drops,
+            buffer_drops: o.dropped_events(),
+            unsent: o.buffered_events(),
+            lost_in_stream: shared.lost_in_stream.load(Ordering::SeqCst),
+            foreign_duplicates: shared.forged.load(Ordering::SeqCst),
+            engine_records,
+        })
     }
-    let until = Instant::now() + Duration::from_secs(5);
-    while !shared.lock().is_empty() && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let o = shared.lock();
-    Ok(AgentReport {
-        kernel_drops: src.counters().drops,
-        buffer_drops: o.dropped_events(),
-        unsent: o.buffered_events(),
-        lost_in_stream: shared.lost_in_stream.load(Ordering::SeqCst),
-        foreign_duplicates: shared.forged.load(Ordering::SeqCst),
-        engine_records,
-    })
 }
 
 #[cfg(test)]
