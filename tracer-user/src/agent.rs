@@ -178,7 +178,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
         }
     };
     let mut p = Publisher {
-        server,
+        server: nats::guard::shown(&server),
         subject: nats::subject(&node),
         limits,
         shared,

@@ -601,7 +601,7 @@ async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
 /// (buffering what is published meanwhile); `first` says what a failed first attempt does.
 pub async fn connect(server: &str, first: FirstConnect) -> Result<async_nats::Client, NatsError> {
     let (client, watch) = connect_with(server, first, None, None).await?;
-    report_violations(server, watch);
+    report_violations(&guard::shown(server), watch);
     Ok(client)
 }
 
@@ -671,7 +671,7 @@ pub fn node_inbox(node: &str) -> String {
 pub async fn connect_node(server: &str, node: &str) -> Result<async_nats::Client, NatsError> {
     let (client, watch) =
         connect_with(server, FirstConnect::Retry, None, Some(node_inbox(node))).await?;
-    report_violations(server, watch);
+    report_violations(&guard::shown(server), watch);
     Ok(client)
 }
 
@@ -685,8 +685,10 @@ async fn connect_with(
     inbox: Option<String>,
 ) -> Result<(async_nats::Client, Violations), NatsError> {
     let mut o = auth_options().await?.max_reconnects(None);
+    // Messages name the server without the credentials its URL may hold.
+    let shown = guard::shown(server);
     let relay_err = |error| NatsError::Relay {
-        server: server.to_string(),
+        server: shown.clone(),
         error,
     };
     let plain = guard::plain_server(server).map_err(relay_err)?;
@@ -701,7 +703,7 @@ async fn connect_with(
     if let Some(prefix) = inbox {
         o = o.custom_inbox_prefix(prefix);
     }
-    let server_name = server.to_string();
+    let server_name = shown.clone();
     o = o.event_callback(move |event| {
         let text = match (&event, &notes) {
             (async_nats::Event::Disconnected, Some(_)) => {
@@ -735,9 +737,9 @@ async fn connect_with(
         Some(r) => (r.url, Some(r.failed)),
         None => (server.to_string(), None),
     };
-    let client = unless_violated(server, &watch, async {
+    let client = unless_violated(&shown, &watch, async {
         o.connect(target).await.map_err(|error| NatsError::Connect {
-            server: server.to_string(),
+            server: shown.clone(),
             error,
         })
     })

@@ -76,6 +76,8 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
     if !args.nats.starts_with("nats://") || args.nats["nats://".len()..].contains('/') {
         anyhow::bail!("--nats takes nats://HOST:PORT");
     }
+    // The client would refuse it only later, and the agent retry it forever.
+    nats::guard::plain_server(&args.nats).map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
     // Before connecting anywhere: a node agent without the capabilities fails at once, naming
     // them, instead of publishing an empty stream.
     tracer::capture::check_privileges()?;
@@ -123,7 +125,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         };
         eprintln!(
             "tracer: publishing to {} subject {}",
-            args.nats,
+            nats::guard::shown(&args.nats),
             nats::subject(&args.node)
         );
         let report = agent::run(cap, cfg, metrics, super::trace::stop_signal()?).await?;

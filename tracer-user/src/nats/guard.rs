@@ -147,6 +147,20 @@ pub fn plain_server(server: &str) -> std::io::Result<Option<Plain>> {
     Ok(Some(Plain { upstream, url }))
 }
 
+/// `server` as messages show it: without the credentials a URL may hold (`USER:PASS@`,
+/// `TOKEN@`) nor its query string, which end up in logs otherwise.
+pub fn shown(server: &str) -> String {
+    let server = server.split_once('?').map_or(server, |(s, _)| s);
+    let (scheme, rest) = match server.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), server),
+    };
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}***@{host}"),
+        None => server.to_string(),
+    }
+}
+
 /// Starts a relay to `server` on the current runtime.
 pub async fn start(server: &Plain) -> std::io::Result<Relay> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
@@ -331,6 +345,9 @@ mod tests {
             assert_eq!(p.upstream, upstream, "{server}");
             assert_eq!(p.via(relay).trim_end_matches('/'), via, "{server}");
         }
+        assert_eq!(shown("nats://u:p@w@h:1?token=t"), "nats://***@h:1");
+        assert_eq!(shown("tok@h:1"), "***@h:1");
+        assert_eq!(shown("nats://h:1"), "nats://h:1");
         for s in ["tls://h:4222", "ws://h:1", "wss://h:1"] {
             assert!(plain_server(s).unwrap().is_none(), "{s}");
         }
