@@ -45,6 +45,20 @@ fn restarting_containerd() -> Script {
         .then(Scripted::Events(vec![fork(200, 201), exec(201, SHIM)]))
 }
 
+/// An agent publishing as `node` to the nats-server on `port` for `run`: a buffer of 1,000
+/// events, segments of 10 minutes, no daemon followed.
+fn config(port: u16, node: &str, run: Duration) -> AgentConfig {
+    AgentConfig {
+        server: format!("nats://127.0.0.1:{port}"),
+        node: node.into(),
+        buffer_events: 1000,
+        segment_every: Duration::from_secs(600),
+        limits: StreamLimits::default(),
+        daemon: false,
+        deadline: Some(Instant::now() + run),
+    }
+}
+
 /// One segment read back: its id, header, events and last stats record.
 struct Read {
     id: String,
@@ -87,13 +101,9 @@ fn the_agent_rotates_counts_drops_and_follows_a_restarted_daemon_without_root() 
     let _nats = start_nats(port, &dir.join("store"), &dir.join("nats.log"));
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let cfg = AgentConfig {
-        server: format!("nats://127.0.0.1:{port}"),
-        node: "synthetic".into(),
-        buffer_events: 1000,
         segment_every: Duration::from_secs(1),
-        limits: StreamLimits::default(),
         daemon: true,
-        deadline: Some(Instant::now() + Duration::from_secs(5)),
+        ..config(port, "synthetic", Duration::from_secs(5))
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let stop = std::future::pending();
@@ -167,13 +177,8 @@ fn the_agents_engine_stays_bounded_while_thirty_thousand_processes_come_and_go()
         script = script.then(Scripted::Events(evs));
     }
     let cfg = AgentConfig {
-        server: format!("nats://127.0.0.1:{port}"),
-        node: "busy".into(),
         buffer_events: 1_000_000,
-        segment_every: Duration::from_secs(600),
-        limits: StreamLimits::default(),
-        daemon: false,
-        deadline: Some(Instant::now() + Duration::from_secs(4)),
+        ..config(port, "busy", Duration::from_secs(4))
     };
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -230,15 +235,7 @@ fn a_stream_the_server_lost_mid_segment_is_started_again_and_the_loss_counted() 
             fork(100, 102),
             exec(102, "/bin/after"),
         ]));
-    let cfg = AgentConfig {
-        server: format!("nats://127.0.0.1:{port}"),
-        node: "lost".into(),
-        buffer_events: 1000,
-        segment_every: Duration::from_secs(600),
-        limits: StreamLimits::default(),
-        daemon: false,
-        deadline: Some(Instant::now() + Duration::from_secs(120)),
-    };
+    let cfg = config(port, "lost", Duration::from_secs(120));
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let m = metrics.clone();
@@ -370,15 +367,7 @@ fn duplicate_acknowledgements_without_end_back_off() {
     ));
     let host = vec![process(1, 0, "init"), process(100, 1, "containerd")];
     let script = Script::new(Some(100), host).then(Scripted::Events(vec![fork(100, 101)]));
-    let cfg = AgentConfig {
-        server: format!("nats://127.0.0.1:{port}"),
-        node: "dup".into(),
-        buffer_events: 1000,
-        segment_every: Duration::from_secs(600),
-        limits: StreamLimits::default(),
-        daemon: false,
-        deadline: Some(Instant::now() + Duration::from_secs(2)),
-    };
+    let cfg = config(port, "dup", Duration::from_secs(2));
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let report = rt
         .block_on(agent::run(script, cfg, metrics, std::future::pending()))
