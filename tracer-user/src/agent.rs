@@ -131,8 +131,9 @@ impl StreamSeen {
         let before = self.created.replace(info.created);
         let recreated = before.is_some_and(|t| t != info.created);
         let emptied = self.last_seq > 0 && info.state.first_sequence > self.last_seq;
-        if recreated {
-            // Its sequence numbers start again: the next ack's is not a second loss.
+        if recreated || emptied {
+            // Told once: a recreated stream numbers from 1 again, and an emptied one is not
+            // emptied again by the next opening.
             self.last_seq = 0;
         }
         recreated || emptied
