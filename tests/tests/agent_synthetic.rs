@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tests::prereq::require_program;
-use tests::servers::{free_port, start_nats};
+use tests::servers::{free_port, sample, start_nats, wait_for};
 use tests::temp_dir;
 use tracer::agent::{self, AgentConfig};
 use tracer::event::{Event, EventKind};
@@ -43,6 +43,20 @@ fn restarting_containerd() -> Script {
         .then(Scripted::Processes(restarted))
         .then(Scripted::UntilFollowed(200))
         .then(Scripted::Events(vec![fork(200, 201), exec(201, SHIM)]))
+}
+
+/// An agent publishing as `node` to the nats-server on `port` for `run`: a buffer of 1,000
+/// events, segments of 10 minutes, no daemon followed.
+fn config(port: u16, node: &str, run: Duration) -> AgentConfig {
+    AgentConfig {
+        server: format!("nats://127.0.0.1:{port}"),
+        node: node.into(),
+        buffer_events: 1000,
+        segment_every: Duration::from_secs(600),
+        limits: StreamLimits::default(),
+        daemon: false,
+        deadline: Some(Instant::now() + run),
+    }
 }
 
 /// One segment read back: its id, header, events and last stats record.
@@ -87,13 +101,9 @@ fn the_agent_rotates_counts_drops_and_follows_a_restarted_daemon_without_root() 
     let _nats = start_nats(port, &dir.join("store"), &dir.join("nats.log"));
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let cfg = AgentConfig {
-        server: format!("nats://127.0.0.1:{port}"),
-        node: "synthetic".into(),
-        buffer_events: 1000,
         segment_every: Duration::from_secs(1),
-        limits: StreamLimits::default(),
         daemon: true,
-        deadline: Some(Instant::now() + Duration::from_secs(5)),
+        ..config(port, "synthetic", Duration::from_secs(5))
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let stop = std::future::pending();
@@ -167,13 +177,8 @@ fn the_agents_engine_stays_bounded_while_thirty_thousand_processes_come_and_go()
         script = script.then(Scripted::Events(evs));
     }
     let cfg = AgentConfig {
-        server: format!("nats://127.0.0.1:{port}"),
-        node: "busy".into(),
         buffer_events: 1_000_000,
-        segment_every: Duration::from_secs(600),
-        limits: StreamLimits::default(),
-        daemon: false,
-        deadline: Some(Instant::now() + Duration::from_secs(4)),
+        ..config(port, "busy", Duration::from_secs(4))
     };
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -191,4 +196,186 @@ fn the_agents_engine_stays_bounded_while_thirty_thousand_processes_come_and_go()
         report.engine_records
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The events a reader reads from `node` now (none when the stream or node is not there),
+/// with its notes.
+fn read_node(port: u16, node: &str) -> (Vec<Event>, Vec<String>) {
+    let url = format!("nats://127.0.0.1:{port}/{node}");
+    let Ok(mut input) = tracer::Input::open(std::path::Path::new(&url)) else {
+        return (Vec::new(), Vec::new());
+    };
+    let events = input.by_ref().map_while(Result::ok).collect();
+    let notes = input.notes(false);
+    (events, notes)
+}
+
+/// A server without a persistent store restarts mid-segment: the stream comes back empty.
+/// The agent publishes its segment's header again and starts a new segment, so a reader
+/// sees what came after; what the old store held is counted as possibly lost.
+#[test]
+fn a_stream_the_server_lost_mid_segment_is_started_again_and_the_loss_counted() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if !require_program("nats-server", "nats-server") {
+        return;
+    }
+    let dir = temp_dir("agent-lost-store").expect("temp dir");
+    let port = free_port();
+    let nats = start_nats(port, &dir.join("store-1"), &dir.join("nats-1.log"));
+    let cue = Arc::new(AtomicBool::new(false));
+    let host = vec![process(1, 0, "init"), process(100, 1, "containerd")];
+    let script = Script::new(Some(100), host)
+        .then(Scripted::Events(vec![
+            fork(100, 101),
+            exec(101, "/bin/before"),
+            exit(101, 0),
+        ]))
+        .then(Scripted::Until(cue.clone()))
+        .then(Scripted::Events(vec![
+            fork(100, 102),
+            exec(102, "/bin/after"),
+        ]));
+    let cfg = config(port, "lost", Duration::from_secs(120));
+    let metrics = Arc::new(Mutex::new(Metrics::new()));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let m = metrics.clone();
+    let agent = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let stop = async {
+            let _ = stop_rx.await;
+        };
+        rt.block_on(agent::run(script, cfg, m, stop))
+    });
+    let exec_of = |evs: &[Event], pid: u32| {
+        evs.iter()
+            .any(|e| e.tgid == pid && matches!(e.kind, EventKind::Exec { .. }))
+    };
+    wait_for("the first events in the stream", 30, || {
+        exec_of(&read_node(port, "lost").0, 101)
+    });
+    // The server goes, and comes back on the same port with an empty store.
+    drop(nats);
+    let _nats = start_nats(port, &dir.join("store-2"), &dir.join("nats-2.log"));
+    cue.store(true, Ordering::SeqCst);
+    tests::servers::wait_or(
+        "the events after the loss in the new stream",
+        60,
+        || exec_of(&read_node(port, "lost").0, 102),
+        || format!("{:?}", read_node(port, "lost")),
+    );
+    let (events, notes) = read_node(port, "lost");
+    assert!(!exec_of(&events, 101), "the old store's events are gone");
+    assert!(
+        notes.iter().any(|n| n.contains("missing")),
+        "the frames the stream lost are told: {notes:?}"
+    );
+    // The 3 events the first store held (the metrics are updated every second).
+    let lost = || {
+        sample(
+            &metrics.lock().unwrap().encode(),
+            "tracer_nats_stream_lost_events_total",
+        )
+    };
+    wait_for("the loss in the metrics", 30, || lost() >= 3.0);
+    let _ = stop_tx.send(());
+    let report = agent.join().expect("agent thread").expect("agent");
+    assert!(report.lost_in_stream >= 3, "{report:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What the fake server answers a stream-info request with: a stream as nats-server
+/// describes it.
+const STREAM_INFO: &str = r#"{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"TRACER","subjects":["tracer.*.events"],"retention":"limits","max_consumers":-1,"max_msgs":-1,"max_bytes":-1,"max_age":0,"max_msgs_per_subject":-1,"max_msg_size":-1,"discard":"old","storage":"file","num_replicas":1,"duplicate_window":120000000000},"created":"2026-01-01T00:00:00Z","state":{"messages":0,"bytes":0,"first_seq":0,"first_ts":"0001-01-01T00:00:00Z","last_seq":0,"last_ts":"0001-01-01T00:00:00Z","consumer_count":0}}"#;
+
+/// A JetStream server on loopback that calls every publish a duplicate; counts the publishes
+/// on `subject`.
+async fn all_duplicates_server(
+    subject: &'static str,
+    publishes: Arc<std::sync::atomic::AtomicU64>,
+) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((c, _)) = listener.accept().await {
+            tokio::spawn(serve_duplicates(c, subject, publishes.clone()));
+        }
+    });
+    port
+}
+
+async fn serve_duplicates(
+    c: tokio::net::TcpStream,
+    subject: &'static str,
+    publishes: Arc<std::sync::atomic::AtomicU64>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let (r, mut w) = c.into_split();
+    let mut r = tokio::io::BufReader::new(r);
+    let info = "INFO {\"server_id\":\"fake\",\"version\":\"2.10.0\",\"proto\":1,\"headers\":true,\"max_payload\":1048576,\"jetstream\":true}\r\n";
+    if w.write_all(info.as_bytes()).await.is_err() {
+        return;
+    }
+    let mut sid = String::from("1");
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let answer = match f.first().map(|s| s.to_ascii_uppercase()).as_deref() {
+            Some("PING") => "PONG\r\n".to_string(),
+            Some("SUB") if f.len() >= 3 => {
+                sid = f[f.len() - 1].to_string();
+                continue;
+            }
+            Some("PUB" | "HPUB") if f.len() >= 4 => {
+                let total: usize = f[f.len() - 1].parse().unwrap_or(0);
+                let mut body = vec![0u8; total + 2];
+                if r.read_exact(&mut body).await.is_err() {
+                    return;
+                }
+                let reply = f[2];
+                let json = if f[1] == subject {
+                    publishes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    r#"{"stream":"TRACER","seq":1,"duplicate":true}"#
+                } else {
+                    STREAM_INFO
+                };
+                format!("MSG {reply} {sid} {}\r\n{json}\r\n", json.len())
+            }
+            _ => continue,
+        };
+        if w.write_all(answer.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A server that calls every publish a duplicate would have the agent publish in a loop:
+/// the tries back off (a few in seconds, not thousands) and are counted.
+#[test]
+fn duplicate_acknowledgements_without_end_back_off() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let publishes = Arc::new(AtomicU64::new(0));
+    let port = rt.block_on(all_duplicates_server(
+        "tracer.dup.events",
+        publishes.clone(),
+    ));
+    let host = vec![process(1, 0, "init"), process(100, 1, "containerd")];
+    let script = Script::new(Some(100), host).then(Scripted::Events(vec![fork(100, 101)]));
+    let cfg = config(port, "dup", Duration::from_secs(2));
+    let metrics = Arc::new(Mutex::new(Metrics::new()));
+    let report = rt
+        .block_on(agent::run(script, cfg, metrics, std::future::pending()))
+        .expect("agent");
+    // About 7 s of trying (2 s running, 5 s draining): with waits doubling from 50 ms to
+    // 5 s, a dozen tries at most; without, a loop of thousands.
+    let tries = publishes.load(Ordering::SeqCst);
+    assert!((2..=20).contains(&tries), "{tries} publishes");
+    assert!(report.unsent > 0, "{report:?}");
+    assert_eq!(report.foreign_duplicates, tries, "each one counted");
 }

@@ -10,6 +10,7 @@ use crate::nats::{self, NatsError, Outbox, Outgoing, Segment, StreamLimits};
 use crate::source::{DriveOpts, EventSource, SourceLoop, Step};
 use crate::tracefile::Header;
 use crate::Engine;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -60,6 +61,11 @@ pub struct AgentReport {
     pub buffer_drops: u64,
     /// Events still unsent when the agent stopped.
     pub unsent: u64,
+    /// Events published that the stream no longer holds (its server lost its store), with
+    /// those still queued for the segments it lost: a possible loss, as a reader sees it.
+    pub lost_in_stream: u64,
+    /// Duplicate acknowledgements for messages this agent never sent before.
+    pub foreign_duplicates: u64,
     /// Process records the engine behind the metrics held when the agent stopped: bounded
     /// by its [`Retention`] however many processes came and went.
     pub engine_records: usize,
@@ -142,7 +148,13 @@ struct Shared {
     wake: Notify,
     /// Duplicate acknowledgements for messages this agent never sent (their ids published by
     /// someone else first), for the metrics.
-    forged: std::sync::atomic::AtomicU64,
+    forged: AtomicU64,
+    /// Events published (acknowledged) that are no longer in the stream: a server that lost
+    /// its store, and what was still queued for the segments it held.
+    lost_in_stream: AtomicU64,
+    /// The stream lost what it held: the capture side starts a new segment (whose header a
+    /// reader needs) before anything more is published.
+    new_segment: AtomicBool,
 }
 
 impl Shared {
@@ -155,10 +167,62 @@ impl Shared {
     }
 }
 
-/// Publishes the outbox in order, forever: a message leaves the outbox only once JetStream
-/// acknowledged it; on failure it is retried (same message id: stored once).
+/// What the publisher knows of the stream it published to, to tell when the server lost it.
+#[derive(Debug, Default)]
+struct StreamSeen {
+    /// The stream's creation time, when last opened.
+    created: Option<async_nats::datetime::DateTime>,
+    /// The sequence number of the last message stored (0: none yet).
+    last_seq: u64,
+    /// Events stored since the stream was last seen whole.
+    stored_events: u64,
+}
+
+impl StreamSeen {
+    /// The stream as opened now: whether it is another than before (created anew), or holds
+    /// none of what was stored (emptied).
+    fn opened(&mut self, info: &async_nats::jetstream::stream::Info) -> bool {
+        let before = self.created.replace(info.created);
+        let recreated = before.is_some_and(|t| t != info.created);
+        let emptied = self.last_seq > 0 && info.state.first_sequence > self.last_seq;
+        if recreated || emptied {
+            // Told once: a recreated stream numbers from 1 again, and an emptied one is not
+            // emptied again by the next opening.
+            self.last_seq = 0;
+        }
+        recreated || emptied
+    }
+
+    /// A message stored at `seq`: whether its sequence went back, a stream started anew.
+    fn stored(&mut self, seq: u64, events: u64) -> bool {
+        let back = seq <= self.last_seq;
+        self.last_seq = seq;
+        self.stored_events += events;
+        back
+    }
+}
+
+/// The publisher task's state: publishes the outbox in order, forever. A message leaves the
+/// outbox only once JetStream acknowledged it; on failure it is retried (same message id:
+/// stored once).
+struct Publisher {
+    server: String,
+    subject: String,
+    limits: StreamLimits,
+    shared: Arc<Shared>,
+    js: async_nats::jetstream::Context,
+    backoff: Duration,
+    stream_ready: bool,
+    failing: bool,
+    /// Whether the message at the front was sent before (a failed attempt): a duplicate
+    /// acknowledgement of its retry is then ours.
+    tried_before: bool,
+    duplicates: nats::Duplicates,
+    seen: StreamSeen,
+}
+
+/// Connects (retrying) and publishes forever.
 async fn publisher(server: String, node: String, limits: StreamLimits, shared: Arc<Shared>) {
-    let subject = nats::subject(&node);
     let client = loop {
         match nats::connect_node(&server, &node).await {
             Ok(c) => break c,
@@ -168,72 +232,122 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
             }
         }
     };
-    let js = async_nats::jetstream::new(client);
-    let mut backoff = Duration::from_millis(100);
-    let mut stream_ready = false;
-    let mut failing = false;
-    // Whether the message at the front was sent before (a failed attempt), and how many ids
-    // someone else published first.
-    let mut tried_before = false;
-    let mut forged = 0u64;
+    let mut p = Publisher {
+        server: nats::guard::shown(&server),
+        subject: nats::subject(&node),
+        limits,
+        shared,
+        js: async_nats::jetstream::new(client),
+        backoff: Duration::from_millis(100),
+        stream_ready: false,
+        failing: false,
+        tried_before: false,
+        duplicates: nats::Duplicates::default(),
+        seen: StreamSeen::default(),
+    };
     loop {
-        if !stream_ready {
-            match nats::ensure_stream(&js, limits).await {
-                Ok(_) => stream_ready = true,
-                Err(e) => {
-                    report_failure(&mut failing, &e);
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                    continue;
-                }
-            }
+        p.step().await;
+    }
+}
+
+impl Publisher {
+    async fn step(&mut self) {
+        if self.shared.new_segment.load(Ordering::SeqCst) {
+            // What is queued belongs to segments the stream lost: wait for the new one.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            return;
         }
-        let next = shared.lock().front().cloned();
+        if !self.stream_ready {
+            self.open_stream().await;
+            return;
+        }
+        let next = self.shared.lock().front().cloned();
         let Some(m) = next else {
-            let _ = tokio::time::timeout(Duration::from_secs(1), shared.wake.notified()).await;
-            continue;
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.shared.wake.notified()).await;
+            return;
         };
-        match nats::publish(&js, &subject, &m).await {
-            Ok(true) if !tried_before => {
-                // Never sent by us, yet the stream has the id: someone published it first.
-                forged += 1;
-                shared
-                    .forged
-                    .store(forged, std::sync::atomic::Ordering::Relaxed);
-                crate::say!(
-                    "tracer: NATS: message id {} was already in the stream, not published by this agent ({forged} so far): published again under a new id",
-                    crate::escape::escape(&m.message_id())
-                );
-                if let Some(front) = shared.lock().front_mut() {
-                    front.renew_id();
-                }
-            }
-            Ok(_) => {
-                tried_before = false;
-                shared.lock().pop();
-                backoff = Duration::from_millis(100);
-                if failing {
-                    crate::say!("tracer: publishing to {server} again");
-                    failing = false;
-                }
-            }
-            Err(nats::NatsError::TooLarge(len)) => {
+        match nats::publish(&self.js, &self.subject, &m).await {
+            Ok(ack) if ack.duplicate && !self.tried_before => self.foreign_duplicate(&m).await,
+            Ok(ack) => self.stored(&m, ack),
+            Err(NatsError::TooLarge(len)) => {
                 // Retrying cannot help: counted as dropped (raise the server's max_payload).
                 crate::say!("tracer: NATS refused a message of {len} bytes (max_payload): dropped");
-                tried_before = false;
-                shared.lock().drop_front();
+                self.tried_before = false;
+                self.shared.lock().drop_front();
             }
             Err(e) => {
                 // The server may have stored it before the error: a duplicate acknowledgement
                 // of the retry is then ours.
-                tried_before = true;
-                report_failure(&mut failing, &e);
+                self.tried_before = true;
                 // The stream may be gone with a server that lost its store.
-                stream_ready = false;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                self.stream_ready = false;
+                self.fail(&e).await;
             }
         }
+    }
+
+    async fn fail(&mut self, e: &NatsError) {
+        report_failure(&mut self.failing, e);
+        tokio::time::sleep(self.backoff).await;
+        self.backoff = (self.backoff * 2).min(nats::MAX_BACKOFF);
+    }
+
+    /// Opens (or creates) the stream, and tells whether it lost what it held.
+    async fn open_stream(&mut self) {
+        match nats::ensure_stream(&self.js, self.limits).await {
+            Ok(stream) => {
+                self.stream_ready = true;
+                if self.seen.opened(stream.cached_info()) {
+                    self.stream_lost();
+                }
+            }
+            Err(e) => self.fail(&e).await,
+        }
+    }
+
+    /// Never sent by us, yet the stream has the id: someone published it first. Published
+    /// again under a new id, after a wait that grows while this goes on.
+    async fn foreign_duplicate(&mut self, m: &Outgoing) {
+        let (wait, first) = self.duplicates.more();
+        let total = self.duplicates.total();
+        self.shared.forged.store(total, Ordering::Relaxed);
+        if first {
+            crate::say!(
+                "tracer: NATS: message id {} was already in the stream, not published by this agent ({total} so far): publishing again under new ids, waiting longer each time while this lasts",
+                crate::escape::escape(&m.message_id()),
+            );
+        }
+        if let Some(front) = self.shared.lock().front_mut() {
+            front.renew_id();
+        }
+        tokio::time::sleep(wait).await;
+    }
+
+    fn stored(&mut self, m: &Outgoing, ack: nats::Ack) {
+        self.tried_before = false;
+        self.duplicates.stored();
+        self.shared.lock().pop();
+        self.backoff = Duration::from_millis(100);
+        if self.failing {
+            crate::say!("tracer: publishing to {} again", self.server);
+            self.failing = false;
+        }
+        // A duplicate's sequence is its first copy's, not a new one.
+        if !ack.duplicate && self.seen.stored(ack.sequence, m.events) {
+            // Stored at the start of a new stream, after no header: lost to readers too.
+            self.stream_lost();
+        }
+    }
+
+    /// The server lost the stream's messages: every event stored before may be gone. The
+    /// capture side starts a new segment; until then nothing is published.
+    fn stream_lost(&mut self) {
+        let lost = std::mem::take(&mut self.seen.stored_events);
+        let total = self.shared.lost_in_stream.fetch_add(lost, Ordering::SeqCst) + lost;
+        self.shared.new_segment.store(true, Ordering::SeqCst);
+        crate::say!(
+            "tracer: NATS: the stream lost what it held (created anew or emptied by the server): {lost} events published before may be lost ({total} so far); starting a new segment"
+        );
     }
 }
 
@@ -251,6 +365,8 @@ struct Agent {
     run_id: String,
     segment_no: u64,
     segment: Option<Segment>,
+    /// The current segment's header messages, to publish again into a stream that lost them.
+    head: Vec<Outgoing>,
     segment_started: Instant,
     segment_every: Duration,
     engine: Engine,
@@ -268,6 +384,28 @@ impl Agent {
         h
     }
 
+    /// The stream lost its segments (a server without its store): the current segment's
+    /// header goes out again first, so what is queued of it stays readable (a reader sees the
+    /// frames the stream lost as missing), and a new segment starts, as a rotation does.
+    fn after_stream_lost(&mut self, src: &impl EventSource) -> Result<(), AgentError> {
+        self.requeue_head();
+        self.rotate(src)?;
+        Ok(())
+    }
+
+    /// Queues the current segment's header again, before its frames, and lets the publisher
+    /// go on. What is queued of earlier segments would follow no header: lost, and counted.
+    fn requeue_head(&self) {
+        if let Some(id) = self.head.first().map(|m| m.segment.clone()) {
+            let orphans = self.shared.lock().after_stream_lost(&id, &self.head);
+            self.shared
+                .lost_in_stream
+                .fetch_add(orphans, Ordering::SeqCst);
+        }
+        self.shared.new_segment.store(false, Ordering::SeqCst);
+        self.shared.wake.notify_one();
+    }
+
     /// Ends the current segment (if any) and starts the next, with a fresh snapshot; the
     /// engine behind the metrics starts from it too, so its memory stays bounded.
     fn rotate(&mut self, src: &impl EventSource) -> Result<(), AgentError> {
@@ -278,7 +416,8 @@ impl Agent {
         let id = format!("{}-{}-{}", self.node, self.run_id, self.segment_no);
         self.segment_no += 1;
         let (seg, head) = Segment::start(id, &header)?;
-        self.shared.push(head);
+        self.shared.push(head.clone());
+        self.head = head;
         self.segment = Some(seg);
         self.segment_started = Instant::now();
         self.engine = metrics_engine();
@@ -320,11 +459,8 @@ impl Agent {
             };
             let mut m = self.lock_metrics();
             m.set_counters(src.counters().drops, buffered, dropped);
-            m.set_foreign_duplicates(
-                self.shared
-                    .forged
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            );
+            m.set_foreign_duplicates(self.shared.forged.load(Ordering::Relaxed));
+            m.set_lost_in_stream(self.shared.lost_in_stream.load(Ordering::SeqCst));
             m.update_from(&self.engine);
             drop(m);
             if self.daemon && src.followed_count() == 0 {
@@ -339,7 +475,9 @@ impl Agent {
                 }
             }
         }
-        if self.segment_started.elapsed() >= self.segment_every {
+        if self.shared.new_segment.load(Ordering::SeqCst) {
+            self.after_stream_lost(src)?;
+        } else if self.segment_started.elapsed() >= self.segment_every {
             self.rotate(src)?;
         }
         Ok(())
@@ -368,7 +506,9 @@ pub async fn run<S: EventSource>(
     let shared = Arc::new(Shared {
         outbox: Mutex::new(Outbox::new(cfg.buffer_events)),
         wake: Notify::new(),
-        forged: std::sync::atomic::AtomicU64::new(0),
+        forged: AtomicU64::new(0),
+        lost_in_stream: AtomicU64::new(0),
+        new_segment: AtomicBool::new(false),
     });
     // Stopped however `run` returns: an error must not leave it retrying forever.
     let _publishing = AbortOnDrop(tokio::spawn(publisher(
@@ -384,6 +524,7 @@ pub async fn run<S: EventSource>(
         run_id: nats::random_id(),
         segment_no: 0,
         segment: None,
+        head: Vec::new(),
         segment_started: now,
         segment_every: cfg.segment_every,
         engine: metrics_engine(),
@@ -414,25 +555,42 @@ pub async fn run<S: EventSource>(
             .downcast::<AgentError>()
             .map_or_else(AgentError::Source, |e| *e));
     }
-    let src = lp.into_source();
-    let engine_records = agent.engine.process_count();
-    if let Some(mut seg) = agent.segment.take() {
-        // The last counters go out with the end record.
-        let c = src.counters();
-        seg.set_counters(c.drops, c.seq_issued, c.decode_errors);
-        shared.push(seg.finish()?);
+    agent.stop(lp.into_source()).await
+}
+
+impl Agent {
+    /// Ends the last segment and gives the buffer five seconds to drain; what was lost.
+    async fn stop(mut self, src: impl EventSource) -> Result<AgentReport, AgentError> {
+        let shared = self.shared.clone();
+        let engine_records = self.engine.process_count();
+        if shared.new_segment.load(Ordering::SeqCst) {
+            // A stream lost just before the stop: the publisher waits for the new segment.
+            self.after_stream_lost(&src)?;
+        }
+        if let Some(mut seg) = self.segment.take() {
+            // The last counters go out with the end record.
+            let c = src.counters();
+            seg.set_counters(c.drops, c.seq_issued, c.decode_errors);
+            shared.push(seg.finish()?);
+        }
+        let until = Instant::now() + Duration::from_secs(5);
+        while !shared.lock().is_empty() && Instant::now() < until {
+            if shared.new_segment.load(Ordering::SeqCst) {
+                // Lost while draining: the last segment's header again, no new segment.
+                self.requeue_head();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let o = shared.lock();
+        Ok(AgentReport {
+            kernel_drops: src.counters().drops,
+            buffer_drops: o.dropped_events(),
+            unsent: o.buffered_events(),
+            lost_in_stream: shared.lost_in_stream.load(Ordering::SeqCst),
+            foreign_duplicates: shared.forged.load(Ordering::SeqCst),
+            engine_records,
+        })
     }
-    let until = Instant::now() + Duration::from_secs(5);
-    while !shared.lock().is_empty() && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let o = shared.lock();
-    Ok(AgentReport {
-        kernel_drops: src.counters().drops,
-        buffer_drops: o.dropped_events(),
-        unsent: o.buffered_events(),
-        engine_records,
-    })
 }
 
 #[cfg(test)]

@@ -124,6 +124,8 @@ enum Source {
         feed: crate::nats::SharedFeed,
         /// Segments that ended inside a frame.
         cut: u64,
+        /// What the segments before `current` skipped (damage, duplicated and forged frames).
+        earlier: Box<TailReport>,
     },
 }
 
@@ -284,6 +286,7 @@ impl Input {
                 current: Box::new(current),
                 feed,
                 cut: 0,
+                earlier: Box::default(),
             },
             path,
             strace_report: None,
@@ -351,6 +354,16 @@ impl Input {
         match &self.source {
             #[cfg(feature = "nats")]
             Source::Nats { feed, .. } => crate::nats::lock(feed).interleaved(),
+            _ => 0,
+        }
+    }
+
+    /// Messages of a NATS stream under a segment's id without its nonce (dropped: published
+    /// by someone who could not read the stream).
+    pub fn wrong_nonce_messages(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "nats")]
+            Source::Nats { feed, .. } => crate::nats::lock(feed).wrong_nonce(),
             _ => 0,
         }
     }
@@ -456,11 +469,26 @@ impl Input {
                 input.interleaved_messages()
             ));
         }
+        if input.wrong_nonce_messages() > 0 {
+            notes.push(format!(
+                "{} messages dropped: they name a segment of this node but not its nonce (published by someone other than its agent)",
+                input.wrong_nonce_messages()
+            ));
+        }
         if input.bad_segments() > 0 {
             notes.push(format!(
                 "{} segments skipped: their start is not a trace file (published by something other than an agent)",
                 input.bad_segments()
             ));
+        }
+        #[cfg(feature = "nats")]
+        if let Source::Nats { earlier, .. } = &input.source {
+            notes.extend(
+                earlier
+                    .warnings()
+                    .into_iter()
+                    .map(|w| format!("earlier segments: {w}")),
+            );
         }
         if let Some(tail) = input.tail() {
             notes.extend(tail.warnings());
@@ -495,7 +523,11 @@ impl Input {
             Source::Events(it) => it.next().map(Ok),
             #[cfg(feature = "nats")]
             Source::Nats {
-                current, feed, cut, ..
+                current,
+                feed,
+                cut,
+                earlier,
+                ..
             } => loop {
                 match current.events().next() {
                     // An agent stopped between the pieces of a message: the segment's whole
@@ -510,7 +542,10 @@ impl Input {
                     None => {}
                 }
                 match next_nats_segment(&self.path, feed, false)? {
-                    Ok(next) => **current = next,
+                    Ok(next) => {
+                        earlier.absorb_damage(current.tail());
+                        **current = next;
+                    }
                     Err(e) => return Some(Err(e)),
                 }
             },

@@ -61,6 +61,7 @@ pub struct Metrics {
     buffered: IntGauge,
     nats_dropped: IntCounter,
     nats_foreign_duplicates: IntCounter,
+    nats_lost_in_stream: IntCounter,
     /// Births counted, by container id (or init pid): this engine's and the previous one's, so
     /// a birth that straddles a new segment (its processes in the new snapshot) counts once.
     births_seen: std::collections::HashSet<String>,
@@ -142,6 +143,11 @@ impl Metrics {
                 "tracer_nats_foreign_duplicates_total",
                 "Messages JetStream called duplicates of ids this agent never sent before (published by someone else first); each was published again under a new id",
             ),
+            nats_lost_in_stream: counter(
+                &r,
+                "tracer_nats_stream_lost_events_total",
+                "Events published that the stream no longer holds (the server lost its store), with those queued for the segments it lost; a new segment started after",
+            ),
             buffered,
             registry: r,
             births_seen: Default::default(),
@@ -183,6 +189,12 @@ impl Metrics {
     /// How many message ids someone else published first, so far.
     pub fn set_foreign_duplicates(&mut self, total: u64) {
         let c = &self.nats_foreign_duplicates;
+        c.inc_by(total.saturating_sub(c.get()));
+    }
+
+    /// How many published events the stream lost, so far.
+    pub fn set_lost_in_stream(&mut self, total: u64) {
+        let c = &self.nats_lost_in_stream;
         c.inc_by(total.saturating_sub(c.get()));
     }
 
@@ -461,6 +473,8 @@ mod tests {
         let mut m = Metrics::new();
         m.set_counters(3, 7, 2);
         m.set_counters(3, 7, 2);
+        m.set_lost_in_stream(4);
+        m.set_lost_in_stream(4);
         let evs = crate::tracefile::tests::sample_events();
         // Counted per kind: the same kind twice, another once.
         let other = evs
@@ -475,6 +489,7 @@ mod tests {
             "tracer_dropped_events_total 3",
             "tracer_nats_buffered_events 7",
             "tracer_nats_dropped_events_total 2",
+            "tracer_nats_stream_lost_events_total 4",
             &format!("tracer_events_total{{kind=\"{}\"}} 2", evs[0].kind.name()),
             &format!("tracer_events_total{{kind=\"{}\"}} 1", other.kind.name()),
             "tracer_adoptions_total{reason=\"subreaper\"} 0",

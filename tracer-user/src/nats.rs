@@ -32,6 +32,11 @@ pub mod guard;
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
 /// Message header: `header` (preamble and header) or `frames`.
 pub const PART_HEADER: &str = "Tracer-Part";
+/// Message header: the segment's nonce, 128 random bits in hex chosen when it starts, on
+/// every message of it (header and frames). A reader drops a segment's messages that do not
+/// carry its header message's nonce: published by someone who cannot read the stream.
+/// Segments of agents before it have none on any message and are read unchecked.
+pub const NONCE_HEADER: &str = "Tracer-Nonce";
 /// Largest message payload: a segment's bytes are cut into messages of at most this size
 /// (NATS servers accept 1 MiB by default). Cuts fall anywhere, since a reader only
 /// concatenates them.
@@ -229,6 +234,8 @@ pub struct Outgoing {
     /// Random, so that nobody who reads the stream can publish the agent's next message ids
     /// first (JetStream would then drop the agent's own messages as duplicates).
     pub nonce: u64,
+    /// The segment's nonce ([`NONCE_HEADER`]), the same on all its messages.
+    pub segment_nonce: Arc<str>,
     /// The bytes.
     pub payload: Bytes,
     /// Events in it.
@@ -333,6 +340,36 @@ impl Outbox {
         }
     }
 
+    /// The stream lost what it held (a server without its store), and `head` is the header
+    /// of segment `current`: queued messages of a segment whose header is neither queued nor
+    /// `current`'s would follow no header in the new stream, and are dropped; `head` is queued
+    /// first (under new ids) unless already queued, so `current`'s queued frames stay
+    /// readable. Returns the events dropped (not counted as dropped for a full buffer: the
+    /// caller counts them as lost with the stream).
+    pub fn after_stream_lost(&mut self, current: &str, head: &[Outgoing]) -> u64 {
+        let starts = |m: &Outgoing| m.part == Part::Header && m.index == 0;
+        let mut readable: std::collections::HashSet<String> = self
+            .queue
+            .iter()
+            .filter(|m| starts(m))
+            .map(|m| m.segment.clone())
+            .collect();
+        let head_queued = readable.contains(current);
+        readable.insert(current.to_string());
+        let before = self.events;
+        self.queue.retain(|m| readable.contains(&m.segment));
+        self.events = self.queue.iter().map(|m| m.events).sum();
+        if !head_queued {
+            for m in head.iter().rev() {
+                let mut m = m.clone();
+                m.renew_id();
+                self.events += m.events;
+                self.queue.push_front(m);
+            }
+        }
+        before.saturating_sub(self.events)
+    }
+
     /// Events waiting.
     pub fn buffered_events(&self) -> u64 {
         self.events
@@ -386,6 +423,8 @@ impl Write for Taken {
 /// [`Segment::flush`] one frames message with everything written since.
 pub struct Segment {
     id: String,
+    /// [`NONCE_HEADER`]: unpredictable, so only who reads the stream can know it.
+    nonce: Arc<str>,
     writer: TraceWriter<Taken>,
     buf: Taken,
     next_index: u64,
@@ -399,6 +438,7 @@ impl Segment {
         let writer = TraceWriter::new(buf.clone(), header)?;
         let mut seg = Segment {
             id,
+            nonce: random_id().into(),
             writer,
             buf,
             next_index: 0,
@@ -422,6 +462,7 @@ impl Segment {
                     part,
                     index: self.next_index,
                     nonce: random_u64(),
+                    segment_nonce: self.nonce.clone(),
                     payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
                     events: if i + 1 == n { events } else { 0 },
                 };
@@ -429,6 +470,11 @@ impl Segment {
                 m
             })
             .collect()
+    }
+
+    /// The segment's id (`NODE-RUN-N`).
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// Appends an event.
@@ -597,7 +643,7 @@ async fn auth_options() -> Result<async_nats::ConnectOptions, NatsError> {
 /// (buffering what is published meanwhile); `first` says what a failed first attempt does.
 pub async fn connect(server: &str, first: FirstConnect) -> Result<async_nats::Client, NatsError> {
     let (client, watch) = connect_with(server, first, None, None).await?;
-    report_violations(server, watch);
+    report_violations(&guard::shown(server), watch);
     Ok(client)
 }
 
@@ -667,7 +713,7 @@ pub fn node_inbox(node: &str) -> String {
 pub async fn connect_node(server: &str, node: &str) -> Result<async_nats::Client, NatsError> {
     let (client, watch) =
         connect_with(server, FirstConnect::Retry, None, Some(node_inbox(node))).await?;
-    report_violations(server, watch);
+    report_violations(&guard::shown(server), watch);
     Ok(client)
 }
 
@@ -681,11 +727,15 @@ async fn connect_with(
     inbox: Option<String>,
 ) -> Result<(async_nats::Client, Violations), NatsError> {
     let mut o = auth_options().await?.max_reconnects(None);
-    let relay = match guard::plain_address(server).filter(|_| !tls_configured()) {
-        Some(addr) => Some(guard::start(addr).await.map_err(|error| NatsError::Relay {
-            server: server.to_string(),
-            error,
-        })?),
+    // Messages name the server without the credentials its URL may hold.
+    let shown = guard::shown(server);
+    let relay_err = |error| NatsError::Relay {
+        server: shown.clone(),
+        error,
+    };
+    let plain = guard::plain_server(server).map_err(relay_err)?;
+    let relay = match plain.filter(|_| !tls_configured()) {
+        Some(p) => Some(guard::start(&p).await.map_err(relay_err)?),
         None => None,
     };
     if relay.is_some() {
@@ -695,7 +745,7 @@ async fn connect_with(
     if let Some(prefix) = inbox {
         o = o.custom_inbox_prefix(prefix);
     }
-    let server_name = server.to_string();
+    let server_name = shown.clone();
     o = o.event_callback(move |event| {
         let text = match (&event, &notes) {
             (async_nats::Event::Disconnected, Some(_)) => {
@@ -729,9 +779,9 @@ async fn connect_with(
         Some(r) => (r.url, Some(r.failed)),
         None => (server.to_string(), None),
     };
-    let client = unless_violated(server, &watch, async {
+    let client = unless_violated(&shown, &watch, async {
         o.connect(target).await.map_err(|error| NatsError::Connect {
-            server: server.to_string(),
+            server: shown.clone(),
             error,
         })
     })
@@ -758,18 +808,27 @@ pub async fn ensure_stream(
     .map_err(js_err("creating the stream"))
 }
 
-/// Publishes one message and waits for JetStream's acknowledgement; true when the server
-/// says it already had a message with that id (a retry of ours, or someone else's).
+/// JetStream's acknowledgement of a publish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    /// The server already had a message with that id (a retry of ours, or someone else's).
+    pub duplicate: bool,
+    /// The message's sequence number in the stream.
+    pub sequence: u64,
+}
+
+/// Publishes one message and waits for JetStream's acknowledgement.
 pub async fn publish(
     js: &jetstream::Context,
     subject: &str,
     m: &Outgoing,
-) -> Result<bool, NatsError> {
+) -> Result<Ack, NatsError> {
     let msg = jetstream::message::PublishMessage::build()
         .payload(m.payload.clone())
         .message_id(m.message_id())
         .header(SEGMENT_HEADER, m.segment.as_str())
-        .header(PART_HEADER, m.part.as_str());
+        .header(PART_HEADER, m.part.as_str())
+        .header(NONCE_HEADER, &*m.segment_nonce);
     js.send_publish(subject.to_string(), msg)
         .await
         .map_err(|e| match e.kind() {
@@ -780,7 +839,48 @@ pub async fn publish(
         })?
         .await
         .map_err(js_err("waiting for the acknowledgement"))
-        .map(|ack| ack.duplicate)
+        .map(|ack| Ack {
+            duplicate: ack.duplicate,
+            sequence: ack.sequence,
+        })
+}
+
+/// Longest wait between publishes a server keeps answering "duplicate" (and between failed
+/// ones).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Duplicate acknowledgements for ids this agent never sent, in a row. One is someone who
+/// published an id first, and the message goes again at once under a new one; a server that
+/// answers every publish so (broken, or hostile) would make the agent publish in a loop, so
+/// each further one waits twice as long, up to [`MAX_BACKOFF`], and a burst is said once.
+#[derive(Debug, Default)]
+pub struct Duplicates {
+    in_row: u32,
+    total: u64,
+}
+
+impl Duplicates {
+    /// One more: how long to wait before publishing again, and whether it starts a burst
+    /// (the one to say).
+    pub fn more(&mut self) -> (Duration, bool) {
+        self.in_row = self.in_row.saturating_add(1);
+        self.total += 1;
+        let wait = match self.in_row {
+            1 => Duration::ZERO,
+            n => (Duration::from_millis(50) * (1 << (n - 2).min(16))).min(MAX_BACKOFF),
+        };
+        (wait, self.in_row == 1)
+    }
+
+    /// A message was stored: the burst, if any, ended.
+    pub fn stored(&mut self) {
+        self.in_row = 0;
+    }
+
+    /// Duplicates of ids never sent, all bursts.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
 }
 
 /// A message read back: its headers that matter and its payload.
@@ -794,6 +894,8 @@ pub struct Received {
     pub index: Option<u64>,
     /// Its sequence number in the stream.
     pub seq: u64,
+    /// [`NONCE_HEADER`], when it has one.
+    pub nonce: Option<String>,
     /// The bytes.
     pub payload: Bytes,
 }
@@ -823,11 +925,14 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
         let rest = id.strip_prefix(segment.as_str())?.strip_prefix('-')?;
         rest.split('-').next()?.parse().ok()
     });
+    // Bounded: a forger's header is no bigger than the agent's (32 hex digits).
+    let nonce = get(NONCE_HEADER).filter(|n| n.len() <= 64);
     Received {
         segment,
         part,
         index,
         seq,
+        nonce,
         payload: m.payload.clone(),
     }
 }
@@ -928,6 +1033,8 @@ pub struct Feed {
     interleaved: u64,
     /// Segments whose start is not a trace file's.
     bad_segments: u64,
+    /// A segment's messages without its nonce (dropped).
+    wrong_nonce: u64,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -991,6 +1098,7 @@ impl Feed {
             requeue: std::collections::VecDeque::new(),
             interleaved: 0,
             bad_segments: 0,
+            wrong_nonce: 0,
         }
     }
 
@@ -1040,6 +1148,12 @@ impl Feed {
         self.bad_segments
     }
 
+    /// Messages under a segment's id without its nonce ([`NONCE_HEADER`]): dropped, as
+    /// published by someone who could not read the stream.
+    pub fn wrong_nonce(&self) -> u64 {
+        self.wrong_nonce
+    }
+
     /// The next message; `None` at the end (the thread stopped: all read, or no follow).
     fn recv(&mut self) -> Option<Result<Received, NatsError>> {
         if let Some(m) = self.pending.take() {
@@ -1084,6 +1198,7 @@ impl Feed {
                     return Some(Ok(SegmentRead {
                         feed: feed.clone(),
                         id: m.segment,
+                        nonce: m.nonce,
                         buf: m.payload,
                     }));
                 }
@@ -1099,6 +1214,9 @@ impl Feed {
 pub struct SegmentRead {
     feed: SharedFeed,
     id: String,
+    /// Its first message's nonce: every other message of it must carry the same (`None`: an
+    /// agent before nonces, read unchecked).
+    nonce: Option<String>,
     buf: Bytes,
 }
 
@@ -1126,6 +1244,11 @@ impl SegmentRead {
     /// of its own mean it ended (an agent restarted).
     fn consider(&self, f: &mut Feed, m: Received) -> Option<Bytes> {
         if m.segment == self.id && !m.starts_segment() {
+            if self.nonce.is_some() && m.nonce != self.nonce {
+                // Its id, not its nonce: someone who read the id elsewhere (or guessed it).
+                f.wrong_nonce += 1;
+                return Some(Bytes::new());
+            }
             f.since_own = 0;
             if !f.held.is_empty() {
                 f.interleaved += 1;
@@ -1394,6 +1517,7 @@ pub(crate) mod tests {
             part: Part::Frames,
             index: 1,
             nonce: 7,
+            segment_nonce: "k".into(),
             payload: Bytes::new(),
             events: n,
         }
@@ -1411,6 +1535,60 @@ pub(crate) mod tests {
         assert!(a.starts_with("s-1-") && a.len() == "s-1-".len() + 16, "{a}");
         assert_ne!(random_id(), random_id());
         assert_eq!(random_id().len(), 32);
+    }
+
+    #[test]
+    fn duplicates_in_a_row_back_off_to_a_bound_and_are_said_once_a_burst() {
+        let mut d = Duplicates::default();
+        let burst: Vec<(Duration, bool)> = (0..20).map(|_| d.more()).collect();
+        assert_eq!(
+            burst[0],
+            (Duration::ZERO, true),
+            "one duplicate goes again at once"
+        );
+        assert_eq!(burst[1], (Duration::from_millis(50), false));
+        assert_eq!(burst[2].0, Duration::from_millis(100));
+        assert!(burst.windows(2).all(|w| w[1].0 >= w[0].0), "{burst:?}");
+        assert_eq!(burst[19], (MAX_BACKOFF, false), "bounded");
+        assert_eq!(burst.iter().filter(|(_, say)| *say).count(), 1);
+        d.stored();
+        assert_eq!(d.more(), (Duration::ZERO, true), "a new burst");
+        assert_eq!(d.total(), 21);
+        // However long the burst, the wait stays bounded (no overflow).
+        for _ in 0..100_000 {
+            d.more();
+        }
+        assert_eq!(d.more().0, MAX_BACKOFF);
+    }
+
+    #[test]
+    fn after_a_lost_stream_the_current_segment_is_readable_again_and_orphans_go() {
+        let msg = |seg: &str, part: Part, index: u64, events: u64| Outgoing {
+            segment: seg.into(),
+            part,
+            index,
+            events,
+            ..frames(0)
+        };
+        let mut o = Outbox::new(100);
+        // Segment a's last frames (its header stored, now lost), b's header still queued
+        // with a frame, then c (current) whose header was stored and lost.
+        o.push(msg("a", Part::Frames, 5, 3));
+        o.push(msg("b", Part::Header, 0, 0));
+        o.push(msg("b", Part::Frames, 1, 2));
+        o.push(msg("c", Part::Frames, 4, 7));
+        let head = [msg("c", Part::Header, 0, 0)];
+        assert_eq!(o.after_stream_lost("c", &head), 3, "a's frames go");
+        let left: Vec<(String, u64)> = std::iter::from_fn(|| o.pop())
+            .map(|m| (m.segment, m.index))
+            .collect();
+        let want = [("c", 0), ("b", 0), ("b", 1), ("c", 4)];
+        assert_eq!(left, want.map(|(s, i)| (s.to_string(), i)));
+        assert_eq!(o.buffered_events(), 0);
+        // A header still queued is not queued twice.
+        o.push(head[0].clone());
+        assert_eq!(o.after_stream_lost("c", &head), 0);
+        assert_eq!(o.len(), 1);
     }
 
     #[test]
@@ -1449,6 +1627,7 @@ pub(crate) mod tests {
             part: Some(m.part),
             index: Some(m.index),
             seq: 0,
+            nonce: Some(m.segment_nonce.to_string()),
             payload: m.payload.clone(),
         }
     }
@@ -1537,6 +1716,58 @@ pub(crate) mod tests {
             }
         });
         format!("nats://{addr}")
+    }
+
+    /// A server whose INFO line never ends (64 MiB of it, then it holds on).
+    async fn endless_info_server() -> std::net::SocketAddr {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let _ = c.write_all(b"INFO {\"server_id\":\"").await;
+                    for _ in 0..64 {
+                        if c.write_all(&[b'A'; 1 << 20]).await.is_err() {
+                            return;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn every_url_form_goes_through_the_guard() {
+        let addr = endless_info_server().await;
+        for url in [
+            format!("nats://{addr}"),
+            format!("nats://u:p@{addr}"),
+            format!("nats://s3cret@{addr}"),
+            format!("nats://{addr}?x=1"),
+            format!("nats://u:p@{addr}?x=1"),
+        ] {
+            let r =
+                tokio::time::timeout(Duration::from_secs(20), connect(&url, FirstConnect::Fail))
+                    .await;
+            match r.expect("the connection was cut in time") {
+                Err(e @ NatsError::Protocol { .. }) => {
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("protocol line longer") && !text.contains('\n'),
+                        "{url}: {text}"
+                    );
+                }
+                Err(e) => panic!("{url}: not cut by the guard: {e}"),
+                Ok(_) => panic!("{url}: connected"),
+            }
+        }
+        // Several servers in one string: refused in one line, never connected to.
+        let several = format!("nats://{addr},nats://{addr}");
+        let e = connect(&several, FirstConnect::Fail).await.err().unwrap();
+        assert!(!e.to_string().contains('\n'), "{e}");
     }
 
     #[tokio::test]

@@ -509,6 +509,8 @@ mod script {
         UntilFollowed(u32),
         /// From now on the host's processes are these.
         Processes(Vec<SnapshotProcess>),
+        /// Nothing until the flag is set: a test's cue (it did what must come first).
+        Until(std::sync::Arc<std::sync::atomic::AtomicBool>),
     }
 
     /// A scripted live source: the real loop, agent and viewer run on it without root. It
@@ -594,6 +596,10 @@ mod script {
                     }
                     Scripted::UntilFollowed(pid) if !self.followed.contains(*pid) => return None,
                     Scripted::UntilFollowed(_) => {}
+                    Scripted::Until(cue) if !cue.load(std::sync::atomic::Ordering::SeqCst) => {
+                        return None
+                    }
+                    Scripted::Until(_) => {}
                 }
                 self.steps.pop_front();
             }

@@ -71,7 +71,7 @@ fn agent_target(args: &AgentArgs) -> Target {
 fn find_daemon() -> Option<(u32, &'static str)> {
     let procs = procfs::snapshot();
     for line in agent::passed_over(&procs) {
-        eprintln!("tracer: {line}");
+        tracer::say!("tracer: {line}");
     }
     agent::daemon_in(&procs)
 }
@@ -81,6 +81,8 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
     if !args.nats.starts_with("nats://") || args.nats["nats://".len()..].contains('/') {
         anyhow::bail!("--nats takes nats://HOST:PORT");
     }
+    // The client would refuse it only later, and the agent retry it forever.
+    nats::guard::plain_server(&args.nats).map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
     // Before connecting anywhere: a node agent without the capabilities fails at once, naming
     // them, instead of publishing an empty stream.
     tracer::capture::check_privileges()?;
@@ -128,13 +130,13 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         };
         tracer::say!(
             "tracer: publishing to {} subject {}",
-            args.nats,
+            nats::guard::shown(&args.nats),
             nats::subject(&args.node)
         );
         let report = agent::run(cap, cfg, metrics, super::trace::stop_signal()?).await?;
         tracer::say!(
-            "tracer: agent stopped; {} events dropped by the kernel, {} for a full buffer, {} unsent",
-            report.kernel_drops, report.buffer_drops, report.unsent
+            "tracer: agent stopped; {} events dropped by the kernel, {} for a full buffer, {} unsent, {} lost by the stream",
+            report.kernel_drops, report.buffer_drops, report.unsent, report.lost_in_stream
         );
         Ok(ExitCode::SUCCESS)
     })

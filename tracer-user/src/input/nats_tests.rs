@@ -93,6 +93,7 @@ fn a_forged_segment_start_inside_a_segment_is_reported_and_the_segment_read_whol
         part: Some(Part::Header),
         index: Some(0),
         seq: 0,
+        nonce: None,
         payload: Bytes::from_static(b"not a trace file"),
     };
     msgs.insert(3, forged);
@@ -250,4 +251,91 @@ fn large_segments_are_cut_into_messages_that_join_again() {
     let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
     assert_eq!(got, evs);
     assert!(input.tail().unwrap().clean_end);
+}
+
+/// Frames numbered `from..from + n` (stats frames: no events), as someone who read the
+/// stream and knows the next frame numbers would write them.
+fn frames_numbered(from: usize, n: usize) -> Bytes {
+    let mut w = crate::tracefile::TraceWriter::new(Vec::new(), &sample_header()).unwrap();
+    for _ in 0..from {
+        w.write_stats(0, 0, 0).unwrap();
+    }
+    let start = w.bytes_written() as usize;
+    for _ in 0..n {
+        w.write_stats(0, 0, 0).unwrap();
+    }
+    let end = w.bytes_written() as usize;
+    Bytes::from(w.finish().unwrap()[start..end].to_vec())
+}
+
+/// The agent's segment (header, one frame per event) with, after its first frame, a message
+/// under its id holding frames 1 to 300 and carrying `nonce` (the segment's own when `None`);
+/// its first frame is also published twice, as a retry would.
+fn segment_with_frames_ahead(nonce: Option<Option<String>>) -> Vec<Received> {
+    let mut msgs = flushed_per_event("n1-0123abcd-0", &sample_events());
+    let mut forged = msgs[1].clone();
+    forged.payload = frames_numbered(1, 300);
+    forged.index = Some(2);
+    if let Some(nonce) = nonce {
+        forged.nonce = nonce;
+    }
+    let retried = msgs[1].clone();
+    msgs.insert(2, retried);
+    msgs.insert(3, forged);
+    msgs
+}
+
+#[test]
+fn frames_numbered_ahead_by_someone_who_read_the_stream_are_forgeries_not_duplicates() {
+    let evs = sample_events();
+    // A forger who read the segment's header message has its nonce too.
+    let mut input = input_of(segment_with_frames_ahead(None));
+    let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got, evs[..1], "no frame numbered twice was read");
+    let tail = input.tail().unwrap();
+    assert_eq!(
+        (tail.forged_frames, tail.duplicate_frames),
+        (evs.len() as u64 - 1, 1),
+        "the agent's frames under the forged numbers, and the retried one"
+    );
+    let notes = input.notes(false).join("\n");
+    assert!(
+        notes.contains(&format!("{} frames forged", evs.len() - 1)),
+        "{notes}"
+    );
+    assert!(notes.contains("1 duplicated frames"), "{notes}");
+
+    // Told as well once the agent rotated to its next segment.
+    let mut msgs = segment_with_frames_ahead(None);
+    msgs.extend(flushed_per_event("n1-0123abcd-1", &evs));
+    let mut input = input_of(msgs);
+    let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got.len(), 1 + evs.len());
+    let notes = input.notes(false).join("\n");
+    let want = format!("earlier segments: {} frames forged", evs.len() - 1);
+    assert!(notes.contains(&want), "{notes}");
+}
+
+#[test]
+fn frames_without_their_segments_nonce_are_dropped_and_counted() {
+    let evs = sample_events();
+    // Someone who knows the segment's id but not its nonce (it cannot read the stream).
+    for nonce in [None, Some("0".repeat(32))] {
+        let mut input = input_of(segment_with_frames_ahead(Some(nonce)));
+        let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got, evs, "every event of the agent's");
+        assert_eq!(input.wrong_nonce_messages(), 1);
+        assert_eq!(input.tail().unwrap().forged_frames, 0);
+        let notes = input.notes(false).join("\n");
+        assert!(notes.contains("1 messages dropped"), "{notes}");
+    }
+    // An agent before nonces: its segments are read unchecked.
+    let mut old = segment_with_frames_ahead(Some(None));
+    for m in &mut old {
+        m.nonce = None;
+    }
+    let mut input = input_of(old);
+    let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got, evs[..1]);
+    assert_eq!(input.wrong_nonce_messages(), 0);
 }

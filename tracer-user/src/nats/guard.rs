@@ -90,7 +90,8 @@ fn payload_after(line: &[u8]) -> Result<u64, Violation> {
     Ok(size + 2)
 }
 
-/// A relay on loopback to one server: connect the client to `url`; `failed` tells the first
+/// A relay on loopback to one server: connect the client to `url` (the server's own URL
+/// with the relay's address); `failed` tells the first
 /// violation (the connection that carried it is cut).
 pub struct Relay {
     /// `nats://127.0.0.1:PORT`.
@@ -99,27 +100,74 @@ pub struct Relay {
     pub failed: watch::Receiver<Option<Violation>>,
 }
 
-/// `host:port` of a plain `nats://host:port` (or `host:port`) server address; `None` for
-/// anything else (TLS, websockets, credentials in the URL, several servers), which is
-/// connected to directly.
-pub fn plain_address(server: &str) -> Option<&str> {
-    let rest = server.strip_prefix("nats://").unwrap_or(server);
-    let plain = !rest.is_empty()
-        && !rest.contains("://")
-        && !rest.contains(['@', ',', '/', '?'])
-        && rest
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
-    plain.then_some(rest)
+/// A plain-text server the client reaches through a relay: where the relay connects, and
+/// the URL the client is given instead (the same URL, credentials and options kept, with the
+/// relay's address).
+#[derive(Debug)]
+pub struct Plain {
+    /// `host:port` of the server (4222 when the URL names none).
+    pub upstream: String,
+    url: async_nats::ServerAddr,
 }
 
-/// Starts a relay to `upstream` (`host:port`) on the current runtime.
-pub async fn start(upstream: &str) -> std::io::Result<Relay> {
+impl Plain {
+    /// The server's URL with the relay's loopback address in place of its own.
+    pub fn via(&self, relay: SocketAddr) -> String {
+        let mut url = self.url.clone().into_inner();
+        // Both only fail for URLs that cannot have a host (a `nats://` URL always can).
+        let _ = url.set_ip_host(relay.ip());
+        let _ = url.set_port(Some(relay.port()));
+        url.to_string()
+    }
+}
+
+/// How the client reaches `server`: through a relay for every `nats://` URL, however it is
+/// written (`user:pass@` or `token@` before the host, no port, a query string: the client
+/// library reads them all, so each is a way to the same unguarded reads); `None` for a
+/// scheme the bytes of which cannot be checked in transit (`tls://`, `ws://`, `wss://`). An
+/// address the client library cannot parse (several servers in one string among them) is an
+/// error here, as the client would refuse it too.
+pub fn plain_server(server: &str) -> std::io::Result<Option<Plain>> {
+    let url: async_nats::ServerAddr = server.parse()?;
+    if url.scheme() != "nats" {
+        return Ok(None);
+    }
+    let host = url.host();
+    if host.is_empty() || server.contains(',') {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "one server, nats://[USER:PASS@]HOST[:PORT]",
+        ));
+    }
+    let upstream = if host.contains(':') {
+        format!("[{host}]:{}", url.port())
+    } else {
+        format!("{host}:{}", url.port())
+    };
+    Ok(Some(Plain { upstream, url }))
+}
+
+/// `server` as messages show it: without the credentials a URL may hold (`USER:PASS@`,
+/// `TOKEN@`) nor its query string, which end up in logs otherwise.
+pub fn shown(server: &str) -> String {
+    let server = server.split_once('?').map_or(server, |(s, _)| s);
+    let (scheme, rest) = match server.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), server),
+    };
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}***@{host}"),
+        None => server.to_string(),
+    }
+}
+
+/// Starts a relay to `server` on the current runtime.
+pub async fn start(server: &Plain) -> std::io::Result<Relay> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let local = listener.local_addr()?;
-    let url = format!("nats://{local}");
+    let url = server.via(local);
     let (tx, failed) = watch::channel(None);
-    let upstream = upstream.to_string();
+    let upstream = server.upstream.clone();
     tokio::spawn(async move {
         let open = std::sync::Arc::new(());
         loop {
@@ -274,20 +322,42 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_single_servers_are_relayed() {
-        assert_eq!(plain_address("nats://10.0.0.1:4222"), Some("10.0.0.1:4222"));
-        assert_eq!(
-            plain_address("nats.example:4222"),
-            Some("nats.example:4222")
-        );
-        for s in [
-            "tls://h:4222",
-            "nats://u:p@h:4222",
-            "nats://a:1,nats://b:2",
-            "ws://h:1",
-            "h",
+    fn every_nats_url_form_is_relayed_with_its_credentials_and_options() {
+        let relay: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        for (server, upstream, via) in [
+            (
+                "nats://10.0.0.1:4222",
+                "10.0.0.1:4222",
+                "nats://127.0.0.1:5000",
+            ),
+            (
+                "nats.example:4222",
+                "nats.example:4222",
+                "nats://127.0.0.1:5000",
+            ),
+            ("nats://u:p@h:1", "h:1", "nats://u:p@127.0.0.1:5000"),
+            ("nats://tok@h:1", "h:1", "nats://tok@127.0.0.1:5000"),
+            ("nats://h:1?x=1", "h:1", "nats://127.0.0.1:5000?x=1"),
+            ("nats://h", "h:4222", "nats://127.0.0.1:5000"),
+            ("nats://[::1]:7", "[::1]:7", "nats://127.0.0.1:5000"),
         ] {
-            assert_eq!(plain_address(s), None, "{s}");
+            let p = plain_server(server).unwrap().expect(server);
+            assert_eq!(p.upstream, upstream, "{server}");
+            assert_eq!(p.via(relay).trim_end_matches('/'), via, "{server}");
+        }
+        assert_eq!(shown("nats://u:p@w@h:1?token=t"), "nats://***@h:1");
+        assert_eq!(shown("tok@h:1"), "***@h:1");
+        assert_eq!(shown("nats://h:1"), "nats://h:1");
+        for s in ["tls://h:4222", "ws://h:1", "wss://h:1"] {
+            assert!(plain_server(s).unwrap().is_none(), "{s}");
+        }
+        for s in [
+            "nats://a:1,nats://b:2",
+            "nats://a:1,b:2",
+            "http://h:1",
+            "nats://",
+        ] {
+            assert!(plain_server(s).is_err(), "{s}");
         }
     }
 }

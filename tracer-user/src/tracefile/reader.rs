@@ -93,8 +93,13 @@ pub struct TailReport {
     pub skipped_frames: u64,
     /// Events lost in them (known from the good frames after them).
     pub skipped_events: u64,
-    /// Frames whose number was already read (a duplicated copy): skipped, not delivered twice.
+    /// Frames whose number was already read with the same bytes (a duplicated copy): skipped,
+    /// not delivered twice.
     pub duplicate_frames: u64,
+    /// Frames whose number was already read with other bytes (or too long ago to compare):
+    /// someone wrote frames under numbers that are not theirs. Skipped; see
+    /// [`TraceReader`] for the copy read first.
+    pub forged_frames: u64,
     /// The end record's count of events written, when it was read.
     pub end_events: Option<u64>,
 }
@@ -102,7 +107,23 @@ pub struct TailReport {
 impl TailReport {
     /// Frames were skipped, duplicated, or the end record's count disagrees with what was read.
     pub fn damaged(&self) -> bool {
-        self.damage_count > 0 || self.duplicate_frames > 0 || self.count_disagrees()
+        self.damage_count > 0
+            || self.duplicate_frames > 0
+            || self.forged_frames > 0
+            || self.count_disagrees()
+    }
+
+    /// Adds what `other` (another file read after this one: a NATS stream's next segment)
+    /// skipped to this report's damage and frame counts, so that its warnings tell both.
+    pub fn absorb_damage(&mut self, other: &TailReport) {
+        let room = MAX_KEPT_DAMAGE.saturating_sub(self.damage.len());
+        self.damage.extend(other.damage.iter().take(room).cloned());
+        self.damage_count += other.damage_count;
+        self.skipped_bytes = self.skipped_bytes.saturating_add(other.skipped_bytes);
+        self.skipped_frames = self.skipped_frames.saturating_add(other.skipped_frames);
+        self.skipped_events = self.skipped_events.saturating_add(other.skipped_events);
+        self.duplicate_frames += other.duplicate_frames;
+        self.forged_frames += other.forged_frames;
     }
 
     /// The end record counts a different number of events than were read.
@@ -133,6 +154,14 @@ impl TailReport {
             out.push(format!(
                 "{} duplicated frames skipped (their events were already read)",
                 self.duplicate_frames
+            ));
+        }
+        if self.forged_frames > 0 {
+            out.push(format!(
+                "{} frames forged: their number was already read with other bytes (someone else wrote \
+                 frames under this recording's numbers); not read, and the first copy read under \
+                 each such number may be forged too",
+                self.forged_frames
             ));
         }
         if let (Some(n), true) = (self.end_events, self.count_disagrees()) {
@@ -228,6 +257,58 @@ pub struct TraceReader<R: Read> {
     tail: TailReport,
     last_stats: Option<StatsRecord>,
     checksums: Checksums,
+    /// Digests of the frames read last, to tell a duplicate from a forgery.
+    seen: FrameDigests,
+}
+
+/// How many frames' digests a reader keeps: a duplicate comes right after its original (a
+/// retried write or publish), so older numbers read again are not compared but counted as
+/// forged. 4096 × 12 bytes.
+const KEPT_DIGESTS: usize = 4096;
+
+/// Digests of the last [`KEPT_DIGESTS`] frames by number. Keyed SipHash with a key of this
+/// process (`RandomState`): a writer who cannot see the key cannot make other bytes digest
+/// alike, as it could with the frame's CRC-32.
+struct FrameDigests {
+    key: std::collections::hash_map::RandomState,
+    by_number: std::collections::HashMap<u32, u64>,
+    order: std::collections::VecDeque<u32>,
+}
+
+impl FrameDigests {
+    fn new() -> FrameDigests {
+        FrameDigests {
+            key: Default::default(),
+            by_number: Default::default(),
+            order: Default::default(),
+        }
+    }
+
+    fn digest(&self, kind: u8, before: u64, payload: &[u8]) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = self.key.build_hasher();
+        h.write_u8(kind);
+        h.write_u64(before);
+        h.write(payload);
+        h.finish()
+    }
+
+    /// Remembers frame `number`'s digest, forgetting the oldest past [`KEPT_DIGESTS`].
+    fn keep(&mut self, number: u32, digest: u64) {
+        if self.by_number.insert(number, digest).is_none() {
+            self.order.push_back(number);
+        }
+        while self.order.len() > KEPT_DIGESTS {
+            if let Some(old) = self.order.pop_front() {
+                self.by_number.remove(&old);
+            }
+        }
+    }
+
+    /// Whether frame `number` was read with this very digest (a harmless duplicate).
+    fn same(&self, number: u32, digest: u64) -> bool {
+        self.by_number.get(&number) == Some(&digest)
+    }
 }
 
 impl TraceReader<BufReader<File>> {
@@ -359,6 +440,7 @@ impl<R: Read> TraceReader<R> {
             tail: TailReport::default(),
             last_stats: None,
             checksums,
+            seen: FrameDigests::new(),
         })
     }
 
@@ -532,13 +614,22 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    /// A good version-2 frame numbered `number` with `before` events before it, at `start`:
-    /// whether to deliver it (not a duplicate), closing the damaged stretch it ends.
-    fn accept_numbered(&mut self, start: u64, number: u32, before: u64) -> bool {
+    /// A good version-2 frame of `kind` numbered `number` with `before` events before it, at
+    /// `start` (its payload read): whether to deliver it (a number not read yet), closing the
+    /// damaged stretch it ends. A number read again is a duplicate when its bytes are the
+    /// same, else a forgery (frame numbers are hostile: the writer may not be the one who
+    /// wrote the frames before).
+    fn accept_numbered(&mut self, start: u64, kind: u8, number: u32, before: u64) -> bool {
+        let digest = self.seen.digest(kind, before, &self.payload);
         if number < self.next_frame {
-            self.tail.duplicate_frames += 1;
+            if self.seen.same(number, digest) {
+                self.tail.duplicate_frames += 1;
+            } else {
+                self.tail.forged_frames += 1;
+            }
             return false;
         }
+        self.seen.keep(number, digest);
         let frames = u64::from(number - self.next_frame);
         let events = before.saturating_sub(self.tail.events);
         let sk = self.skipping.take();
@@ -653,7 +744,7 @@ impl<R: Read> TraceReader<R> {
                 continue;
             }
             if let Some((number, before)) = h.number {
-                if !self.accept_numbered(start, number, before) {
+                if !self.accept_numbered(start, h.kind, number, before) {
                     continue;
                 }
             }

@@ -690,7 +690,7 @@ fn a_duplicated_frame_is_read_once_and_reported() {
     let (recs, err, tail) = read_all(&b);
     assert!(err.is_none());
     assert_eq!(events_of(&recs), sample_events());
-    assert_eq!(tail.duplicate_frames, 1);
+    assert_eq!((tail.duplicate_frames, tail.forged_frames), (1, 0));
     assert!(!tail.count_disagrees());
     assert!(tail
         .warnings()
@@ -717,6 +717,42 @@ fn a_duplicated_frame_is_read_once_and_reported() {
         )),
         "{w}"
     );
+}
+
+/// Frame 1 of another writer (same number, other events), as a forger who knows the numbers
+/// would write it.
+fn forged_frame_one() -> Vec<u8> {
+    let evs = sample_events();
+    let mut w = TraceWriter::new(Vec::new(), &sample_header()).unwrap();
+    w.write_event(&evs[0]).unwrap();
+    w.flush().unwrap();
+    let start = w.bytes_written() as usize;
+    w.write_event(&evs[4]).unwrap();
+    w.flush().unwrap();
+    let end = w.bytes_written() as usize;
+    w.finish().unwrap()[start..end].to_vec()
+}
+
+#[test]
+fn a_frame_number_read_again_with_other_bytes_is_a_forgery_not_a_duplicate() {
+    let (bytes, frames) = framed_sample();
+    let r = frames[1].0.clone();
+    // The real frame 1, then a forged frame 1, then a true copy of the real one.
+    let mut b = bytes[..r.end].to_vec();
+    b.extend_from_slice(&forged_frame_one());
+    b.extend_from_slice(&bytes[r.clone()]);
+    b.extend_from_slice(&bytes[r.end..]);
+    let (recs, err, tail) = read_all(&b);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(
+        events_of(&recs),
+        sample_events(),
+        "the forged frame was read"
+    );
+    assert_eq!((tail.forged_frames, tail.duplicate_frames), (1, 1));
+    let w = tail.warnings().join("\n");
+    assert!(w.contains("1 frames forged"), "{w}");
+    assert!(tail.damaged());
 }
 
 #[test]
