@@ -8,19 +8,81 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::CloneRec;
 
+/// Ids under one key of an index: most keys hold one, which needs no allocation.
+#[derive(Debug)]
+enum IdSet {
+    One(u64),
+    Many(BTreeSet<u64>),
+}
+
+impl IdSet {
+    fn first(&self) -> Option<u64> {
+        match self {
+            IdSet::One(id) => Some(*id),
+            IdSet::Many(set) => set.first().copied(),
+        }
+    }
+}
+
+/// Ids by key, oldest first under each.
+#[derive(Debug)]
+struct Index<K>(HashMap<K, IdSet>);
+
+impl<K> Default for Index<K> {
+    fn default() -> Self {
+        Index(HashMap::new())
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Index<K> {
+    fn insert(&mut self, k: K, id: u64) {
+        match self.0.get_mut(&k) {
+            None => {
+                self.0.insert(k, IdSet::One(id));
+            }
+            Some(IdSet::Many(set)) => {
+                set.insert(id);
+            }
+            Some(one) => {
+                if let IdSet::One(old) = *one {
+                    *one = IdSet::Many(BTreeSet::from([old, id]));
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, k: K, id: u64) {
+        let gone = match self.0.get_mut(&k) {
+            Some(IdSet::One(old)) => *old == id,
+            Some(IdSet::Many(set)) => {
+                set.remove(&id);
+                set.is_empty()
+            }
+            None => false,
+        };
+        if gone {
+            self.0.remove(&k);
+        }
+    }
+
+    fn first(&self, k: &K) -> Option<u64> {
+        self.0.get(k)?.first()
+    }
+}
+
 /// Ids of one kind of record, oldest first, and how many of them each caller process made.
 #[derive(Debug, Default)]
 struct Kind {
     ids: BTreeSet<u64>,
     per_tgid: HashMap<u32, usize>,
-    by_caller: HashMap<u32, BTreeSet<u64>>,
+    by_caller: Index<u32>,
 }
 
 impl Kind {
     fn add(&mut self, c: &CloneRec) {
         self.ids.insert(c.id);
         *self.per_tgid.entry(c.tgid).or_default() += 1;
-        self.by_caller.entry(c.caller).or_default().insert(c.id);
+        self.by_caller.insert(c.caller, c.id);
     }
 
     fn remove(&mut self, c: &CloneRec) {
@@ -31,7 +93,7 @@ impl Kind {
                 self.per_tgid.remove(&c.tgid);
             }
         }
-        remove_from(&mut self.by_caller, c.caller, c.id);
+        self.by_caller.remove(c.caller, c.id);
     }
 
     /// The oldest, when one process made them all.
@@ -43,16 +105,7 @@ impl Kind {
     }
 
     fn oldest_of_caller(&self, caller: u32) -> Option<u64> {
-        self.by_caller.get(&caller)?.first().copied()
-    }
-}
-
-fn remove_from<K: std::hash::Hash + Eq>(m: &mut HashMap<K, BTreeSet<u64>>, k: K, id: u64) {
-    if let Some(set) = m.get_mut(&k) {
-        set.remove(&id);
-        if set.is_empty() {
-            m.remove(&k);
-        }
+        self.by_caller.first(&caller)
     }
 }
 
@@ -65,9 +118,9 @@ pub(super) struct Clones {
     /// Returned, child unnamed.
     unnamed: Kind,
     /// Returned, child unnamed, by return value.
-    by_ret: HashMap<i64, BTreeSet<u64>>,
+    by_ret: Index<i64>,
     /// Returned, the caller's `SyscallExit` not out yet, by caller.
-    open: HashMap<u32, BTreeSet<u64>>,
+    open: Index<u32>,
     /// The caller's `SyscallExit` is out (at most [`super::MAX_UNSEEN`] of them).
     closed: BTreeSet<u64>,
 }
@@ -79,12 +132,12 @@ impl Clones {
                 None => self.in_call.add(c),
                 Some(r) => {
                     self.unnamed.add(c);
-                    self.by_ret.entry(r).or_default().insert(c.id);
+                    self.by_ret.insert(r, c.id);
                 }
             }
         }
         if c.ret.is_some() && !c.closed {
-            self.open.entry(c.caller).or_default().insert(c.id);
+            self.open.insert(c.caller, c.id);
         }
         if c.closed {
             self.closed.insert(c.id);
@@ -97,12 +150,12 @@ impl Clones {
                 None => self.in_call.remove(c),
                 Some(r) => {
                     self.unnamed.remove(c);
-                    remove_from(&mut self.by_ret, r, c.id);
+                    self.by_ret.remove(r, c.id);
                 }
             }
         }
         if c.ret.is_some() && !c.closed {
-            remove_from(&mut self.open, c.caller, c.id);
+            self.open.remove(c.caller, c.id);
         }
         if c.closed {
             self.closed.remove(&c.id);
@@ -143,7 +196,7 @@ impl Clones {
 
     /// The oldest returned call with an unnamed child that returned `ret`.
     pub fn returning(&self, ret: i64) -> Option<u64> {
-        self.by_ret.get(&ret)?.first().copied()
+        self.by_ret.first(&ret)
     }
 
     /// The oldest call of `caller` still inside the call, child unnamed.
@@ -153,7 +206,7 @@ impl Clones {
 
     /// The oldest returned call of `caller` whose `SyscallExit` is not out.
     pub fn open_of(&self, caller: u32) -> Option<u64> {
-        self.open.get(&caller)?.first().copied()
+        self.open.first(&caller)
     }
 
     /// The oldest call still inside the call or, when there is none, the oldest returned one
@@ -187,5 +240,50 @@ impl Clones {
                 }
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Syscall;
+
+    fn rec(id: u64, caller: u32, ret: Option<i64>) -> CloneRec {
+        CloneRec {
+            id,
+            caller,
+            tgid: caller,
+            syscall: Syscall::Clone,
+            flags: None,
+            set_tid: false,
+            ret,
+            child: None,
+            closed: false,
+            ts: 0,
+            candidate: None,
+        }
+    }
+
+    #[test]
+    fn a_key_holding_several_calls_gives_the_oldest_left() {
+        // One caller resuming three calls made before tracing, two returning the same pid.
+        let mut c = Clones::default();
+        c.insert(rec(1, 7, Some(50)));
+        c.insert(rec(2, 7, Some(50)));
+        c.insert(rec(3, 7, Some(60)));
+        assert_eq!((c.open_of(7), c.returning(50)), (Some(1), Some(1)));
+        c.update(1, |r| r.closed = true);
+        assert_eq!((c.open_of(7), c.returning(50)), (Some(2), Some(1)));
+        c.update(1, |r| r.child = Some(99));
+        assert_eq!((c.open_of(7), c.returning(50)), (Some(2), Some(2)));
+        c.remove(2);
+        assert_eq!((c.open_of(7), c.returning(50)), (Some(3), None));
+        assert_eq!(c.closed(), vec![1]);
+        c.remove(3);
+        c.remove(1);
+        assert_eq!(
+            (c.open_of(7), c.returning(60), c.waiting()),
+            (None, None, None)
+        );
     }
 }
