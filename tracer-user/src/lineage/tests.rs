@@ -2939,21 +2939,23 @@ fn an_oom_victim_dies_oomkilled_in_its_cgroup() {
     assert_eq!(j["sender"], serde_json::Value::Null);
 }
 
+/// A process of one container's pid namespace (level 1), pid `ns_pid` there.
+fn ns1(ns_pid: u32) -> Option<PidNs> {
+    Some(PidNs {
+        inum: 4026532000,
+        level: 1,
+        ns_pid,
+    })
+}
+
 #[test]
 fn the_death_of_a_namespace_init_kills_what_is_left_in_it() {
-    let ns = |pid| {
-        Some(PidNs {
-            inum: 4026532000,
-            level: 1,
-            ns_pid: pid,
-        })
-    };
     let mut b = B::default();
     b.fork(1, 100);
-    b.born(100, 200, 100, cf::CLONE_NEWPID, ns(1));
-    b.born(200, 300, 200, 0, ns(2));
+    b.born(100, 200, 100, cf::CLONE_NEWPID, ns1(1));
+    b.born(200, 300, 200, 0, ns1(2));
     // An exec'd process (setns into the namespace): its parent is outside.
-    b.born(100, 400, 100, 0, ns(3));
+    b.born(100, 400, 100, 0, ns1(3));
     b.killed(200, SIGKILL);
     b.signal(200, "sh", SIGKILL, SI_KERNEL, 300);
     b.signal(200, "sh", SIGKILL, SI_KERNEL, 400);
@@ -3047,21 +3049,14 @@ fn each_nested_namespace_is_zapped_by_its_own_init() {
 fn a_namespace_whose_init_retention_dropped_still_zaps_its_live_members() {
     // As the scan of every record did: a live process of a namespace whose init record was
     // dropped is killed by the next init of that inode (the kernel reuses inode numbers).
-    let ns = |pid| {
-        Some(PidNs {
-            inum: 4026532000,
-            level: 1,
-            ns_pid: pid,
-        })
-    };
     let mut b = B::default();
     b.fork(1, 100);
-    b.born(100, 200, 100, cf::CLONE_NEWPID, ns(1));
+    b.born(100, 200, 100, cf::CLONE_NEWPID, ns1(1));
     // setns'd in (its parent is outside), its death never seen
-    b.born(100, 400, 100, 0, ns(3));
+    b.born(100, 400, 100, 0, ns1(3));
     b.exit(200, 0);
     let split = b.events.len();
-    b.born(100, 500, 100, cf::CLONE_NEWPID, ns(1));
+    b.born(100, 500, 100, cf::CLONE_NEWPID, ns1(1));
     b.exit(500, 0);
     let mut e = Engine::with_retention(Retention {
         max_exited: 0,
