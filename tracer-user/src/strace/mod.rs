@@ -1218,15 +1218,20 @@ impl Parser {
 
     /// `+++ superseded by execve in pid OLD +++` in the leader's pid.
     fn superseded(&mut self, leader: u32, old: Option<u32>) {
+        // The thread in an exec is one of the leader's process: its threads are read, not
+        // every task's pending call (one superseded line per thread made that quadratic).
         let old = old.or_else(|| {
             let tgid = self.tgid(leader);
-            self.pending
+            self.threads
+                .get(&tgid)?
                 .iter()
-                .filter(|(t, p)| {
-                    **t != leader && matches!(p, Pending::Exec { .. }) && self.tgid(**t) == tgid
+                .filter(|&&t| {
+                    t != leader
+                        && matches!(self.pending.get(&t), Some(Pending::Exec { .. }))
+                        && self.tgid(t) == tgid
                 })
-                .map(|(t, _)| *t)
                 .min()
+                .copied()
         });
         let Some(old) = old else { return };
         if old == leader {
