@@ -68,6 +68,13 @@ impl<K: std::hash::Hash + Eq> Index<K> {
     fn first(&self, k: &K) -> Option<u64> {
         self.0.get(k)?.first()
     }
+
+    fn set(&mut self, k: K, id: u64, add: bool) {
+        match add {
+            true => self.insert(k, id),
+            false => self.remove(k, id),
+        }
+    }
 }
 
 /// Ids of one kind of record, oldest first, and how many of them each caller process made.
@@ -126,45 +133,36 @@ pub(super) struct Clones {
 }
 
 impl Clones {
-    fn index(&mut self, c: &CloneRec) {
+    /// Enters (`add`) or takes out record `c` of every index that holds it: which ones do is
+    /// said here once, for both.
+    fn index(&mut self, c: &CloneRec, add: bool) {
         if c.child.is_none() {
-            match c.ret {
-                None => self.in_call.add(c),
-                Some(r) => {
-                    self.unnamed.add(c);
-                    self.by_ret.insert(r, c.id);
-                }
+            let kind = match c.ret {
+                None => &mut self.in_call,
+                Some(_) => &mut self.unnamed,
+            };
+            match add {
+                true => kind.add(c),
+                false => kind.remove(c),
+            }
+            if let Some(r) = c.ret {
+                self.by_ret.set(r, c.id, add);
             }
         }
         if c.ret.is_some() && !c.closed {
-            self.open.insert(c.caller, c.id);
+            self.open.set(c.caller, c.id, add);
         }
         if c.closed {
-            self.closed.insert(c.id);
-        }
-    }
-
-    fn unindex(&mut self, c: &CloneRec) {
-        if c.child.is_none() {
-            match c.ret {
-                None => self.in_call.remove(c),
-                Some(r) => {
-                    self.unnamed.remove(c);
-                    self.by_ret.remove(r, c.id);
-                }
-            }
-        }
-        if c.ret.is_some() && !c.closed {
-            self.open.remove(c.caller, c.id);
-        }
-        if c.closed {
-            self.closed.remove(&c.id);
+            match add {
+                true => self.closed.insert(c.id),
+                false => self.closed.remove(&c.id),
+            };
         }
     }
 
     /// Adds a call (its id newer than every held one).
     pub fn insert(&mut self, c: CloneRec) {
-        self.index(&c);
+        self.index(&c, true);
         self.recs.insert(c.id, c);
     }
 
@@ -174,7 +172,7 @@ impl Clones {
 
     pub fn remove(&mut self, id: u64) -> Option<CloneRec> {
         let c = self.recs.remove(&id)?;
-        self.unindex(&c);
+        self.index(&c, false);
         Some(c)
     }
 
@@ -183,9 +181,9 @@ impl Clones {
         let Some(mut c) = self.recs.remove(&id) else {
             return;
         };
-        self.unindex(&c);
+        self.index(&c, false);
         change(&mut c);
-        self.index(&c);
+        self.index(&c, true);
         self.recs.insert(id, c);
     }
 
