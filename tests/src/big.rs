@@ -18,6 +18,9 @@ pub enum Shape {
         /// Each thread exits before the next is made (a churning pool).
         short_lived: bool,
     },
+    /// Pid namespaces nested `n` deep, each init's death zapping its own
+    /// ([`synth::nested_namespaces`]).
+    NestedNamespaces,
 }
 
 /// Writes a recording of `n` processes (or threads) of `shape` to `path`; the number of
@@ -27,6 +30,7 @@ pub fn write(path: &Path, shape: Shape, n: u32) -> Result<usize> {
         Shape::Tree => synth::fork_tree(n),
         Shape::Chain => synth::chain(n),
         Shape::Threads { short_lived } => synth::many_threads(n, short_lived),
+        Shape::NestedNamespaces => synth::nested_namespaces(n),
     };
     let bytes = to_bytes(&Header::default(), &evs)?;
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;

@@ -181,3 +181,101 @@ pub fn process(pid: u32, ppid: u32, comm: &str) -> crate::event::SnapshotProcess
         ..Default::default()
     }
 }
+
+/// First pid of [`nested_namespaces`]: namespace `i`'s init is `NESTED_BASE + 2i`, the worker
+/// it forks into its own namespace `NESTED_BASE + 2i + 1`.
+pub const NESTED_BASE: u32 = 1000;
+
+/// `n` nested pid namespaces (`unshare -Urpf` run again inside each one): the init of
+/// namespace `i` (pid 1 there, `inum` `0xf000_0000 + i`, level `i + 1`) forks a worker into
+/// its own namespace and then the init of namespace `i + 1`. Then the inits exit, the
+/// outermost first, each followed by its worker's SIGKILL, as zap_pid_ns_processes() kills it.
+/// Seqs are 1.. without gaps. The hostile input of the namespace zap.
+pub fn nested_namespaces(n: u32) -> Vec<Event> {
+    let mut evs = Vec::with_capacity(n as usize * 4 + 1);
+    let mut seq = 0u64;
+    let mut next = |evs: &mut Vec<Event>, tgid: u32, kind: EventKind| {
+        seq += 1;
+        evs.push(event(seq, tgid, "", kind));
+    };
+    let ns = |i: u32, ns_pid: u32| crate::event::PidNs {
+        inum: 0xf000_0000 + u64::from(i),
+        level: i + 1,
+        ns_pid,
+    };
+    let clone = |child: u32, parent: u32, flags: u64, child_ns| EventKind::Fork {
+        child_tid: child,
+        child_tgid: child,
+        child_ppid: parent,
+        syscall: Some(Syscall::Clone),
+        flags: Some(CloneFlags(flags)),
+        child_ns: Some(child_ns),
+    };
+    let newpid = tracer_common::clone_flags::CLONE_NEWPID;
+    let init = |i: u32| NESTED_BASE + 2 * i;
+    next(
+        &mut evs,
+        NESTED_BASE - 1,
+        clone(init(0), NESTED_BASE - 1, newpid, ns(0, 1)),
+    );
+    for i in 0..n {
+        next(&mut evs, init(i), clone(init(i) + 1, init(i), 0, ns(i, 2)));
+        if i + 1 < n {
+            next(
+                &mut evs,
+                init(i),
+                clone(init(i + 1), init(i), newpid, ns(i + 1, 1)),
+            );
+        }
+    }
+    let exit = |exit_code| EventKind::TaskExit {
+        exit_code,
+        group_dead: true,
+    };
+    for i in 0..n {
+        // The outermost init exits; every inner one is killed by its parent namespace's zap.
+        next(&mut evs, init(i), exit(if i == 0 { 0 } else { 9 }));
+        next(&mut evs, init(i) + 1, exit(9));
+    }
+    evs
+}
+
+/// An `strace -f` log (stderr form, `[pid N]`) of a fork chain with `n` clones in flight at
+/// once: pid `1000 + i` starts `clone(...) <unfinished ...>`, its child `1000 + i + 1` speaks
+/// first (and clones in turn); then every call resumes, returning its child's pid, and the
+/// processes exit, the newest first. Hostile input of the importer's bookkeeping of calls.
+pub fn strace_unfinished_clones(n: u32) -> String {
+    let mut s = String::with_capacity(n as usize * 160);
+    let call = "clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD";
+    for i in 0..n {
+        s.push_str(&format!("[pid {}] {call} <unfinished ...>\n", 1000 + i));
+    }
+    for i in 0..n {
+        let (caller, child) = (1000 + i, 1001 + i);
+        s.push_str(&format!(
+            "[pid {caller}] <... clone resumed>, child_tidptr=0x7f0) = {child}\n"
+        ));
+    }
+    for i in (0..=n).rev() {
+        s.push_str(&format!("[pid {}] +++ exited with 0 +++\n", 1000 + i));
+    }
+    s
+}
+
+/// An `strace -f` log of `n` tasks whose first line resumes a clone made before tracing
+/// (`<... clone resumed>`, the call itself not in the log), each returning a pid that then
+/// exits. Hostile input of the importer's bookkeeping of returned clones.
+pub fn strace_resumed_clones(n: u32) -> String {
+    let mut s = String::with_capacity(n as usize * 120);
+    for i in 0..n {
+        let (caller, child) = (1000 + i, 1000 + n + i);
+        s.push_str(&format!(
+            "[pid {caller}] <... clone resumed>, child_tidptr=0x7f0) = {child}\n"
+        ));
+    }
+    for child in 1000 + n..1000 + 2 * n {
+        s.push_str(&format!("[pid {child}] exit_group(0) = ?\n"));
+        s.push_str(&format!("[pid {child}] +++ exited with 0 +++\n"));
+    }
+    s
+}

@@ -49,7 +49,8 @@ enum Task {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 15)]
         runs: u32,
-        /// Only one part: storm, dd, throughput, pod, latency, scale, soak or agent.
+        /// Only one part: storm, dd, throughput, pod, latency, scale, soak, agent, seek or
+        /// crafted (no probes: built without them).
         #[arg(long)]
         only: Option<String>,
     },
@@ -360,21 +361,26 @@ fn live_args(bin: &std::path::Path, target: Vec<String>) -> Vec<String> {
     std::iter::once(view.to_string()).chain(target).collect()
 }
 
+/// `target/release/tracer` without the probes (feature `cli` alone): no BPF toolchain needed.
+fn build_without_probes() -> Result<()> {
+    run(cargo()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "tracer-user",
+            "--no-default-features",
+            "--features",
+            "cli",
+        ])
+        .env("AYA_BUILD_SKIP", "1"))
+}
+
 /// Shows the bundled demo (no root, no BPF, no LLVM), building without the probes if needed.
 fn demo_instead(why: &str, built: bool) -> Result<()> {
     println!("xtask: cannot trace live: {why}; replaying the bundled demo instead");
     if !built {
-        run(cargo()
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "tracer-user",
-                "--no-default-features",
-                "--features",
-                "cli",
-            ])
-            .env("AYA_BUILD_SKIP", "1"))?;
+        build_without_probes()?;
     }
     run(Command::new(workspace_root().join("target/release/tracer")).arg("demo"))
 }
@@ -417,6 +423,11 @@ fn dispatch(task: Task) -> Result<()> {
         }
         Task::Run { args } => run_tracer(args),
         Task::Test => test(),
+        Task::Bench { runs, only } if only.as_deref() == Some("crafted") => {
+            // Recordings only: the binary without the probes (no BPF toolchain, no set-up).
+            build_without_probes()?;
+            bench::run(&workspace_root(), runs, only.as_deref())
+        }
         Task::Bench { runs, only } => {
             setup::setup(&[Scope::Tests])?;
             run(cargo().args([

@@ -170,16 +170,26 @@ impl Engine {
     }
 
     /// zap_pid_ns_processes(): the init of a pid namespace died, and the kernel kills every
-    /// process left in it (those of `runc exec` included, whose parents are outside).
+    /// process left in it (those of `runc exec` included, whose parents are outside). Marked
+    /// here: the live processes whose own namespace it is (the namespace's index, so the cost
+    /// is its members', not every record's); those of namespaces nested in it are marked when
+    /// their own init's death, which this zap causes, comes.
     pub(super) fn zap_namespace(&mut self, init: ProcId, seq: u64) {
         let Some(ns) = self.procs[init].pidns else {
             return;
         };
         let init_pid = self.procs[init].pid;
-        self.procs.update_where(
-            |p| p.pidns.is_some_and(|n| n.inum == ns.inum) && !p.exited && p.id != init,
-            |p| p.rare_mut().zapped_by = Some((init_pid, seq)),
-        );
+        let Some(entry) = self.namespaces.get(&ns.inum) else {
+            return;
+        };
+        // Oldest record first, as the store holds them (the change log's order).
+        let members: Vec<ProcId> = entry.live.iter().copied().collect();
+        for id in members {
+            let p = &self.procs[id];
+            if !p.exited && id != init {
+                self.procs[id].rare_mut().zapped_by = Some((init_pid, seq));
+            }
+        }
     }
 
     /// The SIGCHLD checks so far.

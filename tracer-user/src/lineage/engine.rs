@@ -1,6 +1,6 @@
 //! The state machine: events in, kernel process tree out.
 
-use std::collections::HashMap as StdHashMap;
+use std::collections::{BTreeSet, HashMap as StdHashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -216,10 +216,14 @@ impl fmt::Display for Warning {
 }
 
 /// A pid namespace below the host's, as far as the source showed it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Namespace {
     /// Its `child_reaper`: the first process created in it (pid 1 there).
     pub init: Option<ProcId>,
+    /// Its live processes (those whose own namespace it is, init included), by record id:
+    /// what zap_pid_ns_processes() kills is read here, not found by a scan of every record.
+    /// Written at birth and at exit; shared with the engine's clones until written.
+    pub live: Arc<BTreeSet<ProcId>>,
 }
 
 /// The lineage engine. Deterministic: the same events give the same state.
@@ -1202,6 +1206,19 @@ impl Engine {
         let entry = self.namespaces.entry(ns.inum).or_default();
         if ns.ns_pid == 1 {
             entry.init = Some(id);
+        }
+        Arc::make_mut(&mut entry.live).insert(id);
+    }
+
+    /// The process ended: it is no longer one of its namespace's live processes.
+    pub(super) fn leave_namespace(&mut self, id: ProcId) {
+        let Some(ns) = self.procs[id].pidns.filter(|ns| ns.level > 0) else {
+            return;
+        };
+        if let Some(entry) = self.namespaces.get_mut(&ns.inum) {
+            if entry.live.contains(&id) {
+                Arc::make_mut(&mut entry.live).remove(&id);
+            }
         }
     }
 

@@ -37,6 +37,7 @@ impl Engine {
         p.exit_seq = Some(seq);
         p.exit_ts_ns = Some(ts_ns);
         self.all_threads_dead(id);
+        self.leave_namespace(id);
         if super::engine::is_ns_init(&self.procs[id]) {
             self.zap_namespace(id, seq);
         }

@@ -2943,21 +2943,23 @@ fn an_oom_victim_dies_oomkilled_in_its_cgroup() {
     assert_eq!(j["sender"], serde_json::Value::Null);
 }
 
+/// A process of one container's pid namespace (level 1), pid `ns_pid` there.
+fn ns1(ns_pid: u32) -> Option<PidNs> {
+    Some(PidNs {
+        inum: 4026532000,
+        level: 1,
+        ns_pid,
+    })
+}
+
 #[test]
 fn the_death_of_a_namespace_init_kills_what_is_left_in_it() {
-    let ns = |pid| {
-        Some(PidNs {
-            inum: 4026532000,
-            level: 1,
-            ns_pid: pid,
-        })
-    };
     let mut b = B::default();
     b.fork(1, 100);
-    b.born(100, 200, 100, cf::CLONE_NEWPID, ns(1));
-    b.born(200, 300, 200, 0, ns(2));
+    b.born(100, 200, 100, cf::CLONE_NEWPID, ns1(1));
+    b.born(200, 300, 200, 0, ns1(2));
     // An exec'd process (setns into the namespace): its parent is outside.
-    b.born(100, 400, 100, 0, ns(3));
+    b.born(100, 400, 100, 0, ns1(3));
     b.killed(200, SIGKILL);
     b.signal(200, "sh", SIGKILL, SI_KERNEL, 300);
     b.signal(200, "sh", SIGKILL, SI_KERNEL, 400);
@@ -2977,6 +2979,104 @@ fn the_death_of_a_namespace_init_kills_what_is_left_in_it() {
         DeathHow::Signal,
         "outside the namespace"
     );
+}
+
+/// Pids of the records the namespace zap marked.
+fn zapped(e: &Engine) -> Vec<u32> {
+    e.procs
+        .iter()
+        .filter(|p| p.zapped_by().is_some())
+        .map(|p| p.pid)
+        .collect()
+}
+
+#[test]
+fn each_nested_namespace_is_zapped_by_its_own_init() {
+    // zap_pid_ns_processes() kills every task with a pid in the dying init's namespace,
+    // nested namespaces' included; the engine marks the processes whose own namespace it
+    // is, and a nested one's when its own init's death (which that zap causes) comes.
+    let n = 6;
+    let evs = crate::synth::nested_namespaces(n);
+    let init = |i: u32| crate::synth::NESTED_BASE + 2 * i;
+    let first_exit = evs
+        .iter()
+        .position(|ev| matches!(ev.kind, EventKind::TaskExit { .. }))
+        .expect("an exit");
+    let mut e = Engine::new();
+    for ev in &evs[..=first_exit] {
+        e.apply(ev);
+    }
+    assert_eq!(
+        zapped(&e),
+        vec![init(0) + 1],
+        "the outermost namespace's own worker"
+    );
+    let before = e.clone();
+    for ev in &evs[first_exit + 1..] {
+        e.apply(ev);
+    }
+    for i in 0..n {
+        let d = death(&e, init(i) + 1);
+        assert_eq!(
+            (d.how, d.ns_init),
+            (DeathHow::PidNs, Some(init(i))),
+            "worker {i}"
+        );
+        if i > 0 {
+            // the init of a nested namespace is not a process of the outer one's own
+            assert_eq!(death(&e, init(i)).how, DeathHow::Signal, "init {i}");
+        }
+    }
+    assert!(
+        e.namespaces.values().all(|ns| ns.live.is_empty()),
+        "all ended"
+    );
+    // A clone taken before shares the index until written: it still holds its members, and
+    // the same events give it the same marks.
+    assert_eq!(zapped(&before), vec![init(0) + 1]);
+    assert_eq!(
+        before
+            .namespaces
+            .values()
+            .map(|ns| ns.live.len())
+            .sum::<usize>(),
+        2 * n as usize - 1
+    );
+    let mut copy = before;
+    for ev in &evs[first_exit + 1..] {
+        copy.apply(ev);
+    }
+    assert_eq!(zapped(&copy), zapped(&e));
+}
+
+#[test]
+fn a_namespace_whose_init_retention_dropped_still_zaps_its_live_members() {
+    // As the scan of every record did: a live process of a namespace whose init record was
+    // dropped is killed by the next init of that inode (the kernel reuses inode numbers).
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.born(100, 200, 100, cf::CLONE_NEWPID, ns1(1));
+    // setns'd in (its parent is outside), its death never seen
+    b.born(100, 400, 100, 0, ns1(3));
+    b.exit(200, 0);
+    let split = b.events.len();
+    b.born(100, 500, 100, cf::CLONE_NEWPID, ns1(1));
+    b.exit(500, 0);
+    let mut e = Engine::with_retention(Retention {
+        max_exited: 0,
+        max_age_ns: u64::MAX,
+    });
+    e.seed_snapshot(&[snap(1, 0, "systemd")]);
+    for ev in &b.events[..split] {
+        e.apply(ev);
+    }
+    e.prune_now(0);
+    assert!(e.process(200).is_none(), "the init's record was dropped");
+    for ev in &b.events[split..] {
+        e.apply(ev);
+    }
+    let p = e.process(400).expect("live");
+    assert_eq!(p.zapped_by().map(|z| z.0), Some(500));
 }
 
 #[test]

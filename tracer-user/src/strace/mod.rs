@@ -128,12 +128,13 @@
 //! does.
 
 mod args;
+mod clones;
 mod line;
 mod pidns;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
 use crate::event::{
@@ -336,9 +337,10 @@ pub struct Parser {
     /// Live pids that appeared without a known creator (the initial process aside).
     unclaimed: HashSet<u32>,
     /// (tgid, threads of it not yet seen) from `attached with M threads`.
-    unannounced: Vec<(u32, u32)>,
+    /// Entries leave when their count reaches 0, so the front is always the one to fill.
+    unannounced: VecDeque<(u32, u32)>,
     pending: HashMap<u32, Pending>,
-    clones: Vec<CloneRec>,
+    clones: clones::Clones,
     next_clone: u64,
     /// Non-leader exec: leader pid → the thread that exec'd.
     pid_changed: HashMap<u32, u32>,
@@ -439,9 +441,10 @@ impl Parser {
             }
         }
         self.apply_deferred();
-        let callers: Vec<u32> = self.clones.iter().map(|c| c.caller).collect();
-        for c in callers {
-            self.fallback_identity(c);
+        for id in self.clones.ids() {
+            if let Some(caller) = self.clones.get(id).map(|c| c.caller) {
+                self.fallback_identity(caller);
+            }
         }
         self.resolve_candidates();
         self.out.initial_pid_unknown = self.anon;
@@ -544,11 +547,7 @@ impl Parser {
             }
         }
         // (1) a clone that returned exactly this pid
-        if let Some(i) = self
-            .clones
-            .iter()
-            .position(|c| c.child.is_none() && c.ret == Some(i64::from(pid)))
-        {
+        if let Some(i) = self.clones.returning(i64::from(pid)) {
             self.assign_child(i, pid);
             return;
         }
@@ -556,10 +555,7 @@ impl Parser {
             // The initial process, whose earlier lines had no pid, or its child? A resumed line
             // continues a call made earlier, so it is the initial process; a child can also
             // speak while the initial process is still inside the clone (vfork, `-q` logs).
-            let in_clone = self
-                .clones
-                .iter()
-                .position(|c| c.caller == UNKNOWN_PID && c.child.is_none() && c.ret.is_none());
+            let in_clone = self.clones.in_call_of(UNKNOWN_PID);
             match in_clone {
                 Some(i) if how == Seen::Prefix => self.assign_child(i, pid),
                 _ => self.bind_anon(pid),
@@ -568,9 +564,12 @@ impl Parser {
         }
         // threads of an attached process appear unannounced
         if !matches!(how, Seen::Attach { .. }) {
-            if let Some(slot) = self.unannounced.iter_mut().find(|(_, n)| *n > 0) {
+            if let Some(slot) = self.unannounced.front_mut() {
                 slot.1 -= 1;
                 let tgid = slot.0;
+                if slot.1 == 0 {
+                    self.unannounced.pop_front();
+                }
                 self.set_thread(pid, tgid);
                 return;
             }
@@ -586,7 +585,9 @@ impl Parser {
                 // The clone returned a pid of strace's namespace not seen yet: that pid, if it
                 // shows up later, is the child; this one only if it never does.
                 let at = self.out.events.len();
-                self.clones[i].candidate.get_or_insert((pid, at));
+                self.clones.update(i, |c| {
+                    c.candidate.get_or_insert((pid, at));
+                });
             }
         }
         // a process that existed before tracing, or a child nobody can be named the creator of
@@ -599,7 +600,7 @@ impl Parser {
         }
         if let Seen::Attach { threads: Some(n) } = how {
             if n > 1 {
-                self.unannounced.push((pid, n - 1));
+                self.unannounced.push_back((pid, n - 1));
             }
         }
     }
@@ -644,10 +645,7 @@ impl Parser {
         for v in self.parents.values_mut() {
             fix(v);
         }
-        for c in &mut self.clones {
-            fix(&mut c.caller);
-            fix(&mut c.tgid);
-        }
+        self.clones.rename(UNKNOWN_PID, pid);
         if self.nested.remove(&UNKNOWN_PID) {
             self.nested.insert(pid);
         }
@@ -675,30 +673,19 @@ impl Parser {
     /// clone still inside the call, else the oldest returned one whose child could not be
     /// named — each only when all such clones were made by one process, never a guess between
     /// callers.
-    fn waiting_clone(&self) -> Option<usize> {
-        for in_call in [true, false] {
-            let mut first: Option<(usize, u32)> = None;
-            for (i, c) in self.clones.iter().enumerate() {
-                if c.child.is_some() || c.ret.is_none() != in_call {
-                    continue;
-                }
-                match first {
-                    None => first = Some((i, c.tgid)),
-                    Some((_, tgid)) if tgid != c.tgid => return None,
-                    Some(_) => {}
-                }
-            }
-            if let Some((i, _)) = first {
-                return Some(i);
-            }
-        }
-        None
+    fn waiting_clone(&self) -> Option<u64> {
+        self.clones.waiting()
     }
 
     /// Clone `i` returned a pid that may still show up in the log as its child: one of
     /// strace's namespace (not foreign) that no live task has.
-    fn return_may_show(&mut self, i: usize) -> bool {
-        match self.clones[i].ret.and_then(|r| u32::try_from(r).ok()) {
+    fn return_may_show(&mut self, i: u64) -> bool {
+        match self
+            .clones
+            .get(i)
+            .and_then(|c| c.ret)
+            .and_then(|r| u32::try_from(r).ok())
+        {
             Some(n) if n > 0 && !self.live.contains(&n) => !self.foreign_return(i, n),
             _ => false,
         }
@@ -708,19 +695,25 @@ impl Parser {
     /// (the first unseen pid after it) as child, its `Fork` placed before that pid's first
     /// event.
     fn resolve_candidates(&mut self) {
-        while let Some(i) = self
-            .clones
-            .iter()
-            .position(|c| c.child.is_none() && c.candidate.is_some())
-        {
-            let Some((pid, at)) = self.clones[i].candidate.take() else {
+        // Assigning one clone's child changes no other clone: one pass, oldest first.
+        // Children the log's Forks name, read once (then each assignment adds its own).
+        let mut claimed: HashSet<u32> = HashSet::new();
+        for e in &self.out.events {
+            if let EventKind::Fork { child_tid, .. } = e.kind {
+                claimed.insert(child_tid);
+            }
+        }
+        for i in self.clones.ids() {
+            let Some((pid, at)) = self
+                .clones
+                .get(i)
+                .filter(|c| c.child.is_none())
+                .and_then(|c| c.candidate)
+            else {
                 continue;
             };
-            let claimed =
-                self.out.events.iter().any(
-                    |e| matches!(e.kind, EventKind::Fork { child_tid, .. } if child_tid == pid),
-                );
-            if claimed || at > self.out.events.len() {
+            self.clones.update(i, |c| c.candidate = None);
+            if claimed.contains(&pid) || at > self.out.events.len() {
                 continue;
             }
             let end = self.out.events.len();
@@ -736,8 +729,10 @@ impl Parser {
     }
 
     /// Evidence that the return value `n` of clone `i` is not a pid of strace's namespace.
-    fn foreign_return(&mut self, i: usize, n: u32) -> bool {
-        let c = &self.clones[i];
+    fn foreign_return(&mut self, i: u64, n: u32) -> bool {
+        let Some(c) = self.clones.get(i) else {
+            return false;
+        };
         if self.nested.contains(&c.tgid) {
             return true;
         }
@@ -752,8 +747,13 @@ impl Parser {
     }
 
     /// Clone `i` returned a pid (stored in `ret`) and its child is not named yet.
-    fn returned(&mut self, i: usize) {
-        let Some(n) = self.clones[i].ret.and_then(|r| u32::try_from(r).ok()) else {
+    fn returned(&mut self, i: u64) {
+        let Some(n) = self
+            .clones
+            .get(i)
+            .and_then(|c| c.ret)
+            .and_then(|r| u32::try_from(r).ok())
+        else {
             return;
         };
         if self.unclaimed.contains(&n) {
@@ -774,31 +774,25 @@ impl Parser {
     }
 
     /// Emits the caller's `SyscallExit` of clone `i`, whose child stays unnamed for now.
-    fn close(&mut self, i: usize) {
-        let Some(c) = self.clones.get_mut(i) else {
+    fn close(&mut self, i: u64) {
+        let Some(c) = self.clones.get(i).filter(|c| !c.closed) else {
             return;
         };
-        if c.closed {
-            return;
-        }
-        c.closed = true;
         let (caller, ts, syscall, ret) = (c.caller, c.ts, c.syscall, c.ret.unwrap_or(0));
+        self.clones.update(i, |c| c.closed = true);
         self.emit(caller, ts, EventKind::SyscallExit { syscall, ret });
-        if self.clones.iter().filter(|c| c.closed).count() > MAX_UNSEEN {
-            // forget the older half at once (amortized: no shifting on every call)
-            let mut drop = MAX_UNSEEN / 2;
-            self.clones.retain(|c| {
-                let keep = !c.closed || drop == 0;
-                if !keep {
-                    drop -= 1;
-                }
-                keep
-            });
+        if self.clones.closed_count() > MAX_UNSEEN {
+            // forget the older half at once (amortized: not one on every call)
+            for id in self.clones.closed().into_iter().take(MAX_UNSEEN / 2) {
+                self.clones.remove(id);
+            }
         }
     }
 
-    fn assign_child(&mut self, i: usize, child: u32) {
-        let c = self.clones[i].clone();
+    fn assign_child(&mut self, i: u64, child: u32) {
+        let Some(c) = self.clones.get(i).cloned() else {
+            return;
+        };
         let thread = c.makes_thread();
         let child_tgid = if thread { self.tgid(c.caller) } else { child };
         self.tgid_of.remove(&child); // a reused pid
@@ -851,7 +845,7 @@ impl Parser {
             }
             self.clones.remove(i);
         } else {
-            self.clones[i].child = Some(child);
+            self.clones.update(i, |c| c.child = Some(child));
         }
     }
 
@@ -882,21 +876,17 @@ impl Parser {
     /// the log says it is not a pid of strace's namespace (then the child may still show up as
     /// a new pid).
     fn fallback_identity(&mut self, caller: u32) {
-        while let Some(i) = self
-            .clones
-            .iter()
-            .position(|c| c.caller == caller && c.ret.is_some() && !c.closed)
-        {
-            let n = self.clones[i]
-                .ret
-                .and_then(|r| u32::try_from(r).ok())
-                .filter(|&p| p > 0);
+        // Each turn closes the call or names its child (and forgets it): it leaves `open_of`.
+        while let Some(i) = self.clones.open_of(caller) {
+            let Some(c) = self.clones.get(i) else {
+                return;
+            };
+            let n = c.ret.and_then(|r| u32::try_from(r).ok()).filter(|&p| p > 0);
+            let candidate = c.candidate.is_some();
             match n {
                 // A candidate appeared meanwhile: wait for the return value to show up until
                 // the end of the log (`finish`), the caller's exit line now.
-                Some(n) if !self.unclaimed.contains(&n) && self.clones[i].candidate.is_some() => {
-                    self.close(i)
-                }
+                Some(n) if !self.unclaimed.contains(&n) && candidate => self.close(i),
                 Some(n) if self.unclaimed.contains(&n) || !self.foreign_return(i, n) => {
                     self.assign_child(i, n)
                 }
@@ -933,11 +923,15 @@ impl Parser {
                 }
                 self.nested.remove(&tid);
                 // threads the process made and nobody could name died with it
-                self.clones.retain(|c| {
-                    !(c.closed
-                        && c.tgid == tid
-                        && c.flags.is_some_and(|f| f & cf::CLONE_THREAD != 0))
-                });
+                for id in self.clones.closed() {
+                    if self
+                        .clones
+                        .get(id)
+                        .is_some_and(|c| c.tgid == tid && c.makes_thread())
+                    {
+                        self.clones.remove(id);
+                    }
+                }
             }
         }
     }
@@ -1004,12 +998,7 @@ impl Parser {
         // A clone whose child was never announced: settle it before the caller goes on.
         let resumed_clone =
             matches!(l.body, Body::Resumed { syscall: Some(s), .. } if s.creates_task());
-        if !resumed_clone
-            && self
-                .clones
-                .iter()
-                .any(|c| c.caller == tid && c.ret.is_some() && !c.closed)
-        {
+        if !resumed_clone && self.clones.open_of(tid).is_some() {
             self.fallback_identity(tid);
         }
         let ts = self.ts_ns;
@@ -1047,22 +1036,8 @@ impl Parser {
                         exit_signal,
                     },
                 );
-                self.next_clone += 1;
-                let id = self.next_clone;
-                let tgid = self.tgid(tid);
-                self.clones.push(CloneRec {
-                    id,
-                    caller: tid,
-                    tgid,
-                    syscall: sc,
-                    flags: Some(flags),
-                    set_tid: sc == Syscall::Clone3 && args.contains("set_tid="),
-                    ret: None,
-                    child: None,
-                    closed: false,
-                    ts,
-                    candidate: None,
-                });
+                let set_tid = sc == Syscall::Clone3 && args.contains("set_tid=");
+                let id = self.new_clone(tid, ts, sc, Some(flags), set_tid);
                 self.pending.insert(tid, Pending::Clone(id));
             }
             Syscall::Execve | Syscall::Execveat => {
@@ -1130,66 +1105,12 @@ impl Parser {
         }
         match sc {
             Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
-                let idx = match pending {
-                    Some(Pending::Clone(id)) => self.clones.iter().position(|c| c.id == id),
-                    _ => None,
+                let id = match pending {
+                    Some(Pending::Clone(id)) if self.clones.get(id).is_some() => id,
+                    // the call itself is not in the log
+                    _ => self.new_clone(tid, ts, sc, None, false),
                 };
-                let i = match idx {
-                    Some(i) => i,
-                    None => {
-                        // the call itself is not in the log
-                        self.next_clone += 1;
-                        let tgid = self.tgid(tid);
-                        self.clones.push(CloneRec {
-                            id: self.next_clone,
-                            caller: tid,
-                            tgid,
-                            syscall: sc,
-                            flags: None,
-                            set_tid: false,
-                            ret: None,
-                            child: None,
-                            closed: false,
-                            ts,
-                            candidate: None,
-                        });
-                        self.clones.len() - 1
-                    }
-                };
-                self.clones[i].ts = ts;
-                match ret {
-                    Some(r) if r > 0 => {
-                        if let Some(child) = self.clones[i].child {
-                            let c = self.clones.remove(i);
-                            self.learn_pid(&c, r, child);
-                            self.emit(
-                                tid,
-                                ts,
-                                EventKind::SyscallExit {
-                                    syscall: sc,
-                                    ret: r,
-                                },
-                            );
-                        } else {
-                            self.clones[i].ret = Some(r);
-                            self.returned(i);
-                        }
-                    }
-                    Some(r) => {
-                        self.clones.remove(i);
-                        self.emit(
-                            tid,
-                            ts,
-                            EventKind::SyscallExit {
-                                syscall: sc,
-                                ret: r,
-                            },
-                        );
-                    }
-                    None => {
-                        self.clones.remove(i);
-                    }
-                }
+                self.clone_returned(tid, ts, sc, id, ret);
             }
             Syscall::Execve | Syscall::Execveat => {
                 let (filename, old_tid) = match pending {
@@ -1247,17 +1168,78 @@ impl Parser {
         }
     }
 
+    /// A clone-family call of `tid` starts (or resumes, when its start is not in the log:
+    /// flags `None`); its id.
+    fn new_clone(
+        &mut self,
+        tid: u32,
+        ts: u64,
+        sc: Syscall,
+        flags: Option<u64>,
+        set_tid: bool,
+    ) -> u64 {
+        self.next_clone += 1;
+        let id = self.next_clone;
+        let tgid = self.tgid(tid);
+        self.clones.insert(CloneRec {
+            id,
+            caller: tid,
+            tgid,
+            syscall: sc,
+            flags,
+            set_tid,
+            ret: None,
+            child: None,
+            closed: false,
+            ts,
+            candidate: None,
+        });
+        id
+    }
+
+    /// Clone `id` of `tid` returned `ret` (`None`: `= ?`, the caller died in it).
+    fn clone_returned(&mut self, tid: u32, ts: u64, sc: Syscall, id: u64, ret: Option<i64>) {
+        self.clones.update(id, |c| c.ts = ts);
+        let exit = |ret| EventKind::SyscallExit { syscall: sc, ret };
+        match ret {
+            Some(r) if r > 0 => match self.clones.get(id).and_then(|c| c.child) {
+                Some(child) => {
+                    if let Some(c) = self.clones.remove(id) {
+                        self.learn_pid(&c, r, child);
+                    }
+                    self.emit(tid, ts, exit(r));
+                }
+                None => {
+                    self.clones.update(id, |c| c.ret = Some(r));
+                    self.returned(id);
+                }
+            },
+            Some(r) => {
+                self.clones.remove(id);
+                self.emit(tid, ts, exit(r));
+            }
+            None => {
+                self.clones.remove(id);
+            }
+        }
+    }
+
     /// `+++ superseded by execve in pid OLD +++` in the leader's pid.
     fn superseded(&mut self, leader: u32, old: Option<u32>) {
+        // The thread in an exec is one of the leader's process: its threads are read, not
+        // every task's pending call (one superseded line per thread made that quadratic).
         let old = old.or_else(|| {
             let tgid = self.tgid(leader);
-            self.pending
+            self.threads
+                .get(&tgid)?
                 .iter()
-                .filter(|(t, p)| {
-                    **t != leader && matches!(p, Pending::Exec { .. }) && self.tgid(**t) == tgid
+                .filter(|&&t| {
+                    t != leader
+                        && matches!(self.pending.get(&t), Some(Pending::Exec { .. }))
+                        && self.tgid(t) == tgid
                 })
-                .map(|(t, _)| *t)
                 .min()
+                .copied()
         });
         let Some(old) = old else { return };
         if old == leader {

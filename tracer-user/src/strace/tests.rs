@@ -1852,3 +1852,76 @@ fn unprefixed_lines_of_an_initial_process_that_never_shows_its_pid_are_marked() 
     assert!(imp.events.iter().all(|e| e.tid != UNKNOWN_PID));
     assert_eq!(forks(&imp), vec![(4085, 4086, 4086, Some(0))]);
 }
+
+// ---------------------------------------------------------------- many calls in flight
+
+#[test]
+fn a_fork_chain_with_every_clone_in_flight_names_each_child_by_its_caller() {
+    // Each new pid speaks while its parent is still inside the clone: it is that clone's
+    // child (the only clone in flight of a single process); the returns agree.
+    let n = 40;
+    let imp = parse(&crate::synth::strace_unfinished_clones(n));
+    assert_eq!(imp.unreadable, 0);
+    let flags = cf::CLONE_CHILD_CLEARTID | cf::CLONE_CHILD_SETTID;
+    let mut want = vec![(1000, 1000, clone_enter(Syscall::Clone, flags, 17))];
+    for i in 1..n {
+        let (parent, child) = (1000 + i - 1, 1000 + i);
+        want.push((
+            parent,
+            parent,
+            fork_in(child, child, parent, Syscall::Clone, flags),
+        ));
+        want.push((child, child, clone_enter(Syscall::Clone, flags, 17)));
+    }
+    for i in 0..n - 1 {
+        want.push((
+            1000 + i,
+            1000 + i,
+            sys_exit(Syscall::Clone, i64::from(1001 + i)),
+        ));
+    }
+    // The last child shows up only after its parent's return: named by the return value.
+    let (parent, last) = (1000 + n - 1, 1000 + n);
+    want.push((
+        parent,
+        parent,
+        fork_in(last, last, parent, Syscall::Clone, flags),
+    ));
+    want.push((parent, parent, sys_exit(Syscall::Clone, i64::from(last))));
+    for pid in (1000..=last).rev() {
+        want.push((pid, pid, exit(0, true)));
+    }
+    assert_eq!(evs(&imp), want);
+}
+
+#[test]
+fn clones_resumed_from_before_tracing_name_the_pids_they_returned() {
+    // Each caller's first line resumes a clone made before tracing (a task that existed
+    // already, not a child); the pid each returned then exits: that clone's child, its
+    // parent unknown (the call's flags are not in the log).
+    let n = 40;
+    let imp = parse(&crate::synth::strace_resumed_clones(n));
+    assert_eq!(imp.unreadable, 0);
+    let mut want = Vec::new();
+    for i in 0..n {
+        let (caller, child) = (1000 + i, 1000 + n + i);
+        let fork = K::Fork {
+            child_tid: child,
+            child_tgid: child,
+            child_ppid: 0,
+            syscall: Some(Syscall::Clone),
+            flags: None,
+            child_ns: None,
+        };
+        want.push((caller, caller, fork));
+        want.push((caller, caller, sys_exit(Syscall::Clone, i64::from(child))));
+        // named at its first line, before its own events
+        let exit_enter = K::ExitEnter {
+            syscall: Syscall::ExitGroup,
+            code: 0,
+        };
+        want.push((child, child, exit_enter));
+        want.push((child, child, exit(0, true)));
+    }
+    assert_eq!(evs(&imp), want);
+}

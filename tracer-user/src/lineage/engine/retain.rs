@@ -7,6 +7,8 @@
 //! lists are trimmed). Pruning runs in batches whose cost is linear in the records held, and
 //! a batch waits for as many new exits as an eighth of that: amortized O(1) per event.
 
+use std::sync::Arc;
+
 use super::Engine;
 use crate::lineage::process::ProcId;
 
@@ -123,8 +125,18 @@ impl Engine {
         }
         self.procs.retain_marked(keep);
         let procs = &self.procs;
-        self.namespaces
-            .retain(|_, ns| ns.init.is_none_or(|i| procs.contains(i)));
+        // Only exited records are dropped, and a namespace's `live` holds none; a namespace
+        // whose init went keeps its entry while live processes remain in it (an init of a
+        // reused inum zaps them as the scan of every record did).
+        self.namespaces.retain(|_, ns| {
+            if ns.init.is_some_and(|i| !procs.contains(i)) {
+                ns.init = None;
+            }
+            if ns.live.iter().any(|&m| !procs.contains(m)) {
+                Arc::make_mut(&mut ns.live).retain(|&m| procs.contains(m));
+            }
+            ns.init.is_some() || !ns.live.is_empty()
+        });
         let mut trimmed: Vec<(ProcId, Vec<ProcId>)> = Vec::new();
         for p in procs.iter() {
             if p.children.iter().any(|&c| !procs.contains(c)) {
