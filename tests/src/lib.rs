@@ -54,6 +54,27 @@ pub struct Captured {
     pub status: Option<std::process::ExitStatus>,
 }
 
+/// The engine of a capture of a command: seeded with this test process and the command
+/// (named `comm`), then every event the capture got.
+pub fn seeded_with_command(c: &Captured, comm: &str) -> tracer::Engine {
+    let me = std::process::id();
+    let mut engine = tracer::Engine::new();
+    engine.seed_snapshot(&[
+        tracer::lineage::SnapshotProcess {
+            pid: me,
+            ..Default::default()
+        },
+        tracer::lineage::SnapshotProcess {
+            pid: c.pid,
+            ppid: me,
+            comm: comm.into(),
+            ..Default::default()
+        },
+    ]);
+    c.events.iter().for_each(|e| engine.apply(e));
+    engine
+}
+
 /// True when the process may load BPF programs.
 pub use prereq::is_root;
 

@@ -52,27 +52,6 @@ fn exit_of(c: &Captured, tid: u32) -> Option<(u32, bool)> {
     })
 }
 
-/// The lineage engine over a capture, seeded with this test and the command it forked, as
-/// they were when the capture started (so nothing in it is unknown).
-fn seeded_with_command(c: &Captured, comm: &str) -> tracer::Engine {
-    let mut engine = tracer::Engine::new();
-    let me = std::process::id();
-    engine.seed_snapshot(&[
-        tracer::lineage::SnapshotProcess {
-            pid: me,
-            ..Default::default()
-        },
-        tracer::lineage::SnapshotProcess {
-            pid: c.pid,
-            ppid: me,
-            comm: comm.into(),
-            ..Default::default()
-        },
-    ]);
-    c.events.iter().for_each(|e| engine.apply(e));
-    engine
-}
-
 fn assert_no_gaps(c: &Captured) {
     assert_eq!(c.drops, 0, "events were dropped");
     assert_eq!(
@@ -423,7 +402,7 @@ fn runc_run(syscalls: bool) {
     assert_eq!(c.status.and_then(|s| s.code()), Some(0), "runc run failed");
     let runc = c.pid;
     // The engine predicted every parent the kernel then reported.
-    let engine = seeded_with_command(&c, "runc");
+    let engine = tests::seeded_with_command(&c, "runc");
     tests::assert_no_model_disagreement(&engine, "runc run");
 
     let names: Vec<(u32, String)> = c
@@ -567,7 +546,7 @@ fn late_subreaper_is_reported_before_the_adoption() {
     assert_eq!(c.events[reported].comm.to_string(), "actor");
     assert_eq!(exit_of(&c, child), Some((9 << 8, true)));
     assert_eq!(exit_of(&c, grandchild), Some((10 << 8, true)));
-    let engine = seeded_with_command(&c, "actor");
+    let engine = tests::seeded_with_command(&c, "actor");
     // The engine predicted the adoption itself: had it guessed another reaper, the
     // grandchild's later events (which carry the kernel's parent) would have corrected it
     // with a warning.

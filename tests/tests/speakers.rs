@@ -18,26 +18,6 @@ const RING: u32 = 8 << 20;
 const VICTIM: &str = "0123456789abcdef0123456789abcdef";
 const NOBODY: u32 = 65534;
 
-/// The command's events in an engine seeded with this test process and the command.
-fn engine_of(c: &Captured) -> Engine {
-    let me = std::process::id();
-    let mut e = Engine::new();
-    e.seed_snapshot(&[
-        tracer::lineage::SnapshotProcess {
-            pid: me,
-            ..Default::default()
-        },
-        tracer::lineage::SnapshotProcess {
-            pid: c.pid,
-            ppid: me,
-            comm: "setpriv".into(),
-            ..Default::default()
-        },
-    ]);
-    c.events.iter().for_each(|ev| e.apply(ev));
-    e
-}
-
 /// A copy of `src` at `dir/name` owned by nobody, as a user would plant it.
 fn plant(dir: &Path, src: &str, name: &str) -> String {
     let to = dir.join(name);
@@ -104,7 +84,7 @@ fn nobodys_fake_runc_and_exec_a_shim_change_nothing_the_tool_says() {
     let c = capture_command(&argv, RING, true, false).expect("capture");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(c.drops, 0);
-    let e = engine_of(&c);
+    let e = tests::seeded_with_command(&c, "setpriv");
     let fakes = [execs_of(&c, &runc), execs_of(&c, "containerd-shim")].concat();
     assert!(
         fakes.len() >= 2,
@@ -188,7 +168,7 @@ fn a_containers_own_fake_shim_stays_its_containers_process() {
     let _ = std::fs::remove_dir_all(&dir);
     let c = c.expect("capture");
     assert_eq!(c.drops, 0);
-    let e = engine_of(&c);
+    let e = tests::seeded_with_command(&c, "runc");
     let shims = execs_of(&c, fake);
     assert_eq!(shims.len(), 1, "the fake shim's exec: {shims:?}");
     let p = e.process(shims[0]).expect("record");

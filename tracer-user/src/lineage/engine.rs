@@ -629,18 +629,31 @@ impl Engine {
             self.warn(by.seq, WarningKind::IdentityFromContainer { pid: by.pid });
             return;
         }
-        if let Some(first) = self.containers.get(cid) {
-            if **first != *identity {
+        let reused = match self.containers.get(cid) {
+            Some(first) if **first == *identity => return,
+            // Another identity while the container still runs: the first stands.
+            Some(_) if self.container_runs(cid, runtime) => {
                 self.warn(by.seq, WarningKind::IdentityConflict { pid: by.pid });
+                return;
             }
-            return;
-        }
+            // Its id again, once every process of it ended (`runc delete`, then a create
+            // under the same id for another pod): a new container, not the old one's restart.
+            Some(_) => true,
+            None => false,
+        };
         let identity = Arc::new(identity.clone());
         self.containers.insert(cid.clone(), identity.clone());
         self.procs.update_where(
-            |p| p.container_id.as_ref() == Some(cid),
+            |p| p.container_id.as_ref() == Some(cid) && !(reused && p.exited),
             |p| p.k8s = Some(identity.clone()),
         );
+    }
+
+    /// A process of container `cid` other than `runtime` (the one creating it now) is alive.
+    fn container_runs(&self, cid: &Arc<str>, runtime: ProcId) -> bool {
+        self.procs
+            .iter()
+            .any(|p| !p.exited && p.id != runtime && p.container_id.as_ref() == Some(cid))
     }
 
     /// The identity of `id`'s container (it just got its container id), if that container's

@@ -123,13 +123,10 @@ pub(super) fn mark_restart(c: &Ctx, st: &mut Story, lives_before: u32, previous:
     let (Some(pod), Some(name)) = (&st.pod, &st.container_name) else {
         return;
     };
-    let how = c
-        .process(previous)
-        .and_then(Process::death)
-        .map_or_else(|| "still running".into(), |d| d.short());
     let seq = st.steps.first().map_or(0, |s| s.seq);
+    let how = previous_end(c.process(previous), seq);
     let text = format!(
-        "attempt {lives_before}: container {name} of pod {pod} created again; its last life (init {previous}) ended: {how}"
+        "attempt {lives_before}: container {name} of pod {pod} created again; its last life (init {previous}) {how}"
     );
     let init_pid = st.init_pid;
     st.steps
@@ -137,6 +134,19 @@ pub(super) fn mark_restart(c: &Ctx, st: &mut Story, lives_before: u32, previous:
     st.phase = Phase::Restart;
     st.attempt = Some(lives_before);
     st.previous_init = Some(previous);
+}
+
+/// How the life before a restart had ended by the restart's step at `seq`: a step never
+/// states what has not happened yet there (a death later in the recording is said to come
+/// later).
+fn previous_end(prev: Option<&Process>, seq: u64) -> String {
+    let death = prev.and_then(Process::death);
+    let by_then = prev.and_then(|p| p.exit_seq).is_some_and(|s| s <= seq);
+    match death {
+        Some(d) if by_then => format!("ended: {}", d.short()),
+        Some(d) => format!("was still running then (it ended later: {})", d.short()),
+        None => "was still running then".into(),
+    }
 }
 
 fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {

@@ -3212,3 +3212,7 @@ mod incremental;
 // ---- who may speak for a container (identity.rs) ----
 
 mod speakers;
+
+// ---- restarts told as they happened (lifecycle.rs) ----
+
+mod restarts;
