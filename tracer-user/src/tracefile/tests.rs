@@ -174,6 +174,8 @@ pub(crate) fn sample_header() -> Header {
             exe: String::new(),
             argv: vec![],
             threads: vec![100, 104],
+            uid: 0,
+            cred: Some(crate::synth::root_cred()),
             ..Default::default()
         },
     ];
@@ -941,6 +943,35 @@ mod prop {
                 filename,
                 cred: None
             }),
+            (
+                any::<u32>(),
+                arb_cstr(),
+                any::<[u32; 6]>(),
+                any::<(bool, bool, u64, u64)>()
+            )
+                .prop_map(|(old_tid, filename, ids, (host_mnt, exe, dev, ino))| {
+                    let exe = exe.then_some(crate::event::ExeFile {
+                        dev,
+                        ino,
+                        uid: ids[5],
+                        mode: ids[4],
+                        nlink: ids[3],
+                    });
+                    let cred = crate::event::ExecCred {
+                        euid: ids[0],
+                        fsuid: ids[1],
+                        userns_level: ids[2],
+                        pidns_level: ids[3],
+                        mnt_ns: ids[4],
+                        host_mnt,
+                        exe,
+                    };
+                    EventKind::Exec {
+                        old_tid,
+                        filename,
+                        cred: Some(cred),
+                    }
+                }),
             (any::<u32>(), any::<bool>()).prop_map(|(exit_code, group_dead)| {
                 EventKind::TaskExit {
                     exit_code,
