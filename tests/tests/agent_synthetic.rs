@@ -215,11 +215,43 @@ fn read_node(port: u16, node: &str) -> (Vec<Event>, Vec<String>) {
 /// sees what came after; what the old store held is counted as possibly lost.
 #[test]
 fn a_stream_the_server_lost_mid_segment_is_started_again_and_the_loss_counted() {
+    lost_mid_segment("lost", |dir, port, nats| {
+        // The server goes, and comes back on the same port with an empty store.
+        drop(nats);
+        start_nats(port, &dir.join("store-2"), &dir.join("nats-2.log"))
+    });
+}
+
+/// The same when someone empties the stream (`nats stream purge`) while the agent runs and
+/// nothing fails on its side: it notices at its next look at the stream.
+#[test]
+fn a_stream_purged_mid_segment_is_started_again_and_the_loss_counted() {
+    lost_mid_segment("purged", |_, port, nats| {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        rt.block_on(async {
+            let client = async_nats::connect(format!("127.0.0.1:{port}"))
+                .await
+                .expect("connect");
+            let js = async_nats::jetstream::new(client);
+            let stream = js.get_stream(tracer::nats::STREAM).await.expect("stream");
+            stream.purge().await.expect("purge");
+        });
+        nats
+    });
+}
+
+/// An agent publishes; `lose` takes what the stream held (given the test's directory, the
+/// port and the server, it returns the server that runs after); the agent then starts a
+/// new segment a reader reads, and counts the loss.
+fn lost_mid_segment(
+    node: &str,
+    lose: impl FnOnce(&std::path::Path, u16, tests::servers::Guard) -> tests::servers::Guard,
+) {
     use std::sync::atomic::{AtomicBool, Ordering};
     if !require_program("nats-server", "nats-server") {
         return;
     }
-    let dir = temp_dir("agent-lost-store").expect("temp dir");
+    let dir = temp_dir(&format!("agent-{node}")).expect("temp dir");
     let port = free_port();
     let nats = start_nats(port, &dir.join("store-1"), &dir.join("nats-1.log"));
     let cue = Arc::new(AtomicBool::new(false));
@@ -235,7 +267,7 @@ fn a_stream_the_server_lost_mid_segment_is_started_again_and_the_loss_counted() 
             fork(100, 102),
             exec(102, "/bin/after"),
         ]));
-    let cfg = config(port, "lost", Duration::from_secs(120));
+    let cfg = config(port, node, Duration::from_secs(120));
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let m = metrics.clone();
@@ -251,25 +283,12 @@ fn a_stream_the_server_lost_mid_segment_is_started_again_and_the_loss_counted() 
             .any(|e| e.tgid == pid && matches!(e.kind, EventKind::Exec { .. }))
     };
     wait_for("the first events in the stream", 30, || {
-        exec_of(&read_node(port, "lost").0, 101)
+        exec_of(&read_node(port, node).0, 101)
     });
-    // The server goes, and comes back on the same port with an empty store.
-    drop(nats);
-    let _nats = start_nats(port, &dir.join("store-2"), &dir.join("nats-2.log"));
-    cue.store(true, Ordering::SeqCst);
-    tests::servers::wait_or(
-        "the events after the loss in the new stream",
-        60,
-        || exec_of(&read_node(port, "lost").0, 102),
-        || format!("{:?}", read_node(port, "lost")),
-    );
-    let (events, notes) = read_node(port, "lost");
-    assert!(!exec_of(&events, 101), "the old store's events are gone");
-    assert!(
-        notes.iter().any(|n| n.contains("missing")),
-        "the frames the stream lost are told: {notes:?}"
-    );
-    // The 3 events the first store held (the metrics are updated every second).
+    let _nats = lose(&dir, port, nats);
+    // The 3 events the first store held (the metrics are updated every second). A purge is
+    // seen at the agent's next look at the stream: what it published before then is counted
+    // lost too, so the next events come once it is seen.
     let lost = || {
         sample(
             &metrics.lock().unwrap().encode(),
@@ -277,6 +296,19 @@ fn a_stream_the_server_lost_mid_segment_is_started_again_and_the_loss_counted() 
         )
     };
     wait_for("the loss in the metrics", 30, || lost() >= 3.0);
+    cue.store(true, Ordering::SeqCst);
+    tests::servers::wait_or(
+        "the events after the loss in the new stream",
+        60,
+        || exec_of(&read_node(port, node).0, 102),
+        || format!("{:?}", read_node(port, node)),
+    );
+    let (events, notes) = read_node(port, node);
+    assert!(!exec_of(&events, 101), "the old store's events are gone");
+    assert!(
+        notes.iter().any(|n| n.contains("missing")),
+        "the frames the stream lost are told: {notes:?}"
+    );
     let _ = stop_tx.send(());
     let report = agent.join().expect("agent thread").expect("agent");
     assert!(report.lost_in_stream >= 3, "{report:?}");

@@ -174,6 +174,9 @@ struct StreamSeen {
     created: Option<async_nats::datetime::DateTime>,
     /// The sequence number of the last message stored (0: none yet).
     last_seq: u64,
+    /// That of the current segment's first header message (0: none yet): once the stream
+    /// no longer holds it, the segment cannot be read, whatever was stored after.
+    header_seq: u64,
     /// Events stored since the stream was last seen whole.
     stored_events: u64,
 }
@@ -184,19 +187,26 @@ impl StreamSeen {
     fn opened(&mut self, info: &async_nats::jetstream::stream::Info) -> bool {
         let before = self.created.replace(info.created);
         let recreated = before.is_some_and(|t| t != info.created);
-        let emptied = self.last_seq > 0 && info.state.first_sequence > self.last_seq;
+        let first = info.state.first_sequence;
+        let emptied = (self.last_seq > 0 && first > self.last_seq)
+            || (self.header_seq > 0 && first > self.header_seq);
         if recreated || emptied {
             // Told once: a recreated stream numbers from 1 again, and an emptied one is not
             // emptied again by the next opening.
             self.last_seq = 0;
+            self.header_seq = 0;
         }
         recreated || emptied
     }
 
-    /// A message stored at `seq`: whether its sequence went back, a stream started anew.
-    fn stored(&mut self, seq: u64, events: u64) -> bool {
+    /// A message stored at `seq` (`header`: a segment's first): whether its sequence went
+    /// back, a stream started anew.
+    fn stored(&mut self, seq: u64, events: u64, header: bool) -> bool {
         let back = seq <= self.last_seq;
         self.last_seq = seq;
+        if header {
+            self.header_seq = seq;
+        }
         self.stored_events += events;
         back
     }
@@ -219,7 +229,13 @@ struct Publisher {
     tried_before: bool,
     duplicates: nats::Duplicates,
     seen: StreamSeen,
+    /// When the stream was last looked at: it is looked at again every [`STREAM_CHECK`],
+    /// so one emptied without any error on our side (purged) is noticed too.
+    checked: Instant,
 }
+
+/// How often the publisher asks the server for the stream's state.
+const STREAM_CHECK: Duration = Duration::from_secs(2);
 
 /// Connects (retrying) and publishes forever.
 async fn publisher(server: String, node: String, limits: StreamLimits, shared: Arc<Shared>) {
@@ -244,6 +260,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
         tried_before: false,
         duplicates: nats::Duplicates::default(),
         seen: StreamSeen::default(),
+        checked: Instant::now(),
     };
     loop {
         p.step().await;
@@ -257,7 +274,11 @@ impl Publisher {
             tokio::time::sleep(Duration::from_millis(20)).await;
             return;
         }
+        if self.checked.elapsed() >= STREAM_CHECK {
+            self.stream_ready = false;
+        }
         if !self.stream_ready {
+            self.checked = Instant::now();
             self.open_stream().await;
             return;
         }
@@ -333,7 +354,8 @@ impl Publisher {
             self.failing = false;
         }
         // A duplicate's sequence is its first copy's, not a new one.
-        if !ack.duplicate && self.seen.stored(ack.sequence, m.events) {
+        let header = m.index == 0;
+        if !ack.duplicate && self.seen.stored(ack.sequence, m.events, header) {
             // Stored at the start of a new stream, after no header: lost to readers too.
             self.stream_lost();
         }

@@ -170,7 +170,8 @@ pub fn exec_as(pid: u32, path: &str, uid: u32, cred: crate::event::ExecCred) -> 
     ev
 }
 
-/// A host process as a /proc snapshot shows it.
+/// A host process as a /proc snapshot shows it: root's, on the host ([`root_cred`]), as a
+/// node's daemons are.
 pub fn process(pid: u32, ppid: u32, comm: &str) -> crate::event::SnapshotProcess {
     crate::event::SnapshotProcess {
         pid,
@@ -178,6 +179,8 @@ pub fn process(pid: u32, ppid: u32, comm: &str) -> crate::event::SnapshotProcess
         comm: comm.into(),
         argv: vec![comm.into()],
         threads: vec![pid],
+        uid: 0,
+        cred: Some(root_cred()),
         ..Default::default()
     }
 }
