@@ -21,9 +21,10 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
     read_process_in(root, pid, &HostNs::of(root))
 }
 
-/// The user and mount namespaces of the host (PID 1's, or, where even root may not read PID
-/// 1's links — a VM's init marked undumpable — the tracer's own, which runs on the host): a
-/// process in others is a container's, whatever its uid.
+/// The user and mount namespaces of the host: PID 1's, or where even root may not read PID
+/// 1's links (a VM's init kept from ptrace), kthreadd's (PID 2: kernel threads run in the
+/// initial namespaces, init_nsproxy), else the tracer's own. A process in others is a
+/// container's, whatever its uid.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostNs {
     /// `/proc/1/ns/user`'s inode (0 when unreadable).
@@ -33,10 +34,19 @@ pub struct HostNs {
 }
 
 impl HostNs {
-    /// PID 1's namespaces under `root` (a /proc mount), else this process's.
+    /// PID 1's namespaces under `root` (a /proc mount), else kthreadd's, else this process's.
     pub fn of(root: &Path) -> HostNs {
         let (init, me) = (root.join("1"), root.join("self"));
-        let read = |kind| ns_inode(&init, kind).or_else(|| ns_inode(&me, kind));
+        let kthreadd = root.join("2");
+        let is_kthreadd = fs::read_to_string(kthreadd.join("stat"))
+            .ok()
+            .and_then(|s| parse_stat(&s))
+            .is_some_and(|(comm, ppid)| comm == "kthreadd" && ppid == 0);
+        let read = |kind| {
+            ns_inode(&init, kind)
+                .or_else(|| ns_inode(&kthreadd, kind).filter(|_| is_kthreadd))
+                .or_else(|| ns_inode(&me, kind))
+        };
         HostNs {
             user: read("user").unwrap_or(0),
             mnt: read("mnt").unwrap_or(0),
@@ -223,6 +233,48 @@ pub fn followed_scope(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A /proc of links: `pid` → (its `stat`, its `ns/mnt` and `ns/user` link text).
+    fn fake_proc(entries: &[(&str, Option<&str>, Option<&str>)]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for (pid, stat, ns) in entries {
+            let dir = root.path().join(pid);
+            fs::create_dir_all(dir.join("ns")).unwrap();
+            if let Some(stat) = stat {
+                fs::write(dir.join("stat"), stat).unwrap();
+            }
+            if let Some(n) = ns {
+                for kind in ["mnt", "user"] {
+                    let link = format!("{kind}:[{n}]");
+                    std::os::unix::fs::symlink(link, dir.join("ns").join(kind)).unwrap();
+                }
+            }
+        }
+        root
+    }
+
+    #[test]
+    fn the_hosts_namespaces_are_pid_1s_else_kthreadds_else_our_own() {
+        let kthreadd = Some("2 (kthreadd) S 0 0 0");
+        let host = |e: &[(&str, Option<&str>, Option<&str>)]| HostNs::of(fake_proc(e).path());
+        let both = |n| HostNs { user: n, mnt: n };
+        let me = ("self", None, Some("300"));
+        assert_eq!(
+            host(&[("1", None, Some("100")), ("2", kthreadd, Some("200")), me]),
+            both(100)
+        );
+        // PID 1's links unreadable (here: absent): the kernel threads' initial namespaces.
+        assert_eq!(
+            host(&[("1", None, None), ("2", kthreadd, Some("200")), me]),
+            both(200)
+        );
+        // A PID 2 that is not kthreadd (a container's pid namespace) is nobody's reference.
+        let other = Some("2 (sh) S 1 0 0");
+        assert_eq!(
+            host(&[("1", None, None), ("2", other, Some("200")), me]),
+            both(300)
+        );
+    }
 
     #[test]
     fn stat_with_spaces_and_parens_in_comm() {
