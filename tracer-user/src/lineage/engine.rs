@@ -172,7 +172,7 @@ impl fmt::Display for WarningKind {
                 why,
             } => write!(
                 f,
-                "pid {pid} (uid {}) is named like a {role} but may not speak for a container ({}): taken as an ordinary process",
+                "pid {pid} (uid {}) claims the role {role} by its name or argv but may not speak for a container ({}): taken as an ordinary process",
                 UidText(uid),
                 why.text()
             ),
