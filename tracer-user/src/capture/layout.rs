@@ -202,6 +202,12 @@ fn member_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u32, C
     Ok(bits / 8)
 }
 
+/// [`member_offset`], or [`NO_OFFSET`] on a kernel without that member (the probe then
+/// leaves what it would read unknown).
+fn offset_or_none(btf: &btf_rs::Btf, strukt: &str, member: &str) -> u32 {
+    member_offset(btf, strukt, member).unwrap_or(NO_OFFSET)
+}
+
 /// Bit offset of `member` inside struct `strukt` (bitfields included).
 fn member_bit_offset(btf: &btf_rs::Btf, strukt: &str, member: &str) -> Result<u32, CaptureError> {
     use btf_rs::Type;
@@ -292,7 +298,7 @@ fn btf_fill(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) -> Result<(), CaptureError
 /// css_set's memory css, the cgroup's kernfs node and the mem_cgroup's page counter) and its
 /// memory (mm counters, oom_score_adj). Any one missing leaves the classic tracepoint in use.
 fn memcg_offsets(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) {
-    let opt = |s: &str, m: &str| member_offset(btf, s, m).unwrap_or(NO_OFFSET);
+    let opt = |s: &str, m: &str| offset_or_none(btf, s, m);
     cfg.task_cgroups = opt("task_struct", "cgroups");
     cfg.cssset_subsys = opt("css_set", "subsys");
     cfg.memory_cgrp_id = enum_value(btf, "cgroup_subsys_id", "memory_cgrp_id").unwrap_or(NO_OFFSET);
@@ -361,7 +367,7 @@ fn enum_value(btf: &btf_rs::Btf, ty: &str, name: &str) -> Option<u32> {
 /// one missing leaves those facts unknown (the exec is then taken at its name, as a recording
 /// without credentials is), nothing else.
 fn cred_offsets(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) {
-    let opt = |s: &str, m: &str| member_offset(btf, s, m).unwrap_or(NO_OFFSET);
+    let opt = |s: &str, m: &str| offset_or_none(btf, s, m);
     cfg.task_cred = opt("task_struct", "cred");
     cfg.cred_euid = opt("cred", "euid");
     cfg.cred_fsuid = opt("cred", "fsuid");
