@@ -154,6 +154,8 @@ pub struct StraceReport {
     /// Signals whose sender is a pid of a container's namespace the log never tied to one of
     /// its own pids (their sender is 0, unknown).
     pub untranslated_senders: usize,
+    /// What the log's time stamps mean.
+    pub clock: crate::clock::Clock,
 }
 
 impl Input {
@@ -222,6 +224,7 @@ impl Input {
                     first_unreadable: import.first_unreadable,
                     initial_pid_unknown: import.initial_pid_unknown,
                     untranslated_senders: import.untranslated_senders,
+                    clock: import.clock,
                 });
                 Source::Events(import.events.into_iter())
             }
@@ -381,6 +384,18 @@ impl Input {
             Source::Nats { first, .. } => Some(first),
             Source::Events(_) => None,
         }
+    }
+
+    /// What the events' `ts_ns` mean, from the recording's own clock: a trace file's header
+    /// (wall time at its start), an strace log's stamps, or none.
+    pub fn clock(&self) -> crate::clock::Clock {
+        if let Some(h) = self.header() {
+            return crate::clock::Clock::boot(h.start_wall_ns, h.start_boot_ns);
+        }
+        self.strace_report
+            .as_ref()
+            .map(|r| r.clock)
+            .unwrap_or_default()
     }
 
     /// Processes that existed at the start (empty for an strace log).

@@ -139,6 +139,7 @@ macro_rules! say_inline {
     }};
 }
 
+pub mod clock;
 pub mod decode;
 pub mod demo;
 pub mod escape;

@@ -184,6 +184,9 @@ pub struct Import {
     /// Signal events whose `si_pid` is a pid of the receiver's pid namespace that the log never
     /// tied to one of its own pids: their sender is 0 (unknown).
     pub untranslated_senders: usize,
+    /// What the log's time stamps mean (the first stamp seen tells): `-ttt` epoch, `-t`/`-tt`
+    /// time of day, `-r` relative, or none.
+    pub clock: crate::clock::Clock,
 }
 
 /// Why an strace log could not be imported. Unreadable lines are not errors: they are
@@ -479,6 +482,13 @@ impl Parser {
     // ---- time ----
 
     fn stamp(&mut self, s: Stamp) {
+        if self.out.clock == crate::clock::Clock::None {
+            self.out.clock = match s {
+                Stamp::Epoch(_) => crate::clock::Clock::Epoch,
+                Stamp::Relative(_) => crate::clock::Clock::Relative,
+                Stamp::TimeOfDay(_) => crate::clock::Clock::TimeOfDay,
+            };
+        }
         match s {
             Stamp::Epoch(ns) => self.ts_ns = ns,
             Stamp::Relative(ns) => self.ts_ns = self.ts_ns.saturating_add(ns),
