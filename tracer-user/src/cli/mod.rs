@@ -399,12 +399,64 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Manpage) => {
-            let cmd = <Cli as clap::CommandFactory>::command();
-            output::to_stdout(|out| clap_mangen::Man::new(cmd).render(out))?;
+            let page = manpage()?;
+            output::to_stdout(|out| out.write_all(&page))?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "agent")]
         Some(Command::Agent(args)) => agent::run(args),
+    }
+}
+
+/// tracer(1): the command and, in a section each, every subcommand with its synopsis and
+/// options — one page, so it points to no other page (clap_mangen's subcommand list names a
+/// `tracer-SUB(1)` page per subcommand, which no package ships).
+fn manpage() -> std::io::Result<Vec<u8>> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    cmd.build();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
+    page.extend_from_slice(b".SH COMMANDS\n");
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let line = format!(
+            ".TP\n\\fBtracer {}\\fR\n{} (section TRACER {} below)\n",
+            roff_text(sub.get_name()),
+            roff_text(&about),
+            roff_text(&sub.get_name().to_uppercase())
+        );
+        page.extend_from_slice(line.as_bytes());
+    }
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("tracer {}", sub.get_name());
+        let sub = sub.clone().bin_name(name.clone());
+        let man = clap_mangen::Man::new(sub.clone());
+        page.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
+        // Its own sections become subsections of its one.
+        let mut part = Vec::new();
+        man.render_description_section(&mut part)?;
+        man.render_synopsis_section(&mut part)?;
+        if sub.get_arguments().any(|a| !a.is_hide_set()) {
+            man.render_options_section(&mut part)?;
+        }
+        let part = String::from_utf8_lossy(&part).replace(".SH ", ".SS ");
+        page.extend_from_slice(part.as_bytes());
+    }
+    man.render_version_section(&mut page)?;
+    Ok(page)
+}
+
+/// Text as roff prints it: a backslash escaped, a hyphen a minus, no control dot first.
+fn roff_text(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    match s.starts_with(['.', '\'']) {
+        true => format!("\\&{s}"),
+        false => s,
     }
 }
 
@@ -445,6 +497,31 @@ mod tests {
         let mut missing = Vec::new();
         without_help(&Cli::command(), "tracer", &mut missing);
         assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    #[test]
+    fn the_man_page_holds_every_subcommand_and_option_and_points_to_no_other_page() {
+        let page = String::from_utf8(super::manpage().unwrap()).unwrap();
+        let cmd = Cli::command();
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let entry = format!("\\fBtracer {}\\fR", super::roff_text(sub.get_name()));
+            assert!(page.contains(&entry), "no {entry} among the commands");
+            let heading = format!(".SH \"TRACER {}\"", sub.get_name().to_uppercase());
+            let at = page.find(&heading).unwrap_or_else(|| panic!("no {heading}"));
+            let section = &page[at..];
+            let section = &section[..section[1..].find(".SH \"").map_or(section.len(), |e| e + 1)];
+            for a in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+                if let Some(long) = a.get_long() {
+                    // In the options list, where a line starts with it (or with its short
+                    // form before it); the synopsis names it too, after '[' or '|'.
+                    let want = format!("\\fB\\-\\-{}\\fR", long.replace('-', "\\-"));
+                    let listed = section.contains(&format!("\n{want}"))
+                        || section.contains(&format!("\\fR, {want}"));
+                    assert!(listed, "tracer {}: {want} not listed", sub.get_name());
+                }
+            }
+        }
+        assert!(!page.contains("(1)"), "a page is pointed to");
     }
 
     #[test]
