@@ -1088,6 +1088,112 @@ fn a_forged_segment_in_the_stream_is_reported_and_hides_none_of_the_agents_event
     assert!(forged, "the forged segment's event is missing: {stderr}");
 }
 
+/// Frames numbered 0 to `n` - 1 with no events, then frame `n` holding an exec by
+/// [`FORGED_PID`]: numbers running past any the agent has used yet.
+fn frames_ahead(n: usize) -> Vec<u8> {
+    use tracer::event::{CapturedStr, EventKind};
+    let mut w = tracer::tracefile::TraceWriter::new(Vec::new(), &tracer::tracefile::Header::default())
+        .expect("writer");
+    let start = w.bytes_written() as usize;
+    for _ in 0..n {
+        w.write_stats(0, 0, 0).expect("stats frame");
+    }
+    let kind = EventKind::Exec {
+        old_tid: FORGED_PID,
+        filename: CapturedStr::new("/usr/bin/forged"),
+        cred: None,
+    };
+    let ev = tracer::Event::bare(1, 1, FORGED_PID, FORGED_PID, "forged", kind);
+    w.write_event(&ev).expect("event");
+    w.flush().expect("flush");
+    let end = w.bytes_written() as usize;
+    w.finish().expect("finish")[start..end].to_vec()
+}
+
+/// As someone who may read the stream and publish on `node`'s subject: reads the node's last
+/// message and publishes, under its segment, nonce and link and the agent's next index, frames
+/// numbered ahead of the agent's (one with an exec of its own). Returns the segment forged into.
+fn forge_frames_ahead(nats_port: u16, node: &str) -> String {
+    use tracer::nats;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let server = format!("nats://127.0.0.1:{nats_port}");
+        let client = nats::connect(&server, nats::FirstConnect::Fail)
+            .await
+            .expect("connect");
+        let js = async_nats::jetstream::new(client);
+        let stream = js.get_stream(nats::STREAM).await.expect("stream");
+        let last = stream
+            .get_last_raw_message_by_subject(&nats::subject(node))
+            .await
+            .expect("the node's last message");
+        let get = |h: &str| last.headers.get(h).map(|v| v.as_str().to_string()).expect(h);
+        let segment = get(nats::SEGMENT_HEADER);
+        let id = get("Nats-Msg-Id");
+        let index: u64 = id[segment.len() + 1..]
+            .split('-')
+            .next()
+            .and_then(|i| i.parse().ok())
+            .expect("message index");
+        let msg = async_nats::jetstream::message::PublishMessage::build()
+            .payload(frames_ahead(5_000).into())
+            .message_id(format!("{segment}-{}-{:016x}", index + 1, nats::random_u64()))
+            .header(nats::SEGMENT_HEADER, segment.as_str())
+            .header(nats::PART_HEADER, "frames")
+            .header(nats::NONCE_HEADER, get(nats::NONCE_HEADER).as_str())
+            .header(nats::LINK_HEADER, get(nats::LINK_HEADER).as_str());
+        js.send_publish(nats::subject(node), msg)
+            .await
+            .expect("publish")
+            .await
+            .expect("acknowledged");
+        segment
+    })
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server"]
+fn frames_forged_ahead_by_a_reader_of_the_stream_are_dropped_unread_and_hide_nothing() {
+    if !prerequisites() {
+        return;
+    }
+    let mut w = World::start("agent-ahead");
+    let url = w.url();
+    let tag = format!("tracer-ahead-{}", std::process::id());
+    let before = marker(&format!("{tag}-before"));
+    wait_or(
+        "the first marker in the stream",
+        30,
+        || has_exec(&export(&w.tracer, &url, &[]), before),
+        || String::from_utf8_lossy(&export(&w.tracer, &url, &[]).stderr).into_owned(),
+    );
+    // Into the agent's current segment, before the agent's own next message.
+    let segment = forge_frames_ahead(w.nats_port, "n1");
+    let after = marker(&format!("{tag}-after"));
+    let out = || export(&w.tracer, &url, &[]);
+    wait_or(
+        "the marker run after the forgery, read back",
+        30,
+        || has_exec(&out(), after),
+        || String::from_utf8_lossy(&out().stderr).into_owned(),
+    );
+    w.agent.terminate();
+    let out = out();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(has_exec(&out, before) && has_exec(&out, after), "{stderr}");
+    let forged = jsonl(&String::from_utf8_lossy(&out.stdout))
+        .iter()
+        .any(|e| e["tgid"] == FORGED_PID);
+    assert!(!forged, "the forged exec was read as segment {segment}'s: {stderr}");
+    assert!(
+        stderr.contains("1 messages forged"),
+        "the reader did not report the forgery: {stderr}"
+    );
+}
+
 /// A client certificate for `cn` signed by the CA of [`make_certificates`] in `dir`:
 /// (cert, key).
 fn client_certificate(dir: &Path, cn: &str) -> (PathBuf, PathBuf) {

@@ -499,7 +499,9 @@ impl Agent {
         }
         if self.shared.new_segment.load(Ordering::SeqCst) {
             self.after_stream_lost(src)?;
-        } else if self.segment_started.elapsed() >= self.segment_every {
+        } else if self.segment_started.elapsed() >= self.segment_every
+            || self.segment.as_ref().is_some_and(Segment::nearly_spent)
+        {
             self.rotate(src)?;
         }
         Ok(())

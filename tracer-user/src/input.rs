@@ -371,6 +371,26 @@ impl Input {
         }
     }
 
+    /// Messages of a NATS stream under a segment's id and nonce without the next link of its
+    /// proof chain, or with other bytes under an index already read (dropped: published by
+    /// someone who reads the stream, not its agent).
+    pub fn forged_messages(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "nats")]
+            Source::Nats { feed, .. } => crate::nats::lock(feed).forged(),
+            _ => 0,
+        }
+    }
+
+    /// Messages of a NATS stream read again with the same bytes (skipped).
+    pub fn duplicate_messages(&self) -> u64 {
+        match &self.source {
+            #[cfg(feature = "nats")]
+            Source::Nats { feed, .. } => crate::nats::lock(feed).duplicates(),
+            _ => 0,
+        }
+    }
+
     /// For an strace log: how many lines the importer could not read, and the first of them.
     pub fn strace_report(&self) -> Option<&StraceReport> {
         self.strace_report.as_ref()
@@ -488,6 +508,19 @@ impl Input {
             notes.push(format!(
                 "{} messages dropped: they name a segment of this node but not its nonce (published by someone other than its agent)",
                 input.wrong_nonce_messages()
+            ));
+        }
+        if input.forged_messages() > 0 {
+            notes.push(format!(
+                "{} messages forged: they carry a segment's id and nonce but not the next link of its agent's chain \
+                 (published by someone who reads the stream; dropped unread)",
+                input.forged_messages()
+            ));
+        }
+        if input.duplicate_messages() > 0 {
+            notes.push(format!(
+                "{} messages skipped: copies of a message of their segment already read",
+                input.duplicate_messages()
             ));
         }
         if input.bad_segments() > 0 {

@@ -27,6 +27,7 @@ use crate::tracefile::{Header, TraceFileError, TraceWriter};
 /// The JetStream stream every node publishes to.
 pub const STREAM: &str = "TRACER";
 
+pub mod chain;
 pub mod guard;
 /// Message header naming the segment (one trace file) a message belongs to.
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
@@ -37,6 +38,10 @@ pub const PART_HEADER: &str = "Tracer-Part";
 /// carry its header message's nonce: published by someone who cannot read the stream.
 /// Segments of agents before it have none on any message and are read unchecked.
 pub const NONCE_HEADER: &str = "Tracer-Nonce";
+/// Message header: the link of the segment's proof chain this message reveals, 32 hex digits
+/// ([`chain`]): each message's link hashes to the one before, so nobody can publish a message
+/// of the segment before the agent does. Segments of agents before it have none.
+pub const LINK_HEADER: &str = "Tracer-Link";
 /// Largest message payload: a segment's bytes are cut into messages of at most this size
 /// (NATS servers accept 1 MiB by default). Cuts fall anywhere, since a reader only
 /// concatenates them.
@@ -236,6 +241,8 @@ pub struct Outgoing {
     pub nonce: u64,
     /// The segment's nonce ([`NONCE_HEADER`]), the same on all its messages.
     pub segment_nonce: Arc<str>,
+    /// Its link of the segment's proof chain ([`LINK_HEADER`]).
+    pub link: Option<chain::Link>,
     /// The bytes.
     pub payload: Bytes,
     /// Events in it.
@@ -427,6 +434,8 @@ pub struct Segment {
     nonce: Arc<str>,
     writer: TraceWriter<Taken>,
     buf: Taken,
+    /// The proof chain whose links its messages reveal.
+    chain: chain::Chain,
     next_index: u64,
     events_taken: u64,
 }
@@ -441,6 +450,7 @@ impl Segment {
             nonce: random_id().into(),
             writer,
             buf,
+            chain: chain::Chain::new(),
             next_index: 0,
             events_taken: 0,
         };
@@ -463,6 +473,7 @@ impl Segment {
                     index: self.next_index,
                     nonce: random_u64(),
                     segment_nonce: self.nonce.clone(),
+                    link: self.chain.link(self.next_index),
                     payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
                     events: if i + 1 == n { events } else { 0 },
                 };
@@ -475,6 +486,12 @@ impl Segment {
     /// The segment's id (`NODE-RUN-N`).
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Its proof chain runs out soon: the agent starts the next segment now, so the last
+    /// messages of this one still get links.
+    pub fn nearly_spent(&self) -> bool {
+        chain::Chain::nearly_spent(self.next_index)
     }
 
     /// Appends an event.
@@ -823,12 +840,15 @@ pub async fn publish(
     subject: &str,
     m: &Outgoing,
 ) -> Result<Ack, NatsError> {
-    let msg = jetstream::message::PublishMessage::build()
+    let mut msg = jetstream::message::PublishMessage::build()
         .payload(m.payload.clone())
         .message_id(m.message_id())
         .header(SEGMENT_HEADER, m.segment.as_str())
         .header(PART_HEADER, m.part.as_str())
         .header(NONCE_HEADER, &*m.segment_nonce);
+    if let Some(link) = &m.link {
+        msg = msg.header(LINK_HEADER, chain::to_hex(link).as_str());
+    }
     js.send_publish(subject.to_string(), msg)
         .await
         .map_err(|e| match e.kind() {
@@ -896,6 +916,8 @@ pub struct Received {
     pub seq: u64,
     /// [`NONCE_HEADER`], when it has one.
     pub nonce: Option<String>,
+    /// [`LINK_HEADER`], when it has a well-formed one.
+    pub link: Option<chain::Link>,
     /// The bytes.
     pub payload: Bytes,
 }
@@ -933,6 +955,7 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
         index,
         seq,
         nonce,
+        link: get(LINK_HEADER).and_then(|l| chain::from_hex(&l)),
         payload: m.payload.clone(),
     }
 }
@@ -1035,6 +1058,11 @@ pub struct Feed {
     bad_segments: u64,
     /// A segment's messages without its nonce (dropped).
     wrong_nonce: u64,
+    /// A segment's messages with its nonce but not a link of its chain, or other bytes under
+    /// an index already read (dropped).
+    forged: u64,
+    /// A segment's messages read again with the same bytes (skipped).
+    duplicates: u64,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -1099,6 +1127,8 @@ impl Feed {
             interleaved: 0,
             bad_segments: 0,
             wrong_nonce: 0,
+            forged: 0,
+            duplicates: 0,
         }
     }
 
@@ -1154,6 +1184,18 @@ impl Feed {
         self.wrong_nonce
     }
 
+    /// Messages under a segment's id and nonce that do not carry the next link of its proof
+    /// chain ([`chain`]), or carry other bytes under an index already read: dropped, as
+    /// published by someone who reads the stream but is not its agent.
+    pub fn forged(&self) -> u64 {
+        self.forged
+    }
+
+    /// Messages of a segment read again with the same bytes (a publish stored twice): skipped.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+
     /// The next message; `None` at the end (the thread stopped: all read, or no follow).
     fn recv(&mut self) -> Option<Result<Received, NatsError>> {
         if let Some(m) = self.pending.take() {
@@ -1197,6 +1239,7 @@ impl Feed {
                 Ok(m) if m.starts_segment() => {
                     return Some(Ok(SegmentRead {
                         feed: feed.clone(),
+                        verifier: m.link.map(|l| chain::Verifier::new(l, &m.payload)),
                         id: m.segment,
                         nonce: m.nonce,
                         buf: m.payload,
@@ -1217,6 +1260,9 @@ pub struct SegmentRead {
     /// Its first message's nonce: every other message of it must carry the same (`None`: an
     /// agent before nonces, read unchecked).
     nonce: Option<String>,
+    /// Its first message's link: every other message of it must prove itself against it
+    /// (`None`: an agent before proof chains, read with the nonce check alone).
+    verifier: Option<chain::Verifier>,
     buf: Bytes,
 }
 
@@ -1242,12 +1288,26 @@ impl SegmentRead {
     /// interleaved (forged, or two agents on one node name), counted, and this one is read to
     /// its end whatever was published between; [`QUIET_MESSAGES`] others in a row with none
     /// of its own mean it ended (an agent restarted).
-    fn consider(&self, f: &mut Feed, m: Received) -> Option<Bytes> {
+    fn consider(&mut self, f: &mut Feed, m: Received) -> Option<Bytes> {
         if m.segment == self.id && !m.starts_segment() {
             if self.nonce.is_some() && m.nonce != self.nonce {
                 // Its id, not its nonce: someone who read the id elsewhere (or guessed it).
                 f.wrong_nonce += 1;
                 return Some(Bytes::new());
+            }
+            if let Some(v) = &mut self.verifier {
+                match v.check(m.index, m.link, &m.payload) {
+                    chain::Verdict::Next => {}
+                    chain::Verdict::Duplicate => {
+                        f.duplicates += 1;
+                        return Some(Bytes::new());
+                    }
+                    chain::Verdict::Forged => {
+                        // Its id and nonce (read from the stream), not its agent's next link.
+                        f.forged += 1;
+                        return Some(Bytes::new());
+                    }
+                }
             }
             f.since_own = 0;
             if !f.held.is_empty() {
@@ -1300,7 +1360,8 @@ impl Feed {
 impl std::io::Read for SegmentRead {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.buf.is_empty() {
-            let mut f = lock(&self.feed);
+            let feed = self.feed.clone();
+            let mut f = lock(&feed);
             let m = match f.recv() {
                 None => {
                     // The end: held messages are read next.
@@ -1518,6 +1579,7 @@ pub(crate) mod tests {
             index: 1,
             nonce: 7,
             segment_nonce: "k".into(),
+            link: None,
             payload: Bytes::new(),
             events: n,
         }
@@ -1628,6 +1690,7 @@ pub(crate) mod tests {
             index: Some(m.index),
             seq: 0,
             nonce: Some(m.segment_nonce.to_string()),
+            link: m.link,
             payload: m.payload.clone(),
         }
     }

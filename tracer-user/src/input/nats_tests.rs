@@ -94,6 +94,7 @@ fn a_forged_segment_start_inside_a_segment_is_reported_and_the_segment_read_whol
         index: Some(0),
         seq: 0,
         nonce: None,
+        link: None,
         payload: Bytes::from_static(b"not a trace file"),
     };
     msgs.insert(3, forged);
@@ -254,8 +255,9 @@ fn large_segments_are_cut_into_messages_that_join_again() {
 }
 
 /// Frames numbered `from..from + n` (stats frames: no events), as someone who read the
-/// stream and knows the next frame numbers would write them.
-fn frames_numbered(from: usize, n: usize) -> Bytes {
+/// stream and knows the next frame numbers would write them; with `exec`, the last one holds
+/// an exec by pid 4194305 (a pid no sample event has).
+fn frames_numbered(from: usize, n: usize, exec: bool) -> Bytes {
     let mut w = crate::tracefile::TraceWriter::new(Vec::new(), &sample_header()).unwrap();
     for _ in 0..from {
         w.write_stats(0, 0, 0).unwrap();
@@ -264,17 +266,34 @@ fn frames_numbered(from: usize, n: usize) -> Bytes {
     for _ in 0..n {
         w.write_stats(0, 0, 0).unwrap();
     }
+    if exec {
+        w.write_event(&forged_exec()).unwrap();
+        w.flush().unwrap();
+    }
     let end = w.bytes_written() as usize;
     Bytes::from(w.finish().unwrap()[start..end].to_vec())
 }
 
+const FORGED_PID: u32 = 4_194_305;
+
+fn forged_exec() -> crate::Event {
+    let kind = crate::EventKind::Exec {
+        old_tid: FORGED_PID,
+        filename: crate::event::CapturedStr::new("/usr/bin/forged"),
+        cred: None,
+    };
+    crate::Event::bare(2, 2, FORGED_PID, FORGED_PID, "forged", kind)
+}
+
 /// The agent's segment (header, one frame per event) with, after its first frame, a message
-/// under its id holding frames 1 to 300 and carrying `nonce` (the segment's own when `None`);
-/// its first frame is also published twice, as a retry would.
+/// under its id holding frames 1 to 300 (the last with an exec of its own), numbered as the
+/// agent's next message and carrying `nonce` (the segment's own when `None`) and the link of
+/// the agent's last message (all a reader of the stream can know); its first frame is also
+/// stored twice, as a publish can be.
 fn segment_with_frames_ahead(nonce: Option<Option<String>>) -> Vec<Received> {
     let mut msgs = flushed_per_event("n1-0123abcd-0", &sample_events());
     let mut forged = msgs[1].clone();
-    forged.payload = frames_numbered(1, 300);
+    forged.payload = frames_numbered(1, 300, true);
     forged.index = Some(2);
     if let Some(nonce) = nonce {
         forged.nonce = nonce;
@@ -286,12 +305,51 @@ fn segment_with_frames_ahead(nonce: Option<Option<String>>) -> Vec<Received> {
 }
 
 #[test]
-fn frames_numbered_ahead_by_someone_who_read_the_stream_are_forgeries_not_duplicates() {
+fn frames_numbered_ahead_by_someone_who_read_the_stream_are_dropped_unread() {
     let evs = sample_events();
-    // A forger who read the segment's header message has its nonce too.
+    // A forger who read the stream has the segment's nonce and its links so far, and
+    // publishes first under the agent's next index: without the next link it is not read.
     let mut input = input_of(segment_with_frames_ahead(None));
     let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-    assert_eq!(got, evs[..1], "no frame numbered twice was read");
+    assert_eq!(got, evs, "every event of the agent's, and none of the forger's");
+    assert_eq!((input.forged_messages(), input.duplicate_messages()), (1, 1));
+    let tail = input.tail().unwrap();
+    assert_eq!((tail.forged_frames, tail.duplicate_frames), (0, 0));
+    let notes = input.notes(false).join("\n");
+    assert!(notes.contains("1 messages forged"), "{notes}");
+    assert!(notes.contains("1 messages skipped: copies"), "{notes}");
+
+    // A link guessed, or the agent's own index and link with other bytes (copied after
+    // the agent published them): both dropped too.
+    let mut msgs = flushed_per_event("n1-0123abcd-0", &evs);
+    let mut guessed = msgs[1].clone();
+    guessed.payload = frames_numbered(1, 3, true);
+    guessed.index = Some(2);
+    guessed.link = Some([0x5a; 16]);
+    let mut copied = msgs[2].clone();
+    copied.payload = frames_numbered(2, 3, true);
+    msgs.insert(2, guessed);
+    msgs.insert(4, copied);
+    let mut input = input_of(msgs);
+    let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got, evs);
+    assert_eq!(input.forged_messages(), 2);
+}
+
+#[test]
+fn segments_of_agents_before_proof_chains_still_tell_forged_frames_from_duplicates() {
+    let evs = sample_events();
+    let unlinked = || {
+        let mut msgs = segment_with_frames_ahead(None);
+        for m in &mut msgs {
+            m.link = None;
+        }
+        msgs
+    };
+    // Read first, the forged frames are applied; the agent's under their numbers are not.
+    let mut input = input_of(unlinked());
+    let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(got, [evs[0].clone(), forged_exec()]);
     let tail = input.tail().unwrap();
     assert_eq!(
         (tail.forged_frames, tail.duplicate_frames),
@@ -306,11 +364,11 @@ fn frames_numbered_ahead_by_someone_who_read_the_stream_are_forgeries_not_duplic
     assert!(notes.contains("1 duplicated frames"), "{notes}");
 
     // Told as well once the agent rotated to its next segment.
-    let mut msgs = segment_with_frames_ahead(None);
+    let mut msgs = unlinked();
     msgs.extend(flushed_per_event("n1-0123abcd-1", &evs));
     let mut input = input_of(msgs);
     let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-    assert_eq!(got.len(), 1 + evs.len());
+    assert_eq!(got.len(), 2 + evs.len());
     let notes = input.notes(false).join("\n");
     let want = format!("earlier segments: {} frames forged", evs.len() - 1);
     assert!(notes.contains(&want), "{notes}");
@@ -329,13 +387,14 @@ fn frames_without_their_segments_nonce_are_dropped_and_counted() {
         let notes = input.notes(false).join("\n");
         assert!(notes.contains("1 messages dropped"), "{notes}");
     }
-    // An agent before nonces: its segments are read unchecked.
+    // An agent before nonces (and links): its segments are read unchecked.
     let mut old = segment_with_frames_ahead(Some(None));
     for m in &mut old {
         m.nonce = None;
+        m.link = None;
     }
     let mut input = input_of(old);
     let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-    assert_eq!(got, evs[..1]);
+    assert_eq!(got, [evs[0].clone(), forged_exec()]);
     assert_eq!(input.wrong_nonce_messages(), 0);
 }
