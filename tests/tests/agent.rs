@@ -1092,8 +1092,9 @@ fn a_forged_segment_in_the_stream_is_reported_and_hides_none_of_the_agents_event
 /// [`FORGED_PID`]: numbers running past any the agent has used yet.
 fn frames_ahead(n: usize) -> Vec<u8> {
     use tracer::event::{CapturedStr, EventKind};
-    let mut w = tracer::tracefile::TraceWriter::new(Vec::new(), &tracer::tracefile::Header::default())
-        .expect("writer");
+    let mut w =
+        tracer::tracefile::TraceWriter::new(Vec::new(), &tracer::tracefile::Header::default())
+            .expect("writer");
     let start = w.bytes_written() as usize;
     for _ in 0..n {
         w.write_stats(0, 0, 0).expect("stats frame");
@@ -1130,7 +1131,12 @@ fn forge_frames_ahead(nats_port: u16, node: &str) -> String {
             .get_last_raw_message_by_subject(&nats::subject(node))
             .await
             .expect("the node's last message");
-        let get = |h: &str| last.headers.get(h).map(|v| v.as_str().to_string()).expect(h);
+        let get = |h: &str| {
+            last.headers
+                .get(h)
+                .map(|v| v.as_str().to_string())
+                .expect(h)
+        };
         let segment = get(nats::SEGMENT_HEADER);
         let id = get("Nats-Msg-Id");
         let index: u64 = id[segment.len() + 1..]
@@ -1140,7 +1146,11 @@ fn forge_frames_ahead(nats_port: u16, node: &str) -> String {
             .expect("message index");
         let msg = async_nats::jetstream::message::PublishMessage::build()
             .payload(frames_ahead(5_000).into())
-            .message_id(format!("{segment}-{}-{:016x}", index + 1, nats::random_u64()))
+            .message_id(format!(
+                "{segment}-{}-{:016x}",
+                index + 1,
+                nats::random_u64()
+            ))
             .header(nats::SEGMENT_HEADER, segment.as_str())
             .header(nats::PART_HEADER, "frames")
             .header(nats::NONCE_HEADER, get(nats::NONCE_HEADER).as_str())
@@ -1187,7 +1197,10 @@ fn frames_forged_ahead_by_a_reader_of_the_stream_are_dropped_unread_and_hide_not
     let forged = jsonl(&String::from_utf8_lossy(&out.stdout))
         .iter()
         .any(|e| e["tgid"] == FORGED_PID);
-    assert!(!forged, "the forged exec was read as segment {segment}'s: {stderr}");
+    assert!(
+        !forged,
+        "the forged exec was read as segment {segment}'s: {stderr}"
+    );
     assert!(
         stderr.contains("1 messages forged"),
         "the reader did not report the forgery: {stderr}"

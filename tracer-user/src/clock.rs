@@ -169,7 +169,11 @@ impl Stamper {
             Style::Micros => self.tod(ts_ns, true),
             Style::Epoch => self.clock.epoch_ns(ts_ns).map(|ns| {
                 let us = ns.div_euclid(1000);
-                format!("{}.{:06}", us.div_euclid(1_000_000), us.rem_euclid(1_000_000))
+                format!(
+                    "{}.{:06}",
+                    us.div_euclid(1_000_000),
+                    us.rem_euclid(1_000_000)
+                )
             }),
             Style::Relative => self.clock.has_time().then(|| {
                 let gap = self.last_ts.map_or(0, |last| ts_ns.saturating_sub(last));
@@ -239,13 +243,19 @@ mod tests {
         assert_eq!(Stamper::new(c, Style::Seconds).stamp(ts), "07:40:09 ");
         assert_eq!(Stamper::new(c, Style::Micros).stamp(ts), "07:40:09.123456 ");
         // A time of day has no date: no epoch seconds are invented.
-        assert_eq!(Stamper::new(c, Style::Epoch).stamp(ts), "??????????.?????? ");
+        assert_eq!(
+            Stamper::new(c, Style::Epoch).stamp(ts),
+            "??????????.?????? "
+        );
         let mut r = Stamper::new(c, Style::Relative);
         assert_eq!(r.stamp(ts), "  0.000000 ");
         assert_eq!(r.stamp(ts + 2_000_250_000), "  2.000250 ");
         let e = Stamper::new(Clock::Epoch, Style::Epoch).stamp(START_WALL + 42_000);
         assert_eq!(e, "1764747609.000042 ");
-        assert_eq!(Stamper::new(Clock::None, Style::Relative).stamp(5), "  ?.?????? ");
+        assert_eq!(
+            Stamper::new(Clock::None, Style::Relative).stamp(5),
+            "  ?.?????? "
+        );
     }
 
     #[test]

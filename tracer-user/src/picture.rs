@@ -887,6 +887,36 @@ fn draw_glyph(s: &mut String, m: &Mark, x: usize, y: usize) {
     };
 }
 
+/// How many processes the pictures draw, each once: the one picture of `stories` (`svg`), or
+/// with `per_story` those of a page (`html`: one per story, and the whole with `--all`). A
+/// summary that says so counts what the reader sees, not every process the recording holds.
+pub fn drawn_processes(
+    e: &Engine,
+    stories: &[Story],
+    opts: &PictureOpts,
+    per_story: bool,
+) -> usize {
+    let lanes = |st: &[Story], o: &PictureOpts| {
+        let mut l = actors(e, st, o);
+        l.truncate(MAX_LANES);
+        l
+    };
+    let mut ids: HashSet<ProcId> = HashSet::new();
+    if !per_story || opts.all {
+        ids.extend(lanes(stories, opts));
+    }
+    if per_story {
+        let one = PictureOpts {
+            all: false,
+            ..opts.clone()
+        };
+        for st in stories {
+            ids.extend(lanes(std::slice::from_ref(st), &one));
+        }
+    }
+    ids.len()
+}
+
 /// Writes [`svg`] to `out`.
 pub fn write_svg(
     e: &Engine,

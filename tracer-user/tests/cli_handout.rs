@@ -539,3 +539,33 @@ fn html_handout_starts_each_story_on_a_new_page() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The summary of a picture counts the processes it draws (a lifeline each), not every
+/// process of the recording.
+#[test]
+fn the_summary_counts_the_processes_the_picture_draws() {
+    let dir = temp("handout", "summary");
+    let svg = dir.join("one.svg");
+    let out = tracer(&[
+        "export",
+        &pod_demo(),
+        "--story",
+        "1",
+        "--format",
+        "svg",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    let lifelines = picture
+        .matches("stroke-width=\"5\" stroke-linecap=\"round\"")
+        .count();
+    let tree = text(&tracer(&["tree", &pod_demo(), "--format", "json"]).stdout);
+    let all = serde_json::from_str::<serde_json::Value>(&tree).unwrap()["processes"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert!(lifelines > 0 && lifelines < all, "{lifelines} of {all}");
+    let said = format!("1 stories, {lifelines} processes drawn");
+    assert!(text(&out.stderr).contains(&said), "{}", text(&out.stderr));
+}

@@ -236,6 +236,8 @@ fn draw(
     } else {
         tracer::picture::write_html(&e, &stories, &opts, &title, &mut text)?;
     }
-    let what = format!("{} stories, {} processes", stories.len(), e.process_count());
+    let html = args.format != ExportFormat::Svg;
+    let drawn = tracer::picture::drawn_processes(&e, &stories, &opts, html);
+    let what = format!("{} stories, {drawn} processes drawn", stories.len());
     Ok((text, what))
 }

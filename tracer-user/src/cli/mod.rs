@@ -507,7 +507,9 @@ mod tests {
             let entry = format!("\\fBtracer {}\\fR", super::roff_text(sub.get_name()));
             assert!(page.contains(&entry), "no {entry} among the commands");
             let heading = format!(".SH \"TRACER {}\"", sub.get_name().to_uppercase());
-            let at = page.find(&heading).unwrap_or_else(|| panic!("no {heading}"));
+            let at = page
+                .find(&heading)
+                .unwrap_or_else(|| panic!("no {heading}"));
             let section = &page[at..];
             let section = &section[..section[1..].find(".SH \"").map_or(section.len(), |e| e + 1)];
             for a in sub.get_arguments().filter(|a| !a.is_hide_set()) {

@@ -311,8 +311,14 @@ fn frames_numbered_ahead_by_someone_who_read_the_stream_are_dropped_unread() {
     // publishes first under the agent's next index: without the next link it is not read.
     let mut input = input_of(segment_with_frames_ahead(None));
     let got: Vec<_> = input.by_ref().collect::<Result<_, _>>().unwrap();
-    assert_eq!(got, evs, "every event of the agent's, and none of the forger's");
-    assert_eq!((input.forged_messages(), input.duplicate_messages()), (1, 1));
+    assert_eq!(
+        got, evs,
+        "every event of the agent's, and none of the forger's"
+    );
+    assert_eq!(
+        (input.forged_messages(), input.duplicate_messages()),
+        (1, 1)
+    );
     let tail = input.tail().unwrap();
     assert_eq!((tail.forged_frames, tail.duplicate_frames), (0, 0));
     let notes = input.notes(false).join("\n");

@@ -162,7 +162,11 @@ impl Verifier {
         };
         if index <= self.index {
             let same = self.read.get(&index) == Some(&self.digest(payload));
-            return if same { Verdict::Duplicate } else { Verdict::Forged };
+            return if same {
+                Verdict::Duplicate
+            } else {
+                Verdict::Forged
+            };
         }
         let Some(link) = link else {
             return Verdict::Forged;
@@ -202,7 +206,10 @@ mod tests {
         assert_eq!(v.check(None, c.link(302), b"f"), Verdict::Forged);
         // The forgeries moved nothing: the agent's 302 is still the next.
         assert_eq!(v.check(Some(302), c.link(302), b"c"), Verdict::Next);
-        assert_eq!(v.check(Some(LINKS - 1), c.link(LINKS - 1), b"d"), Verdict::Next);
+        assert_eq!(
+            v.check(Some(LINKS - 1), c.link(LINKS - 1), b"d"),
+            Verdict::Next
+        );
     }
 
     #[test]
@@ -212,11 +219,7 @@ mod tests {
         assert_eq!(c.link(LINKS - 1), Some(seed));
         assert_eq!(c.link(LINKS), None);
         for i in [0, 1, 255, 256, 257, 1000, LINKS - 257, LINKS - 2] {
-            assert_eq!(
-                c.link(i),
-                Some(hashed(seed, LINKS - 1 - i)),
-                "index {i}"
-            );
+            assert_eq!(c.link(i), Some(hashed(seed, LINKS - 1 - i)), "index {i}");
         }
     }
 
@@ -232,7 +235,14 @@ mod tests {
     fn hex_round_trips_and_refuses_anything_else() {
         let l = Chain::from_seed([0xab; 16]).link(0).unwrap();
         assert_eq!(from_hex(&to_hex(&l)), Some(l));
-        for bad in ["", "zz", &"a".repeat(31), &"a".repeat(33), &"g".repeat(32), "é"] {
+        for bad in [
+            "",
+            "zz",
+            &"a".repeat(31),
+            &"a".repeat(33),
+            &"g".repeat(32),
+            "é",
+        ] {
             assert_eq!(from_hex(bad), None, "{bad}");
         }
     }
