@@ -1001,34 +1001,46 @@ fn has_exec(out: &std::process::Output, pid: u32) -> bool {
             .any(|e| e["tgid"] == pid && e["event"] == "exec_enter")
 }
 
-/// A pid no process has (above the kernel's pid_max limit).
-const FORGED_PID: u32 = 4_194_305;
-
-/// Publishes on `node`'s subject a whole segment its agent never wrote: a trace file whose one
-/// event is an exec by [`FORGED_PID`], as anyone with publish rights there could.
-fn forge_segment(nats_port: u16, node: &str) {
-    use tracer::event::{CapturedStr, EventKind};
-    use tracer::nats;
+/// A runtime and a JetStream context on the test's nats-server, as a client of the stream.
+fn jetstream(nats_port: u16) -> (tokio::runtime::Runtime, async_nats::jetstream::Context) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
+    let server = format!("nats://127.0.0.1:{nats_port}");
+    let client = rt
+        .block_on(tracer::nats::connect(
+            &server,
+            tracer::nats::FirstConnect::Fail,
+        ))
+        .expect("connect");
+    (rt, async_nats::jetstream::new(client))
+}
+
+/// A pid no process has (above the kernel's pid_max limit).
+const FORGED_PID: u32 = 4_194_305;
+
+/// An exec by [`FORGED_PID`], as a forger writes it.
+fn forged_exec() -> tracer::Event {
+    use tracer::event::{CapturedStr, EventKind};
+    let kind = EventKind::Exec {
+        old_tid: FORGED_PID,
+        filename: CapturedStr::new("/usr/bin/forged"),
+        cred: None,
+    };
+    tracer::Event::bare(1, 1, FORGED_PID, FORGED_PID, "forged", kind)
+}
+
+/// Publishes on `node`'s subject a whole segment its agent never wrote: a trace file whose one
+/// event is an exec by [`FORGED_PID`], as anyone with publish rights there could.
+fn forge_segment(nats_port: u16, node: &str) {
+    use tracer::nats;
+    let (rt, js) = jetstream(nats_port);
     rt.block_on(async {
-        let server = format!("nats://127.0.0.1:{nats_port}");
-        let client = nats::connect(&server, nats::FirstConnect::Fail)
-            .await
-            .expect("connect");
-        let js = async_nats::jetstream::new(client);
         let id = format!("{node}-{}-0", nats::random_id());
         let header = tracer::tracefile::Header::default();
         let (mut seg, mut msgs) = nats::Segment::start(id, &header).expect("segment");
-        let kind = EventKind::Exec {
-            old_tid: FORGED_PID,
-            filename: CapturedStr::new("/usr/bin/forged"),
-            cred: None,
-        };
-        let ev = tracer::Event::bare(1, 1, FORGED_PID, FORGED_PID, "forged", kind);
-        seg.write_event(&ev).expect("event");
+        seg.write_event(&forged_exec()).expect("event");
         msgs.extend(seg.flush(false).expect("flush"));
         for m in &msgs {
             nats::publish(&js, &nats::subject(node), m)
@@ -1091,7 +1103,6 @@ fn a_forged_segment_in_the_stream_is_reported_and_hides_none_of_the_agents_event
 /// Frames numbered 0 to `n` - 1 with no events, then frame `n` holding an exec by
 /// [`FORGED_PID`]: numbers running past any the agent has used yet.
 fn frames_ahead(n: usize) -> Vec<u8> {
-    use tracer::event::{CapturedStr, EventKind};
     let mut w =
         tracer::tracefile::TraceWriter::new(Vec::new(), &tracer::tracefile::Header::default())
             .expect("writer");
@@ -1099,13 +1110,7 @@ fn frames_ahead(n: usize) -> Vec<u8> {
     for _ in 0..n {
         w.write_stats(0, 0, 0).expect("stats frame");
     }
-    let kind = EventKind::Exec {
-        old_tid: FORGED_PID,
-        filename: CapturedStr::new("/usr/bin/forged"),
-        cred: None,
-    };
-    let ev = tracer::Event::bare(1, 1, FORGED_PID, FORGED_PID, "forged", kind);
-    w.write_event(&ev).expect("event");
+    w.write_event(&forged_exec()).expect("event");
     w.flush().expect("flush");
     let end = w.bytes_written() as usize;
     w.finish().expect("finish")[start..end].to_vec()
@@ -1116,16 +1121,8 @@ fn frames_ahead(n: usize) -> Vec<u8> {
 /// numbered ahead of the agent's (one with an exec of its own). Returns the segment forged into.
 fn forge_frames_ahead(nats_port: u16, node: &str) -> String {
     use tracer::nats;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (rt, js) = jetstream(nats_port);
     rt.block_on(async {
-        let server = format!("nats://127.0.0.1:{nats_port}");
-        let client = nats::connect(&server, nats::FirstConnect::Fail)
-            .await
-            .expect("connect");
-        let js = async_nats::jetstream::new(client);
         let stream = js.get_stream(nats::STREAM).await.expect("stream");
         let last = stream
             .get_last_raw_message_by_subject(&nats::subject(node))
