@@ -16,6 +16,8 @@ pub enum Kind {
     TraceFile,
     /// An `strace -f` log (see [`crate::strace`]).
     StraceLog,
+    /// JSON lines, one event each: what `tracer trace --format json` prints (see [`jsonl`]).
+    JsonLines,
 }
 
 impl Kind {
@@ -24,6 +26,7 @@ impl Kind {
         match self {
             Kind::TraceFile => "trace file",
             Kind::StraceLog => "strace log",
+            Kind::JsonLines => "JSON lines",
         }
     }
 }
@@ -64,6 +67,14 @@ pub enum InputError {
         /// What failed.
         error: crate::nats::NatsError,
     },
+    /// JSON lines with a line that is not an event (the error names the line).
+    #[error("{}: {error}", crate::escape::path(path))]
+    JsonLines {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and on which line.
+        error: jsonl::JsonLineError,
+    },
     /// An strace log in which nothing could be read.
     #[error("{}: strace log: {message}", crate::escape::path(path))]
     Strace {
@@ -80,6 +91,16 @@ impl InputError {
         match self {
             InputError::TraceFile { error, .. } => Some(error),
             _ => None,
+        }
+    }
+
+    /// The recording was cut inside its last frame or line (a writer killed mid-write):
+    /// every event before it is whole.
+    pub fn is_truncation(&self) -> bool {
+        match self {
+            InputError::TraceFile { error, .. } => error.is_truncation(),
+            InputError::JsonLines { error, .. } => error.is_truncation(),
+            _ => false,
         }
     }
 }
@@ -101,6 +122,9 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
     if prefix.contains(&0) {
         return Err("binary data: neither a trace file nor an strace log");
     }
+    if jsonl::looks_like(prefix) {
+        return Ok(Kind::JsonLines);
+    }
     match std::str::from_utf8(prefix) {
         Ok(_) => Ok(Kind::StraceLog),
         // A multi-byte character cut by the sniff window is fine.
@@ -115,6 +139,7 @@ pub type TraceSource = Box<dyn Read + Send>;
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
+    Json(Box<jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>>),
     /// A node's NATS stream: its segments (trace files) read one after the other; the first
     /// one's header stands for all.
     #[cfg(feature = "nats")]
@@ -227,6 +252,11 @@ impl Input {
                     clock: import.clock,
                 });
                 Source::Events(import.events.into_iter())
+            }
+            Kind::JsonLines => {
+                let chained = std::io::Cursor::new(prefix).chain(src);
+                let lines = jsonl::JsonLines::new(BufReader::with_capacity(256 << 10, chained));
+                Source::Json(Box::new(lines))
             }
         };
         Ok(Input {
@@ -382,7 +412,7 @@ impl Input {
             Source::Trace(r) => Some(r.header()),
             #[cfg(feature = "nats")]
             Source::Nats { first, .. } => Some(first),
-            Source::Events(_) => None,
+            Source::Events(_) | Source::Json(_) => None,
         }
     }
 
@@ -421,7 +451,7 @@ impl Input {
             Source::Trace(r) => r.last_stats(),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => current.last_stats(),
-            Source::Events(_) => None,
+            Source::Events(_) | Source::Json(_) => None,
         }
     }
 
@@ -431,7 +461,7 @@ impl Input {
             Source::Trace(r) => Some(r.tail()),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => Some(current.tail()),
-            Source::Events(_) => None,
+            Source::Events(_) | Source::Json(_) => None,
         }
     }
 
@@ -536,6 +566,12 @@ impl Input {
                 })
             }),
             Source::Events(it) => it.next().map(Ok),
+            Source::Json(lines) => lines.next().map(|r| {
+                r.map_err(|error| InputError::JsonLines {
+                    path: self.path.clone(),
+                    error,
+                })
+            }),
             #[cfg(feature = "nats")]
             Source::Nats {
                 current,
@@ -622,8 +658,12 @@ impl Loaded {
             let ev = match ev {
                 Ok(ev) => ev,
                 // A recording killed mid-write: every whole frame is used.
-                Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
-                    let t = e.trace_error().map(ToString::to_string).unwrap_or_default();
+                Err(e) if e.is_truncation() => {
+                    let t = match &e {
+                        InputError::TraceFile { error, .. } => error.to_string(),
+                        InputError::JsonLines { error, .. } => error.to_string(),
+                        _ => e.to_string(),
+                    };
                     notes.push(format!("{t}; using the events before it"));
                     stopped = true;
                     break;
@@ -788,6 +828,8 @@ impl Iterator for Input {
         self.next_event()
     }
 }
+
+pub mod jsonl;
 
 #[cfg(all(test, feature = "nats"))]
 mod nats_tests;
