@@ -199,6 +199,10 @@ pub enum Command {
         /// that is `--format`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
+        /// Also write the same events to this trace file, as `tracer record -o FILE` does (one
+        /// capture: the lines and the file hold the same events).
+        #[arg(long, value_name = "FILE")]
+        record: Option<std::path::PathBuf>,
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
@@ -370,17 +374,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             seq,
             output,
+            record,
         }) => {
-            if let Some(o) = &output {
+            for o in output.iter().chain(&record) {
                 output::out_path(o)?;
             }
             #[cfg(feature = "capture")]
             {
-                trace::run(target, format, seq, output)
+                trace::run(target, format, seq, output, record)
             }
             #[cfg(not(feature = "capture"))]
             {
-                let _ = (target, format, seq, output);
+                let _ = (target, format, seq, output, record);
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }

@@ -5,9 +5,38 @@ use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{header_for, CaptureBuilder};
+use tracer::capture::{header_for, Capture, CaptureBuilder, Target};
 use tracer::source::{EventSource, SourceLoop, Step};
 use tracer::tracefile::TraceWriter;
+
+/// Starts the capture of `target` and the trace file `output` it is written to, its header
+/// holding the /proc snapshot (`scope`), read while the probes load; the capture's notes said.
+/// What `record` and `trace --record` begin with.
+pub(super) fn start_recording(
+    target: &Target,
+    args: &super::TargetArgs,
+    scope: super::Snapshot,
+    output: &std::path::Path,
+) -> Result<(Capture, TraceWriter<std::fs::File>)> {
+    let (t, ring_bytes) = (target.clone(), args.ring_bytes);
+    let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
+    let started = CaptureBuilder::new(target.clone())
+        .ring_bytes(args.ring_bytes)
+        .syscalls(args.syscalls)
+        .signals(args.signals.into())
+        .start();
+    let mut header = snap
+        .join()
+        .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
+    let cap = started?;
+    cap.facts().add_to(&mut header);
+    for note in cap.notes() {
+        tracer::say!("tracer: note: {note}");
+    }
+    let w = TraceWriter::create(output, &header)
+        .with_context(|| format!("cannot create {}", tracer::escape::path(output)))?;
+    Ok((cap, w))
+}
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = super::trace::target_of(&args.target)?;
@@ -17,24 +46,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        // The /proc snapshot is read while the probes load.
-        let (t, ring_bytes, scope) = (target.clone(), args.target.ring_bytes, args.snapshot);
-        let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
-        let started = CaptureBuilder::new(target.clone())
-            .ring_bytes(args.target.ring_bytes)
-            .syscalls(args.target.syscalls)
-            .signals(args.target.signals.into())
-            .start();
-        let mut header = snap
-            .join()
-            .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
-        let cap = started?;
-        cap.facts().add_to(&mut header);
-        for note in cap.notes() {
-            tracer::say!("tracer: note: {note}");
-        }
-        let mut w = TraceWriter::create(&args.output, &header)
-            .with_context(|| format!("cannot create {}", tracer::escape::path(&args.output)))?;
+        let (cap, mut w) = start_recording(&target, &args.target, args.snapshot, &args.output)?;
 
         let deadline = args
             .target

@@ -25,6 +25,7 @@ pub fn run(
     format: OutputFormat,
     seq: bool,
     output: Option<std::path::PathBuf>,
+    record: Option<std::path::PathBuf>,
 ) -> Result<ExitCode> {
     let target = target_of(&args)?;
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
@@ -40,14 +41,25 @@ pub fn run(
             )),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
         };
-        let cap = CaptureBuilder::new(target.clone())
-            .ring_bytes(args.ring_bytes)
-            .syscalls(args.syscalls)
-            .signals(args.signals.into())
-            .start()?;
-        for note in cap.notes() {
-            tracer::say!("tracer: note: {note}");
-        }
+        // With --record, the same capture's events also go to a trace file.
+        let (cap, mut rec) = match &record {
+            Some(path) => {
+                let followed = super::Snapshot::Followed;
+                let (cap, w) = super::record::start_recording(&target, &args, followed, path)?;
+                (cap, Some(w))
+            }
+            None => {
+                let cap = CaptureBuilder::new(target.clone())
+                    .ring_bytes(args.ring_bytes)
+                    .syscalls(args.syscalls)
+                    .signals(args.signals.into())
+                    .start()?;
+                for note in cap.notes() {
+                    tracer::say!("tracer: note: {note}");
+                }
+                (cap, None)
+            }
+        };
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -57,10 +69,14 @@ pub fn run(
         let mut stats = StreamStats::default();
 
         let mut emit = |batch: &mut Vec<tracer::Event>,
-                        out: &mut Box<dyn Write + Send>|
+                        out: &mut Box<dyn Write + Send>,
+                        rec: &mut Option<tracer::tracefile::TraceWriter<std::fs::File>>|
          -> std::io::Result<()> {
             for ev in batch.drain(..) {
                 stats.observe(&ev);
+                if let Some(w) = rec.as_mut() {
+                    w.write_event(&ev).map_err(std::io::Error::other)?;
+                }
                 match format {
                     OutputFormat::Json => serde_json::to_string(&ev)
                         .map_err(std::io::Error::other)
@@ -77,18 +93,28 @@ pub fn run(
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
         let mut lp = SourceLoop::new(cap);
-        drive(&mut lp, deadline, |step, _| match step {
-            Step::Batch(batch) => match emit(batch, &mut out) {
+        drive(&mut lp, deadline, |step, cap| match step {
+            Step::Batch(batch) => match emit(batch, &mut out, &mut rec) {
                 Ok(()) => Ok(true),
                 Err(e) => {
                     write_err = Some(e);
                     Ok(false)
                 }
             },
-            Step::Drops(_) | Step::Tick => Ok(true),
+            Step::Tick => {
+                if let Some(w) = rec.as_mut() {
+                    w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
+                    w.maybe_flush()?;
+                }
+                Ok(true)
+            }
+            Step::Drops(_) => Ok(true),
         })
         .await?;
         let mut cap = lp.into_source();
+        if let (Some(w), Some(path)) = (rec.take(), &record) {
+            finish_record(w, &cap, path)?;
+        }
         super::output::check_write(write_err.map_or(Ok(()), Err))?;
         let dropped = cap.drops();
         tracer::say!("tracer: {}", stats.summary(dropped));
@@ -102,6 +128,20 @@ pub fn run(
         cap.release_in_background();
         Ok(ExitCode::from(code))
     })
+}
+
+/// The end of `trace --record`'s file: the capture's counters and the end record.
+fn finish_record(
+    mut w: tracer::tracefile::TraceWriter<std::fs::File>,
+    cap: &Capture,
+    path: &std::path::Path,
+) -> Result<()> {
+    w.set_counters(cap.drops(), cap.seq_issued(), cap.decode_errors());
+    let events = w.stats().events;
+    w.finish()
+        .with_context(|| format!("cannot finish {}", tracer::escape::path(path)))?;
+    tracer::say!("tracer: recorded {events} events in {}", tracer::escape::path(path));
+    Ok(())
 }
 
 /// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a
