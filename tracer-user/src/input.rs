@@ -181,6 +181,8 @@ pub struct StraceReport {
     pub untranslated_senders: usize,
     /// What the log's time stamps mean.
     pub clock: crate::clock::Clock,
+    /// The process the log shows but never creates (see [`crate::strace::Import::initial`]).
+    pub initial: Option<SnapshotProcess>,
 }
 
 impl Input {
@@ -250,6 +252,7 @@ impl Input {
                     initial_pid_unknown: import.initial_pid_unknown,
                     untranslated_senders: import.untranslated_senders,
                     clock: import.clock,
+                    initial: import.initial,
                 });
                 Source::Events(import.events.into_iter())
             }
@@ -428,11 +431,15 @@ impl Input {
             .unwrap_or_default()
     }
 
-    /// Processes that existed at the start (empty for an strace log).
+    /// Processes that existed at the start: a trace file's /proc snapshot; an strace log's
+    /// initial process (the command strace started, or the first one it attached to), whose
+    /// start is never in the log.
     pub fn snapshot(&self) -> Vec<SnapshotProcess> {
-        self.header()
-            .map(Header::snapshot_processes)
-            .unwrap_or_default()
+        if let Some(h) = self.header() {
+            return h.snapshot_processes();
+        }
+        let initial = self.strace_report.as_ref().and_then(|r| r.initial.clone());
+        initial.into_iter().collect()
     }
 
     /// Recorded without syscall probes (see [`Header::sched_probes`]); false for strace logs.
