@@ -235,7 +235,9 @@ impl<'de> Deserialize<'de> for CloneFlags {
         let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
         match crate::names::parse_clone_flags(&s) {
             Some((flags, 0)) => Ok(CloneFlags(flags)),
-            _ => Err(serde::de::Error::custom("clone flags that are not CLONE_* names or a number")),
+            _ => Err(serde::de::Error::custom(
+                "clone flags that are not CLONE_* names or a number",
+            )),
         }
     }
 }
@@ -338,7 +340,14 @@ struct EventJson {
 
 /// The names [`EventJson`] reads.
 const EVENT_FIELDS: [&str; 8] = [
-    "seq", "ts_ns", "tgid", "tid", "ppid", "uid", "cgroup_id", "comm",
+    "seq",
+    "ts_ns",
+    "tgid",
+    "tid",
+    "ppid",
+    "uid",
+    "cgroup_id",
+    "comm",
 ];
 
 /// Read back from the one object [`Serialize`] writes. A kind's field may share a name with
@@ -663,7 +672,8 @@ impl TryFrom<SignalJson> for SignalInfo {
         let signal = crate::names::signal_number(&j.signal)
             .or_else(|| j.signal.parse().ok())
             .ok_or("a signal that is neither a SIG* name nor a number")?;
-        let code = crate::names::si_code_number(&j.code).ok_or("an si_code that is neither a name nor a number")?;
+        let code = crate::names::si_code_number(&j.code)
+            .ok_or("an si_code that is neither a name nor a number")?;
         Ok(SignalInfo {
             signal,
             code,

@@ -139,7 +139,11 @@ pub type TraceSource = Box<dyn Read + Send>;
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
-    Json(Box<jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>>),
+    /// JSON lines, and their first line read ahead (it names the initial process).
+    Json(
+        Box<jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>>,
+        Option<Result<Event, jsonl::JsonLineError>>,
+    ),
     /// A node's NATS stream: its segments (trace files) read one after the other; the first
     /// one's header stands for all.
     #[cfg(feature = "nats")]
@@ -258,8 +262,9 @@ impl Input {
             }
             Kind::JsonLines => {
                 let chained = std::io::Cursor::new(prefix).chain(src);
-                let lines = jsonl::JsonLines::new(BufReader::with_capacity(256 << 10, chained));
-                Source::Json(Box::new(lines))
+                let mut lines = jsonl::JsonLines::new(BufReader::with_capacity(256 << 10, chained));
+                let first = lines.next();
+                Source::Json(Box::new(lines), first)
             }
         };
         Ok(Input {
@@ -415,7 +420,7 @@ impl Input {
             Source::Trace(r) => Some(r.header()),
             #[cfg(feature = "nats")]
             Source::Nats { first, .. } => Some(first),
-            Source::Events(_) | Source::Json(_) => None,
+            Source::Events(_) | Source::Json(..) => None,
         }
     }
 
@@ -433,10 +438,13 @@ impl Input {
 
     /// Processes that existed at the start: a trace file's /proc snapshot; an strace log's
     /// initial process (the command strace started, or the first one it attached to), whose
-    /// start is never in the log.
+    /// start is never in the log; JSON lines' first actor and its parent ([`jsonl::initial_processes`]).
     pub fn snapshot(&self) -> Vec<SnapshotProcess> {
         if let Some(h) = self.header() {
             return h.snapshot_processes();
+        }
+        if let Source::Json(_, Some(Ok(first))) = &self.source {
+            return jsonl::initial_processes(first);
         }
         let initial = self.strace_report.as_ref().and_then(|r| r.initial.clone());
         initial.into_iter().collect()
@@ -447,9 +455,14 @@ impl Input {
         self.header().is_some_and(Header::sched_probes)
     }
 
-    /// A fresh engine seeded with the snapshot, ready for the events.
+    /// A fresh engine seeded with the snapshot, ready for the events; for a recording scoped
+    /// to a pod, one that takes its gaps for the events left out.
     pub fn seeded_engine(&self) -> Engine {
-        Engine::seeded(&self.snapshot())
+        let mut e = Engine::seeded(&self.snapshot());
+        if self.header().and_then(Header::pod_scope).is_some() {
+            e.set_scoped();
+        }
+        e
     }
 
     /// The latest drop counters read (trace files only).
@@ -458,7 +471,7 @@ impl Input {
             Source::Trace(r) => r.last_stats(),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => current.last_stats(),
-            Source::Events(_) | Source::Json(_) => None,
+            Source::Events(_) | Source::Json(..) => None,
         }
     }
 
@@ -468,7 +481,7 @@ impl Input {
             Source::Trace(r) => Some(r.tail()),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => Some(current.tail()),
-            Source::Events(_) | Source::Json(_) => None,
+            Source::Events(_) | Source::Json(..) => None,
         }
     }
 
@@ -573,7 +586,7 @@ impl Input {
                 })
             }),
             Source::Events(it) => it.next().map(Ok),
-            Source::Json(lines) => lines.next().map(|r| {
+            Source::Json(lines, first) => first.take().or_else(|| lines.next()).map(|r| {
                 r.map_err(|error| InputError::JsonLines {
                     path: self.path.clone(),
                     error,

@@ -398,3 +398,37 @@ pub fn every_kind() -> Vec<Event> {
         })
         .collect()
 }
+
+/// `pid` exec'ing `path` with `argv`: the exec's start (where argv is read) and its success.
+pub fn exec_argv(pid: u32, path: &str, argv: &[&str]) -> [Event; 2] {
+    let enter = EventKind::ExecEnter {
+        syscall: Syscall::Execve,
+        dirfd: -100,
+        at_flags: 0,
+        filename: CapturedStr::new(path),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        argv_truncated: false,
+    };
+    [event(0, pid, "", enter), exec(pid, path)]
+}
+
+/// What a runtime `pid` read of container `cid`'s bundle: container `container` of pod
+/// `namespace/pod`, as containerd's CRI plugin annotates it.
+pub fn container_meta(pid: u32, cid: &str, namespace: &str, pod: &str, container: &str) -> Event {
+    let annotations = [
+        ("io.kubernetes.cri.container-type", "container"),
+        ("io.kubernetes.cri.container-name", container),
+        ("io.kubernetes.cri.sandbox-name", pod),
+        ("io.kubernetes.cri.sandbox-namespace", namespace),
+        ("io.kubernetes.cri.sandbox-uid", pod),
+    ];
+    let kind = EventKind::ContainerMeta {
+        pid,
+        container_id: cid.into(),
+        annotations: annotations
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    event(0, pid, "runc", kind)
+}

@@ -11,8 +11,11 @@ use tracer::lineage::How;
 
 /// A log read as every command reads one.
 fn load(name: &str, text: &[u8]) -> Loaded {
-    let input = Input::from_reader(Path::new(name), Box::new(std::io::Cursor::new(text.to_vec())))
-        .expect("an strace log");
+    let input = Input::from_reader(
+        Path::new(name),
+        Box::new(std::io::Cursor::new(text.to_vec())),
+    )
+    .expect("an strace log");
     Loaded::from_input(input, None).expect("read")
 }
 
@@ -47,10 +50,16 @@ fn strace_sh(dir: &Path, to_file: bool) -> (Vec<u8>, [u32; 3]) {
     } else {
         cmd.stderr(std::fs::File::create(&log).unwrap());
     }
-    let st = cmd.args(["sh", "-c", &script]).status().expect("strace runs");
+    let st = cmd
+        .args(["sh", "-c", &script])
+        .status()
+        .expect("strace runs");
     assert!(st.success(), "strace: {st}");
     let text = std::fs::read_to_string(&pids).unwrap();
-    let v: Vec<u32> = text.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let v: Vec<u32> = text
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
     (std::fs::read(&log).unwrap(), [v[0], v[1], v[2]])
 }
 

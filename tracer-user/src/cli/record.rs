@@ -6,18 +6,21 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::capture::{header_for, Capture, CaptureBuilder, Target};
-use tracer::source::{EventSource, SourceLoop, Step};
+use tracer::lineage::{PodQuery, PodScope, SnapshotProcess};
+use tracer::source::{EventSource, Step};
 use tracer::tracefile::TraceWriter;
 
 /// Starts the capture of `target` and the trace file `output` it is written to, its header
 /// holding the /proc snapshot (`scope`), read while the probes load; the capture's notes said.
 /// What `record` and `trace --record` begin with.
+/// With `pod`, the header says the recording is scoped to it.
 pub(super) fn start_recording(
     target: &Target,
     args: &super::TargetArgs,
     scope: super::Snapshot,
     output: &std::path::Path,
-) -> Result<(Capture, TraceWriter<std::fs::File>)> {
+    pod: Option<&PodQuery>,
+) -> Result<(Capture, TraceWriter<std::fs::File>, Vec<SnapshotProcess>)> {
     let (t, ring_bytes) = (target.clone(), args.ring_bytes);
     let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
     let started = CaptureBuilder::new(target.clone())
@@ -30,23 +33,34 @@ pub(super) fn start_recording(
         .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
     let cap = started?;
     cap.facts().add_to(&mut header);
+    if let Some(q) = pod {
+        let text = PodScope::Typed(q.clone()).pod_text();
+        header.set_pod_scope(&text, q.container.as_deref());
+    }
     for note in cap.notes() {
         tracer::say!("tracer: note: {note}");
     }
     let w = TraceWriter::create(output, &header)
         .with_context(|| format!("cannot create {}", tracer::escape::path(output)))?;
-    Ok((cap, w))
+    Ok((cap, w, header.snapshot_processes()))
 }
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
-    let target = super::trace::target_of(&args.target)?;
+    let target = super::trace::live_target(&args.target, &args.pod)?;
+    let pod = args.pod.query();
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
     // thread would wake it through a futex each time (twice the idle CPU).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let (cap, mut w) = start_recording(&target, &args.target, args.snapshot, &args.output)?;
+        let (cap, mut w, seed) = start_recording(
+            &target,
+            &args.target,
+            args.snapshot,
+            &args.output,
+            pod.as_ref(),
+        )?;
 
         let deadline = args
             .target
@@ -57,7 +71,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut last_events = 0u64;
         let tty = std::io::stderr().is_terminal();
 
-        let mut lp = SourceLoop::new(cap);
+        let mut lp = super::trace::source_loop(cap, pod, &seed);
         super::trace::drive(&mut lp, deadline, |step, cap| {
             match step {
                 Step::Batch(batch) => {

@@ -1,11 +1,12 @@
 //! `tracer trace`: live strace-like output.
 
-use super::{OutputFormat, TargetArgs};
+use super::{OutputFormat, PodArgs, TargetArgs};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::capture::{Capture, CaptureBuilder, Target};
+use tracer::lineage::{LiveScope, PodQuery, SnapshotProcess};
 use tracer::render::LineRenderer;
 use tracer::source::{DriveOpts, Ended, EventSource, SourceLoop, Step};
 use tracer::stats::StreamStats;
@@ -20,14 +21,40 @@ pub fn target_of(args: &TargetArgs) -> Result<Target> {
     })
 }
 
+/// What a live command follows: with `--pod` or `-n` and no other target, every process
+/// (its [`source_loop`] keeps the pod's events).
+pub(super) fn live_target(args: &TargetArgs, pod: &PodArgs) -> Result<Target> {
+    let none = args.pid.is_none() && !args.all && args.command.is_empty();
+    if none && pod.query().is_some() {
+        return Ok(Target::All);
+    }
+    target_of(args)
+}
+
+/// The loop over `cap`; with a pod asked for, only its events go on (the engine that tells
+/// them seeded with `seed`, what existed at the start).
+pub(super) fn source_loop(
+    cap: Capture,
+    pod: Option<PodQuery>,
+    seed: &[SnapshotProcess],
+) -> SourceLoop<Capture> {
+    let lp = SourceLoop::new(cap);
+    match pod {
+        Some(q) => lp.scoped(LiveScope::new(q, seed)),
+        None => lp,
+    }
+}
+
 pub fn run(
     args: TargetArgs,
     format: OutputFormat,
     seq: bool,
     output: Option<std::path::PathBuf>,
     record: Option<std::path::PathBuf>,
+    pod: PodArgs,
 ) -> Result<ExitCode> {
-    let target = target_of(&args)?;
+    let target = live_target(&args, &pod)?;
+    let query = pod.query();
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
     // thread would wake it through a futex each time (twice the idle CPU).
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -42,11 +69,13 @@ pub fn run(
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
         };
         // With --record, the same capture's events also go to a trace file.
-        let (cap, mut rec) = match &record {
+        let (cap, mut rec, seed) = match &record {
             Some(path) => {
                 let followed = super::Snapshot::Followed;
-                let (cap, w) = super::record::start_recording(&target, &args, followed, path)?;
-                (cap, Some(w))
+                let q = query.as_ref();
+                let (cap, w, seed) =
+                    super::record::start_recording(&target, &args, followed, path, q)?;
+                (cap, Some(w), seed)
             }
             None => {
                 let cap = CaptureBuilder::new(target.clone())
@@ -57,7 +86,7 @@ pub fn run(
                 for note in cap.notes() {
                     tracer::say!("tracer: note: {note}");
                 }
-                (cap, None)
+                (cap, None, Vec::new())
             }
         };
         let deadline = args
@@ -92,7 +121,7 @@ pub fn run(
 
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
-        let mut lp = SourceLoop::new(cap);
+        let mut lp = source_loop(cap, query, &seed);
         drive(&mut lp, deadline, |step, cap| match step {
             Step::Batch(batch) => match emit(batch, &mut out, &mut rec) {
                 Ok(()) => Ok(true),
@@ -140,7 +169,10 @@ fn finish_record(
     let events = w.stats().events;
     w.finish()
         .with_context(|| format!("cannot finish {}", tracer::escape::path(path)))?;
-    tracer::say!("tracer: recorded {events} events in {}", tracer::escape::path(path));
+    tracer::say!(
+        "tracer: recorded {events} events in {}",
+        tracer::escape::path(path)
+    );
     Ok(())
 }
 

@@ -27,7 +27,10 @@ pub fn json_lines(data: &[u8]) {
                     .and_then(|s| s.parse().ok())
                     .unwrap_or_else(|| panic!("an error without its line: {line}"));
                 assert!((1..=lines).contains(&n), "line {n} of {lines}");
-                assert!(!line.contains('\n'), "a message of more than one line: {line}");
+                assert!(
+                    !line.contains('\n'),
+                    "a message of more than one line: {line}"
+                );
             }
         }
     }

@@ -59,6 +59,32 @@ pub fn looks_like(prefix: &[u8]) -> bool {
     prefix.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
+/// The processes the first event of JSON lines shows and that existed before the recording
+/// (a trace's lines carry no /proc snapshot): the one it happens in — the command `trace --
+/// CMD` started, `launched` when that first event is its exec, as a trace file's snapshot
+/// holds it — and its parent (the tracer, for a command it started), name unknown.
+pub fn initial_processes(first: &Event) -> Vec<crate::event::SnapshotProcess> {
+    use crate::event::{EventKind, SnapshotProcess};
+    let initial = SnapshotProcess {
+        pid: first.tgid,
+        ppid: first.ppid,
+        comm: first.comm.to_string(),
+        threads: vec![first.tgid],
+        uid: first.uid,
+        launched: matches!(
+            first.kind,
+            EventKind::ExecEnter { .. } | EventKind::Exec { .. }
+        ),
+        ..Default::default()
+    };
+    let parent = (first.ppid != 0 && first.ppid != first.tgid).then(|| SnapshotProcess {
+        pid: first.ppid,
+        threads: vec![first.ppid],
+        ..Default::default()
+    });
+    parent.into_iter().chain([initial]).collect()
+}
+
 /// Events read from JSON lines; blank lines are skipped. After an error, nothing more.
 pub struct JsonLines<R> {
     src: R,
@@ -258,7 +284,10 @@ mod tests {
         assert_eq!(got[1], Err(JsonLineError::Cut { line: 2 }));
         // Cut with its newline: a damaged line, not a cut recording.
         let got = read(&format!("{good}\n{}\n", &good[..good.len() / 2]));
-        assert!(matches!(got[1], Err(JsonLineError::NotAnEvent { line: 2, .. })));
+        assert!(matches!(
+            got[1],
+            Err(JsonLineError::NotAnEvent { line: 2, .. })
+        ));
         let long = format!("{good}\n{}\n", " ".repeat(MAX_JSON_LINE_BYTES + 1));
         let got = read(&long);
         assert_eq!(got[1], Err(JsonLineError::TooLong { line: 2 }));
