@@ -136,14 +136,14 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
 /// Where recording bytes come from: a file, standard input, or bytes in memory (the demo).
 pub type TraceSource = Box<dyn Read + Send>;
 
+/// JSON lines after their sniffed bytes.
+type JsonSource = jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>;
+
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
     /// JSON lines, and their first line read ahead (it names the initial process).
-    Json(
-        Box<jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>>,
-        Option<Result<Event, jsonl::JsonLineError>>,
-    ),
+    Json(Box<JsonSource>, Option<Result<Event, jsonl::JsonLineError>>),
     /// A node's NATS stream: its segments (trace files) read one after the other; the first
     /// one's header stands for all.
     #[cfg(feature = "nats")]

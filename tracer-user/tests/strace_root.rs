@@ -2,6 +2,7 @@
 //! and the start it never shows is no anomaly (no placeholder, no warning). Logs strace writes
 //! in the test (`-o FILE`'s pid column, stderr's `[pid N]`) and crafted ones.
 
+#[allow(dead_code)]
 #[path = "../../tests/src/prereq.rs"]
 mod prereq;
 
