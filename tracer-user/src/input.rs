@@ -137,7 +137,8 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
 pub type TraceSource = Box<dyn Read + Send>;
 
 /// JSON lines after their sniffed bytes.
-type JsonSource = jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>;
+type JsonSource =
+    jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>;
 
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
