@@ -49,6 +49,7 @@ fn restarting_containerd() -> Script {
 /// events, segments of 10 minutes, no daemon followed.
 fn config(port: u16, node: &str, run: Duration) -> AgentConfig {
     AgentConfig {
+        pod: None,
         server: format!("nats://127.0.0.1:{port}"),
         node: node.into(),
         buffer_events: 1000,

@@ -50,6 +50,9 @@ pub struct AgentConfig {
     pub daemon: bool,
     /// When to stop, if ever.
     pub deadline: Option<Instant>,
+    /// `--pod`/`-n`/`--container`: only that pod's events are published (the source's
+    /// loop leaves the others out, [`SourceLoop::scoped`]); each segment's header says so.
+    pub pod: Option<crate::lineage::PodQuery>,
 }
 
 /// What the agent lost, when it stopped.
@@ -397,12 +400,17 @@ struct Agent {
     last_flush: Instant,
     last_stats: Instant,
     daemon: bool,
+    pod: Option<crate::lineage::PodQuery>,
 }
 
 impl Agent {
     fn header(&self, src: &impl EventSource) -> Header {
         let mut h = src.header();
         h.extra.push(("node".into(), self.node.clone()));
+        if let Some(q) = &self.pod {
+            let text = crate::lineage::PodScope::Typed(q.clone()).pod_text();
+            h.set_pod_scope(&text, q.container.as_deref());
+        }
         h
     }
 
@@ -557,9 +565,17 @@ pub async fn run<S: EventSource>(
         last_flush: now,
         last_stats: now,
         daemon: cfg.daemon,
+        pod: cfg.pod.clone(),
     };
+    if cfg.pod.is_some() {
+        agent.engine.set_scoped();
+    }
     agent.rotate(&src)?;
-    let mut lp = SourceLoop::endless(src);
+    let seed = src.seed();
+    let mut lp = match cfg.pod {
+        Some(q) => SourceLoop::endless(src).scoped(crate::lineage::LiveScope::new(q, &seed)),
+        None => SourceLoop::endless(src),
+    };
     let opts = DriveOpts {
         tick: Duration::from_millis(100),
         deadline: cfg.deadline,

@@ -1,13 +1,13 @@
 //! The decoded event model: what the probes report, what strace import produces, what the
 //! lineage engine consumes and what trace files store. Owned, plain data, no OS access.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub use tracer_common::{clone_flags, prctl as prctl_opt};
 
 /// Which syscall an event belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Syscall {
     /// `clone(2)`.
@@ -181,8 +181,20 @@ impl Serialize for Comm {
     }
 }
 
+/// Read back from its JSON text: at most 16 bytes, as the kernel's buffer (longer text is cut
+/// as [`Comm::new`] cuts it).
+impl<'de> Deserialize<'de> for Comm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Comm, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(match s.len() {
+            0..=16 => Comm::from_bytes(s.as_bytes()),
+            _ => Comm::new(&s),
+        })
+    }
+}
+
 /// A string captured from the kernel or a log, with whether it was cut short.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapturedStr {
     /// The text (lossy UTF-8).
     pub value: String,
@@ -217,12 +229,25 @@ impl Serialize for CloneFlags {
     }
 }
 
+/// Read back from the names [`Serialize`] writes (`CLONE_VM|CLONE_VFORK`, unknown bits in hex).
+impl<'de> Deserialize<'de> for CloneFlags {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CloneFlags, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        match crate::names::parse_clone_flags(&s) {
+            Some((flags, 0)) => Ok(CloneFlags(flags)),
+            _ => Err(serde::de::Error::custom(
+                "clone flags that are not CLONE_* names or a number",
+            )),
+        }
+    }
+}
+
 /// The pid namespace a task lives in, and its pid there.
 ///
 /// The kernel keeps one `struct upid` per level in `task->thread_pid->numbers[]`; the task's
 /// own namespace is the deepest one (`numbers[level]`). Level 0 is the host (initial)
 /// namespace, where `ns_pid` is the host pid.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PidNs {
     /// The namespace's inode number (`/proc/PID/ns/pid` shows `pid:[INUM]`). Kernel inode
     /// numbers are 32-bit: a larger value ([`PidNs::inferred`]) is an id the strace importer
@@ -257,7 +282,8 @@ impl PidNs {
 /// (strace prints no pid for the process it started).
 pub const UNKNOWN_PID: u32 = 0;
 
-/// One lifecycle event.
+/// One lifecycle event. Its JSON (one object, the kind's fields beside the common ones) reads
+/// back into the same event; fields it does not know are ignored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Event {
     /// Global sequence number; consecutive unless events were lost.
@@ -299,8 +325,74 @@ impl Event {
     }
 }
 
+/// [`Event`]'s own fields, as its JSON holds them.
+#[derive(Deserialize)]
+struct EventJson {
+    seq: u64,
+    ts_ns: u64,
+    tgid: u32,
+    tid: u32,
+    ppid: u32,
+    uid: u32,
+    cgroup_id: u64,
+    comm: Comm,
+}
+
+/// The names [`EventJson`] reads.
+const EVENT_FIELDS: [&str; 8] = [
+    "seq",
+    "ts_ns",
+    "tgid",
+    "tid",
+    "ppid",
+    "uid",
+    "cgroup_id",
+    "comm",
+];
+
+/// Read back from the one object [`Serialize`] writes. A kind's field may share a name with
+/// the event's own (`cgroup_attach` has its destination's `cgroup_id` after the event's), so
+/// the object is read in order: each name's first occurrence is the event's, the rest the
+/// kind's.
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Event;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an event object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Event, A::Error> {
+                use serde::de::Error;
+                use serde_json::{Map, Value};
+                let (mut own, mut kind) = (Map::new(), Map::new());
+                while let Some((k, v)) = m.next_entry::<String, Value>()? {
+                    match EVENT_FIELDS.contains(&k.as_str()) && !own.contains_key(&k) {
+                        true => own.insert(k, v),
+                        false => kind.insert(k, v),
+                    };
+                }
+                let e = EventJson::deserialize(Value::Object(own)).map_err(A::Error::custom)?;
+                let kind = EventKind::deserialize(Value::Object(kind)).map_err(A::Error::custom)?;
+                Ok(Event {
+                    seq: e.seq,
+                    ts_ns: e.ts_ns,
+                    tgid: e.tgid,
+                    tid: e.tid,
+                    ppid: e.ppid,
+                    uid: e.uid,
+                    cgroup_id: e.cgroup_id,
+                    comm: e.comm,
+                    kind,
+                })
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
 /// What happened. Enter/exit pairs are matched by `tid` (exec success by `Exec::old_tid`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     /// A clone-family call starts. For fork `flags` is empty; for vfork CLONE_VM|CLONE_VFORK.
@@ -449,7 +541,7 @@ impl EventKind {
 /// A task's credentials and executable as the kernel has them right after an exec (or as
 /// /proc shows them for a process that existed before tracing): what decides whether a
 /// process may speak for a container (docs/lineage.md, "Who may speak for a container").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ExecCred {
     /// Effective uid (in the initial user namespace's terms).
     pub euid: u32,
@@ -470,7 +562,7 @@ pub struct ExecCred {
 }
 
 /// The inode of a process's executable (`mm->exe_file`, `/proc/PID/exe`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ExeFile {
     /// Its device, as `stat(2)`'s `st_dev` gives it.
     pub dev: u64,
@@ -486,7 +578,7 @@ pub struct ExeFile {
 }
 
 /// What the kernel did with a generated signal (include/trace/events/signal.h `TRACE_SIGNAL_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignalResult {
     /// Queued for the target (strace's lines are all of this kind).
@@ -523,7 +615,8 @@ impl SignalResult {
 }
 
 /// A generated signal: who sent which signal to whom, and what the kernel did with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(try_from = "SignalJson")]
 pub struct SignalInfo {
     /// The signal number.
     pub signal: i32,
@@ -560,8 +653,42 @@ impl Serialize for SignalInfo {
     }
 }
 
+/// [`SignalInfo`]'s JSON, its signal and code by name, as [`Serialize`] writes them.
+#[derive(Deserialize)]
+struct SignalJson {
+    signal: String,
+    code: String,
+    sender: u32,
+    sender_tid: u32,
+    target: u32,
+    target_tid: u32,
+    group: bool,
+    result: SignalResult,
+}
+
+impl TryFrom<SignalJson> for SignalInfo {
+    type Error = &'static str;
+    fn try_from(j: SignalJson) -> Result<SignalInfo, &'static str> {
+        let signal = crate::names::signal_number(&j.signal)
+            .or_else(|| j.signal.parse().ok())
+            .ok_or("a signal that is neither a SIG* name nor a number")?;
+        let code = crate::names::si_code_number(&j.code)
+            .ok_or("an si_code that is neither a name nor a number")?;
+        Ok(SignalInfo {
+            signal,
+            code,
+            sender: j.sender,
+            sender_tid: j.sender_tid,
+            target: j.target,
+            target_tid: j.target_tid,
+            group: j.group,
+            result: j.result,
+        })
+    }
+}
+
 /// The OOM killer's victim (oom:mark_victim) and the memory cgroup it was killed in.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OomInfo {
     /// The victim thread (the tracepoint's `pid`, host namespace).
     pub tid: u32,

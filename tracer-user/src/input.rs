@@ -16,6 +16,8 @@ pub enum Kind {
     TraceFile,
     /// An `strace -f` log (see [`crate::strace`]).
     StraceLog,
+    /// JSON lines, one event each: what `tracer trace --format json` prints (see [`jsonl`]).
+    JsonLines,
 }
 
 impl Kind {
@@ -24,6 +26,7 @@ impl Kind {
         match self {
             Kind::TraceFile => "trace file",
             Kind::StraceLog => "strace log",
+            Kind::JsonLines => "JSON lines",
         }
     }
 }
@@ -64,6 +67,14 @@ pub enum InputError {
         /// What failed.
         error: crate::nats::NatsError,
     },
+    /// JSON lines with a line that is not an event (the error names the line).
+    #[error("{}: {error}", crate::escape::path(path))]
+    JsonLines {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and on which line.
+        error: jsonl::JsonLineError,
+    },
     /// An strace log in which nothing could be read.
     #[error("{}: strace log: {message}", crate::escape::path(path))]
     Strace {
@@ -80,6 +91,16 @@ impl InputError {
         match self {
             InputError::TraceFile { error, .. } => Some(error),
             _ => None,
+        }
+    }
+
+    /// The recording was cut inside its last frame or line (a writer killed mid-write):
+    /// every event before it is whole.
+    pub fn is_truncation(&self) -> bool {
+        match self {
+            InputError::TraceFile { error, .. } => error.is_truncation(),
+            InputError::JsonLines { error, .. } => error.is_truncation(),
+            _ => false,
         }
     }
 }
@@ -101,6 +122,9 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
     if prefix.contains(&0) {
         return Err("binary data: neither a trace file nor an strace log");
     }
+    if jsonl::looks_like(prefix) {
+        return Ok(Kind::JsonLines);
+    }
     match std::str::from_utf8(prefix) {
         Ok(_) => Ok(Kind::StraceLog),
         // A multi-byte character cut by the sniff window is fine.
@@ -112,9 +136,15 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
 /// Where recording bytes come from: a file, standard input, or bytes in memory (the demo).
 pub type TraceSource = Box<dyn Read + Send>;
 
+/// JSON lines after their sniffed bytes.
+type JsonSource =
+    jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>;
+
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
     Events(std::vec::IntoIter<Event>),
+    /// JSON lines, and their first line read ahead (it names the initial process).
+    Json(Box<JsonSource>, Option<Result<Event, jsonl::JsonLineError>>),
     /// A node's NATS stream: its segments (trace files) read one after the other; the first
     /// one's header stands for all.
     #[cfg(feature = "nats")]
@@ -156,6 +186,8 @@ pub struct StraceReport {
     pub untranslated_senders: usize,
     /// What the log's time stamps mean.
     pub clock: crate::clock::Clock,
+    /// The process the log shows but never creates (see [`crate::strace::Import::initial`]).
+    pub initial: Option<SnapshotProcess>,
 }
 
 impl Input {
@@ -225,8 +257,15 @@ impl Input {
                     initial_pid_unknown: import.initial_pid_unknown,
                     untranslated_senders: import.untranslated_senders,
                     clock: import.clock,
+                    initial: import.initial,
                 });
                 Source::Events(import.events.into_iter())
+            }
+            Kind::JsonLines => {
+                let chained = std::io::Cursor::new(prefix).chain(src);
+                let mut lines = jsonl::JsonLines::new(BufReader::with_capacity(256 << 10, chained));
+                let first = lines.next();
+                Source::Json(Box::new(lines), first)
             }
         };
         Ok(Input {
@@ -402,7 +441,7 @@ impl Input {
             Source::Trace(r) => Some(r.header()),
             #[cfg(feature = "nats")]
             Source::Nats { first, .. } => Some(first),
-            Source::Events(_) => None,
+            Source::Events(_) | Source::Json(..) => None,
         }
     }
 
@@ -418,11 +457,18 @@ impl Input {
             .unwrap_or_default()
     }
 
-    /// Processes that existed at the start (empty for an strace log).
+    /// Processes that existed at the start: a trace file's /proc snapshot; an strace log's
+    /// initial process (the command strace started, or the first one it attached to), whose
+    /// start is never in the log; JSON lines' first actor and its parent ([`jsonl::initial_processes`]).
     pub fn snapshot(&self) -> Vec<SnapshotProcess> {
-        self.header()
-            .map(Header::snapshot_processes)
-            .unwrap_or_default()
+        if let Some(h) = self.header() {
+            return h.snapshot_processes();
+        }
+        if let Source::Json(_, Some(Ok(first))) = &self.source {
+            return jsonl::initial_processes(first);
+        }
+        let initial = self.strace_report.as_ref().and_then(|r| r.initial.clone());
+        initial.into_iter().collect()
     }
 
     /// Recorded without syscall probes (see [`Header::sched_probes`]); false for strace logs.
@@ -430,9 +476,14 @@ impl Input {
         self.header().is_some_and(Header::sched_probes)
     }
 
-    /// A fresh engine seeded with the snapshot, ready for the events.
+    /// A fresh engine seeded with the snapshot, ready for the events; for a recording scoped
+    /// to a pod, one that takes its gaps for the events left out.
     pub fn seeded_engine(&self) -> Engine {
-        Engine::seeded(&self.snapshot())
+        let mut e = Engine::seeded(&self.snapshot());
+        if self.header().and_then(Header::pod_scope).is_some() {
+            e.set_scoped();
+        }
+        e
     }
 
     /// The latest drop counters read (trace files only).
@@ -441,7 +492,7 @@ impl Input {
             Source::Trace(r) => r.last_stats(),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => current.last_stats(),
-            Source::Events(_) => None,
+            Source::Events(_) | Source::Json(..) => None,
         }
     }
 
@@ -451,7 +502,7 @@ impl Input {
             Source::Trace(r) => Some(r.tail()),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => Some(current.tail()),
-            Source::Events(_) => None,
+            Source::Events(_) | Source::Json(..) => None,
         }
     }
 
@@ -569,6 +620,12 @@ impl Input {
                 })
             }),
             Source::Events(it) => it.next().map(Ok),
+            Source::Json(lines, first) => first.take().or_else(|| lines.next()).map(|r| {
+                r.map_err(|error| InputError::JsonLines {
+                    path: self.path.clone(),
+                    error,
+                })
+            }),
             #[cfg(feature = "nats")]
             Source::Nats {
                 current,
@@ -655,8 +712,12 @@ impl Loaded {
             let ev = match ev {
                 Ok(ev) => ev,
                 // A recording killed mid-write: every whole frame is used.
-                Err(e) if e.trace_error().is_some_and(|t| t.is_truncation()) => {
-                    let t = e.trace_error().map(ToString::to_string).unwrap_or_default();
+                Err(e) if e.is_truncation() => {
+                    let t = match &e {
+                        InputError::TraceFile { error, .. } => error.to_string(),
+                        InputError::JsonLines { error, .. } => error.to_string(),
+                        _ => e.to_string(),
+                    };
                     notes.push(format!("{t}; using the events before it"));
                     stopped = true;
                     break;
@@ -821,6 +882,8 @@ impl Iterator for Input {
         self.next_event()
     }
 }
+
+pub mod jsonl;
 
 #[cfg(all(test, feature = "nats"))]
 mod nats_tests;

@@ -259,6 +259,8 @@ pub struct SourceLoop<S> {
     max_seq: u64,
     drops: u64,
     done: bool,
+    /// `--pod`: only that pod's events go on ([`SourceLoop::scoped`]).
+    scope: Option<crate::lineage::LiveScope>,
 }
 
 impl<S: EventSource> SourceLoop<S> {
@@ -284,7 +286,17 @@ impl<S: EventSource> SourceLoop<S> {
             max_seq: 0,
             drops: 0,
             done: false,
+            scope: None,
         }
+    }
+
+    /// Hands on only the events of the pod `scope` waits for (`--pod`, `-n`, `--container`
+    /// of `trace`, `record`, `agent`): the source still follows what it follows, this loop
+    /// reads every event it gives (bundle metadata added, sequence gaps told as losses), and
+    /// the scope drops the others' events before anyone sees them.
+    pub fn scoped(mut self, scope: crate::lineage::LiveScope) -> Self {
+        self.scope = Some(scope);
+        self
     }
 
     /// The source, for its counters.
@@ -311,16 +323,23 @@ impl<S: EventSource> SourceLoop<S> {
         });
     }
 
-    /// Moves the batch into the queue with the notices it implies.
+    /// Moves the batch into the queue with the notices it implies (the gaps of the whole
+    /// stream, before a scope leaves events out).
     fn enqueue_batch(&mut self) {
-        for ev in self.batch.drain(..) {
-            if ev.seq > self.max_seq + 1 {
-                self.queue.push_back(CaptureItem::Notice(Notice::Gap {
-                    missing: ev.seq - self.max_seq - 1,
-                    before_seq: ev.seq,
-                }));
+        if let Some(scope) = self.scope.as_mut() {
+            for ev in &self.batch {
+                if let Some(gap) = Self::gap(&mut self.max_seq, ev) {
+                    self.queue.push_back(gap);
+                }
             }
-            self.max_seq = self.max_seq.max(ev.seq);
+            scope.retain(&mut self.batch);
+        }
+        for ev in self.batch.drain(..) {
+            if self.scope.is_none() {
+                if let Some(gap) = Self::gap(&mut self.max_seq, &ev) {
+                    self.queue.push_back(gap);
+                }
+            }
             self.queue.push_back(CaptureItem::Event(ev));
         }
         let drops = self.src.counters().drops;
@@ -329,6 +348,18 @@ impl<S: EventSource> SourceLoop<S> {
             self.queue
                 .push_back(CaptureItem::Notice(Notice::Drops { total: drops }));
         }
+    }
+
+    /// The loss notice `ev` implies after the highest seq so far (raised to `ev`'s).
+    fn gap(max_seq: &mut u64, ev: &Event) -> Option<CaptureItem> {
+        let gap = (ev.seq > *max_seq + 1).then(|| {
+            CaptureItem::Notice(Notice::Gap {
+                missing: ev.seq - *max_seq - 1,
+                before_seq: ev.seq,
+            })
+        });
+        *max_seq = (*max_seq).max(ev.seq);
+        gap
     }
 
     /// An item already read, without waiting.

@@ -282,3 +282,153 @@ pub fn strace_resumed_clones(n: u32) -> String {
     }
     s
 }
+
+/// One event of every [`EventKind`], each optional field set and each number unlike the
+/// others (what a reader must carry through unchanged), seqs 1.. in order; events 1 to 3 are
+/// pid 1000 forking 1001, which execs and exits. The input of the JSON-lines round trip.
+pub fn every_kind() -> Vec<Event> {
+    use crate::event::{OomInfo, PidNs, SignalInfo, SignalResult};
+    use tracer_common::clone_flags as cf;
+    let cred = crate::event::ExecCred {
+        userns_level: 1,
+        pidns_level: 2,
+        host_mnt: false,
+        ..root_cred()
+    };
+    let kinds = [
+        EventKind::CloneEnter {
+            syscall: Syscall::Clone3,
+            flags: CloneFlags(cf::CLONE_VM | cf::CLONE_VFORK | 0x1_0000_0000),
+            exit_signal: 17,
+        },
+        EventKind::Fork {
+            child_tid: 1001,
+            child_tgid: 1001,
+            child_ppid: 1000,
+            syscall: Some(Syscall::Vfork),
+            flags: Some(CloneFlags(cf::CLONE_NEWPID)),
+            child_ns: Some(PidNs::inferred(7, 1, 1)),
+        },
+        EventKind::SyscallExit {
+            syscall: Syscall::Clone3,
+            ret: -11,
+        },
+        EventKind::ExecEnter {
+            syscall: Syscall::Execveat,
+            dirfd: -100,
+            at_flags: 0x1000,
+            filename: CapturedStr {
+                value: "/bin/sh \u{1b}[31m\"quoted\"\n".into(),
+                truncated: true,
+            },
+            argv: vec!["sh".into(), "-c".into(), "échappé \\ \t".into()],
+            argv_truncated: true,
+        },
+        EventKind::Exec {
+            old_tid: 1002,
+            filename: CapturedStr::new("/bin/sh"),
+            cred: Some(cred),
+        },
+        EventKind::PrctlEnter {
+            option: 15,
+            arg2: u64::MAX,
+            name: Some(CapturedStr::new("worker")),
+        },
+        EventKind::CgroupAttach {
+            pid: 1001,
+            hierarchy: 3,
+            cgroup_id: u64::MAX - 1,
+            path: CapturedStr::new("/kubepods/pod-1"),
+        },
+        EventKind::Signal(SignalInfo {
+            signal: 11,
+            code: 2,
+            sender: 1000,
+            sender_tid: 1003,
+            target: 1001,
+            target_tid: 1004,
+            group: true,
+            result: SignalResult::AlreadyPending,
+        }),
+        EventKind::Signal(SignalInfo {
+            signal: 40,
+            code: -9,
+            sender: 0,
+            sender_tid: 0,
+            target: 1001,
+            target_tid: 1001,
+            group: false,
+            result: SignalResult::Other,
+        }),
+        EventKind::OomVictim(OomInfo {
+            tid: 1001,
+            total_vm_kb: 1,
+            anon_rss_kb: 2,
+            file_rss_kb: 3,
+            shmem_rss_kb: 4,
+            oom_score_adj: -998,
+            cgroup: Some("/kubepods/pod-1".into()),
+            limit: Some(32 << 20),
+        }),
+        EventKind::ContainerMeta {
+            pid: 1000,
+            container_id: "abc123".into(),
+            annotations: [("io.kubernetes.cri.sandbox-name".into(), "web".into())].into(),
+        },
+        EventKind::ExitEnter {
+            syscall: Syscall::ExitGroup,
+            code: -1,
+        },
+        EventKind::TaskExit {
+            exit_code: 0x8b,
+            group_dead: true,
+        },
+    ];
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            let tgid = if i == 0 { 1000 } else { 1001 };
+            let mut ev = event(i as u64 + 1, tgid, "sh", kind);
+            ev.tid = tgid + 2;
+            ev.ppid = 999;
+            ev.uid = u32::MAX - 1;
+            ev.cgroup_id = 77;
+            ev
+        })
+        .collect()
+}
+
+/// `pid` exec'ing `path` with `argv`: the exec's start (where argv is read) and its success.
+pub fn exec_argv(pid: u32, path: &str, argv: &[&str]) -> [Event; 2] {
+    let enter = EventKind::ExecEnter {
+        syscall: Syscall::Execve,
+        dirfd: -100,
+        at_flags: 0,
+        filename: CapturedStr::new(path),
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+        argv_truncated: false,
+    };
+    [event(0, pid, "", enter), exec(pid, path)]
+}
+
+/// What a runtime `pid` read of container `cid`'s bundle: container `container` of pod
+/// `namespace/pod`, as containerd's CRI plugin annotates it.
+pub fn container_meta(pid: u32, cid: &str, namespace: &str, pod: &str, container: &str) -> Event {
+    let annotations = [
+        ("io.kubernetes.cri.container-type", "container"),
+        ("io.kubernetes.cri.container-name", container),
+        ("io.kubernetes.cri.sandbox-name", pod),
+        ("io.kubernetes.cri.sandbox-namespace", namespace),
+        ("io.kubernetes.cri.sandbox-uid", pod),
+    ];
+    let kind = EventKind::ContainerMeta {
+        pid,
+        container_id: cid.into(),
+        annotations: annotations
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    event(0, pid, "runc", kind)
+}

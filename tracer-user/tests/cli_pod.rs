@@ -115,3 +115,69 @@ fn a_pod_that_is_not_there_or_stdin_is_a_one_line_error() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `-n NS` alone is every pod of that namespace, for every command that takes a pod; a
+/// namespace without pods is one line and status 1; `--container` needs `--pod` or `-n`.
+#[test]
+fn a_namespace_alone_is_every_pod_of_it() {
+    let t = pod_trace();
+    let pods_in = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        v["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["pod"]["name"].as_str().map(String::from))
+            .collect()
+    };
+    let every = json(&["tree", &t, "-n", "tracer-lab", "--format", "json"]);
+    assert_eq!(pods_in(&every), ["shared", "web"].map(String::from).into());
+    let web = json(&["tree", &t, "--pod", "web", "--format", "json"]);
+    assert_eq!(pods_in(&web), ["web"].map(String::from).into());
+    let stories = json(&["story", &t, "-n", "tracer-lab", "--format", "json"]);
+    let all = json(&["story", &t, "--format", "json"]);
+    let count = |v: &serde_json::Value| v["stories"].as_array().map_or(0, Vec::len);
+    assert!(count(&stories) > 0, "{stories}");
+    let pods_of_stories: std::collections::BTreeSet<&str> = stories["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["pod"].as_str())
+        .collect();
+    assert_eq!(
+        pods_of_stories,
+        ["tracer-lab/shared", "tracer-lab/web"].into()
+    );
+    assert!(count(&stories) <= count(&all));
+    let events = jsonl(&["export", &t, "--format", "jsonl", "-n", "tracer-lab"]);
+    let web_events = jsonl(&["export", &t, "--format", "jsonl", "--pod", "web"]);
+    assert!(
+        events.len() > web_events.len(),
+        "{} {}",
+        events.len(),
+        web_events.len()
+    );
+    let none = run(&["tree", &t, "-n", "nope"]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no pod nope/* in the recording"), "{err}");
+    let alone = run(&["tree", &t, "--container", "master"]);
+    assert_eq!(alone.status.code(), Some(2), "{alone:?}");
+    let master = json(&[
+        "tree",
+        &t,
+        "-n",
+        "tracer-lab",
+        "--container",
+        "master",
+        "--format",
+        "json",
+    ]);
+    let names: std::collections::BTreeSet<&str> = master["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["container_name"].as_str())
+        .collect();
+    assert_eq!(names, ["master"].into());
+}

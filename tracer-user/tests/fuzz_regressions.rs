@@ -83,6 +83,15 @@ fn fuzz_seeds_pass_the_checks() {
         "../fuzz/seeds/strace_parser",
         tracer::fuzz_check::strace_parser,
     );
+    replay("../fuzz/seeds/json_lines", tracer::fuzz_check::json_lines);
+}
+
+#[test]
+fn kept_json_lines_inputs_stay_fixed() {
+    replay(
+        "tests/fuzz-regressions/json_lines",
+        tracer::fuzz_check::json_lines,
+    );
 }
 
 /// The preamble of format version 1 with a header length and checksum.

@@ -11,7 +11,7 @@ use std::process::Command;
 use crate::setup::EBPF_TOOLCHAIN;
 
 /// Targets and whether they are wired up yet.
-const TARGETS: &[&str] = &["trace_reader", "strace_parser"];
+const TARGETS: &[&str] = &["trace_reader", "strace_parser", "json_lines"];
 
 fn have_cargo_fuzz() -> bool {
     Command::new("cargo")

@@ -65,7 +65,7 @@ enum Task {
         /// Seconds per target.
         #[arg(long, default_value_t = 60)]
         secs: u64,
-        /// Only this target (trace_reader, strace_parser).
+        /// Only this target (trace_reader, strace_parser, json_lines).
         #[arg(long)]
         target: Option<String>,
     },

@@ -52,6 +52,9 @@ pub struct AgentArgs {
     /// process), all (every signal, e.g. Go's SIGURG), or none.
     #[arg(long, value_enum, value_name = "SET", default_value_t = super::Signals::Default)]
     pub signals: super::Signals,
+    // Only one pod's events (`LIVE_SCOPE_HELP`).
+    #[command(flatten)]
+    pub pod: super::PodArgs,
 }
 
 /// `--pid`, `--all`, or the first runtime daemon running (`--all` when none is).
@@ -127,6 +130,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
             deadline: args
                 .duration
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
+            pod: args.pod.query(),
         };
         tracer::say!(
             "tracer: publishing to {} subject {}",

@@ -30,7 +30,21 @@ pub struct RecordArgs {
     pub output: std::path::PathBuf,
     #[arg(long, value_enum, value_name = "SCOPE", default_value_t = Snapshot::Followed, help = SNAPSHOT_HELP)]
     pub snapshot: Snapshot,
+    /// `--pod`, `-n`, `--container`: only that pod's events are written (`LIVE_SCOPE_HELP`).
+    #[command(flatten)]
+    pub pod: PodArgs,
 }
+
+/// `--pod`'s help for `trace`, `record` and `agent`: the capture keeps one pod's events.
+pub const LIVE_SCOPE_HELP: &str = "Only this pod's events (`namespace/name`, `name`, its uid \
+    or its full sandbox id, as its bundles' annotations name it; the pod need not exist yet): \
+    from its sandbox's first runtime exec on, its processes and the runtime's and shims' that \
+    act for it. Without --pid or -- CMD every process is followed and the others' events are \
+    left out; a recording's header says the scope";
+
+/// `--container`'s help for `trace`, `record` and `agent`.
+pub const LIVE_SCOPE_CONTAINER_HELP: &str = "With --pod or -n: only this container's events \
+    (its name in the pod spec)";
 
 /// `--snapshot`'s help, the same for `record`, `tui --record` and `agent`.
 const SNAPSHOT_HELP: &str = "Which processes the recording's /proc snapshot of the start \
@@ -125,29 +139,34 @@ fn page_size() -> u32 {
     u32::try_from(v).ok().filter(|&p| p > 0).unwrap_or(4096)
 }
 
-/// `--pod`, `-n`, `--container`: one pod of a recording (and one container of it), the same
-/// rule for every command; no such pod is an error.
+/// `--pod`, `-n`, `--container`: one pod of a recording (and one container of it), or every
+/// pod of a namespace (`-n` alone), the same rule for every command; no such pod is an error.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[group(skip)]
+#[command(group = clap::ArgGroup::new("pod_or_namespace").args(["pod", "namespace"]).multiple(true))]
 pub struct PodArgs {
     /// Only this pod: `namespace/name`, `name`, its uid, or its sandbox id or a unique prefix
     /// of it (as `crictl pods` prints); with `nats://HOST:PORT/*`, the node that has it. A
     /// pod the recording does not hold is an error.
     #[arg(long, value_name = "POD", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub pod: Option<String>,
-    /// With --pod: only a pod of this Kubernetes namespace.
-    #[arg(short = 'n', long, value_name = "NS", requires = "pod")]
+    /// Only pods of this Kubernetes namespace; alone (no --pod), every pod of it.
+    #[arg(short = 'n', long, value_name = "NS", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub namespace: Option<String>,
-    /// With --pod: only this container of the pod (its name in the pod spec): its processes
-    /// and their ancestors, its stories; printed or exported, its events.
-    #[arg(long, value_name = "NAME", requires = "pod")]
+    /// With --pod or -n: only this container of the pod (its name in the pod spec): its
+    /// processes and their ancestors, its stories; printed or exported, its events.
+    #[arg(long, value_name = "NAME", requires = "pod_or_namespace")]
     pub container: Option<String>,
 }
 
 impl PodArgs {
-    /// The query, when `--pod` was given.
+    /// The query, when `--pod` or `-n` was given (`-n` alone: every pod of the namespace).
     pub fn query(&self) -> Option<tracer::lineage::PodQuery> {
-        self.pod.as_ref().map(|pod| tracer::lineage::PodQuery {
-            pod: pod.clone(),
+        if self.pod.is_none() && self.namespace.is_none() {
+            return None;
+        }
+        Some(tracer::lineage::PodQuery {
+            pod: self.pod.clone().unwrap_or_default(),
             namespace: self.namespace.clone(),
             container: self.container.clone(),
         })
@@ -186,6 +205,10 @@ pub enum OutputFormat {
 pub enum Command {
     /// Print lifecycle events as they happen, like `strace -f -e trace=clone,execve,exit_group,prctl`
     /// (children are always followed).
+    #[command(
+        mut_arg("pod", |a| a.help(LIVE_SCOPE_HELP)),
+        mut_arg("container", |a| a.help(LIVE_SCOPE_CONTAINER_HELP))
+    )]
     Trace {
         #[command(flatten)]
         target: TargetArgs,
@@ -199,6 +222,13 @@ pub enum Command {
         /// that is `--format`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
+        /// Also write the same events to this trace file, as `tracer record -o FILE` does (one
+        /// capture: the lines and the file hold the same events).
+        #[arg(long, value_name = "FILE")]
+        record: Option<std::path::PathBuf>,
+        // Only one pod's events (`LIVE_SCOPE_HELP`).
+        #[command(flatten)]
+        pod: PodArgs,
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
@@ -255,6 +285,10 @@ pub enum Command {
         pod: PodArgs,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
+    #[command(
+        mut_arg("pod", |a| a.help(LIVE_SCOPE_HELP)),
+        mut_arg("container", |a| a.help(LIVE_SCOPE_CONTAINER_HELP))
+    )]
     Record(RecordArgs),
     /// Replay a trace file (or strace log) through the lineage engine, printing strace-like lines.
     Replay(replay::ReplayArgs),
@@ -275,6 +309,10 @@ pub enum Command {
     /// Headless capture on this node, published to NATS JetStream, with Prometheus metrics
     /// (docs/nats.md).
     #[cfg(feature = "agent")]
+    #[command(
+        mut_arg("pod", |a| a.help(LIVE_SCOPE_HELP)),
+        mut_arg("container", |a| a.help(LIVE_SCOPE_CONTAINER_HELP))
+    )]
     Agent(agent::AgentArgs),
     /// Replay a bundled lab recording (a CRI pod lab by default; no root, no BPF needed), or
     /// write it to a file (`-o`); `demo:NAME` names it wherever a FILE is taken.
@@ -370,17 +408,19 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             seq,
             output,
+            record,
+            pod,
         }) => {
-            if let Some(o) = &output {
+            for o in output.iter().chain(&record) {
                 output::out_path(o)?;
             }
             #[cfg(feature = "capture")]
             {
-                trace::run(target, format, seq, output)
+                trace::run(target, format, seq, output, record, pod)
             }
             #[cfg(not(feature = "capture"))]
             {
-                let _ = (target, format, seq, output);
+                let _ = (target, format, seq, output, record, pod);
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }

@@ -153,7 +153,7 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
             );
         }
     }
-    let truncated = e.trace_error().is_some_and(|t| t.is_truncation());
+    let truncated = e.is_truncation();
     if truncated {
         tracer::say!(
             "tracer: warning: {e} (the recording was interrupted; every whole frame was used)"

@@ -5,36 +5,62 @@ use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{header_for, CaptureBuilder};
-use tracer::source::{EventSource, SourceLoop, Step};
+use tracer::capture::{header_for, Capture, CaptureBuilder, Target};
+use tracer::lineage::{PodQuery, PodScope, SnapshotProcess};
+use tracer::source::{EventSource, Step};
 use tracer::tracefile::TraceWriter;
 
+/// Starts the capture of `target` and the trace file `output` it is written to, its header
+/// holding the /proc snapshot (`scope`), read while the probes load; the capture's notes said.
+/// What `record` and `trace --record` begin with.
+/// With `pod`, the header says the recording is scoped to it.
+pub(super) fn start_recording(
+    target: &Target,
+    args: &super::TargetArgs,
+    scope: super::Snapshot,
+    output: &std::path::Path,
+    pod: Option<&PodQuery>,
+) -> Result<(Capture, TraceWriter<std::fs::File>, Vec<SnapshotProcess>)> {
+    let (t, ring_bytes) = (target.clone(), args.ring_bytes);
+    let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
+    let started = CaptureBuilder::new(target.clone())
+        .ring_bytes(args.ring_bytes)
+        .syscalls(args.syscalls)
+        .signals(args.signals.into())
+        .start();
+    let mut header = snap
+        .join()
+        .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
+    let cap = started?;
+    cap.facts().add_to(&mut header);
+    if let Some(q) = pod {
+        let text = PodScope::Typed(q.clone()).pod_text();
+        header.set_pod_scope(&text, q.container.as_deref());
+    }
+    for note in cap.notes() {
+        tracer::say!("tracer: note: {note}");
+    }
+    let w = TraceWriter::create(output, &header)
+        .with_context(|| format!("cannot create {}", tracer::escape::path(output)))?;
+    Ok((cap, w, header.snapshot_processes()))
+}
+
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
-    let target = super::trace::target_of(&args.target)?;
+    let target = super::trace::live_target(&args.target, &args.pod)?;
+    let pod = args.pod.query();
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
     // thread would wake it through a futex each time (twice the idle CPU).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        // The /proc snapshot is read while the probes load.
-        let (t, ring_bytes, scope) = (target.clone(), args.target.ring_bytes, args.snapshot);
-        let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
-        let started = CaptureBuilder::new(target.clone())
-            .ring_bytes(args.target.ring_bytes)
-            .syscalls(args.target.syscalls)
-            .signals(args.target.signals.into())
-            .start();
-        let mut header = snap
-            .join()
-            .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
-        let cap = started?;
-        cap.facts().add_to(&mut header);
-        for note in cap.notes() {
-            tracer::say!("tracer: note: {note}");
-        }
-        let mut w = TraceWriter::create(&args.output, &header)
-            .with_context(|| format!("cannot create {}", tracer::escape::path(&args.output)))?;
+        let (cap, mut w, seed) = start_recording(
+            &target,
+            &args.target,
+            args.snapshot,
+            &args.output,
+            pod.as_ref(),
+        )?;
 
         let deadline = args
             .target
@@ -45,7 +71,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let mut last_events = 0u64;
         let tty = std::io::stderr().is_terminal();
 
-        let mut lp = SourceLoop::new(cap);
+        let mut lp = super::trace::source_loop(cap, pod, &seed);
         super::trace::drive(&mut lp, deadline, |step, cap| {
             match step {
                 Step::Batch(batch) => {

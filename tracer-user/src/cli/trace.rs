@@ -1,11 +1,12 @@
 //! `tracer trace`: live strace-like output.
 
-use super::{OutputFormat, TargetArgs};
+use super::{OutputFormat, PodArgs, TargetArgs};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::capture::{Capture, CaptureBuilder, Target};
+use tracer::lineage::{LiveScope, PodQuery, SnapshotProcess};
 use tracer::render::LineRenderer;
 use tracer::source::{DriveOpts, Ended, EventSource, SourceLoop, Step};
 use tracer::stats::StreamStats;
@@ -20,13 +21,40 @@ pub fn target_of(args: &TargetArgs) -> Result<Target> {
     })
 }
 
+/// What a live command follows: with `--pod` or `-n` and no other target, every process
+/// (its [`source_loop`] keeps the pod's events).
+pub(super) fn live_target(args: &TargetArgs, pod: &PodArgs) -> Result<Target> {
+    let none = args.pid.is_none() && !args.all && args.command.is_empty();
+    if none && pod.query().is_some() {
+        return Ok(Target::All);
+    }
+    target_of(args)
+}
+
+/// The loop over `cap`; with a pod asked for, only its events go on (the engine that tells
+/// them seeded with `seed`, what existed at the start).
+pub(super) fn source_loop(
+    cap: Capture,
+    pod: Option<PodQuery>,
+    seed: &[SnapshotProcess],
+) -> SourceLoop<Capture> {
+    let lp = SourceLoop::new(cap);
+    match pod {
+        Some(q) => lp.scoped(LiveScope::new(q, seed)),
+        None => lp,
+    }
+}
+
 pub fn run(
     args: TargetArgs,
     format: OutputFormat,
     seq: bool,
     output: Option<std::path::PathBuf>,
+    record: Option<std::path::PathBuf>,
+    pod: PodArgs,
 ) -> Result<ExitCode> {
-    let target = target_of(&args)?;
+    let target = live_target(&args, &pod)?;
+    let query = pod.query();
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
     // thread would wake it through a futex each time (twice the idle CPU).
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -40,14 +68,27 @@ pub fn run(
             )),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
         };
-        let cap = CaptureBuilder::new(target.clone())
-            .ring_bytes(args.ring_bytes)
-            .syscalls(args.syscalls)
-            .signals(args.signals.into())
-            .start()?;
-        for note in cap.notes() {
-            tracer::say!("tracer: note: {note}");
-        }
+        // With --record, the same capture's events also go to a trace file.
+        let (cap, mut rec, seed) = match &record {
+            Some(path) => {
+                let followed = super::Snapshot::Followed;
+                let q = query.as_ref();
+                let (cap, w, seed) =
+                    super::record::start_recording(&target, &args, followed, path, q)?;
+                (cap, Some(w), seed)
+            }
+            None => {
+                let cap = CaptureBuilder::new(target.clone())
+                    .ring_bytes(args.ring_bytes)
+                    .syscalls(args.syscalls)
+                    .signals(args.signals.into())
+                    .start()?;
+                for note in cap.notes() {
+                    tracer::say!("tracer: note: {note}");
+                }
+                (cap, None, Vec::new())
+            }
+        };
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -57,10 +98,14 @@ pub fn run(
         let mut stats = StreamStats::default();
 
         let mut emit = |batch: &mut Vec<tracer::Event>,
-                        out: &mut Box<dyn Write + Send>|
+                        out: &mut Box<dyn Write + Send>,
+                        rec: &mut Option<tracer::tracefile::TraceWriter<std::fs::File>>|
          -> std::io::Result<()> {
             for ev in batch.drain(..) {
                 stats.observe(&ev);
+                if let Some(w) = rec.as_mut() {
+                    w.write_event(&ev).map_err(std::io::Error::other)?;
+                }
                 match format {
                     OutputFormat::Json => serde_json::to_string(&ev)
                         .map_err(std::io::Error::other)
@@ -76,19 +121,29 @@ pub fn run(
 
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
-        let mut lp = SourceLoop::new(cap);
-        drive(&mut lp, deadline, |step, _| match step {
-            Step::Batch(batch) => match emit(batch, &mut out) {
+        let mut lp = source_loop(cap, query, &seed);
+        drive(&mut lp, deadline, |step, cap| match step {
+            Step::Batch(batch) => match emit(batch, &mut out, &mut rec) {
                 Ok(()) => Ok(true),
                 Err(e) => {
                     write_err = Some(e);
                     Ok(false)
                 }
             },
-            Step::Drops(_) | Step::Tick => Ok(true),
+            Step::Tick => {
+                if let Some(w) = rec.as_mut() {
+                    w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
+                    w.maybe_flush()?;
+                }
+                Ok(true)
+            }
+            Step::Drops(_) => Ok(true),
         })
         .await?;
         let mut cap = lp.into_source();
+        if let (Some(w), Some(path)) = (rec.take(), &record) {
+            finish_record(w, &cap, path)?;
+        }
         super::output::check_write(write_err.map_or(Ok(()), Err))?;
         let dropped = cap.drops();
         tracer::say!("tracer: {}", stats.summary(dropped));
@@ -102,6 +157,23 @@ pub fn run(
         cap.release_in_background();
         Ok(ExitCode::from(code))
     })
+}
+
+/// The end of `trace --record`'s file: the capture's counters and the end record.
+fn finish_record(
+    mut w: tracer::tracefile::TraceWriter<std::fs::File>,
+    cap: &Capture,
+    path: &std::path::Path,
+) -> Result<()> {
+    w.set_counters(cap.drops(), cap.seq_issued(), cap.decode_errors());
+    let events = w.stats().events;
+    w.finish()
+        .with_context(|| format!("cannot finish {}", tracer::escape::path(path)))?;
+    tracer::say!(
+        "tracer: recorded {events} events in {}",
+        tracer::escape::path(path)
+    );
+    Ok(())
 }
 
 /// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a

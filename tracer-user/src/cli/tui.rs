@@ -69,7 +69,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
             }
             // A recording killed mid-write (or damaged, with --salvage): every whole frame is
             // shown.
-            Err(e) if v.salvage || e.trace_error().is_some_and(|t| t.is_truncation()) => {
+            Err(e) if v.salvage || e.is_truncation() => {
                 cut = Some(e);
                 break;
             }

@@ -248,6 +248,9 @@ pub struct Engine {
     events: u64,
     /// A sequence gap was seen: later corrections by the kernel may be missed events.
     lost: bool,
+    /// The recording left other processes' events out on purpose (`--pod`): its gaps are
+    /// no loss to warn about (the model still knows it misses events).
+    scoped: bool,
     /// Live views: what is dropped of exited processes, and when (`retain.rs`).
     pub(super) retention: retain::RetentionState,
     /// SIGCHLD recipients checked against the model (`death.rs`).
@@ -277,6 +280,12 @@ impl Engine {
     /// An empty engine (seed it with [`Engine::seed_snapshot`] before the first event).
     pub fn new() -> Engine {
         Engine::default()
+    }
+
+    /// The events come from a recording scoped to a pod: its seq gaps are the other
+    /// processes' events, left out on purpose, not losses to warn about.
+    pub fn set_scoped(&mut self) {
+        self.scoped = true;
     }
 
     // ---- queries ----
@@ -691,6 +700,8 @@ impl Engine {
             Some(prev) => {
                 if seq - prev > 1 {
                     self.lost = true;
+                }
+                if seq - prev > 1 && !self.scoped {
                     self.warn(
                         seq,
                         WarningKind::LostEvents {

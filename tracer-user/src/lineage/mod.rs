@@ -36,8 +36,8 @@ pub use engine::{
     replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
 };
 pub use pod::{
-    in_pod, pod_scope, resolve as resolve_pod, story_in_pod, PodError, PodEvents, PodMatch,
-    PodQuery, PodScope, SelectedPod,
+    in_pod, pod_scope, resolve as resolve_pod, story_in_pod, LiveScope, PodError, PodEvents,
+    PodMatch, PodQuery, PodScope, SelectedPod,
 };
 pub use process::{
     adoption_kind, AdoptionTotals, CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process,

@@ -103,7 +103,8 @@ pub fn has_pod(e: &Engine, m: &(impl PodMatch + ?Sized)) -> bool {
 /// How a user names a pod: `--pod`, `-n/--namespace`, `--container`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodQuery {
-    /// `namespace/name`, `name`, the pod's uid, or its sandbox's id or a unique prefix of it.
+    /// `namespace/name`, `name`, the pod's uid, or its sandbox's id or a unique prefix of it;
+    /// empty (`-n NS` alone): every pod of [`PodQuery::namespace`].
     pub pod: String,
     /// Only a pod of this namespace.
     pub namespace: Option<String>,
@@ -116,7 +117,7 @@ pub struct PodQuery {
 /// use.
 impl PodMatch for PodQuery {
     fn selects(&self, f: &PodFacts<'_>) -> bool {
-        self.pod.selects(f)
+        (self.pod.selects(f) || self.every_pod())
             && self.namespace.as_deref().is_none_or(|n| n == f.namespace)
             && self
                 .container
@@ -125,21 +126,31 @@ impl PodMatch for PodQuery {
     }
 }
 
+impl PodQuery {
+    /// `-n NS` alone: every pod of that namespace.
+    pub fn every_pod(&self) -> bool {
+        self.pod.is_empty() && self.namespace.is_some()
+    }
+}
+
 /// A pod found in a recording by [`resolve`], and the container asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SelectedPod {
     /// The pod's namespace.
     pub namespace: String,
-    /// The pod's name.
+    /// The pod's name; empty for every pod of the namespace (`-n NS` alone).
     pub name: String,
     /// Only this container of it.
     pub container: Option<String>,
 }
 
 impl SelectedPod {
-    /// `namespace/name`.
+    /// `namespace/name`, or `namespace/*` for every pod of it.
     pub fn text(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        match self.name.as_str() {
+            "" => format!("{}/*", self.namespace),
+            name => format!("{}/{name}", self.namespace),
+        }
     }
 }
 
@@ -159,6 +170,7 @@ impl PodScope {
         match self {
             PodScope::Found(p) => p.text(),
             PodScope::Typed(q) => match &q.namespace {
+                Some(ns) if q.pod.is_empty() => format!("{ns}/*"),
                 Some(ns) => format!("{ns}/{}", q.pod),
                 None => q.pod.clone(),
             },
@@ -186,7 +198,7 @@ impl PodMatch for PodScope {
 impl PodMatch for SelectedPod {
     fn selects(&self, f: &PodFacts<'_>) -> bool {
         f.namespace == self.namespace
-            && f.name == self.name
+            && (self.name.is_empty() || f.name == self.name)
             && self
                 .container
                 .as_deref()
@@ -341,8 +353,46 @@ fn find_pod<'p>(
     }
 }
 
+/// `-n NS` alone among `pods`: every pod of the namespace (one at least), with the container
+/// asked for in one of them at least.
+fn resolve_namespace(
+    pods: &BTreeMap<PodKey, PodSeen>,
+    ns: &str,
+    q: &PodQuery,
+) -> Result<SelectedPod, PodError> {
+    let in_ns: Vec<_> = pods.iter().filter(|(k, _)| k.0 == ns).collect();
+    if in_ns.is_empty() {
+        return Err(PodError::NotFound {
+            query: format!("{ns}/*"),
+            known: pods.keys().map(key_text).collect(),
+        });
+    }
+    if let Some(c) = &q.container {
+        if !in_ns.iter().any(|(_, seen)| seen.containers.contains(c)) {
+            let known = in_ns.iter().flat_map(|(_, s)| s.containers.iter());
+            return Err(PodError::NoContainer {
+                pod: format!("{ns}/*"),
+                container: c.clone(),
+                known: known
+                    .cloned()
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
+            });
+        }
+    }
+    Ok(SelectedPod {
+        namespace: ns.to_string(),
+        name: String::new(),
+        container: q.container.clone(),
+    })
+}
+
 /// [`resolve`] among `pods`.
 fn resolve_in(pods: &BTreeMap<PodKey, PodSeen>, q: &PodQuery) -> Result<SelectedPod, PodError> {
+    if let Some(ns) = q.namespace.as_deref().filter(|_| q.every_pod()) {
+        return resolve_namespace(pods, ns, q);
+    }
     let (key, seen) = find_pod(pods, q)?;
     if let Some(c) = q
         .container
@@ -430,21 +480,94 @@ impl PodEvents {
 
     /// Is `ev` one of the pod's events?
     pub fn contains(&self, ev: &Event) -> bool {
-        let others = match &ev.kind {
-            EventKind::Fork { child_tgid, .. } => [Some(*child_tgid), None],
-            EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => {
-                [Some(*pid), None]
-            }
-            EventKind::Signal(i) => [Some(i.sender), Some(i.target)],
-            EventKind::OomVictim(o) => [Some(o.tid), None],
-            _ => [None, None],
-        };
-        self.chosen(ev.tgid, ev.seq)
-            || others
-                .into_iter()
-                .flatten()
-                .any(|p| p != 0 && self.chosen(p, ev.seq))
+        pids_of(ev).any(|p| self.chosen(p, ev.seq))
     }
+}
+
+/// Events a [`LiveScope`] holds back while their process is not known to be the pod's (a
+/// runtime's fork and exec come before the bundle annotations that name its pod).
+pub const HELD_EVENTS: usize = 4096;
+
+/// A live stream narrowed to one pod (or every pod of a namespace), as events arrive: what
+/// `trace`, `record` and `agent` keep with `--pod`/`-n`/`--container`. Its own engine reads
+/// every event (the capture follows more than the pod); an event is kept when it acts on a
+/// process of the pod as that engine knows it now — the pod's processes, and the runtime's
+/// and shim's that act for it once their bundle or argv names it. Events of a process not
+/// named yet wait (at most [`HELD_EVENTS`], the oldest dropped first) and are kept, in order,
+/// with the event that names it: so a runtime's fork and exec come before its annotations.
+pub struct LiveScope {
+    query: PodQuery,
+    engine: Engine,
+    held: std::collections::VecDeque<Event>,
+}
+
+impl LiveScope {
+    /// Waits for the pod `query` names as typed (exact: a live stream cannot know whether a
+    /// prefix will stay unique); `seed` is what existed at the start (a recording's snapshot).
+    pub fn new(query: PodQuery, seed: &[crate::event::SnapshotProcess]) -> LiveScope {
+        let mut engine = Engine::with_retention(super::Retention::default());
+        engine.seed_snapshot(seed);
+        LiveScope {
+            query,
+            engine,
+            held: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// What it was asked to keep.
+    pub fn query(&self) -> &PodQuery {
+        &self.query
+    }
+
+    /// The process `pid` is one of the pod's now, and was since `seq` at least.
+    fn in_scope(&self, pid: u32, seq: u64) -> bool {
+        pid != 0
+            && self
+                .engine
+                .process(pid)
+                .is_some_and(|p| p.start_seq <= seq && in_pod(p, &self.query))
+    }
+
+    /// Keeps in `batch` the pod's events (with those held back for a process the batch
+    /// names as the pod's), in stream order.
+    pub fn retain(&mut self, batch: &mut Vec<Event>) {
+        let mut kept = Vec::new();
+        for ev in batch.drain(..) {
+            self.engine.apply(&ev);
+            let named: Vec<u32> = pids_of(&ev).filter(|&p| self.in_scope(p, ev.seq)).collect();
+            if named.is_empty() {
+                if self.held.len() == HELD_EVENTS {
+                    self.held.pop_front();
+                }
+                self.held.push_back(ev);
+                continue;
+            }
+            let since = |pid: u32| self.engine.process(pid).map_or(u64::MAX, |p| p.start_seq);
+            let starts: Vec<(u32, u64)> = named.iter().map(|&p| (p, since(p))).collect();
+            let (theirs, rest): (Vec<Event>, Vec<Event>) = self.held.drain(..).partition(|h| {
+                pids_of(h).any(|p| starts.iter().any(|&(q, from)| q == p && h.seq >= from))
+            });
+            self.held = rest.into();
+            kept.extend(theirs);
+            kept.push(ev);
+        }
+        *batch = kept;
+    }
+}
+
+/// The processes (tgids) an event acts on: its own, and the one it creates, moves, names,
+/// signals or kills (the one reading of [`PodEvents::contains`] and [`LiveScope`]).
+fn pids_of(ev: &Event) -> impl Iterator<Item = u32> {
+    let others = match &ev.kind {
+        EventKind::Fork { child_tgid, .. } => [Some(*child_tgid), None],
+        EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => {
+            [Some(*pid), None]
+        }
+        EventKind::Signal(i) => [Some(i.sender), Some(i.target)],
+        EventKind::OomVictim(o) => [Some(o.tid), None],
+        _ => [None, None],
+    };
+    std::iter::once(ev.tgid).chain(others.into_iter().flatten().filter(|&p| p != 0))
 }
 
 #[cfg(test)]
@@ -550,5 +673,139 @@ mod tests {
         assert_eq!(found("a/db", Some("b")).ok(), None);
         let e = found("zz", None).unwrap_err().to_string();
         assert_eq!(e, "no pod zz in the recording (pods: a/db, a/web, b/web)");
+    }
+
+    /// A node where `runc run` starts container `c-PID` of pod `shop/POD` (runtime pid `pid`,
+    /// its init `pid + 1`), numbered from `first`.
+    fn runc_run(pid: u32, pod: &str) -> Vec<Event> {
+        use crate::synth;
+        let cid = format!("c-{pid}");
+        let argv = ["runc", "run", "--bundle", "/b", &cid];
+        let mut evs = vec![synth::fork(1, pid)];
+        evs.extend(synth::exec_argv(pid, "/usr/sbin/runc", &argv));
+        evs.push(synth::container_meta(pid, &cid, "shop", pod, "web"));
+        evs.push(synth::fork(pid, pid + 1));
+        evs.push(synth::exec(pid + 1, "/bin/sleep"));
+        evs.push(synth::exit(pid + 1, 0));
+        evs
+    }
+
+    /// Numbers `evs` 1.. (a ContainerMeta repeats the seq of the exec before it).
+    fn numbered(mut evs: Vec<Event>) -> Vec<Event> {
+        let mut seq = 0;
+        for ev in &mut evs {
+            if !ev.kind.is_metadata() {
+                seq += 1;
+            }
+            ev.seq = seq;
+        }
+        evs
+    }
+
+    fn kept(q: PodQuery, evs: &[Event]) -> Vec<u32> {
+        let mut scope = LiveScope::new(q, &[]);
+        let mut out = Vec::new();
+        // One event a batch: what is held back must come out in order across batches.
+        for ev in evs {
+            let mut batch = vec![ev.clone()];
+            scope.retain(&mut batch);
+            out.extend(batch);
+        }
+        let mut seqs: Vec<(u64, &str)> = out.iter().map(|e| (e.seq, e.kind.name())).collect();
+        assert!(
+            out.windows(2).all(|w| w[0].seq <= w[1].seq),
+            "kept in stream order"
+        );
+        seqs.sort();
+        seqs.dedup();
+        assert_eq!(seqs.len(), out.len(), "each event once");
+        let mut pids: Vec<u32> = out.iter().flat_map(pids_of).filter(|&p| p != 1).collect();
+        pids.sort();
+        pids.dedup();
+        pids
+    }
+
+    #[test]
+    fn a_live_scope_keeps_a_pod_from_its_runtimes_fork_and_nothing_else() {
+        let mut evs = runc_run(100, "web");
+        evs.extend(runc_run(200, "db"));
+        evs.push(crate::synth::fork(1, 300));
+        evs.push(crate::synth::exec(300, "/bin/true"));
+        let evs = numbered(evs);
+        let q = |pod: &str, ns: Option<&str>| PodQuery {
+            pod: pod.into(),
+            namespace: ns.map(String::from),
+            container: None,
+        };
+        assert_eq!(kept(q("shop/web", None), &evs), [100, 101]);
+        assert_eq!(kept(q("db", Some("shop")), &evs), [200, 201]);
+        // -n alone: every pod of the namespace.
+        assert_eq!(kept(q("", Some("shop")), &evs), [100, 101, 200, 201]);
+        assert!(kept(q("", Some("prod")), &evs).is_empty());
+        // The runtime's fork and exec came before its annotations: kept with them.
+        let mut scope = LiveScope::new(q("web", None), &[]);
+        let mut all = evs.clone();
+        scope.retain(&mut all);
+        let kinds: Vec<&str> = all.iter().take(4).map(|e| e.kind.name()).collect();
+        assert_eq!(kinds, ["fork", "exec_enter", "exec", "container_meta"]);
+    }
+
+    #[test]
+    fn a_namespace_alone_selects_every_pod_of_it() {
+        let f = |ns, name| PodFacts {
+            namespace: ns,
+            name,
+            uid: "",
+            sandbox_id: None,
+            container: Some("web"),
+        };
+        let every = PodQuery {
+            pod: String::new(),
+            namespace: Some("shop".into()),
+            container: None,
+        };
+        assert!(every.every_pod());
+        assert!(every.selects(&f("shop", "a")) && every.selects(&f("shop", "b")));
+        assert!(!every.selects(&f("prod", "a")));
+        let web = PodQuery {
+            container: Some("web".into()),
+            ..every.clone()
+        };
+        assert!(web.selects(&f("shop", "a")));
+        assert!(!PodQuery {
+            container: Some("db".into()),
+            ..every.clone()
+        }
+        .selects(&f("shop", "a")));
+        // Resolved against a recording: the namespace's pods, `namespace/*`.
+        let mut e = Engine::new();
+        for ev in numbered([runc_run(100, "web"), runc_run(200, "db")].concat()) {
+            e.apply(&ev);
+        }
+        let sel = resolve(&e, &every).unwrap();
+        assert_eq!(sel.text(), "shop/*");
+        assert!(sel.selects(&f("shop", "zzz")) && !sel.selects(&f("prod", "web")));
+        assert_eq!(
+            pod_scope(&e, &sel).len(),
+            pod_scope(&e, "web").len() + pod_scope(&e, "db").len() - 1
+        );
+        let none = PodQuery {
+            namespace: Some("prod".into()),
+            ..every.clone()
+        };
+        let err = resolve(&e, &none).unwrap_err().to_string();
+        assert!(
+            err.starts_with("no pod prod/* in the recording (pods: shop/db, shop/web"),
+            "{err}"
+        );
+        let nocont = PodQuery {
+            container: Some("nope".into()),
+            ..every
+        };
+        let err = resolve(&e, &nocont).unwrap_err().to_string();
+        assert!(
+            err.contains("has no container nope (containers: web)"),
+            "{err}"
+        );
     }
 }

@@ -187,6 +187,11 @@ pub struct Import {
     /// What the log's time stamps mean (the first stamp seen tells): `-ttt` epoch, `-t`/`-tt`
     /// time of day, `-r` relative, or none.
     pub clock: crate::clock::Clock,
+    /// The initial process, which the log shows but never creates: the command `strace CMD`
+    /// started (`launched`: its start precedes the log, as a command's does in a trace
+    /// file's snapshot) or the first process `strace -p` attached to. What a reader seeds its
+    /// engine with, as a trace file's /proc snapshot is; parent unknown (0).
+    pub initial: Option<crate::event::SnapshotProcess>,
 }
 
 /// Why an strace log could not be imported. Unreadable lines are not errors: they are
@@ -333,6 +338,8 @@ pub struct Parser {
     column: bool,
     /// An attach notice was seen.
     notices: bool,
+    /// The initial process was first seen in an attach notice (`strace -p`).
+    initial_attached: bool,
     /// The highest pid strace printed (prefixes and notices: pids of strace's namespace).
     max_pid: u32,
     /// Processes (tgids) known to run in a pid namespace below strace's.
@@ -451,12 +458,29 @@ impl Parser {
         }
         self.resolve_candidates();
         self.out.initial_pid_unknown = self.anon;
+        self.out.initial = self.initial_process();
         if self.understood == 0 {
             return Err(StraceError::NotAnStraceLog {
                 lines: self.out.lines,
             });
         }
         Ok(self.out)
+    }
+
+    /// The initial process as the engine is seeded with it: pid [`UNKNOWN_PID`] when the log
+    /// never showed it. None when the log has no line of any process.
+    fn initial_process(&self) -> Option<crate::event::SnapshotProcess> {
+        let pid = match (self.initial, self.anon) {
+            (Some(pid), false) => pid,
+            (_, true) => UNKNOWN_PID,
+            (None, false) => return None,
+        };
+        Some(crate::event::SnapshotProcess {
+            pid,
+            threads: vec![pid],
+            launched: !self.initial_attached,
+            ..Default::default()
+        })
     }
 
     fn unreadable(&mut self, no: usize, text: &str) {
@@ -602,7 +626,10 @@ impl Parser {
         }
         // a process that existed before tracing, or a child nobody can be named the creator of
         match self.initial {
-            None => self.initial = Some(pid),
+            None => {
+                self.initial = Some(pid);
+                self.initial_attached = matches!(how, Seen::Attach { .. });
+            }
             Some(_) if how != Seen::PrefixResumed => {
                 self.unclaimed.insert(pid);
             }

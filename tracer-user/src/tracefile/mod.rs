@@ -242,6 +242,28 @@ impl Header {
         self.extra.push(("snapshot".into(), scope.name().into()));
     }
 
+    /// Says the recording holds one pod's events only (`record --pod`): the `extra` entries
+    /// `pod` (the pod as asked for: `namespace/name`, `name`, `namespace/*`...) and, for one
+    /// container of it, `container`. Its sequence gaps are the other processes' events.
+    pub fn set_pod_scope(&mut self, pod: &str, container: Option<&str>) {
+        self.extra.retain(|(k, _)| k != "pod" && k != "container");
+        self.extra.push(("pod".into(), pod.into()));
+        if let Some(c) = container {
+            self.extra.push(("container".into(), c.into()));
+        }
+    }
+
+    /// The pod (and container) a recording was scoped to ([`Header::set_pod_scope`]).
+    pub fn pod_scope(&self) -> Option<(&str, Option<&str>)> {
+        let get = |key: &str| {
+            self.extra
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        get("pod").map(|p| (p, get("container")))
+    }
+
     /// A header for a capture starting now on this host: version, clocks, host name and kernel
     /// release filled in; no snapshot, no layouts.
     pub fn for_this_host(mode: CaptureMode) -> Header {

@@ -1,0 +1,144 @@
+//! An ordinary `strace -f CMD` log: its first pid is the traced command, the root of the tree,
+//! and the start it never shows is no anomaly (no placeholder, no warning). Logs strace writes
+//! in the test (`-o FILE`'s pid column, stderr's `[pid N]`) and crafted ones.
+
+#[allow(dead_code)]
+#[path = "../../tests/src/prereq.rs"]
+mod prereq;
+
+use std::path::Path;
+use tracer::input::{Input, Loaded};
+use tracer::lineage::How;
+
+/// A log read as every command reads one.
+fn load(name: &str, text: &[u8]) -> Loaded {
+    let input = Input::from_reader(
+        Path::new(name),
+        Box::new(std::io::Cursor::new(text.to_vec())),
+    )
+    .expect("an strace log");
+    Loaded::from_input(input, None).expect("read")
+}
+
+/// The tree's roots: processes without a parent in the model.
+fn roots(l: &Loaded) -> Vec<(u32, How)> {
+    l.engine
+        .processes()
+        .filter(|p| p.parent.is_none())
+        .map(|p| (p.pid, p.lineage[0].how))
+        .collect()
+}
+
+/// `pid`'s parent in the model.
+fn parent_of(l: &Loaded, pid: u32) -> Option<u32> {
+    let p = l.engine.process(pid)?;
+    p.parent.and_then(|id| l.engine.get(id)).map(|pp| pp.pid)
+}
+
+/// `strace -f` of `sh -c` writing its own pid and its children's (the truth, from the
+/// processes themselves) into `dir/pids`: `SH CHILD1 CHILD2`.
+fn strace_sh(dir: &Path, to_file: bool) -> (Vec<u8>, [u32; 3]) {
+    let pids = dir.join("pids");
+    let script = format!(
+        "sleep 0.01 & a=$!; sh -c 'exit 3' & b=$!; wait; echo $$ $a $b > {}",
+        pids.display()
+    );
+    let log = dir.join(if to_file { "o.log" } else { "e.log" });
+    let mut cmd = std::process::Command::new("strace");
+    cmd.arg("-f");
+    if to_file {
+        cmd.arg("-o").arg(&log);
+    } else {
+        cmd.stderr(std::fs::File::create(&log).unwrap());
+    }
+    let st = cmd
+        .args(["sh", "-c", &script])
+        .status()
+        .expect("strace runs");
+    assert!(st.success(), "strace: {st}");
+    let text = std::fs::read_to_string(&pids).unwrap();
+    let v: Vec<u32> = text
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    (std::fs::read(&log).unwrap(), [v[0], v[1], v[2]])
+}
+
+#[test]
+fn a_real_strace_log_has_the_traced_command_as_its_root() {
+    if !prereq::require_program("strace", "strace") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for to_file in [true, false] {
+        let (log, [sh, a, b]) = strace_sh(dir.path(), to_file);
+        let form = if to_file { "-o FILE" } else { "stderr" };
+        let l = load(form, &log);
+        assert!(
+            l.engine.warnings().is_empty(),
+            "{form}: {:?}",
+            l.engine.warnings()
+        );
+        assert_eq!(roots(&l), vec![(sh, How::Launched)], "{form}");
+        assert_eq!(parent_of(&l, a), Some(sh), "{form}");
+        assert_eq!(parent_of(&l, b), Some(sh), "{form}");
+        let root = l.engine.process(sh).unwrap();
+        assert_eq!(root.comm.to_string(), "sh", "{form}");
+        assert!(l.notes.is_empty(), "{form}: {:?}", l.notes);
+    }
+}
+
+#[test]
+fn crafted_logs_of_both_forms_have_their_first_pid_as_root() {
+    let column = "\
+100   execve(\"/bin/sh\", [\"sh\"], 0x7ffe /* 1 var */) = 0
+100   clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f0) = 101
+101   execve(\"/bin/true\", [\"true\"], 0x7ffe /* 1 var */) = 0
+101   exit_group(0)                     = ?
+101   +++ exited with 0 +++
+100   --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=101, si_uid=0, si_status=0, si_utime=0, si_stime=0} ---
+100   exit_group(0)                     = ?
+100   +++ exited with 0 +++
+";
+    let stderr = "\
+execve(\"/bin/sh\", [\"sh\"], 0x7ffe /* 1 var */) = 0
+clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f0) = 101
+[pid   101] execve(\"/bin/true\", [\"true\"], 0x7ffe /* 1 var */) = 0
+[pid   101] exit_group(0)           = ?
+[pid   101] +++ exited with 0 +++
+[pid   100] --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=101, si_uid=0, si_status=0, si_utime=0, si_stime=0} ---
+[pid   100] exit_group(0)           = ?
++++ exited with 0 +++
+";
+    // `strace -p 100`: the process existed; it is the root, seen from the snapshot's side.
+    let attached = "\
+strace: Process 100 attached
+100   clone(child_stack=NULL, flags=SIGCHLD) = 101
+101   exit_group(0)                     = ?
+101   +++ exited with 0 +++
+";
+    for (form, text, how) in [
+        ("column", column, How::Launched),
+        ("stderr", stderr, How::Launched),
+        ("attached", attached, How::Snapshot),
+    ] {
+        let l = load(form, text.as_bytes());
+        assert!(
+            l.engine.warnings().is_empty(),
+            "{form}: {:?}",
+            l.engine.warnings()
+        );
+        assert_eq!(roots(&l), vec![(100, how)], "{form}");
+        assert_eq!(parent_of(&l, 101), Some(100), "{form}");
+    }
+}
+
+/// A log that never shows the initial process's pid: it is the root all the same, as pid 0
+/// ("the initial process"), and only the note about its pid is said.
+#[test]
+fn an_initial_process_without_a_pid_is_the_root() {
+    let text = "execve(\"/bin/true\", [\"true\"], 0x7ffe /* 1 var */) = 0\nexit_group(0) = ?\n+++ exited with 0 +++\n";
+    let l = load("anon", text.as_bytes());
+    assert!(l.engine.warnings().is_empty(), "{:?}", l.engine.warnings());
+    assert_eq!(roots(&l), vec![(0, How::Launched)]);
+}
