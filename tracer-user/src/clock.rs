@@ -80,6 +80,23 @@ impl Clock {
         Some(secs * NS + u64::from(t.subsec_nanosecond().unsigned_abs()))
     }
 
+    /// `07:40:09.123456789`: the time of day an strace `-t`/`-tt` log stamped, for a clock that
+    /// has a time of day but no date (JSON's `time_of_day`); `None` for any other clock.
+    pub fn time_of_day(&self, ts_ns: u64) -> Option<String> {
+        if *self != Clock::TimeOfDay {
+            return None;
+        }
+        let ns = ts_ns % DAY_NS;
+        let s = ns / NS;
+        Some(format!(
+            "{:02}:{:02}:{:02}.{:09}",
+            s / 3600,
+            s / 60 % 60,
+            s % 60,
+            ns % NS
+        ))
+    }
+
     /// The RFC 3339 UTC time of `ts_ns` with nanoseconds (`2026-12-03T07:40:09.123456789Z`),
     /// when the clock has a date.
     pub fn rfc3339(&self, ts_ns: u64) -> Option<String> {
@@ -169,7 +186,11 @@ impl Stamper {
             Style::Micros => self.tod(ts_ns, true),
             Style::Epoch => self.clock.epoch_ns(ts_ns).map(|ns| {
                 let us = ns.div_euclid(1000);
-                format!("{}.{:06}", us.div_euclid(1_000_000), us.rem_euclid(1_000_000))
+                format!(
+                    "{}.{:06}",
+                    us.div_euclid(1_000_000),
+                    us.rem_euclid(1_000_000)
+                )
             }),
             Style::Relative => self.clock.has_time().then(|| {
                 let gap = self.last_ts.map_or(0, |last| ts_ns.saturating_sub(last));
@@ -239,13 +260,22 @@ mod tests {
         assert_eq!(Stamper::new(c, Style::Seconds).stamp(ts), "07:40:09 ");
         assert_eq!(Stamper::new(c, Style::Micros).stamp(ts), "07:40:09.123456 ");
         // A time of day has no date: no epoch seconds are invented.
-        assert_eq!(Stamper::new(c, Style::Epoch).stamp(ts), "??????????.?????? ");
+        assert_eq!(
+            Stamper::new(c, Style::Epoch).stamp(ts),
+            "??????????.?????? "
+        );
         let mut r = Stamper::new(c, Style::Relative);
         assert_eq!(r.stamp(ts), "  0.000000 ");
         assert_eq!(r.stamp(ts + 2_000_250_000), "  2.000250 ");
         let e = Stamper::new(Clock::Epoch, Style::Epoch).stamp(START_WALL + 42_000);
         assert_eq!(e, "1764747609.000042 ");
-        assert_eq!(Stamper::new(Clock::None, Style::Relative).stamp(5), "  ?.?????? ");
+        assert_eq!(
+            Stamper::new(Clock::None, Style::Relative).stamp(5),
+            "  ?.?????? "
+        );
+        assert_eq!(c.time_of_day(ts).as_deref(), Some("07:40:09.123456789"));
+        assert_eq!(c.rfc3339(ts), None);
+        assert_eq!(Clock::boot(START_WALL, START_BOOT).time_of_day(ts), None);
     }
 
     #[test]

@@ -390,7 +390,7 @@ impl Input {
     /// (wall time at its start), an strace log's stamps, or none.
     pub fn clock(&self) -> crate::clock::Clock {
         if let Some(h) = self.header() {
-            return crate::clock::Clock::boot(h.start_wall_ns, h.start_boot_ns);
+            return h.clock();
         }
         self.strace_report
             .as_ref()
@@ -410,9 +410,12 @@ impl Input {
         self.header().is_some_and(Header::sched_probes)
     }
 
-    /// A fresh engine seeded with the snapshot, ready for the events.
+    /// A fresh engine seeded with the snapshot and told the recording's clock
+    /// ([`Input::clock`]), ready for the events.
     pub fn seeded_engine(&self) -> Engine {
-        Engine::seeded(&self.snapshot())
+        let mut e = Engine::seeded(&self.snapshot());
+        e.set_clock(self.clock());
+        e
     }
 
     /// The latest drop counters read (trace files only).
