@@ -3226,3 +3226,50 @@ mod speakers;
 // ---- restarts told as they happened (lifecycle.rs) ----
 
 mod restarts;
+
+/// The kubelet's view of the death story of the container whose init is `init`.
+fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {
+    let told = stories(e);
+    let death = told
+        .iter()
+        .find(|s| s.phase == Phase::Death && s.init_pid == init)
+        .expect("a death story");
+    death.terminated.clone().expect("terminated")
+}
+
+#[test]
+fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with() {
+    let mut b = B::default();
+    b.fork(1, 500);
+    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &["containerd-shim-runc-v2", "-id", "c1"]);
+    let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
+    b.fork(init, 700);
+    b.oom(700, 700, Some("/pods/c1"));
+    b.killed(700, SIGKILL);
+    b.exit(init, 1);
+    let t = terminated(&b.engine(), init);
+    assert_eq!(t.reason, super::kubelet::TermReason::OomKilled);
+    assert_eq!(t.exit_code, 1);
+    assert!(
+        matches!(&t.cause, super::kubelet::Cause::OomKiller { pid: 700, memcg: Some(m), .. } if m == "/pods/c1"),
+        "{:?}",
+        t.cause
+    );
+    assert!(t.text().starts_with("Terminated: OOMKilled, exit code 1; the OOM killer chose 700 in memory cgroup /pods/c1 (limit 64 MiB)"), "{}", t.text());
+    // No OOM kill: its own exit, an Error; a fault the kernel raised: a crash, 128 + 11.
+    let mut b = B::default();
+    b.fork(1, 500);
+    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &["containerd-shim-runc-v2", "-id", "c1"]);
+    let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
+    let other = runc_create(&mut b, 500, 650, "c2", "/bin/app");
+    b.exit(init, 1);
+    b.signal(other, "app", 11, SI_KERNEL, other);
+    b.killed(other, 11);
+    let e = b.engine();
+    let t = terminated(&e, init);
+    assert_eq!((t.reason, t.exit_code), (super::kubelet::TermReason::Error, 1));
+    assert_eq!(t.cause, super::kubelet::Cause::Exit { code: 1 });
+    let t = terminated(&e, other);
+    assert_eq!((t.reason, t.exit_code), (super::kubelet::TermReason::Error, 139));
+    assert!(matches!(t.cause, super::kubelet::Cause::Crash { .. }), "{:?}", t.cause);
+}
