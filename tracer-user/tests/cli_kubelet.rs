@@ -196,3 +196,42 @@ fn every_time_in_the_json_outputs_is_the_headers_wall_time_plus_ts() {
         check_time(clock, &Value::from(ev.ts_ns), &l["time"]);
     }
 }
+
+/// An `strace -f -tt` log has times of day and no date: no date is invented, and the lines
+/// keep the log's own stamps as `time_of_day`.
+#[test]
+fn a_time_of_day_log_gets_no_invented_date() {
+    let dir = std::env::temp_dir().join(format!("cli_kubelet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("tt.log");
+    let stamps = ["07:40:09.123456", "07:40:09.200000", "07:40:09.300000"];
+    let text = format!(
+        "100   {} execve(\"/bin/sh\", [\"sh\"], 0x7ffd /* 1 var */) = 0\n\
+         100   {} clone(child_stack=NULL, flags=SIGCHLD, child_tidptr=0x7f) = 101\n\
+         101   {} exit_group(0)     = ?\n101   {} +++ exited with 0 +++\n",
+        stamps[0], stamps[1], stamps[2], stamps[2]
+    );
+    std::fs::write(&log, text).unwrap();
+    let log = log.to_str().unwrap();
+    let out = std::process::Command::new(TRACER)
+        .args(["export", "--format", "jsonl", log])
+        .output()
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert_eq!(l["time"], Value::Null, "{l}");
+        let tod = l["time_of_day"].as_str().unwrap();
+        assert!(stamps.iter().any(|s| tod == format!("{s}000")), "{tod}");
+    }
+    let tree = json_of(&["tree", "--format", "json", log]);
+    for p in tree["processes"].as_array().unwrap() {
+        for k in ["born_time", "exec_time", "exit_time"] {
+            assert_eq!(p[k], Value::Null, "{k} of {p}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
