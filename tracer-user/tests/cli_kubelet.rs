@@ -2,6 +2,10 @@
 //! `tracer tree` and `tracer export` as JSON, checked against the recording's own events and
 //! header (read here with the library's reader, never through the views under test).
 
+#[allow(dead_code)]
+#[path = "../../tests/src/prereq.rs"]
+mod prereq;
+
 use serde_json::Value;
 use tracer::demo::Demo;
 use tracer::EventKind;
@@ -234,4 +238,37 @@ fn a_time_of_day_log_gets_no_invented_date() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The machine's clock now, ns since the epoch.
+fn now_ns() -> i128 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    d.as_nanos() as i128
+}
+
+/// A live `trace --format json`: each line's time is on the machine's clock (within a second
+/// of the run), from the capture's start as a trace header has it.
+#[test]
+fn live_trace_json_lines_carry_the_machines_time() {
+    if !prereq::require_root() {
+        return;
+    }
+    let before = now_ns();
+    let out = std::process::Command::new(TRACER)
+        .args(["trace", "--format", "json", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let after = now_ns();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().any(|l| l["event"] == "exec"), "{lines:?}");
+    for l in &lines {
+        let t = parsed_ns(&l["time"]);
+        assert!(t >= before - 1_000_000_000 && t <= after + 1_000_000_000, "{l}");
+    }
 }
