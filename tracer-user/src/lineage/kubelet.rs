@@ -113,6 +113,8 @@ pub enum Cause {
     OomKiller {
         /// The victim.
         pid: u32,
+        /// `sh 3285`, as the story lines name it.
+        name: String,
         /// Its memory cgroup.
         memcg: Option<String>,
         /// The limit in force (bytes).
@@ -331,6 +333,7 @@ fn cause(c: &Ctx, shim: Option<u32>, init: &Process, status: ExitStatus) -> Caus
         let o = v.oom().expect("oom_kill finds a marked process");
         return Cause::OomKiller {
             pid: v.pid,
+            name: label(v),
             memcg: o.cgroup.as_deref().map(String::from),
             limit: o.limit,
             seq: o.seq,
@@ -434,12 +437,12 @@ impl Cause {
                 format!("it crashed ({signal}, raised by the kernel or by itself)")
             }
             Cause::OomKiller {
-                pid, memcg, limit, ..
+                name, memcg, limit, ..
             } => {
                 // Raw: a story's text is escaped where it is written out.
                 let memcg = memcg.as_deref().unwrap_or("?");
                 let limit = limit.map_or("not read".into(), bytes_text);
-                format!("the OOM killer chose {pid} in memory cgroup {memcg} (limit {limit})")
+                format!("the OOM killer chose {name} in memory cgroup {memcg} (limit {limit})")
             }
             Cause::StopContainer {
                 term,

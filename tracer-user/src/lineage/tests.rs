@@ -3255,7 +3255,7 @@ fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with
         "{:?}",
         t.cause
     );
-    assert!(t.text().starts_with("Terminated: OOMKilled, exit code 1; the OOM killer chose 700 in memory cgroup /pods/c1 (limit 64 MiB)"), "{}", t.text());
+    assert!(t.text().starts_with("Terminated: OOMKilled, exit code 1; the OOM killer chose app 700 in memory cgroup /pods/c1 (limit 64 MiB)"), "{}", t.text());
     // No OOM kill: its own exit, an Error; a fault the kernel raised: a crash, 128 + 11.
     let mut b = B::default();
     b.fork(1, 500);
