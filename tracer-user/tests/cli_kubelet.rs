@@ -18,9 +18,14 @@ fn json_of(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The recording's header clock (wall ns at boot ns) and its events.
+/// The lifecycle demo's header clock (wall ns at boot ns) and its events.
 fn recording() -> ((i128, i128), Vec<tracer::Event>) {
-    let mut input = Demo::Lifecycle.open().unwrap();
+    recording_of(Demo::Lifecycle)
+}
+
+/// A demo's header clock and its events.
+fn recording_of(demo: Demo) -> ((i128, i128), Vec<tracer::Event>) {
+    let mut input = demo.open().unwrap();
     let h = input.header().unwrap();
     let clock = (i128::from(h.start_wall_ns), i128::from(h.start_boot_ns));
     let mut evs = Vec::new();
@@ -271,4 +276,15 @@ fn live_trace_json_lines_carry_the_machines_time() {
         let t = parsed_ns(&l["time"]);
         assert!(t >= before - 1_000_000_000 && t <= after + 1_000_000_000, "{l}");
     }
+}
+
+/// A runtime daemon's restart (the restart demo): its exit and new start have their times.
+#[test]
+fn a_runtime_restart_has_the_times_of_its_exit_and_new_start() {
+    let (clock, evs) = recording_of(Demo::Restart);
+    let v = json_of(&["story", "--format", "json", "demo:restart"]);
+    let r = &v["runtime_restarts"][0];
+    let ts_of = |seq: &Value| Value::from(evs.iter().find(|e| e.seq == *seq).unwrap().ts_ns);
+    check_time(clock, &ts_of(&r["exit_seq"]), &r["exit_time"]);
+    check_time(clock, &ts_of(&r["seq"]), &r["time"]);
 }
