@@ -12,6 +12,16 @@ use tracer::EventKind;
 
 const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
 
+/// The JSON lines `tracer ARGS` prints.
+fn lines_of(args: &[&str]) -> Vec<Value> {
+    let out = std::process::Command::new(TRACER).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn json_of(args: &[&str]) -> Value {
     let out = std::process::Command::new(TRACER).args(args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -191,14 +201,7 @@ fn every_time_in_the_json_outputs_is_the_headers_wall_time_plus_ts() {
         }
     }
     // Export's lines: each event's time, from the events as the recording holds them.
-    let out = std::process::Command::new(TRACER)
-        .args(["export", "--format", "jsonl", "demo:lifecycle"])
-        .output()
-        .unwrap();
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = lines_of(&["export", "--format", "jsonl", "demo:lifecycle"]);
     assert_eq!(lines.len(), evs.len());
     for (l, ev) in lines.iter().zip(&evs) {
         assert_eq!(l["seq"], ev.seq);
@@ -222,14 +225,7 @@ fn a_time_of_day_log_gets_no_invented_date() {
     );
     std::fs::write(&log, text).unwrap();
     let log = log.to_str().unwrap();
-    let out = std::process::Command::new(TRACER)
-        .args(["export", "--format", "jsonl", log])
-        .output()
-        .unwrap();
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = lines_of(&["export", "--format", "jsonl", log]);
     assert!(!lines.is_empty());
     for l in &lines {
         assert_eq!(l["time"], Value::Null, "{l}");
@@ -261,16 +257,8 @@ fn live_trace_json_lines_carry_the_machines_time() {
         return;
     }
     let before = now_ns();
-    let out = std::process::Command::new(TRACER)
-        .args(["trace", "--format", "json", "--", "/bin/true"])
-        .output()
-        .unwrap();
+    let lines = lines_of(&["trace", "--format", "json", "--", "/bin/true"]);
     let after = now_ns();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert!(lines.iter().any(|l| l["event"] == "exec"), "{lines:?}");
     for l in &lines {
         let t = parsed_ns(&l["time"]);
