@@ -14,8 +14,15 @@ const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
 
 /// The JSON lines `tracer ARGS` prints.
 fn lines_of(args: &[&str]) -> Vec<Value> {
-    let out = std::process::Command::new(TRACER).args(args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(TRACER)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -23,8 +30,15 @@ fn lines_of(args: &[&str]) -> Vec<Value> {
 }
 
 fn json_of(args: &[&str]) -> Value {
-    let out = std::process::Command::new(TRACER).args(args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(TRACER)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -48,7 +62,10 @@ fn recording_of(demo: Demo) -> ((i128, i128), Vec<tracer::Event>) {
 /// RFC 3339 text as ns since the epoch (parsed, not formatted, here).
 fn parsed_ns(t: &Value) -> i128 {
     let s = t.as_str().unwrap_or_else(|| panic!("no time: {t}"));
-    assert!(s.ends_with('Z') && s.len() == 30, "{s}: UTC with nanoseconds");
+    assert!(
+        s.ends_with('Z') && s.len() == 30,
+        "{s}: UTC with nanoseconds"
+    );
     s.parse::<jiff::Timestamp>().unwrap().as_nanosecond()
 }
 
@@ -96,25 +113,41 @@ fn the_lifecycle_demos_deaths_say_what_kubelet_would() {
     let stories = v["stories"].as_array().unwrap();
     let text = |s: &Value| -> String {
         let steps = s["steps"].as_array().unwrap();
-        steps.iter().map(|x| x["text"].as_str().unwrap()).collect::<Vec<_>>().join("\n")
+        steps
+            .iter()
+            .map(|x| x["text"].as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
     };
 
     // hog: the OOM killer chose its init (the recording's oom_victim event), SIGKILL: 137.
     let hog = death_of(stories, "hog", 0);
     let pid = hog["init_pid"].as_u64().unwrap() as u32;
-    assert!(evs.iter().any(|e| matches!(e.kind, EventKind::OomVictim(_)) && e.tgid == pid));
+    assert!(evs
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::OomVictim(_)) && e.tgid == pid));
     assert_eq!(exit_of(&evs, pid).0 & 0x7f, 9, "killed by SIGKILL");
     let t = &hog["terminated"];
-    assert_eq!((t["reason"].as_str(), t["exitCode"].as_i64()), (Some("OOMKilled"), Some(137)));
+    assert_eq!(
+        (t["reason"].as_str(), t["exitCode"].as_i64()),
+        (Some("OOMKilled"), Some(137))
+    );
     assert_eq!(t["cause"]["kind"], "oom_killer");
-    assert!(text(hog).contains("Terminated: OOMKilled, exit code 137, ran "), "{}", text(hog));
+    assert!(
+        text(hog).contains("Terminated: OOMKilled, exit code 137, ran "),
+        "{}",
+        text(hog)
+    );
 
     // crasher's first life: its init exited with 3 (wait status 3 << 8).
     let crash = death_of(stories, "crasher", 0);
     let pid = crash["init_pid"].as_u64().unwrap() as u32;
     assert_eq!(exit_of(&evs, pid).0, 3 << 8);
     let t = &crash["terminated"];
-    assert_eq!((t["reason"].as_str(), t["exitCode"].as_i64()), (Some("Error"), Some(3)));
+    assert_eq!(
+        (t["reason"].as_str(), t["exitCode"].as_i64()),
+        (Some("Error"), Some(3))
+    );
     assert_eq!(t["cause"], serde_json::json!({"kind": "exit", "code": 3}));
 
     // stopper: SIGTERM, then SIGKILL after the grace period, measured on the recording.
@@ -126,10 +159,24 @@ fn the_lifecycle_demos_deaths_say_what_kubelet_would() {
     let t = &stop["terminated"];
     assert_eq!(t["cause"]["kind"], "stop_container");
     assert_eq!(t["cause"]["grace_ns"].as_u64(), Some(kill - term));
-    assert_eq!((t["reason"].as_str(), t["exitCode"].as_i64()), (Some("Error"), Some(137)));
-    let grace = format!("{:.1} s after SIGTERM (the grace period)", (kill - term) as f64 / 1e9);
-    assert!(text(stop).contains("Terminated: Error, exit code 137"), "{}", text(stop));
-    assert!(text(stop).contains("StopContainer: SIGTERM by runc"), "{}", text(stop));
+    assert_eq!(
+        (t["reason"].as_str(), t["exitCode"].as_i64()),
+        (Some("Error"), Some(137))
+    );
+    let grace = format!(
+        "{:.1} s after SIGTERM (the grace period)",
+        (kill - term) as f64 / 1e9
+    );
+    assert!(
+        text(stop).contains("Terminated: Error, exit code 137"),
+        "{}",
+        text(stop)
+    );
+    assert!(
+        text(stop).contains("StopContainer: SIGTERM by runc"),
+        "{}",
+        text(stop)
+    );
     assert!(text(stop).contains(&grace), "{grace} not in {}", text(stop));
 }
 
@@ -262,7 +309,10 @@ fn live_trace_json_lines_carry_the_machines_time() {
     assert!(lines.iter().any(|l| l["event"] == "exec"), "{lines:?}");
     for l in &lines {
         let t = parsed_ns(&l["time"]);
-        assert!(t >= before - 1_000_000_000 && t <= after + 1_000_000_000, "{l}");
+        assert!(
+            t >= before - 1_000_000_000 && t <= after + 1_000_000_000,
+            "{l}"
+        );
     }
 }
 

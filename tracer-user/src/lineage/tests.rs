@@ -3241,7 +3241,11 @@ fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {
 fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with() {
     let mut b = B::default();
     b.fork(1, 500);
-    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &["containerd-shim-runc-v2", "-id", "c1"]);
+    b.exec(
+        500,
+        "/usr/bin/containerd-shim-runc-v2",
+        &["containerd-shim-runc-v2", "-id", "c1"],
+    );
     let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
     b.fork(init, 700);
     b.oom(700, 700, Some("/pods/c1"));
@@ -3259,7 +3263,11 @@ fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with
     // No OOM kill: its own exit, an Error; a fault the kernel raised: a crash, 128 + 11.
     let mut b = B::default();
     b.fork(1, 500);
-    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &["containerd-shim-runc-v2", "-id", "c1"]);
+    b.exec(
+        500,
+        "/usr/bin/containerd-shim-runc-v2",
+        &["containerd-shim-runc-v2", "-id", "c1"],
+    );
     let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
     let other = runc_create(&mut b, 500, 650, "c2", "/bin/app");
     b.exit(init, 1);
@@ -3267,9 +3275,19 @@ fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with
     b.killed(other, 11);
     let e = b.engine();
     let t = terminated(&e, init);
-    assert_eq!((t.reason, t.exit_code), (super::kubelet::TermReason::Error, 1));
+    assert_eq!(
+        (t.reason, t.exit_code),
+        (super::kubelet::TermReason::Error, 1)
+    );
     assert_eq!(t.cause, super::kubelet::Cause::Exit { code: 1 });
     let t = terminated(&e, other);
-    assert_eq!((t.reason, t.exit_code), (super::kubelet::TermReason::Error, 139));
-    assert!(matches!(t.cause, super::kubelet::Cause::Crash { .. }), "{:?}", t.cause);
+    assert_eq!(
+        (t.reason, t.exit_code),
+        (super::kubelet::TermReason::Error, 139)
+    );
+    assert!(
+        matches!(t.cause, super::kubelet::Cause::Crash { .. }),
+        "{:?}",
+        t.cause
+    );
 }

@@ -174,11 +174,17 @@ fn three_doubling_gaps_between_restarts_are_a_crash_loop_back_off() {
     // Each gap: the death's event to the next life's first step, a few ms of events apart.
     for ((n, gap, _), want) in r.iter().zip([10, 20, 40, 80]) {
         let gap = gap.expect("measured");
-        assert!(gap > want * S && gap < want * S + S / 10, "restart {n}: {gap}");
+        assert!(
+            gap > want * S && gap < want * S + S / 10,
+            "restart {n}: {gap}"
+        );
     }
     let named: Vec<_> = r.iter().map(|x| (x.0, x.2)).collect();
     let crash_loop = Some("CrashLoopBackOff");
-    assert_eq!(named, [(1, None), (2, None), (3, crash_loop), (4, crash_loop)]);
+    assert_eq!(
+        named,
+        [(1, None), (2, None), (3, crash_loop), (4, crash_loop)]
+    );
     let told = stories(&e);
     let third = told
         .iter()
@@ -186,7 +192,10 @@ fn three_doubling_gaps_between_restarts_are_a_crash_loop_back_off() {
         .nth(2)
         .unwrap();
     let text = &third.steps[0].text;
-    assert!(text.contains("restarted 40.0 s after its last life ended (attempt 3; CrashLoopBackOff"), "{text}");
+    assert!(
+        text.contains("restarted 40.0 s after its last life ended (attempt 3; CrashLoopBackOff"),
+        "{text}"
+    );
     // Kubelet's back-off capped at five minutes still is one.
     let r = restarts_of(&lives_with_gaps(&[80, 160, 300, 300]));
     assert_eq!(r.iter().filter(|x| x.2.is_some()).count(), 2, "{r:?}");
@@ -194,7 +203,12 @@ fn three_doubling_gaps_between_restarts_are_a_crash_loop_back_off() {
 
 #[test]
 fn restarts_at_steady_or_growing_but_not_doubling_gaps_are_no_back_off() {
-    for gaps in [[10, 10, 10, 10], [10, 30, 90, 270], [1, 2, 4, 8], [40, 20, 10, 5]] {
+    for gaps in [
+        [10, 10, 10, 10],
+        [10, 30, 90, 270],
+        [1, 2, 4, 8],
+        [40, 20, 10, 5],
+    ] {
         let r = restarts_of(&lives_with_gaps(&gaps));
         assert_eq!(r.len(), 4, "{gaps:?}");
         assert!(r.iter().all(|x| x.2.is_none()), "{gaps:?}: {r:?}");
