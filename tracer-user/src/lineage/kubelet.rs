@@ -10,10 +10,9 @@ use crate::clock::duration_text;
 use crate::event::ExitStatus;
 
 use super::ending::{SignalRecord, SIGKILL};
-use super::process::Process;
+use super::process::{label, Process};
 use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
-use super::story::label;
 
 const SIGTERM: i32 = 15;
 const NS: u64 = 1_000_000_000;

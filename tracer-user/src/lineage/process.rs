@@ -581,6 +581,11 @@ impl Process {
     }
 }
 
+/// `name pid`, as the story lines name a process.
+pub(super) fn label(p: &Process) -> String {
+    format!("{} {}", p.name(), p.pid)
+}
+
 /// argv as a record keeps it; the empty one is shared, so a record without argv (a fork that
 /// never exec'd, a source that does not read argv) allocates nothing for it.
 pub(crate) fn argv_of(argv: &[String]) -> Arc<[String]> {

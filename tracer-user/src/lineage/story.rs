@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+pub(super) use super::process::label;
 use super::process::{How, ProcId, Process, Reason};
 use super::reads::{Ctx, Key};
 use super::roles::{InitStage, OciCommand, Role};
@@ -223,11 +224,6 @@ pub(super) fn last_exec(p: &Process) -> (u64, u64) {
     p.execs
         .last()
         .map_or((p.start_seq, p.birth_ts_ns), |x| (x.seq, x.ts_ns))
-}
-
-/// `name pid`, as the story lines name a process.
-pub(super) fn label(p: &Process) -> String {
-    format!("{} {}", p.name(), p.pid)
 }
 
 /// Whether `p` anchors a story: an oci-init that became `runc:[2:INIT]`, or a process that
