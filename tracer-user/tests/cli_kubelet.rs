@@ -12,34 +12,27 @@ use tracer::EventKind;
 
 const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
 
-/// The JSON lines `tracer ARGS` prints.
-fn lines_of(args: &[&str]) -> Vec<Value> {
+/// What `tracer ARGS` prints, once it succeeded.
+fn stdout_of(args: &[&str]) -> Vec<u8> {
     let out = std::process::Command::new(TRACER)
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    out.stdout
+}
+
+/// The JSON lines `tracer ARGS` prints.
+fn lines_of(args: &[&str]) -> Vec<Value> {
+    String::from_utf8_lossy(&stdout_of(args))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
 fn json_of(args: &[&str]) -> Value {
-    let out = std::process::Command::new(TRACER)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&stdout_of(args)).unwrap()
 }
 
 /// The lifecycle demo's header clock (wall ns at boot ns) and its events.

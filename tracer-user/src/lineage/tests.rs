@@ -3237,16 +3237,19 @@ fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {
     death.terminated.clone().expect("terminated")
 }
 
-#[test]
-fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with() {
+/// A shim 500 and its container `c1` (init 603, running /bin/app).
+fn one_container() -> (B, u32) {
     let mut b = B::default();
     b.fork(1, 500);
-    b.exec(
-        500,
-        "/usr/bin/containerd-shim-runc-v2",
-        &["containerd-shim-runc-v2", "-id", "c1"],
-    );
+    let argv = ["containerd-shim-runc-v2", "-id", "c1"];
+    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);
     let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
+    (b, init)
+}
+
+#[test]
+fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with() {
+    let (mut b, init) = one_container();
     b.fork(init, 700);
     b.oom(700, 700, Some("/pods/c1"));
     b.killed(700, SIGKILL);
@@ -3261,14 +3264,7 @@ fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with
     );
     assert!(t.text().starts_with("Terminated: OOMKilled, exit code 1; the OOM killer chose app 700 in memory cgroup /pods/c1 (limit 64 MiB)"), "{}", t.text());
     // No OOM kill: its own exit, an Error; a fault the kernel raised: a crash, 128 + 11.
-    let mut b = B::default();
-    b.fork(1, 500);
-    b.exec(
-        500,
-        "/usr/bin/containerd-shim-runc-v2",
-        &["containerd-shim-runc-v2", "-id", "c1"],
-    );
-    let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
+    let (mut b, init) = one_container();
     let other = runc_create(&mut b, 500, 650, "c2", "/bin/app");
     b.exit(init, 1);
     b.signal(other, "app", 11, SI_KERNEL, other);
