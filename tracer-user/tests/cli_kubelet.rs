@@ -235,6 +235,10 @@ fn every_time_in_the_json_outputs_is_the_headers_wall_time_plus_ts() {
             check_time(clock, &p["exit_ts_ns"], &p["exit_time"]);
             check_time(clock, &p["exit_ts_ns"], &p["death"]["time"]);
         }
+        for m in p["cgroup_moves"].as_array().unwrap() {
+            let ev = evs.iter().find(|e| e.seq == m["seq"]).unwrap();
+            check_time(clock, &Value::from(ev.ts_ns), &m["time"]);
+        }
         for s in p["signals"].as_array().unwrap() {
             check_ts(&evs, &s["seq"], &s["ts_ns"]);
             check_time(clock, &s["ts_ns"], &s["time"]);

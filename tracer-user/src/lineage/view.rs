@@ -382,6 +382,10 @@ fn process_json(clock: &Clock, p: &Process) -> Value {
     v["exec_time"] = json!(exec.and_then(|x| clock.rfc3339(x.ts_ns)));
     v["exit_ts_ns"] = json!(p.exit_ts_ns);
     v["exit_time"] = json!(p.exit_ts_ns.and_then(|t| clock.rfc3339(t)));
+    let moves = p.cgroup_moves().iter().map(
+        |m| json!({ "seq": m.seq, "time": clock.rfc3339(m.ts_ns), "path": &*m.path, "by": m.by }),
+    );
+    v["cgroup_moves"] = moves.collect();
     v["death"] = p.death().map_or(Value::Null, |d| death_json(clock, &d));
     v["signals"] = p.signals().iter().map(|r| signal_json(clock, r)).collect();
     v["signals_dropped"] = json!(p.signals_dropped());
@@ -451,9 +455,6 @@ fn process_json_base(
         "sandbox_id": p.k8s.as_ref().and_then(|k| k.sandbox_id.as_deref()),
         "runtime_namespace": p.k8s.as_ref().and_then(|k| k.runtime_namespace.as_deref()),
         "cgroup": p.cgroup.as_deref(),
-        "cgroup_moves": p.cgroup_moves().iter().map(|m| json!({
-            "seq": m.seq, "path": &*m.path, "by": m.by,
-        })).collect::<Vec<_>>(),
         "subreaper": p.is_subreaper,
         "subreaper_seq": p.subreaper_seq(),
         "subreaper_cleared_seq": p.subreaper_cleared_seq(),
