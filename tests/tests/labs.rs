@@ -706,4 +706,14 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
         stop.steps.iter().any(|s| s.text.contains("grace period")),
         "{stop:#?}"
     );
+    // Each death story's kubelet words are what the runtime's ContainerStatus says.
+    for l in [&t.crashed, &t.hog, &t.stopper, &t.app, &t.restarted] {
+        let told = pod
+            .iter()
+            .find(|s| s.phase == Phase::Death && s.init_pid == l.init)
+            .and_then(|s| s.terminated.as_ref())
+            .unwrap_or_else(|| panic!("{}: no terminated", l.name));
+        let said = (told.exit_code, told.reason.as_str().to_string());
+        assert_eq!(said, end(l), "{}: {told:?}", l.name);
+    }
 }

@@ -210,7 +210,10 @@ fn record_pod_holds_a_pod_started_later_and_nothing_else() {
         if let EventKind::Fork { child_tgid, .. } = ev.kind {
             if ev.tgid == me {
                 let ours = child_tgid == runc_a || asked_a.contains(&child_tgid);
-                assert!(ours, "the test's forks kept are the pod's runc commands: {ev:?}");
+                assert!(
+                    ours,
+                    "the test's forks kept are the pod's runc commands: {ev:?}"
+                );
             } else {
                 assert!(created.contains(&ev.tgid), "{ev:?}");
             }

@@ -80,6 +80,23 @@ impl Clock {
         Some(secs * NS + u64::from(t.subsec_nanosecond().unsigned_abs()))
     }
 
+    /// `07:40:09.123456789`: the time of day an strace `-t`/`-tt` log stamped, for a clock that
+    /// has a time of day but no date (JSON's `time_of_day`); `None` for any other clock.
+    pub fn time_of_day(&self, ts_ns: u64) -> Option<String> {
+        if *self != Clock::TimeOfDay {
+            return None;
+        }
+        let ns = ts_ns % DAY_NS;
+        let s = ns / NS;
+        Some(format!(
+            "{:02}:{:02}:{:02}.{:09}",
+            s / 3600,
+            s / 60 % 60,
+            s % 60,
+            ns % NS
+        ))
+    }
+
     /// The RFC 3339 UTC time of `ts_ns` with nanoseconds (`2026-12-03T07:40:09.123456789Z`),
     /// when the clock has a date.
     pub fn rfc3339(&self, ts_ns: u64) -> Option<String> {
@@ -256,6 +273,9 @@ mod tests {
             Stamper::new(Clock::None, Style::Relative).stamp(5),
             "  ?.?????? "
         );
+        assert_eq!(c.time_of_day(ts).as_deref(), Some("07:40:09.123456789"));
+        assert_eq!(c.rfc3339(ts), None);
+        assert_eq!(Clock::boot(START_WALL, START_BOOT).time_of_day(ts), None);
     }
 
     #[test]

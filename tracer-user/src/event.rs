@@ -307,7 +307,28 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// An event as its JSON line: its fields, then its wall time on the recording's clock.
+#[derive(Serialize)]
+pub struct TimedEvent<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    /// RFC 3339 UTC with nanoseconds, when the clock has a date; else null.
+    time: Option<String>,
+    /// The time of day alone, for a clock that has no date (an strace `-t`/`-tt` log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_of_day: Option<String>,
+}
+
 impl Event {
+    /// This event with its wall time from `clock` (the recording's own), for JSON lines.
+    pub fn timed(&self, clock: &crate::clock::Clock) -> TimedEvent<'_> {
+        TimedEvent {
+            event: self,
+            time: clock.rfc3339(self.ts_ns),
+            time_of_day: clock.time_of_day(self.ts_ns),
+        }
+    }
+
     /// An event of thread `tid` of process `tgid` that carries only its identity: ppid, uid
     /// and cgroup id 0. What tests, examples and hand-made streams build.
     pub fn bare(seq: u64, ts_ns: u64, tgid: u32, tid: u32, comm: &str, kind: EventKind) -> Event {

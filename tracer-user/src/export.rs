@@ -13,11 +13,16 @@ use crate::escape::escape;
 use crate::event::{Event, EventKind};
 use crate::lineage::{Engine, How, ProcId, Process, Reason, Role, SnapshotProcess};
 
-/// One JSON object per line, exactly as `tracer trace --format json` prints events.
-pub fn write_jsonl(events: impl Iterator<Item = Event>, out: &mut impl Write) -> io::Result<u64> {
+/// One JSON object per line, exactly as `tracer trace --format json` prints events, each
+/// with its wall time on the recording's `clock`.
+pub fn write_jsonl(
+    events: impl Iterator<Item = Event>,
+    clock: crate::clock::Clock,
+    out: &mut impl Write,
+) -> io::Result<u64> {
     let mut n = 0;
     for ev in events {
-        serde_json::to_writer(&mut *out, &ev).map_err(io::Error::from)?;
+        serde_json::to_writer(&mut *out, &ev.timed(&clock)).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
         n += 1;
     }
@@ -652,13 +657,42 @@ mod tests {
     fn jsonl_is_the_trace_json() {
         let (_, evs) = story();
         let mut out = Vec::new();
-        assert_eq!(write_jsonl(evs.clone().into_iter(), &mut out).unwrap(), 6);
+        // 2025-12-03T07:40:09Z at boot time 0: the second event (ts 1,002,000 ns) 1.002 ms on.
+        assert_eq!(evs[1].ts_ns, 1_002_000);
+        let clock = crate::clock::Clock::boot(1_764_747_609_000_000_000, 0);
+        assert_eq!(
+            write_jsonl(evs.clone().into_iter(), clock, &mut out).unwrap(),
+            6
+        );
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 6);
-        assert_eq!(lines[0], serde_json::to_string(&evs[0]).unwrap());
+        assert_eq!(
+            lines[0],
+            serde_json::to_string(&evs[0].timed(&clock)).unwrap()
+        );
         let v: Value = serde_json::from_str(lines[1]).unwrap();
         assert_eq!(v["event"], "exec");
+        assert_eq!(v["seq"], evs[1].seq);
+        assert_eq!(v["time"], "2025-12-03T07:40:09.001002000Z");
+        assert!(v.get("time_of_day").is_none());
+        // No date on the clock: no time invented; a time of day only where the log had one.
+        let mut out = Vec::new();
+        write_jsonl(evs.clone().into_iter(), crate::clock::Clock::None, &mut out).unwrap();
+        let v: Value =
+            serde_json::from_str(String::from_utf8(out).unwrap().lines().nth(1).unwrap()).unwrap();
+        assert_eq!(v["time"], Value::Null);
+        let mut out = Vec::new();
+        write_jsonl(
+            evs.clone().into_iter(),
+            crate::clock::Clock::TimeOfDay,
+            &mut out,
+        )
+        .unwrap();
+        let v: Value =
+            serde_json::from_str(String::from_utf8(out).unwrap().lines().nth(1).unwrap()).unwrap();
+        assert_eq!(v["time"], Value::Null);
+        assert!(v["time_of_day"].as_str().unwrap().len() == 18);
     }
 
     #[test]

@@ -449,7 +449,7 @@ impl Input {
     /// (wall time at its start), an strace log's stamps, or none.
     pub fn clock(&self) -> crate::clock::Clock {
         if let Some(h) = self.header() {
-            return crate::clock::Clock::boot(h.start_wall_ns, h.start_boot_ns);
+            return h.clock();
         }
         self.strace_report
             .as_ref()
@@ -476,10 +476,12 @@ impl Input {
         self.header().is_some_and(Header::sched_probes)
     }
 
-    /// A fresh engine seeded with the snapshot, ready for the events; for a recording scoped
-    /// to a pod, one that takes its gaps for the events left out.
+    /// A fresh engine seeded with the snapshot and told the recording's clock
+    /// ([`Input::clock`]), ready for the events; for a recording scoped to a pod, one that
+    /// takes its gaps for the events left out.
     pub fn seeded_engine(&self) -> Engine {
         let mut e = Engine::seeded(&self.snapshot());
+        e.set_clock(self.clock());
         if self.header().and_then(Header::pod_scope).is_some() {
             e.set_scoped();
         }

@@ -100,9 +100,12 @@ fn export_jsonl_is_trace_json() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let got = std::fs::read_to_string(&out_path).unwrap();
+    // Each event with its wall time on the file's own clock (its header's).
+    let clock = tracer::Input::open(&path).unwrap().clock();
+    assert!(clock.rfc3339(evs[0].ts_ns).is_some(), "{clock:?}");
     let expected: Vec<String> = evs
         .iter()
-        .map(|e| serde_json::to_string(e).unwrap())
+        .map(|e| serde_json::to_string(&e.timed(&clock)).unwrap())
         .collect();
     assert_eq!(got.lines().collect::<Vec<_>>(), expected);
     // Independent of serde's view of `Event`: fields as docs/events.md names them.

@@ -69,9 +69,11 @@ fn heap_per_process_record_stays_bounded() {
     let (per_record, records) = heap_per_record(130_000);
     assert!(records > 129_000, "{records} records");
     // Measured 548 B (1,037 B before the record was slimmed: rare fields boxed, one
-    // thread, lineage entry and exec kept in place, no tid entry for a leader).
+    // thread, lineage entry and exec kept in place, no tid entry for a leader); 578 B since
+    // the exec and lineage entry kept in place hold their event's time (16 B: the JSON views'
+    // wall times and a story step's need it). A million records stay under 600 MB.
     assert!(
-        per_record <= 576,
-        "{per_record} B of engine heap per process record (bound 576 B)"
+        per_record <= 592,
+        "{per_record} B of engine heap per process record (bound 592 B)"
     );
 }

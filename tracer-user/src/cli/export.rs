@@ -109,8 +109,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let res: std::io::Result<String> = (|| {
         let what = match args.format {
             ExportFormat::Jsonl => {
+                let clock = input.clock();
                 let n = tracer::export::write_jsonl(
                     kept(&mut input, &mut err, keep.as_ref()),
+                    clock,
                     &mut out,
                 )?;
                 format!("{n} events")

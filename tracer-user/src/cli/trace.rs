@@ -92,6 +92,9 @@ pub fn run(
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        // The capture's start as a trace header would have it: the JSON lines' wall times.
+        let clock =
+            tracer::tracefile::Header::for_this_host(tracer::tracefile::CaptureMode::All).clock();
         let mut renderer = LineRenderer::new();
         renderer.show_seq = seq;
         renderer.sched_probes = !cap.syscall_probes();
@@ -107,7 +110,7 @@ pub fn run(
                     w.write_event(&ev).map_err(std::io::Error::other)?;
                 }
                 match format {
-                    OutputFormat::Json => serde_json::to_string(&ev)
+                    OutputFormat::Json => serde_json::to_string(&ev.timed(&clock))
                         .map_err(std::io::Error::other)
                         .and_then(|s| writeln!(out, "{s}"))?,
                     OutputFormat::Text => renderer

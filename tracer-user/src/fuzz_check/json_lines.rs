@@ -36,7 +36,9 @@ pub fn json_lines(data: &[u8]) {
     }
     assert!(errors <= 1);
     let mut out = Vec::new();
-    crate::export::write_jsonl(events.clone().into_iter(), &mut out).expect("write to memory");
+    let clock = crate::clock::Clock::boot(1_764_747_609_000_000_000, 1);
+    crate::export::write_jsonl(events.clone().into_iter(), clock, &mut out)
+        .expect("write to memory");
     let back: Vec<_> = JsonLines::new(&out[..])
         .collect::<Result<_, _>>()
         .expect("what was read reads back");

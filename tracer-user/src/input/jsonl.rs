@@ -233,7 +233,8 @@ mod tests {
     fn every_kind_reads_back_as_written() {
         let evs = one_of_each_kind();
         let mut out = Vec::new();
-        crate::export::write_jsonl(evs.clone().into_iter(), &mut out).unwrap();
+        let clock = crate::clock::Clock::boot(1_764_747_609_000_000_000, 1);
+        crate::export::write_jsonl(evs.clone().into_iter(), clock, &mut out).unwrap();
         let back: Vec<Event> = JsonLines::new(&out[..]).collect::<Result<_, _>>().unwrap();
         assert_eq!(back, evs);
     }

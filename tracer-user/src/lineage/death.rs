@@ -34,6 +34,7 @@ impl Process {
             oom: None,
             ns_init: None,
             seq: self.exit_seq,
+            ts_ns: self.exit_ts_ns,
         };
         match self.exit_status {
             None => {}
@@ -163,6 +164,7 @@ impl Engine {
         let cgroup = info.cgroup.as_deref().map(Arc::from).or(p.cgroup.clone());
         p.rare_mut().oom = Some(OomMark {
             seq: a.seq,
+            ts_ns: a.ts_ns,
             cgroup,
             limit: info.limit,
             anon_rss_kb: info.anon_rss_kb,

@@ -64,6 +64,8 @@ impl SignalRecord {
 pub struct OomMark {
     /// Seq of the oom_victim event.
     pub seq: u64,
+    /// Its time (the recording's `ts_ns`).
+    pub ts_ns: u64,
     /// The memory cgroup it was killed in: what the capture read, else the model's cgroup of
     /// the process (its reported hierarchy; runtimes use one path in every controller).
     pub cgroup: Option<Arc<str>>,
@@ -116,6 +118,8 @@ pub struct Death {
     pub ns_init: Option<u32>,
     /// Seq of its end.
     pub seq: Option<u64>,
+    /// Time (`ts_ns`) of its end.
+    pub ts_ns: Option<u64>,
 }
 
 impl Death {

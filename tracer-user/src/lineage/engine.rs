@@ -257,6 +257,10 @@ pub struct Engine {
     pub(super) sigchld: super::ending::SigchldChecks,
     /// Every adoption made, by kind (`record_adoption`).
     pub(super) adoptions: super::process::AdoptionTotals,
+    /// What the events' `ts_ns` mean (the recording's own clock), for the views' wall times.
+    clock: crate::clock::Clock,
+    /// `ts_ns` of the event being applied: the time of every record it makes.
+    pub(super) now_ts: u64,
 }
 
 /// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
@@ -410,6 +414,23 @@ impl Engine {
         self.events
     }
 
+    /// The recording's own clock: what `ts_ns` means (no wall time unless set).
+    pub fn clock(&self) -> crate::clock::Clock {
+        self.clock
+    }
+
+    /// Sets the recording's clock ([`crate::input::Input::clock`] for a recording, the
+    /// capture's start for a live view): the views' wall times come from it, never from the
+    /// reader's clock.
+    pub fn set_clock(&mut self, clock: crate::clock::Clock) {
+        self.clock = clock;
+    }
+
+    /// The RFC 3339 UTC time of `ts_ns` on the recording's clock, when it has a date.
+    pub fn time_of(&self, ts_ns: u64) -> Option<String> {
+        self.clock.rfc3339(ts_ns)
+    }
+
     /// The init (pid 1 there) of the pid namespace `ns`, when the source showed it.
     pub fn namespace_init(&self, ns: &PidNs) -> Option<&Process> {
         if ns.level == 0 {
@@ -517,6 +538,7 @@ impl Engine {
         if !ev.kind.is_metadata() {
             self.track_seq(ev.seq);
         }
+        self.now_ts = ev.ts_ns;
         let adapted = self.adapter.adapt(ev);
         if adapted.overflowed {
             self.warn(ev.seq, WarningKind::PendingExecOverflow);
@@ -577,6 +599,7 @@ impl Engine {
         p.cgroup = Some(path.clone());
         p.rare_mut().cgroup_moves.push(super::process::CgroupMove {
             seq: by.seq,
+            ts_ns: by.ts_ns,
             path: path.clone(),
             by: by.pid,
         });
@@ -921,6 +944,7 @@ impl Engine {
             syscall: None,
             reason: Some(reason),
             seq,
+            ts_ns: self.now_ts,
         });
     }
 
@@ -988,6 +1012,7 @@ impl Engine {
             syscall: b.syscall,
             reason: None,
             seq: a.seq,
+            ts_ns: a.ts_ns,
         };
         self.set_parent(id, parent_id, parent_pid);
         // copy_signal() copies has_child_subreaper from `current`, the creator, which is not
@@ -1075,6 +1100,7 @@ impl Engine {
         if let Some(exe) = &x.exe {
             p.execs.push(ExecRecord {
                 seq: a.seq,
+                ts_ns: a.ts_ns,
                 exe: exe.clone(),
             });
         }
@@ -1158,8 +1184,14 @@ impl Engine {
         if let Some(i) = self.thread_slot(id, tid) {
             self.procs[id].threads[i].comm = comm;
         }
+        let ts_ns = self.now_ts;
         let p = &mut self.procs[id];
-        p.rare_mut().renames.push(Rename { seq, tid, comm });
+        p.rare_mut().renames.push(Rename {
+            seq,
+            ts_ns,
+            tid,
+            comm,
+        });
         // comm is per thread; the process shows its leader's. A new name makes no role: only
         // `runc init` (an exec that could speak) moves on through its stages by renaming — or,
         // where the source cannot tell credentials and missed the exec (an strace log that
@@ -1175,6 +1207,7 @@ impl Engine {
     }
 
     fn set_subreaper(&mut self, id: ProcId, on: bool, seq: u64) {
+        let ts_ns = self.now_ts;
         let p = &mut self.procs[id];
         if !on {
             if p.is_subreaper {
@@ -1186,6 +1219,7 @@ impl Engine {
         p.is_subreaper = true;
         let rare = p.rare_mut();
         rare.subreaper_seq = Some(seq);
+        rare.subreaper_ts_ns = ts_ns;
         rare.subreaper_cleared_seq = None;
         // kernel/sys.c propagate_has_child_subreaper(): descendants get has_child_subreaper;
         // a subtree that has it already, or under a pid namespace's init, is skipped.

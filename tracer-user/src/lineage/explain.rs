@@ -237,6 +237,25 @@ pub fn why(kind: StepKind) -> Why {
              last life's processes survives.",
             "kubelet pkg/kubelet/kuberuntime (computePodActions, startContainer); CRI CreateContainer",
         ),
+        StepKind::Terminated => (
+            "What `kubectl describe pod` will show under Last State: the runtime reports the \
+             init's wait status to the kubelet as a ContainerStateTerminated. Reason OOMKilled \
+             when the OOM killer struck in the container's memory cgroup, Completed for exit \
+             code 0, Error otherwise; a signal N is exit code 128+N. Started is the init's exec \
+             of the workload (`runc start`), Finished its death. The cause is what the \
+             recording shows ended it: the process's own exit or crash, the OOM killer, or a \
+             stop (SIGTERM, then SIGKILL when the grace period ran out; SIGKILL alone for a \
+             timeout 0).",
+            "containerd pkg/cri (container_stop.go, events.go: TaskExit, TaskOOM); kubelet \
+             pkg/kubelet/kuberuntime (kuberuntime_container.go: toKubeContainerStatus)",
+        ),
+        StepKind::PodStopped => (
+            "The pod's sandbox was killed at once too, after the container: CRI \
+             StopPodSandbox stops every container of the pod with timeout 0 (SIGKILL, no \
+             SIGTERM) and then the sandbox, so this container ended with its pod rather than \
+             by a StopContainer of its own.",
+            "containerd pkg/cri sandbox_stop.go (stopPodSandbox → stopContainer(ctx, c, 0))",
+        ),
     };
     Why { text, source }
 }
@@ -298,6 +317,8 @@ mod tests {
             StepKind::ShimExited,
             StepKind::ShimReaped,
             StepKind::Restarted,
+            StepKind::Terminated,
+            StepKind::PodStopped,
         ];
         for k in every {
             match k {
@@ -332,7 +353,9 @@ mod tests {
                 | StepKind::CniTeardown
                 | StepKind::ShimExited
                 | StepKind::ShimReaped
-                | StepKind::Restarted => {}
+                | StepKind::Restarted
+                | StepKind::Terminated
+                | StepKind::PodStopped => {}
             }
         }
         every.to_vec()

@@ -8,10 +8,13 @@ use std::sync::Arc;
 use crate::event::SignalResult;
 
 use super::ending::SIGCHLD;
+use super::kubelet::Cause;
 use super::process::{Process, Reason};
 use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
-use super::story::{descends_from, label, runtime_daemon_of, Phase, StepKind, Story, StoryStep};
+use super::story::{
+    descends_from, label, last_exec, runtime_daemon_of, Phase, StepKind, Story, StoryStep,
+};
 
 const SIGTERM: i32 = 15;
 const SIGKILL: i32 = 9;
@@ -52,7 +55,9 @@ pub(super) fn cni_added(st: &Story) -> impl Iterator<Item = (u32, u64)> + '_ {
 fn add_exec_steps(c: &Ctx, st: &mut Story) {
     let Some(p) = init_of(c, st) else { return };
     let runtime = st.runtime_pid.and_then(|r| c.born_by(r, p.start_seq));
-    let mut step = |kind, seq, pid, text: String| st.steps.push(story_step(kind, seq, pid, text));
+    let mut step = |kind, seq, ts, pid, text: String| {
+        st.steps.push(StoryStep::new(c, kind, seq, ts, pid, text))
+    };
     exec_steps(c, p, runtime, &mut step);
     st.steps.sort_by_key(|s| s.seq);
 }
@@ -64,7 +69,7 @@ fn exec_steps(
     c: &Ctx,
     p: &Process,
     runtime: Option<&Process>,
-    step: &mut impl FnMut(StepKind, u64, u32, String),
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
 ) {
     let init = p
         .pidns
@@ -78,7 +83,13 @@ fn exec_steps(
         ),
         None => format!("{} runs in the container's namespaces (setns){init}", p.pid),
     };
-    step(StepKind::ExecJoined, p.start_seq, p.pid, joined);
+    step(
+        StepKind::ExecJoined,
+        p.start_seq,
+        p.birth_ts_ns,
+        p.pid,
+        joined,
+    );
     let (Some(x), Some(d)) = (p.exit_seq, p.death()) else {
         return;
     };
@@ -104,6 +115,7 @@ fn exec_steps(
     step(
         StepKind::ExecEnded,
         x,
+        p.exit_ts_ns.unwrap_or_default(),
         p.pid,
         format!("{} {d}{after}", label(p)),
     );
@@ -118,22 +130,37 @@ fn init_of<'a>(c: &Ctx<'a>, st: &Story) -> Option<&'a Process> {
 /// kubelet creates a container again (a new id, the same pod and name) when its last one
 /// ended and the pod's restart policy says so: a later birth of a named container is a
 /// restart, linked to the life before it (`lives_before` of them, the last one's init
-/// `previous`).
-pub(super) fn mark_restart(c: &Ctx, st: &mut Story, lives_before: u32, previous: u32) {
+/// `previous`, the gaps `previous_gaps` that life's restart measured).
+pub(super) fn mark_restart(
+    c: &Ctx,
+    st: &mut Story,
+    lives_before: u32,
+    previous: u32,
+    previous_gaps: &[u64],
+) {
     let (Some(pod), Some(name)) = (&st.pod, &st.container_name) else {
         return;
     };
-    let seq = st.steps.first().map_or(0, |s| s.seq);
-    let how = previous_end(c.process(previous), seq);
+    let (seq, ts) = st.steps.first().map_or((0, 0), |s| (s.seq, s.ts_ns));
+    let prev = c.process(previous);
+    let how = previous_end(prev, seq);
+    // The gap from the last life's end, when it ended by this step and the clock measures it.
+    let gap = prev
+        .and_then(|p| p.exit_seq.filter(|&x| x <= seq).and(p.exit_ts_ns))
+        .filter(|_| c.e.clock().has_time())
+        .map(|end| ts.saturating_sub(end));
+    let restart = super::kubelet::restart(lives_before, previous_gaps, gap);
     let text = format!(
-        "attempt {lives_before}: container {name} of pod {pod} created again; its last life (init {previous}) {how}"
+        "container {name} of pod {pod} created again; its last life (init {previous}) {how}; {}",
+        restart.text()
     );
     let init_pid = st.init_pid;
-    st.steps
-        .insert(0, story_step(StepKind::Restarted, seq, init_pid, text));
+    let step = StoryStep::new(c, StepKind::Restarted, seq, ts, init_pid, text);
+    st.steps.insert(0, step);
     st.phase = Phase::Restart;
     st.attempt = Some(lives_before);
     st.previous_init = Some(previous);
+    st.restart = Some(restart);
 }
 
 /// How the life before a restart had ended by the restart's step at `seq`: a step never
@@ -149,15 +176,6 @@ fn previous_end(prev: Option<&Process>, seq: u64) -> String {
     }
 }
 
-fn story_step(kind: StepKind, seq: u64, pid: u32, text: String) -> StoryStep {
-    StoryStep {
-        kind,
-        seq,
-        pid,
-        text,
-    }
-}
-
 /// After a life whose container's init died, its death story.
 pub(super) fn death(c: &Ctx, life: &Story, added: &CniAdded) -> Option<Story> {
     let init = life.phase.is_birth().then(|| init_of(c, life)).flatten()?;
@@ -167,7 +185,8 @@ pub(super) fn death(c: &Ctx, life: &Story, added: &CniAdded) -> Option<Story> {
 /// A container's end, step by step.
 fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> Story {
     let mut steps = Vec::new();
-    let mut step = |kind, seq, pid, text: String| steps.push(story_step(kind, seq, pid, text));
+    let mut step =
+        |kind, seq, ts, pid, text: String| steps.push(StoryStep::new(c, kind, seq, ts, pid, text));
     signal_steps(c, life, init, &mut step);
     if let Some(o) = &init.oom() {
         let cg = o.cgroup.as_deref().unwrap_or("?");
@@ -177,14 +196,28 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
             label(init),
             o.anon_rss_kb
         );
-        step(StepKind::OomKilled, o.seq, init.pid, text);
+        step(StepKind::OomKilled, o.seq, o.ts_ns, init.pid, text);
     }
+    let terminated = super::kubelet::terminated(c, life.shim_pid, init);
     if let (Some(x), Some(d)) = (init.exit_seq, init.death()) {
+        let ts = init.exit_ts_ns.unwrap_or_default();
+        let text = format!("init {} {d}", label(init));
+        step(StepKind::InitDied, x, ts, init.pid, text);
+        if let Some(t) = &terminated {
+            step(StepKind::Terminated, x, ts, init.pid, t.text());
+        }
+    }
+    if let Some(Cause::KilledAtOnce {
+        pod_stopped: Some(p),
+        ..
+    }) = terminated.as_ref().map(|t| &t.cause)
+    {
         step(
-            StepKind::InitDied,
-            x,
-            init.pid,
-            format!("init {} {d}", label(init)),
+            StepKind::PodStopped,
+            p.by.seq,
+            p.ts_ns,
+            p.sandbox_pid,
+            p.text(init.pid),
         );
     }
     namespace_steps(c, init, &mut step);
@@ -201,6 +234,8 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
         runtime: None,
         runtime_pid: None,
         steps,
+        terminated,
+        restart: None,
         ..life.clone()
     }
 }
@@ -211,7 +246,7 @@ fn signal_steps(
     c: &Ctx,
     life: &Story,
     init: &Process,
-    step: &mut impl FnMut(StepKind, u64, u32, String),
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
 ) {
     let mut term_ts = None;
     let sent = init
@@ -235,11 +270,12 @@ fn signal_steps(
         if s.signal == SIGTERM {
             term_ts.get_or_insert(s.ts_ns);
         }
-        if let Some(t) = term_ts.filter(|&t| s.signal == SIGKILL && t != 0 && s.ts_ns >= t) {
-            let secs = (s.ts_ns - t) as f64 / 1e9;
-            text.push_str(&format!(", {secs:.1} s after SIGTERM (the grace period)"));
+        let timed = c.e.clock().has_time();
+        if let Some(t) = term_ts.filter(|&t| s.signal == SIGKILL && timed && s.ts_ns >= t) {
+            let gap = crate::clock::duration_text(s.ts_ns - t);
+            text.push_str(&format!(", {gap} after SIGTERM (the grace period)"));
         }
-        step(StepKind::SignalSent, s.seq, s.sender, text);
+        step(StepKind::SignalSent, s.seq, s.ts_ns, s.sender, text);
     }
 }
 
@@ -258,7 +294,11 @@ fn result_text(r: SignalResult, ns_init: bool) -> &'static str {
 }
 
 /// zap_pid_ns_processes(): what the init's death killed in its pid namespace.
-fn namespace_steps(c: &Ctx, init: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn namespace_steps(
+    c: &Ctx,
+    init: &Process,
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
+) {
     let Some(died) = init.exit_seq else { return };
     let zapped = c.class(Key::Zapped(init.pid, died));
     let zapped = zapped.into_iter().filter(|p| {
@@ -267,12 +307,13 @@ fn namespace_steps(c: &Ctx, init: &Process, step: &mut impl FnMut(StepKind, u64,
     });
     for p in zapped.take(MAX_STEPS_PER_KIND) {
         let seq = p.exit_seq.unwrap_or(p.start_seq);
+        let ts = p.exit_ts_ns.unwrap_or(p.birth_ts_ns);
         let text = format!(
             "the kernel killed {} with its pid namespace (its init {} died)",
             label(p),
             init.pid
         );
-        step(StepKind::NamespaceKilled, seq, p.pid, text);
+        step(StepKind::NamespaceKilled, seq, ts, p.pid, text);
     }
 }
 
@@ -282,7 +323,7 @@ fn reaped_steps(
     c: &Ctx,
     p: &Process,
     kind: StepKind,
-    step: &mut impl FnMut(StepKind, u64, u32, String),
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
 ) {
     let notices = p
         .signals()
@@ -297,7 +338,7 @@ fn reaped_steps(
             p.pid,
             s.code_name()
         );
-        step(kind, s.seq, s.target, text);
+        step(kind, s.seq, s.ts_ns, s.target, text);
     }
 }
 
@@ -306,7 +347,7 @@ fn delete_steps(
     c: &Ctx,
     life: &Story,
     init: &Process,
-    step: &mut impl FnMut(StepKind, u64, u32, String),
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
 ) {
     let Some(cid) = life.container_id.as_deref() else {
         return;
@@ -322,9 +363,9 @@ fn delete_steps(
             && p.start_seq > died
     });
     for d in deletes.take(MAX_STEPS_PER_KIND) {
-        let seq = d.execs.last().map_or(d.start_seq, |x| x.seq);
+        let (seq, ts) = last_exec(d);
         let text = format!("{} ran for container {cid}", label(d));
-        step(StepKind::RuntimeDelete, seq, d.pid, text);
+        step(StepKind::RuntimeDelete, seq, ts, d.pid, text);
     }
 }
 
@@ -337,7 +378,7 @@ fn pod_removal_steps(
     life: &Story,
     pause: &Process,
     cni_added: &CniAdded,
-    step: &mut impl FnMut(StepKind, u64, u32, String),
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
 ) {
     let shim = life.shim_pid.and_then(|s| c.born_by(s, pause.start_seq));
     let died = pause.exit_seq.unwrap_or(u64::MAX);
@@ -353,12 +394,12 @@ fn pod_removal_steps(
             && daemon.is_none_or(|d| descends_from(c, p, d.id))
     });
     for p in cni.take(MAX_STEPS_PER_KIND) {
-        let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
+        let (seq, ts) = last_exec(p);
         let end = p
             .death()
             .map_or_else(|| "still running".into(), |d| d.to_string());
         let text = format!("cni plugin {} ran after the sandbox died, {end}", label(p));
-        step(StepKind::CniTeardown, seq, p.pid, text);
+        step(StepKind::CniTeardown, seq, ts, p.pid, text);
     }
     let Some(shim) = shim.filter(|s| s.exited) else {
         return;
@@ -367,6 +408,7 @@ fn pod_removal_steps(
         step(
             StepKind::ShimExited,
             x,
+            shim.exit_ts_ns.unwrap_or_default(),
             shim.pid,
             format!("shim {} {d}", label(shim)),
         );

@@ -13,6 +13,7 @@ mod engine;
 pub mod explain;
 pub mod identity;
 pub mod k8s;
+pub mod kubelet;
 mod lifecycle;
 mod pidmap;
 pub mod pod;

@@ -213,6 +213,8 @@ pub struct LineageEntry {
     pub reason: Option<Reason>,
     /// Seq of the event that made this entry.
     pub seq: u64,
+    /// Its time (the recording's `ts_ns`).
+    pub ts_ns: u64,
 }
 
 impl LineageEntry {
@@ -232,6 +234,8 @@ impl LineageEntry {
 pub struct CgroupMove {
     /// Seq of the event.
     pub seq: u64,
+    /// Its time (the recording's `ts_ns`).
+    pub ts_ns: u64,
     /// The destination cgroup (path in the reported hierarchy).
     pub path: Arc<str>,
     /// The process that moved it (the runtime writing `cgroup.procs`).
@@ -254,6 +258,8 @@ pub struct Thread {
 pub struct ExecRecord {
     /// Seq of the exec event.
     pub seq: u64,
+    /// Its time (the recording's `ts_ns`).
+    pub ts_ns: u64,
     /// The file exec'd.
     pub exe: Arc<str>,
 }
@@ -263,6 +269,8 @@ pub struct ExecRecord {
 pub struct Rename {
     /// Seq of the prctl.
     pub seq: u64,
+    /// Its time (the recording's `ts_ns`).
+    pub ts_ns: u64,
     /// The thread that renamed itself.
     pub tid: u32,
     /// The new name.
@@ -355,6 +363,8 @@ pub(crate) struct Rare {
     pub cgroup_moves: Vec<CgroupMove>,
     /// Seq of its PR_SET_CHILD_SUBREAPER.
     pub subreaper_seq: Option<u64>,
+    /// Time of that PR_SET_CHILD_SUBREAPER.
+    pub subreaper_ts_ns: u64,
     /// Seq of a later PR_SET_CHILD_SUBREAPER(0) that cleared it.
     pub subreaper_cleared_seq: Option<u64>,
     /// Every PR_SET_NAME, oldest first.
@@ -414,6 +424,7 @@ impl Process {
                 syscall: None,
                 reason: None,
                 seq,
+                ts_ns,
             }),
             born_syscall: None,
             start_seq: seq,
@@ -505,6 +516,17 @@ impl Process {
         self.rare.as_ref().and_then(|r| r.subreaper_seq)
     }
 
+    /// Time (`ts_ns`) of its PR_SET_CHILD_SUBREAPER, when it set it.
+    pub fn subreaper_ts_ns(&self) -> Option<u64> {
+        self.subreaper_seq()
+            .and(self.rare.as_ref().map(|r| r.subreaper_ts_ns))
+    }
+
+    /// The time (`ts_ns`) of its exec at `seq`, when it exec'd then.
+    pub fn exec_ts_ns(&self, seq: u64) -> Option<u64> {
+        self.execs.iter().find(|x| x.seq == seq).map(|x| x.ts_ns)
+    }
+
     /// Seq of a later PR_SET_CHILD_SUBREAPER(0) that cleared it.
     pub fn subreaper_cleared_seq(&self) -> Option<u64> {
         self.rare.as_ref().and_then(|r| r.subreaper_cleared_seq)
@@ -557,6 +579,11 @@ impl Process {
     pub(crate) fn rare_mut(&mut self) -> &mut Rare {
         self.rare.get_or_insert_with(Box::default)
     }
+}
+
+/// `name pid`, as the story lines name a process.
+pub(super) fn label(p: &Process) -> String {
+    format!("{} {}", p.name(), p.pid)
 }
 
 /// argv as a record keeps it; the empty one is shared, so a record without argv (a fork that

@@ -35,6 +35,8 @@ pub(super) enum Key {
     Namespace(u64),
     /// Which records have this pid.
     Pid(u32),
+    /// Processes of this container id the OOM killer chose.
+    OomVictimsOf(Arc<str>),
 }
 
 /// What one story read.
@@ -55,6 +57,7 @@ pub(super) struct Class {
     workload: Option<u64>,
     exit: Option<u64>,
     zapped: Option<(u32, u64)>,
+    oom: bool,
 }
 
 impl Class {
@@ -67,11 +70,12 @@ impl Class {
             workload: p.workload_exec_seq(),
             exit: p.exit_seq,
             zapped: p.zapped_by(),
+            oom: p.oom().is_some(),
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.role.is_none() && self.zapped.is_none()
+        self.role.is_none() && self.zapped.is_none() && !self.oom
     }
 
     /// The keys a record of this class is found by.
@@ -88,6 +92,9 @@ impl Class {
             _ => {}
         }
         k.extend(self.zapped.map(|(p, s)| Key::Zapped(p, s)));
+        if let (true, Some(c)) = (self.oom, &self.cid) {
+            k.push(Key::OomVictimsOf(c.clone()));
+        }
         k
     }
 

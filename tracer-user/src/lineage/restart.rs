@@ -42,6 +42,8 @@ pub struct Lost {
     pub detail: String,
     /// Seq of the event that shows it.
     pub seq: u64,
+    /// That event's wall time (RFC 3339), when the recording's clock has a date.
+    pub time: Option<String>,
 }
 
 /// A runtime daemon that exited and was started again.
@@ -57,6 +59,10 @@ pub struct RuntimeRestart {
     pub exit_seq: u64,
     /// Seq at which the new daemon started (its exec, or its birth).
     pub seq: u64,
+    /// Wall time of the old daemon's exit (RFC 3339), when the clock has a date.
+    pub exit_time: Option<String>,
+    /// Wall time of the new daemon's start.
+    pub time: Option<String>,
     /// Every shim, sandbox and container process alive through the restart with the same
     /// pid and parent.
     pub survivors: Vec<Survivor>,
@@ -117,15 +123,17 @@ fn restart(e: &Engine, old: &Process, new: &Process, exit_seq: u64) -> RuntimeRe
         let died = p.exit_seq.filter(|&x| x <= seq);
         if let Some(l) = moved.filter(|l| l.how == How::Adopted && parent_was(e, p, old.id, l.seq))
         {
+            let detail = l.reason_text().unwrap_or_default();
             lost.push(lost_entry(
                 p,
                 "reparented",
-                l.reason_text().unwrap_or_default(),
-                l.seq,
+                detail,
+                (l.seq, e.time_of(l.ts_ns)),
             ));
         } else if let Some(x) = died.filter(|_| related(e, p, old.id, exit_seq)) {
             let st = super::view::exit_text(p);
-            lost.push(lost_entry(p, "exited", st, x));
+            let time = p.exit_ts_ns.and_then(|t| e.time_of(t));
+            lost.push(lost_entry(p, "exited", st, (x, time)));
         } else if died.is_none() && moved.is_none() && in_container_world(p) {
             survivors.push(Survivor {
                 pid: p.pid,
@@ -143,6 +151,8 @@ fn restart(e: &Engine, old: &Process, new: &Process, exit_seq: u64) -> RuntimeRe
         new_pid: new.pid,
         exit_seq,
         seq,
+        exit_time: old.exit_ts_ns.and_then(|t| e.time_of(t)),
+        time: e.time_of(new.execs.last().map_or(new.birth_ts_ns, |x| x.ts_ns)),
         survivors,
         lost,
     }
@@ -180,7 +190,12 @@ fn parent_at(p: &Process, seq: u64) -> u32 {
         .map_or(p.ppid, |l| l.parent)
 }
 
-fn lost_entry(p: &Process, what: &'static str, detail: String, seq: u64) -> Lost {
+fn lost_entry(
+    p: &Process,
+    what: &'static str,
+    detail: String,
+    (seq, time): (u64, Option<String>),
+) -> Lost {
     Lost {
         pid: p.pid,
         name: p.name(),
@@ -189,6 +204,7 @@ fn lost_entry(p: &Process, what: &'static str, detail: String, seq: u64) -> Lost
         what,
         detail,
         seq,
+        time,
     }
 }
 

@@ -115,22 +115,22 @@ impl Readers {
     }
 }
 
-/// Puts a birth in its restart group: the lives before it and the last one's init, when it
-/// is not the first; the births after it count one more.
+/// Puts a birth in its restart group: the lives before it, the last one's init and anchor,
+/// when it is not the first; the births after it count one more.
 fn join_group(
     groups: &mut HashMap<(String, String), Vec<(u64, ProcId)>>,
     e: &Engine,
     g: (String, String),
     at: (u64, ProcId),
     later: &mut Vec<(u64, ProcId)>,
-) -> Option<(u32, u32)> {
+) -> Option<(u32, u32, ProcId)> {
     let v = groups.entry(g).or_default();
     let i = v.binary_search(&at).unwrap_or_else(|i| i);
     v.insert(i, at);
     later.extend_from_slice(&v[i + 1..]);
     let prev = i.checked_sub(1).map(|j| v[j].1)?;
     let init = e.get(prev).map_or(0, |p| p.pid);
-    Some((i as u32, init))
+    Some((i as u32, init, prev))
 }
 
 /// Every container life's stories, kept up to date as the engine takes events
@@ -269,8 +269,14 @@ impl Stories {
         let group = a.group.clone();
         let previous =
             group.and_then(|g| join_group(&mut self.groups, e, g, (start, id), &mut later));
-        if let Some((before, init)) = previous {
-            lifecycle::mark_restart(&c, &mut life, before, init);
+        if let Some((before, init, prev_id)) = previous {
+            let gaps = self
+                .anchors
+                .get(&prev_id)
+                .and_then(|a| a.life.as_ref()?.restart.as_ref())
+                .map(|r| r.gaps_ns.clone())
+                .unwrap_or_default();
+            lifecycle::mark_restart(&c, &mut life, before, init, &gaps);
         }
         let (deps, visited) = c.take();
         self.work.visited += visited;

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+pub(super) use super::process::label;
 use super::process::{How, ProcId, Process, Reason};
 use super::reads::{Ctx, Key};
 use super::roles::{InitStage, OciCommand, Role};
@@ -101,6 +102,10 @@ pub enum StepKind {
     ShimReaped,
     /// The container was created again after its last life ended (a restart).
     Restarted,
+    /// What kubelet's ContainerStateTerminated says of the life that ended, and its cause.
+    Terminated,
+    /// The pod's sandbox was killed at once after the container: the pod was stopped.
+    PodStopped,
 }
 
 /// Which part of a container's life a story tells.
@@ -141,10 +146,35 @@ pub struct StoryStep {
     pub kind: StepKind,
     /// Seq of the event that shows it.
     pub seq: u64,
+    /// That event's time (the recording's `ts_ns`).
+    pub ts_ns: u64,
+    /// Its RFC 3339 UTC time on the recording's clock, when the clock has a date.
+    pub time: Option<String>,
     /// The process it happened to.
     pub pid: u32,
     /// One line describing it.
     pub text: String,
+}
+
+impl StoryStep {
+    /// A step at the event `seq` of time `ts_ns`, its wall time from `c`'s recording clock.
+    pub(super) fn new(
+        c: &Ctx,
+        kind: StepKind,
+        seq: u64,
+        ts_ns: u64,
+        pid: u32,
+        text: String,
+    ) -> Self {
+        StoryStep {
+            kind,
+            seq,
+            ts_ns,
+            time: c.e.time_of(ts_ns),
+            pid,
+            text,
+        }
+    }
 }
 
 /// One part of a container's life (its birth, an exec into it, its death, a restart), as
@@ -182,11 +212,18 @@ pub struct Story {
     pub container_name: Option<String>,
     /// Ordered by seq.
     pub steps: Vec<StoryStep>,
+    /// A death story: what kubelet's ContainerStateTerminated would say, and the cause.
+    pub terminated: Option<super::kubelet::Terminated>,
+    /// A restart story: its count, the time since the last life ended, the back-off.
+    pub restart: Option<super::kubelet::Restart>,
 }
 
-/// `name pid`, as the story lines name a process.
-pub(super) fn label(p: &Process) -> String {
-    format!("{} {}", p.name(), p.pid)
+/// The seq and time of a process's last exec (its birth's when it never exec'd): when a
+/// program it runs started.
+pub(super) fn last_exec(p: &Process) -> (u64, u64) {
+    p.execs
+        .last()
+        .map_or((p.start_seq, p.birth_ts_ns), |x| (x.seq, x.ts_ns))
 }
 
 /// Whether `p` anchors a story: an oci-init that became `runc:[2:INIT]`, or a process that
@@ -287,14 +324,8 @@ impl<'a> Cast<'a> {
 pub(super) fn build(c: &Ctx, init: &Process) -> Story {
     let cast = Cast::of(c, init);
     let mut steps = Vec::new();
-    let mut step = |kind, seq, pid, text: String| {
-        steps.push(StoryStep {
-            kind,
-            seq,
-            pid,
-            text,
-        })
-    };
+    let mut step =
+        |kind, seq, ts, pid, text: String| steps.push(StoryStep::new(c, kind, seq, ts, pid, text));
     // Pushed in this order: steps with the same seq keep it through the stable sort below.
     requester_steps(c, &cast, &mut step);
     runtime_started(&cast, &mut step);
@@ -313,31 +344,31 @@ pub(super) fn build(c: &Ctx, init: &Process) -> Story {
 /// pod's shim already running when an earlier runtime of the same shim created a container
 /// (one shim per pod). `runc exec` enters a running container: no shim is born or found for
 /// it. A sandbox also shows the CNI plugins the runtime daemon ran for the pod's network.
-fn requester_steps(c: &Ctx, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn requester_steps(c: &Ctx, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let (shim, runtime) = (cast.shim, cast.runtime);
     if !cast.exec {
         let earlier = shim.and_then(|sh| runtime.and_then(|rt| earlier_container(c, sh, rt)));
         match (shim, earlier) {
             (Some(shim), Some(first)) => {
-                let (seq, pid, text) = shim_reused(c, shim, first, runtime);
-                step(StepKind::ShimReused, seq, pid, text);
+                let (seq, ts, pid, text) = shim_reused(c, shim, first, runtime);
+                step(StepKind::ShimReused, seq, ts, pid, text);
             }
             (Some(shim), None) => shim_birth(c, shim, step),
             _ => {}
         }
     }
     if cast.init.role == Some(Role::Sandbox) {
-        for (seq, pid, text) in cni_runs(c, cast.init, shim) {
-            step(StepKind::CniPlugin, seq, pid, text);
+        for (seq, ts, pid, text) in cni_runs(c, cast.init, shim) {
+            step(StepKind::CniPlugin, seq, ts, pid, text);
         }
     }
 }
 
 /// The OCI runtime's start: its last exec (the shim forks, then execs `runc create`), so the
 /// step carries the exec's seq rather than the fork's.
-fn runtime_started(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn runtime_started(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let Some(rt) = cast.runtime else { return };
-    let seq = rt.execs.last().map_or(rt.start_seq, |x| x.seq);
+    let (seq, ts) = last_exec(rt);
     let by = cast
         .shim
         .map(|s| format!(" by shim {}", s.pid))
@@ -346,6 +377,7 @@ fn runtime_started(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String
     step(
         StepKind::RuntimeStarted,
         seq,
+        ts,
         rt.pid,
         format!("{} ({role}) started{by}", label(rt)),
     );
@@ -355,7 +387,7 @@ fn runtime_started(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String
 /// others are its clones), then each stage renaming itself `runc:[0:PARENT]`, `[1:CHILD]`,
 /// `[2:INIT]` in runc's nsexec.c (prctl(PR_SET_NAME), kernel/sys.c → set_task_comm: the comm
 /// changes, the pid stays).
-fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let stages = cast.stages();
     let first_exec = stages
         .iter()
@@ -369,6 +401,7 @@ fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
         step(
             StepKind::InitExec,
             s,
+            p.exec_ts_ns(s).unwrap_or(p.birth_ts_ns),
             p.pid,
             format!("child {}{of} exec'd runc init", p.pid),
         );
@@ -379,6 +412,7 @@ fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
             step(
                 StepKind::StageRenamed,
                 r.seq,
+                r.ts_ns,
                 p.pid,
                 format!("{} renamed itself {}", p.pid, stage.comm()),
             );
@@ -389,10 +423,11 @@ fn stage_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
 /// INIT's birth: PARENT cloned CHILD and CHILD cloned INIT, both with CLONE_PARENT
 /// (kernel/fork.c copy_process: real_parent = current->real_parent), so the runtime, not the
 /// caller, is their parent. CHILD's clone is shown only when PARENT was seen.
-fn clone_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn clone_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let Some(c) = cast.child else { return };
     if cast.parent.is_some() {
-        step(StepKind::ChildCloned, c.start_seq, c.pid, clone_text(c));
+        let (seq, ts) = (c.start_seq, c.birth_ts_ns);
+        step(StepKind::ChildCloned, seq, ts, c.pid, clone_text(c));
     }
     let init = cast.init;
     let kind = if cast.exec {
@@ -400,7 +435,13 @@ fn clone_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
     } else {
         StepKind::InitCloned
     };
-    step(kind, init.start_seq, init.pid, clone_text(init));
+    step(
+        kind,
+        init.start_seq,
+        init.birth_ts_ns,
+        init.pid,
+        clone_text(init),
+    );
 }
 
 /// `caller cloned pid [with CLONE_PARENT]: parent P`, from the process's birth record.
@@ -422,12 +463,13 @@ fn clone_text(p: &Process) -> String {
 /// The stages and the runtime leaving: CHILD and PARENT exit once they have relayed the pids,
 /// and `runc create` exits while INIT waits on the exec fifo; the runtime's exit orphans INIT
 /// (kernel/exit.c do_exit → exit_notify → forget_original_parent).
-fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     for p in [cast.child, cast.parent].into_iter().flatten() {
         if let Some(x) = p.exit_seq {
             step(
                 StepKind::IntermediateExited,
                 x,
+                p.exit_ts_ns.unwrap_or_default(),
                 p.pid,
                 format!("{} exited", label(p)),
             );
@@ -440,14 +482,15 @@ fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
             } else {
                 StepKind::RuntimeExited
             };
-            step(kind, x, rt.pid, format!("{} exited", label(rt)));
+            let ts = rt.exit_ts_ns.unwrap_or_default();
+            step(kind, x, ts, rt.pid, format!("{} exited", label(rt)));
         }
     }
 }
 
 /// INIT's adoption: orphaned by the runtime, it goes to the nearest subreaper ancestor, the
 /// shim, or else to init (kernel/exit.c find_new_reaper). Its first adoption after birth.
-fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let init = cast.init;
     if let Some(a) = init.lineage.iter().skip(1).find(|l| l.how == How::Adopted) {
         let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
@@ -458,14 +501,14 @@ fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String))
         };
         let who = cast.who();
         let text = format!("{who} {} adopted by {} ({reason})", init.pid, a.parent);
-        step(kind, a.seq, init.pid, text);
+        step(kind, a.seq, a.ts_ns, init.pid, text);
     }
 }
 
 /// The container's cgroup: runc writes its `runc init` child into cgroup.procs early
 /// (kernel/cgroup/cgroup.c cgroup_attach_task), and the later stages inherit it at fork
 /// (cgroup_fork), so a move shown on PARENT or CHILD is also INIT's.
-fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let init = cast.init;
     for (p, _) in cast.stages() {
         let Some(p) = p else { continue };
@@ -478,6 +521,7 @@ fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) 
             step(
                 StepKind::InitCgroup,
                 m.seq,
+                m.ts_ns,
                 p.pid,
                 format!(
                     "{} moved {} into cgroup {}{inherit}",
@@ -492,7 +536,7 @@ fn cgroup_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) 
 
 /// The workload: INIT, unblocked by `runc start` (or `runc run`), execs the container's
 /// program (fs/exec.c begin_new_exec); the pid and the parent stay.
-fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let init = cast.init;
     let Some(s) = init.workload_exec_seq() else {
         return;
@@ -513,7 +557,13 @@ fn workload_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u32, String))
     } else {
         format!("init {} exec'd {exe}", init.pid)
     };
-    step(kind, s, init.pid, text);
+    step(
+        kind,
+        s,
+        init.exec_ts_ns(s).unwrap_or_default(),
+        init.pid,
+        text,
+    );
 }
 
 /// The end: what the story is about. Its kind by the shim's name (conmon or containerd's); the
@@ -560,6 +610,8 @@ fn summary(c: &Ctx, cast: &Cast, steps: Vec<StoryStep>) -> Story {
             .as_ref()
             .and_then(|k| k.container_name.as_deref().map(String::from)),
         steps,
+        terminated: None,
+        restart: None,
     }
 }
 
@@ -579,7 +631,7 @@ fn runtime_text(r: &Process) -> String {
 }
 
 /// The steps of a shim's own birth: started, its parent gone, adopted, subreaper.
-fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32, String)) {
+fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let creator = |p: &Process| p.creator.and_then(|x| c.meta(x));
     let by = shim.lineage.first().and_then(|l| l.caller);
     let by_text = match creator(shim) {
@@ -594,6 +646,7 @@ fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32,
     step(
         StepKind::ShimStarted,
         shim.start_seq,
+        shim.birth_ts_ns,
         shim.pid,
         format!("shim {} started{by_text}{cg}", label(shim)),
     );
@@ -603,6 +656,7 @@ fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32,
             step(
                 StepKind::ShimParentExited,
                 x,
+                sp.exit_ts_ns.unwrap_or_default(),
                 sp.pid,
                 format!("shim's parent {} exited", label(sp)),
             );
@@ -615,15 +669,17 @@ fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u32,
             step(
                 StepKind::ShimAdopted,
                 a.seq,
+                a.ts_ns,
                 shim.pid,
                 format!("shim {} adopted by {} ({reason})", shim.pid, a.parent),
             );
         }
     }
-    if let Some(s) = shim.subreaper_seq() {
+    if let (Some(s), Some(ts)) = (shim.subreaper_seq(), shim.subreaper_ts_ns()) {
         step(
             StepKind::ShimSubreaper,
             s,
+            ts,
             shim.pid,
             format!("shim {} set PR_SET_CHILD_SUBREAPER", shim.pid),
         );
@@ -653,7 +709,7 @@ fn shim_reused(
     shim: &Process,
     first: &Process,
     runtime: Option<&Process>,
-) -> (u64, u32, String) {
+) -> (u64, u64, u32, String) {
     let first_id = first.container_id.as_deref().unwrap_or("?");
     let first_id = first_id.get(..12).unwrap_or(first_id);
     let pod = format!(
@@ -678,34 +734,41 @@ fn shim_reused(
     match (start, runtime) {
         (Some(st), _) => (
             st.exit_seq.unwrap_or(st.start_seq),
+            st.exit_ts_ns.unwrap_or(st.birth_ts_ns),
             st.pid,
             format!("shim start {} found {pod} and exited", label(st)),
         ),
         (None, Some(rt)) => (
             rt.start_seq,
+            rt.birth_ts_ns,
             shim.pid,
             format!("no new shim: {pod} runs {}", label(rt)),
         ),
-        (None, None) => (shim.start_seq, shim.pid, format!("no new shim: {pod}")),
+        (None, None) => (
+            shim.start_seq,
+            shim.birth_ts_ns,
+            shim.pid,
+            format!("no new shim: {pod}"),
+        ),
     }
 }
 
 /// CNI plugin runs that set up a sandbox's network: plugins under the runtime daemon that
 /// started the shim, after the previous sandbox came up and before this one's pause exec'd
 /// (containerd runs CNI before or after creating the sandbox, by version).
-fn cni_runs(c: &Ctx, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32, String)> {
+fn cni_runs(c: &Ctx, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u64, u32, String)> {
     let Some(end) = sandbox.workload_exec_seq() else {
         return Vec::new();
     };
     let after = c.sandbox_end_before(end).unwrap_or(0);
     let daemon = shim.and_then(|s| runtime_daemon_of(c, s));
-    let mut runs: Vec<(u64, u32, String)> = c
+    let mut runs: Vec<(u64, u64, u32, String)> = c
         .cni_between(after, end)
         .into_iter()
         .filter(|p| p.role == Some(Role::CniPlugin) && p.start_seq > after && p.start_seq < end)
         .filter(|p| daemon.is_none_or(|d| descends_from(c, p, d.id)))
         .map(|p| {
-            let seq = p.execs.last().map_or(p.start_seq, |x| x.seq);
+            let (seq, ts) = last_exec(p);
             let by = p
                 .birth_parent
                 .and_then(|b| c.meta(b))
@@ -718,6 +781,7 @@ fn cni_runs(c: &Ctx, sandbox: &Process, shim: Option<&Process>) -> Vec<(u64, u32
                 .unwrap_or_else(|| ", still running".into());
             (
                 seq,
+                ts,
                 p.pid,
                 format!("cni plugin {} ran{by}{status}", label(p)),
             )

@@ -391,6 +391,7 @@ fn fork_parent_is_the_caller() {
             syscall: Some(Syscall::Fork),
             reason: None,
             seq: s,
+            ts_ns: e.process(100).unwrap().birth_ts_ns,
             caller_tid: Some(1),
         }]
     );
@@ -1893,9 +1894,9 @@ fn tree_json_has_the_documented_fields() {
     assert_eq!(
         init["lineage"],
         serde_json::json!([
-            {"how": "clone_parent", "parent": 1010, "caller": 1012, "caller_tid": 1012, "flags": "CLONE_PARENT", "reason": null, "seq": s.init_clone},
+            {"how": "clone_parent", "parent": 1010, "caller": 1012, "caller_tid": 1012, "flags": "CLONE_PARENT", "reason": null, "seq": s.init_clone, "time": null},
             {"how": "adopted", "parent": 1001, "caller": null, "caller_tid": null, "flags": null,
-             "reason": "parent 1010 exited; nearest subreaper 1001", "seq": s.runc_exit}
+             "reason": "parent 1010 exited; nearest subreaper 1001", "seq": s.runc_exit, "time": null}
         ])
     );
     let shim_start = procs.iter().find(|p| p["pid"] == 1000).unwrap();
@@ -2468,9 +2469,13 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
         steps: vec![StoryStep {
             kind: StepKind::ShimStarted,
             seq: 1,
+            ts_ns: 0,
+            time: None,
             pid: 2,
             text: format!("{HOSTILE} 2 started"),
         }],
+        terminated: None,
+        restart: None,
     };
     let s = story_text(&[story]);
     no_raw_control(&s);
@@ -2937,7 +2942,7 @@ fn an_oom_victim_dies_oomkilled_in_its_cgroup() {
     );
     assert_eq!(oom.limit, Some(64 << 20));
     assert_eq!(d.short(), "OOMKilled");
-    let j = view::death_json(&d);
+    let j = view::death_json(&crate::clock::Clock::None, &d);
     assert_eq!(j["how"], "oom");
     assert_eq!(j["cgroup"], "/kubepods/pod1/c1");
     assert_eq!(j["sender"], serde_json::Value::Null);
@@ -2972,7 +2977,10 @@ fn the_death_of_a_namespace_init_kills_what_is_left_in_it() {
     for pid in [300, 400] {
         let d = death(&e, pid);
         assert_eq!((d.how, d.ns_init), (DeathHow::PidNs, Some(200)), "{pid}");
-        assert_eq!(view::death_json(&d)["sender"], 200);
+        assert_eq!(
+            view::death_json(&crate::clock::Clock::None, &d)["sender"],
+            200
+        );
     }
     assert_eq!(
         death(&e, 500).how,
@@ -3168,6 +3176,8 @@ fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
         sandbox_id: Some(id.into()),
         sandbox: true,
         steps: vec![],
+        terminated: None,
+        restart: None,
     };
     let text = story_text(std::slice::from_ref(&story));
     assert!(
@@ -3216,3 +3226,64 @@ mod speakers;
 // ---- restarts told as they happened (lifecycle.rs) ----
 
 mod restarts;
+
+/// The kubelet's view of the death story of the container whose init is `init`.
+fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {
+    let told = stories(e);
+    let death = told
+        .iter()
+        .find(|s| s.phase == Phase::Death && s.init_pid == init)
+        .expect("a death story");
+    death.terminated.clone().expect("terminated")
+}
+
+/// A shim 500 and its container `c1` (init 603, running /bin/app).
+fn one_container() -> (B, u32) {
+    let mut b = B::default();
+    b.fork(1, 500);
+    let argv = ["containerd-shim-runc-v2", "-id", "c1"];
+    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);
+    let init = runc_create(&mut b, 500, 600, "c1", "/bin/app");
+    (b, init)
+}
+
+#[test]
+fn an_oom_kill_in_the_containers_memcg_is_oomkilled_whatever_the_init_exits_with() {
+    let (mut b, init) = one_container();
+    b.fork(init, 700);
+    b.oom(700, 700, Some("/pods/c1"));
+    b.killed(700, SIGKILL);
+    b.exit(init, 1);
+    let t = terminated(&b.engine(), init);
+    assert_eq!(t.reason, super::kubelet::TermReason::OomKilled);
+    assert_eq!(t.exit_code, 1);
+    assert!(
+        matches!(&t.cause, super::kubelet::Cause::OomKiller { pid: 700, memcg: Some(m), .. } if m == "/pods/c1"),
+        "{:?}",
+        t.cause
+    );
+    assert!(t.text().starts_with("Terminated: OOMKilled, exit code 1; the OOM killer chose app 700 in memory cgroup /pods/c1 (limit 64 MiB)"), "{}", t.text());
+    // No OOM kill: its own exit, an Error; a fault the kernel raised: a crash, 128 + 11.
+    let (mut b, init) = one_container();
+    let other = runc_create(&mut b, 500, 650, "c2", "/bin/app");
+    b.exit(init, 1);
+    b.signal(other, "app", 11, SI_KERNEL, other);
+    b.killed(other, 11);
+    let e = b.engine();
+    let t = terminated(&e, init);
+    assert_eq!(
+        (t.reason, t.exit_code),
+        (super::kubelet::TermReason::Error, 1)
+    );
+    assert_eq!(t.cause, super::kubelet::Cause::Exit { code: 1 });
+    let t = terminated(&e, other);
+    assert_eq!(
+        (t.reason, t.exit_code),
+        (super::kubelet::TermReason::Error, 139)
+    );
+    assert!(
+        matches!(t.cause, super::kubelet::Cause::Crash { .. }),
+        "{:?}",
+        t.cause
+    );
+}

@@ -4,6 +4,7 @@ use std::fmt::{self, Write};
 
 use serde_json::{json, Value};
 
+use crate::clock::Clock;
 use crate::event::ExitStatus;
 
 use super::ending::{Death, SignalRecord};
@@ -346,8 +347,8 @@ pub fn subtree_text(e: &Engine, root: u32, opts: TreeOpts) -> Option<String> {
     }))
 }
 
-/// One process of the tree JSON: every per-process field is built here.
-fn process_json(p: &Process) -> Value {
+/// One process of the tree JSON: every per-process field is built here; times on the recording's `clock`.
+fn process_json(clock: &Clock, p: &Process) -> Value {
     let lineage: Vec<Value> = p
         .lineage
         .iter()
@@ -360,6 +361,7 @@ fn process_json(p: &Process) -> Value {
                 "flags": l.flags_text(),
                 "reason": l.reason_text(),
                 "seq": l.seq,
+                "time": clock.rfc3339(l.ts_ns),
             })
         })
         .collect();
@@ -372,14 +374,26 @@ fn process_json(p: &Process) -> Value {
         ExitStatus::Exited { .. } => None,
     });
     let mut v = process_json_base(p, lineage, exit_code, signal);
-    v["death"] = p.death().map_or(Value::Null, |d| death_json(&d));
-    v["signals"] = p.signals().iter().map(signal_json).collect();
+    let exec = p.execs.last();
+    v["born_ts_ns"] = json!(p.birth_ts_ns);
+    v["born_time"] = json!(clock.rfc3339(p.birth_ts_ns));
+    v["exec_seq"] = json!(exec.map(|x| x.seq));
+    v["exec_ts_ns"] = json!(exec.map(|x| x.ts_ns));
+    v["exec_time"] = json!(exec.and_then(|x| clock.rfc3339(x.ts_ns)));
+    v["exit_ts_ns"] = json!(p.exit_ts_ns);
+    v["exit_time"] = json!(p.exit_ts_ns.and_then(|t| clock.rfc3339(t)));
+    let moves = p.cgroup_moves().iter().map(
+        |m| json!({ "seq": m.seq, "time": clock.rfc3339(m.ts_ns), "path": &*m.path, "by": m.by }),
+    );
+    v["cgroup_moves"] = moves.collect();
+    v["death"] = p.death().map_or(Value::Null, |d| death_json(clock, &d));
+    v["signals"] = p.signals().iter().map(|r| signal_json(clock, r)).collect();
     v["signals_dropped"] = json!(p.signals_dropped());
     v
 }
 
-/// The `death` object of the tree JSON.
-pub fn death_json(d: &Death) -> Value {
+/// The `death` object of the tree JSON; its time on the recording's `clock`.
+pub fn death_json(clock: &Clock, d: &Death) -> Value {
     let by = d.sender();
     let mut v = json!({
         "how": d.how.as_str(),
@@ -389,6 +403,8 @@ pub fn death_json(d: &Death) -> Value {
         "sender_tid": by.map(|b| b.sender_tid).filter(|&t| t != 0),
         "code": d.by.as_ref().map(|b| b.code_name()),
         "seq": d.seq,
+        "ts_ns": d.ts_ns,
+        "time": d.ts_ns.and_then(|t| clock.rfc3339(t)),
         "text": d.to_string(),
     });
     if let Some(o) = &d.oom {
@@ -399,9 +415,11 @@ pub fn death_json(d: &Death) -> Value {
 }
 
 /// One entry of a process's `signals` list.
-fn signal_json(r: &SignalRecord) -> Value {
+fn signal_json(clock: &Clock, r: &SignalRecord) -> Value {
     json!({
         "seq": r.seq,
+        "ts_ns": r.ts_ns,
+        "time": clock.rfc3339(r.ts_ns),
         "signal": r.signal_name(),
         "sender": r.sender,
         "target": r.target,
@@ -437,9 +455,6 @@ fn process_json_base(
         "sandbox_id": p.k8s.as_ref().and_then(|k| k.sandbox_id.as_deref()),
         "runtime_namespace": p.k8s.as_ref().and_then(|k| k.runtime_namespace.as_deref()),
         "cgroup": p.cgroup.as_deref(),
-        "cgroup_moves": p.cgroup_moves().iter().map(|m| json!({
-            "seq": m.seq, "path": &*m.path, "by": m.by,
-        })).collect::<Vec<_>>(),
         "subreaper": p.is_subreaper,
         "subreaper_seq": p.subreaper_seq(),
         "subreaper_cleared_seq": p.subreaper_cleared_seq(),
@@ -512,12 +527,12 @@ impl JsonWarning {
 }
 
 /// The processes of [`TreeJson`], serialized one at a time so a huge tree is never held as a
-/// whole JSON value.
-struct ProcessList<'a>(&'a [&'a Process]);
+/// whole JSON value; their times on the recording's clock.
+struct ProcessList<'a>(&'a [&'a Process], Clock);
 
 impl serde::Serialize for ProcessList<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|p| process_json(p)))
+        s.collect_seq(self.0.iter().map(|p| process_json(&self.1, p)))
     }
 }
 
@@ -544,7 +559,7 @@ pub fn tree_json_doc<'a>(
         last_seq: e.last_seq(),
         warning_count: e.warning_count() + input_warnings.len() as u64,
         warnings,
-        processes: ProcessList(procs),
+        processes: ProcessList(procs, e.clock()),
     }
 }
 

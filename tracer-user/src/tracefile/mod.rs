@@ -264,6 +264,11 @@ impl Header {
         get("pod").map(|p| (p, get("container")))
     }
 
+    /// What the recording's `ts_ns` mean: boot time, with this header's wall time at its start.
+    pub fn clock(&self) -> crate::clock::Clock {
+        crate::clock::Clock::boot(self.start_wall_ns, self.start_boot_ns)
+    }
+
     /// A header for a capture starting now on this host: version, clocks, host name and kernel
     /// release filled in; no snapshot, no layouts.
     pub fn for_this_host(mode: CaptureMode) -> Header {

@@ -1581,14 +1581,17 @@ async fn brackets_step_through_the_story_selected_in_the_pane() {
         s.story.cursor, lens[0],
         "the replay's position does not move it"
     );
-    // ... then to the next step of that story, wherever the other stories are.
+    // ... then to the next step of that story, wherever the other stories are (a step of
+    // the same event needs no seek: a death's Terminated comes with the init's death).
     let c = reduce(&mut s, key(']'));
-    assert_eq!(c.last(), Some(&Control::Seek(next_seq)), "{c:?}");
+    let want = (next_seq != first_seq).then_some(Control::Seek(next_seq));
+    assert_eq!(c.last(), want.as_ref(), "{c:?}");
     seek(&mut s, &evs, &c);
     assert_eq!(s.story.cursor, lens[0] + 1);
     // `[` back to its first step, then `[` again says so instead of leaving the story.
     let c = reduce(&mut s, key('['));
-    assert_eq!(c.last(), Some(&Control::Seek(first_seq)), "{c:?}");
+    let want = (next_seq != first_seq).then_some(Control::Seek(first_seq));
+    assert_eq!(c.last(), want.as_ref(), "{c:?}");
     seek(&mut s, &evs, &c);
     let c = reduce(&mut s, key('['));
     assert!(!c.iter().any(|c| matches!(c, Control::Seek(_))), "{c:?}");

@@ -76,13 +76,17 @@ fn restart_step(e: &Engine) -> String {
 #[test]
 fn a_restart_states_the_last_lifes_end_only_once_it_has_happened() {
     let ended = restart_step(&two_lives(true));
+    // The synthetic events carry no wall clock: no gap is stated.
     assert!(
-        ended.ends_with("its last life (init 603) ended: exit 1"),
+        ended.ends_with("its last life (init 603) ended: exit 1; restarted (attempt 1)"),
         "{ended}"
     );
     let later = restart_step(&two_lives(false));
     assert!(
-        later.ends_with("its last life (init 603) was still running then (it ended later: exit 1)"),
+        later.ends_with(
+            "its last life (init 603) was still running then (it ended later: exit 1); \
+             restarted (attempt 1)"
+        ),
         "{later}"
     );
 }
@@ -117,4 +121,96 @@ fn a_container_id_used_again_for_another_pod_is_a_new_container_not_a_restart() 
         .warnings()
         .iter()
         .all(|w| !matches!(w.kind, WarningKind::IdentityConflict { .. })));
+}
+
+/// `app` created once and again after each death, `gaps_s` (seconds) from each death to the
+/// next creation, on a clock with a date; the engine after it.
+fn lives_with_gaps(gaps_s: &[u64]) -> Engine {
+    let mut b = B::default();
+    b.fork(1, 500);
+    let argv = ["containerd-shim-runc-v2", "-id", "sb"];
+    b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);
+    b.thread(500, 500, 501);
+    // Where each life's events start, and the gap before it.
+    let mut starts = Vec::new();
+    for i in 0..=gaps_s.len() {
+        starts.push(b.events.len());
+        let init = create_named(&mut b, 600 + 100 * i as u32, &format!("c{i}"));
+        b.exit(init, 2);
+    }
+    renumber(&mut b);
+    // 1 ms an event, and each gap before the life it precedes.
+    let mut offset = 0;
+    for (i, ev) in b.events.iter_mut().enumerate() {
+        if let Some(k) = starts.iter().skip(1).position(|&s| s == i) {
+            offset += gaps_s[k] * 1_000_000_000;
+        }
+        ev.ts_ns = ev.seq * 1_000_000 + offset;
+    }
+    let mut e = Engine::new();
+    e.set_clock(crate::clock::Clock::boot(1_764_747_609_000_000_000, 0));
+    e.seed_snapshot(&[snap(1, 0, "systemd")]);
+    for ev in &b.events {
+        e.apply(ev);
+    }
+    e
+}
+
+/// The restarts' kubelet view, oldest first: (restartCount, gap, back-off).
+fn restarts_of(e: &Engine) -> Vec<(u32, Option<u64>, Option<&'static str>)> {
+    stories(e)
+        .iter()
+        .filter_map(|s| s.restart.as_ref())
+        .map(|r| (r.restart_count, r.since_last_end_ns, r.back_off))
+        .collect()
+}
+
+#[test]
+fn three_doubling_gaps_between_restarts_are_a_crash_loop_back_off() {
+    const S: u64 = 1_000_000_000;
+    let e = lives_with_gaps(&[10, 20, 40, 80]);
+    let r = restarts_of(&e);
+    assert_eq!(r.len(), 4, "{r:?}");
+    // Each gap: the death's event to the next life's first step, a few ms of events apart.
+    for ((n, gap, _), want) in r.iter().zip([10, 20, 40, 80]) {
+        let gap = gap.expect("measured");
+        assert!(
+            gap > want * S && gap < want * S + S / 10,
+            "restart {n}: {gap}"
+        );
+    }
+    let named: Vec<_> = r.iter().map(|x| (x.0, x.2)).collect();
+    let crash_loop = Some("CrashLoopBackOff");
+    assert_eq!(
+        named,
+        [(1, None), (2, None), (3, crash_loop), (4, crash_loop)]
+    );
+    let told = stories(&e);
+    let third = told
+        .iter()
+        .filter(|s| s.phase == Phase::Restart)
+        .nth(2)
+        .unwrap();
+    let text = &third.steps[0].text;
+    assert!(
+        text.contains("restarted 40.0 s after its last life ended (attempt 3; CrashLoopBackOff"),
+        "{text}"
+    );
+    // Kubelet's back-off capped at five minutes still is one.
+    let r = restarts_of(&lives_with_gaps(&[80, 160, 300, 300]));
+    assert_eq!(r.iter().filter(|x| x.2.is_some()).count(), 2, "{r:?}");
+}
+
+#[test]
+fn restarts_at_steady_or_growing_but_not_doubling_gaps_are_no_back_off() {
+    for gaps in [
+        [10, 10, 10, 10],
+        [10, 30, 90, 270],
+        [1, 2, 4, 8],
+        [40, 20, 10, 5],
+    ] {
+        let r = restarts_of(&lives_with_gaps(&gaps));
+        assert_eq!(r.len(), 4, "{gaps:?}");
+        assert!(r.iter().all(|x| x.2.is_none()), "{gaps:?}: {r:?}");
+    }
 }
