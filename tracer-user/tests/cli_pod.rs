@@ -121,14 +121,16 @@ fn a_pod_that_is_not_there_or_stdin_is_a_one_line_error() {
 #[test]
 fn a_namespace_alone_is_every_pod_of_it() {
     let t = pod_trace();
-    let pods_in = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+    // The values of one field (a JSON pointer) over a tree's processes.
+    let field = |v: &serde_json::Value, at: &str| -> std::collections::BTreeSet<String> {
         v["processes"]
             .as_array()
             .unwrap()
             .iter()
-            .filter_map(|p| p["pod"]["name"].as_str().map(String::from))
+            .filter_map(|p| p.pointer(at)?.as_str().map(String::from))
             .collect()
     };
+    let pods_in = |v: &serde_json::Value| field(v, "/pod/name");
     let every = json(&["tree", &t, "-n", "tracer-lab", "--format", "json"]);
     assert_eq!(pods_in(&every), ["shared", "web"].map(String::from).into());
     let web = json(&["tree", &t, "--pod", "web", "--format", "json"]);
@@ -173,11 +175,8 @@ fn a_namespace_alone_is_every_pod_of_it() {
         "--format",
         "json",
     ]);
-    let names: std::collections::BTreeSet<&str> = master["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["container_name"].as_str())
-        .collect();
-    assert_eq!(names, ["master"].into());
+    assert_eq!(
+        field(&master, "/container_name"),
+        ["master"].map(String::from).into()
+    );
 }

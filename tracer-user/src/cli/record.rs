@@ -1,49 +1,11 @@
 //! `tracer record`: live capture into a trace file.
 
 use super::RecordArgs;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{header_for, Capture, CaptureBuilder, Target};
-use tracer::lineage::{PodQuery, PodScope, SnapshotProcess};
-use tracer::source::{EventSource, Step};
-use tracer::tracefile::TraceWriter;
-
-/// Starts the capture of `target` and the trace file `output` it is written to, its header
-/// holding the /proc snapshot (`scope`), read while the probes load; the capture's notes said.
-/// What `record` and `trace --record` begin with.
-/// With `pod`, the header says the recording is scoped to it.
-pub(super) fn start_recording(
-    target: &Target,
-    args: &super::TargetArgs,
-    scope: super::Snapshot,
-    output: &std::path::Path,
-    pod: Option<&PodQuery>,
-) -> Result<(Capture, TraceWriter<std::fs::File>, Vec<SnapshotProcess>)> {
-    let (t, ring_bytes) = (target.clone(), args.ring_bytes);
-    let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
-    let started = CaptureBuilder::new(target.clone())
-        .ring_bytes(args.ring_bytes)
-        .syscalls(args.syscalls)
-        .signals(args.signals.into())
-        .start();
-    let mut header = snap
-        .join()
-        .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
-    let cap = started?;
-    cap.facts().add_to(&mut header);
-    if let Some(q) = pod {
-        let text = PodScope::Typed(q.clone()).pod_text();
-        header.set_pod_scope(&text, q.container.as_deref());
-    }
-    for note in cap.notes() {
-        tracer::say!("tracer: note: {note}");
-    }
-    let w = TraceWriter::create(output, &header)
-        .with_context(|| format!("cannot create {}", tracer::escape::path(output)))?;
-    Ok((cap, w, header.snapshot_processes()))
-}
+use tracer::source::Step;
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = super::trace::live_target(&args.target, &args.pod)?;
@@ -54,7 +16,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let (cap, mut w, seed) = start_recording(
+        let (cap, mut w, seed) = super::trace::start_recording(
             &target,
             &args.target,
             args.snapshot,

@@ -5,11 +5,12 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use tracer::capture::{Capture, CaptureBuilder, Target};
-use tracer::lineage::{LiveScope, PodQuery, SnapshotProcess};
+use tracer::capture::{header_for, Capture, CaptureBuilder, Target};
+use tracer::lineage::{LiveScope, PodQuery, PodScope, SnapshotProcess};
 use tracer::render::LineRenderer;
 use tracer::source::{DriveOpts, Ended, EventSource, SourceLoop, Step};
 use tracer::stats::StreamStats;
+use tracer::tracefile::TraceWriter;
 
 pub fn target_of(args: &TargetArgs) -> Result<Target> {
     Ok(match (args.pid, args.all, args.command.is_empty()) {
@@ -73,8 +74,7 @@ pub fn run(
             Some(path) => {
                 let followed = super::Snapshot::Followed;
                 let q = query.as_ref();
-                let (cap, w, seed) =
-                    super::record::start_recording(&target, &args, followed, path, q)?;
+                let (cap, w, seed) = start_recording(&target, &args, followed, path, q)?;
                 (cap, Some(w), seed)
             }
             None => {
@@ -177,6 +177,41 @@ fn finish_record(
         tracer::escape::path(path)
     );
     Ok(())
+}
+
+/// Starts the capture of `target` and the trace file `output` it is written to, its header
+/// holding the /proc snapshot (`scope`), read while the probes load; the capture's notes said.
+/// What `record` and `trace --record` begin with.
+/// With `pod`, the header says the recording is scoped to it.
+pub(super) fn start_recording(
+    target: &Target,
+    args: &super::TargetArgs,
+    scope: super::Snapshot,
+    output: &std::path::Path,
+    pod: Option<&PodQuery>,
+) -> Result<(Capture, TraceWriter<std::fs::File>, Vec<SnapshotProcess>)> {
+    let (t, ring_bytes) = (target.clone(), args.ring_bytes);
+    let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
+    let started = CaptureBuilder::new(target.clone())
+        .ring_bytes(args.ring_bytes)
+        .syscalls(args.syscalls)
+        .signals(args.signals.into())
+        .start();
+    let mut header = snap
+        .join()
+        .map_err(|_| anyhow::anyhow!("the /proc snapshot thread panicked"))?;
+    let cap = started?;
+    cap.facts().add_to(&mut header);
+    if let Some(q) = pod {
+        let text = PodScope::Typed(q.clone()).pod_text();
+        header.set_pod_scope(&text, q.container.as_deref());
+    }
+    for note in cap.notes() {
+        tracer::say!("tracer: note: {note}");
+    }
+    let w = TraceWriter::create(output, &header)
+        .with_context(|| format!("cannot create {}", tracer::escape::path(output)))?;
+    Ok((cap, w, header.snapshot_processes()))
 }
 
 /// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a
