@@ -532,3 +532,22 @@ mod tests {
         }
     }
 }
+
+/// A size in binary units as people read a memory limit: `32 MiB`, `1.5 GiB`, `100 B`.
+pub fn size(bytes: u64) -> String {
+    let opts = humansize::FormatSizeOptions::from(humansize::BINARY)
+        .decimal_places(1)
+        .decimal_zeroes(0);
+    humansize::format_size(bytes, opts)
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(super::size(33_554_432), "32 MiB");
+        assert_eq!(super::size(1536), "1.5 KiB");
+        assert_eq!(super::size(100), "100 B");
+        assert_eq!(super::size(u64::MAX), "16 EiB");
+    }
+}

@@ -179,7 +179,7 @@ impl fmt::Display for Death {
                     write!(f, " in cgroup {}", crate::escape::escape(cg))?;
                 }
                 match oom.and_then(|o| o.limit) {
-                    Some(l) => write!(f, " (limit {l} bytes)"),
+                    Some(l) => write!(f, " (limit {})", crate::names::size(l)),
                     None => f.write_str(" (limit not read)"),
                 }
             }

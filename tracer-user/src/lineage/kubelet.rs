@@ -399,24 +399,6 @@ pub(super) fn terminated(c: &Ctx, shim: Option<u32>, init: &Process) -> Option<T
     })
 }
 
-/// `32 MiB`: a size in binary units.
-fn bytes_text(b: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if b < 1024 {
-        return format!("{b} bytes");
-    }
-    let mut v = b as f64 / 1024.0;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    match v.fract() == 0.0 {
-        true => format!("{v:.0} {}", UNITS[u]),
-        false => format!("{v:.1} {}", UNITS[u]),
-    }
-}
-
 impl Sender {
     fn text(&self) -> String {
         match self.runtime_kill {
@@ -440,7 +422,7 @@ impl Cause {
             } => {
                 // Raw: a story's text is escaped where it is written out.
                 let memcg = memcg.as_deref().unwrap_or("?");
-                let limit = limit.map_or("not read".into(), bytes_text);
+                let limit = limit.map_or("not read".into(), crate::names::size);
                 format!("the OOM killer chose {name} in memory cgroup {memcg} (limit {limit})")
             }
             Cause::StopContainer {
@@ -569,12 +551,5 @@ mod tests {
         assert_eq!(r.text(), "restarted (attempt 4)");
         let many: Vec<u64> = (0..20).map(|_| 300 * S).collect();
         assert_eq!(restart(21, &many, Some(300 * S)).gaps_ns.len(), GAPS_KEPT);
-    }
-
-    #[test]
-    fn sizes_read_in_binary_units() {
-        assert_eq!(bytes_text(33_554_432), "32 MiB");
-        assert_eq!(bytes_text(1536), "1.5 KiB");
-        assert_eq!(bytes_text(100), "100 bytes");
     }
 }

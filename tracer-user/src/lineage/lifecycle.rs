@@ -190,7 +190,7 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
     signal_steps(c, life, init, &mut step);
     if let Some(o) = &init.oom() {
         let cg = o.cgroup.as_deref().unwrap_or("?");
-        let limit = o.limit.map_or("not read".into(), |l| format!("{l} bytes"));
+        let limit = o.limit.map_or("not read".into(), crate::names::size);
         let text = format!(
             "the OOM killer chose init {} in memory cgroup {cg} (limit {limit}, anon-rss {} kB)",
             label(init),
