@@ -6,6 +6,7 @@ mod demo;
 mod export;
 mod import;
 mod lineage;
+mod lines;
 mod output;
 mod reading;
 #[cfg(feature = "capture")]
@@ -199,6 +200,8 @@ pub enum Command {
         /// that is `--format`).
         #[arg(short, long, value_name = "FILE")]
         output: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        lines: lines::LineArgs,
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
@@ -370,17 +373,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             seq,
             output,
+            lines,
         }) => {
             if let Some(o) = &output {
                 output::out_path(o)?;
             }
             #[cfg(feature = "capture")]
             {
-                trace::run(target, format, seq, output)
+                trace::run(target, format, seq, output, lines)
             }
             #[cfg(not(feature = "capture"))]
             {
-                let _ = (target, format, seq, output);
+                let _ = (target, format, seq, output, lines);
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }

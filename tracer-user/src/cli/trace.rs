@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::capture::{Capture, CaptureBuilder, Target};
-use tracer::render::LineRenderer;
+use tracer::clock::Clock;
 use tracer::source::{DriveOpts, Ended, EventSource, SourceLoop, Step};
 use tracer::stats::StreamStats;
 
@@ -25,8 +25,11 @@ pub fn run(
     format: OutputFormat,
     seq: bool,
     output: Option<std::path::PathBuf>,
+    lines: super::lines::LineArgs,
 ) -> Result<ExitCode> {
     let target = target_of(&args)?;
+    // Refused before any probe loads: an unknown `-e` word is a usage error.
+    super::lines::LineArgs::renderer(&lines, Clock::None, seq, false)?;
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
     // thread would wake it through a futex each time (twice the idle CPU).
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -51,9 +54,12 @@ pub fn run(
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        let mut renderer = LineRenderer::new();
-        renderer.show_seq = seq;
-        renderer.sched_probes = !cap.syscall_probes();
+        let mut renderer = lines.renderer(live_clock(), seq, !cap.syscall_probes())?;
+        // The names `-Y` prints are the engine's view of each process as the events go by,
+        // from the start snapshot on.
+        let mut engine = renderer.decode.any().then(|| {
+            tracer::lineage::Engine::seeded(&tracer::capture::procfs::snapshot())
+        });
         let mut stats = StreamStats::default();
 
         let mut emit = |batch: &mut Vec<tracer::Event>,
@@ -61,12 +67,15 @@ pub fn run(
          -> std::io::Result<()> {
             for ev in batch.drain(..) {
                 stats.observe(&ev);
+                if let Some(e) = &mut engine {
+                    e.apply(&ev);
+                }
                 match format {
                     OutputFormat::Json => serde_json::to_string(&ev)
                         .map_err(std::io::Error::other)
                         .and_then(|s| writeln!(out, "{s}"))?,
                     OutputFormat::Text => renderer
-                        .render(&ev)
+                        .render_in(&ev, engine.as_ref())
                         .iter()
                         .try_for_each(|l| writeln!(out, "{l}"))?,
                 };
@@ -104,18 +113,32 @@ pub fn run(
     })
 }
 
+/// The signal that stopped a live command (0: none), for its exit status.
+static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The live clock: events carry CLOCK_BOOTTIME, which had this wall time now (as a trace
+/// file's header says of its start).
+fn live_clock() -> Clock {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    Clock::boot(wall, tracer::tracefile::boot_time_ns().unwrap_or(0))
+}
+
 /// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a
 /// signal that lands while the loop's callback runs waits for the next poll (a `ctrl_c()`
 /// future made per iteration would miss it, and `--all` would never stop).
 pub(super) fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use std::sync::atomic::Ordering;
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     Ok(async move {
-        tokio::select! {
-            _ = sigterm.recv() => {}
-            _ = sigint.recv() => {}
-        }
+        let sig = tokio::select! {
+            _ = sigterm.recv() => libc::SIGTERM,
+            _ = sigint.recv() => libc::SIGINT,
+        };
+        STOPPED_BY.store(sig, Ordering::Relaxed);
     })
 }
 
@@ -133,10 +156,20 @@ pub(super) async fn drive<S: EventSource>(
     tracer::source::drive(lp, opts, stop_signal()?, on).await
 }
 
-/// Like strace CMD: the command's exit status (0 when there was no command or it still runs).
+/// Like strace CMD: the command's exit status, 128+N when it was killed by signal N; 128+N
+/// when signal N (Ctrl-C, SIGTERM) stopped the tracer first; else 0 (no command, or it still
+/// runs).
 pub(super) fn command_exit_code(cap: &mut Capture) -> u8 {
-    match cap.child_mut().map(|c| c.try_wait()) {
-        Some(Ok(Some(st))) => st.code().map_or(1, |c| c as u8),
-        _ => 0,
-    }
+    use std::os::unix::process::ExitStatusExt;
+    let status = match cap.child_mut().map(|c| c.try_wait()) {
+        Some(Ok(Some(st))) => st.code().or_else(|| st.signal().map(|s| 128 + s)),
+        _ => None,
+    };
+    let stopped = STOPPED_BY.load(std::sync::atomic::Ordering::Relaxed);
+    let code = match (status, stopped) {
+        (Some(c), _) => c,
+        (None, s) if s > 0 => 128 + s,
+        (None, _) => 0,
+    };
+    u8::try_from(code).unwrap_or(1)
 }
