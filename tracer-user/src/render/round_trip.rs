@@ -81,11 +81,21 @@ fn events() -> Vec<Event> {
     if let EventKind::Fork { syscall, .. } = &mut fork2.kind {
         *syscall = None;
     }
+    let bundle = Event::bare(0, 0, 1000, 1000, "", EventKind::ContainerMeta {
+        pid: 1000,
+        container_id: "c0ffee\"] x".into(),
+        annotations: [
+            ("io.kubernetes.cri.sandbox-name".to_string(), "web\x1b".to_string()),
+            ("io.kubernetes.cri.sandbox-namespace".to_string(), "default".to_string()),
+        ]
+        .into(),
+    });
     let mut thread_end = synth::exit(1001, 0);
     thread_end.kind = EventKind::TaskExit { exit_code: 0, group_dead: false };
     let mut last = synth::exit(1001, 3 << 8);
     last.tid = 1003;
     let evs = vec![
+        bundle,
         t,
         synth::exec(1001, "/usr/bin/sh"),
         th,
@@ -104,8 +114,13 @@ fn events() -> Vec<Event> {
     evs.into_iter().enumerate().map(|(i, e)| at(e, i as u64 + 1)).collect()
 }
 
-/// Each process's parent, exit and end, and every signal (receiver, signal, sender, result).
-type Shape = (BTreeMap<u32, (u32, bool, Option<String>)>, Vec<(u32, i32, u32, SignalResult)>);
+/// Each process's parent, exit and end, every signal (receiver, signal, sender, result), and
+/// the notices strace has no line for, as they are.
+type Shape = (
+    BTreeMap<u32, (u32, bool, Option<String>)>,
+    Vec<(u32, i32, u32, SignalResult)>,
+    Vec<EventKind>,
+);
 
 fn shape(evs: &[Event]) -> Shape {
     let mut e = Engine::new();
@@ -122,7 +137,28 @@ fn shape(evs: &[Event]) -> Shape {
             _ => None,
         })
         .collect();
-    (procs, sigs)
+    let notices = evs
+        .iter()
+        .filter(|ev| {
+            matches!(
+                ev.kind,
+                EventKind::CgroupAttach { .. }
+                    | EventKind::OomVictim(_)
+                    | EventKind::ContainerMeta { .. }
+            )
+        })
+        .map(|ev| match &ev.kind {
+            // A cgroup's id is not on the line.
+            EventKind::CgroupAttach { pid, path, .. } => EventKind::CgroupAttach {
+                pid: *pid,
+                hierarchy: 0,
+                cgroup_id: 0,
+                path: path.clone(),
+            },
+            kind => kind.clone(),
+        })
+        .collect();
+    (procs, sigs, notices)
 }
 
 fn render(evs: &[Event], r: &mut LineRenderer) -> String {
@@ -170,7 +206,7 @@ fn renderers() -> Vec<LineRenderer> {
 fn every_line_reads_back_as_the_same_processes_and_signals() {
     let evs = events();
     let truth = shape(&evs);
-    assert_eq!(truth.0.len(), 2, "{truth:?}");
+    assert_eq!((truth.0.len(), truth.1.len(), truth.2.len()), (2, 3, 3), "{truth:?}");
     for mut r in renderers() {
         let text = render(&evs, &mut r);
         let back = crate::strace::parse_log(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -59,6 +59,9 @@ pub(crate) enum Body<'a> {
     /// Ours: `Process C attached (parent P) by [pid X] clone(FLAGS)` and `Thread C attached
     /// (process P) by [pid X]`: a task's birth with its creator, parent and flags.
     Born(Born),
+    /// Ours: `--- cgroup: ... ---`, `--- OOM killer: victim ... ---`, `--- bundle of ... ---`
+    /// (the text between the dashes).
+    Ours(&'a str),
     /// `strace: Process N attached [with M threads]`.
     Attached {
         pid: u32,
@@ -244,8 +247,9 @@ fn take_pid<'a>(s: &'a str, comm_end: &str) -> Option<(u32, &'a str)> {
     let pid: u32 = s.get(..digits)?.parse().ok()?;
     let mut rest = s.get(digits..)?;
     if rest.starts_with('<') {
-        // -Y / --decode-pids=comm: "123<comm>" (the comm itself may contain '>')
-        let end = rest.find(comm_end)?;
+        // -Y / --decode-pids=comm: "123<comm>" (the comm itself may contain '>'); ours may
+        // be followed by ` k8s=...` (and escape the '>' of a comm)
+        let end = rest.find(comm_end).or_else(|| rest.find("> k8s="))?;
         rest = rest.get(end + 1..)?;
     }
     Some((pid, rest))
@@ -433,8 +437,11 @@ fn returned(s: &str) -> Option<End> {
 /// The inside of `--- ... ---`: `SIGCHLD {si_signo=SIGCHLD, ...}` (strace's print_stopped with
 /// the siginfo of a signal-delivery stop) or `stopped by SIGSTOP` (a group stop, no siginfo).
 /// A siginfo that does not read is not a form strace writes: `None`.
-fn signal_body(inner: &str) -> Option<Body<'static>> {
-    if inner.starts_with("stopped by ") || is_our_notice(inner) {
+fn signal_body(inner: &str) -> Option<Body<'_>> {
+    if is_our_notice(inner) {
+        return Some(Body::Ours(inner));
+    }
+    if inner.starts_with("stopped by ") {
         return Some(Body::Notice);
     }
     let (name, info) = inner.split_once(' ')?;

@@ -130,6 +130,7 @@
 mod args;
 mod clones;
 mod line;
+mod ours;
 mod pidns;
 #[cfg(test)]
 mod tests;
@@ -1041,6 +1042,12 @@ impl Parser {
             }
             Body::Superseded(old) => self.superseded(tid, old),
             Body::ThreadEnd(status) => self.thread_end(tid, ts, status),
+            // One that does not read as the event it names is skipped, as other notices are.
+            Body::Ours(text) => {
+                if let Some(kind) = ours::notice_event(text, tid) {
+                    self.emit(tid, ts, kind);
+                }
+            }
             Body::Blank
             | Body::Signal(_)
             | Body::Notice
