@@ -900,4 +900,150 @@ mod tests {
 }
 
 #[cfg(test)]
+mod forms {
+    //! The line forms of strace's habits: signals under their receiver, stamps after the pid,
+    //! `-Y` names (hostile ones escaped), `--decode-pids=pidns`, `-e`.
+    use super::*;
+    use crate::clock::{Clock, Style};
+    use crate::event::{PidNs, SignalInfo};
+    use crate::synth;
+
+    fn kill(sender: u32, target: u32, code: i32, uid: u32, result: SignalResult) -> Event {
+        let info = SignalInfo {
+            signal: 15,
+            code,
+            sender,
+            sender_tid: sender,
+            target,
+            target_tid: target,
+            group: true,
+            result,
+        };
+        let mut ev = Event::bare(7, 0, sender, sender, "", EventKind::Signal(info));
+        ev.uid = uid;
+        ev
+    }
+
+    fn engine(procs: &[(u32, &str, Option<PidNs>)]) -> Engine {
+        let snap: Vec<_> = procs
+            .iter()
+            .map(|&(pid, comm, ns)| crate::event::SnapshotProcess {
+                ns,
+                ..synth::process(pid, 1, comm)
+            })
+            .collect();
+        Engine::seeded(&snap)
+    }
+
+    fn one(r: &mut LineRenderer, ev: &Event, e: Option<&Engine>) -> String {
+        r.render_in(ev, e).join("\n")
+    }
+
+    #[test]
+    fn a_signal_is_under_its_receiver_with_the_sender_in_si_pid() {
+        let e = engine(&[(9034, "runc", None), (9035, "sleep", None)]);
+        let term = kill(9034, 9035, 0, 0, SignalResult::Delivered);
+        let mut r = LineRenderer::new();
+        assert_eq!(
+            one(&mut r, &term, None),
+            "[pid   9035] --- SIGTERM {si_signo=SIGTERM, si_code=SI_USER, si_pid=9034, si_uid=0} ---"
+        );
+        r.decode.comm = true;
+        assert_eq!(
+            one(&mut r, &term, Some(&e)),
+            "[pid   9035<sleep>] --- SIGTERM {si_signo=SIGTERM, si_code=SI_USER, si_pid=9034<runc>, si_uid=0} ---"
+        );
+        // Not delivered: what the kernel did, after the siginfo; no uid known: none invented.
+        let ignored = kill(9034, 9035, 0, u32::MAX, SignalResult::Ignored);
+        assert_eq!(
+            one(&mut LineRenderer::new(), &ignored, None),
+            "[pid   9035] --- SIGTERM {si_signo=SIGTERM, si_code=SI_USER, si_pid=9034} (ignored) ---"
+        );
+        // The kernel's own (SI_KERNEL) names no sender.
+        let kernel = kill(9034, 9035, 0x80, 0, SignalResult::Delivered);
+        assert_eq!(
+            one(&mut LineRenderer::new(), &kernel, None),
+            "[pid   9035] --- SIGTERM {si_signo=SIGTERM, si_code=SI_KERNEL} ---"
+        );
+    }
+
+    #[test]
+    fn stamps_follow_the_pid_as_strace_places_them() {
+        let ts = (7 * 3600 + 40 * 60 + 9) * 1_000_000_000 + 123_456_789;
+        let mut r = LineRenderer {
+            show_seq: true,
+            stamper: Some(Stamper::new(Clock::TimeOfDay, Style::Micros)),
+            ..LineRenderer::default()
+        };
+        let mut exit = synth::exit(5, 3 << 8);
+        exit.ts_ns = ts;
+        exit.seq = 12;
+        assert_eq!(one(&mut r, &exit, None), "#12     [pid      5] 07:40:09.123456 +++ exited with 3 +++");
+        let mut fork = synth::fork(5, 6);
+        fork.ts_ns = ts;
+        fork.seq = 13;
+        assert_eq!(
+            one(&mut r, &fork, None),
+            "#13     07:40:09.123456 Process 6 attached (parent 5) by [pid 5]"
+        );
+        // No clock: blanks of the same width, never the reader's time.
+        r.stamper = Some(Stamper::new(Clock::None, Style::Seconds));
+        assert_eq!(one(&mut r, &exit, None), "#12     [pid      5] ??:??:?? +++ exited with 3 +++");
+    }
+
+    #[test]
+    fn a_hostile_name_cannot_end_the_brackets_and_reads_back() {
+        let e = engine(&[(5, "a>] x\x1b<", None)]);
+        let mut r = LineRenderer::new();
+        r.decode.comm = true;
+        let line = one(&mut r, &synth::exit(5, 0), Some(&e));
+        assert_eq!(line, "[pid      5<a\\076\\135 x\\33\\074>] +++ exited with 0 +++");
+        let back = crate::strace::parse_log(&line).unwrap();
+        assert_eq!(back.unreadable, 0);
+        assert_eq!(back.events[0].tid, 5);
+    }
+
+    #[test]
+    fn pidns_puts_si_pid_in_the_receivers_namespace() {
+        let ns = |ns_pid| Some(PidNs { inum: 7, level: 1, ns_pid });
+        let e = engine(&[(100, "runc", None), (200, "init", ns(1)), (201, "sh", ns(2))]);
+        let mut r = LineRenderer::new();
+        r.decode.pidns = true;
+        let inside = one(&mut r, &kill(201, 200, 0, 0, SignalResult::Delivered), Some(&e));
+        assert!(inside.contains("si_pid=2 /* 201 in strace's PID NS */,"), "{inside}");
+        // From outside the receiver's namespace the kernel writes 0.
+        let outside = one(&mut r, &kill(100, 200, 0, 0, SignalResult::Delivered), Some(&e));
+        assert!(outside.contains("si_pid=0 /* 100 in strace's PID NS */,"), "{outside}");
+        // A receiver on the host: its pids are strace's own.
+        let host = one(&mut r, &kill(201, 100, 0, 0, SignalResult::Delivered), Some(&e));
+        assert!(host.contains("si_pid=201,"), "{host}");
+        for l in [inside, outside] {
+            let back = crate::strace::parse_log(&l).unwrap();
+            let EventKind::Signal(i) = &back.events[0].kind else { panic!("{l}") };
+            assert!(i.sender == 201 || i.sender == 100, "{l}: {i:?}");
+        }
+    }
+
+    #[test]
+    fn e_words_as_strace_spells_them() {
+        let f = |e: &[&str]| LineFilter::from_exprs(e);
+        let term = kill(1, 2, 0, 0, SignalResult::Delivered);
+        let mut chld = term.clone();
+        if let EventKind::Signal(i) = &mut chld.kind {
+            i.signal = 17;
+        }
+        let exit = synth::exit(2, 0);
+        let shows = |f: LineFilter| (f.shows(&term), f.shows(&chld), f.shows(&exit));
+        assert_eq!(shows(f(&["signal=!SIGCHLD"]).unwrap()), (true, false, true));
+        assert_eq!(shows(f(&["trace=%process", "signal=TERM"]).unwrap()), (true, false, true));
+        assert_eq!(shows(f(&["trace=!exit"]).unwrap()), (true, true, false));
+        assert_eq!(shows(f(&["trace=none", "signal=all"]).unwrap()), (false, false, false));
+        assert_eq!(shows(f(&["exit_group,signal", "s=15"]).unwrap()), (true, false, true));
+        assert_eq!(f(&["trace=exce"]), Err(FilterError::Class("exce".into())));
+        assert_eq!(f(&["signal=SIGFOO"]), Err(FilterError::Signal("SIGFOO".into())));
+        assert!(matches!(f(&["abbrev=none"]), Err(FilterError::Qualifier(_))));
+    }
+}
+
+#[cfg(test)]
 mod round_trip;
