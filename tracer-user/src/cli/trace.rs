@@ -54,7 +54,7 @@ pub fn run(
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        let mut renderer = lines.renderer(live_clock(), seq, !cap.syscall_probes())?;
+        let mut renderer = lines.renderer(Clock::live(), seq, !cap.syscall_probes())?;
         // The names `-Y` prints are the engine's view of each process as the events go by,
         // from the start snapshot on.
         let mut engine = renderer.decode.any().then(|| {
@@ -115,15 +115,6 @@ pub fn run(
 
 /// The signal that stopped a live command (0: none), for its exit status.
 static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-/// The live clock: events carry CLOCK_BOOTTIME, which had this wall time now (as a trace
-/// file's header says of its start).
-fn live_clock() -> Clock {
-    let wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    Clock::boot(wall, tracer::tracefile::boot_time_ns().unwrap_or(0))
-}
 
 /// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a
 /// signal that lands while the loop's callback runs waits for the next poll (a `ctrl_c()`
