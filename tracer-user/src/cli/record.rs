@@ -17,6 +17,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        let stop = super::trace::stop_signal()?;
         // The /proc snapshot is read while the probes load.
         let (t, ring_bytes, scope) = (target.clone(), args.target.ring_bytes, args.snapshot);
         let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
@@ -46,7 +47,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let tty = std::io::stderr().is_terminal();
 
         let mut lp = SourceLoop::new(cap);
-        super::trace::drive(&mut lp, deadline, |step, cap| {
+        super::trace::drive(&mut lp, deadline, stop, |step, cap| {
             match step {
                 Step::Batch(batch) => {
                     for ev in batch.drain(..) {

@@ -36,6 +36,7 @@ pub fn run(
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        let stop = stop_signal()?;
         let mut out: Box<dyn Write + Send> = match &output {
             Some(path) => Box::new(std::io::BufWriter::new(
                 tracer::outfile::create_streaming(path)
@@ -56,9 +57,12 @@ pub fn run(
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
         let mut renderer = lines.renderer(Clock::live(), seq, !cap.syscall_probes())?;
         // The names `-Y` prints are the engine's view of each process as the events go by,
-        // from the start snapshot on.
+        // from the start snapshot on; exited ones are let go as the agent's are (a long
+        // `--all` stays bounded).
         let mut engine = renderer.decode.any().then(|| {
-            tracer::lineage::Engine::seeded(&tracer::capture::procfs::snapshot())
+            let mut e = tracer::lineage::Engine::with_retention(Default::default());
+            e.seed_snapshot(&tracer::capture::procfs::snapshot());
+            e
         });
         let mut stats = StreamStats::default();
 
@@ -86,7 +90,7 @@ pub fn run(
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
         let mut lp = SourceLoop::new(cap);
-        drive(&mut lp, deadline, |step, _| match step {
+        drive(&mut lp, deadline, stop, |step, _| match step {
             Step::Batch(batch) => match emit(batch, &mut out) {
                 Ok(()) => Ok(true),
                 Err(e) => {
@@ -134,17 +138,19 @@ pub(super) fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
 }
 
 /// The library's one loop ([`tracer::source::drive`]) with the command line's stops: a
-/// 100 ms tick, the deadline, Ctrl-C and SIGTERM.
+/// 100 ms tick, the deadline, and `stop` ([`stop_signal`]: Ctrl-C and SIGTERM, caught from
+/// before the capture starts its command, so a signal at the start is not the default death).
 pub(super) async fn drive<S: EventSource>(
     lp: &mut SourceLoop<S>,
     deadline: Option<Instant>,
+    stop: impl std::future::Future<Output = ()>,
     on: impl FnMut(Step<'_>, &mut S) -> Result<bool>,
 ) -> Result<Ended> {
     let opts = DriveOpts {
         tick: Duration::from_millis(100),
         deadline,
     };
-    tracer::source::drive(lp, opts, stop_signal()?, on).await
+    tracer::source::drive(lp, opts, stop, on).await
 }
 
 /// Like strace CMD: the command's exit status, 128+N when it was killed by signal N; 128+N
