@@ -65,13 +65,20 @@ fn trace_tt_lines_are_within_a_second_of_the_machines_clock() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{out:?}");
     let stamps: Vec<i128> = lines.iter().filter_map(|l| stamp_of(l)).collect();
-    assert_eq!(stamps.len(), lines.len(), "a line without a -tt stamp: {lines:#?}");
+    assert_eq!(
+        stamps.len(),
+        lines.len(),
+        "a line without a -tt stamp: {lines:#?}"
+    );
     assert!(stamps.len() >= 4, "{lines:#?}");
     let (lo, hi) = ((before - 1_000_000_000), (after + 1_000_000_000));
     for (line, t) in lines.iter().zip(&stamps) {
         // The time of day in [before - 1 s, after + 1 s], midnight included.
         let from_lo = (t - lo.rem_euclid(DAY_NS)).rem_euclid(DAY_NS);
-        assert!(from_lo <= hi - lo, "{line} is not within a second of {before}..{after}");
+        assert!(
+            from_lo <= hi - lo,
+            "{line} is not within a second of {before}..{after}"
+        );
     }
 }
 
@@ -136,10 +143,17 @@ fn a_trace_read_back_is_the_tree_the_shells_made() {
         "exec >'{}'; echo $$; sh -c 'echo $$; sleep 0.1 & echo $!; wait'; sh -c 'echo $$; exit 3'; true",
         pids.display()
     );
-    for opts in [&[][..], &["-tt", "-Y", "--seq"], &["-r", "--decode-pids=all", "--syscalls"]] {
+    for opts in [
+        &[][..],
+        &["-tt", "-Y", "--seq"],
+        &["-r", "--decode-pids=all", "--syscalls"],
+    ] {
         let (lines, out) = trace_sh(opts, &script, &dir);
         assert!(out.status.success(), "{opts:?}: {out:?}");
-        let said: Vec<u32> = printed(&pids).iter().filter_map(|l| l.parse().ok()).collect();
+        let said: Vec<u32> = printed(&pids)
+            .iter()
+            .filter_map(|l| l.parse().ok())
+            .collect();
         let [shell, a, b, c] = said[..] else {
             panic!("{opts:?}: the shells printed {said:?}");
         };
@@ -153,7 +167,11 @@ fn a_trace_read_back_is_the_tree_the_shells_made() {
         let want = [(a, shell, 0), (b, a, 0), (c, shell, 3)];
         for (pid, parent, code) in want {
             let got = parent_and_exit(&json, pid);
-            assert_eq!(got, Some((u64::from(parent), Some(code))), "{opts:?} {pid}: {lines:#?}");
+            assert_eq!(
+                got,
+                Some((u64::from(parent), Some(code))),
+                "{opts:?} {pid}: {lines:#?}"
+            );
         }
         // The command's own start is not in the lines (the tracer started it): the only
         // warnings are about it, none about the processes the lines saw born.
@@ -171,7 +189,10 @@ fn child_named(parent: u32, comm: &str) -> Option<u32> {
     while Instant::now() < deadline {
         let path = format!("/proc/{parent}/task/{parent}/children");
         let kids = std::fs::read_to_string(path).unwrap_or_default();
-        for kid in kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()) {
+        for kid in kids
+            .split_whitespace()
+            .filter_map(|k| k.parse::<u32>().ok())
+        {
             let c = std::fs::read_to_string(format!("/proc/{kid}/comm")).unwrap_or_default();
             if c.trim() == comm {
                 return Some(kid);
@@ -217,8 +238,16 @@ fn ctrl_c_and_sigterm_exit_as_strace_does() {
     let rec = dir.join("r.trace");
     let rec = rec.to_str().expect("utf-8 path");
     for sub in [&["trace"][..], &["record", "-o", rec]] {
-        assert_eq!(stopped_status(sub, libc::SIGINT, true), Some(130), "{sub:?}");
-        assert_eq!(stopped_status(sub, libc::SIGTERM, false), Some(143), "{sub:?}");
+        assert_eq!(
+            stopped_status(sub, libc::SIGINT, true),
+            Some(130),
+            "{sub:?}"
+        );
+        assert_eq!(
+            stopped_status(sub, libc::SIGTERM, false),
+            Some(143),
+            "{sub:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -46,7 +46,13 @@ impl Decode {
                 "comm" => d.comm = true,
                 "pidns" => d.pidns = true,
                 "k8s" => d.k8s = true,
-                "all" => d = Decode { comm: true, pidns: true, k8s: true },
+                "all" => {
+                    d = Decode {
+                        comm: true,
+                        pidns: true,
+                        k8s: true,
+                    }
+                }
                 "none" => d = Decode::default(),
                 other => {
                     return Err(format!(
@@ -190,7 +196,14 @@ impl LineRenderer {
         lines.push(line);
     }
 
-    fn hold(&mut self, cx: &Ctx, ev: &Event, syscall: Syscall, args: String, out: &mut Vec<String>) {
+    fn hold(
+        &mut self,
+        cx: &Ctx,
+        ev: &Event,
+        syscall: Syscall,
+        args: String,
+        out: &mut Vec<String>,
+    ) {
         self.flush_open(ev, out);
         let label = self.label(cx, ev.tid);
         let held = Held {
@@ -213,7 +226,14 @@ impl LineRenderer {
     }
 
     /// The line for `tid`'s return from `syscall`: the held enter completed or resumed.
-    fn syscall_exit(&mut self, cx: &Ctx, ev: &Event, syscall: Syscall, ret: i64, out: &mut Vec<String>) {
+    fn syscall_exit(
+        &mut self,
+        cx: &Ctx,
+        ev: &Event,
+        syscall: Syscall,
+        ret: i64,
+        out: &mut Vec<String>,
+    ) {
         self.flush_open(ev, out);
         if self.open == Some(ev.tid) {
             self.open = None;
@@ -455,11 +475,23 @@ impl LineRenderer {
     /// `si_pid`: the sender's pid, `<comm>` with `-Y`; with `pidns`, as the receiver's pid
     /// namespace has it (0 for a sender outside it) with the host pid in strace's comment.
     fn sender_text(&self, cx: &Ctx, i: &SignalInfo) -> String {
-        let tid = if i.sender_tid != 0 { i.sender_tid } else { i.sender };
+        let tid = if i.sender_tid != 0 {
+            i.sender_tid
+        } else {
+            i.sender
+        };
         let sender = cx.engine.and_then(|e| e.thread_of(tid));
         let mut s = i.sender.to_string();
-        let ns = |pid: u32| cx.engine.and_then(|e| e.thread_of(pid)).and_then(|(p, _)| p.pidns);
-        let target = if i.target != 0 { i.target } else { i.target_tid };
+        let ns = |pid: u32| {
+            cx.engine
+                .and_then(|e| e.thread_of(pid))
+                .and_then(|(p, _)| p.pidns)
+        };
+        let target = if i.target != 0 {
+            i.target
+        } else {
+            i.target_tid
+        };
         let nested = ns(target).filter(|n| n.level > 0 && self.decode.pidns);
         if let Some(rns) = nested {
             let inside = sender
@@ -486,7 +518,10 @@ fn clone_args(syscall: Syscall, flags: u64, exit_signal: u32) -> String {
             names::clone_flags(flags),
             names::signal(exit_signal as i32)
         ),
-        _ => format!("flags={}", names::clone_flags_with_signal(flags, exit_signal)),
+        _ => format!(
+            "flags={}",
+            names::clone_flags_with_signal(flags, exit_signal)
+        ),
     }
 }
 
@@ -905,21 +940,12 @@ mod forms {
     //! `-Y` names (hostile ones escaped), `--decode-pids=pidns`, `-e`.
     use super::*;
     use crate::clock::{Clock, Style};
-    use crate::event::{PidNs, SignalInfo};
+    use crate::event::PidNs;
     use crate::synth;
 
     fn kill(sender: u32, target: u32, code: i32, uid: u32, result: SignalResult) -> Event {
-        let info = SignalInfo {
-            signal: 15,
-            code,
-            sender,
-            sender_tid: sender,
-            target,
-            target_tid: target,
-            group: true,
-            result,
-        };
-        let mut ev = Event::bare(7, 0, sender, sender, "", EventKind::Signal(info));
+        let mut ev = synth::kill(sender, target, 15, code, result);
+        ev.seq = 7;
         ev.uid = uid;
         ev
     }
@@ -978,7 +1004,10 @@ mod forms {
         let mut exit = synth::exit(5, 3 << 8);
         exit.ts_ns = ts;
         exit.seq = 12;
-        assert_eq!(one(&mut r, &exit, None), "#12     [pid      5] 07:40:09.123456 +++ exited with 3 +++");
+        assert_eq!(
+            one(&mut r, &exit, None),
+            "#12     [pid      5] 07:40:09.123456 +++ exited with 3 +++"
+        );
         let mut fork = synth::fork(5, 6);
         fork.ts_ns = ts;
         fork.seq = 13;
@@ -988,7 +1017,10 @@ mod forms {
         );
         // No clock: blanks of the same width, never the reader's time.
         r.stamper = Some(Stamper::new(Clock::None, Style::Seconds));
-        assert_eq!(one(&mut r, &exit, None), "#12     [pid      5] ??:??:?? +++ exited with 3 +++");
+        assert_eq!(
+            one(&mut r, &exit, None),
+            "#12     [pid      5] ??:??:?? +++ exited with 3 +++"
+        );
     }
 
     #[test]
@@ -997,7 +1029,10 @@ mod forms {
         let mut r = LineRenderer::new();
         r.decode.comm = true;
         let line = one(&mut r, &synth::exit(5, 0), Some(&e));
-        assert_eq!(line, "[pid      5<a\\076\\135 x\\33\\074>] +++ exited with 0 +++");
+        assert_eq!(
+            line,
+            "[pid      5<a\\076\\135 x\\33\\074>] +++ exited with 0 +++"
+        );
         let back = crate::strace::parse_log(&line).unwrap();
         assert_eq!(back.unreadable, 0);
         assert_eq!(back.events[0].tid, 5);
@@ -1005,21 +1040,51 @@ mod forms {
 
     #[test]
     fn pidns_puts_si_pid_in_the_receivers_namespace() {
-        let ns = |ns_pid| Some(PidNs { inum: 7, level: 1, ns_pid });
-        let e = engine(&[(100, "runc", None), (200, "init", ns(1)), (201, "sh", ns(2))]);
+        let ns = |ns_pid| {
+            Some(PidNs {
+                inum: 7,
+                level: 1,
+                ns_pid,
+            })
+        };
+        let e = engine(&[
+            (100, "runc", None),
+            (200, "init", ns(1)),
+            (201, "sh", ns(2)),
+        ]);
         let mut r = LineRenderer::new();
         r.decode.pidns = true;
-        let inside = one(&mut r, &kill(201, 200, 0, 0, SignalResult::Delivered), Some(&e));
-        assert!(inside.contains("si_pid=2 /* 201 in strace's PID NS */,"), "{inside}");
+        let inside = one(
+            &mut r,
+            &kill(201, 200, 0, 0, SignalResult::Delivered),
+            Some(&e),
+        );
+        assert!(
+            inside.contains("si_pid=2 /* 201 in strace's PID NS */,"),
+            "{inside}"
+        );
         // From outside the receiver's namespace the kernel writes 0.
-        let outside = one(&mut r, &kill(100, 200, 0, 0, SignalResult::Delivered), Some(&e));
-        assert!(outside.contains("si_pid=0 /* 100 in strace's PID NS */,"), "{outside}");
+        let outside = one(
+            &mut r,
+            &kill(100, 200, 0, 0, SignalResult::Delivered),
+            Some(&e),
+        );
+        assert!(
+            outside.contains("si_pid=0 /* 100 in strace's PID NS */,"),
+            "{outside}"
+        );
         // A receiver on the host: its pids are strace's own.
-        let host = one(&mut r, &kill(201, 100, 0, 0, SignalResult::Delivered), Some(&e));
+        let host = one(
+            &mut r,
+            &kill(201, 100, 0, 0, SignalResult::Delivered),
+            Some(&e),
+        );
         assert!(host.contains("si_pid=201,"), "{host}");
         for l in [inside, outside] {
             let back = crate::strace::parse_log(&l).unwrap();
-            let EventKind::Signal(i) = &back.events[0].kind else { panic!("{l}") };
+            let EventKind::Signal(i) = &back.events[0].kind else {
+                panic!("{l}")
+            };
             assert!(i.sender == 201 || i.sender == 100, "{l}: {i:?}");
         }
     }
@@ -1035,13 +1100,28 @@ mod forms {
         let exit = synth::exit(2, 0);
         let shows = |f: LineFilter| (f.shows(&term), f.shows(&chld), f.shows(&exit));
         assert_eq!(shows(f(&["signal=!SIGCHLD"]).unwrap()), (true, false, true));
-        assert_eq!(shows(f(&["trace=%process", "signal=TERM"]).unwrap()), (true, false, true));
+        assert_eq!(
+            shows(f(&["trace=%process", "signal=TERM"]).unwrap()),
+            (true, false, true)
+        );
         assert_eq!(shows(f(&["trace=!exit"]).unwrap()), (true, true, false));
-        assert_eq!(shows(f(&["trace=none", "signal=all"]).unwrap()), (false, false, false));
-        assert_eq!(shows(f(&["exit_group,signal", "s=15"]).unwrap()), (true, false, true));
+        assert_eq!(
+            shows(f(&["trace=none", "signal=all"]).unwrap()),
+            (false, false, false)
+        );
+        assert_eq!(
+            shows(f(&["exit_group,signal", "s=15"]).unwrap()),
+            (true, false, true)
+        );
         assert_eq!(f(&["trace=exce"]), Err(FilterError::Class("exce".into())));
-        assert_eq!(f(&["signal=SIGFOO"]), Err(FilterError::Signal("SIGFOO".into())));
-        assert!(matches!(f(&["abbrev=none"]), Err(FilterError::Qualifier(_))));
+        assert_eq!(
+            f(&["signal=SIGFOO"]),
+            Err(FilterError::Signal("SIGFOO".into()))
+        );
+        assert!(matches!(
+            f(&["abbrev=none"]),
+            Err(FilterError::Qualifier(_))
+        ));
     }
 }
 

@@ -4,6 +4,7 @@
 
 #[allow(dead_code)] // `sample` is for the trace-file suites
 mod common;
+#[allow(dead_code)] // the root checks are for the live suites
 #[path = "../../tests/src/prereq.rs"]
 mod prereq;
 
@@ -44,7 +45,10 @@ fn a_real_strace_tt_logs_times_are_shown_by_replay() {
     assert!(lines.len() >= 6, "{shown}");
     for l in &lines {
         let s = tod_stamp(l).unwrap_or_else(|| panic!("no -tt stamp: {l}\n{shown}"));
-        assert!(log_stamps.contains(&s), "{l}: {s} is not a time of the log\n{logged}");
+        assert!(
+            log_stamps.contains(&s),
+            "{l}: {s} is not a time of the log\n{logged}"
+        );
     }
     // Each execve of sh, sleep and true: the time of the log's line of its call.
     let execs = |t: &str| -> Vec<String> {
@@ -61,9 +65,20 @@ fn a_real_strace_tt_logs_times_are_shown_by_replay() {
 /// `-- -t`); an unknown `-e` word is one line and status 1.
 #[test]
 fn t_counts_and_e_words_are_checked() {
-    let r = tracer(&["replay", "-ttt", "-r", "-Y", "--decode-pids=pidns,k8s", "demo:pod"]);
+    let r = tracer(&[
+        "replay",
+        "-ttt",
+        "-r",
+        "-Y",
+        "--decode-pids=pidns,k8s",
+        "demo:pod",
+    ]);
     assert!(r.status.success(), "{}", text(&r.stderr));
-    let first = text(&r.stdout).lines().next().map(String::from).unwrap_or_default();
+    let first = text(&r.stdout)
+        .lines()
+        .next()
+        .map(String::from)
+        .unwrap_or_default();
     // -r wins over -t, as in strace: the first line's gap is 0.
     assert!(first.contains("  0.000000 "), "{first}");
     for bad in ["trace=exce", "signal=SIGFOO", "verbose=all"] {
@@ -80,12 +95,22 @@ fn t_counts_and_e_words_are_checked() {
 /// `-e trace=signal -e signal=SIGKILL`: only SIGKILL lines, each under its receiver.
 #[test]
 fn e_chooses_the_lines() {
-    let r = tracer(&["replay", "-e", "trace=signal", "-e", "signal=SIGKILL", "demo:lifecycle"]);
+    let r = tracer(&[
+        "replay",
+        "-e",
+        "trace=signal",
+        "-e",
+        "signal=SIGKILL",
+        "demo:lifecycle",
+    ]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     let out = text(&r.stdout);
     assert!(out.lines().count() >= 3, "{out}");
     for l in out.lines() {
-        assert!(l.starts_with("[pid") && l.contains("--- SIGKILL {si_signo=SIGKILL"), "{l}");
+        assert!(
+            l.starts_with("[pid") && l.contains("--- SIGKILL {si_signo=SIGKILL"),
+            "{l}"
+        );
     }
 }
 
@@ -102,14 +127,30 @@ fn replayed_lines_read_back_as_the_same_tree() {
         let r = tracer(&args);
         assert!(r.status.success(), "{}", text(&r.stderr));
         std::fs::write(&lines, &r.stdout).unwrap();
-        let want = parents(&tracer(&["tree", "--traced", "--format", "json", "demo:lifecycle"]));
-        let got = parents(&tracer(&["tree", "--format", "json", lines.to_str().unwrap()]));
+        let want = parents(&tracer(&[
+            "tree",
+            "--traced",
+            "--format",
+            "json",
+            "demo:lifecycle",
+        ]));
+        let got = parents(&tracer(&[
+            "tree",
+            "--format",
+            "json",
+            lines.to_str().unwrap(),
+        ]));
         // Every process the lines saw born has the parent and end the recording gave it.
         let born: Vec<_> = got.iter().filter(|p| p.3).collect();
         assert!(born.len() > 50, "{opts:?}: {born:?}");
         for p in born {
             let w = want.iter().find(|w| w.0 == p.0 && w.3);
-            assert_eq!(w.map(|w| (w.1, &w.2)), Some((p.1, &p.2)), "{opts:?}: pid {}", p.0);
+            assert_eq!(
+                w.map(|w| (w.1, &w.2)),
+                Some((p.1, &p.2)),
+                "{opts:?}: pid {}",
+                p.0
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -127,7 +168,12 @@ fn parents(out: &std::process::Output) -> Vec<(u64, u64, String, bool)> {
             let birth = &p["lineage"][0];
             let born = birth["how"].as_str() != Some("snapshot") && birth["how"] != "unknown";
             let end = format!("{} {}", p["exit_code"], p["exit_signal"]);
-            (p["pid"].as_u64().unwrap(), birth["parent"].as_u64().unwrap_or(0), end, born)
+            (
+                p["pid"].as_u64().unwrap(),
+                birth["parent"].as_u64().unwrap_or(0),
+                end,
+                born,
+            )
         })
         .collect()
 }

@@ -136,7 +136,11 @@ impl LineFilter {
                 })
                 .map_err(FilterError::Signal)?;
             }
-            _ => return Err(FilterError::Qualifier(crate::escape::escape(expr).into_owned())),
+            _ => {
+                return Err(FilterError::Qualifier(
+                    crate::escape::escape(expr).into_owned(),
+                ))
+            }
         }
         Ok(())
     }

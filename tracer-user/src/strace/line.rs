@@ -559,7 +559,11 @@ fn born(s: &str) -> Option<Born> {
         None => (true, s.strip_prefix("Thread ")?),
     };
     let (child, rest) = leading_u32(rest)?;
-    let key = if thread { " attached (process " } else { " attached (parent " };
+    let key = if thread {
+        " attached (process "
+    } else {
+        " attached (parent "
+    };
     let (other, rest) = leading_u32(rest.strip_prefix(key)?)?;
     let rest = rest.strip_prefix(')')?;
     let mut b = Born {

@@ -138,9 +138,7 @@ mod tests;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
-use crate::event::{
-    CapturedStr, CloneFlags, Comm, Event, EventKind, SignalInfo, Syscall,
-};
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, SignalInfo, Syscall};
 use crate::names::si_code::SI_TKILL;
 use line::{Body, End, Line, SigLine, Stamp};
 use tracer_common::clone_flags as cf;

@@ -40,10 +40,18 @@ fn oom(r: &str) -> Option<EventKind> {
     let (tid, r) = r.split_once(' ')?;
     let mut it = r.splitn(5, ' ');
     let mut kb = |key: &str| -> Option<u64> {
-        it.next()?.strip_prefix(key)?.strip_suffix("kB")?.parse().ok()
+        it.next()?
+            .strip_prefix(key)?
+            .strip_suffix("kB")?
+            .parse()
+            .ok()
     };
-    let (total_vm_kb, anon_rss_kb, file_rss_kb, shmem_rss_kb) =
-        (kb("total-vm=")?, kb("anon-rss=")?, kb("file-rss=")?, kb("shmem-rss=")?);
+    let (total_vm_kb, anon_rss_kb, file_rss_kb, shmem_rss_kb) = (
+        kb("total-vm=")?,
+        kb("anon-rss=")?,
+        kb("file-rss=")?,
+        kb("shmem-rss=")?,
+    );
     let last = it.next()?.strip_prefix("oom_score_adj=")?;
     let digits = last.find(' ').unwrap_or(last.len());
     let oom_score_adj = last.get(..digits)?.parse().ok()?;

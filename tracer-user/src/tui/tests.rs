@@ -257,7 +257,13 @@ fn snapshot_threads_exited_fold_focus() {
 fn c_shows_the_log_lines_time_from_the_recordings_clock() {
     use crate::clock::{Clock, Stamper, Style};
     let mut s = at_end("ctr", (200, 60));
-    let first_ts = s.log.lines.iter().map(|l| l.ts_ns).find(|&t| t > 0).unwrap();
+    let first_ts = s
+        .log
+        .lines
+        .iter()
+        .map(|l| l.ts_ns)
+        .find(|&t| t > 0)
+        .unwrap();
     let clock = Clock::boot(1_764_738_000_000_000_000, first_ts); // 2025-12-03T05:00:00Z
     s.log.time_clock = clock;
     // The machine's time zone decides the hour, as strace's -tt: the minutes and the
@@ -267,7 +273,11 @@ fn c_shows_the_log_lines_time_from_the_recordings_clock() {
     let plain = screen(&mut s);
     reduce(&mut s, key('c'));
     let timed = screen(&mut s);
-    let first = s.log.lines.iter().find(|l| l.ts_ns == first_ts && l.text.contains("[pid"));
+    let first = s
+        .log
+        .lines
+        .iter()
+        .find(|l| l.ts_ns == first_ts && l.text.contains("[pid"));
     let line = first.map(|l| l.timed(clock)).unwrap_or_default();
     assert!(line.contains(&format!("] {stamp}")), "{line}");
     assert!(!plain.contains(":00:00."), "{plain}");
