@@ -49,6 +49,19 @@ impl Clock {
         }
     }
 
+    /// The clock of a capture starting now on this machine: the probes stamp CLOCK_BOOTTIME,
+    /// which has this wall time now (what a trace file's header records of its start); no
+    /// time at all when the boot time cannot be read.
+    pub fn live() -> Clock {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
+        match crate::tracefile::boot_time_ns() {
+            Some(boot) => Clock::boot(wall, boot),
+            None => Clock::None,
+        }
+    }
+
     /// Nanoseconds since the epoch (UTC) of an event at `ts_ns`, when the clock has a date.
     pub fn epoch_ns(&self, ts_ns: u64) -> Option<i128> {
         match *self {

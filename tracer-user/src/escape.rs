@@ -90,6 +90,23 @@ pub fn path(p: &std::path::Path) -> String {
     escape(&p.to_string_lossy()).into_owned()
 }
 
+/// A name inside strace's `-Y` angle brackets (`[pid 7<sleep>]`, `si_pid=7<runc>`): escaped
+/// as [`escape`] does, and `<`, `>` and `]` in octal too, so a name like `a>] x` cannot end
+/// the brackets early and the line reads back.
+pub fn angled(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 4);
+    for part in escape(s).split_inclusive(['<', '>', ']']) {
+        match part.strip_suffix(['<', '>', ']']) {
+            Some(head) => {
+                out.push_str(head);
+                push_octal(&mut out, part.as_bytes()[part.len() - 1], true);
+            }
+            None => out.push_str(part),
+        }
+    }
+    out
+}
+
 /// `"s"` as strace prints a string argument, with `...` after it when it was `truncated`.
 pub fn quoted(s: &str, truncated: bool) -> String {
     let mut out = String::with_capacity(s.len() + 5);

@@ -818,6 +818,8 @@ pub struct Followed {
     pub seed: Vec<SnapshotProcess>,
     /// Recorded without syscall probes.
     pub sched_probes: bool,
+    /// The stream's clock (its first segment's header).
+    pub clock: crate::clock::Clock,
     /// The events stored when it was opened.
     pub history: crate::tracefile::PackedEvents,
     /// Everything after, as it is published; closed when the stream ends.
@@ -845,7 +847,7 @@ pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
     input.on_note(Box::new(move |n| {
         let _ = notes.try_send(TailItem::Note(n));
     }));
-    let (seed, sched_probes) = (input.snapshot(), input.sched_probes());
+    let (seed, sched_probes, clock) = (input.snapshot(), input.sched_probes(), input.clock());
     let thread = std::thread::Builder::new()
         .name("nats-follow".into())
         .spawn(move || {
@@ -873,6 +875,7 @@ pub fn follow_nats(url: &str) -> Result<Followed, InputError> {
     Ok(Followed {
         seed,
         sched_probes,
+        clock,
         history,
         tail: rx,
     })

@@ -1,7 +1,7 @@
 //! Synthetic event streams for tests and benchmarks (the engine's, the viewer's, the scale
 //! recordings of `tests::big`); not a stable API.
 
-use crate::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
+use crate::event::{CapturedStr, CloneFlags, Event, EventKind, SignalInfo, SignalResult, Syscall};
 
 fn event(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
     Event::bare(seq, seq * 1_000_000, tgid, tgid, comm, kind)
@@ -138,6 +138,24 @@ pub fn exit(pid: u32, code: u32) -> Event {
         group_dead: true,
     };
     event(0, pid, "", kind)
+}
+
+/// `sender` (uid 0) generating signal `sig` for process `target` with `si_code` `code`: a kill
+/// of the whole process, with what the kernel did with it.
+pub fn kill(sender: u32, target: u32, sig: i32, code: i32, result: SignalResult) -> Event {
+    let info = SignalInfo {
+        signal: sig,
+        code,
+        sender,
+        sender_tid: sender,
+        target,
+        target_tid: target,
+        group: true,
+        result,
+    };
+    let mut ev = event(0, sender, "", EventKind::Signal(info));
+    ev.uid = 0;
+    ev
 }
 
 /// Root of the host's namespaces running a file of root's (`/usr/bin/…`, 0755): the

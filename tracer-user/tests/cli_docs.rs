@@ -9,7 +9,7 @@
 //! ```
 //! ````
 //!
-//! The command runs in the workspace root with this test's `tracer`. Filters, applied in order:
+//! The command runs in the workspace root with this test's `tracer`, in UTC. Filters, applied in order:
 //! `from TEXT` drops the lines before the first one holding TEXT, `skip N` drops N lines,
 //! `grep TEXT` keeps the lines holding TEXT, `head N` keeps N lines, `...` adds a `...` line
 //! when lines were left out after the kept ones.
@@ -87,6 +87,8 @@ fn generate(recipe: &str) -> String {
         .current_dir(workspace())
         .env("NO_COLOR", "1")
         .env("COLUMNS", "100")
+        // `-t`/`-tt` print local time, as strace does: the docs show UTC wherever they are made.
+        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(

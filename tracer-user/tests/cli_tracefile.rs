@@ -49,7 +49,7 @@ fn replay_prints_strace_lines_and_a_summary() {
     assert_eq!(
         lines[..7],
         [
-            "Process 2000 attached (parent 1000)",
+            "Process 2000 attached (parent 1000) by [pid 1000]",
             "[pid   1000] clone(flags=CLONE_VM|CLONE_VFORK|SIGCHLD <unfinished ...>",
             "[pid   2000] <... clone resumed>) = 0",
             r#"[pid   2000] execve("/bin/true", ["/bin/true", "--round=0"]) = 0"#,
@@ -68,14 +68,16 @@ fn replay_prints_strace_lines_and_a_summary() {
         let c = round_child(r);
         let want = format!(r#"[pid {c:>6}] execve("/bin/true", ["/bin/true", "--round={r}"]) = 0"#);
         assert!(lines.contains(&want.as_str()), "missing {want}");
-        let attached = format!("Process {c} attached (parent 1000)");
+        let attached = format!("Process {c} attached (parent 1000) by [pid 1000]");
         assert!(lines.contains(&attached.as_str()), "missing {attached}");
     }
     for r in [15, 31, 47] {
         let (runc, init) = (round_child(r), round_child(r) + 1);
+        for born in [runc, init] {
+            let want = format!("Process {born} attached (parent 900) by [pid ");
+            assert!(lines.iter().any(|l| l.starts_with(&want)), "missing {want}");
+        }
         for want in [
-            format!("Process {runc} attached (parent 900)"),
-            format!("Process {init} attached (parent 900)"),
             format!("[pid {runc:>6}] +++ exited with 0 +++"),
             format!("[pid {init:>6}] +++ killed by SIGKILL +++"),
         ] {

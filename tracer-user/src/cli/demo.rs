@@ -136,7 +136,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     let (pod, keep) = demo_pod(demo, args)?.unzip();
     let viewer = std::io::stdout().is_terminal() && !args.no_tui;
     if args.guided || args.screenshot.is_some() || viewer {
-        let sched_probes = input.sched_probes();
+        let (sched_probes, clock) = (input.sched_probes(), input.clock());
         let seed = input.snapshot();
         let events = input.collect::<Result<tracer::tracefile::PackedEvents, _>>()?;
         let opts = tracer::tui::ReplayOpts {
@@ -146,6 +146,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             sched_probes,
             guided: !args.free,
             no_threads: args.no_threads,
+            clock,
         };
         let rec = tracer::tui::Recording {
             events,

@@ -6,6 +6,7 @@ mod demo;
 mod export;
 mod import;
 mod lineage;
+mod lines;
 mod output;
 mod reading;
 #[cfg(feature = "capture")]
@@ -229,6 +230,8 @@ pub enum Command {
         // Only one pod's events (`LIVE_SCOPE_HELP`).
         #[command(flatten)]
         pod: PodArgs,
+        #[command(flatten)]
+        lines: lines::LineArgs,
     },
     /// The process tree a recording leads to: kernel parents, roles, adoptions, threads.
     Tree {
@@ -410,17 +413,28 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             output,
             record,
             pod,
+            lines,
         }) => {
             for o in output.iter().chain(&record) {
                 output::out_path(o)?;
             }
             #[cfg(feature = "capture")]
             {
-                trace::run(target, format, seq, output, record, pod)
+                trace::run(
+                    target,
+                    trace::TraceOpts {
+                        format,
+                        seq,
+                        output,
+                        record,
+                        pod,
+                        lines,
+                    },
+                )
             }
             #[cfg(not(feature = "capture"))]
             {
-                let _ = (target, format, seq, output, record, pod);
+                let _ = (target, format, seq, output, record, pod, lines);
                 anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
             }
         }

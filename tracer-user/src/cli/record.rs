@@ -16,6 +16,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        // Caught from before the capture starts its command: a signal at the start is not
+        // the default death.
+        let stop = super::trace::stop_signal()?;
         let (cap, mut w, seed) = super::trace::start_recording(
             &target,
             &args.target,
@@ -34,7 +37,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         let tty = std::io::stderr().is_terminal();
 
         let mut lp = super::trace::source_loop(cap, pod, &seed);
-        super::trace::drive(&mut lp, deadline, |step, cap| {
+        super::trace::drive(&mut lp, deadline, stop, |step, cap| {
             match step {
                 Step::Batch(batch) => {
                     for ev in batch.drain(..) {
@@ -73,13 +76,13 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             tracer::say_inline!("\r\x1b[K");
         }
         tracer::say!(
-            "tracer: wrote {}: {} events in {:.1} s, {} dropped, {} sequence gaps, {} bytes ({:.1} bytes/event)",
+            "tracer: wrote {}: {} events in {:.1} s, {} dropped, {} sequence gaps, {} ({:.1} bytes/event)",
             args.output.display(),
             stats.events,
             started.elapsed().as_secs_f64(),
             stats.drops,
             stats.seq_gaps,
-            bytes,
+            tracer::names::size(bytes),
             bytes as f64 / stats.events.max(1) as f64
         );
         if stats.decode_errors > 0 {

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use tracer::escape::escape;
 use tracer::input::Input;
 use tracer::lineage::PodEvents;
-use tracer::render::LineRenderer;
 use tracer::stats::StreamStats;
 
 /// How a recording is played: the flags `replay` and `view` share.
@@ -63,6 +62,8 @@ pub struct ReplayArgs {
     /// Prefix lines with the event sequence number.
     #[arg(long)]
     pub seq: bool,
+    #[command(flatten)]
+    pub lines: super::lines::LineArgs,
 }
 
 /// `tracer view`: the recording in the viewer, whatever stdout is.
@@ -95,19 +96,22 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         step: p.step,
         seq: args.seq,
         salvage: p.salvage,
+        lines: args.lines,
     };
     replay_input(input, &opts, keep.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// How `replay_input` paces and prints.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PaceOpts {
     /// 1 = original timing, 0 = as fast as possible; `None`: 1 on a terminal, else 0.
     pub speed: Option<f64>,
     pub step: bool,
     pub seq: bool,
     pub salvage: bool,
+    /// Stamps, names and which lines print.
+    pub lines: super::lines::LineArgs,
 }
 
 /// Replays an opened input as strace-like lines (the non-interactive view), printing only
@@ -123,9 +127,9 @@ pub fn replay_input(
     let mut pace = Pace::new(args, stdout.is_terminal());
     let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
     let mut engine = input.seeded_engine();
-    let mut renderer = LineRenderer::new();
-    renderer.show_seq = args.seq;
-    renderer.sched_probes = input.sched_probes();
+    let mut renderer = args
+        .lines
+        .renderer(input.clock(), args.seq, input.sched_probes())?;
     let mut stats = StreamStats::default();
     let mut err = None;
     // The first write error: lines stop, the replay still feeds the engine for the summary.
@@ -139,7 +143,7 @@ pub fn replay_input(
             continue;
         }
         shown += 1;
-        let lines = renderer.render(&ev);
+        let lines = renderer.render_in(&ev, Some(&engine));
         let written = pace.wait_for(&ev, &mut out).and_then(|()| {
             lines.iter().try_for_each(|line| writeln!(out, "{line}"))?;
             pace.step(!lines.is_empty(), &mut out)

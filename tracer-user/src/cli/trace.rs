@@ -6,7 +6,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::capture::{header_for, Capture, CaptureBuilder, Target};
-use tracer::lineage::{LiveScope, PodQuery, PodScope, SnapshotProcess};
+use tracer::clock::Clock;
+use tracer::lineage::{Engine, LiveScope, PodQuery, PodScope, SnapshotProcess};
 use tracer::render::LineRenderer;
 use tracer::source::{DriveOpts, Ended, EventSource, SourceLoop, Step};
 use tracer::stats::StreamStats;
@@ -46,110 +47,155 @@ pub(super) fn source_loop(
     }
 }
 
-pub fn run(
-    args: TargetArgs,
+/// What `trace` prints: lines (or JSON lines) of each event, through `renderer`, with the
+/// names `-Y` wants from `engine`; `--record`'s file gets every event too.
+struct Emit {
     format: OutputFormat,
-    seq: bool,
-    output: Option<std::path::PathBuf>,
-    record: Option<std::path::PathBuf>,
-    pod: PodArgs,
-) -> Result<ExitCode> {
-    let target = live_target(&args, &pod)?;
-    let query = pod.query();
+    renderer: LineRenderer,
+    engine: Option<Engine>,
+    clock: Clock,
+    rec: Option<TraceWriter<std::fs::File>>,
+    stats: StreamStats,
+}
+
+impl Emit {
+    fn batch(
+        &mut self,
+        batch: &mut Vec<tracer::Event>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        for ev in batch.drain(..) {
+            self.stats.observe(&ev);
+            if let Some(w) = self.rec.as_mut() {
+                w.write_event(&ev).map_err(std::io::Error::other)?;
+            }
+            if let Some(e) = &mut self.engine {
+                e.apply(&ev);
+            }
+            match self.format {
+                OutputFormat::Json => serde_json::to_string(&ev.timed(&self.clock))
+                    .map_err(std::io::Error::other)
+                    .and_then(|s| writeln!(out, "{s}"))?,
+                OutputFormat::Text => self
+                    .renderer
+                    .render_in(&ev, self.engine.as_ref())
+                    .iter()
+                    .try_for_each(|l| writeln!(out, "{l}"))?,
+            };
+        }
+        out.flush()
+    }
+
+    /// The recording's counters, and its frames sealed now and then.
+    fn tick(&mut self, cap: &Capture) -> Result<()> {
+        if let Some(w) = self.rec.as_mut() {
+            w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
+            w.maybe_flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the lines go: the `-o` file (streamed, never through a symlink) or stdout.
+fn open_out(output: Option<&std::path::Path>) -> Result<Box<dyn Write + Send>> {
+    Ok(match output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            tracer::outfile::create_streaming(path)
+                .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    })
+}
+
+/// The capture, with `--record`'s trace file when asked for, and what existed at the start
+/// (the recording's snapshot; empty without one).
+type Started = (
+    Capture,
+    Option<TraceWriter<std::fs::File>>,
+    Vec<SnapshotProcess>,
+);
+
+fn start(
+    target: &Target,
+    args: &TargetArgs,
+    record: Option<&std::path::Path>,
+    q: Option<&PodQuery>,
+) -> Result<Started> {
+    if let Some(path) = record {
+        let followed = super::Snapshot::Followed;
+        let (cap, w, seed) = start_recording(target, args, followed, path, q)?;
+        return Ok((cap, Some(w), seed));
+    }
+    let cap = CaptureBuilder::new(target.clone())
+        .ring_bytes(args.ring_bytes)
+        .syscalls(args.syscalls)
+        .signals(args.signals.into())
+        .start()?;
+    for note in cap.notes() {
+        tracer::say!("tracer: note: {note}");
+    }
+    Ok((cap, None, Vec::new()))
+}
+
+/// `tracer trace`'s options beyond the target.
+pub struct TraceOpts {
+    pub format: OutputFormat,
+    pub seq: bool,
+    pub output: Option<std::path::PathBuf>,
+    pub record: Option<std::path::PathBuf>,
+    pub pod: PodArgs,
+    pub lines: super::lines::LineArgs,
+}
+
+pub fn run(args: TargetArgs, o: TraceOpts) -> Result<ExitCode> {
+    let target = live_target(&args, &o.pod)?;
+    // Refused before any probe loads: an unknown `-e` word is a usage error.
+    o.lines.renderer(Clock::None, o.seq, false)?;
     // One thread: the reader's poll and tick then wake this thread alone, where a worker
     // thread would wake it through a futex each time (twice the idle CPU).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let mut out: Box<dyn Write + Send> = match &output {
-            Some(path) => Box::new(std::io::BufWriter::new(
-                tracer::outfile::create_streaming(path)
-                    .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?,
-            )),
-            None => Box::new(std::io::BufWriter::new(std::io::stdout())),
-        };
-        // With --record, the same capture's events also go to a trace file.
-        let (cap, mut rec, seed) = match &record {
-            Some(path) => {
-                let followed = super::Snapshot::Followed;
-                let q = query.as_ref();
-                let (cap, w, seed) = start_recording(&target, &args, followed, path, q)?;
-                (cap, Some(w), seed)
-            }
-            None => {
-                let cap = CaptureBuilder::new(target.clone())
-                    .ring_bytes(args.ring_bytes)
-                    .syscalls(args.syscalls)
-                    .signals(args.signals.into())
-                    .start()?;
-                for note in cap.notes() {
-                    tracer::say!("tracer: note: {note}");
-                }
-                (cap, None, Vec::new())
-            }
-        };
+        let stop = stop_signal()?;
+        let mut out = open_out(o.output.as_deref())?;
+        let query = o.pod.query();
+        let (cap, rec, seed) = start(&target, &args, o.record.as_deref(), query.as_ref())?;
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        // The capture's start as a trace header would have it: the JSON lines' wall times.
-        let clock =
-            tracer::tracefile::Header::for_this_host(tracer::tracefile::CaptureMode::All).clock();
-        let mut renderer = LineRenderer::new();
-        renderer.show_seq = seq;
-        renderer.sched_probes = !cap.syscall_probes();
-        let mut stats = StreamStats::default();
-
-        let mut emit = |batch: &mut Vec<tracer::Event>,
-                        out: &mut Box<dyn Write + Send>,
-                        rec: &mut Option<tracer::tracefile::TraceWriter<std::fs::File>>|
-         -> std::io::Result<()> {
-            for ev in batch.drain(..) {
-                stats.observe(&ev);
-                if let Some(w) = rec.as_mut() {
-                    w.write_event(&ev).map_err(std::io::Error::other)?;
-                }
-                match format {
-                    OutputFormat::Json => serde_json::to_string(&ev.timed(&clock))
-                        .map_err(std::io::Error::other)
-                        .and_then(|s| writeln!(out, "{s}"))?,
-                    OutputFormat::Text => renderer
-                        .render(&ev)
-                        .iter()
-                        .try_for_each(|l| writeln!(out, "{l}"))?,
-                };
-            }
-            out.flush()
+        // The capture's start as a trace header has it: the lines' and JSON's wall times.
+        let clock = Clock::live();
+        let renderer = o.lines.renderer(clock, o.seq, !cap.syscall_probes())?;
+        let mut emit = Emit {
+            format: o.format,
+            engine: renderer.decode.any().then(names_engine),
+            renderer,
+            clock,
+            rec,
+            stats: StreamStats::default(),
         };
-
         // A write error ends the trace: quietly for a closed stdout (`| head`), else below.
         let mut write_err = None;
         let mut lp = source_loop(cap, query, &seed);
-        drive(&mut lp, deadline, |step, cap| match step {
-            Step::Batch(batch) => match emit(batch, &mut out, &mut rec) {
+        drive(&mut lp, deadline, stop, |step, cap| match step {
+            Step::Batch(batch) => match emit.batch(batch, &mut out) {
                 Ok(()) => Ok(true),
                 Err(e) => {
                     write_err = Some(e);
                     Ok(false)
                 }
             },
-            Step::Tick => {
-                if let Some(w) = rec.as_mut() {
-                    w.write_stats(cap.drops(), cap.seq_issued(), cap.decode_errors())?;
-                    w.maybe_flush()?;
-                }
-                Ok(true)
-            }
+            Step::Tick => emit.tick(cap).map(|()| true),
             Step::Drops(_) => Ok(true),
         })
         .await?;
         let mut cap = lp.into_source();
-        if let (Some(w), Some(path)) = (rec.take(), &record) {
+        if let (Some(w), Some(path)) = (emit.rec.take(), &o.record) {
             finish_record(w, &cap, path)?;
         }
         super::output::check_write(write_err.map_or(Ok(()), Err))?;
-        let dropped = cap.drops();
-        tracer::say!("tracer: {}", stats.summary(dropped));
+        tracer::say!("tracer: {}", emit.stats.summary(cap.drops()));
         if cap.decode_errors() > 0 {
             tracer::say!(
                 "tracer: {} records could not be decoded",
@@ -160,6 +206,15 @@ pub fn run(
         cap.release_in_background();
         Ok(ExitCode::from(code))
     })
+}
+
+/// The engine whose view of each process gives the names `-Y` prints, as the events go by,
+/// from the start snapshot on; exited processes are let go as the agent's are (a long
+/// `--all` stays bounded).
+fn names_engine() -> Engine {
+    let mut e = Engine::with_retention(Default::default());
+    e.seed_snapshot(&tracer::capture::procfs::snapshot());
+    e
 }
 
 /// The end of `trace --record`'s file: the capture's counters and the end record.
@@ -214,39 +269,56 @@ pub(super) fn start_recording(
     Ok((cap, w, header.snapshot_processes()))
 }
 
+/// The signal that stopped a live command (0: none), for its exit status.
+static STOPPED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 /// A future that resolves at Ctrl-C or SIGTERM. The handlers are installed here, at once: a
 /// signal that lands while the loop's callback runs waits for the next poll (a `ctrl_c()`
 /// future made per iteration would miss it, and `--all` would never stop).
 pub(super) fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use std::sync::atomic::Ordering;
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     Ok(async move {
-        tokio::select! {
-            _ = sigterm.recv() => {}
-            _ = sigint.recv() => {}
-        }
+        let sig = tokio::select! {
+            _ = sigterm.recv() => libc::SIGTERM,
+            _ = sigint.recv() => libc::SIGINT,
+        };
+        STOPPED_BY.store(sig, Ordering::Relaxed);
     })
 }
 
 /// The library's one loop ([`tracer::source::drive`]) with the command line's stops: a
-/// 100 ms tick, the deadline, Ctrl-C and SIGTERM.
+/// 100 ms tick, the deadline, and `stop` ([`stop_signal`]: Ctrl-C and SIGTERM, caught from
+/// before the capture starts its command, so a signal at the start is not the default death).
 pub(super) async fn drive<S: EventSource>(
     lp: &mut SourceLoop<S>,
     deadline: Option<Instant>,
+    stop: impl std::future::Future<Output = ()>,
     on: impl FnMut(Step<'_>, &mut S) -> Result<bool>,
 ) -> Result<Ended> {
     let opts = DriveOpts {
         tick: Duration::from_millis(100),
         deadline,
     };
-    tracer::source::drive(lp, opts, stop_signal()?, on).await
+    tracer::source::drive(lp, opts, stop, on).await
 }
 
-/// Like strace CMD: the command's exit status (0 when there was no command or it still runs).
+/// Like strace CMD: the command's exit status, 128+N when it was killed by signal N; 128+N
+/// when signal N (Ctrl-C, SIGTERM) stopped the tracer first; else 0 (no command, or it still
+/// runs).
 pub(super) fn command_exit_code(cap: &mut Capture) -> u8 {
-    match cap.child_mut().map(|c| c.try_wait()) {
-        Some(Ok(Some(st))) => st.code().map_or(1, |c| c as u8),
-        _ => 0,
-    }
+    use std::os::unix::process::ExitStatusExt;
+    let status = match cap.child_mut().map(|c| c.try_wait()) {
+        Some(Ok(Some(st))) => st.code().or_else(|| st.signal().map(|s| 128 + s)),
+        _ => None,
+    };
+    let stopped = STOPPED_BY.load(std::sync::atomic::Ordering::Relaxed);
+    let code = match (status, stopped) {
+        (Some(c), _) => c,
+        (None, s) if s > 0 => 128 + s,
+        (None, _) => 0,
+    };
+    u8::try_from(code).unwrap_or(1)
 }

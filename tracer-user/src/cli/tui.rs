@@ -4,6 +4,7 @@ use super::TargetArgs;
 use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
+use tracer::clock::Clock;
 use tracer::lineage::PodScope;
 use tracer::tui::ReplayOpts;
 
@@ -27,8 +28,9 @@ pub struct ViewOpts {
 }
 
 impl ViewOpts {
-    fn replay_opts(&self, speed: f64, sched_probes: bool) -> ReplayOpts {
+    fn replay_opts(&self, speed: f64, sched_probes: bool, clock: Clock) -> ReplayOpts {
         ReplayOpts {
+            clock,
             speed,
             paused: self.paused,
             at_end: self.at_end,
@@ -84,7 +86,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let opts = v.replay_opts(speed, sched_probes);
+    let opts = v.replay_opts(speed, sched_probes, input.clock());
     let rec = tracer::tui::Recording {
         events,
         seed,
@@ -112,7 +114,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
 #[cfg(feature = "nats")]
 fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     let f = tracer::input::follow_nats(url)?;
-    let opts = v.replay_opts(speed, f.sched_probes);
+    let opts = v.replay_opts(speed, f.sched_probes, f.clock);
     let rec = tracer::tui::Recording {
         events: f.history,
         seed: f.seed,

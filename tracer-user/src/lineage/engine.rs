@@ -299,6 +299,16 @@ impl Engine {
         self.by_pid.get(&pid).and_then(|&id| self.procs.get(id))
     }
 
+    /// The process thread `tid` belongs to (its live record, else the newest with that pid) and
+    /// the thread's own name: what a line about `tid` names it by.
+    pub fn thread_of(&self, tid: u32) -> Option<(&Process, Comm)> {
+        let id = self
+            .record_of_tid(tid)
+            .or_else(|| self.tids.get(&tid).map(|&(id, _)| id))
+            .or_else(|| self.by_pid.get(&tid).copied())?;
+        Some((&self.procs[id], self.thread_comm(id, tid)))
+    }
+
     /// A record by its id.
     pub fn get(&self, id: ProcId) -> Option<&Process> {
         self.procs.get(id)

@@ -117,6 +117,22 @@ pub(crate) fn parse_cstr(arg: &str) -> Option<CapturedStr> {
     })
 }
 
+/// A quoted string at the start of `s` (`"..."`, with `...` after it when cut) and the text
+/// after it; `None` when `s` does not start with a whole one.
+pub(crate) fn take_cstr(s: &str) -> Option<(CapturedStr, &str)> {
+    let end = skip_string(s.as_bytes(), 0);
+    if !s.starts_with('"') || end == 0 || s.as_bytes().get(end) != Some(&b'"') {
+        return None;
+    }
+    let rest = s.get(end + 1..)?;
+    let (truncated, rest) = match rest.strip_prefix("...") {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    let value = unescape(s.get(1..end)?);
+    Some((CapturedStr { value, truncated }, rest))
+}
+
 /// Undoes strace's C-style escapes: `\n \t \r \v \f \a \b \e \" \\ \xHH \NNN` (octal).
 /// Invalid UTF-8 after unescaping is replaced lossily.
 pub fn unescape(s: &str) -> String {

@@ -53,6 +53,15 @@ pub(crate) enum Body<'a> {
     /// `--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=7, ...} ---`: the task stopped
     /// to receive a signal (a `--- stopped by SIGSTOP ---` group stop is a [`Body::Notice`]).
     Signal(SigLine),
+    /// `+++ thread exited with N +++` / `+++ thread killed by SIG +++` (ours: a thread's end,
+    /// the leader's too while other threads live): the wait status.
+    ThreadEnd(u32),
+    /// Ours: `Process C attached (parent P) by [pid X] clone(FLAGS)` and `Thread C attached
+    /// (process P) by [pid X]`: a task's birth with its creator, parent and flags.
+    Born(Born),
+    /// Ours: `--- cgroup: ... ---`, `--- OOM killer: victim ... ---`, `--- bundle of ... ---`
+    /// (the text between the dashes).
+    Ours(&'a str),
     /// `strace: Process N attached [with M threads]`.
     Attached {
         pid: u32,
@@ -60,6 +69,21 @@ pub(crate) enum Body<'a> {
     },
     /// `strace: Process N detached`, ` <detached ...>`, other `strace: ` messages.
     Notice,
+}
+
+/// A birth line of ours (`tracer trace` prints them; strace never does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Born {
+    pub child: u32,
+    /// The child's process: itself, or for a thread the process it joined.
+    pub tgid: u32,
+    /// The parent copy_process gave a new process (0: unknown); none for a thread.
+    pub parent: Option<u32>,
+    /// The task that called clone.
+    pub by: Option<u32>,
+    /// `clone3(...)` etc. after the creator, when no clone line follows (sched probes).
+    pub syscall: Option<Syscall>,
+    pub flags: Option<u64>,
 }
 
 /// A signal the receiver stopped for, as strace prints its siginfo.
@@ -76,6 +100,9 @@ pub(crate) struct SigLine {
     /// strace's own translation of `si_pid`, `/* N in strace's PID NS */`
     /// (`--decode-pids=pidns`): the sender as the log names pids.
     pub strace_pid: Option<u32>,
+    /// What the kernel did with it: strace's lines are all delivered; ours say `(ignored)`,
+    /// `(already pending)`... after the siginfo when it was not.
+    pub result: crate::event::SignalResult,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +171,13 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     if s.trim().is_empty() {
         return Some(line);
     }
+    // `#SEQ ` (ours, `--seq`)
+    if let Some(rest) = s.strip_prefix('#') {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest.as_bytes().get(digits) == Some(&b' ') {
+            s = rest.get(digits..)?.trim_start_matches(' ');
+        }
+    }
     if s.starts_with("strace: ") {
         line.body = parse_notice(s).unwrap_or(Body::Notice);
         return Some(line);
@@ -152,6 +186,11 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     if let Some(rest) = s.strip_prefix("[pid") {
         let rest = rest.trim_start_matches(' ');
         let (pid, rest) = take_pid(rest, ">]")?;
+        // ours: ` k8s=NS/POD/CONTAINER` (`]` inside is escaped)
+        let rest = match rest.strip_prefix(" k8s=") {
+            Some(k) => k.get(k.find(']')?..)?,
+            None => rest,
+        };
         let rest = rest.strip_prefix(']')?;
         line.pid = Some(pid);
         s = rest.trim_start_matches(' ');
@@ -168,8 +207,12 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
             s = rest.trim_start_matches(' ');
         }
     }
-    // up to two timestamps
+    // up to two timestamps; ours print `??:??:??`-like blanks where the recording has no time
     for slot in 0..2 {
+        if let Some(end) = s.find(' ').filter(|&e| e > 0 && is_blank_stamp(&s[..e])) {
+            s = s.get(end..)?.trim_start_matches(' ');
+            continue;
+        }
         if !s.as_bytes().first().is_some_and(u8::is_ascii_digit) {
             break;
         }
@@ -193,13 +236,20 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
     Some(line)
 }
 
+/// `??:??:??`, `??:??:??.??????`, `??????????.??????`, `?.??????`: a stamp of ours with no
+/// time behind it.
+fn is_blank_stamp(tok: &str) -> bool {
+    tok.contains('?') && tok.bytes().all(|b| matches!(b, b'?' | b':' | b'.'))
+}
+
 fn take_pid<'a>(s: &'a str, comm_end: &str) -> Option<(u32, &'a str)> {
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
     let pid: u32 = s.get(..digits)?.parse().ok()?;
     let mut rest = s.get(digits..)?;
     if rest.starts_with('<') {
-        // -Y / --decode-pids=comm: "123<comm>" (the comm itself may contain '>')
-        let end = rest.find(comm_end)?;
+        // -Y / --decode-pids=comm: "123<comm>" (the comm itself may contain '>'); ours may
+        // be followed by ` k8s=...` (and escape the '>' of a comm)
+        let end = rest.find(comm_end).or_else(|| rest.find("> k8s="))?;
         rest = rest.get(end + 1..)?;
     }
     Some((pid, rest))
@@ -248,6 +298,9 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
     let s = strip_duration(s.trim_end());
     if let Some(r) = s.strip_prefix("+++ ") {
         let r = r.strip_suffix(" +++")?;
+        if let Some(t) = r.strip_prefix("thread ") {
+            return thread_end(t);
+        }
         if let Some(n) = r.strip_prefix("exited with ") {
             return Some(Body::Exited(n.trim().parse().ok()?));
         }
@@ -272,7 +325,10 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
     if let Some(inner) = s.strip_prefix("--- ").and_then(|r| r.strip_suffix(" ---")) {
         return signal_body(inner);
     }
-    if s == "<detached ...>"
+    if let Some(b) = born(s) {
+        return Some(Body::Born(b));
+    }
+    if s == "<detached ...>" || s.ends_with(" <no exit seen>")
         || s.starts_with("> ") // -k stack trace
         || (s.starts_with("[ Process PID=") && s.ends_with(" ]"))
     {
@@ -381,14 +437,20 @@ fn returned(s: &str) -> Option<End> {
 /// The inside of `--- ... ---`: `SIGCHLD {si_signo=SIGCHLD, ...}` (strace's print_stopped with
 /// the siginfo of a signal-delivery stop) or `stopped by SIGSTOP` (a group stop, no siginfo).
 /// A siginfo that does not read is not a form strace writes: `None`.
-fn signal_body(inner: &str) -> Option<Body<'static>> {
+fn signal_body(inner: &str) -> Option<Body<'_>> {
+    if is_our_notice(inner) {
+        return Some(Body::Ours(inner));
+    }
     if inner.starts_with("stopped by ") {
         return Some(Body::Notice);
     }
     let (name, info) = inner.split_once(' ')?;
     let signal = signal_number(name)?;
+    let (info, result) = signal_result(info);
     let fields = info.strip_prefix('{')?.strip_suffix('}')?;
-    siginfo(signal, fields).map(Body::Signal)
+    let mut sig = siginfo(signal, fields)?;
+    sig.result = result;
+    Some(Body::Signal(sig))
 }
 
 /// Linux numbers signals 1 to `_NSIG` (64; 128 on MIPS, the most of any architecture).
@@ -425,6 +487,7 @@ fn siginfo(signal: u32, fields: &str) -> Option<SigLine> {
         code: code?,
         si_pid,
         strace_pid,
+        result: crate::event::SignalResult::Delivered,
     })
 }
 
@@ -446,4 +509,90 @@ fn sender_pid(value: &str) -> Option<(Option<u32>, Option<u32>)> {
         .and_then(|n| n.parse::<u32>().ok())
         .filter(|&n| n > 0 && i32::try_from(n).is_ok());
     Some((si_pid, strace_pid))
+}
+
+/// Ours after a siginfo: what the kernel did with a signal it did not deliver.
+fn signal_result(info: &str) -> (&str, crate::event::SignalResult) {
+    use crate::event::SignalResult as R;
+    const SUFFIXES: [(&str, R); 5] = [
+        (" (ignored)", R::Ignored),
+        (" (already pending)", R::AlreadyPending),
+        (" (not queued: overflow)", R::OverflowFail),
+        (" (queued without its info)", R::LoseInfo),
+        (" (unknown result)", R::Other),
+    ];
+    for (suffix, r) in SUFFIXES {
+        if let Some(head) = info.strip_suffix(suffix) {
+            return (head, r);
+        }
+    }
+    (info, R::Delivered)
+}
+
+/// Our notices strace has no line for: cgroup moves, the OOM killer's victims, a bundle's
+/// annotations.
+fn is_our_notice(inner: &str) -> bool {
+    inner.starts_with("cgroup: ")
+        || inner.starts_with("OOM killer: victim ")
+        || inner.starts_with("bundle of \"")
+}
+
+/// `thread exited with N` / `thread killed by SIG [(core dumped)]`: the wait status.
+fn thread_end(t: &str) -> Option<Body<'static>> {
+    if let Some(n) = t.strip_prefix("exited with ") {
+        let code: i32 = n.trim().parse().ok()?;
+        return Some(Body::ThreadEnd(((code as u32) & 0xff) << 8));
+    }
+    let sig = t.strip_prefix("killed by ")?;
+    let (sig, core) = match sig.strip_suffix(" (core dumped)") {
+        Some(s) => (s, 0x80),
+        None => (sig, 0),
+    };
+    Some(Body::ThreadEnd((signal_number(sig)? & 0x7f) | core))
+}
+
+/// `Process C attached (parent P) by [pid X<comm>] clone(FLAGS)`, `Thread C attached (process
+/// P) by [pid X]` (ours).
+fn born(s: &str) -> Option<Born> {
+    let (thread, rest) = match s.strip_prefix("Process ") {
+        Some(r) => (false, r),
+        None => (true, s.strip_prefix("Thread ")?),
+    };
+    let (child, rest) = leading_u32(rest)?;
+    let key = if thread {
+        " attached (process "
+    } else {
+        " attached (parent "
+    };
+    let (other, rest) = leading_u32(rest.strip_prefix(key)?)?;
+    let rest = rest.strip_prefix(')')?;
+    let mut b = Born {
+        child,
+        tgid: if thread { other } else { child },
+        parent: (!thread).then_some(other),
+        by: None,
+        syscall: None,
+        flags: None,
+    };
+    let Some(by) = rest.strip_prefix(" by [pid ") else {
+        return rest.is_empty().then_some(b);
+    };
+    let (pid, after) = leading_u32(by.trim_start_matches(' '))?;
+    b.by = Some(pid);
+    // the creator's label (`<comm>`, ` k8s=...`, both escaped) runs to the first `]`
+    let after = after.get(after.find(']')? + 1..)?;
+    if let Some(call) = after.strip_prefix(' ') {
+        let open = call.find('(')?;
+        b.syscall = Some(Syscall::from_name(call.get(..open)?)?);
+        let flags = call.get(open + 1..)?.strip_suffix(')')?;
+        b.flags = Some(crate::names::parse_clone_flags(flags)?.0);
+    } else if !after.is_empty() {
+        return None;
+    }
+    Some(b)
+}
+
+fn leading_u32(s: &str) -> Option<(u32, &str)> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    Some((s.get(..digits)?.parse().ok()?, s.get(digits..)?))
 }

@@ -130,6 +130,7 @@
 mod args;
 mod clones;
 mod line;
+mod ours;
 mod pidns;
 #[cfg(test)]
 mod tests;
@@ -137,9 +138,7 @@ mod tests;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
-use crate::event::{
-    CapturedStr, CloneFlags, Comm, Event, EventKind, SignalInfo, SignalResult, Syscall,
-};
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, SignalInfo, Syscall};
 use crate::names::si_code::SI_TKILL;
 use line::{Body, End, Line, SigLine, Stamp};
 use tracer_common::clone_flags as cf;
@@ -358,6 +357,12 @@ pub struct Parser {
     pidns: pidns::NsInference,
     /// Process (tgid) → its parent as copy_process set it, for processes created in the log.
     parents: HashMap<u32, u32>,
+    /// The log is `tracer trace`'s (a line only it prints was seen): births are stated, a
+    /// `+++ exited` line is a whole process's end.
+    ours: bool,
+    /// Ours: a creator whose birth line came before its clone line (the call is printed
+    /// whole at its return) → the child that line named.
+    stated: HashMap<u32, u32>,
 }
 
 impl Parser {
@@ -940,6 +945,7 @@ impl Parser {
 
     /// `tid` is gone; when it led its process, so are the process's other threads.
     fn task_gone(&mut self, tid: u32) {
+        self.stated.remove(&tid);
         self.pidns.gone(tid);
         self.live.remove(&tid);
         self.pending.remove(&tid);
@@ -1017,6 +1023,10 @@ impl Parser {
                 self.first_seen(pid, Seen::Attach { threads });
                 return;
             }
+            Body::Born(b) => {
+                self.born(b);
+                return;
+            }
             _ => {}
         }
         let tid = match (l.pid, l.body) {
@@ -1056,7 +1066,18 @@ impl Parser {
                 self.exit(tid, ts, (signal & 0x7f) | if core { 0x80 } else { 0 })
             }
             Body::Superseded(old) => self.superseded(tid, old),
-            Body::Blank | Body::Signal(_) | Body::Notice | Body::Attached { .. } => {}
+            Body::ThreadEnd(status) => self.thread_end(tid, ts, status),
+            // One that does not read as the event it names is skipped, as other notices are.
+            Body::Ours(text) => {
+                if let Some(kind) = ours::notice_event(text, tid) {
+                    self.emit(tid, ts, kind);
+                }
+            }
+            Body::Blank
+            | Body::Signal(_)
+            | Body::Notice
+            | Body::Attached { .. }
+            | Body::Born(_) => {}
         }
     }
 
@@ -1075,6 +1096,9 @@ impl Parser {
                 );
                 let set_tid = sc == Syscall::Clone3 && args.contains("set_tid=");
                 let id = self.new_clone(tid, ts, sc, Some(flags), set_tid);
+                if let Some(child) = self.stated.remove(&tid) {
+                    self.clones.update(id, |c| c.child = Some(child));
+                }
                 self.pending.insert(tid, Pending::Clone(id));
             }
             Syscall::Execve | Syscall::Execveat => {
@@ -1319,7 +1343,7 @@ impl Parser {
             target,
             target_tid: tid,
             group: s.code != SI_TKILL,
-            result: SignalResult::Delivered,
+            result: s.result,
         };
         self.emit(tid, ts, EventKind::Signal(info));
     }
@@ -1352,7 +1376,10 @@ impl Parser {
     }
 
     fn exit(&mut self, tid: u32, ts: u64, exit_code: u32) {
-        let group_dead = self.tgid(tid) == tid;
+        let tgid = self.tgid(tid);
+        // Our lines say `+++ thread exited +++` for every other thread's end: a `+++ exited`
+        // is the process's, whichever thread was last.
+        let group_dead = self.ours || tgid == tid;
         self.emit(
             tid,
             ts,
@@ -1362,6 +1389,64 @@ impl Parser {
             },
         );
         self.task_gone(tid);
+        if self.ours && tgid != tid {
+            self.task_gone(tgid);
+        }
+    }
+
+    /// Ours: `+++ thread exited with N +++`, a thread's end (the leader's too: its process
+    /// lives on in its other threads).
+    fn thread_end(&mut self, tid: u32, ts: u64, exit_code: u32) {
+        self.ours = true;
+        self.emit(
+            tid,
+            ts,
+            EventKind::TaskExit {
+                exit_code,
+                group_dead: false,
+            },
+        );
+        if self.tgid(tid) != tid {
+            self.task_gone(tid);
+        }
+    }
+
+    /// Ours: a birth line names the child, its process, its parent and its creator; the
+    /// `Fork` is emitted as it says, nothing inferred.
+    fn born(&mut self, b: line::Born) {
+        self.ours = true;
+        let caller = b.by.or(b.parent).filter(|&p| p != 0).unwrap_or(b.tgid);
+        self.max_pid = self.max_pid.max(b.child).max(caller);
+        self.first_seen(caller, Seen::Prefix);
+        let thread = b.child != b.tgid;
+        self.tgid_of.remove(&b.child);
+        self.unclaimed.remove(&b.child);
+        self.live.insert(b.child);
+        let parent = match b.parent {
+            Some(p) => p,
+            None => self.parents.get(&b.tgid).copied().unwrap_or(0),
+        };
+        if thread {
+            self.set_thread(b.child, b.tgid);
+        } else if parent != 0 {
+            self.parents.insert(b.child, parent);
+        }
+        let kind = EventKind::Fork {
+            child_tid: b.child,
+            child_tgid: b.tgid,
+            child_ppid: parent,
+            syscall: b.syscall,
+            flags: b.flags.map(CloneFlags),
+            child_ns: None,
+        };
+        self.emit(caller, self.ts_ns, kind);
+        // The creator's clone line names no other child: in the call now, or printed next.
+        match self.clones.in_call_of(caller) {
+            Some(id) => self.clones.update(id, |c| c.child = Some(b.child)),
+            None => {
+                self.stated.insert(caller, b.child);
+            }
+        }
     }
 }
 

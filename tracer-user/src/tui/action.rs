@@ -72,6 +72,8 @@ pub enum Action {
     ScrollRight,
     /// f: log shows the selected subtree only.
     ToggleLogFilter,
+    /// c: log lines with their time of day (strace -tt), from the recording's clock.
+    ToggleLogTime,
     /// Tab: next pane.
     NextPane,
     /// Space: pause / resume.
@@ -140,8 +142,8 @@ pub const KEY_HELP: &[(&str, &str)] = &[
         "explain the step · m more · zoom · scroll the tree",
     ),
     (
-        "f L",
-        "event log: all / selected subtree only · hide / show",
+        "f L c",
+        "event log: all / subtree only · hide / show · c: time (-tt)",
     ),
     ("Tab", "focus next pane (tree, story, log)"),
     (
@@ -231,6 +233,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('x') => Action::ToggleExited,
         KeyCode::Char('s') => Action::ToggleStory,
         KeyCode::Char('f') => Action::ToggleLogFilter,
+        KeyCode::Char('c') => Action::ToggleLogTime,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char('e') => Action::ToggleExplain,
         KeyCode::Char('z') => Action::ToggleZoom,

@@ -110,6 +110,7 @@ fn replay_state(
 ) -> AppState {
     let mut state = AppState::new_replay(title);
     state.set_sched_probes(opts.sched_probes);
+    state.log.time_clock = opts.clock;
     state.playback.paused = opts.paused;
     state.playback.speed = opts.speed;
     open_scoped(&mut state, opts.no_threads, pod);
@@ -206,6 +207,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let mut state = AppState::new_live(title);
         open_scoped(&mut state, opts.no_threads, opts.pod.map(PodScope::Typed));
         state.set_sched_probes(!cap.syscall_probes());
+        state.log.time_clock = crate::clock::Clock::live();
         state.status.message = note;
         state.capture.seed_scope = seed_scope;
         state.status.recording = opts

@@ -111,6 +111,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.tree.hscroll = (s.tree.hscroll + HSCROLL_STEP).min(MAX_HSCROLL);
         }
         Action::ToggleLogFilter => s.log.subtree_only = !s.log.subtree_only,
+        Action::ToggleLogTime => s.log.show_time = !s.log.show_time,
         Action::NextPane => {
             s.view.pane = match active_pane(s) {
                 Pane::Tree if s.view.show_story => Pane::Story,

@@ -35,6 +35,9 @@ pub struct ReplayOpts {
     pub guided: bool,
     /// Open with threads hidden (`--no-threads`: no thread lines, no thread rows).
     pub no_threads: bool,
+    /// What the events' `ts_ns` mean ([`Input::clock`](crate::input::Input::clock)): the log's
+    /// time of day (`c`).
+    pub clock: crate::clock::Clock,
 }
 
 impl Default for ReplayOpts {
@@ -46,6 +49,7 @@ impl Default for ReplayOpts {
             sched_probes: false,
             guided: false,
             no_threads: false,
+            clock: crate::clock::Clock::None,
         }
     }
 }

@@ -60,6 +60,7 @@ fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
     for (i, text) in lines.into_iter().enumerate() {
         log.push_back(LogLine {
             seq: ev.seq,
+            ts_ns: ev.ts_ns,
             tgid: ev.tgid,
             text,
             thread: thread_event && i + 1 == n,
@@ -92,6 +93,8 @@ pub enum Pane {
 pub struct LogLine {
     /// Seq of the event that produced the line.
     pub seq: u64,
+    /// Its time (the event's `ts_ns`, on the recording's clock).
+    pub ts_ns: u64,
     /// Process of the event.
     pub tgid: u32,
     /// The rendered line.
@@ -260,9 +263,32 @@ pub struct LogPane {
     pub hide_threads: bool,
     /// Pids of the selected subtree, for the filter (derived by [`AppState::refresh`]).
     pub subtree_pids: HashSet<u32>,
+    /// Lines show their time of day (`c`), as strace's `-tt` places it.
+    pub show_time: bool,
+    /// What the events' `ts_ns` mean: the recording's own clock (a trace file's header, an
+    /// strace log's stamps; live, the capture's start), never the viewer's.
+    pub time_clock: crate::clock::Clock,
     /// Renders events into lines; it carries state between events (pending syscall
     /// enters), so it is kept, and saved with replay snapshots.
     renderer: LineRenderer,
+}
+
+impl LogLine {
+    /// The line with its `-tt` stamp (`??` where the clock has none) after `[pid N] `, or
+    /// after the seq for a line that is no task's (`Process N attached`), as strace places it.
+    pub fn timed(&self, clock: crate::clock::Clock) -> String {
+        use crate::clock::{Stamper, Style};
+        let stamp = Stamper::new(clock, Style::Micros).stamp(self.ts_ns);
+        let t = &self.text;
+        let at = match t.find("[pid ") {
+            Some(p) => t[p..].find("] ").map_or(0, |e| p + e + 2),
+            // `#SEQ    ` is 8 columns; an unfinished line's blank seq too.
+            None if t.starts_with('#') || t.starts_with("        ") => 8.min(t.len()),
+            None => 0,
+        };
+        let at = if t.is_char_boundary(at) { at } else { 0 };
+        format!("{}{stamp}{}", &t[..at], &t[at..])
+    }
 }
 
 impl LogPane {
@@ -486,6 +512,8 @@ impl AppState {
                 subtree_only: false,
                 hide_threads: false,
                 subtree_pids: HashSet::new(),
+                show_time: false,
+                time_clock: crate::clock::Clock::None,
                 renderer: LineRenderer::new(),
             },
             search: Search {

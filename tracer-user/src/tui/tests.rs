@@ -251,6 +251,43 @@ fn snapshot_threads_exited_fold_focus() {
     insta::assert_snapshot!("focused_subtree_log_filtered", screen(&mut s));
 }
 
+/// `c` puts each log line's time of day after its `[pid N]`, from the recording's clock (here
+/// a header's: 05:00:00 UTC at the first event's boot time), and takes it off; no clock: `??`.
+#[test]
+fn c_shows_the_log_lines_time_from_the_recordings_clock() {
+    use crate::clock::{Clock, Stamper, Style};
+    let mut s = at_end("ctr", (200, 60));
+    let first_ts = s
+        .log
+        .lines
+        .iter()
+        .map(|l| l.ts_ns)
+        .find(|&t| t > 0)
+        .unwrap();
+    let clock = Clock::boot(1_764_738_000_000_000_000, first_ts); // 2025-12-03T05:00:00Z
+    s.log.time_clock = clock;
+    // The machine's time zone decides the hour, as strace's -tt: the minutes and the
+    // microseconds of 05:00:00.000000 UTC are the same everywhere that matters here.
+    let stamp = Stamper::new(clock, Style::Micros).stamp(first_ts);
+    assert!(stamp.ends_with(":00:00.000000 "), "{stamp}");
+    let plain = screen(&mut s);
+    reduce(&mut s, key('c'));
+    let timed = screen(&mut s);
+    let first = s
+        .log
+        .lines
+        .iter()
+        .find(|l| l.ts_ns == first_ts && l.text.contains("[pid"));
+    let line = first.map(|l| l.timed(clock)).unwrap_or_default();
+    assert!(line.contains(&format!("] {stamp}")), "{line}");
+    assert!(!plain.contains(":00:00."), "{plain}");
+    assert!(timed.contains(&format!("] {}", &stamp[..6])), "{timed}");
+    s.log.time_clock = Clock::None;
+    assert!(screen(&mut s).contains("] ??:??:??.?????? "));
+    reduce(&mut s, key('c'));
+    assert_eq!(screen(&mut s), plain);
+}
+
 #[test]
 fn draws_at_any_size_without_panicking() {
     let mut s = at_end("podman", (80, 24));

@@ -796,7 +796,10 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
             } else {
                 Style::new()
             };
-            Line::styled(l.text.clone(), style)
+            match s.log.show_time {
+                true => Line::styled(l.timed(s.log.time_clock), style),
+                false => Line::styled(l.text.clone(), style),
+            }
         })
         .collect();
     f.render_widget(Paragraph::new(out), inner);

@@ -1,0 +1,364 @@
+//! What the renderer prints reads back: synthetic events → [`LineRenderer`] → the strace
+//! importer → the same processes, parents, exits, signals and times, for every option.
+
+use super::{Decode, LineFilter, LineRenderer};
+use crate::clock::{Clock, Stamper, Style};
+use crate::event::{CapturedStr, CloneFlags, Event, EventKind, OomInfo, SignalResult, Syscall};
+use crate::lineage::Engine;
+use crate::synth;
+use std::collections::BTreeMap;
+use tracer_common::clone_flags as cf;
+
+const START_WALL: u64 = 1_764_747_609_000_000_000;
+const START_BOOT: u64 = 5_000_000_000;
+
+fn at(mut ev: Event, seq: u64) -> Event {
+    ev.seq = seq;
+    ev.ts_ns = START_BOOT + seq * 1_234_567;
+    ev
+}
+
+/// Every kind of event the live probes (sched set) produce, as a container's birth would:
+/// processes, a thread whose leader ends first, renames, a cgroup move, signals delivered and
+/// not, an OOM kill, exits and a death by signal.
+fn events() -> Vec<Event> {
+    let thread = cf::CLONE_VM | cf::CLONE_THREAD | cf::CLONE_SIGHAND;
+    let mut t = synth::fork(1000, 1001);
+    if let EventKind::Fork {
+        child_tgid,
+        flags,
+        syscall,
+        ..
+    } = &mut t.kind
+    {
+        *child_tgid = 1001;
+        *flags = Some(CloneFlags(0));
+        *syscall = None;
+    }
+    let mut th = Event::bare(
+        0,
+        0,
+        1001,
+        1001,
+        "",
+        EventKind::Fork {
+            child_tid: 1003,
+            child_tgid: 1001,
+            child_ppid: 1000,
+            syscall: None,
+            flags: Some(CloneFlags(thread)),
+            child_ns: None,
+        },
+    );
+    th.tid = 1001;
+    let rename = Event::bare(
+        0,
+        0,
+        1001,
+        1003,
+        "",
+        EventKind::PrctlEnter {
+            option: tracer_common::prctl::PR_SET_NAME,
+            arg2: 0,
+            name: Some(CapturedStr::new("wo>]rker\x1b")),
+        },
+    );
+    let cgroup = Event::bare(
+        0,
+        0,
+        1000,
+        1000,
+        "",
+        EventKind::CgroupAttach {
+            pid: 1002,
+            hierarchy: 0,
+            cgroup_id: 7,
+            path: CapturedStr::new("/kubepods/pod1"),
+        },
+    );
+    let oom = Event::bare(
+        0,
+        0,
+        1002,
+        1002,
+        "",
+        EventKind::OomVictim(OomInfo {
+            tid: 1002,
+            total_vm_kb: 1,
+            anon_rss_kb: 2,
+            file_rss_kb: 3,
+            shmem_rss_kb: 4,
+            oom_score_adj: 0,
+            cgroup: Some("/kubepods/pod1".into()),
+            limit: Some(1 << 25),
+        }),
+    );
+    let mut fork2 = synth::fork(1001, 1002);
+    if let EventKind::Fork { syscall, .. } = &mut fork2.kind {
+        *syscall = None;
+    }
+    let bundle = Event::bare(
+        0,
+        0,
+        1000,
+        1000,
+        "",
+        EventKind::ContainerMeta {
+            pid: 1000,
+            container_id: "c0ffee\"] x".into(),
+            annotations: [
+                (
+                    "io.kubernetes.cri.sandbox-name".to_string(),
+                    "web\x1b".to_string(),
+                ),
+                (
+                    "io.kubernetes.cri.sandbox-namespace".to_string(),
+                    "default".to_string(),
+                ),
+            ]
+            .into(),
+        },
+    );
+    let mut thread_end = synth::exit(1001, 0);
+    thread_end.kind = EventKind::TaskExit {
+        exit_code: 0,
+        group_dead: false,
+    };
+    let mut last = synth::exit(1001, 3 << 8);
+    last.tid = 1003;
+    let evs = vec![
+        bundle,
+        t,
+        synth::exec(1001, "/usr/bin/sh"),
+        th,
+        rename,
+        fork2,
+        synth::exec(1002, "/usr/bin/sleep"),
+        cgroup,
+        synth::kill(1001, 1002, 15, 0, SignalResult::Delivered),
+        synth::kill(1001, 1002, 17, 0, SignalResult::Ignored),
+        oom,
+        synth::kill(1001, 1002, 9, 0, SignalResult::Delivered),
+        synth::exit(1002, 9),
+        thread_end,
+        last,
+    ];
+    evs.into_iter()
+        .enumerate()
+        .map(|(i, e)| at(e, i as u64 + 1))
+        .collect()
+}
+
+/// Each process's parent, exit and end, every signal (receiver, signal, sender, result), and
+/// the notices strace has no line for, as they are.
+type Shape = (
+    BTreeMap<u32, (u32, bool, Option<String>)>,
+    Vec<(u32, i32, u32, SignalResult)>,
+    Vec<EventKind>,
+);
+
+fn shape(evs: &[Event]) -> Shape {
+    let mut e = Engine::new();
+    evs.iter().for_each(|ev| e.apply(ev));
+    let procs = e
+        .processes()
+        .filter(|p| p.pid != 1000)
+        .map(|p| {
+            (
+                p.pid,
+                (p.ppid, p.exited, p.exit_status.map(|s| s.to_string())),
+            )
+        })
+        .collect();
+    let sigs = evs
+        .iter()
+        .filter_map(|ev| match &ev.kind {
+            EventKind::Signal(i) => Some((i.target, i.signal, i.sender, i.result)),
+            _ => None,
+        })
+        .collect();
+    let notices = evs
+        .iter()
+        .filter(|ev| {
+            matches!(
+                ev.kind,
+                EventKind::CgroupAttach { .. }
+                    | EventKind::OomVictim(_)
+                    | EventKind::ContainerMeta { .. }
+            )
+        })
+        .map(|ev| match &ev.kind {
+            // A cgroup's id is not on the line.
+            EventKind::CgroupAttach { pid, path, .. } => EventKind::CgroupAttach {
+                pid: *pid,
+                hierarchy: 0,
+                cgroup_id: 0,
+                path: path.clone(),
+            },
+            kind => kind.clone(),
+        })
+        .collect();
+    (procs, sigs, notices)
+}
+
+fn render(evs: &[Event], r: &mut LineRenderer) -> String {
+    let mut engine = Engine::new();
+    let mut text = String::new();
+    for ev in evs {
+        engine.apply(ev);
+        for l in r.render_in(ev, Some(&engine)) {
+            text.push_str(&l);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn renderers() -> Vec<LineRenderer> {
+    let clock = Clock::boot(START_WALL, START_BOOT);
+    let all = Decode {
+        comm: true,
+        pidns: true,
+        k8s: true,
+    };
+    let mut out = Vec::new();
+    for (style, seq, decode) in [
+        (None, false, Decode::default()),
+        (
+            Some(Style::Seconds),
+            true,
+            Decode {
+                comm: true,
+                ..Decode::default()
+            },
+        ),
+        (Some(Style::Micros), false, all),
+        (Some(Style::Epoch), true, all),
+        (Some(Style::Relative), false, Decode::default()),
+    ] {
+        out.push(LineRenderer {
+            show_seq: seq,
+            sched_probes: true,
+            stamper: style.map(|s| Stamper::new(clock, s)),
+            decode,
+            ..LineRenderer::default()
+        });
+    }
+    // a recording without wall time: blanks where the stamps would be
+    out.push(LineRenderer {
+        sched_probes: true,
+        stamper: Some(Stamper::new(Clock::None, Style::Micros)),
+        ..LineRenderer::default()
+    });
+    out
+}
+
+#[test]
+fn every_line_reads_back_as_the_same_processes_and_signals() {
+    let evs = events();
+    let truth = shape(&evs);
+    assert_eq!(
+        (truth.0.len(), truth.1.len(), truth.2.len()),
+        (2, 3, 3),
+        "{truth:?}"
+    );
+    for mut r in renderers() {
+        let text = render(&evs, &mut r);
+        let back = crate::strace::parse_log(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back.unreadable, 0, "{:?}\n{text}", back.first_unreadable);
+        assert_eq!(shape(&back.events), truth, "{text}");
+        assert!(!back.initial_pid_unknown, "{text}");
+    }
+}
+
+#[test]
+fn epoch_stamps_read_back_as_the_events_wall_time() {
+    let evs = events();
+    let clock = Clock::boot(START_WALL, START_BOOT);
+    let mut r = LineRenderer {
+        sched_probes: true,
+        stamper: Some(Stamper::new(clock, Style::Epoch)),
+        ..LineRenderer::default()
+    };
+    let back = crate::strace::parse_log(&render(&evs, &mut r)).unwrap();
+    assert_eq!(back.clock, Clock::Epoch);
+    let micros = |ns: i128| ns / 1000 * 1000;
+    let want: Vec<i128> = evs
+        .iter()
+        .map(|e| micros(clock.epoch_ns(e.ts_ns).unwrap()))
+        .collect();
+    let got: Vec<i128> = back.events.iter().map(|e| i128::from(e.ts_ns)).collect();
+    // The importer emits one event per line in line order; every stamp is one of ours.
+    assert!(got.iter().all(|t| want.contains(t)), "{got:?} vs {want:?}");
+    assert_eq!(got.first(), want.first());
+}
+
+#[test]
+fn a_filtered_trace_reads_back_what_it_kept() {
+    let evs = events();
+    let mut r = LineRenderer {
+        sched_probes: true,
+        filter: LineFilter::from_exprs(&["trace=signal", "signal=!SIGCHLD"]).unwrap(),
+        ..LineRenderer::default()
+    };
+    let text = render(&evs, &mut r);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let back = crate::strace::parse_log(&text).unwrap();
+    let sigs: Vec<i32> = back
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Signal(i) => Some(i.signal),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sigs, [15, 9]);
+}
+
+#[test]
+fn syscall_lines_read_back_with_their_children() {
+    let clone = Event::bare(
+        0,
+        0,
+        1001,
+        1001,
+        "",
+        EventKind::CloneEnter {
+            syscall: Syscall::Clone,
+            flags: CloneFlags(0),
+            exit_signal: 17,
+        },
+    );
+    let exit = Event::bare(
+        0,
+        0,
+        1001,
+        1001,
+        "",
+        EventKind::SyscallExit {
+            syscall: Syscall::Clone,
+            ret: 1002,
+        },
+    );
+    let evs: Vec<Event> = [
+        synth::exec(1001, "/bin/sh"),
+        clone,
+        synth::fork(1001, 1002),
+        exit,
+        synth::exit(1002, 0),
+        synth::exit(1001, 0),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, e)| at(e, i as u64 + 1))
+    .collect();
+    let text = render(&evs, &mut LineRenderer::default());
+    let back = crate::strace::parse_log(&text).unwrap();
+    assert_eq!(back.unreadable, 0, "{:?}", back.first_unreadable);
+    let forks = back
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Fork { .. }));
+    assert_eq!(forks.count(), 1, "{text}");
+    assert_eq!(shape(&back.events).0, shape(&evs).0, "{text}");
+}
