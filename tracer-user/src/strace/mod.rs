@@ -480,10 +480,15 @@ impl Parser {
             (_, true) => UNKNOWN_PID,
             (None, false) => return None,
         };
+        // `strace CMD` logs open with the command's own execve; a log that opens otherwise
+        // (our replayed lines, a cut log) began with a process that already ran.
+        let opens_with_exec = self.out.events.first().is_some_and(|e| {
+            e.tgid == pid && matches!(e.kind, EventKind::ExecEnter { .. } | EventKind::Exec { .. })
+        });
         Some(crate::event::SnapshotProcess {
             pid,
             threads: vec![pid],
-            launched: !self.initial_attached,
+            launched: !self.initial_attached && opens_with_exec,
             ..Default::default()
         })
     }
