@@ -56,7 +56,7 @@ impl Clock {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(0));
-        match crate::tracefile::boot_time_ns() {
+        match boot_time_ns() {
             Some(boot) => Clock::boot(wall, boot),
             None => Clock::None,
         }
@@ -234,6 +234,21 @@ impl Stamper {
             Style::Relative => "  ?.??????".into(),
         }
     }
+}
+
+/// CLOCK_BOOTTIME now, from /proc/uptime (10 ms resolution; no unsafe code needed).
+pub fn boot_time_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/uptime").ok()?;
+    let first = text.split_whitespace().next()?;
+    let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
+    let secs: u64 = secs.parse().ok()?;
+    let mut frac_ns: u64 = 0;
+    let mut scale = 100_000_000u64;
+    for c in frac.bytes().take(9) {
+        frac_ns += u64::from(c.checked_sub(b'0').filter(|d| *d < 10)?) * scale;
+        scale /= 10;
+    }
+    Some(secs.saturating_mul(1_000_000_000).saturating_add(frac_ns))
 }
 
 #[cfg(test)]

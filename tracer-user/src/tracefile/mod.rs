@@ -312,20 +312,7 @@ impl Header {
     }
 }
 
-/// CLOCK_BOOTTIME now, from /proc/uptime (10 ms resolution; no unsafe code needed).
-pub fn boot_time_ns() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/uptime").ok()?;
-    let first = text.split_whitespace().next()?;
-    let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
-    let secs: u64 = secs.parse().ok()?;
-    let mut frac_ns: u64 = 0;
-    let mut scale = 100_000_000u64;
-    for c in frac.bytes().take(9) {
-        frac_ns += u64::from(c.checked_sub(b'0').filter(|d| *d < 10)?) * scale;
-        scale /= 10;
-    }
-    Some(secs.saturating_mul(1_000_000_000).saturating_add(frac_ns))
-}
+pub use crate::clock::boot_time_ns;
 
 /// Drop counters and sequence gaps, written periodically and at the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
