@@ -267,6 +267,8 @@ fn promtool_check(metrics: &str) {
 /// (`nats://HOST:PORT/*`), and a process that is not the pod's.
 struct PodReads {
     tree: serde_json::Value,
+    /// `tree nats://…/* -n default`: every pod of the namespace, on every node.
+    namespace_tree: serde_json::Value,
     story: serde_json::Value,
     events: Vec<serde_json::Value>,
     replayed: String,
@@ -289,6 +291,7 @@ impl PodReads {
         };
         PodReads {
             tree: json(&["tree", &all, "--pod", pod, "--format", "json"]),
+            namespace_tree: json(&["tree", &all, "-n", "default", "--format", "json"]),
             story: json(&["story", &all, "--pod", pod, "--format", "json"]),
             events: jsonl(&out(&["export", &all, "--pod", pod, "--format", "jsonl"])),
             replayed: out(&["replay", &all, "--pod", pod, "--no-tui"]),
@@ -309,6 +312,12 @@ impl PodReads {
             .map(|p| &p["pid"])
             .collect();
         assert!(pids.contains(&&serde_json::json!(init_pid)), "{tree}");
+        let ns = &self.namespace_tree;
+        assert_eq!(ns["nodes"][0]["node"], "n1", "{ns}");
+        let in_ns = ns["nodes"][0]["tree"]["processes"]
+            .as_array()
+            .expect("processes");
+        assert!(in_ns.iter().any(|p| p["pid"] == init_pid), "{ns}");
         assert_eq!(story["nodes"][0]["node"], "n1", "{story}");
         let births: Vec<&serde_json::Value> = story["nodes"][0]["story"]["stories"]
             .as_array()

@@ -770,7 +770,7 @@ pub struct PodSearch {
 #[cfg(feature = "nats")]
 pub fn nodes_with_pod(
     src: &crate::nats::NatsSource,
-    pod: &str,
+    pod: &crate::lineage::PodQuery,
     at: Option<u64>,
 ) -> Result<PodSearch, InputError> {
     let server = src.server.clone();

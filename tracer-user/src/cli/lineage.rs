@@ -87,7 +87,7 @@ pub fn tree(a: TreeArgs<'_>) -> Result<()> {
 /// them, node by node. A node whose stream cannot be read is a warning, not the end.
 #[cfg(feature = "nats")]
 fn tree_all_nodes(a: &TreeArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()> {
-    let found = nodes_with_pod(src, a.pod.as_ref().map(|q| q.pod.as_str()), a.at, true)?;
+    let found = nodes_with_pod(src, a.pod.as_ref(), a.at, true)?;
     let pods = found
         .iter()
         .map(|(node, l)| {
@@ -167,7 +167,7 @@ pub struct StoryArgs<'a> {
 pub fn story(a: StoryArgs<'_>) -> Result<()> {
     #[cfg(feature = "nats")]
     if let Some(src) = all_nodes(a.file)? {
-        let found = nodes_with_pod(&src, a.pod.as_ref().map(|q| q.pod.as_str()), None, true)?;
+        let found = nodes_with_pod(&src, a.pod.as_ref(), None, true)?;
         let per_node = found.into_iter().map(|(n, l)| (Some(n), l.engine));
         return show_stories(&a, per_node.collect());
     }

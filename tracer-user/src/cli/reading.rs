@@ -28,13 +28,14 @@ pub(super) fn all_nodes(file: &Path) -> Result<Option<tracer::nats::NatsSource>>
 #[cfg(feature = "nats")]
 pub(super) fn nodes_with_pod(
     src: &tracer::nats::NatsSource,
-    pod: Option<&str>,
+    pod: Option<&PodQuery>,
     at: Option<u64>,
     say_notes: bool,
 ) -> Result<Vec<(String, Loaded)>> {
     use anyhow::Context;
-    use tracer::escape::escape;
-    let pod = pod.context("nats://HOST:PORT/* reads every node: say which pod with --pod NAME")?;
+    let pod = pod.context(
+        "nats://HOST:PORT/* reads every node: say which pod with --pod NAME (or -n NS: every pod of a namespace)",
+    )?;
     let search = tracer::input::nodes_with_pod(src, pod, at)?;
     for (node, e) in &search.unreadable {
         tracer::say!("tracer: warning: {}: {e}", src.with_node(node));
@@ -46,19 +47,28 @@ pub(super) fn nodes_with_pod(
     }
     if search.found.is_empty() {
         anyhow::bail!(
-            "pod {} not found on any of the {} nodes in the stream",
-            escape(pod),
+            "{} not found on any of the {} nodes in the stream",
+            asked(pod),
             search.nodes
         );
     }
     Ok(search.found)
 }
 
+/// A pod query as the user typed it, escaped: `pod NAME` or `every pod of namespace NS`.
+fn asked(q: &PodQuery) -> String {
+    use tracer::escape::escape;
+    match (q.every_pod(), &q.namespace) {
+        (true, Some(ns)) => format!("every pod of namespace {}", escape(ns)),
+        _ => format!("pod {}", escape(&q.pod)),
+    }
+}
+
 /// The one recording a command reads: `file` itself, or for `nats://HOST:PORT/*` the stream
 /// of the one node that holds pod `pod` (with the engine that read it there).
 pub(super) fn one_source(
     file: &Path,
-    pod: Option<&str>,
+    pod: Option<&PodQuery>,
 ) -> Result<(std::path::PathBuf, Option<Engine>)> {
     #[cfg(feature = "nats")]
     if let Some(src) = all_nodes(file)? {
@@ -69,8 +79,8 @@ pub(super) fn one_source(
         }
         let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
         anyhow::bail!(
-            "pod {} is on several nodes ({}): name one as {}",
-            tracer::escape::escape(pod.unwrap_or_default()),
+            "{} is on several nodes ({}): name one as {}",
+            pod.map(asked).unwrap_or_default(),
             names.join(", "),
             src.with_node("NODE")
         );
@@ -107,7 +117,7 @@ pub(super) fn source_and_pod(
     file: &Path,
     pod: Option<&PodQuery>,
 ) -> Result<(PathBuf, Option<PodEvents>)> {
-    let (file, engine) = one_source(file, pod.map(|q| q.pod.as_str()))?;
+    let (file, engine) = one_source(file, pod)?;
     let keep = pod.map(|q| pod_events(&file, q, engine)).transpose()?;
     Ok((file, keep))
 }

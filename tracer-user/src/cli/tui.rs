@@ -47,7 +47,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
-    let (file, _) = &super::reading::one_source(file, v.pod.as_ref().map(|q| q.pod.as_str()))?;
+    let (file, _) = &super::reading::one_source(file, v.pod.as_ref())?;
     #[cfg(feature = "nats")]
     if let Some(url) = file
         .to_str()
