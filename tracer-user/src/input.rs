@@ -190,6 +190,36 @@ pub struct StraceReport {
     pub initial: Option<SnapshotProcess>,
 }
 
+impl StraceReport {
+    /// Its lines for [`Input::notes`].
+    fn notes(&self) -> Vec<String> {
+        let r = self;
+        let mut notes = Vec::new();
+        if r.unreadable > 0 {
+            notes.push(format!(
+                "{} of {} lines not understood (skipped)",
+                r.unreadable, r.lines
+            ));
+            for (line, text) in &r.first_unreadable {
+                notes.push(format!("  line {line}: {}", crate::escape::escape(text)));
+            }
+        }
+        if r.initial_pid_unknown {
+            notes.push(format!(
+                "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
+                crate::strace::UNKNOWN_PID
+            ));
+        }
+        if r.untranslated_senders > 0 {
+            notes.push(format!(
+                "{} signals from a pid of the receiver's pid namespace that no clone in the log gave: sender unknown (0)",
+                r.untranslated_senders
+            ));
+        }
+        notes
+    }
+}
+
 impl Input {
     /// Opens `path` (`-`: standard input) and detects what it is from its content. The input
     /// is opened once and read as a stream, so a pipe, `/dev/stdin` or a FIFO works as well
@@ -508,35 +538,11 @@ impl Input {
         }
     }
 
-    /// What the user must hear about an input once it is read, one line each: strace lines not
-    /// understood, damaged frames skipped, duplicated frames, counts that disagree, an unusable
-    /// tail, a missing end record. Text from the input is escaped.
-    pub fn notes(&self, stopped_by_error: bool) -> Vec<String> {
+    /// A NATS stream's lines for [`Input::notes`]: what its segments and messages held that
+    /// the agent did not write, or that the stream no longer holds.
+    fn stream_notes(&self) -> Vec<String> {
         let input = self;
         let mut notes = Vec::new();
-        if let Some(r) = input.strace_report() {
-            if r.unreadable > 0 {
-                notes.push(format!(
-                    "{} of {} lines not understood (skipped)",
-                    r.unreadable, r.lines
-                ));
-                for (line, text) in &r.first_unreadable {
-                    notes.push(format!("  line {line}: {}", crate::escape::escape(text)));
-                }
-            }
-            if r.initial_pid_unknown {
-                notes.push(format!(
-                    "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
-                    crate::strace::UNKNOWN_PID
-                ));
-            }
-            if r.untranslated_senders > 0 {
-                notes.push(format!(
-                    "{} signals from a pid of the receiver's pid namespace that no clone in the log gave: sender unknown (0)",
-                    r.untranslated_senders
-                ));
-            }
-        }
         if input.cut_segments() > 0 {
             notes.push(format!(
                 "{} segments end inside a frame (their agent stopped mid-message): their whole frames were used",
@@ -582,6 +588,19 @@ impl Input {
                 input.bad_segments()
             ));
         }
+        notes
+    }
+
+    /// What the user must hear about an input once it is read, one line each: strace lines not
+    /// understood, damaged frames skipped, duplicated frames, counts that disagree, an unusable
+    /// tail, a missing end record. Text from the input is escaped.
+    pub fn notes(&self, stopped_by_error: bool) -> Vec<String> {
+        let input = self;
+        let mut notes = Vec::new();
+        if let Some(r) = input.strace_report() {
+            notes.extend(r.notes());
+        }
+        notes.extend(input.stream_notes());
         #[cfg(feature = "nats")]
         if let Source::Nats { earlier, .. } = &input.source {
             notes.extend(
