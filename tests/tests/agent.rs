@@ -1017,13 +1017,14 @@ fn jetstream(nats_port: u16) -> (tokio::runtime::Runtime, async_nats::jetstream:
         .build()
         .expect("runtime");
     let server = format!("nats://127.0.0.1:{nats_port}");
-    let client = rt
-        .block_on(tracer::nats::connect(
-            &server,
-            tracer::nats::FirstConnect::Fail,
-        ))
-        .expect("connect");
-    (rt, async_nats::jetstream::new(client))
+    // The context spawns on the runtime: made inside it.
+    let js = rt.block_on(async {
+        let client = tracer::nats::connect(&server, tracer::nats::FirstConnect::Fail)
+            .await
+            .expect("connect");
+        async_nats::jetstream::new(client)
+    });
+    (rt, js)
 }
 
 /// A pid no process has (above the kernel's pid_max limit).
