@@ -19,7 +19,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         // Caught from before the capture starts its command: a signal at the start is not
         // the default death.
         let stop = super::trace::stop_signal()?;
-        let (cap, mut w, seed) = super::trace::start_recording(
+        let (cap, mut w, seed, _) = super::trace::start_recording(
             &target,
             &args.target,
             args.snapshot,

@@ -107,12 +107,14 @@ fn open_out(output: Option<&std::path::Path>) -> Result<Box<dyn Write + Send>> {
     })
 }
 
-/// The capture, with `--record`'s trace file when asked for, and what existed at the start
-/// (the recording's snapshot; empty without one).
+/// The capture, with `--record`'s trace file when asked for, what existed at the start (the
+/// recording's snapshot; empty without one), and the clock the lines' times come from: the
+/// recording's own header when there is one, so the lines and the file agree on every time.
 type Started = (
     Capture,
     Option<TraceWriter<std::fs::File>>,
     Vec<SnapshotProcess>,
+    Clock,
 );
 
 fn start(
@@ -123,8 +125,8 @@ fn start(
 ) -> Result<Started> {
     if let Some(path) = record {
         let followed = super::Snapshot::Followed;
-        let (cap, w, seed) = start_recording(target, args, followed, path, q)?;
-        return Ok((cap, Some(w), seed));
+        let (cap, w, seed, clock) = start_recording(target, args, followed, path, q)?;
+        return Ok((cap, Some(w), seed, clock));
     }
     let cap = CaptureBuilder::new(target.clone())
         .ring_bytes(args.ring_bytes)
@@ -134,7 +136,7 @@ fn start(
     for note in cap.notes() {
         tracer::say!("tracer: note: {note}");
     }
-    Ok((cap, None, Vec::new()))
+    Ok((cap, None, Vec::new(), Clock::live()))
 }
 
 /// `tracer trace`'s options beyond the target.
@@ -160,12 +162,10 @@ pub fn run(args: TargetArgs, o: TraceOpts) -> Result<ExitCode> {
         let stop = stop_signal()?;
         let mut out = open_out(o.output.as_deref())?;
         let query = o.pod.query();
-        let (cap, rec, seed) = start(&target, &args, o.record.as_deref(), query.as_ref())?;
+        let (cap, rec, seed, clock) = start(&target, &args, o.record.as_deref(), query.as_ref())?;
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        // The capture's start as a trace header has it: the lines' and JSON's wall times.
-        let clock = Clock::live();
         let renderer = o.lines.renderer(clock, o.seq, !cap.syscall_probes())?;
         let mut emit = Emit {
             format: o.format,
@@ -237,14 +237,19 @@ fn finish_record(
 /// Starts the capture of `target` and the trace file `output` it is written to, its header
 /// holding the /proc snapshot (`scope`), read while the probes load; the capture's notes said.
 /// What `record` and `trace --record` begin with.
-/// With `pod`, the header says the recording is scoped to it.
+/// With `pod`, the header says the recording is scoped to it. The clock is the header's.
 pub(super) fn start_recording(
     target: &Target,
     args: &super::TargetArgs,
     scope: super::Snapshot,
     output: &std::path::Path,
     pod: Option<&PodQuery>,
-) -> Result<(Capture, TraceWriter<std::fs::File>, Vec<SnapshotProcess>)> {
+) -> Result<(
+    Capture,
+    TraceWriter<std::fs::File>,
+    Vec<SnapshotProcess>,
+    Clock,
+)> {
     let (t, ring_bytes) = (target.clone(), args.ring_bytes);
     let snap = std::thread::spawn(move || header_for(&t, ring_bytes, scope.into()));
     let started = CaptureBuilder::new(target.clone())
@@ -266,7 +271,7 @@ pub(super) fn start_recording(
     }
     let w = TraceWriter::create(output, &header)
         .with_context(|| format!("cannot create {}", tracer::escape::path(output)))?;
-    Ok((cap, w, header.snapshot_processes()))
+    Ok((cap, w, header.snapshot_processes(), header.clock()))
 }
 
 /// The signal that stopped a live command (0: none), for its exit status.
