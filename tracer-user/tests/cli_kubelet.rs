@@ -286,6 +286,7 @@ fn a_time_of_day_log_gets_no_invented_date() {
 }
 
 /// The machine's clock now, ns since the epoch.
+#[cfg(feature = "capture")]
 fn now_ns() -> i128 {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -294,7 +295,9 @@ fn now_ns() -> i128 {
 }
 
 /// A live `trace --format json`: each line's time is on the machine's clock (within a second
-/// of the run), from the capture's start as a trace header has it.
+/// of the run), from the capture's start as a trace header has it. Only a build with live
+/// capture has `trace`.
+#[cfg(feature = "capture")]
 #[test]
 fn live_trace_json_lines_carry_the_machines_time() {
     if !prereq::require_root() {
