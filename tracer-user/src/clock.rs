@@ -82,11 +82,17 @@ impl Clock {
     /// The time of day of `ts_ns` in the machine's local time zone (as strace's `-t` prints),
     /// ns since midnight; `None` for a clock with no wall time.
     pub fn local_time_of_day_ns(&self, ts_ns: u64) -> Option<u64> {
+        self.time_of_day_in(ts_ns, &jiff::tz::TimeZone::system())
+    }
+
+    /// [`Clock::local_time_of_day_ns`] in the time zone `tz` (looked up once by a caller that
+    /// stamps every line).
+    fn time_of_day_in(&self, ts_ns: u64, tz: &jiff::tz::TimeZone) -> Option<u64> {
         if *self == Clock::TimeOfDay {
             return Some(ts_ns % DAY_NS);
         }
         let ts = timestamp(self.epoch_ns(ts_ns)?)?;
-        let t = ts.to_zoned_datetime(jiff::tz::TimeZone::system()).time();
+        let t = tz.to_datetime(ts).time();
         let secs = u64::from(t.hour() as u8) * 3600
             + u64::from(t.minute() as u8) * 60
             + u64::from(t.second() as u8);
@@ -180,6 +186,8 @@ pub struct Stamper {
     clock: Clock,
     style: Style,
     last_ts: Option<u64>,
+    /// The machine's time zone, looked up once, not per line.
+    tz: jiff::tz::TimeZone,
 }
 
 impl Stamper {
@@ -189,6 +197,7 @@ impl Stamper {
             clock,
             style,
             last_ts: None,
+            tz: jiff::tz::TimeZone::system(),
         }
     }
 
@@ -217,7 +226,7 @@ impl Stamper {
     }
 
     fn tod(&self, ts_ns: u64, micros: bool) -> Option<String> {
-        let ns = self.clock.local_time_of_day_ns(ts_ns)?;
+        let ns = self.clock.time_of_day_in(ts_ns, &self.tz)?;
         let s = ns / NS;
         let hms = format!("{:02}:{:02}:{:02}", s / 3600 % 24, s / 60 % 60, s % 60);
         Some(match micros {

@@ -140,10 +140,15 @@ pub fn exit(pid: u32, code: u32) -> Event {
     event(0, pid, "", kind)
 }
 
-/// `sender` (uid 0) generating signal `sig` for process `target` with `si_code` `code`: a kill
-/// of the whole process, with what the kernel did with it.
-pub fn kill(sender: u32, target: u32, sig: i32, code: i32, result: SignalResult) -> Event {
-    let info = SignalInfo {
+/// What the kernel reports of `sender` signalling the whole process `target` (a kill).
+pub fn kill_info(
+    sender: u32,
+    target: u32,
+    sig: i32,
+    code: i32,
+    result: SignalResult,
+) -> SignalInfo {
+    SignalInfo {
         signal: sig,
         code,
         sender,
@@ -152,7 +157,13 @@ pub fn kill(sender: u32, target: u32, sig: i32, code: i32, result: SignalResult)
         target_tid: target,
         group: true,
         result,
-    };
+    }
+}
+
+/// `sender` (uid 0) generating signal `sig` for process `target` with `si_code` `code`: a kill
+/// of the whole process, with what the kernel did with it.
+pub fn kill(sender: u32, target: u32, sig: i32, code: i32, result: SignalResult) -> Event {
+    let info = kill_info(sender, target, sig, code, result);
     let mut ev = event(0, sender, "", EventKind::Signal(info));
     ev.uid = 0;
     ev
