@@ -376,21 +376,15 @@ impl LineRenderer {
     }
 
     fn exec(&mut self, cx: &Ctx, ev: &Event, lines: &mut Vec<String>) {
-        let EventKind::Exec {
-            old_tid, filename, ..
-        } = &ev.kind
-        else {
+        let EventKind::Exec { old_tid, .. } = &ev.kind else {
             return;
         };
         if *old_tid != ev.tid {
+            // strace's own form (strace.c maybe_switch_tcbs): in the leader's pid, which the
+            // exec'ing thread now has, naming the thread's old tid; the exec's return follows.
             self.flush_open(ev, lines);
-            let mut line = self.lead_for(cx, ev, *old_tid);
-            let _ = write!(
-                line,
-                "+++ superseded by execve in pid {} ({}) +++",
-                ev.tid,
-                escape(&filename.value)
-            );
+            let mut line = self.lead_for(cx, ev, ev.tid);
+            let _ = write!(line, "+++ superseded by execve in pid {old_tid} +++");
             lines.push(line);
             // The exec's exit is reported in the leader's tid: move the held enter.
             if let Some(h) = self.held.remove(old_tid) {

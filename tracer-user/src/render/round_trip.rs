@@ -362,3 +362,55 @@ fn syscall_lines_read_back_with_their_children() {
     assert_eq!(forks.count(), 1, "{text}");
     assert_eq!(shape(&back.events).0, shape(&evs).0, "{text}");
 }
+
+/// A thread that is not the leader exec'd, as strace 6.1 printed it (`strace -f -o` of a
+/// program whose second thread calls execv): the superseded line is in the leader's pid and
+/// names the thread, then the exec returns there.
+const NON_LEADER_EXEC: &str = "\
+11068 clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID, child_tid=0x7f81d308e990, parent_tid=0x7f81d308e990, exit_signal=0, stack=0x7f81d288e000, stack_size=0x7fff80, tls=0x7f81d308e6c0} => {parent_tid=[11069]}, 88) = 11069
+11069 rseq(0x7f81d308efe0, 0x20, 0, 0x53053053) = 0
+11068 pause( <unfinished ...>
+11069 execve(\"/bin/true\", [\"/bin/true\"], 0x7fff050f0108 /* 35 vars */ <unfinished ...>
+11068 <... pause resumed>)              = ?
+11068 +++ superseded by execve in pid 11069 +++
+11068 <... execve resumed>)             = 0
+11068 exit_group(0)                     = ?
+11068 +++ exited with 0 +++
+";
+
+#[test]
+fn a_non_leader_exec_is_printed_in_stracess_own_order() {
+    let imported = crate::strace::parse_log(NON_LEADER_EXEC).unwrap();
+    assert_eq!(imported.unreadable, 0, "{:?}", imported.first_unreadable);
+    let text = render(&imported.events, &mut LineRenderer::default());
+    let body = |l: &str| {
+        l.split_once("] ")
+            .map(|(p, b)| (p.to_owned(), b.to_owned()))
+    };
+    let lines: Vec<(String, String)> = text.lines().filter_map(body).collect();
+    let at = |needle: &str| lines.iter().position(|(_, b)| b.starts_with(needle));
+    let sup = at("+++ superseded").expect(&text);
+    let resumed = at("<... execve resumed>").expect(&text);
+    assert_eq!(resumed, sup + 1, "{text}");
+    assert_eq!(
+        lines[sup],
+        (
+            "[pid  11068".into(),
+            "+++ superseded by execve in pid 11069 +++".into()
+        )
+    );
+    assert_eq!(lines[resumed].0, "[pid  11068", "{text}");
+    let enter = at("execve(").expect(&text);
+    assert!(enter < sup && lines[enter].0 == "[pid  11069", "{text}");
+    // and it reads back as the same exec
+    let back = crate::strace::parse_log(&text).unwrap();
+    assert_eq!(back.unreadable, 0, "{:?}", back.first_unreadable);
+    let exec = |evs: &[Event]| {
+        evs.iter().find_map(|e| match &e.kind {
+            EventKind::Exec { old_tid, .. } => Some((e.tid, *old_tid)),
+            _ => None,
+        })
+    };
+    assert_eq!(exec(&back.events), Some((11068, 11069)), "{text}");
+    assert_eq!(exec(&imported.events), exec(&back.events));
+}
