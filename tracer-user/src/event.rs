@@ -656,12 +656,17 @@ pub struct SignalInfo {
     pub group: bool,
     /// What the kernel did with it.
     pub result: SignalResult,
+    /// The source inferred the sender or the receiving thread's process rather than saw it:
+    /// an strace log's `si_pid` that no clone in the log gave, tied to the exit just before
+    /// the SIGCHLD, or a thread the log never created, taken as one of the child's parent.
+    /// The probes see both and never infer. JSON: written only when true.
+    pub inferred: bool,
 }
 
 impl Serialize for SignalInfo {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("SignalInfo", 8)?;
+        let mut st = s.serialize_struct("SignalInfo", 8 + usize::from(self.inferred))?;
         st.serialize_field("signal", &crate::names::signal(self.signal))?;
         st.serialize_field("code", &crate::names::si_code(self.signal, self.code))?;
         st.serialize_field("sender", &self.sender)?;
@@ -670,6 +675,9 @@ impl Serialize for SignalInfo {
         st.serialize_field("target_tid", &self.target_tid)?;
         st.serialize_field("group", &self.group)?;
         st.serialize_field("result", &self.result)?;
+        if self.inferred {
+            st.serialize_field("inferred", &true)?;
+        }
         st.end()
     }
 }
@@ -685,6 +693,8 @@ struct SignalJson {
     target_tid: u32,
     group: bool,
     result: SignalResult,
+    #[serde(default)]
+    inferred: bool,
 }
 
 impl TryFrom<SignalJson> for SignalInfo {
@@ -704,6 +714,7 @@ impl TryFrom<SignalJson> for SignalInfo {
             target_tid: j.target_tid,
             group: j.group,
             result: j.result,
+            inferred: j.inferred,
         })
     }
 }

@@ -157,6 +157,7 @@ pub fn kill_info(
         target_tid: target,
         group: true,
         result,
+        inferred: false,
     }
 }
 
@@ -378,6 +379,7 @@ pub fn every_kind() -> Vec<Event> {
             target_tid: 1004,
             group: true,
             result: SignalResult::AlreadyPending,
+            inferred: false,
         }),
         EventKind::Signal(SignalInfo {
             signal: 40,
@@ -388,6 +390,7 @@ pub fn every_kind() -> Vec<Event> {
             target_tid: 1001,
             group: false,
             result: SignalResult::Other,
+            inferred: false,
         }),
         EventKind::OomVictim(OomInfo {
             tid: 1001,

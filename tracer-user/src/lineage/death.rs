@@ -78,6 +78,7 @@ impl Engine {
             target: info.target,
             target_tid: info.target_tid,
             result: info.result,
+            inferred: info.inferred,
         };
         let target_id = self.live_or_newest(info.target);
         if let Some(t) = target_id {

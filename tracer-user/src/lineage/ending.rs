@@ -39,13 +39,46 @@ pub struct SignalRecord {
     pub target_tid: u32,
     /// What the kernel did with it.
     pub result: SignalResult,
+    /// The source inferred the sender or the receiving thread's process
+    /// ([`crate::event::SignalInfo::inferred`]).
+    pub inferred: bool,
 }
+
+/// Who sent a signal whose `si_pid` is 0 although a process sent it (kill, tgkill,
+/// sigqueue): the kernel writes 0 when the sender is outside the receiver's pid namespace
+/// (kernel/signal.c: task_tgid_nr_ns() of a task the namespace cannot see).
+pub const OUTSIDE_SENDER: &str = "a sender outside the receiver's pid namespace";
 
 impl SignalRecord {
     /// Sent by a process (kill, tgkill, sigqueue: `si_code` ≤ 0), not raised by the kernel
     /// (SI_KERNEL, fault codes, CLD_*): only then does the sender stand for someone's choice.
     pub fn user_sent(&self) -> bool {
         self.code <= 0
+    }
+
+    /// A process sent it, but from outside the receiver's pid namespace, so its pid there is
+    /// 0 ([`OUTSIDE_SENDER`]); the views never print that 0 as a pid.
+    pub fn from_outside(&self) -> bool {
+        self.sender == 0 && self.user_sent()
+    }
+
+    /// The sender in a few words: its pid (`(inferred)` after it when the source inferred
+    /// it), [`OUTSIDE_SENDER`], or `the kernel` for a signal it raised.
+    pub fn sender_words(&self) -> String {
+        match (self.sender, self.user_sent()) {
+            (0, true) => OUTSIDE_SENDER.into(),
+            (0, false) => "the kernel".into(),
+            (pid, _) if self.inferred => format!("{pid} (inferred)"),
+            (pid, _) => pid.to_string(),
+        }
+    }
+
+    /// A death story lists it: its default action ends a process (signal(7) Term or Core) or
+    /// it is the signal that did (`fatal`). Never SIGCHLD, nor SIGURG (Go's preemption),
+    /// SIGWINCH, SIGCONT or a stop signal: they end no one, whatever the process did with
+    /// them.
+    pub fn tells_a_death(&self, fatal: Option<i32>) -> bool {
+        self.signal != SIGCHLD && (terminates(self.signal) || fatal == Some(self.signal))
     }
 
     /// `SIGTERM` by name.
@@ -144,8 +177,9 @@ impl Death {
                 Some(ExitStatus::Exited { code }) => format!("exit {code}"),
                 _ => "exited".into(),
             },
-            DeathHow::Signal => match self.sender() {
-                Some(b) => format!("killed {} by {}", sig(), b.sender),
+            DeathHow::Signal => match self.by.filter(|b| b.user_sent()) {
+                Some(b) if b.from_outside() => format!("killed {} from outside its pid ns", sig()),
+                Some(b) => format!("killed {} by {}", sig(), b.sender_words()),
                 None => format!("killed {}", sig()),
             },
             DeathHow::Oom => "OOMKilled".into(),
@@ -168,6 +202,7 @@ impl fmt::Display for Death {
                 write!(f, "{st}")?;
                 match (&self.by, self.sender()) {
                     (Some(_), Some(b)) => write_sender(f, b),
+                    (Some(b), None) if b.from_outside() => write!(f, " sent by {OUTSIDE_SENDER}"),
                     (Some(b), None) => write!(f, " raised by the kernel ({})", b.code_name()),
                     (None, _) => f.write_str(" (the sender was not seen)"),
                 }
@@ -196,7 +231,7 @@ impl fmt::Display for Death {
 }
 
 fn write_sender(f: &mut fmt::Formatter<'_>, b: &SignalRecord) -> fmt::Result {
-    write!(f, " sent by {}", b.sender)?;
+    write!(f, " sent by {}", b.sender_words())?;
     let comm = crate::escape::escape(&b.sender_comm.to_string()).into_owned();
     match (
         comm.is_empty(),

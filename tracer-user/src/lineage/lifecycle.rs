@@ -249,13 +249,18 @@ fn signal_steps(
     step: &mut impl FnMut(StepKind, u64, u64, u32, String),
 ) {
     let mut term_ts = None;
+    let fatal = init.death().and_then(|d| d.signal());
     let sent = init
         .signals()
         .iter()
-        .filter(|s| s.target == init.pid && s.sender != init.pid && s.signal != SIGCHLD);
+        .filter(|s| s.target == init.pid && s.sender != init.pid && s.tells_a_death(fatal));
     for s in sent.take(MAX_STEPS_PER_KIND) {
-        let sender = c.process_meta(s.sender);
-        let who = sender.map_or_else(|| format!("{}", s.sender), label);
+        let sender = c.process_meta(s.sender).filter(|_| s.sender != 0);
+        let who = match sender {
+            Some(p) if s.inferred => format!("{} (inferred)", label(p)),
+            Some(p) => label(p),
+            None => s.sender_words(),
+        };
         let by_shim = sender
             .filter(|p| life.shim_pid.is_some_and(|sh| p.ppid == sh))
             .map(|_| " (run by the shim)")

@@ -2734,6 +2734,7 @@ impl B {
             target_tid: receiver,
             group: true,
             result: crate::event::SignalResult::Delivered,
+            inferred: false,
         };
         self.push(receiver, receiver, "", EventKind::Signal(info))
     }
@@ -3218,6 +3219,10 @@ mod speakers;
 // ---- restarts told as they happened (lifecycle.rs) ----
 
 mod restarts;
+
+// ---- what an strace log shows of signals and deaths (ending.rs, lifecycle.rs) ----
+
+mod strace_facts;
 
 /// The kubelet's view of the death story of the container whose init is `init`.
 fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {

@@ -1349,6 +1349,7 @@ impl Parser {
             target_tid: tid,
             group: s.code != SI_TKILL,
             result: s.result,
+            inferred: false,
         };
         self.emit(tid, ts, EventKind::Signal(info));
     }

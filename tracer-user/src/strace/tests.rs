@@ -102,6 +102,7 @@ fn sig_info(sig: i32, code: i32, sender: u32, target: u32, target_tid: u32) -> S
         target_tid,
         group: code != SI_TKILL,
         result: SignalResult::Delivered,
+        inferred: false,
     }
 }
 

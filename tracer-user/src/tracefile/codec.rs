@@ -752,6 +752,7 @@ fn get_signal(c: &mut Cur<'_>) -> DResult<SignalInfo> {
         target_tid: c.u32v("a signal's target thread")?,
         group: get_bool(c, "a signal's group flag")?,
         result: SignalResult::from_wire(u32::from(get_small(c, 5, "a signal's result (0-5)")?)),
+        inferred: false,
     })
 }
 

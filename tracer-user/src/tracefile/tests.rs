@@ -1180,6 +1180,7 @@ fn signal_and_oom_events_round_trip_and_are_damage_in_a_version_2_file() {
         target_tid: 201,
         group: false,
         result: SignalResult::AlreadyPending,
+        inferred: false,
     };
     let oom = OomInfo {
         tid: 200,

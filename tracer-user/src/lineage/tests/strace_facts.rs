@@ -1,0 +1,75 @@
+//! What an strace log shows of signals and deaths: which signals a death story lists, a
+//! sender outside the receiver's pid namespace (si_pid 0) never told as pid 0, an inferred
+//! sender said to be one.
+
+use super::*;
+use crate::event::SignalResult;
+use crate::names::si_code::{SI_TKILL, SI_USER};
+
+const SIGURG: i32 = 23;
+const SIGWINCH: i32 = 28;
+
+fn death_story(e: &Engine, init: u32) -> Story {
+    stories(e)
+        .into_iter()
+        .find(|s| s.phase == Phase::Death && s.init_pid == init)
+        .expect("a death story")
+}
+
+fn signal_texts(s: &Story) -> Vec<String> {
+    let sent = s.steps.iter().filter(|t| t.kind == StepKind::SignalSent);
+    sent.map(|t| t.text.clone()).collect()
+}
+
+/// Go's SIGURG (its own preemption, si_pid its own pid in its namespace, which the log
+/// may not tie: 0) and a SIGWINCH end no one: the story lists the SIGTERM that did, sent
+/// from outside the init's pid namespace (si_pid 0), never as "0 sent".
+#[test]
+fn a_death_story_lists_the_signals_that_end_a_process_and_no_pid_0() {
+    let (mut b, init) = one_container();
+    b.signal(0, "", SIGURG, SI_TKILL, init);
+    b.signal(500, "shim", SIGWINCH, SI_USER, init);
+    b.signal(0, "", SIGTERM, SI_USER, init);
+    b.killed(init, SIGTERM);
+    let e = b.engine();
+    let texts = signal_texts(&death_story(&e, init));
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(texts[0].starts_with(ending::OUTSIDE_SENDER), "{texts:?}");
+    assert!(texts[0].contains("SIGTERM"), "{texts:?}");
+    let death = e.process(init).and_then(|p| p.death()).unwrap();
+    assert_eq!(
+        death.to_string(),
+        format!("killed by SIGTERM sent by {}", ending::OUTSIDE_SENDER)
+    );
+    assert_eq!(death.short(), "killed SIGTERM from outside its pid ns");
+    // The signal that killed is listed whatever its default action: a SIGURG no one handles
+    // never kills, but a fatal signal is the story's.
+    let (mut b, init) = one_container();
+    b.signal(500, "shim", SIGURG, SI_USER, init);
+    b.signal(500, "shim", SIGKILL, SI_USER, init);
+    b.killed(init, SIGKILL);
+    let texts = signal_texts(&death_story(&b.engine(), init));
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert!(
+        texts[0].contains("SIGKILL") && texts[0].contains("500"),
+        "{texts:?}"
+    );
+}
+
+/// A sender the importer inferred is said to be inferred, in the story and the death.
+#[test]
+fn an_inferred_sender_is_told_as_inferred() {
+    let (mut b, init) = one_container();
+    let mut info = crate::synth::kill_info(500, init, SIGTERM, SI_USER, SignalResult::Delivered);
+    info.inferred = true;
+    b.push(init, init, "", EventKind::Signal(info));
+    b.killed(init, SIGTERM);
+    let e = b.engine();
+    let texts = signal_texts(&death_story(&e, init));
+    assert!(texts[0].contains("500 (inferred)"), "{texts:?}");
+    let death = e.process(init).and_then(|p| p.death()).unwrap();
+    assert!(
+        death.to_string().contains("sent by 500 (inferred)"),
+        "{death}"
+    );
+}
