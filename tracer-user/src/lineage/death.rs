@@ -112,6 +112,15 @@ impl Engine {
         };
         let c = &self.procs[child];
         let model = c.ppid;
+        // Any thread of the parent's thread group may dequeue it (complete_signal()): a
+        // receiver the model knows as a thread stands for its process.
+        let receiver = self
+            .record_of_tid(rec.target)
+            .map_or(rec.target, |id| self.procs[id].pid);
+        let rec = &SignalRecord {
+            target: receiver,
+            ..*rec
+        };
         let handed_over = |e: &Engine, dead: Option<ProcId>| {
             dead.is_some_and(|d| e.procs[d].exited && e.reaper_pid(d) == Some(rec.target))
         };

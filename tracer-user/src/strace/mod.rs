@@ -117,7 +117,13 @@
 //!   exit; replaced by a later clone returning the same pid). When no clone in the log gave that
 //!   pid (the process was made before tracing, or by a task strace did not follow), or the
 //!   receiver is known to be nested in a namespace the log does not tie pids of: 0, counted in
-//!   [`Import::untranslated_senders`] — never a guess.
+//!   [`Import::untranslated_senders`] — never a bare guess: a SIGCHLD's child is taken from
+//!   the exit line just before it only where the kernel's order allows (`senders.rs`), and
+//!   marked [`SignalInfo::inferred`](crate::event::SignalInfo::inferred).
+//!
+//! A SIGCHLD received by a tid the log never created (an `-o FILE -p` log of a Go parent: no
+//! attach notices, its threads unannounced) is its process's: the tid is taken as a thread of
+//! the child's parent, when the log names it and it lives (marked inferred, `senders.rs`).
 //!
 //! # Exits
 //! strace prints `+++ exited with N +++` for every traced task, threads included (checked with
@@ -132,15 +138,15 @@ mod clones;
 mod line;
 mod ours;
 mod pidns;
+mod senders;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
-use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, SignalInfo, Syscall};
-use crate::names::si_code::SI_TKILL;
-use line::{Body, End, Line, SigLine, Stamp};
+use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use line::{Body, End, Line, Stamp};
 use tracer_common::clone_flags as cf;
 
 pub use args::unescape;
@@ -363,6 +369,9 @@ pub struct Parser {
     /// Ours: a creator whose birth line came before its clone line (the call is printed
     /// whole at its return) → the child that line named.
     stated: HashMap<u32, u32>,
+    /// Process → its parent, kept after its exit (bounded): the parent's SIGCHLD comes after
+    /// strace printed the exit, and tells which process the receiving thread is of.
+    exited_parents: HashMap<u32, u32>,
 }
 
 impl Parser {
@@ -584,6 +593,8 @@ impl Parser {
         if !self.live.insert(pid) {
             return;
         }
+        // a new task: an exited process's parent no longer speaks for this pid
+        self.exited_parents.remove(&pid);
         if let Some(tgid) = self.tgid_of.remove(&pid) {
             // stale: the pid was a thread that vanished without an exit line
             if let Some(set) = self.threads.get_mut(&tgid) {
@@ -1336,56 +1347,14 @@ impl Parser {
         self.live.insert(leader);
     }
 
-    /// Task `tid` stopped to receive a signal (strace shows the receiver, never the sender's
-    /// call): the event is the receiver's, delivered.
-    fn signal(&mut self, tid: u32, ts: u64, s: SigLine) {
-        let target = self.tgid(tid);
-        let info = SignalInfo {
-            signal: s.signal as i32, // at most 128
-            code: s.code,
-            sender: self.sender(target, &s),
-            sender_tid: 0,
-            target,
-            target_tid: tid,
-            group: s.code != SI_TKILL,
-            result: s.result,
-            inferred: false,
-        };
-        self.emit(tid, ts, EventKind::Signal(info));
-    }
-
-    /// The sender of a signal process `receiver` got, as the log names pids; 0 when unknown.
-    /// `si_pid` 0 is the kernel's own "unknown": the sender is outside the receiver's namespace.
-    fn sender(&mut self, receiver: u32, s: &SigLine) -> u32 {
-        if let Some(p) = s.strace_pid {
-            return p;
-        }
-        let Some(n) = s.si_pid.filter(|&n| n > 0) else {
-            return 0;
-        };
-        self.log_pid(receiver, n).unwrap_or_else(|| {
-            self.out.untranslated_senders += 1;
-            0
-        })
-    }
-
-    /// Pid `n` of the pid namespace process `tgid` is in, as the log names pids (strace's
-    /// namespace): `n` itself when the log puts `tgid` in strace's namespace, the process a
-    /// clone there returned `n` for when it is in an inferred one; `None` when nested in a
-    /// namespace the log does not tie pids of.
-    fn log_pid(&self, tgid: u32, n: u32) -> Option<u32> {
-        match self.pidns.ns_of(tgid) {
-            Some(ns) => self.pidns.log_pid(ns, n),
-            None if self.nested.contains(&tgid) => None,
-            None => Some(n),
-        }
-    }
-
     fn exit(&mut self, tid: u32, ts: u64, exit_code: u32) {
         let tgid = self.tgid(tid);
         // Our lines say `+++ thread exited +++` for every other thread's end: a `+++ exited`
         // is the process's, whichever thread was last.
         let group_dead = self.ours || tgid == tid;
+        if group_dead {
+            self.exited_parent(tgid);
+        }
         self.emit(
             tid,
             ts,

@@ -73,3 +73,27 @@ fn an_inferred_sender_is_told_as_inferred() {
         "{death}"
     );
 }
+
+/// do_notify_parent() signals the parent's thread group; any of its threads may dequeue the
+/// SIGCHLD (complete_signal()). A source that names the thread as the receiver agrees with
+/// the model all the same.
+#[test]
+fn a_sigchld_a_thread_of_the_parent_dequeues_agrees_with_the_model() {
+    let mut b = B::default();
+    b.fork(1, 300);
+    b.fork_full(
+        300,
+        300,
+        301,
+        300,
+        1,
+        Some(Syscall::Clone),
+        Some(THREAD_FLAGS),
+    );
+    b.fork(300, 302);
+    b.exit(302, 0);
+    b.logged_sigchld(302, 301);
+    let e = b.engine();
+    let c = e.sigchld_checks();
+    assert_eq!((c.agreed, c.disagreed), (1, 0), "{:?}", e.warnings());
+}

@@ -1,0 +1,104 @@
+//! What the importer infers from a signal line where strace printed neither the sender's
+//! pid as the log names it nor the receiving thread's process, each marked inferred.
+
+use super::*;
+
+fn sigs(imp: &Import) -> Vec<(u32, SignalInfo)> {
+    let of = |e: &Event| match e.kind {
+        K::Signal(i) => Some((e.tgid, i)),
+        _ => None,
+    };
+    imp.events.iter().filter_map(of).collect()
+}
+
+/// `si_pid` of a child made before tracing, in an inferred namespace: the process whose end
+/// comes just before the SIGCHLD, when its status fits `si_code` and the log names no other
+/// parent for it; else 0, counted.
+#[test]
+fn an_untied_si_pid_is_the_exit_just_before_the_sigchld() {
+    let imp = parse(concat!(
+        "100 clone(child_stack=NULL, flags=CLONE_NEWPID|SIGCHLD) = 101\n",
+        "101 clone(child_stack=NULL, flags=SIGCHLD) = 2\n",
+        "102 exit_group(0) = ?\n",
+        "102 +++ exited with 0 +++\n",
+        "101 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=2, si_uid=0, si_status=0} ---\n",
+        "105 exit_group(3) = ?\n",
+        "105 +++ exited with 3 +++\n",
+        "101 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=7, si_uid=0, si_status=3} ---\n",
+        "106 +++ killed by SIGKILL +++\n",
+        "101 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_KILLED, si_pid=8, si_uid=0, si_status=SIGKILL} ---\n",
+        "107 +++ killed by SIGKILL +++\n",
+        "101 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=9, si_uid=0, si_status=0} ---\n",
+        "108 +++ exited with 0 +++\n",
+        "109 execve(\"/bin/true\", [\"true\"], 0x1 /* 1 var */) = 0\n",
+        "101 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=10, si_uid=0, si_status=0} ---\n",
+        "100 clone(child_stack=NULL, flags=SIGCHLD) = 110\n",
+        "110 +++ exited with 0 +++\n",
+        "101 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=11, si_uid=0, si_status=0} ---\n",
+    ));
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let got: Vec<(u32, bool)> = sigs(&imp)
+        .iter()
+        .map(|(_, i)| (i.sender, i.inferred))
+        .collect();
+    // tied by its clone; the exit before; the kill before; a kill for CLD_EXITED: no; an
+    // exec in between: no; 100's child: not 101's
+    assert_eq!(
+        got,
+        [
+            (102, false),
+            (105, true),
+            (106, true),
+            (0, false),
+            (0, false),
+            (0, false)
+        ]
+    );
+    assert_eq!(imp.untranslated_senders, 3);
+}
+
+/// A Go parent traced with `strace -f -o FILE -p`: no attach notices, so its threads appear
+/// unannounced. The SIGCHLD one of them dequeues is its process's: the thread is taken as
+/// the child's parent's (marked inferred) and the model agrees.
+#[test]
+fn a_sigchld_dequeued_by_an_unannounced_thread_is_its_parents() {
+    let log = concat!(
+        "200 clone(child_stack=NULL, flags=SIGCHLD) = 201\n",
+        "203 futex(0x1, FUTEX_WAIT_PRIVATE, 0, NULL <unfinished ...>\n",
+        "201 exit_group(0) = ?\n",
+        "201 +++ exited with 0 +++\n",
+        "203 <... futex resumed>) = ? ERESTARTSYS (To be restarted if SA_RESTART is set)\n",
+        "203 --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=201, si_uid=0, si_status=0} ---\n",
+        "203 rt_sigreturn({mask=[]}) = 202\n",
+        "203 futex(0x1, FUTEX_WAIT_PRIVATE, 0, NULL) = 0\n",
+        "203 clone(child_stack=NULL, flags=SIGCHLD) = 204\n",
+    );
+    let imp = parse(log);
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let (tgid, info) = sigs(&imp)[0];
+    assert_eq!((tgid, info.target, info.target_tid), (200, 200, 203));
+    assert!(info.inferred && info.sender == 201, "{info:?}");
+    // from then on the thread is the process's: its child is 200's
+    let fork = imp.events.iter().find_map(|e| match e.kind {
+        K::Fork {
+            child_tid: 204,
+            child_ppid,
+            ..
+        } => Some((e.tgid, e.tid, child_ppid)),
+        _ => None,
+    });
+    assert_eq!(fork, Some((200, 203, 200)));
+    let mut e = crate::lineage::Engine::new();
+    imp.events.iter().for_each(|ev| e.apply(ev));
+    assert_eq!(
+        (e.sigchld_checks().agreed, e.sigchld_checks().disagreed),
+        (1, 0)
+    );
+    // The child's parent gone, the receiver is no thread of it (a reaper it was handed to).
+    let imp = parse(&log.replace(
+        "203 <... futex",
+        "200 exit_group(0) = ?\n200 +++ exited with 0 +++\n203 <... futex",
+    ));
+    let (tgid, info) = sigs(&imp)[0];
+    assert_eq!((tgid, info.target, info.inferred), (203, 203, false));
+}
