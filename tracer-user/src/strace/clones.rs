@@ -259,6 +259,7 @@ mod tests {
             closed: false,
             ts: 0,
             candidate: None,
+            fork_at: None,
         }
     }
 

@@ -69,6 +69,9 @@ pub(crate) enum Body<'a> {
     },
     /// `strace: Process N detached`, ` <detached ...>`, other `strace: ` messages.
     Notice,
+    /// `unshare(CLONE_NEWPID|...) = 0`, a whole line that succeeded: the flags (the caller's
+    /// next children go to a new pid namespace with CLONE_NEWPID).
+    Unshare(u64),
 }
 
 /// A birth line of ours (`tracer trace` prints them; strace never does).
@@ -362,6 +365,11 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
     }
     let syscall = Syscall::from_name(name);
     let after = s.get(open + 1..)?;
+    if name == "unshare" {
+        if let Some(flags) = unshared(after) {
+            return Some(Body::Unshare(flags));
+        }
+    }
     if syscall.is_none() {
         return Some(Body::Call {
             syscall,
@@ -376,6 +384,15 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
     let args = after.get(..close)?;
     let end = returned(after.get(close + 1..)?)?;
     Some(Body::Call { syscall, args, end })
+}
+
+/// The flags of an `unshare(FLAGS) = 0` line (the text after its `(`); `None` for any
+/// other shape (unfinished, failed), which is skipped as other calls are.
+fn unshared(after: &str) -> Option<u64> {
+    let close = find_close(after, 1)?;
+    let ok = returned(after.get(close + 1..)?)? == End::Returned(Some(0));
+    let (flags, _) = super::args::parse_flags_lenient(after.get(..close)?);
+    ok.then_some(flags)
 }
 
 /// `name` as strace prints syscall names: `clone3`, `_llseek`, `syscall_0x1b4`.

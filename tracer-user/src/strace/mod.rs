@@ -287,6 +287,9 @@ struct CloneRec {
     /// The first unseen pid that appeared after this clone returned a pid not seen yet: the
     /// child if the return value never shows up in the log (index of its first event).
     candidate: Option<(u32, usize)>,
+    /// Its child's `Fork`, emitted before the return (index in the events): the return
+    /// value gives it its pid in an inferred namespace.
+    fork_at: Option<usize>,
 }
 
 impl CloneRec {
@@ -471,6 +474,7 @@ impl Parser {
             }
         }
         self.resolve_candidates();
+        pidns::order_member_pids(&mut self.out.events);
         self.out.initial_pid_unknown = self.anon;
         self.out.initial = self.initial_process();
         if self.understood == 0 {
@@ -878,6 +882,10 @@ impl Parser {
             };
         }
         let ts = if c.ret.is_some() { c.ts } else { self.ts_ns };
+        if let (Some(ret), Some(ns)) = (c.ret, child_ns.as_mut()) {
+            self.pidns.member_pid(c.tgid, ns, ret);
+        }
+        let fork_at = self.out.events.len();
         self.emit(
             c.caller,
             ts,
@@ -903,7 +911,26 @@ impl Parser {
             }
             self.clones.remove(i);
         } else {
-            self.clones.update(i, |c| c.child = Some(child));
+            self.clones.update(i, |c| {
+                c.child = Some(child);
+                c.fork_at = Some(fork_at);
+            });
+        }
+    }
+
+    /// Clone `c`, whose child's `Fork` is out already, returned `ret`: the child's pid in its
+    /// namespace when it is the caller's inferred one.
+    fn member_pid_at(&mut self, c: &CloneRec, ret: i64) {
+        let Some(at) = c.fork_at else { return };
+        let tgid = c.tgid;
+        if let Some(Event {
+            kind: EventKind::Fork {
+                child_ns: Some(ns), ..
+            },
+            ..
+        }) = self.out.events.get_mut(at)
+        {
+            self.pidns.member_pid(tgid, ns, ret);
         }
     }
 
@@ -1082,6 +1109,8 @@ impl Parser {
                 self.exit(tid, ts, (signal & 0x7f) | if core { 0x80 } else { 0 })
             }
             Body::Superseded(old) => self.superseded(tid, old),
+            Body::Unshare(flags) if flags & cf::CLONE_NEWPID != 0 => self.pidns.unshared(tid),
+            Body::Unshare(_) => {}
             Body::ThreadEnd(status) => self.thread_end(tid, ts, status),
             // One that does not read as the event it names is skipped, as other notices are.
             Body::Ours(text) => {
@@ -1270,6 +1299,7 @@ impl Parser {
             closed: false,
             ts,
             candidate: None,
+            fork_at: None,
         });
         id
     }
@@ -1283,6 +1313,7 @@ impl Parser {
                 Some(child) => {
                     if let Some(c) = self.clones.remove(id) {
                         self.learn_pid(&c, r, child);
+                        self.member_pid_at(&c, r);
                     }
                     self.emit(tid, ts, exit(r));
                 }

@@ -1,6 +1,8 @@
 //! Pid namespaces an strace log implies. strace shows no namespace, so they are inferred:
 //!
-//! * a child created with `CLONE_NEWPID` is the first process (pid 1) of a new namespace;
+//! * a child created with `CLONE_NEWPID` is the first process (pid 1) of a new namespace, and
+//!   so is the first child after its caller's `unshare(CLONE_NEWPID) = 0`; the caller's later
+//!   children join that namespace (the kernel keeps it as the task's pid_ns_for_children);
 //! * runc's `runc:[1:CHILD]` stage has unshared the pid namespace before it clones
 //!   `runc:[2:INIT]` (CLONE_PARENT) when the runtime creates a container (`runc create`,
 //!   `runc run`): INIT is pid 1 of a new namespace. Under `runc exec` the stages join the
@@ -15,8 +17,11 @@
 //! the child's pid in the *caller's* namespace, and once the importer has named the child (by
 //! its pid in the log) the pair is kept ([`NsInference::named`]); a new namespace's first
 //! process is its pid 1. [`NsInference::log_pid`] reads a namespace pid back as the log's pid.
+//! The same return is the child's `ns_pid` in its `Fork` when the child is in the caller's
+//! inferred namespace ([`NsInference::member_pid`]; [`order_member_pids`] keeps them in the
+//! kernel's numbering order).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::event::{clone_flags as cf, prctl_opt, EventKind, PidNs};
 use crate::lineage::{classify, InitStage, OciCommand, Role};
@@ -38,6 +43,10 @@ pub(super) struct NsInference {
     /// its parent's SIGCHLD names it after strace has printed its exit, and the kernel frees the
     /// pid only when it is reaped; a later clone that returns the same pid replaces it.
     pids: HashMap<(u64, u32), u32>,
+    /// Tasks that called `unshare(CLONE_NEWPID)` → the namespace their children go to (none
+    /// yet: the next child is its pid 1). The kernel keeps it as the task's
+    /// pid_ns_for_children (kernel/nsproxy.c), so every later child goes there too.
+    for_children: HashMap<u32, Option<PidNs>>,
 }
 
 impl NsInference {
@@ -95,13 +104,19 @@ impl NsInference {
         );
         let init_stage = self.child_stage.contains(&tid) && has(cf::CLONE_PARENT) && creates;
         let parent_ns = self.ns_of.get(&tgid).copied();
-        let ns = if has(cf::CLONE_NEWPID) || init_stage {
+        let unshared = self.for_children.get(&tid).copied();
+        let ns = if let Some(Some(ns)) = unshared {
+            Some(PidNs { ns_pid: 0, ..ns })
+        } else if has(cf::CLONE_NEWPID) || init_stage || unshared.is_some() {
             self.next_id += 1;
             let level = parent_ns.map_or(1, |p| p.level + 1);
             Some(PidNs::inferred(self.next_id, level, 1))
         } else {
             parent_ns.map(|p| PidNs { ns_pid: 0, ..p })
         };
+        if unshared == Some(None) {
+            self.for_children.insert(tid, ns);
+        }
         match ns {
             Some(ns) => {
                 if ns.ns_pid == 1 {
@@ -123,6 +138,26 @@ impl NsInference {
         };
         if let Some(pid) = u32::try_from(ret).ok().filter(|&p| p > 0) {
             self.remember(ns.inum, pid, child);
+        }
+    }
+
+    /// Task `tid` called `unshare(CLONE_NEWPID)`: its next child is pid 1 of a new namespace.
+    pub fn unshared(&mut self, tid: u32) {
+        if self.for_children.len() >= MAX_TRACKED {
+            self.for_children.clear();
+        }
+        self.for_children.insert(tid, None);
+    }
+
+    /// A clone of process `caller` returned `ret` for a child in namespace `ns`: when that is
+    /// the caller's own inferred namespace, `ret` is the child's pid there.
+    pub fn member_pid(&self, caller: u32, ns: &mut PidNs, ret: i64) {
+        let same = self.ns_of.get(&caller).is_some_and(|c| c.inum == ns.inum);
+        if let Some(pid) = u32::try_from(ret)
+            .ok()
+            .filter(|&p| p > 0 && same && ns.ns_pid == 0)
+        {
+            ns.ns_pid = pid;
         }
     }
 
@@ -157,6 +192,9 @@ impl NsInference {
         if self.child_stage.remove(&from) {
             self.child_stage.insert(to);
         }
+        if let Some(ns) = self.for_children.remove(&from) {
+            self.for_children.insert(to, ns);
+        }
         for pid in self.pids.values_mut().filter(|p| **p == from) {
             *pid = to;
         }
@@ -165,7 +203,50 @@ impl NsInference {
     /// Task `tid` is gone (its process too when it led it).
     pub fn gone(&mut self, tid: u32) {
         self.child_stage.remove(&tid);
+        self.for_children.remove(&tid);
         self.ns_of.remove(&tid);
         self.runtime_cmd.remove(&tid);
+    }
+}
+
+/// Namespace pids in the order of the host pids: alloc_pid() numbers a new process in every
+/// level of its namespace at once, each counting up, so of two children of one caller in one
+/// namespace the one with the lower host pid has the lower pid there. A log without attach
+/// notices names children by their first line, which may come in the other order (two
+/// members killed together print in any order): the pids their clones returned are put back
+/// in that order. (A namespace whose pids wrapped around is not told apart.)
+pub(super) fn order_member_pids(events: &mut [crate::event::Event]) {
+    let mut groups: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
+    for (at, e) in events.iter().enumerate() {
+        if let EventKind::Fork {
+            child_ns: Some(ns), ..
+        } = &e.kind
+        {
+            if ns.ns_pid > 1 && !ns.is_known() {
+                groups.entry((e.tgid, ns.inum)).or_default().push(at);
+            }
+        }
+    }
+    for at in groups.into_values().filter(|g| g.len() > 1) {
+        let child = |i: usize| match &events[i].kind {
+            EventKind::Fork {
+                child_tid,
+                child_ns,
+                ..
+            } => (*child_tid, child_ns.map_or(0, |n| n.ns_pid)),
+            _ => (0, 0),
+        };
+        let mut ns_pids: Vec<u32> = at.iter().map(|&i| child(i).1).collect();
+        ns_pids.sort_unstable();
+        let mut by_host = at.clone();
+        by_host.sort_by_key(|&i| child(i).0);
+        for (i, pid) in by_host.into_iter().zip(ns_pids) {
+            if let EventKind::Fork {
+                child_ns: Some(ns), ..
+            } = &mut events[i].kind
+            {
+                ns.ns_pid = pid;
+            }
+        }
     }
 }

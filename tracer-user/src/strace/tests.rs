@@ -690,8 +690,8 @@ fn o_log_namespaced_caller_children_come_from_new_pids() {
     // the caller's exits come at once, with the namespace pids
     assert_eq!(e[4], (5001, 5001, sys_exit(Clone, 700)));
     assert_eq!(e[6], (5001, 5001, sys_exit(Clone3, 701)));
-    // The namespace is inferred: 5001 is pid 1 of it, its descendants are in it at pids the
-    // log does not show, the host caller's other child is in none the log implies.
+    // The namespace is inferred: 5001 is pid 1 of it, its descendants are in it at the pids
+    // their clones returned, the host caller's other child is in none the log implies.
     let inside = PidNs::inferred(1, 1, 0);
     let child_ns = |pid: u32| {
         imp.events.iter().find_map(|ev| match ev.kind {
@@ -710,12 +710,17 @@ fn o_log_namespaced_caller_children_come_from_new_pids() {
             ..inside
         }))
     );
-    assert_eq!(child_ns(5003), Some(Some(inside)));
-    assert_eq!(child_ns(5006), Some(Some(inside)));
+    let at = |ns_pid| Some(Some(PidNs { ns_pid, ..inside }));
+    assert_eq!(child_ns(5003), at(700));
+    assert_eq!(child_ns(5005), at(702));
+    assert_eq!(child_ns(5006), at(703));
     assert_eq!(child_ns(5010), Some(None));
     let mut with_ns = fork_in(5003, 5003, 5001, Clone, 0);
     if let K::Fork { child_ns, .. } = &mut with_ns {
-        *child_ns = Some(inside);
+        *child_ns = Some(PidNs {
+            ns_pid: 700,
+            ..inside
+        });
     }
     assert_eq!(e[7], (5001, 5001, with_ns));
     assert!(e.contains(&(5001, 5001, sys_exit(Clone, 5000))));

@@ -102,3 +102,64 @@ fn a_sigchld_dequeued_by_an_unannounced_thread_is_its_parents() {
     let (tgid, info) = sigs(&imp)[0];
     assert_eq!((tgid, info.target, info.inferred), (203, 203, false));
 }
+
+/// `unshare --pid --fork sh -c 'sleep 100 & sleep 100 & exit 0'` under `strace -f -o`, as
+/// strace 6.1 wrote it (tests/fixtures/strace/unshare-pidns.log): unshare(CLONE_NEWPID) makes
+/// the next child pid 1 of a new namespace, and each member's pid there is what its clone
+/// returned (2, 3), in the order the kernel numbers them (host pids and namespace pids count
+/// up together), though the members' first lines come in the other order.
+#[test]
+fn unshare_newpid_and_the_clones_returns_give_each_members_namespace_pid() {
+    let imp = parse(&fixture("unshare-pidns.log"));
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let ns_of = |child: u32| {
+        imp.events.iter().find_map(|e| match e.kind {
+            K::Fork {
+                child_tid,
+                child_ns,
+                ..
+            } if child_tid == child => Some(child_ns),
+            _ => None,
+        })
+    };
+    let init = ns_of(18718).flatten().expect("the init's namespace");
+    assert_eq!((init.ns_pid, init.level), (1, 1));
+    let pids: Vec<Option<(u64, u32)>> = [18719, 18720]
+        .iter()
+        .map(|&c| ns_of(c).flatten().map(|n| (n.inum, n.ns_pid)))
+        .collect();
+    assert_eq!(pids, [Some((init.inum, 2)), Some((init.inum, 3))]);
+}
+
+/// With attach notices the member's `Fork` comes before its clone returns: the return gives
+/// it its namespace pid all the same.
+#[test]
+fn a_members_namespace_pid_comes_with_a_return_after_its_notice() {
+    let imp = parse(concat!(
+        "[pid   100] unshare(CLONE_NEWPID|CLONE_NEWNS) = 0\n",
+        "[pid   100] clone(child_stack=NULL, flags=SIGCHLD) = 101\n",
+        "strace: Process 101 attached\n",
+        "[pid   101] clone(child_stack=NULL, flags=SIGCHLD <unfinished ...>\n",
+        "strace: Process 102 attached\n",
+        "[pid   101] <... clone resumed>, child_tidptr=0x1) = 2\n",
+        "[pid   100] unshare(CLONE_NEWPID) = -1 EPERM (Operation not permitted)\n",
+        "[pid   100] clone(child_stack=NULL, flags=SIGCHLD) = 103\n",
+    ));
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let ns: Vec<(u32, Option<u32>)> = imp
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            K::Fork {
+                child_tid,
+                child_ns,
+                ..
+            } => Some((child_tid, child_ns.map(|n| n.ns_pid))),
+            _ => None,
+        })
+        .collect();
+    // a failed unshare changes nothing: 103 goes where 101 went, the caller's own namespace
+    // being the log's (a child of the caller after unshare is in the new one: the kernel's
+    // pid_ns_for_children stays)
+    assert_eq!(ns, [(101, Some(1)), (102, Some(2)), (103, Some(0))]);
+}
