@@ -313,6 +313,38 @@ pub fn strace_resumed_clones(n: u32) -> String {
     s
 }
 
+/// An `strace -f` log (stderr style, attach notices) of a pid namespace torn down in the
+/// order the kernel writes it: host process 100 clones init 101 with CLONE_NEWPID, the init
+/// makes `members` processes (102, 103, ...; pids 2, 3, ... there), one more member (the
+/// last pid) is killed by SIGKILL before the init exits (a kill the log does not show), then
+/// the init's `exit_group`, the other members' `+++ killed by SIGKILL +++` (the zap), the
+/// init's `+++ exited`, its SIGCHLD to 100.
+pub fn strace_pidns_teardown(members: u32) -> String {
+    let clone = "clone(child_stack=NULL, flags=SIGCHLD <unfinished ...>";
+    let mut s =
+        String::from("[pid   100] clone(child_stack=NULL, flags=CLONE_NEWPID|SIGCHLD) = 101\n");
+    s.push_str("strace: Process 101 attached\n");
+    for i in 0..=members {
+        s.push_str(&format!("[pid   101] {clone}\n"));
+        s.push_str(&format!("strace: Process {} attached\n", 102 + i));
+        s.push_str(&format!(
+            "[pid   101] <... clone resumed>, child_tidptr=0x1) = {}\n",
+            2 + i
+        ));
+    }
+    s.push_str(&format!(
+        "[pid {:5}] +++ killed by SIGKILL +++\n",
+        102 + members
+    ));
+    s.push_str("[pid   101] exit_group(0)                     = ?\n");
+    for i in (0..members).rev() {
+        s.push_str(&format!("[pid {:5}] +++ killed by SIGKILL +++\n", 102 + i));
+    }
+    s.push_str("[pid   101] +++ exited with 0 +++\n");
+    s.push_str("--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=101, si_uid=0, si_status=0, si_utime=0, si_stime=0} ---\n");
+    s
+}
+
 /// One event of every [`EventKind`], each optional field set and each number unlike the
 /// others (what a reader must carry through unchanged), seqs 1.. in order; events 1 to 3 are
 /// pid 1000 forking 1001, which execs and exits. The input of the JSON-lines round trip.

@@ -142,3 +142,58 @@ fn an_initial_process_without_a_pid_is_the_root() {
     assert!(l.engine.warnings().is_empty(), "{:?}", l.engine.warnings());
     assert_eq!(roots(&l), vec![(0, How::Launched)]);
 }
+
+/// A pid namespace torn down for real: `strace -f unshare --pid --fork sh -c ...`, the shell
+/// (the namespace's init) starts two sleeps and exits, and the kernel kills them
+/// (zap_pid_ns_processes). The truth comes from the shell: the sleeps' pids in the namespace
+/// (`$!`) and its own host pid (the parent of a `cat` of the host's /proc). Both strace forms.
+#[test]
+fn a_real_namespace_teardown_is_the_zap_with_the_members_namespace_pids() {
+    if !prereq::require_program("strace", "strace") || !prereq::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth");
+    let script = format!(
+        "set -- $(cat /proc/self/stat); sleep 100 & a=$!; sleep 100 & b=$!; echo $4 $a $b > {}",
+        truth.display()
+    );
+    for to_file in [true, false] {
+        let log = dir.path().join("ns.log");
+        let mut cmd = std::process::Command::new("strace");
+        cmd.arg("-f");
+        if to_file {
+            cmd.arg("-o").arg(&log);
+        } else {
+            cmd.stderr(std::fs::File::create(&log).unwrap());
+        }
+        let st = cmd
+            .args(["unshare", "--pid", "--fork", "sh", "-c", &script])
+            .status()
+            .expect("strace runs");
+        assert!(st.success(), "strace: {st}");
+        let v: Vec<u32> = std::fs::read_to_string(&truth)
+            .unwrap()
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        let (init, members) = (v[0], [v[1], v[2]]);
+        let form = if to_file { "-o FILE" } else { "stderr" };
+        let l = load(form, &std::fs::read(&log).unwrap());
+        let i = l.engine.process(init).expect("the init");
+        assert_eq!(i.pidns.map(|n| n.ns_pid), Some(1), "{form}");
+        for ns_pid in members {
+            let m = l
+                .engine
+                .processes()
+                .find(|p| p.pidns.is_some_and(|n| n.ns_pid == ns_pid))
+                .unwrap_or_else(|| panic!("{form}: no member at pid {ns_pid} there"));
+            let d = m.death().expect("dead");
+            assert_eq!(
+                (d.how, d.ns_init),
+                (tracer::lineage::DeathHow::PidNs, Some(init)),
+                "{form}: {d}"
+            );
+        }
+    }
+}

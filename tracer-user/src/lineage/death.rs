@@ -202,6 +202,44 @@ impl Engine {
                 self.procs[id].rare_mut().zapped_by = Some((init_pid, seq));
             }
         }
+        let early = self
+            .namespaces
+            .get_mut(&ns.inum)
+            .map(|e| std::mem::take(&mut e.zapped_early))
+            .unwrap_or_default();
+        for id in early {
+            self.procs[id].rare_mut().zapped_by = Some((init_pid, seq));
+        }
+    }
+
+    /// A member of a pid namespace was killed by SIGKILL that no one was seen sending, while
+    /// the namespace's init is on its way out (it called exit_group, or a fatal signal reached
+    /// it): that is the zap. The kernel runs zap_pid_ns_processes() in the init's own exit
+    /// (exit_notify() → forget_original_parent() → find_child_reaper()) and waits there for
+    /// every member, so the members end before the init's end is reported — strace prints
+    /// the init's `exit_group`, the members' `+++ killed by SIGKILL +++`, then the init's
+    /// `+++ exited`. Marked now; the init's end gives the zap's seq.
+    pub(super) fn zapped_while_init_exits(&mut self, id: ProcId) {
+        let p = &self.procs[id];
+        let sent = p
+            .killer()
+            .is_some_and(|k| k.signal == SIGKILL && k.sender != 0);
+        let Some(ns) = p.pidns.filter(|ns| ns.level > 0 && ns.ns_pid != 1 && !sent) else {
+            return;
+        };
+        let Some(init) = self.namespaces.get(&ns.inum).and_then(|e| e.init) else {
+            return;
+        };
+        let i = &self.procs[init];
+        let exiting = i.exit_group_code.is_some() || i.killer().is_some();
+        if i.exited || !exiting || init == id {
+            return;
+        }
+        let init_pid = i.pid;
+        self.procs[id].rare_mut().zapped_by = Some((init_pid, 0));
+        if let Some(e) = self.namespaces.get_mut(&ns.inum) {
+            e.zapped_early.push(id);
+        }
     }
 
     /// The SIGCHLD checks so far.

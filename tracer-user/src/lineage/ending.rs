@@ -219,11 +219,11 @@ impl fmt::Display for Death {
                 }
             }
             (DeathHow::PidNs, _) => {
-                write!(f, "killed by SIGKILL: its pid namespace's init")?;
+                f.write_str("killed by SIGKILL from its pid namespace's teardown (init ")?;
                 if let Some(i) = self.ns_init {
-                    write!(f, " {i}")?;
+                    write!(f, "{i} ")?;
                 }
-                f.write_str(" died (zap_pid_ns_processes)")
+                f.write_str("died: zap_pid_ns_processes)")
             }
             _ => f.write_str("ended (how was not seen)"),
         }

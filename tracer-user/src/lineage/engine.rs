@@ -224,6 +224,9 @@ pub(super) struct Namespace {
     /// what zap_pid_ns_processes() kills is read here, not found by a scan of every record.
     /// Written at birth and at exit; shared with the engine's clones until written.
     pub live: Arc<BTreeSet<ProcId>>,
+    /// Members killed by SIGKILL while the init's exit was under way, before the init's own
+    /// end was seen (the order a waiting tracer reports): its end gives them the zap's seq.
+    pub zapped_early: Vec<ProcId>,
 }
 
 /// The lineage engine. Deterministic: the same events give the same state.

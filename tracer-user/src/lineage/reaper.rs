@@ -37,6 +37,9 @@ impl Engine {
         p.exit_seq = Some(seq);
         p.exit_ts_ns = Some(ts_ns);
         self.all_threads_dead(id);
+        if matches!(status, Some(ExitStatus::Killed { signal: 9, .. })) {
+            self.zapped_while_init_exits(id);
+        }
         self.leave_namespace(id);
         if super::engine::is_ns_init(&self.procs[id]) {
             self.zap_namespace(id, seq);

@@ -163,3 +163,42 @@ fn a_members_namespace_pid_comes_with_a_return_after_its_notice() {
     // pid_ns_for_children stays)
     assert_eq!(ns, [(101, Some(1)), (102, Some(2)), (103, Some(0))]);
 }
+
+/// (how, pid namespace init, text) of each process's death after an import.
+fn deaths(imp: &Import, pids: &[u32]) -> Vec<(crate::lineage::DeathHow, Option<u32>, String)> {
+    let mut e = crate::lineage::Engine::new();
+    e.seed_snapshot(imp.initial.as_slice());
+    imp.events.iter().for_each(|ev| e.apply(ev));
+    let death = |p: u32| e.process(p).and_then(|p| p.death()).expect("a death");
+    pids.iter()
+        .map(|&p| death(p))
+        .map(|d| (d.how, d.ns_init, d.to_string()))
+        .collect()
+}
+
+/// zap_pid_ns_processes() runs in the init's own exit and waits for the members: strace
+/// prints the init's exit_group, the members' deaths, then the init's exit. Members killed
+/// in between are the zap's; one killed before the init's exit_group is not.
+#[test]
+fn a_namespace_teardown_in_the_kernels_own_order_is_the_zap() {
+    use crate::lineage::DeathHow::{PidNs, Signal};
+    let imp = parse(&fixture("unshare-pidns.log"));
+    let teardown = "killed by SIGKILL from its pid namespace's teardown (init 18718 died: zap_pid_ns_processes)";
+    let want = (PidNs, Some(18718), teardown.to_string());
+    assert_eq!(deaths(&imp, &[18719, 18720]), [want.clone(), want]);
+    // the synth kit's crafted log: stderr style, one member killed before the init exits
+    let imp = parse(&crate::synth::strace_pidns_teardown(3));
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let got = deaths(&imp, &[102, 103, 104, 105]);
+    let zapped = |(how, init, _): &(_, _, _)| (*how, *init);
+    let got: Vec<_> = got.iter().map(zapped).collect();
+    assert_eq!(
+        got,
+        [
+            (PidNs, Some(101)),
+            (PidNs, Some(101)),
+            (PidNs, Some(101)),
+            (Signal, None)
+        ]
+    );
+}
