@@ -444,6 +444,35 @@ pub fn is_runtime_machinery(name: &str) -> bool {
         || name == "kubelet"
 }
 
+/// Init systems and container inits, by program name (also their kernel comm): what a trainee
+/// expects to find as PID 1.
+pub const INIT_SYSTEMS: &[&str] = &[
+    "systemd",
+    "init",
+    "tini",
+    "docker-init",
+    "dumb-init",
+    "catatonit",
+    "s6-svscan",
+    "runit",
+    "runit-init",
+    "openrc-init",
+    "busybox",
+    "upstart",
+];
+
+/// What a trainee is told of the host's PID 1 when it is no init system (a VM's agent such
+/// as `process_api`): a label for teaching, from its name, never a decision of authority (a
+/// name proves nothing). `None` for a known init system (or no name). Raw, as story texts
+/// are: escaped where it is written out.
+pub fn machine_init_words(name: &str) -> Option<String> {
+    let name = name.trim();
+    if name.is_empty() || name == "?" || INIT_SYSTEMS.contains(&name) {
+        return None;
+    }
+    Some(format!("the recording machine's init ({name})"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,6 +65,9 @@ pub enum Mark<'a> {
     Placeholder,
     /// An strace log's initial process whose pid the log never shows.
     InitialProcess,
+    /// `(the recording machine's init)`: the host's PID 1 when its name is no init system's
+    /// (a VM's `process_api`), [`machine_init`].
+    MachineInit,
     /// `(subreaper)`
     Subreaper,
     /// `(CLONE_PARENT via 8420)`: born to its caller's parent.
@@ -96,6 +99,7 @@ impl Mark<'_> {
             Mark::NsPid(n) => format!(" (pid {n} in container)"),
             Mark::Placeholder => " (placeholder)".into(),
             Mark::InitialProcess => " (initial process: its pid is not in the log)".into(),
+            Mark::MachineInit => " (the recording machine's init)".into(),
             Mark::Subreaper => " (subreaper)".into(),
             Mark::CloneParent(Some(c)) => format!(" (CLONE_PARENT via {c})"),
             Mark::CloneParent(None) => " (CLONE_PARENT)".into(),
@@ -104,6 +108,16 @@ impl Mark<'_> {
             Mark::Exit(st) => format!(" ({st})"),
         }
     }
+}
+
+/// The words for the host's PID 1 when it is no init system: "the recording machine's init
+/// (process_api)" — what a tree, a story or an adoption ("adopted by 1 (…)") calls it.
+/// `None` for any other process, and for an init system's PID 1.
+pub fn machine_init(p: &Process) -> Option<String> {
+    let host = p.pidns.is_none_or(|ns| ns.level == 0);
+    (p.pid == 1 && host)
+        .then(|| crate::names::machine_init_words(&p.name()))
+        .flatten()
 }
 
 /// How `p` ended, in a few words (`exit 0`, `killed SIGTERM by 812`, `OOMKilled`, `exited`
@@ -131,6 +145,9 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
         v.push(Mark::InitialProcess);
     } else if p.born_how() == How::Unknown {
         v.push(Mark::Placeholder);
+    }
+    if machine_init(p).is_some() {
+        v.push(Mark::MachineInit);
     }
     if p.is_subreaper {
         v.push(Mark::Subreaper);

@@ -176,6 +176,7 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
         | Mark::Uid(_)
         | Mark::Placeholder
         | Mark::InitialProcess
+        | Mark::MachineInit
         | Mark::Exit(_) => base,
     }
 }

@@ -97,3 +97,38 @@ fn a_sigchld_a_thread_of_the_parent_dequeues_agrees_with_the_model() {
     let c = e.sigchld_checks();
     assert_eq!((c.agreed, c.disagreed), (1, 0), "{:?}", e.warnings());
 }
+
+/// The host's PID 1 that is no init system (a VM's `process_api`) is named for what it is,
+/// in the one label model the tree and the viewer draw; systemd, a container's PID 1 (pid 1
+/// in its own namespace) and any other pid are not.
+#[test]
+fn a_pid_1_that_is_no_init_system_is_the_recording_machines_init() {
+    let label = |comm: &str| {
+        let mut e = Engine::new();
+        e.seed_snapshot(&[snap(1, 0, comm), snap(7, 1, "process_api")]);
+        let one = node_label(e.process(1).unwrap(), TreeOpts::default());
+        let seven = node_label(e.process(7).unwrap(), TreeOpts::default());
+        (
+            one,
+            seven,
+            crate::lineage::view::machine_init(e.process(1).unwrap()),
+        )
+    };
+    let (one, seven, words) = label("process_api");
+    assert_eq!(one, "1 process_api (the recording machine's init)");
+    assert_eq!(seven, "7 process_api");
+    assert_eq!(
+        words.as_deref(),
+        Some("the recording machine's init (process_api)")
+    );
+    let (one, _, words) = label("systemd");
+    assert_eq!((one.as_str(), words), ("1 systemd", None));
+    // a hostile name: the label's own escape; the words are raw until written out
+    let (one, _, words) = label("a\u{1b}[2J");
+    assert_eq!(one, "1 a\\33[2J (the recording machine's init)");
+    let words = words.unwrap();
+    assert_eq!(
+        crate::escape::escape(&words),
+        "the recording machine's init (a\\33[2J)"
+    );
+}
