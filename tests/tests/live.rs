@@ -138,7 +138,9 @@ fn lifecycle_syscalls_are_reported_exactly() {
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PrctlEnter { option, arg2, name } => Some((*option, *arg2, name.clone())),
+            EventKind::PrctlEnter {
+                option, arg2, name, ..
+            } => Some((*option, *arg2, name.clone())),
             _ => None,
         })
         .collect();
@@ -282,7 +284,9 @@ fn lifecycle_without_syscall_probes_is_reported_exactly() {
         .events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::PrctlEnter { option, arg2, name } => {
+            EventKind::PrctlEnter {
+                option, arg2, name, ..
+            } => {
                 Some((e.tid, *option, *arg2, name.clone().map(|n| n.value)))
             }
             _ => None,

@@ -95,6 +95,7 @@ fn scene() -> Vec<Event> {
             option: prctl_opt::PR_SET_CHILD_SUBREAPER,
             arg2: 1,
             name: None,
+            shown: None,
         },
     );
     s.push(

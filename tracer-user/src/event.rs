@@ -412,6 +412,23 @@ impl<'de> Deserialize<'de> for Event {
     }
 }
 
+/// Most bytes of a prctl's arguments kept as an strace log wrote them.
+pub const MAX_SHOWN_ARGS: usize = 256;
+
+/// What an strace log showed of a prctl call that the option and arg2 do not hold.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrctlShown {
+    /// The arguments as strace wrote them (`PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_KILL,
+    /// 0, 0`: symbolic names kept), when they are printable ASCII of at most
+    /// [`MAX_SHOWN_ARGS`] bytes (else none: the option and arg2 are printed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<String>,
+    /// What a `PR_GET_*` call that returned 0 wrote to arg2's address, as strace printed it
+    /// (`PR_GET_CHILD_SUBREAPER, [1]`): an observation of the flag from this event on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<u64>,
+}
+
 /// What happened. Enter/exit pairs are matched by `tid` (exec success by `Exec::old_tid`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -462,6 +479,10 @@ pub enum EventKind {
         arg2: u64,
         /// `PR_SET_NAME`'s new name, when the probe could read it.
         name: Option<CapturedStr>,
+        /// What an strace log showed of the call beyond its option and second argument
+        /// (the probes: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shown: Option<Box<PrctlShown>>,
     },
     /// A task was created (sched_process_fork, or an strace clone + attach notice).
     /// The event's own tgid/tid are the creator's (the caller).

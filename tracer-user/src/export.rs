@@ -178,7 +178,9 @@ pub fn write_perfetto(
                     });
                 }
             }
-            EventKind::PrctlEnter { option, arg2, name } => {
+            EventKind::PrctlEnter {
+                option, arg2, name, ..
+            } => {
                 if let Some(p) = e.process(ev.tgid) {
                     let opt = crate::names::prctl_option(*option);
                     let label = match name {
@@ -637,6 +639,7 @@ mod tests {
                     option: 15,
                     arg2: 0,
                     name: Some(CapturedStr::new("runc:[2:INIT]")),
+                    shown: None,
                 },
             ),
             fork(5, 60, 62, 60, 0),

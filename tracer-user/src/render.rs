@@ -288,9 +288,20 @@ impl LineRenderer {
                 let args = exec_args(&ev.kind);
                 self.hold(&cx, ev, *syscall, args, &mut lines);
             }
-            EventKind::PrctlEnter { option, arg2, name } => {
+            EventKind::PrctlEnter {
+                option,
+                arg2,
+                name,
+                shown,
+            } => {
                 let opt = names::prctl_option(*option);
                 let args = match (name, *option) {
+                    // as the strace log wrote them (printable ASCII, bounded by the importer)
+                    _ if shown.as_ref().is_some_and(|s| s.args.is_some()) => shown
+                        .as_ref()
+                        .and_then(|s| s.args.as_deref())
+                        .map(shown_args)
+                        .unwrap_or_default(),
                     (Some(n), _) => format!("{opt}, {}", quote(&n.value, n.truncated)),
                     (None, tracer_common::prctl::PR_SET_PDEATHSIG) => {
                         format!("{opt}, {}", names::signal(*arg2 as i32))
@@ -557,6 +568,18 @@ fn exec_args(kind: &EventKind) -> String {
     args
 }
 
+/// A prctl's arguments as an strace log wrote them: kept as they are when they are what the
+/// importer keeps (printable ASCII, at most [`MAX_SHOWN_ARGS`](crate::event::MAX_SHOWN_ARGS)
+/// bytes); anything else (a JSON-lines file says what it likes) escaped and cut.
+fn shown_args(a: &str) -> String {
+    let max = crate::event::MAX_SHOWN_ARGS;
+    if a.len() <= max && a.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+        return a.to_owned();
+    }
+    let cut: String = a.chars().take(max).collect();
+    escape(&cut).into_owned()
+}
+
 /// The notices strace has no line for, in its `--- ... ---` style.
 fn notice_text(kind: &EventKind) -> Option<String> {
     Some(match kind {
@@ -682,6 +705,7 @@ mod tests {
                     option: tracer_common::prctl::PR_SET_NAME,
                     arg2: 0,
                     name: Some(CapturedStr::new("runc:[1:CHILD]")),
+                    shown: None,
                 },
             ),
             ev(3, 21, exec_enter("/bin/sh")),
@@ -693,6 +717,7 @@ mod tests {
                     option: tracer_common::prctl::PR_SET_CHILD_SUBREAPER,
                     arg2: 1,
                     name: None,
+                    shown: None,
                 },
             ),
             ev(
@@ -834,6 +859,7 @@ mod tests {
                     option: 15,
                     arg2: 0,
                     name: Some(CapturedStr::new("runc:[0:PARENT]")),
+                    shown: None,
                 },
             ),
             ev(
@@ -851,6 +877,7 @@ mod tests {
                     option: 36,
                     arg2: 1,
                     name: None,
+                    shown: None,
                 },
             ),
             ev(
@@ -908,6 +935,7 @@ mod tests {
                     option: tracer_common::prctl::PR_SET_NAME,
                     arg2: 0,
                     name: Some(name),
+                    shown: None,
                 },
             ),
             ev(

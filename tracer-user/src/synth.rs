@@ -395,6 +395,7 @@ pub fn every_kind() -> Vec<Event> {
             option: 15,
             arg2: u64::MAX,
             name: Some(CapturedStr::new("worker")),
+            shown: None,
         },
         EventKind::CgroupAttach {
             pid: 1001,

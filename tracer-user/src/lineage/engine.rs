@@ -576,6 +576,13 @@ impl Engine {
                 let id = self.task(a);
                 self.set_subreaper(id, *on, a.seq);
             }
+            Transition::SubreaperSeen(a, on) => {
+                // Only a change is news: a flag seen set keeps the seq it was set at.
+                let id = self.task(a);
+                if self.procs[id].is_subreaper != *on {
+                    self.set_subreaper(id, *on, a.seq);
+                }
+            }
             Transition::ExitGroupCalled(a, code) => {
                 let id = self.task(a);
                 self.procs[id].exit_group_code = Some(*code);

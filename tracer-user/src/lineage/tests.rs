@@ -133,6 +133,7 @@ impl B {
                 option: prctl_opt::PR_SET_NAME,
                 arg2: 0,
                 name: Some(CapturedStr::new(name)),
+                shown: None,
             },
         )
     }
@@ -146,6 +147,7 @@ impl B {
                 option: prctl_opt::PR_SET_CHILD_SUBREAPER,
                 arg2: on as u64,
                 name: None,
+                shown: None,
             },
         )
     }
@@ -994,11 +996,13 @@ fn arbitrary_stream(n: u64) -> Vec<Event> {
                 option: prctl_opt::PR_SET_CHILD_SUBREAPER,
                 arg2: next(2),
                 name: None,
+                shown: None,
             },
             6 => EventKind::PrctlEnter {
                 option: prctl_opt::PR_SET_NAME,
                 arg2: 0,
                 name: Some(CapturedStr::new("runc:[2:INIT]")),
+                shown: None,
             },
             7 => EventKind::ExitEnter {
                 syscall: Syscall::ExitGroup,

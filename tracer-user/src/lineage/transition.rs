@@ -82,6 +82,9 @@ pub enum Transition {
     Renamed(Actor, Comm),
     /// PR_SET_CHILD_SUBREAPER set (true) or cleared.
     Subreaper(Actor, bool),
+    /// PR_GET_CHILD_SUBREAPER read the flag (an strace log's `[1]`/`[0]`): the flag as it
+    /// is from this event on, whenever it was set (before the log began: `strace -p`).
+    SubreaperSeen(Actor, bool),
     /// exit_group(code) called: every thread of the process is going.
     ExitGroupCalled(Actor, i32),
     /// cgroup_attach_task(): the actor (the mover) put task `tid` into cgroup `path`.
@@ -129,6 +132,7 @@ impl Transition {
             | Transition::Exec(a, _)
             | Transition::Renamed(a, _)
             | Transition::Subreaper(a, _)
+            | Transition::SubreaperSeen(a, _)
             | Transition::ExitGroupCalled(a, _)
             | Transition::CgroupMoved { actor: a, .. }
             | Transition::ContainerMeta { actor: a, .. }
@@ -236,11 +240,21 @@ impl Adapter {
             EventKind::ExitEnter { syscall, code } if *syscall == Syscall::ExitGroup => {
                 Transition::ExitGroupCalled(actor, *code)
             }
-            EventKind::PrctlEnter { option, arg2, name } => match (*option, name) {
+            EventKind::PrctlEnter {
+                option,
+                arg2,
+                name,
+                shown,
+            } => match (*option, name) {
                 (prctl_opt::PR_SET_NAME, Some(name)) => {
                     Transition::Renamed(actor, Comm::new(&name.value))
                 }
                 (prctl_opt::PR_SET_CHILD_SUBREAPER, _) => Transition::Subreaper(actor, *arg2 != 0),
+                (prctl_opt::PR_GET_CHILD_SUBREAPER, _) => match shown.as_ref().and_then(|s| s.read)
+                {
+                    Some(v) => Transition::SubreaperSeen(actor, v != 0),
+                    None => Transition::Alive(actor),
+                },
                 _ => Transition::Alive(actor),
             },
             EventKind::TaskExit {

@@ -61,6 +61,7 @@ fn events() -> Vec<Event> {
             option: tracer_common::prctl::PR_SET_NAME,
             arg2: 0,
             name: Some(CapturedStr::new("wo>]rker\x1b")),
+            shown: None,
         },
     );
     let cgroup = Event::bare(

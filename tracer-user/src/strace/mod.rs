@@ -1182,7 +1182,7 @@ impl Parser {
                 self.pending.insert(tid, Pending::Exit);
             }
             Syscall::Prctl => {
-                let emitted = match prctl_args(args) {
+                let emitted = match prctl_args(args, end) {
                     Some(kind) => {
                         self.emit(tid, ts, kind);
                         true
@@ -1522,16 +1522,35 @@ fn exec_args(sc: Syscall, args: &str) -> EventKind {
     }
 }
 
-fn prctl_args(args: &str) -> Option<EventKind> {
+/// A prctl line's event: the option and arg2 (a signal name read as its number), PR_SET_NAME's
+/// name, and what strace wrote (`shown`): the arguments as written, symbolic names kept
+/// (printable ASCII up to [`MAX_SHOWN_ARGS`](crate::event::MAX_SHOWN_ARGS) bytes, else left
+/// out), and a PR_GET_CHILD_SUBREAPER's `[N]` when the call returned 0.
+fn prctl_args(args: &str, end: End) -> Option<EventKind> {
+    use crate::event::{prctl_opt, PrctlShown, MAX_SHOWN_ARGS};
     let mut it = args::split_top(args);
     let option = crate::names::parse_prctl_option(it.next()?)?;
     let arg2_text = it.next().unwrap_or("0");
-    if option == crate::event::prctl_opt::PR_SET_NAME {
+    let text = args.trim();
+    let printable = text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let read = arg2_text
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .and_then(crate::names::parse_int)
+        .and_then(|v| u64::try_from(v).ok())
+        .filter(|_| option == prctl_opt::PR_GET_CHILD_SUBREAPER && end == End::Returned(Some(0)));
+    let shown = PrctlShown {
+        args: (printable && text.len() <= MAX_SHOWN_ARGS).then(|| text.to_owned()),
+        read,
+    };
+    let shown = (shown.args.is_some() || read.is_some()).then(|| Box::new(shown));
+    if option == prctl_opt::PR_SET_NAME {
         let name = args::parse_cstr(arg2_text).unwrap_or_default();
         return Some(EventKind::PrctlEnter {
             option,
             arg2: 0,
             name: Some(name),
+            shown,
         });
     }
     let arg2 = crate::names::parse_int(arg2_text)
@@ -1542,5 +1561,6 @@ fn prctl_args(args: &str) -> Option<EventKind> {
         option,
         arg2,
         name: None,
+        shown,
     })
 }

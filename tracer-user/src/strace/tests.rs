@@ -158,7 +158,8 @@ fn pid_prefix_styles() {
         K::PrctlEnter {
             option: PR_SET_CHILD_SUBREAPER,
             arg2: 1,
-            name: None
+            name: None,
+            shown: None,
         }
     );
     assert_eq!(imp.events[1].kind, sys_exit(Syscall::Prctl, 0));
@@ -898,7 +899,8 @@ fn non_leader_exec_superseded_stderr_style() {
             K::PrctlEnter {
                 option: PR_SET_PDEATHSIG,
                 arg2: 9,
-                name: None
+                name: None,
+                shown: None,
             }
         )
     );
@@ -1051,7 +1053,8 @@ fn prctl_forms() {
         K::PrctlEnter {
             option: PR_SET_NAME,
             arg2: 0,
-            name: name("runc:[1:CHILD]", false)
+            name: name("runc:[1:CHILD]", false),
+            shown: None,
         }
     );
     assert_eq!(e[1].2, sys_exit(Syscall::Prctl, 0));
@@ -1060,7 +1063,8 @@ fn prctl_forms() {
         K::PrctlEnter {
             option: PR_SET_NAME,
             arg2: 0,
-            name: name("runc:[0:PARENT]", true)
+            name: name("runc:[0:PARENT]", true),
+            shown: None,
         }
     );
     assert_eq!(
@@ -1068,7 +1072,8 @@ fn prctl_forms() {
         K::PrctlEnter {
             option: PR_SET_CHILD_SUBREAPER,
             arg2: 1,
-            name: None
+            name: None,
+            shown: None,
         }
     );
     assert_eq!(
@@ -1076,7 +1081,8 @@ fn prctl_forms() {
         K::PrctlEnter {
             option: PR_SET_PDEATHSIG,
             arg2: 9,
-            name: None
+            name: None,
+            shown: None,
         }
     );
     assert_eq!(e[7].2, sys_exit(Syscall::Prctl, 0));
@@ -1085,7 +1091,8 @@ fn prctl_forms() {
         K::PrctlEnter {
             option: 24,
             arg2: 0,
-            name: None
+            name: None,
+            shown: None,
         }
     );
     // an option without a name here is skipped, with its exit

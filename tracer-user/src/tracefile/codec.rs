@@ -8,8 +8,8 @@
 use bytes::{Buf, BufMut};
 
 use crate::event::{
-    CapturedStr, CloneFlags, Comm, Event, EventKind, ExeFile, ExecCred, OomInfo, PidNs, SignalInfo,
-    SignalResult, Syscall,
+    CapturedStr, CloneFlags, Comm, Event, EventKind, ExeFile, ExecCred, OomInfo, PidNs, PrctlShown,
+    SignalInfo, SignalResult, Syscall, MAX_SHOWN_ARGS,
 };
 
 use super::{CaptureMode, Header, SnapshotEntry, StatsRecord};
@@ -651,15 +651,21 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
             put_syscall(b, *syscall);
             put_ivarint(b, i64::from(*code));
         }
-        EventKind::PrctlEnter { option, arg2, name } => {
+        EventKind::PrctlEnter {
+            option,
+            arg2,
+            name,
+            shown,
+        } => {
             put_varint(b, u64::from(*option));
             put_varint(b, *arg2);
-            match name {
-                None => b.put_u8(0),
-                Some(n) => {
-                    b.put_u8(if n.truncated { 2 } else { 1 });
-                    put_str(b, &n.value);
-                }
+            let marker = name.as_ref().map_or(0, |n| if n.truncated { 2 } else { 1 });
+            b.put_u8(marker | if shown.is_some() { 4 } else { 0 });
+            if let Some(n) = name {
+                put_str(b, &n.value);
+            }
+            if let Some(sh) = shown {
+                put_prctl_shown(b, sh);
             }
         }
         EventKind::Fork {
@@ -731,6 +737,31 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
     }
 }
 
+/// What an strace log showed of a prctl: a marker byte (bit 0: the arguments' text follows,
+/// bit 1: the value read back follows as a varint), then those.
+fn put_prctl_shown(b: &mut impl BufMut, sh: &PrctlShown) {
+    b.put_u8(u8::from(sh.args.is_some()) | u8::from(sh.read.is_some()) << 1);
+    if let Some(a) = &sh.args {
+        put_str(b, a);
+    }
+    if let Some(r) = sh.read {
+        put_varint(b, r);
+    }
+}
+
+fn get_prctl_shown(c: &mut Cur<'_>) -> DResult<PrctlShown> {
+    let m = get_small(c, 3, "prctl shown marker (0-3)")?;
+    let args = match m & 1 {
+        0 => None,
+        _ => Some(c.string("prctl arguments")?).filter(|a| a.len() <= MAX_SHOWN_ARGS),
+    };
+    let read = match m & 2 {
+        0 => None,
+        _ => Some(c.varint("prctl value read")?),
+    };
+    Ok(PrctlShown { args, read })
+}
+
 fn put_signal(b: &mut impl BufMut, i: &SignalInfo) {
     put_ivarint(b, i64::from(i.signal));
     put_ivarint(b, i64::from(i.code));
@@ -738,21 +769,29 @@ fn put_signal(b: &mut impl BufMut, i: &SignalInfo) {
     put_varint(b, u64::from(i.sender_tid));
     put_varint(b, u64::from(i.target));
     put_varint(b, u64::from(i.target_tid));
-    b.put_u8(u8::from(i.group));
+    // bit 0: group; bit 1: the importer inferred the sender or the receiving process
+    b.put_u8(u8::from(i.group) | u8::from(i.inferred) << 1);
     b.put_u8(i.result.to_wire() as u8);
 }
 
 fn get_signal(c: &mut Cur<'_>) -> DResult<SignalInfo> {
+    let signal = c.i32v("a signal number")?;
+    let code = c.i32v("a signal's si_code")?;
+    let sender = c.u32v("a signal's sender")?;
+    let sender_tid = c.u32v("a signal's sender thread")?;
+    let target = c.u32v("a signal's target")?;
+    let target_tid = c.u32v("a signal's target thread")?;
+    let flags = get_small(c, 3, "a signal's flags (0-3)")?;
     Ok(SignalInfo {
-        signal: c.i32v("a signal number")?,
-        code: c.i32v("a signal's si_code")?,
-        sender: c.u32v("a signal's sender")?,
-        sender_tid: c.u32v("a signal's sender thread")?,
-        target: c.u32v("a signal's target")?,
-        target_tid: c.u32v("a signal's target thread")?,
-        group: get_bool(c, "a signal's group flag")?,
+        signal,
+        code,
+        sender,
+        sender_tid,
+        target,
+        target_tid,
+        group: flags & 1 != 0,
         result: SignalResult::from_wire(u32::from(get_small(c, 5, "a signal's result (0-5)")?)),
-        inferred: false,
+        inferred: flags & 2 != 0,
     })
 }
 
@@ -901,14 +940,25 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
         K_PRCTL_ENTER => {
             let option = c.u32v("prctl option")?;
             let arg2 = c.varint("prctl arg2")?;
-            let name = match get_small(c, 2, "prctl name marker (0-2)")? {
+            let marker = get_small(c, 6, "prctl name marker (0-6)")?;
+            let name = match marker & 3 {
                 0 => None,
+                3 => return Err(DecodeError("prctl name marker (0-2)")),
                 m => Some(CapturedStr {
                     value: c.string("prctl name")?,
                     truncated: m == 2,
                 }),
             };
-            EventKind::PrctlEnter { option, arg2, name }
+            let shown = match marker & 4 {
+                0 => None,
+                _ => Some(Box::new(get_prctl_shown(c)?)),
+            };
+            EventKind::PrctlEnter {
+                option,
+                arg2,
+                name,
+                shown,
+            }
         }
         K_FORK => {
             let child_tid = c.u32v("fork child tid")?;

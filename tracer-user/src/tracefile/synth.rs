@@ -229,6 +229,7 @@ impl Storm {
                 option: 15,
                 arg2: 0,
                 name: Some(CapturedStr::new("runc:[2:INIT]")),
+                shown: None,
             },
         );
         self.push(

@@ -85,6 +85,7 @@ pub(crate) fn sample_events() -> Vec<Event> {
                 option: 15,
                 arg2: u64::MAX,
                 name: Some(CapturedStr::new("runc:[2:INIT]")),
+                shown: None,
             },
         ),
         ev(
@@ -95,6 +96,7 @@ pub(crate) fn sample_events() -> Vec<Event> {
                 option: 36,
                 arg2: 1,
                 name: None,
+                shown: None,
             },
         ),
         ev(
@@ -919,8 +921,14 @@ mod prop {
                 ),
             (arb_syscall(), any::<i32>())
                 .prop_map(|(syscall, code)| EventKind::ExitEnter { syscall, code }),
-            (any::<u32>(), any::<u64>(), proptest::option::of(arb_cstr()))
-                .prop_map(|(option, arg2, name)| EventKind::PrctlEnter { option, arg2, name }),
+            (any::<u32>(), any::<u64>(), proptest::option::of(arb_cstr())).prop_map(
+                |(option, arg2, name)| EventKind::PrctlEnter {
+                    option,
+                    arg2,
+                    name,
+                    shown: None
+                }
+            ),
             (
                 any::<u32>(),
                 any::<u32>(),

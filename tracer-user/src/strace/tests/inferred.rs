@@ -202,3 +202,85 @@ fn a_namespace_teardown_in_the_kernels_own_order_is_the_zap() {
         ]
     );
 }
+
+/// `strace -p` of a process that became a subreaper before the log began: its
+/// `prctl(PR_GET_CHILD_SUBREAPER, [1]) = 0` is the flag seen set, so a grandchild orphaned
+/// later goes to it (kernel/exit.c find_new_reaper(): the nearest subreaper ancestor), not to
+/// PID 1, and the kernel's SIGCHLD agrees. `[0]` is the flag seen clear.
+#[test]
+fn a_subreaper_flag_read_back_is_the_flag_from_then_on() {
+    let log = |flag: u32| {
+        format!(
+            concat!(
+                "strace: Process 500 attached\n",
+                "[pid   500] prctl(PR_GET_CHILD_SUBREAPER, [{}]) = 0\n",
+                "[pid   500] clone(child_stack=NULL, flags=SIGCHLD) = 501\n",
+                "strace: Process 501 attached\n",
+                "[pid   501] clone(child_stack=NULL, flags=SIGCHLD) = 502\n",
+                "strace: Process 502 attached\n",
+                "[pid   501] exit_group(0) = ?\n",
+                "[pid   501] +++ exited with 0 +++\n",
+                "[pid   500] --- SIGCHLD {{si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=501, si_uid=0, si_status=0}} ---\n",
+                "[pid   502] exit_group(0) = ?\n",
+                "[pid   502] +++ exited with 0 +++\n",
+                "[pid   500] --- SIGCHLD {{si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=502, si_uid=0, si_status=0}} ---\n",
+            ),
+            flag
+        )
+    };
+    let run = |flag| {
+        let imp = parse(&log(flag));
+        assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+        let mut e = crate::lineage::Engine::new();
+        e.seed_snapshot(&[
+            crate::synth::process(1, 0, "systemd"),
+            crate::synth::process(500, 1, "shim"),
+        ]);
+        imp.events.iter().for_each(|ev| e.apply(ev));
+        let c = e.sigchld_checks();
+        (e.process(502).map(|p| p.ppid), c.agreed, c.disagreed)
+    };
+    assert_eq!(run(1), (Some(500), 2, 0));
+    assert_eq!(run(0), (Some(1), 1, 1));
+}
+
+/// strace's own arguments come back as it wrote them (symbolic names kept), as strace 6.1
+/// printed them for an unprivileged process.
+#[test]
+fn prctl_arguments_are_printed_as_strace_wrote_them() {
+    let real = concat!(
+        "prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_KILL, 0, 0) = -1 EPERM (Operation not permitted)\n",
+        "prctl(PR_GET_CHILD_SUBREAPER, [0])      = 0\n",
+        "prctl(PR_SET_CHILD_SUBREAPER, 1)        = 0\n",
+        "prctl(PR_GET_CHILD_SUBREAPER, [1])      = 0\n",
+    );
+    let imp = parse(real);
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let mut r = crate::render::LineRenderer::new();
+    let lines: Vec<String> = imp.events.iter().flat_map(|e| r.render(e)).collect();
+    let bodies: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split_once("] ").map_or(l.as_str(), |p| p.1))
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            // (the errno's text strace adds is not the renderer's habit)
+            "prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_KILL, 0, 0) = -1 EPERM",
+            "prctl(PR_GET_CHILD_SUBREAPER, [0]) = 0",
+            "prctl(PR_SET_CHILD_SUBREAPER, 1) = 0",
+            "prctl(PR_GET_CHILD_SUBREAPER, [1]) = 0",
+        ]
+    );
+    // what is not printable ASCII, or too long, is not kept: the option and arg2 are printed
+    let long = format!(
+        "prctl(PR_SET_PDEATHSIG, SIGKILL, {}) = 0\n",
+        "1, ".repeat(100) + "1"
+    );
+    let imp = parse(&long);
+    let lines: Vec<String> = imp.events.iter().flat_map(|e| r.render(e)).collect();
+    assert!(
+        lines[0].ends_with("prctl(PR_SET_PDEATHSIG, SIGKILL) = 0"),
+        "{lines:?}"
+    );
+}
