@@ -422,6 +422,43 @@ pub fn parse_int(text: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// execveat()'s `AT_*` flags and their names.
+const AT_FLAGS: &[(u32, &str)] = &[
+    (0x100, "AT_SYMLINK_NOFOLLOW"),
+    (0x400, "AT_SYMLINK_FOLLOW"),
+    (0x800, "AT_NO_AUTOMOUNT"),
+    (0x1000, "AT_EMPTY_PATH"),
+];
+
+/// `AT_EMPTY_PATH|AT_SYMLINK_NOFOLLOW` as strace writes them; bits without a name in hex
+/// after the names; `0` for none.
+pub fn at_flags(v: u32) -> String {
+    let mut parts: Vec<String> = AT_FLAGS
+        .iter()
+        .filter(|(bit, _)| v & bit != 0)
+        .map(|(_, n)| (*n).to_string())
+        .collect();
+    let rest = AT_FLAGS.iter().fold(v, |r, (bit, _)| r & !bit);
+    if rest != 0 || parts.is_empty() {
+        parts.push(if rest == 0 {
+            "0".into()
+        } else {
+            format!("{rest:#x}")
+        });
+    }
+    parts.join("|")
+}
+
+/// One `AT_*` name (or a number) → its bits.
+pub fn parse_at_flag(text: &str) -> Option<u32> {
+    let t = text.trim();
+    AT_FLAGS
+        .iter()
+        .find(|(_, n)| *n == t)
+        .map(|(b, _)| *b)
+        .or_else(|| parse_int(t).and_then(|n| u32::try_from(n).ok()))
+}
+
 /// Container runtime daemons, by program name (also their kernel comm).
 pub const RUNTIME_DAEMONS: &[&str] = &["containerd", "crio", "dockerd"];
 

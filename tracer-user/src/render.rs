@@ -563,7 +563,7 @@ fn exec_args(kind: &EventKind) -> String {
     }
     args.push(']');
     if *syscall == Syscall::Execveat {
-        let _ = write!(args, ", {at_flags:#x}");
+        let _ = write!(args, ", {}", names::at_flags(*at_flags));
     }
     args
 }

@@ -276,19 +276,9 @@ pub(crate) fn parse_dirfd(text: &str) -> i64 {
 
 /// execveat's flags: `AT_EMPTY_PATH|AT_SYMLINK_NOFOLLOW`, numbers allowed; unknown names ignored.
 pub(crate) fn parse_at_flags(text: &str) -> u32 {
-    let mut v = 0u32;
-    for part in text.split('|').map(str::trim) {
-        v |= match part {
-            "AT_SYMLINK_NOFOLLOW" => 0x100,
-            "AT_EMPTY_PATH" => 0x1000,
-            "AT_SYMLINK_FOLLOW" => 0x400,
-            "AT_NO_AUTOMOUNT" => 0x800,
-            _ => crate::names::parse_int(part)
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(0),
-        };
-    }
-    v
+    text.split('|')
+        .filter_map(crate::names::parse_at_flag)
+        .fold(0, |v, bit| v | bit)
 }
 
 /// A number at the start of `text` (`123`, `-1`, `0x1f`), with the rest.

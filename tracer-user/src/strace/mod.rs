@@ -1506,11 +1506,16 @@ fn exec_args(sc: Syscall, args: &str) -> EventKind {
     };
     let filename = path.and_then(args::parse_cstr).unwrap_or_default();
     let (argv, argv_truncated) = it.next().map(args::parse_argv).unwrap_or_default();
-    let _envp = it.next();
-    let at_flags = if sc == Syscall::Execveat {
-        it.next().map(args::parse_at_flags).unwrap_or(0)
-    } else {
-        0
+    // strace writes envp before execveat's flags; our lines leave envp out
+    let rest: Vec<&str> = it.collect();
+    let flags = match rest.as_slice() {
+        [_envp, flags, ..] => Some(*flags),
+        [one] if one.starts_with("AT_") || *one == "0" => Some(*one),
+        _ => None,
+    };
+    let at_flags = match sc {
+        Syscall::Execveat => flags.map(args::parse_at_flags).unwrap_or(0),
+        _ => 0,
     };
     EventKind::ExecEnter {
         syscall: sc,

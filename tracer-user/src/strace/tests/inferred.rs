@@ -284,3 +284,50 @@ fn prctl_arguments_are_printed_as_strace_wrote_them() {
         "{lines:?}"
     );
 }
+
+/// execveat's flags by name, as strace 6.1 printed a real `execveat(fd, "", ..., AT_EMPTY_PATH)`,
+/// and read back from the renderer's line (which leaves envp out).
+#[test]
+fn execveat_flags_keep_their_names() {
+    let real = "execveat(3, \"\", [\"true\"], 0x7ffc30ebb938 /* 0 vars */, AT_EMPTY_PATH) = 0\n";
+    let imp = parse(real);
+    assert!(
+        matches!(
+            imp.events[0].kind,
+            K::ExecEnter {
+                at_flags: 0x1000,
+                dirfd: 3,
+                ..
+            }
+        ),
+        "{:?}",
+        imp.events[0]
+    );
+    let mut r = crate::render::LineRenderer::new();
+    let text: String = imp
+        .events
+        .iter()
+        .flat_map(|e| r.render(e))
+        .map(|l| l + "\n")
+        .collect();
+    assert!(
+        text.contains("execveat(3, \"\", [\"true\"], AT_EMPTY_PATH) = 0"),
+        "{text}"
+    );
+    let back = parse(&text);
+    assert!(
+        matches!(
+            back.events[0].kind,
+            K::ExecEnter {
+                at_flags: 0x1000,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        crate::names::at_flags(0x1100 | 0x2),
+        "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH|0x2"
+    );
+    assert_eq!(crate::names::at_flags(0), "0");
+}
