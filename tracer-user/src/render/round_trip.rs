@@ -415,3 +415,91 @@ fn a_non_leader_exec_is_printed_in_stracess_own_order() {
     assert_eq!(exec(&back.events), Some((11068, 11069)), "{text}");
     assert_eq!(exec(&imported.events), exec(&back.events));
 }
+
+/// strace's own arguments come back as it wrote them (symbolic names kept), as strace 6.1
+/// printed them for an unprivileged process.
+#[test]
+fn prctl_arguments_are_printed_as_strace_wrote_them() {
+    let real = concat!(
+        "prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_KILL, 0, 0) = -1 EPERM (Operation not permitted)\n",
+        "prctl(PR_GET_CHILD_SUBREAPER, [0])      = 0\n",
+        "prctl(PR_SET_CHILD_SUBREAPER, 1)        = 0\n",
+        "prctl(PR_GET_CHILD_SUBREAPER, [1])      = 0\n",
+    );
+    let imp = crate::strace::parse_log(real).unwrap();
+    assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
+    let mut r = LineRenderer::new();
+    let lines: Vec<String> = imp.events.iter().flat_map(|e| r.render(e)).collect();
+    let bodies: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split_once("] ").map_or(l.as_str(), |p| p.1))
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            // (the errno's text strace adds is not the renderer's habit)
+            "prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_KILL, 0, 0) = -1 EPERM",
+            "prctl(PR_GET_CHILD_SUBREAPER, [0]) = 0",
+            "prctl(PR_SET_CHILD_SUBREAPER, 1) = 0",
+            "prctl(PR_GET_CHILD_SUBREAPER, [1]) = 0",
+        ]
+    );
+    // what is not printable ASCII, or too long, is not kept: the option and arg2 are printed
+    let long = format!(
+        "prctl(PR_SET_PDEATHSIG, SIGKILL, {}) = 0\n",
+        "1, ".repeat(100) + "1"
+    );
+    let imp = crate::strace::parse_log(&long).unwrap();
+    let lines: Vec<String> = imp.events.iter().flat_map(|e| r.render(e)).collect();
+    assert!(
+        lines[0].ends_with("prctl(PR_SET_PDEATHSIG, SIGKILL) = 0"),
+        "{lines:?}"
+    );
+}
+
+/// execveat's flags by name, as strace 6.1 printed a real `execveat(fd, "", ..., AT_EMPTY_PATH)`,
+/// and read back from the renderer's line (which leaves envp out).
+#[test]
+fn execveat_flags_keep_their_names() {
+    let real = "execveat(3, \"\", [\"true\"], 0x7ffc30ebb938 /* 0 vars */, AT_EMPTY_PATH) = 0\n";
+    let imp = crate::strace::parse_log(real).unwrap();
+    assert!(
+        matches!(
+            imp.events[0].kind,
+            EventKind::ExecEnter {
+                at_flags: 0x1000,
+                dirfd: 3,
+                ..
+            }
+        ),
+        "{:?}",
+        imp.events[0]
+    );
+    let mut r = LineRenderer::new();
+    let text: String = imp
+        .events
+        .iter()
+        .flat_map(|e| r.render(e))
+        .map(|l| l + "\n")
+        .collect();
+    assert!(
+        text.contains("execveat(3, \"\", [\"true\"], AT_EMPTY_PATH) = 0"),
+        "{text}"
+    );
+    let back = crate::strace::parse_log(&text).unwrap();
+    assert!(
+        matches!(
+            back.events[0].kind,
+            EventKind::ExecEnter {
+                at_flags: 0x1000,
+                ..
+            }
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        crate::names::at_flags(0x1100 | 0x2),
+        "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH|0x2"
+    );
+    assert_eq!(crate::names::at_flags(0), "0");
+}
