@@ -18,6 +18,14 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// What the importer keeps of a prctl line's arguments as strace wrote them.
+fn shown(args: &str) -> Option<Box<crate::event::PrctlShown>> {
+    Some(Box::new(crate::event::PrctlShown {
+        args: Some(args.into()),
+        read: None,
+    }))
+}
+
 fn parse(text: &str) -> Import {
     parse_log(text).expect("parses")
 }
@@ -159,7 +167,7 @@ fn pid_prefix_styles() {
             option: PR_SET_CHILD_SUBREAPER,
             arg2: 1,
             name: None,
-            shown: None,
+            shown: shown("PR_SET_CHILD_SUBREAPER, 1"),
         }
     );
     assert_eq!(imp.events[1].kind, sys_exit(Syscall::Prctl, 0));
@@ -900,7 +908,7 @@ fn non_leader_exec_superseded_stderr_style() {
                 option: PR_SET_PDEATHSIG,
                 arg2: 9,
                 name: None,
-                shown: None,
+                shown: shown("PR_SET_PDEATHSIG, SIGKILL"),
             }
         )
     );
@@ -1054,7 +1062,7 @@ fn prctl_forms() {
             option: PR_SET_NAME,
             arg2: 0,
             name: name("runc:[1:CHILD]", false),
-            shown: None,
+            shown: shown(r#"PR_SET_NAME, "runc:[1:CHILD]""#),
         }
     );
     assert_eq!(e[1].2, sys_exit(Syscall::Prctl, 0));
@@ -1064,7 +1072,7 @@ fn prctl_forms() {
             option: PR_SET_NAME,
             arg2: 0,
             name: name("runc:[0:PARENT]", true),
-            shown: None,
+            shown: shown(r#"PR_SET_NAME, "runc:[0:PARENT]"..."#),
         }
     );
     assert_eq!(
@@ -1073,7 +1081,7 @@ fn prctl_forms() {
             option: PR_SET_CHILD_SUBREAPER,
             arg2: 1,
             name: None,
-            shown: None,
+            shown: shown("PR_SET_CHILD_SUBREAPER, 1"),
         }
     );
     assert_eq!(
@@ -1082,7 +1090,7 @@ fn prctl_forms() {
             option: PR_SET_PDEATHSIG,
             arg2: 9,
             name: None,
-            shown: None,
+            shown: shown("PR_SET_PDEATHSIG, SIGKILL"),
         }
     );
     assert_eq!(e[7].2, sys_exit(Syscall::Prctl, 0));
@@ -1092,7 +1100,7 @@ fn prctl_forms() {
             option: 24,
             arg2: 0,
             name: None,
-            shown: None,
+            shown: shown("PR_CAPBSET_DROP, CAP_CHOWN"),
         }
     );
     // an option without a name here is skipped, with its exit
