@@ -197,3 +197,65 @@ fn a_real_namespace_teardown_is_the_zap_with_the_members_namespace_pids() {
         }
     }
 }
+
+/// A parent whose SIGCHLD another of its threads dequeues (as Go's runtime does), traced
+/// with `strace -f -o FILE -p`: no attach notices in the file, so the thread shows up
+/// unannounced, maybe before its leader. The SIGCHLD is its process's: the model agrees. The
+/// truth (pid, thread, child) comes from the program itself.
+#[test]
+fn a_real_sigchld_another_thread_dequeues_agrees_with_the_model() {
+    use std::io::BufRead;
+    if !prereq::require_program("strace", "strace") || !prereq::require_program("gcc", "gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/strace_sigchld_thread.c");
+    let exe = dir.path().join("sigchld_thread");
+    let st = std::process::Command::new("gcc")
+        .args(["-O0", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc: {st}");
+    let (go, truth, log) = (
+        dir.path().join("go"),
+        dir.path().join("truth"),
+        dir.path().join("o.log"),
+    );
+    let mut prog = std::process::Command::new(&exe)
+        .arg(&go)
+        .arg(&truth)
+        .spawn()
+        .unwrap();
+    let mut strace = std::process::Command::new("strace")
+        .args(["-f", "-o"])
+        .arg(&log)
+        .args(["-p", &prog.id().to_string()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // strace says on stderr when it holds every thread: only then may the fork come
+    let mut err = std::io::BufReader::new(strace.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("attached") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "strace ended before attaching"
+        );
+    }
+    std::fs::write(&go, b"").unwrap();
+    assert!(prog.wait().unwrap().success());
+    assert!(strace.wait().unwrap().success());
+    let v: Vec<u32> = std::fs::read_to_string(&truth)
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    let (pid, child) = (v[0], v[2]);
+    let l = load("-o FILE -p", &std::fs::read(&log).unwrap());
+    let c = l.engine.sigchld_checks();
+    assert_eq!((c.agreed, c.disagreed), (1, 0), "{:?}", l.engine.warnings());
+    assert_eq!(parent_of(&l, child), Some(pid));
+}

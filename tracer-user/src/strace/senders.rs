@@ -84,7 +84,10 @@ impl Parser {
     /// A SIGCHLD received by `tid`, a task the log never created: when the child it names
     /// has a live parent in the log, `tid` is one of that parent's threads (now recorded so).
     fn thread_of_parent(&mut self, tid: u32, s: &SigLine) -> bool {
-        if !self.unclaimed.contains(&tid) || self.tgid(tid) != tid {
+        // Not created in the log: it appeared unannounced, or its line came first of all
+        // (an `-p` log's thread may speak before its leader does).
+        let unknown = self.unclaimed.contains(&tid) || self.initial == Some(tid);
+        if !unknown || self.tgid(tid) != tid || self.parents.contains_key(&tid) {
             return false;
         }
         // An unclaimed task is in strace's namespace as far as the log tells.
@@ -96,7 +99,16 @@ impl Parser {
             return false;
         };
         self.unclaimed.remove(&tid);
+        if self.initial == Some(tid) {
+            // the process that began the log is the parent, whose thread spoke first
+            self.initial = Some(parent);
+            self.unclaimed.remove(&parent);
+        }
         self.set_thread(tid, parent);
+        // what the thread did so far was its process's (once per thread: bounded)
+        for e in self.out.events.iter_mut().filter(|e| e.tid == tid) {
+            e.tgid = parent;
+        }
         true
     }
 
