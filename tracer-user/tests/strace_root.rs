@@ -43,25 +43,28 @@ fn strace_sh(dir: &Path, to_file: bool) -> (Vec<u8>, [u32; 3]) {
         "sleep 0.01 & a=$!; sh -c 'exit 3' & b=$!; wait; echo $$ $a $b > {}",
         pids.display()
     );
-    let log = dir.join(if to_file { "o.log" } else { "e.log" });
-    let mut cmd = std::process::Command::new("strace");
-    cmd.arg("-f");
-    if to_file {
-        cmd.arg("-o").arg(&log);
-    } else {
-        cmd.stderr(std::fs::File::create(&log).unwrap());
-    }
-    let st = cmd
-        .args(["sh", "-c", &script])
-        .status()
-        .expect("strace runs");
-    assert!(st.success(), "strace: {st}");
+    let log = strace_f(dir, to_file, &["sh", "-c", &script]);
     let text = std::fs::read_to_string(&pids).unwrap();
     let v: Vec<u32> = text
         .split_whitespace()
         .map(|w| w.parse().unwrap())
         .collect();
-    (std::fs::read(&log).unwrap(), [v[0], v[1], v[2]])
+    (log, [v[0], v[1], v[2]])
+}
+
+/// `strace -f CMD`'s log, written with `-o FILE` or to stderr: its bytes.
+fn strace_f(dir: &Path, to_file: bool, cmd: &[&str]) -> Vec<u8> {
+    let log = dir.join(if to_file { "o.log" } else { "e.log" });
+    let mut strace = std::process::Command::new("strace");
+    strace.arg("-f");
+    if to_file {
+        strace.arg("-o").arg(&log);
+    } else {
+        strace.stderr(std::fs::File::create(&log).unwrap());
+    }
+    let st = strace.args(cmd).status().expect("strace runs");
+    assert!(st.success(), "strace: {st}");
+    std::fs::read(&log).unwrap()
 }
 
 #[test]
@@ -159,19 +162,11 @@ fn a_real_namespace_teardown_is_the_zap_with_the_members_namespace_pids() {
         truth.display()
     );
     for to_file in [true, false] {
-        let log = dir.path().join("ns.log");
-        let mut cmd = std::process::Command::new("strace");
-        cmd.arg("-f");
-        if to_file {
-            cmd.arg("-o").arg(&log);
-        } else {
-            cmd.stderr(std::fs::File::create(&log).unwrap());
-        }
-        let st = cmd
-            .args(["unshare", "--pid", "--fork", "sh", "-c", &script])
-            .status()
-            .expect("strace runs");
-        assert!(st.success(), "strace: {st}");
+        let log = strace_f(
+            dir.path(),
+            to_file,
+            &["unshare", "--pid", "--fork", "sh", "-c", &script],
+        );
         let v: Vec<u32> = std::fs::read_to_string(&truth)
             .unwrap()
             .split_whitespace()
@@ -179,7 +174,7 @@ fn a_real_namespace_teardown_is_the_zap_with_the_members_namespace_pids() {
             .collect();
         let (init, members) = (v[0], [v[1], v[2]]);
         let form = if to_file { "-o FILE" } else { "stderr" };
-        let l = load(form, &std::fs::read(&log).unwrap());
+        let l = load(form, &log);
         let i = l.engine.process(init).expect("the init");
         assert_eq!(i.pidns.map(|n| n.ns_pid), Some(1), "{form}");
         for ns_pid in members {

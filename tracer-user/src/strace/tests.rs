@@ -26,6 +26,18 @@ fn shown(args: &str) -> Option<Box<crate::event::PrctlShown>> {
     }))
 }
 
+/// The pid namespace of the `Fork` that made `child` (outer `None`: no such `Fork`).
+fn fork_ns(imp: &Import, child: u32) -> Option<Option<PidNs>> {
+    imp.events.iter().find_map(|ev| match ev.kind {
+        K::Fork {
+            child_tid,
+            child_ns,
+            ..
+        } if child_tid == child => Some(child_ns),
+        _ => None,
+    })
+}
+
 fn parse(text: &str) -> Import {
     parse_log(text).expect("parses")
 }
@@ -702,16 +714,7 @@ fn o_log_namespaced_caller_children_come_from_new_pids() {
     // The namespace is inferred: 5001 is pid 1 of it, its descendants are in it at the pids
     // their clones returned, the host caller's other child is in none the log implies.
     let inside = PidNs::inferred(1, 1, 0);
-    let child_ns = |pid: u32| {
-        imp.events.iter().find_map(|ev| match ev.kind {
-            K::Fork {
-                child_tid,
-                child_ns,
-                ..
-            } if child_tid == pid => Some(child_ns),
-            _ => None,
-        })
-    };
+    let child_ns = |pid: u32| fork_ns(&imp, pid);
     assert_eq!(
         child_ns(5001),
         Some(Some(PidNs {

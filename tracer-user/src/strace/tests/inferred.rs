@@ -112,16 +112,7 @@ fn a_sigchld_dequeued_by_an_unannounced_thread_is_its_parents() {
 fn unshare_newpid_and_the_clones_returns_give_each_members_namespace_pid() {
     let imp = parse(&fixture("unshare-pidns.log"));
     assert_eq!(imp.unreadable, 0, "{:?}", imp.first_unreadable);
-    let ns_of = |child: u32| {
-        imp.events.iter().find_map(|e| match e.kind {
-            K::Fork {
-                child_tid,
-                child_ns,
-                ..
-            } if child_tid == child => Some(child_ns),
-            _ => None,
-        })
-    };
+    let ns_of = |child: u32| fork_ns(&imp, child);
     let init = ns_of(18718).flatten().expect("the init's namespace");
     assert_eq!((init.ns_pid, init.level), (1, 1));
     let pids: Vec<Option<(u64, u32)>> = [18719, 18720]
