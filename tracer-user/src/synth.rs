@@ -395,7 +395,10 @@ pub fn every_kind() -> Vec<Event> {
             option: 15,
             arg2: u64::MAX,
             name: Some(CapturedStr::new("worker")),
-            shown: None,
+            shown: Some(Box::new(crate::event::PrctlShown {
+                args: Some("PR_SET_NAME, \"worker\"".into()),
+                read: Some(7),
+            })),
         },
         EventKind::CgroupAttach {
             pid: 1001,
@@ -412,7 +415,7 @@ pub fn every_kind() -> Vec<Event> {
             target_tid: 1004,
             group: true,
             result: SignalResult::AlreadyPending,
-            inferred: false,
+            inferred: true,
         }),
         EventKind::Signal(SignalInfo {
             signal: 40,
