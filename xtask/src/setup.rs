@@ -32,6 +32,10 @@ const TEST_PACKAGES: &[Need] = &[
     ),
     ("runc", "the root tests run containers with runc"),
     ("strace", "strace logs to import and compare with"),
+    (
+        "gcc",
+        "the strace root test builds a program whose second thread takes SIGCHLD",
+    ),
     ("tmux", "the viewer tests drive a real terminal"),
     ("graphviz", "`dot` renders the DOT export in its test"),
     (
