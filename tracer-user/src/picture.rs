@@ -9,6 +9,7 @@
 
 mod html;
 mod layout;
+mod restart;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -536,6 +537,7 @@ fn draw(
 ) -> Result<String, PictureError> {
     let list = how == Drawn::Alone;
     let (rows, cols, ends, mut notes, reexec) = content(e, stories, opts);
+    notes.extend(restart::notes(stories));
     let mut steps = if list {
         layout::step_lines(stories)
     } else {
@@ -578,6 +580,7 @@ fn draw(
         .collect();
     g.draw_groups(&mut s, &rows);
     draw_grid(&mut s, &g, cols.len());
+    restart::draw(&mut s, e, &g, stories, &cols, &lane_of);
     draw_lanes(&mut s, e, &g, &rows, &ends);
     draw_marks(&mut s, &g, &cols, &lane_of);
     draw_callouts(&mut s, &g, &cols, &lane_of);

@@ -5,7 +5,6 @@ use anyhow::Result;
 use std::process::ExitCode;
 use tracer::demo::Demo;
 use tracer::input::Input;
-use tracer::lineage::restart::{restarts_text, runtime_restarts};
 use tracer::lineage::{
     pod_tree_text, story_in_pod, story_text, traced_tree_text, PodEvents, SelectedPod, TreeOpts,
 };
@@ -182,13 +181,9 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             out,
             "\n== container stories: births, execs, deaths, restarts\n"
         )?;
+        // A runtime daemon that exited and started again (the restart demo) is a story of
+        // the list, after the stories before the old daemon's end.
         out.write_all(story_text(&stories).as_bytes())?;
-        // A runtime daemon that exited and started again (the restart demo): what survived.
-        let restarts = runtime_restarts(&engine);
-        if pod.is_none() && !restarts.is_empty() {
-            writeln!(out, "\n== runtime daemon restarts\n")?;
-            out.write_all(restarts_text(&restarts).as_bytes())?;
-        }
         Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

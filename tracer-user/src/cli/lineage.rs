@@ -177,7 +177,7 @@ pub fn story(a: StoryArgs<'_>) -> Result<()> {
 
 /// The stories (and runtime restarts) of one recording, or of each node named.
 fn show_stories(a: &StoryArgs<'_>, engines: Vec<(Option<String>, Engine)>) -> Result<()> {
-    use tracer::lineage::restart::{restarts_text, runtime_restarts};
+    use tracer::lineage::restart::runtime_restarts;
     let mut shown = Vec::new();
     for (node, engine) in engines {
         let mut stories = tracer::lineage::stories(&engine);
@@ -192,17 +192,15 @@ fn show_stories(a: &StoryArgs<'_>, engines: Vec<(Option<String>, Engine)>) -> Re
     }
     to_output(a.output, |out| match a.format {
         OutputFormat::Text => {
-            for (node, stories, restarts) in &shown {
+            for (node, stories, _) in &shown {
                 if let Some(node) = node {
                     writeln!(out, "node {node}:")?;
                 }
                 if stories.is_empty() {
                     writeln!(out, "no container birth found")?;
                 }
+                // A runtime restart is a story of the list (its own header and steps).
                 out.write_all(story_text_with(stories, a.explain).as_bytes())?;
-                if !restarts.is_empty() {
-                    write!(out, "\n{}", restarts_text(restarts))?;
-                }
             }
             Ok(())
         }

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::story::{StepKind, Story};
+use super::explain_restart as restart;
+use super::story::{StepKind, Story, StoryStep};
 
 /// The explanation of a [`StepKind`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,8 +257,36 @@ pub fn why(kind: StepKind) -> Why {
              by a StopContainer of its own.",
             "containerd pkg/cri sandbox_stop.go (stopPodSandbox → stopContainer(ctx, c, 0))",
         ),
+        StepKind::DaemonEnded => restart::DAEMON_ENDED,
+        StepKind::Survived => restart::SURVIVED,
+        StepKind::RestartLost => restart::RESTART_LOST,
+        StepKind::DaemonStarted => restart::DAEMON_STARTED,
+        StepKind::RestartUnchanged => restart::RESTART_UNCHANGED,
     };
     Why { text, source }
+}
+
+/// The explanation of one step of a story: its kind's ([`why`]), then what the recording holds
+/// for it where the story carries it (a runtime restart's recorded cgroups, signal, parents).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepWhy {
+    /// The kind's text, then the recording's facts.
+    pub text: String,
+    /// Where it lives.
+    pub source: &'static str,
+}
+
+/// [`StepWhy`] of `step` in `st`.
+pub fn why_step(st: &Story, step: &StoryStep) -> StepWhy {
+    let w = why(step.kind);
+    let text = match restart::recorded(st, step) {
+        Some(facts) => format!("{} {facts}", w.text),
+        None => w.text.to_string(),
+    };
+    StepWhy {
+        text,
+        source: w.source,
+    }
 }
 
 /// Adds `"why"` and `"why_source"` to every step of a `story_json` value.
@@ -270,7 +299,7 @@ pub fn add_whys(json: &mut Value, stories: &[Story]) {
             continue;
         };
         for (jstep, step) in steps.iter_mut().zip(&st.steps) {
-            let w = why(step.kind);
+            let w = why_step(st, step);
             jstep["why"] = Value::from(w.text);
             jstep["why_source"] = Value::from(w.source);
         }
@@ -319,6 +348,11 @@ mod tests {
             StepKind::Restarted,
             StepKind::Terminated,
             StepKind::PodStopped,
+            StepKind::DaemonEnded,
+            StepKind::Survived,
+            StepKind::RestartLost,
+            StepKind::DaemonStarted,
+            StepKind::RestartUnchanged,
         ];
         for k in every {
             match k {
@@ -355,7 +389,12 @@ mod tests {
                 | StepKind::ShimReaped
                 | StepKind::Restarted
                 | StepKind::Terminated
-                | StepKind::PodStopped => {}
+                | StepKind::PodStopped
+                | StepKind::DaemonEnded
+                | StepKind::Survived
+                | StepKind::RestartLost
+                | StepKind::DaemonStarted
+                | StepKind::RestartUnchanged => {}
             }
         }
         every.to_vec()

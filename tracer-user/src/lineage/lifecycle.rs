@@ -236,6 +236,7 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
         steps,
         terminated,
         restart: None,
+        runtime_restart: None,
         ..life.clone()
     }
 }

@@ -106,6 +106,17 @@ pub enum StepKind {
     Terminated,
     /// The pod's sandbox was killed at once after the container: the pod was stopped.
     PodStopped,
+    /// A runtime daemon (containerd, crio…) ended: how, and who signalled it.
+    DaemonEnded,
+    /// A shim or container process lived on through the daemon's restart, its parent kept.
+    Survived,
+    /// A process the restart cost: it died while the daemon was down, or lost the old
+    /// daemon as its parent.
+    RestartLost,
+    /// The runtime daemon started again under a new pid.
+    DaemonStarted,
+    /// What the restart left as it was: the survivors' pids and parents.
+    RestartUnchanged,
 }
 
 /// Which part of a container's life a story tells.
@@ -120,6 +131,9 @@ pub enum Phase {
     Death,
     /// A birth of a container that lived before in this recording (same pod and name).
     Restart,
+    /// A runtime daemon (containerd…) ended and started again while its containers lived on:
+    /// not one container's story but the runtime's.
+    RuntimeRestart,
 }
 
 impl Phase {
@@ -130,6 +144,7 @@ impl Phase {
             Phase::Exec => "exec",
             Phase::Death => "death",
             Phase::Restart => "restart",
+            Phase::RuntimeRestart => "runtime_restart",
         }
     }
 
@@ -216,6 +231,9 @@ pub struct Story {
     pub terminated: Option<super::kubelet::Terminated>,
     /// A restart story: its count, the time since the last life ended, the back-off.
     pub restart: Option<super::kubelet::Restart>,
+    /// A runtime restart story: the daemons, the survivors, what was lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_restart: Option<Box<super::restart::RuntimeRestart>>,
 }
 
 /// The seq and time of a process's last exec (its birth's when it never exec'd): when a
@@ -612,6 +630,7 @@ fn summary(c: &Ctx, cast: &Cast, steps: Vec<StoryStep>) -> Story {
         steps,
         terminated: None,
         restart: None,
+        runtime_restart: None,
     }
 }
 

@@ -2476,6 +2476,7 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
         }],
         terminated: None,
         restart: None,
+        runtime_restart: None,
     };
     let s = story_text(&[story]);
     no_raw_control(&s);
@@ -3170,6 +3171,7 @@ fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
         steps: vec![],
         terminated: None,
         restart: None,
+        runtime_restart: None,
     };
     let text = story_text(std::slice::from_ref(&story));
     assert!(

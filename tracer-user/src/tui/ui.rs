@@ -720,14 +720,29 @@ fn paged(
 
 /// The explanation of `step`, wrapped to `width`: a rule, the text, its source.
 fn why_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
-    let w = crate::lineage::explain::why(step.kind);
+    // The story holding the step: a runtime restart's explanation adds what it recorded.
+    let story = s
+        .story
+        .stories
+        .iter()
+        .find(|st| st.steps.iter().any(|x| std::ptr::eq(x, step)));
+    let w = match story {
+        Some(st) => crate::lineage::explain::why_step(st, step),
+        None => {
+            let w = crate::lineage::explain::why(step.kind);
+            crate::lineage::explain::StepWhy {
+                text: w.text.to_string(),
+                source: w.source,
+            }
+        }
+    };
     let width = usize::from(width.max(10));
     let head = fg(s, Color::Cyan).add_modifier(Modifier::BOLD);
     let mut out: Vec<Line> = textwrap::wrap(&format!("── why: {}", step.text), width)
         .into_iter()
         .map(|l| Line::styled(l.into_owned(), head))
         .collect();
-    for l in textwrap::wrap(w.text, width) {
+    for l in textwrap::wrap(&w.text, width) {
         out.push(Line::raw(l.into_owned()));
     }
     for l in textwrap::wrap(&format!("source: {}", w.source), width) {
