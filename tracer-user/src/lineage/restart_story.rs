@@ -182,7 +182,14 @@ fn unchanged_text(r: &RuntimeRestart) -> String {
 /// another `runc`) does not make the restarts be found again.
 fn read_key(p: &Process) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (p.pid, p.start_seq, p.exit_seq, p.role, p.container_id.as_deref()).hash(&mut h);
+    (
+        p.pid,
+        p.start_seq,
+        p.exit_seq,
+        p.role,
+        p.container_id.as_deref(),
+    )
+        .hash(&mut h);
     (p.lineage.len(), p.cgroup_moves().len(), p.cgroup.as_deref()).hash(&mut h);
     h.finish()
 }

@@ -183,7 +183,9 @@ impl Stories {
         };
         self.mark = Some(e.procs.change_mark());
         let dirty = self.invalidate(e, &changed);
-        let restarts = self.restarts.dirty(changed.iter().filter_map(|&id| e.get(id)));
+        let restarts = self
+            .restarts
+            .dirty(changed.iter().filter_map(|&id| e.get(id)));
         if !dirty.is_empty() {
             self.rebuild(e, &dirty);
         }

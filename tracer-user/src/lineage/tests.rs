@@ -3221,6 +3221,10 @@ mod speakers;
 
 mod restarts;
 
+// ---- a runtime daemon's restart as a story (restart_story.rs, explain_restart.rs) ----
+
+mod runtime_restart;
+
 /// The kubelet's view of the death story of the container whose init is `init`.
 fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {
     let told = stories(e);

@@ -54,8 +54,7 @@ pub(super) fn draw(
         let old = index.at(e, r.old_pid, r.exit_seq);
         let new = index.at(e, r.new_pid, r.seq);
         let at = |id: Option<ProcId>, seq: u64| {
-            cols.iter()
-                .position(|c| Some(c.proc) == id && c.seq >= seq)
+            cols.iter().position(|c| Some(c.proc) == id && c.seq >= seq)
         };
         let (Some(i1), Some(i2)) = (at(old, r.exit_seq), at(new, 0)) else {
             continue;
