@@ -174,6 +174,63 @@ mod tests {
         }
     }
 
+    /// The restart demo's engine, read like any recording.
+    fn restart_engine() -> Engine {
+        let input = super::Demo::Restart.open().unwrap();
+        crate::input::Loaded::from_input(input, None)
+            .unwrap()
+            .engine
+    }
+
+    /// The restart demo tells containerd's restart as a story of the list, in order by its
+    /// first step, and its JSON carries the survivors, the pids, the seqs and the times.
+    #[test]
+    fn the_restart_demo_tells_the_restart_as_a_story() {
+        use crate::lineage::{Phase, StepKind};
+        let e = restart_engine();
+        let all = crate::lineage::stories(&e);
+        let first = |s: &crate::lineage::Story| s.steps.first().map_or(u64::MAX, |x| x.seq);
+        assert!(all.windows(2).all(|w| first(&w[0]) <= first(&w[1])));
+        let st = all
+            .iter()
+            .find(|s| s.phase == Phase::RuntimeRestart)
+            .expect("the restart's story");
+        let r = st.runtime_restart.as_deref().unwrap();
+        assert_eq!((r.old_pid, r.new_pid), (2058, 2173));
+        let parents: Vec<(u32, u32)> = r.survivors.iter().map(|s| (s.pid, s.parent)).collect();
+        assert_eq!(parents, vec![(2092, 1), (2117, 2092), (2154, 2092)]);
+        let sig = r.signal.as_ref().unwrap();
+        assert_eq!((sig.signal.as_str(), sig.sender), ("SIGTERM", 2046));
+        let kinds: Vec<StepKind> = st.steps.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds.first(), Some(&StepKind::DaemonEnded));
+        assert_eq!(
+            kinds.iter().filter(|k| **k == StepKind::Survived).count(),
+            3
+        );
+        assert!(kinds.contains(&StepKind::DaemonStarted));
+        let json = crate::lineage::story_json(std::slice::from_ref(st));
+        let j = &json["stories"][0];
+        assert_eq!(j["phase"], "runtime_restart");
+        let jr = &j["runtime_restart"];
+        assert_eq!(
+            (jr["old_pid"].as_u64(), jr["new_pid"].as_u64()),
+            (Some(2058), Some(2173))
+        );
+        assert_eq!(jr["exit_seq"].as_u64(), Some(r.exit_seq));
+        assert_eq!(jr["seq"].as_u64(), Some(r.seq));
+        assert_eq!(jr["survivors"][0]["parent"].as_u64(), Some(1));
+        assert_eq!(jr["survivors"][0]["role"], "shim");
+        assert_eq!(jr["lost"].as_array().map(Vec::len), Some(0));
+        for t in [&jr["exit_time"], &jr["time"], &j["steps"][0]["time"]] {
+            assert!(
+                t.as_str().is_some_and(|t| t.starts_with("2026-12-02T")),
+                "{t}"
+            );
+        }
+        assert_eq!(j["steps"][0]["kind"], "daemon_ended");
+        assert_eq!(j["steps"][0]["seq"].as_u64(), Some(r.exit_seq));
+    }
+
     #[test]
     fn every_demo_is_found_by_its_name_and_only_by_it() {
         for d in crate::demo::Demo::ALL {
