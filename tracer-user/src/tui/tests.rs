@@ -1857,3 +1857,35 @@ fn a_screenshot_is_the_opening_frame_as_plain_text() {
         assert!(bad.parse::<super::ScreenSize>().is_err(), "{bad}");
     }
 }
+
+/// The restart demo in the guided viewer: containerd's restart is a story of the walk, its
+/// steps shown with their explanation and what the recording holds for them.
+#[test]
+fn the_guided_walk_reaches_the_runtime_restart_and_explains_it() {
+    use crate::lineage::{Phase, StepKind};
+    let opts = guided();
+    let mut input = crate::demo::Demo::Restart.open().expect("demo");
+    let seed = input.snapshot();
+    let events: crate::tracefile::PackedEvents =
+        input.by_ref().collect::<Result<_, _>>().expect("events");
+    let mut s = super::replay_state("restart".into(), None, &seed, &opts);
+    for m in super::source::opening(events, &seed, &opts, None) {
+        s.ingest(m);
+    }
+    s.view.size = (160, 60);
+    s.set_now(60_000);
+    s.refresh();
+    let steps = s.story.steps();
+    let at = steps.iter().position(|&(i, j)| {
+        let st = &s.story.stories[i];
+        st.phase == Phase::RuntimeRestart && st.steps[j].kind == StepKind::Survived
+    });
+    s.story.cursor = at.expect("the restart's steps are in the walk");
+    let text = screen(&mut s);
+    assert!(text.contains("lives on: parent 1"), "{text}");
+    assert!(
+        text.contains("In this recording: shim 2092 kept parent"),
+        "{text}"
+    );
+    assert!(text.contains("containerd's own cgroup /"), "{text}");
+}
