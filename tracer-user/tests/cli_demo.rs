@@ -188,8 +188,9 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
         stdout.contains("container lab-r (containerd, runc create) → sleep"),
         "{stdout}"
     );
+    // The restart is a story of the list, between the exec's and the death's (by its seq).
     assert!(
-        stdout.contains("== runtime daemon restarts\n\nruntime daemon containerd restarted: "),
+        stdout.contains("\nruntime daemon containerd restarted: 2058 → 2173, 3 lived on, 0 lost [runtime_restart]\n"),
         "{stdout}"
     );
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo/restart.trace");
@@ -200,22 +201,29 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let story = String::from_utf8_lossy(&out.stdout);
-    let restarted = story
+    // The old daemon's end and who signalled it, then the shim (adopted by PID 1), the
+    // container's init and the exec'd sleep, each with the parent it had before; the new
+    // daemon.
+    let steps: Vec<&str> = story
         .lines()
-        .find(|l| l.starts_with("runtime daemon containerd restarted: "))
-        .unwrap_or_else(|| panic!("no restart in:\n{story}"));
-    // The shim (adopted by PID 1), the container's init and the exec'd sleep, each with the
-    // parent it had before.
-    let survivors: Vec<&str> = story
-        .lines()
-        .skip_while(|l| *l != restarted)
-        .filter(|l| l.starts_with("  survived: "))
+        .skip_while(|l| !l.starts_with("runtime daemon containerd restarted: "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  [seq"))
         .collect();
+    assert!(
+        steps[0].ends_with("containerd 2058 exited with 0, after SIGTERM sent by 2046 (make-demo)"),
+        "{story}"
+    );
+    let survivors: Vec<&&str> = steps.iter().filter(|l| l.contains(" lives on: ")).collect();
     assert_eq!(survivors.len(), 3, "{story}");
-    assert!(survivors[0].contains("[shim] container lab-r, same pid, parent 1 before"));
+    assert!(survivors[0].contains("shim 2092 (containerd-shim) lives on: parent 1 "));
     assert!(survivors[1..]
         .iter()
-        .all(|l| l.contains("[container] container lab-r")));
+        .all(|l| l.contains("lives on: parent 2092 ")));
+    assert!(
+        steps.iter().any(|l| l.contains("containerd 2173 started")),
+        "{story}"
+    );
 }
 
 /// `tracer ARGS` run in `dir`: status, stdout, stderr.
