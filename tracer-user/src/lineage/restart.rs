@@ -177,7 +177,7 @@ fn restart(e: &Engine, old: &Process, new: &Process, exit_seq: u64) -> RuntimeRe
                 (l.seq, l.ts_ns, e.time_of(l.ts_ns)),
             ));
         } else if let Some(x) = died.filter(|_| related(e, p, old.id, exit_seq)) {
-            let st = super::view::exit_text(p);
+            let st = p.exit_text();
             let time = p.exit_ts_ns.and_then(|t| e.time_of(t));
             let ts = p.exit_ts_ns.unwrap_or_default();
             lost.push(lost_entry(p, "exited", st, (x, ts, time)));

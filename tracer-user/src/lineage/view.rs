@@ -109,7 +109,7 @@ impl Mark<'_> {
 /// How `p` ended, in a few words (`exit 0`, `killed SIGTERM by 812`, `OOMKilled`, `exited`
 /// when the source did not show how): [`Death::short`].
 pub fn exit_text(p: &Process) -> String {
-    p.death().map_or_else(|| "running".into(), |d| d.short())
+    p.exit_text()
 }
 
 /// The marks of `p`'s label, in display order (`threads`: count threads above one).
