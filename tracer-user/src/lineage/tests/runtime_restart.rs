@@ -174,3 +174,33 @@ fn a_daemon_not_started_by_pid_1_is_not_told_as_a_systemd_unit() {
         "{text}"
     );
 }
+
+/// A sender's name is the traced process's to choose: escaped in the explanation and in the
+/// story's text, never written raw.
+#[test]
+fn a_hostile_senders_name_is_escaped_wherever_the_restart_is_told() {
+    let mut b = B::default();
+    b.fork(1, 100);
+    b.exec(100, "/usr/bin/containerd", &["containerd"]);
+    b.fork(1, 60);
+    b.signal(60, "ev\u{1b}[2Jil", 15, 0, 100);
+    b.exit(100, 0);
+    b.fork(1, 200);
+    b.exec(200, "/usr/bin/containerd", &["containerd"]);
+    let e = b.engine();
+    let st = restart_story(&e);
+    let why = why_step(&st, &st.steps[0]).text;
+    assert!(
+        why.contains("SIGTERM was sent by 60 (ev\\33[2Jil)"),
+        "{why}"
+    );
+    let text = story_text(std::slice::from_ref(&st));
+    assert!(
+        !text.contains('\u{1b}') && !why.contains('\u{1b}'),
+        "{text}"
+    );
+    assert!(
+        text.contains("after SIGTERM sent by 60 (ev\\33[2Jil)"),
+        "{text}"
+    );
+}
