@@ -178,19 +178,23 @@ fn unchanged_text(r: &RuntimeRestart) -> String {
     )
 }
 
-/// What the restart search reads of a record, hashed: a change elsewhere (a shim forking
-/// another `runc`) does not make the restarts be found again.
-fn read_key(p: &Process) -> u64 {
+/// What the restart search reads of a record up to `last` (the latest restart's new daemon),
+/// hashed: a change after it (the shim forking another `runc`, a container's later end) does
+/// not make the restarts be found again; a change of its role or container does.
+fn read_key(p: &Process, last: u64) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (
-        p.pid,
-        p.start_seq,
-        p.exit_seq,
-        p.role,
-        p.container_id.as_deref(),
-    )
+    let upto = |seq: u64| seq <= last;
+    (p.pid, p.start_seq, p.exit_seq.filter(|&x| upto(x))).hash(&mut h);
+    (p.role, p.container_id.as_deref()).hash(&mut h);
+    p.lineage
+        .iter()
+        .filter(|l| upto(l.seq))
+        .count()
         .hash(&mut h);
-    (p.lineage.len(), p.cgroup_moves().len(), p.cgroup.as_deref()).hash(&mut h);
+    let moves = p.cgroup_moves();
+    moves.iter().filter(|m| upto(m.seq)).count().hash(&mut h);
+    // The cgroup from its start counts only while no move says otherwise.
+    moves.is_empty().then(|| p.cgroup.as_deref()).hash(&mut h);
     h.finish()
 }
 
@@ -213,7 +217,7 @@ impl Watch {
             if p.role == Some(Role::RuntimeDaemon) {
                 dirty |= self.daemons.insert(p.id, daemon_key(p)).as_ref() != Some(&daemon_key(p));
             } else if self.last > 0 && p.start_seq < self.last {
-                dirty |= self.read.get(&p.id) != Some(&read_key(p));
+                dirty |= self.read.get(&p.id) != Some(&read_key(p, self.last));
             }
         }
         dirty
@@ -233,7 +237,7 @@ impl Watch {
         for p in e.processes() {
             visited += 1;
             if self.last > 0 && p.start_seq < self.last {
-                self.read.insert(p.id, read_key(p));
+                self.read.insert(p.id, read_key(p, self.last));
             }
         }
         (found, visited)

@@ -241,6 +241,13 @@ fn a_runtime_restart_is_told_the_same_and_searched_only_when_it_may_change() {
         "the shim's new child changes nothing the restart read"
     );
     assert_eq!(s.list(), stories(&e));
+    // The shim's end, after the restart, is no part of it either.
+    let from = b.events.len();
+    b.exit(111, 0);
+    b.events[from..].iter().for_each(|ev| e.apply(ev));
+    s.update(&e);
+    assert!(s.fresh().all(|st| st.phase != Phase::RuntimeRestart));
+    assert_eq!(s.list(), stories(&e));
     // The new daemon ends too: the search runs again (and still finds the one restart).
     let from = b.events.len();
     b.exit(200, 0);
