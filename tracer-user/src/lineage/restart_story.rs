@@ -194,7 +194,7 @@ fn read_key(p: &Process, last: u64) -> u64 {
     let moves = p.cgroup_moves();
     moves.iter().filter(|m| upto(m.seq)).count().hash(&mut h);
     // The cgroup from its start counts only while no move says otherwise.
-    moves.is_empty().then(|| p.cgroup.as_deref()).hash(&mut h);
+    moves.is_empty().then_some(p.cgroup.as_deref()).hash(&mut h);
     h.finish()
 }
 
