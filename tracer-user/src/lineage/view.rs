@@ -616,11 +616,11 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
             if explain {
-                let w = super::explain::why(st.kind);
+                let w = super::explain::why(s, st);
                 let opts = textwrap::Options::new(WHY_WIDTH)
                     .initial_indent("      why: ")
                     .subsequent_indent("           ");
-                for line in textwrap::wrap(w.text, &opts) {
+                for line in textwrap::wrap(&w.text, &opts) {
                     let _ = writeln!(out, "{line}");
                 }
                 let _ = writeln!(out, "           ({})", w.source);

@@ -124,14 +124,14 @@ fn story_section(
     )?);
     s.push_str("</div><ol>");
     for (n, step) in st.steps.iter().enumerate() {
-        let w = explain::why(step.kind);
+        let w = explain::why(st, step);
         let _ = write!(
             s,
             "<li><span class=\"n\">{}</span><span class=\"seq\">seq {}</span>{}<p class=\"why\">{}</p><p class=\"src\">{}</p></li>",
             n + 1,
             step.seq,
             xml_text(&short_ids(&step.text), 300),
-            code_spans(&xml_text(w.text, 2000)),
+            code_spans(&xml_text(&w.text, 2000)),
             code_spans(&xml_text(w.source, 300))
         );
     }

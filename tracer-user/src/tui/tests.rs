@@ -888,7 +888,11 @@ async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
         "the log shows the step's event"
     );
     let text = screen(&mut s);
-    let why = crate::lineage::explain::why(first.kind).text;
+    let why = {
+        let (story, step) = super::ui::current_story_step(&s).expect("a step");
+        assert_eq!(step, &first);
+        crate::lineage::explain::why(story, step).text
+    };
     let first_words: String = why.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
     assert!(text.contains(&first_words), "{text}");
     insta::assert_snapshot!("guided_first_step_120x40", text);
@@ -1699,7 +1703,9 @@ async fn the_guided_layout_gives_the_story_most_of_the_width_and_hides_the_log()
 async fn at_80x24_the_step_and_its_explanation_show_and_cut_text_says_more() {
     let (mut s, _) = guided_state("ctr", (80, 24)).await;
     let step = s.story.current_step().cloned().expect("step");
-    let why = crate::lineage::explain::why(step.kind).text;
+    let (story, _) = super::ui::current_story_step(&s).expect("a step");
+    let story = story.clone();
+    let why = crate::lineage::explain::why(&story, &step).text;
     let text = screen(&mut s);
     let start: String = why.split_whitespace().take(5).collect::<Vec<_>>().join(" ");
     assert!(text.contains(&start), "{text}");
@@ -1719,7 +1725,7 @@ async fn at_80x24_the_step_and_its_explanation_show_and_cut_text_says_more() {
     let (mut s, _) = guided_state("ctr", (60, 18)).await;
     let text = screen(&mut s);
     assert!(text.contains("more ↓ (m)"), "{text}");
-    let source = crate::lineage::explain::why(step.kind).source;
+    let source = crate::lineage::explain::why(&story, &step).source;
     let tail: String = source.chars().take(12).collect();
     assert!(!text.contains(&tail), "{text}");
     let mut seen = false;

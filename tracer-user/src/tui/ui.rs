@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use crate::escape::escape;
 use crate::lineage::view::{marks, Mark};
-use crate::lineage::{How, LineageEntry, Process, Role, StoryStep};
+use crate::lineage::{How, LineageEntry, Process, Role, Story, StoryStep};
 
 use super::action::KEY_HELP;
 use super::state::layout::{active_pane, layout};
@@ -606,8 +606,8 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
     }
     let (lines, cursor_line, header_line) = story_lines(s, inner.width);
     if s.view.show_explain {
-        if let Some(step) = s.story.current_step() {
-            let why = why_lines(s, step, inner.width);
+        if let Some((story, step)) = current_story_step(s) {
+            let why = why_lines(s, story, step, inner.width);
             // The steps keep a third of the pane (at least three rows, fewer if there are
             // fewer); `m` pages through an explanation cut short, `z` gives it the screen.
             let keep = (lines.len() as u16).min((inner.height / 3).max(3));
@@ -718,16 +718,25 @@ fn paged(
     shown
 }
 
-/// The explanation of `step`, wrapped to `width`: a rule, the text, its source.
-fn why_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
-    let w = crate::lineage::explain::why(step.kind);
+/// The story step under the cursor, with the story it is told in (its explanation's variant).
+pub(crate) fn current_story_step(s: &AppState) -> Option<(&Story, &StoryStep)> {
+    s.story
+        .stories
+        .iter()
+        .flat_map(|st| st.steps.iter().map(move |x| (st, x)))
+        .nth(s.story.cursor)
+}
+
+/// The explanation of `step` in `story`, wrapped to `width`: a rule, the text, its source.
+fn why_lines(s: &AppState, story: &Story, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
+    let w = crate::lineage::explain::why(story, step);
     let width = usize::from(width.max(10));
     let head = fg(s, Color::Cyan).add_modifier(Modifier::BOLD);
     let mut out: Vec<Line> = textwrap::wrap(&format!("── why: {}", step.text), width)
         .into_iter()
         .map(|l| Line::styled(l.into_owned(), head))
         .collect();
-    for l in textwrap::wrap(w.text, width) {
+    for l in textwrap::wrap(&w.text, width) {
         out.push(Line::raw(l.into_owned()));
     }
     for l in textwrap::wrap(&format!("source: {}", w.source), width) {
