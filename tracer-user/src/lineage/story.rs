@@ -695,7 +695,9 @@ fn runtime_text(r: &Process) -> String {
 /// `runc` a step means: kill, delete, state…); any other process as [`label`] names it.
 pub(super) fn runtime_label(p: &Process) -> String {
     match p.role {
-        Some(Role::OciRuntime { subcommand: Some(_) }) => {
+        Some(Role::OciRuntime {
+            subcommand: Some(_),
+        }) => {
             format!("{} {}", runtime_text(p), p.pid)
         }
         _ => label(p),

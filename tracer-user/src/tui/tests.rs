@@ -1863,3 +1863,41 @@ fn a_screenshot_is_the_opening_frame_as_plain_text() {
         assert!(bad.parse::<super::ScreenSize>().is_err(), "{bad}");
     }
 }
+
+/// The detail pane's subreaper lines name their facts and agree with the adoption step: the
+/// shim keeps the kernel's inherited has_child_subreaper flag after its parent (a subreaper)
+/// exited, while the ancestor walk, like the step "adopted by 1", now ends at init.
+#[test]
+fn the_subreaper_lines_agree_with_the_adoption_step() {
+    let evs = fixture("ctr");
+    let stories = stories_of(&evs);
+    let adopted = stories[0]
+        .steps
+        .iter()
+        .find(|x| x.kind == crate::lineage::StepKind::ShimAdopted)
+        .expect("the shim's adoption")
+        .clone();
+    assert!(adopted.text.contains("adopted by 1 "), "{}", adopted.text);
+    // Before its parent's exit, the walk ends at that parent, a live subreaper.
+    let before = evs.iter().position(|e| e.seq >= adopted.seq).unwrap();
+    let mut s = replay_state("ctr", &evs, before, (200, 60));
+    select_pid(&mut s, adopted.pid);
+    let text = screen(&mut s);
+    assert!(
+        text.contains("orphans→  15913 (nearest live subreaper)"),
+        "{text}"
+    );
+    // After it, the walk ends at init, as the step says, and the inherited flag stays.
+    let mut s = replay_state("ctr", &evs, before + 1, (200, 60));
+    select_pid(&mut s, adopted.pid);
+    let text = screen(&mut s);
+    assert!(
+        text.contains("orphans→  1 (no live subreaper ancestor: init)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("inherited has_child_subreaper (kernel flag)"),
+        "{text}"
+    );
+    assert!(!text.contains("subreaper ancestor exists"), "{text}");
+}

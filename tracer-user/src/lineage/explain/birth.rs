@@ -56,7 +56,10 @@ pub(super) fn keeper(t: &Told) -> Text {
             text.push_str(&format!(
                 " So {who} hangs off its new parent, never off the daemon that asked for it."
             ));
-            (text, "kernel/exit.c find_new_reaper(), find_alive_thread(), find_child_reaper()")
+            (
+                text,
+                "kernel/exit.c find_new_reaper(), find_alive_thread(), find_child_reaper()",
+            )
         }
         (StepKind::ShimSubreaper, false) => (
             "The shim made itself a child subreaper with prctl(PR_SET_CHILD_SUBREAPER, 1). \
@@ -109,15 +112,21 @@ pub(super) fn cni_order(t: &Told, kind: StepKind) -> (String, usize) {
         };
         match (delegated_by, names.last_mut()) {
             // Right after the plugin that ran it: told as that plugin's child.
-            (Some(by), Some(last)) if last == by => {
-                last.push_str(&format!(" (which ran {plugin} as its IPAM plugin, its own child)"))
-            }
+            (Some(by), Some(last)) if last == by => last.push_str(&format!(
+                " (which ran {plugin} as its IPAM plugin, its own child)"
+            )),
             (Some(by), _) => names.push(format!("{plugin} (run by {by} as its IPAM plugin)")),
             (None, _) => names.push(plugin.clone()),
         }
     }
-    let first = names.first().and_then(|f| f.split(' ').next()).unwrap_or("");
-    let rounds = names.iter().filter(|n| n.split(' ').next() == Some(first)).count();
+    let first = names
+        .first()
+        .and_then(|f| f.split(' ').next())
+        .unwrap_or("");
+    let rounds = names
+        .iter()
+        .filter(|n| n.split(' ').next() == Some(first))
+        .count();
     (names.join(", then "), rounds)
 }
 
@@ -223,24 +232,34 @@ pub(super) fn stages(t: &Told) -> Text {
 /// The OCI runtime's start, by its subcommand and who ran it.
 fn runtime_started(t: &Told) -> Text {
     let what = match t.command() {
-        Command::Create => "`runc create` reads the bundle's config.json, prepares the \
+        Command::Create => {
+            "`runc create` reads the bundle's config.json, prepares the \
              container's state and cgroup, and starts `runc init` to build the container; it \
-             exits once the container's init waits on the exec fifo for `runc start`.",
-        Command::Run => "`runc run` creates and starts the container in one command: it \
+             exits once the container's init waits on the exec fifo for `runc start`."
+        }
+        Command::Run => {
+            "`runc run` creates and starts the container in one command: it \
              reads the bundle's config.json, starts `runc init` to build the container, opens \
              the exec fifo itself once INIT waits on it (create and start in one) and, unless \
-             detached, stays in the foreground as INIT's parent and exits with it.",
-        Command::Exec => "`runc exec` runs a new process in a running container: it reads \
+             detached, stays in the foreground as INIT's parent and exits with it."
+        }
+        Command::Exec => {
+            "`runc exec` runs a new process in a running container: it reads \
              the container's state (its init's pid and namespaces) and starts `runc init` to \
-             join them; no container is created.",
+             join them; no container is created."
+        }
         Command::Other => "The OCI runtime was started for the container with its id.",
     };
     let by = match t.kind() {
-        StoryKind::Containerd => " The shim ran it: containerd reaches runc only through the \
-             shim's task API.",
+        StoryKind::Containerd => {
+            " The shim ran it: containerd reaches runc only through the \
+             shim's task API."
+        }
         StoryKind::Conmon => " conmon ran it, and stays to watch the container.",
-        _ => " It was run directly, from a shell or a script: no keeper process stands \
-             between it and the container.",
+        _ => {
+            " It was run directly, from a shell or a script: no keeper process stands \
+             between it and the container."
+        }
     };
     (
         format!("{what}{by}"),
@@ -263,8 +282,10 @@ pub(super) fn start(t: &Told) -> Text {
         }
         StepKind::WorkloadExec => {
             let by = match cmd {
-                Command::Run => "`runc run` itself opened the exec fifo once INIT was ready \
-                     (it creates and starts in one)",
+                Command::Run => {
+                    "`runc run` itself opened the exec fifo once INIT was ready \
+                     (it creates and starts in one)"
+                }
                 _ => "`runc start` opened the exec fifo",
             };
             (
@@ -285,15 +306,23 @@ pub(super) fn start(t: &Told) -> Text {
 fn runtime_exited(t: &Told, cmd: Command) -> Text {
     let orphaned = t.has(StepKind::InitAdopted);
     let text = match (cmd, orphaned) {
-        (Command::Run, false) => "`runc run` stayed in the foreground as INIT's parent, \
+        (Command::Run, false) => {
+            "`runc run` stayed in the foreground as INIT's parent, \
              waited for it and exited with its status once it was gone: nothing was left to \
-             orphan.",
-        (Command::Run, true) => "`runc run --detach` returned once the container's process \
-             started: its exit orphans INIT, whose parent it was.",
-        (Command::Create, _) => "`runc create` returned once INIT waited on the exec fifo \
-             for `runc start`: its exit orphans INIT, whose parent it was.",
-        _ => "The runtime process exited; INIT, whose parent it was, is orphaned if it still \
-             lives.",
+             orphan."
+        }
+        (Command::Run, true) => {
+            "`runc run --detach` returned once the container's process \
+             started: its exit orphans INIT, whose parent it was."
+        }
+        (Command::Create, _) => {
+            "`runc create` returned once INIT waited on the exec fifo \
+             for `runc start`: its exit orphans INIT, whose parent it was."
+        }
+        _ => {
+            "The runtime process exited; INIT, whose parent it was, is orphaned if it still \
+             lives."
+        }
     };
     (
         text.into(),
@@ -324,8 +353,10 @@ fn cgroup(t: &Told) -> Text {
         "INIT's pid into the container's cgroup (cgroup.procs)"
     };
     let keeper = match t.kind() {
-        StoryKind::Containerd => " while the shim stays in the cgroup it inherited from the \
-             daemon. That is why `systemctl status containerd` still lists the shims.",
+        StoryKind::Containerd => {
+            " while the shim stays in the cgroup it inherited from the \
+             daemon. That is why `systemctl status containerd` still lists the shims."
+        }
         StoryKind::Conmon => " while conmon stays in the cgroup it was started in.",
         _ => ".",
     };

@@ -125,17 +125,25 @@ pub(super) fn end(t: &Told) -> Text {
 /// The SIGCHLD for the init's death, by who its parent of record was.
 fn reaped(t: &Told) -> Text {
     let who = match t.facts() {
-        Facts::Reaped(Parent::Shim) => "the shim, its parent since the runtime that created \
+        Facts::Reaped(Parent::Shim) => {
+            "the shim, its parent since the runtime that created \
              it exited (the shim is its subreaper). The shim wait()s for it and reports the \
-             exit status and reason (exit code, OOMKilled) to containerd.",
-        Facts::Reaped(Parent::Conmon) => "conmon, its parent since the runtime that created \
+             exit status and reason (exit code, OOMKilled) to containerd."
+        }
+        Facts::Reaped(Parent::Conmon) => {
+            "conmon, its parent since the runtime that created \
              it exited (conmon is its subreaper). conmon wait()s for it and writes its exit \
-             status for CRI-O or podman.",
-        Facts::Reaped(Parent::Runtime) => "the runtime that started it: a foreground `runc \
+             status for CRI-O or podman."
+        }
+        Facts::Reaped(Parent::Runtime) => {
+            "the runtime that started it: a foreground `runc \
              run` is INIT's parent all along (nothing adopted INIT), wait()s for it and exits \
-             with its status.",
-        Facts::Reaped(Parent::Init) => "pid 1, which had adopted it (no subreaper was alive \
-             when its runtime exited). Init reaps it; no runtime learns its status by wait().",
+             with its status."
+        }
+        Facts::Reaped(Parent::Init) => {
+            "pid 1, which had adopted it (no subreaper was alive \
+             when its runtime exited). Init reaps it; no runtime learns its status by wait()."
+        }
         _ => "its parent of record, which wait()s for it.",
     };
     (
@@ -149,12 +157,18 @@ fn reaped(t: &Told) -> Text {
 fn terminated(t: &Told) -> Text {
     let cause = match t.cause() {
         Some(Cause::Exit { .. }) => "its own exit: Completed for code 0, Error otherwise",
-        Some(Cause::OomKiller { .. }) => "the OOM killer in the container's memory cgroup: \
-             OOMKilled, exit code 137 (128 + SIGKILL)",
-        Some(Cause::StopContainer { .. }) => "a StopContainer: SIGTERM, then SIGKILL if the \
-             grace period ran out; Error, and 128 + the signal that ended it",
-        Some(Cause::KilledAtOnce { .. }) => "a stop with timeout 0: SIGKILL at once, no \
-             SIGTERM and no grace period; Error, exit code 137",
+        Some(Cause::OomKiller { .. }) => {
+            "the OOM killer in the container's memory cgroup: \
+             OOMKilled, exit code 137 (128 + SIGKILL)"
+        }
+        Some(Cause::StopContainer { .. }) => {
+            "a StopContainer: SIGTERM, then SIGKILL if the \
+             grace period ran out; Error, and 128 + the signal that ended it"
+        }
+        Some(Cause::KilledAtOnce { .. }) => {
+            "a stop with timeout 0: SIGKILL at once, no \
+             SIGTERM and no grace period; Error, exit code 137"
+        }
         _ => "a signal: Error, exit code 128 + its number",
     };
     let whose = if t.story.pod.is_some() {
@@ -234,19 +248,27 @@ pub(super) fn after(t: &Told) -> Text {
 /// the shim binary's own `delete` command.
 fn delete(t: &Told) -> Text {
     let text = match (t.facts(), t.kind()) {
-        (Facts::Delete { cleanup: true, .. }, _) => "After the task was deleted, containerd \
+        (Facts::Delete { cleanup: true, .. }, _) => {
+            "After the task was deleted, containerd \
              closed its connection to the shim for this container and ran the shim binary's \
              own `delete` command (`containerd-shim-runc-v2 … delete`, a new short-lived \
              process, not the shim that ran the container), which runs `runc delete --force` \
              to remove whatever is left: a second delete of the same container is this \
-             cleanup.",
-        (_, StoryKind::Containerd) => "With the container stopped, containerd's task Delete \
+             cleanup."
+        }
+        (_, StoryKind::Containerd) => {
+            "With the container stopped, containerd's task Delete \
              has the shim run `runc delete`: runc removes its state directory and the \
-             container's cgroup. CRI RemoveContainer removes the record later.",
-        (_, StoryKind::Conmon) => "With the container stopped, CRI-O (or podman) ran `runc \
-             delete`: runc removes its state directory and the container's cgroup.",
-        _ => "`runc delete` ran for the stopped container: runc removes its state directory \
-             and the container's cgroup.",
+             container's cgroup. CRI RemoveContainer removes the record later."
+        }
+        (_, StoryKind::Conmon) => {
+            "With the container stopped, CRI-O (or podman) ran `runc \
+             delete`: runc removes its state directory and the container's cgroup."
+        }
+        _ => {
+            "`runc delete` ran for the stopped container: runc removes its state directory \
+             and the container's cgroup."
+        }
     };
     (
         text.into(),

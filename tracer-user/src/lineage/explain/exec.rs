@@ -29,7 +29,9 @@ pub(super) fn why(t: &Told) -> Text {
         ),
         StepKind::ExecProgram => {
             let asked = match t.kind() {
-                StoryKind::Containerd => "through the shim: a CRI Exec or ExecSync, `ctr task exec`",
+                StoryKind::Containerd => {
+                    "through the shim: a CRI Exec or ExecSync, `ctr task exec`"
+                }
                 StoryKind::Conmon => "by CRI-O or podman: an ExecSync, `podman exec`",
                 _ => "by hand: `runc exec` run from a shell",
             };

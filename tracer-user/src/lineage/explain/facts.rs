@@ -6,7 +6,7 @@
 use super::super::process::{How, Process, Reason};
 use super::super::reads::Ctx;
 use super::super::roles::{OciCommand, Role};
-use super::super::story::{Facts, Parent, StepKind, Story, StoryStep, StoryKind};
+use super::super::story::{Facts, Parent, StepKind, Story, StoryKind, StoryStep};
 
 /// A plugin's name at most this long in an explanation (it comes from the recording).
 const NAME_MAX: usize = 32;
@@ -86,9 +86,7 @@ fn signal(c: &Ctx, s: &StoryStep, init: u32) -> Facts {
 fn delete(c: &Ctx, d: &Process, shim: Option<u32>) -> Facts {
     let by = d.birth_parent.and_then(|b| c.meta(b));
     let cleanup = by.is_some_and(|b| {
-        b.role == Some(Role::Shim)
-            && Some(b.pid) != shim
-            && b.argv.iter().any(|a| a == "delete")
+        b.role == Some(Role::Shim) && Some(b.pid) != shim && b.argv.iter().any(|a| a == "delete")
     });
     Facts::Delete {
         cleanup,

@@ -13,6 +13,8 @@ use super::kubelet::Cause;
 use super::story::{Facts, Phase, StepKind, Story, StoryKind, StoryStep};
 
 mod birth;
+#[cfg(test)]
+pub(crate) mod check;
 mod death;
 mod exec;
 pub(super) mod facts;
@@ -44,7 +46,11 @@ pub(super) enum Command {
 impl Told<'_> {
     /// `create`, `run`, `exec` from the story's `runc create`…
     pub fn command(&self) -> Command {
-        let last = self.story.runtime.as_deref().and_then(|r| r.rsplit(' ').next());
+        let last = self
+            .story
+            .runtime
+            .as_deref()
+            .and_then(|r| r.rsplit(' ').next());
         match last {
             Some("create") => Command::Create,
             Some("run") => Command::Run,
@@ -136,7 +142,11 @@ pub fn why(story: &Story, step: &StoryStep) -> Why {
 /// orphans of `dying` (which ended as a whole: the model adopts only at a process's end, so
 /// no live thread of it was left to take them). `by` names the reaper when it is the
 /// story's shim or conmon.
-pub(super) fn adoption(dying: &str, reaper: Option<super::process::Reaper>, by: Option<&str>) -> String {
+pub(super) fn adoption(
+    dying: &str,
+    reaper: Option<super::process::Reaper>,
+    by: Option<&str>,
+) -> String {
     use super::process::Reaper;
     let rules = format!(
         "On {dying}'s exit the kernel looked for a new parent for its children \
@@ -195,25 +205,76 @@ mod tests {
     pub(crate) fn all_kinds() -> Vec<StepKind> {
         use StepKind as K;
         let every = [
-            K::ShimStarted, K::ShimParentExited, K::ShimAdopted, K::ShimSubreaper,
-            K::RuntimeStarted, K::InitExec, K::StageRenamed, K::ChildCloned, K::InitCloned,
-            K::IntermediateExited, K::RuntimeExited, K::InitAdopted, K::WorkloadExec,
-            K::InitCgroup, K::ShimReused, K::CniPlugin, K::ExecCloned, K::ExecJoined,
-            K::ExecProgram, K::ExecRuntimeExited, K::ExecAdopted, K::ExecEnded, K::SignalSent,
-            K::OomKilled, K::InitDied, K::InitReaped, K::NamespaceKilled, K::RuntimeDelete,
-            K::CniTeardown, K::ShimExited, K::ShimReaped, K::Restarted, K::Terminated,
+            K::ShimStarted,
+            K::ShimParentExited,
+            K::ShimAdopted,
+            K::ShimSubreaper,
+            K::RuntimeStarted,
+            K::InitExec,
+            K::StageRenamed,
+            K::ChildCloned,
+            K::InitCloned,
+            K::IntermediateExited,
+            K::RuntimeExited,
+            K::InitAdopted,
+            K::WorkloadExec,
+            K::InitCgroup,
+            K::ShimReused,
+            K::CniPlugin,
+            K::ExecCloned,
+            K::ExecJoined,
+            K::ExecProgram,
+            K::ExecRuntimeExited,
+            K::ExecAdopted,
+            K::ExecEnded,
+            K::SignalSent,
+            K::OomKilled,
+            K::InitDied,
+            K::InitReaped,
+            K::NamespaceKilled,
+            K::RuntimeDelete,
+            K::CniTeardown,
+            K::ShimExited,
+            K::ShimReaped,
+            K::Restarted,
+            K::Terminated,
             K::PodStopped,
         ];
         for k in every {
             match k {
-                K::ShimStarted | K::ShimParentExited | K::ShimAdopted | K::ShimSubreaper
-                | K::RuntimeStarted | K::InitExec | K::StageRenamed | K::ChildCloned
-                | K::InitCloned | K::IntermediateExited | K::RuntimeExited | K::InitAdopted
-                | K::WorkloadExec | K::InitCgroup | K::ShimReused | K::CniPlugin
-                | K::ExecCloned | K::ExecJoined | K::ExecProgram | K::ExecRuntimeExited
-                | K::ExecAdopted | K::ExecEnded | K::SignalSent | K::OomKilled | K::InitDied
-                | K::InitReaped | K::NamespaceKilled | K::RuntimeDelete | K::CniTeardown
-                | K::ShimExited | K::ShimReaped | K::Restarted | K::Terminated
+                K::ShimStarted
+                | K::ShimParentExited
+                | K::ShimAdopted
+                | K::ShimSubreaper
+                | K::RuntimeStarted
+                | K::InitExec
+                | K::StageRenamed
+                | K::ChildCloned
+                | K::InitCloned
+                | K::IntermediateExited
+                | K::RuntimeExited
+                | K::InitAdopted
+                | K::WorkloadExec
+                | K::InitCgroup
+                | K::ShimReused
+                | K::CniPlugin
+                | K::ExecCloned
+                | K::ExecJoined
+                | K::ExecProgram
+                | K::ExecRuntimeExited
+                | K::ExecAdopted
+                | K::ExecEnded
+                | K::SignalSent
+                | K::OomKilled
+                | K::InitDied
+                | K::InitReaped
+                | K::NamespaceKilled
+                | K::RuntimeDelete
+                | K::CniTeardown
+                | K::ShimExited
+                | K::ShimReaped
+                | K::Restarted
+                | K::Terminated
                 | K::PodStopped => {}
             }
         }
@@ -287,9 +348,13 @@ mod tests {
         };
         assert!(w(StepKind::ShimAdopted).source.contains("find_new_reaper"));
         assert!(w(StepKind::ShimAdopted).text.contains("find_alive_thread"));
-        assert!(w(StepKind::ShimSubreaper).text.contains("PR_SET_CHILD_SUBREAPER"));
+        assert!(w(StepKind::ShimSubreaper)
+            .text
+            .contains("PR_SET_CHILD_SUBREAPER"));
         assert!(w(StepKind::InitCloned).text.contains("CLONE_PARENT"));
-        assert!(w(StepKind::InitCloned).source.contains("zap_pid_ns_processes"));
+        assert!(w(StepKind::InitCloned)
+            .source
+            .contains("zap_pid_ns_processes"));
         assert!(w(StepKind::ChildCloned).source.contains("nsexec.c"));
         assert!(w(StepKind::ShimStarted).text.contains("double fork"));
     }
