@@ -20,6 +20,12 @@ pub(crate) fn check(st: &Story, step: &StoryStep, text: &str) -> Result<(), Stri
         no("shim", "the story has no containerd shim")?;
         no("containerd", "the story is not containerd's")?;
     }
+    if st.pod.is_none() {
+        no("StopPodSandbox", "no pod asked for the container")?;
+        no("CRI plugin", "no pod asked for the container")?;
+        no("CRI RemoveContainer", "no pod asked for the container")?;
+        no("kubelet's StopContainer", "no pod asked for the container")?;
+    }
     if st.kind != StoryKind::Conmon {
         no("conmon", "the story has no conmon")?;
     }

@@ -59,38 +59,48 @@ fn signal(t: &Told) -> Text {
         _ => "had the shim run `runc kill`",
     };
     let daemon = t.daemon();
-    let text = match (t.cause(), sig, runtime_kill) {
-        (Some(Cause::StopContainer { .. }), SIGTERM, true) => format!(
-            "{} reached {daemon}, which {via} with the stop signal \
-             (SIGTERM, or the image's STOPSIGNAL). The daemon, not the shim, then times the \
-             grace period (the request's timeout, the pod's terminationGracePeriodSeconds) and \
-             sends SIGKILL the same way if the container still lives. A namespace's pid 1 \
-             without a handler for SIGTERM never gets it.",
-            if t.story.pod.is_some() {
-                "The kubelet's StopContainer"
+    let cri = t.story.pod.is_some();
+    let text =
+        match (t.cause(), sig, runtime_kill) {
+            (Some(Cause::StopContainer { .. }), SIGTERM, true) => {
+                format!(
+            "{} reached {daemon}, which {via} with the stop signal (SIGTERM, or the image's \
+             STOPSIGNAL). {}, not the shim, then times the grace period and asks for SIGKILL \
+             the same way if the container still lives. A namespace's pid 1 without a handler \
+             for SIGTERM never gets it.",
+            if cri { "The kubelet's StopContainer" } else { "A stop" },
+            if cri {
+                "The daemon (the request's timeout: the pod's terminationGracePeriodSeconds)"
             } else {
-                "A stop"
+                "The client that asked for the stop"
             }
-        ),
-        (Some(Cause::StopContainer { .. }), SIGKILL, true) => format!(
-            "The grace period {daemon} timed ran out with the init still alive, so it {via} \
+        )
+            }
+            (Some(Cause::StopContainer { .. }), SIGKILL, true) => format!(
+                "The grace period {} timed ran out with the init still alive, so {daemon} {via} \
              again with SIGKILL. SIGKILL cannot be caught or ignored, even by a namespace's \
-             pid 1 when it comes from outside the namespace."
-        ),
-        (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) if t.story.sandbox => format!(
-            "StopPodSandbox, after stopping the pod's containers, stops the sandbox itself: \
+             pid 1 when it comes from outside the namespace.",
+                if cri { daemon } else { "the client" }
+            ),
+            (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) if cri && t.story.sandbox => format!(
+                "StopPodSandbox, after stopping the pod's containers, stops the sandbox itself: \
              {daemon} {via} with SIGKILL at once (no SIGTERM, no grace period) to end pause."
-        ),
-        (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) => format!(
-            "SIGKILL with no SIGTERM before: a stop with timeout 0, as StopPodSandbox stops \
+            ),
+            (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) if cri => format!(
+                "SIGKILL with no SIGTERM before: a stop with timeout 0, as StopPodSandbox stops \
              every container of its pod (or RemoveContainer a running one), so there is no \
              grace period: {daemon} {via} with SIGKILL at once."
-        ),
-        _ => "A process sent the container's init a signal with kill(2). A namespace's pid 1 \
+            ),
+            (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) => format!(
+                "SIGKILL with no SIGTERM before: a client asked {daemon} to kill the task with \
+             SIGKILL (as `ctr task kill -s SIGKILL` does), so there is no grace period: \
+             {daemon} {via} with SIGKILL at once."
+            ),
+            _ => "A process sent the container's init a signal with kill(2). A namespace's pid 1 \
               ignores a signal it has no handler for, unless it is SIGKILL or SIGSTOP from \
               outside its namespace."
-            .to_string(),
-    };
+                .to_string(),
+        };
     (
         text,
         "kernel/signal.c kill_pid_info() → __send_signal_locked(), sig_task_ignored() \
@@ -256,10 +266,14 @@ fn delete(t: &Told) -> Text {
              to remove whatever is left: a second delete of the same container is this \
              cleanup."
         }
+        (_, StoryKind::Containerd) if t.story.pod.is_some() => {
+            "With the container stopped, containerd's task Delete has the shim run `runc \
+             delete`: runc removes its state directory and the container's cgroup. CRI \
+             RemoveContainer removes the record later."
+        }
         (_, StoryKind::Containerd) => {
-            "With the container stopped, containerd's task Delete \
-             has the shim run `runc delete`: runc removes its state directory and the \
-             container's cgroup. CRI RemoveContainer removes the record later."
+            "With the container stopped, containerd's task Delete has the shim run `runc \
+             delete`: runc removes its state directory and the container's cgroup."
         }
         (_, StoryKind::Conmon) => {
             "With the container stopped, CRI-O (or podman) ran `runc \

@@ -82,9 +82,11 @@ impl Told<'_> {
 
     /// What the runtime daemon is called: containerd's CRI plugin, or CRI-O/podman.
     pub fn daemon(&self) -> &'static str {
-        match self.kind() {
-            StoryKind::Conmon => "CRI-O (or podman)",
-            _ => "containerd's CRI plugin",
+        match (self.kind(), self.story.pod.is_some()) {
+            (StoryKind::Conmon, true) => "CRI-O",
+            (StoryKind::Conmon, false) => "podman",
+            (_, true) => "containerd's CRI plugin",
+            (_, false) => "containerd",
         }
     }
 
@@ -154,15 +156,16 @@ pub(super) fn adoption(
          (find_alive_thread: a multi-threaded parent such as a Go program keeps its children \
          while any of its threads lives, so one thread's exit moves nothing); then, only if \
          the dying process has_child_subreaper, the nearest live ancestor in the same pid \
-         namespace that set PR_SET_CHILD_SUBREAPER; else the namespace's init. {dying} had \
-         ended with its last thread, so the first rule found nobody"
+         namespace that set PR_SET_CHILD_SUBREAPER; else the namespace's init. The first \
+         rule found nobody: {dying} had ended with its last thread"
     );
     let picked = match (reaper, by) {
         (Some(Reaper::Subreaper(p)), Some(by)) => format!(
-            "; the second picked {by} {p}, which set PR_SET_CHILD_SUBREAPER for exactly this."
+            "; the second rule picked {by} {p}, which set PR_SET_CHILD_SUBREAPER for exactly \
+             this."
         ),
         (Some(Reaper::Subreaper(p)), None) => {
-            format!("; the second picked the subreaper ancestor {p}.")
+            format!("; the second rule picked the subreaper ancestor {p}.")
         }
         (Some(Reaper::Init), _) => "; no live subreaper ancestor was found, so the host's \
              init, pid 1, took it."
