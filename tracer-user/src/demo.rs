@@ -274,6 +274,12 @@ mod explained {
     use crate::lineage::kubelet::Cause;
     use crate::lineage::{stories, Phase, StepKind, Story};
 
+    /// The stories of `all` whose end's cause `f` keeps.
+    fn ended_by(all: &[Story], f: fn(&Cause) -> bool) -> impl Iterator<Item = &Story> {
+        all.iter()
+            .filter(move |s| s.terminated.as_ref().is_some_and(|t| f(&t.cause)))
+    }
+
     fn demo_stories(demo: crate::demo::Demo) -> Vec<Story> {
         let mut input = demo.open().unwrap();
         let mut e = input.seeded_engine();
@@ -297,14 +303,8 @@ mod explained {
     fn the_lifecycle_demo_tells_each_stop_exec_and_delete_as_it_was() {
         let all = demo_stories(crate::demo::Demo::Lifecycle);
         // The stopper: SIGTERM, then SIGKILL 2 s later, timed by containerd's CRI plugin.
-        let stop = all
-            .iter()
-            .find(|s| {
-                matches!(
-                    s.terminated.as_ref().map(|t| &t.cause),
-                    Some(Cause::StopContainer { .. })
-                )
-            })
+        let stop = ended_by(&all, |c| matches!(c, Cause::StopContainer { .. }))
+            .next()
             .expect("a StopContainer");
         let signals: Vec<String> = stop
             .steps
@@ -325,14 +325,7 @@ mod explained {
             signals[1]
         );
         // A kill at once (StopPodSandbox): no SIGTERM, no grace period told.
-        let at_once = all
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.terminated.as_ref().map(|t| &t.cause),
-                    Some(Cause::KilledAtOnce { .. })
-                )
-            })
+        let at_once = ended_by(&all, |c| matches!(c, Cause::KilledAtOnce { .. }))
             .flat_map(|s| {
                 s.steps
                     .iter()
@@ -402,14 +395,8 @@ mod explained {
             "`runc create` exits once INIT waits for `runc start`."
         )
         .is_err());
-        let at_once = all
-            .iter()
-            .find(|s| {
-                matches!(
-                    s.terminated.as_ref().map(|t| &t.cause),
-                    Some(Cause::KilledAtOnce { .. })
-                )
-            })
+        let at_once = ended_by(&all, |c| matches!(c, Cause::KilledAtOnce { .. }))
+            .next()
             .expect("a kill at once");
         let step = &at_once.steps[0];
         assert!(check(

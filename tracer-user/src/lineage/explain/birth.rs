@@ -102,21 +102,14 @@ fn adopted(t: &Told) -> Option<Reaper> {
 /// plugin's child: `loopback, bridge (which ran host-local for the address)`.
 pub(super) fn cni_order(t: &Told, kind: StepKind) -> (String, usize) {
     let mut names: Vec<String> = Vec::new();
-    for s in t.story.steps.iter().filter(|s| s.kind == kind) {
-        let Facts::Cni {
-            plugin,
-            delegated_by,
-        } = &s.facts
-        else {
-            continue;
-        };
+    for (plugin, delegated_by) in super::facts::cni_runs(t.story, kind) {
         match (delegated_by, names.last_mut()) {
             // Right after the plugin that ran it: told as that plugin's child.
             (Some(by), Some(last)) if last == by => last.push_str(&format!(
                 " (which ran {plugin} as its IPAM plugin, its own child)"
             )),
             (Some(by), _) => names.push(format!("{plugin} (run by {by} as its IPAM plugin)")),
-            (None, _) => names.push(plugin.clone()),
+            (None, _) => names.push(plugin.to_string()),
         }
     }
     let first = names

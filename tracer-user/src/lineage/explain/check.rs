@@ -111,15 +111,8 @@ fn facts_hold(st: &Story, step: &StoryStep, text: &str) -> Result<(), String> {
 /// its main plugin and told as its child.
 fn cni_order_holds(st: &Story, kind: StepKind, text: &str) -> Result<(), String> {
     let mut at = 0;
-    for s in st.steps.iter().filter(|s| s.kind == kind) {
-        let Facts::Cni {
-            plugin,
-            delegated_by,
-        } = &s.facts
-        else {
-            continue;
-        };
-        let Some(i) = text[at..].find(plugin.as_str()) else {
+    for (plugin, delegated_by) in crate::lineage::explain::facts::cni_runs(st, kind) {
+        let Some(i) = text[at..].find(plugin) else {
             return Err(format!("{plugin} is not told where it ran"));
         };
         at += i + plugin.len();

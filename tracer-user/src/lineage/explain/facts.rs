@@ -111,3 +111,18 @@ fn bounded(name: &str) -> String {
     let cut: String = name.chars().take(NAME_MAX).collect();
     crate::escape::escape(&cut).into_owned()
 }
+
+/// The CNI plugin runs a story's steps of `kind` show, in their order: each plugin's name
+/// and the plugin that ran it, if one did.
+pub(crate) fn cni_runs(st: &Story, kind: StepKind) -> impl Iterator<Item = (&str, Option<&str>)> {
+    st.steps
+        .iter()
+        .filter(move |s| s.kind == kind)
+        .filter_map(|s| match &s.facts {
+            Facts::Cni {
+                plugin,
+                delegated_by,
+            } => Some((plugin.as_str(), delegated_by.as_deref())),
+            _ => None,
+        })
+}

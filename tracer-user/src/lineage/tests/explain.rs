@@ -4,6 +4,21 @@
 use super::*;
 use crate::lineage::explain::check::{failures, whys};
 
+/// The runtime `rt`'s `runc init` stages, pids `rt + 1` to `rt + 3`: PARENT clones CHILD,
+/// CHILD clones INIT (both with CLONE_PARENT), then CHILD and PARENT exit.
+fn runc_stages(b: &mut B, rt: u32) {
+    let (parent, child, init) = (rt + 1, rt + 2, rt + 3);
+    b.fork(rt, parent);
+    b.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
+    b.rename(parent, parent, "runc:[0:PARENT]");
+    b.clone(parent, child, cf::CLONE_PARENT);
+    b.rename(child, child, "runc:[1:CHILD]");
+    b.clone(child, init, cf::CLONE_PARENT);
+    b.rename(init, init, "runc:[2:INIT]");
+    b.exit(child, 0);
+    b.exit(parent, 0);
+}
+
 /// A `runc run` in the foreground from a shell: no shim, INIT never adopted, its death's
 /// SIGCHLD to `runc run`.
 #[test]
@@ -11,15 +26,7 @@ fn a_foreground_runc_run_is_told_without_a_shim() {
     let mut b = B::default();
     b.fork(1, 700);
     b.exec(700, "/usr/bin/runc", &["runc", "run", "box"]);
-    b.fork(700, 701);
-    b.exec_comm(701, 701, "/proc/self/exe", &["runc", "init"], "exe");
-    b.rename(701, 701, "runc:[0:PARENT]");
-    b.clone(701, 702, cf::CLONE_PARENT);
-    b.rename(702, 702, "runc:[1:CHILD]");
-    b.clone(702, 703, cf::CLONE_PARENT);
-    b.rename(703, 703, "runc:[2:INIT]");
-    b.exit(702, 0);
-    b.exit(701, 0);
+    runc_stages(&mut b, 700);
     b.exec_comm(703, 703, "/bin/sh", &["sh"], "sh");
     b.exit(703, 0);
     b.logged_sigchld(703, 700);
@@ -46,15 +53,7 @@ fn a_runc_create_by_hand_leaves_init_to_pid_1() {
     let mut b = B::default();
     b.fork(1, 700);
     b.exec(700, "/usr/bin/runc", &["runc", "create", "box"]);
-    b.fork(700, 701);
-    b.exec_comm(701, 701, "/proc/self/exe", &["runc", "init"], "exe");
-    b.rename(701, 701, "runc:[0:PARENT]");
-    b.clone(701, 702, cf::CLONE_PARENT);
-    b.rename(702, 702, "runc:[1:CHILD]");
-    b.clone(702, 703, cf::CLONE_PARENT);
-    b.rename(703, 703, "runc:[2:INIT]");
-    b.exit(702, 0);
-    b.exit(701, 0);
+    runc_stages(&mut b, 700);
     b.exit(700, 0);
     let all = stories(&b.engine());
     let bad = failures(&all);
@@ -88,15 +87,7 @@ fn a_conmon_story_is_told_as_conmon() {
     b.fork(601, 610);
     let runc = ["/usr/bin/runc", "create", "--bundle", "/b/C0FFEE", "C0FFEE"];
     b.exec(610, "/usr/bin/runc", &runc);
-    b.fork(610, 611);
-    b.exec_comm(611, 611, "/proc/self/exe", &["runc", "init"], "exe");
-    b.rename(611, 611, "runc:[0:PARENT]");
-    b.clone(611, 612, cf::CLONE_PARENT);
-    b.rename(612, 612, "runc:[1:CHILD]");
-    b.clone(612, 613, cf::CLONE_PARENT);
-    b.rename(613, 613, "runc:[2:INIT]");
-    b.exit(612, 0);
-    b.exit(611, 0);
+    runc_stages(&mut b, 610);
     b.exit(610, 0);
     b.exec_comm(613, 613, "/usr/bin/nginx", &["nginx"], "nginx");
     b.exit(613, 0);
