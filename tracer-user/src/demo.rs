@@ -315,7 +315,7 @@ mod explained {
         assert_eq!(signals.len(), 2);
         assert!(
             signals[0].contains("CRI plugin")
-                && signals[0].contains("not the shim, then times the grace period"),
+                && signals[0].contains("CRI plugin, not the shim, times the grace period"),
             "{}",
             signals[0]
         );

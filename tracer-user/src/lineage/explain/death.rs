@@ -45,7 +45,9 @@ pub(super) fn kill(t: &Told) -> Text {
 }
 
 /// A signal to the init: a StopContainer's SIGTERM or its SIGKILL after the grace period,
-/// a kill at once (StopPodSandbox, timeout 0), or any other sender's.
+/// a kill at once (StopPodSandbox, timeout 0), or any other sender's. Who asked and who
+/// times the grace period: the kubelet and the runtime daemon's CRI plugin for a pod, the
+/// client (ctr, nerdctl, podman) otherwise; the shim only runs `runc kill`.
 fn signal(t: &Told) -> Text {
     let (sig, runtime_kill) = match t.facts() {
         Facts::Signal {
@@ -60,47 +62,48 @@ fn signal(t: &Told) -> Text {
     };
     let daemon = t.daemon();
     let cri = t.story.pod.is_some();
-    let text =
-        match (t.cause(), sig, runtime_kill) {
-            (Some(Cause::StopContainer { .. }), SIGTERM, true) => {
-                format!(
-            "{} reached {daemon}, which {via} with the stop signal (SIGTERM, or the image's \
-             STOPSIGNAL). {}, not the shim, then times the grace period and asks for SIGKILL \
-             the same way if the container still lives. A namespace's pid 1 without a handler \
-             for SIGTERM never gets it.",
-            if cri { "The kubelet's StopContainer" } else { "A stop" },
+    let (asker, timer) = match cri {
+        true => ("The kubelet's StopContainer", daemon),
+        false => ("A stop", "the client that asked for the stop"),
+    };
+    let stop = matches!(t.cause(), Some(Cause::StopContainer { .. })) && runtime_kill;
+    let at_once = matches!(t.cause(), Some(Cause::KilledAtOnce { .. })) && runtime_kill;
+    let text = match (sig, stop, at_once) {
+        (SIGTERM, true, _) => format!(
+            "{asker} reached {daemon}, which {via} with the stop signal (SIGTERM, or the \
+             image's STOPSIGNAL). Then {timer}, not the shim, times the grace period{} and asks \
+             for SIGKILL the same way if the container still lives. A namespace's pid 1 \
+             without a handler for SIGTERM never gets it.",
             if cri {
-                "The daemon (the request's timeout: the pod's terminationGracePeriodSeconds)"
+                " (the pod's terminationGracePeriodSeconds)"
             } else {
-                "The client that asked for the stop"
+                ""
             }
-        )
-            }
-            (Some(Cause::StopContainer { .. }), SIGKILL, true) => format!(
-                "The grace period {} timed ran out with the init still alive, so {daemon} {via} \
-             again with SIGKILL. SIGKILL cannot be caught or ignored, even by a namespace's \
-             pid 1 when it comes from outside the namespace.",
-                if cri { daemon } else { "the client" }
-            ),
-            (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) if cri && t.story.sandbox => format!(
-                "StopPodSandbox, after stopping the pod's containers, stops the sandbox itself: \
+        ),
+        (SIGKILL, true, _) => format!(
+            "The grace period {timer} timed ran out with the init still alive, so {daemon} \
+             {via} again, with SIGKILL. SIGKILL cannot be caught or ignored, even by a \
+             namespace's pid 1 when it comes from outside the namespace."
+        ),
+        (SIGKILL, _, true) if cri && t.story.sandbox => format!(
+            "StopPodSandbox, after stopping the pod's containers, stops the sandbox itself: \
              {daemon} {via} with SIGKILL at once (no SIGTERM, no grace period) to end pause."
-            ),
-            (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) if cri => format!(
-                "SIGKILL with no SIGTERM before: a stop with timeout 0, as StopPodSandbox stops \
+        ),
+        (SIGKILL, _, true) if cri => format!(
+            "SIGKILL with no SIGTERM before: a stop with timeout 0, as StopPodSandbox stops \
              every container of its pod (or RemoveContainer a running one), so there is no \
              grace period: {daemon} {via} with SIGKILL at once."
-            ),
-            (Some(Cause::KilledAtOnce { .. }), SIGKILL, true) => format!(
-                "SIGKILL with no SIGTERM before: a client asked {daemon} to kill the task with \
+        ),
+        (SIGKILL, _, true) => format!(
+            "SIGKILL with no SIGTERM before: a client asked {daemon} to kill the task with \
              SIGKILL (as `ctr task kill -s SIGKILL` does), so there is no grace period: \
              {daemon} {via} with SIGKILL at once."
-            ),
-            _ => "A process sent the container's init a signal with kill(2). A namespace's pid 1 \
+        ),
+        _ => "A process sent the container's init a signal with kill(2). A namespace's pid 1 \
               ignores a signal it has no handler for, unless it is SIGKILL or SIGSTOP from \
               outside its namespace."
-                .to_string(),
-        };
+            .to_string(),
+    };
     (
         text,
         "kernel/signal.c kill_pid_info() → __send_signal_locked(), sig_task_ignored() \
