@@ -126,3 +126,19 @@ pub(crate) fn cni_runs(st: &Story, kind: StepKind) -> impl Iterator<Item = (&str
             _ => None,
         })
 }
+
+#[cfg(test)]
+mod tests {
+    /// A plugin's name comes from the recording: an explanation gets it escaped and cut.
+    #[test]
+    fn names_from_the_recording_are_escaped_and_bounded() {
+        let hostile = format!("\u{1b}[2J\u{202e}bridge{}", "x".repeat(100));
+        let b = super::bounded(&hostile);
+        assert!(
+            !b.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{b:?}"
+        );
+        assert!(b.len() < 100, "{b:?}");
+        assert_eq!(super::bounded("host-local"), "host-local");
+    }
+}
