@@ -1901,3 +1901,22 @@ fn the_subreaper_lines_agree_with_the_adoption_step() {
     );
     assert!(!text.contains("subreaper ancestor exists"), "{text}");
 }
+
+/// The viewer's explanations of the recorded fixtures (containerd's `ctr`, a `runc run` by
+/// hand, podman's conmon) name nothing their stories do not hold.
+#[test]
+fn the_fixtures_stories_are_explained_for_what_they_hold() {
+    for name in [
+        "ctr",
+        "runc",
+        "podman",
+        "runc-run",
+        "runc-run-orphan",
+        "runc-stderr",
+    ] {
+        let all = stories_of(&fixture(name));
+        assert!(!all.is_empty(), "{name}");
+        let bad = crate::lineage::explain::check::failures(&all);
+        assert!(bad.is_empty(), "{name}:\n{}", bad.join("\n"));
+    }
+}

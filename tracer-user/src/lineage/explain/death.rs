@@ -104,12 +104,18 @@ fn signal(t: &Told) -> Text {
               outside its namespace."
             .to_string(),
     };
-    (
-        text,
-        "kernel/signal.c kill_pid_info() → __send_signal_locked(), sig_task_ignored() \
-         (SIGNAL_UNKILLABLE); runc kill.go; containerd pkg/cri (container_stop.go, \
-         sandbox_stop.go)",
-    )
+    let source = match cri {
+        true => {
+            "kernel/signal.c kill_pid_info() → __send_signal_locked(), sig_task_ignored() \
+             (SIGNAL_UNKILLABLE); runc kill.go; containerd pkg/cri (container_stop.go, \
+             sandbox_stop.go)"
+        }
+        false => {
+            "kernel/signal.c kill_pid_info() → __send_signal_locked(), sig_task_ignored() \
+             (SIGNAL_UNKILLABLE); runc kill.go"
+        }
+    };
+    (text, source)
 }
 
 /// The init's death, its SIGCHLD, the namespace's teardown, the kubelet's words.
@@ -159,10 +165,24 @@ fn reaped(t: &Told) -> Text {
         }
         _ => "its parent of record, which wait()s for it.",
     };
+    let source = match t.facts() {
+        Facts::Reaped(Parent::Shim) => {
+            "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent(); containerd \
+             runtime/v2/runc (reaper)"
+        }
+        Facts::Reaped(Parent::Conmon) => {
+            "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent(); conmon \
+             src/conmon.c (exit file)"
+        }
+        Facts::Reaped(Parent::Runtime) => {
+            "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent(); runc \
+             utils_linux.go (runner.run waits for the process)"
+        }
+        _ => "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent()",
+    };
     (
         format!("The kernel sent SIGCHLD to the init's parent of record, {who}"),
-        "kernel/exit.c exit_notify() → kernel/signal.c do_notify_parent(); containerd \
-         runtime/v2/runc (reaper)",
+        source,
     )
 }
 
