@@ -13,7 +13,8 @@ use super::process::{Process, Reason};
 use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
 use super::story::{
-    descends_from, label, last_exec, runtime_daemon_of, Phase, StepKind, Story, StoryStep,
+    descends_from, label, last_exec, runtime_daemon_of, runtime_label, Phase, StepKind, Story,
+    StoryStep,
 };
 
 const SIGTERM: i32 = 15;
@@ -33,6 +34,7 @@ pub(super) fn life(c: &Ctx, anchor: &Process) -> Story {
     if st.phase == Phase::Exec {
         add_exec_steps(c, &mut st);
     }
+    super::explain::facts::annotate(c, &mut st);
     st
 }
 
@@ -227,7 +229,7 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
         pod_removal_steps(c, life, init, cni_added, &mut step);
     }
     steps.sort_by_key(|s| s.seq);
-    Story {
+    let mut st = Story {
         phase: Phase::Death,
         attempt: life.attempt,
         previous_init: Some(init.pid),
@@ -238,7 +240,9 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
         restart: None,
         runtime_restart: None,
         ..life.clone()
-    }
+    };
+    super::explain::facts::annotate(c, &mut st);
+    st
 }
 
 /// The signals others sent the init: a stop's SIGTERM (runc kill, run by the shim for
@@ -256,7 +260,7 @@ fn signal_steps(
         .filter(|s| s.target == init.pid && s.sender != init.pid && s.signal != SIGCHLD);
     for s in sent.take(MAX_STEPS_PER_KIND) {
         let sender = c.process_meta(s.sender);
-        let who = sender.map_or_else(|| format!("{}", s.sender), label);
+        let who = sender.map_or_else(|| format!("{}", s.sender), runtime_label);
         let by_shim = sender
             .filter(|p| life.shim_pid.is_some_and(|sh| p.ppid == sh))
             .map(|_| " (run by the shim)")
@@ -365,7 +369,7 @@ fn delete_steps(
     });
     for d in deletes.take(MAX_STEPS_PER_KIND) {
         let (seq, ts) = last_exec(d);
-        let text = format!("{} ran for container {cid}", label(d));
+        let text = format!("{} ran for container {cid}", runtime_label(d));
         step(StepKind::RuntimeDelete, seq, ts, d.pid, text);
     }
 }

@@ -11,7 +11,6 @@ mod death;
 mod ending;
 mod engine;
 pub mod explain;
-mod explain_restart;
 pub mod identity;
 pub mod k8s;
 pub mod kubelet;
@@ -48,7 +47,7 @@ pub use process::{
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
 pub use stories::{stories, Stories, Work as StoryWork};
-pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
+pub use story::{Facts, Parent, Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
     node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,

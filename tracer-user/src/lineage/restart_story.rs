@@ -13,7 +13,7 @@ use super::engine::Engine;
 use super::process::{ProcId, Process};
 use super::restart::{daemon_key, runtime_restarts, RuntimeRestart, Survivor};
 use super::roles::Role;
-use super::story::{Phase, StepKind, Story, StoryKind, StoryStep};
+use super::story::{Facts, Phase, StepKind, Story, StoryKind, StoryStep};
 
 /// Every runtime restart of `e` as a story, in order.
 pub(super) fn restart_stories(e: &Engine) -> Vec<Story> {
@@ -34,6 +34,7 @@ pub(super) fn story(e: &Engine, r: RuntimeRestart) -> Story {
             time: e.time_of(ts_ns),
             pid,
             text,
+            facts: Facts::None,
         })
     };
     step(

@@ -2473,6 +2473,7 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
             time: None,
             pid: 2,
             text: format!("{HOSTILE} 2 started"),
+            facts: Default::default(),
         }],
         terminated: None,
         restart: None,
@@ -3221,9 +3222,13 @@ mod speakers;
 
 mod restarts;
 
-// ---- a runtime daemon's restart as a story (restart_story.rs, explain_restart.rs) ----
+// ---- a runtime daemon's restart as a story (restart_story.rs, explain/restart.rs) ----
 
 mod runtime_restart;
+
+// ---- each explanation right for its variant (explain/) ----
+
+mod explain;
 
 /// The kubelet's view of the death story of the container whose init is `init`.
 fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {

@@ -616,7 +616,7 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
             if explain {
-                let w = super::explain::why_step(s, st);
+                let w = super::explain::why(s, st);
                 let opts = textwrap::Options::new(WHY_WIDTH)
                     .initial_indent("      why: ")
                     .subsequent_indent("           ");

@@ -129,7 +129,7 @@ fn story_section(
     )?);
     s.push_str("</div><ol>");
     for (n, step) in st.steps.iter().enumerate() {
-        let w = explain::why_step(st, step);
+        let w = explain::why(st, step);
         let _ = write!(
             s,
             "<li><span class=\"n\">{}</span><span class=\"seq\">seq {}</span>{}<p class=\"why\">{}</p><p class=\"src\">{}</p></li>",

@@ -888,7 +888,11 @@ async fn guided_replay_opens_at_the_first_step_with_its_explanation() {
         "the log shows the step's event"
     );
     let text = screen(&mut s);
-    let why = crate::lineage::explain::why(first.kind).text;
+    let why = {
+        let (story, step) = super::ui::current_story_step(&s).expect("a step");
+        assert_eq!(step, &first);
+        crate::lineage::explain::why(story, step).text
+    };
     let first_words: String = why.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
     assert!(text.contains(&first_words), "{text}");
     insta::assert_snapshot!("guided_first_step_120x40", text);
@@ -1699,7 +1703,9 @@ async fn the_guided_layout_gives_the_story_most_of_the_width_and_hides_the_log()
 async fn at_80x24_the_step_and_its_explanation_show_and_cut_text_says_more() {
     let (mut s, _) = guided_state("ctr", (80, 24)).await;
     let step = s.story.current_step().cloned().expect("step");
-    let why = crate::lineage::explain::why(step.kind).text;
+    let (story, _) = super::ui::current_story_step(&s).expect("a step");
+    let story = story.clone();
+    let why = crate::lineage::explain::why(&story, &step).text;
     let text = screen(&mut s);
     let start: String = why.split_whitespace().take(5).collect::<Vec<_>>().join(" ");
     assert!(text.contains(&start), "{text}");
@@ -1719,7 +1725,7 @@ async fn at_80x24_the_step_and_its_explanation_show_and_cut_text_says_more() {
     let (mut s, _) = guided_state("ctr", (60, 18)).await;
     let text = screen(&mut s);
     assert!(text.contains("more ↓ (m)"), "{text}");
-    let source = crate::lineage::explain::why(step.kind).source;
+    let source = crate::lineage::explain::why(&story, &step).source;
     let tail: String = source.chars().take(12).collect();
     assert!(!text.contains(&tail), "{text}");
     let mut seen = false;
@@ -1884,8 +1890,65 @@ fn the_guided_walk_reaches_the_runtime_restart_and_explains_it() {
     let text = screen(&mut s);
     assert!(text.contains("lives on: parent 1"), "{text}");
     assert!(
-        text.contains("In this recording: shim 2092 kept parent"),
+        text.contains("recording: shim 2092 kept parent 1"),
         "{text}"
     );
     assert!(text.contains("containerd's own cgroup /"), "{text}");
+}
+
+/// The detail pane's subreaper lines name their facts and agree with the adoption step: the
+/// shim keeps the kernel's inherited has_child_subreaper flag after its parent (a subreaper)
+/// exited, while the ancestor walk, like the step "adopted by 1", now ends at init.
+#[test]
+fn the_subreaper_lines_agree_with_the_adoption_step() {
+    let evs = fixture("ctr");
+    let stories = stories_of(&evs);
+    let adopted = stories[0]
+        .steps
+        .iter()
+        .find(|x| x.kind == crate::lineage::StepKind::ShimAdopted)
+        .expect("the shim's adoption")
+        .clone();
+    assert!(adopted.text.contains("adopted by 1 "), "{}", adopted.text);
+    // Before its parent's exit, the walk ends at that parent, a live subreaper.
+    let before = evs.iter().position(|e| e.seq >= adopted.seq).unwrap();
+    let mut s = replay_state("ctr", &evs, before, (200, 60));
+    select_pid(&mut s, adopted.pid);
+    let text = screen(&mut s);
+    assert!(
+        text.contains("orphans→  15913 (nearest live subreaper)"),
+        "{text}"
+    );
+    // After it, the walk ends at init, as the step says, and the inherited flag stays.
+    let mut s = replay_state("ctr", &evs, before + 1, (200, 60));
+    select_pid(&mut s, adopted.pid);
+    let text = screen(&mut s);
+    assert!(
+        text.contains("orphans→  1 (no live subreaper ancestor: init)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("inherited has_child_subreaper (kernel flag)"),
+        "{text}"
+    );
+    assert!(!text.contains("subreaper ancestor exists"), "{text}");
+}
+
+/// The viewer's explanations of the recorded fixtures (containerd's `ctr`, a `runc run` by
+/// hand, podman's conmon) name nothing their stories do not hold.
+#[test]
+fn the_fixtures_stories_are_explained_for_what_they_hold() {
+    for name in [
+        "ctr",
+        "runc",
+        "podman",
+        "runc-run",
+        "runc-run-orphan",
+        "runc-stderr",
+    ] {
+        let all = stories_of(&fixture(name));
+        assert!(!all.is_empty(), "{name}");
+        let bad = crate::lineage::explain::check::failures(&all);
+        assert!(bad.is_empty(), "{name}:\n{}", bad.join("\n"));
+    }
 }

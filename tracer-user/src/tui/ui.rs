@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use crate::escape::escape;
 use crate::lineage::view::{marks, Mark};
-use crate::lineage::{How, LineageEntry, Process, Role, StoryStep};
+use crate::lineage::{How, LineageEntry, Process, Reaper, Role, Story, StoryStep};
 
 use super::action::KEY_HELP;
 use super::state::layout::{active_pane, layout};
@@ -346,7 +346,7 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     out.push(detail_exit(s, p));
     out.extend(detail_cgroup(s, p));
     out.extend(detail_pidns(s, p));
-    out.push(detail_subreaper(s, p));
+    out.extend(detail_subreaper(s, p));
     out.push(detail_threads(s, p));
     out.extend(detail_history(s, p));
     out
@@ -495,10 +495,12 @@ fn detail_pidns(s: &AppState, p: &Process) -> Option<Line<'static>> {
     Some(Line::from(vec![detail_key(s, "pidns"), Span::raw(t)]))
 }
 
-/// Whether its orphans come to it: PR_SET_CHILD_SUBREAPER set (or set then cleared) by
-/// prctl (kernel/sys.c), or only an ancestor's, which kernel/exit.c find_new_reaper looks
-/// for when it has `has_child_subreaper`.
-fn detail_subreaper(s: &AppState, p: &Process) -> Line<'static> {
+/// Whether its orphans come to it, each fact under its own name: `subreaper`, its own
+/// PR_SET_CHILD_SUBREAPER (kernel/sys.c prctl sets `is_child_subreaper`); `inherited`, the
+/// kernel's `has_child_subreaper` flag (copied at fork, never cleared: it says an ancestor
+/// was a subreaper then, not that one lives now); `orphans→`, the model's find_new_reaper
+/// walk for it now, the one an adoption step tells.
+fn detail_subreaper(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     let sub = match (p.is_subreaper, p.subreaper_seq()) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
@@ -506,10 +508,27 @@ fn detail_subreaper(s: &AppState, p: &Process) -> Line<'static> {
             Some(c) => format!("no (set @{q}, cleared @{c})"),
             None => "no".into(),
         },
-        (false, _) if p.has_child_subreaper => "no (a subreaper ancestor exists)".into(),
-        (false, _) => "no".into(),
+        (false, None) => "no".into(),
     };
-    Line::from(vec![detail_key(s, "subreaper"), Span::raw(sub)])
+    let mut out = vec![Line::from(vec![detail_key(s, "subreaper"), Span::raw(sub)])];
+    if p.has_child_subreaper && !p.is_subreaper {
+        out.push(Line::from(vec![
+            detail_key(s, "inherited"),
+            Span::raw("has_child_subreaper (kernel flag)"),
+        ]));
+    }
+    let walk = s.engine.orphans_would_go_to(p.id);
+    // A pid 1 has no one to hand its orphans to; an exited process has none left.
+    if !p.exited && walk.is_none_or(|(pid, _)| pid != p.pid) {
+        let to = match walk {
+            Some((pid, Reaper::Subreaper(_))) => format!("{pid} (nearest live subreaper)"),
+            Some((pid, Reaper::Init)) => format!("{pid} (no live subreaper ancestor: init)"),
+            Some((pid, _)) => format!("{pid} (its pid namespace's init)"),
+            None => "its pid namespace's init (not seen)".into(),
+        };
+        out.push(Line::from(vec![detail_key(s, "orphans→"), Span::raw(to)]));
+    }
+    out
 }
 
 /// Its live threads (CLONE_THREAD: same tgid), the first dozen of them.
@@ -606,8 +625,8 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
     }
     let (lines, cursor_line, header_line) = story_lines(s, inner.width);
     if s.view.show_explain {
-        if let Some(step) = s.story.current_step() {
-            let why = why_lines(s, step, inner.width);
+        if let Some((story, step)) = current_story_step(s) {
+            let why = why_lines(s, story, step, inner.width);
             // The steps keep a third of the pane (at least three rows, fewer if there are
             // fewer); `m` pages through an explanation cut short, `z` gives it the screen.
             let keep = (lines.len() as u16).min((inner.height / 3).max(3));
@@ -718,24 +737,18 @@ fn paged(
     shown
 }
 
-/// The explanation of `step`, wrapped to `width`: a rule, the text, its source.
-fn why_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
-    // The story holding the step: a runtime restart's explanation adds what it recorded.
-    let story = s
-        .story
+/// The story step under the cursor, with the story it is told in (its explanation's variant).
+pub(crate) fn current_story_step(s: &AppState) -> Option<(&Story, &StoryStep)> {
+    s.story
         .stories
         .iter()
-        .find(|st| st.steps.iter().any(|x| std::ptr::eq(x, step)));
-    let w = match story {
-        Some(st) => crate::lineage::explain::why_step(st, step),
-        None => {
-            let w = crate::lineage::explain::why(step.kind);
-            crate::lineage::explain::StepWhy {
-                text: w.text.to_string(),
-                source: w.source,
-            }
-        }
-    };
+        .flat_map(|st| st.steps.iter().map(move |x| (st, x)))
+        .nth(s.story.cursor)
+}
+
+/// The explanation of `step` in `story`, wrapped to `width`: a rule, the text, its source.
+fn why_lines(s: &AppState, story: &Story, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
+    let w = crate::lineage::explain::why(story, step);
     let width = usize::from(width.max(10));
     let head = fg(s, Color::Cyan).add_modifier(Modifier::BOLD);
     let mut out: Vec<Line> = textwrap::wrap(&format!("── why: {}", step.text), width)

@@ -1,8 +1,7 @@
 //! A runtime daemon's restart as a story of the list (restart_story.rs) and its explanation
-//! (explain_restart.rs): its steps, its survivors' parents, and only what the recording holds.
+//! (explain/restart.rs): its steps, its survivors' parents, and only what the recording holds.
 
 use super::*;
-use crate::lineage::explain::why_step;
 
 /// systemd 1 → containerd 100 → `shim start` 110 → shim 111 (adopted by 1, subreaper);
 /// systemd stops containerd with SIGTERM, and starts it again as 200. With `cgroups`, the
@@ -117,7 +116,7 @@ fn the_explanation_names_the_recorded_cgroups_and_nothing_the_recording_lacks() 
     let st = restart_story(&unit_restart(true).engine());
     let why = |kind: StepKind| {
         let step = st.steps.iter().find(|s| s.kind == kind).unwrap();
-        why_step(&st, step).text
+        crate::lineage::explain::why(&st, step).text
     };
     let survived = why(StepKind::Survived);
     assert!(
@@ -135,12 +134,12 @@ fn the_explanation_names_the_recorded_cgroups_and_nothing_the_recording_lacks() 
     );
     assert!(ended.contains("SIGTERM was sent by 1 (systemd)"), "{ended}");
     for step in &st.steps {
-        killmode_is_the_units(&why_step(&st, step).text);
+        killmode_is_the_units(&crate::lineage::explain::why(&st, step).text);
     }
     // No cgroup recorded: said so, and no cgroup named.
     let st = restart_story(&unit_restart(false).engine());
     for step in &st.steps {
-        let text = why_step(&st, step).text;
+        let text = crate::lineage::explain::why(&st, step).text;
         assert!(!text.contains("sat in"), "{text}");
         killmode_is_the_units(&text);
     }
@@ -149,10 +148,10 @@ fn the_explanation_names_the_recorded_cgroups_and_nothing_the_recording_lacks() 
         .iter()
         .find(|s| s.kind == StepKind::Survived)
         .unwrap();
-    assert!(why_step(&st, step)
+    assert!(crate::lineage::explain::why(&st, step)
         .text
         .ends_with("Its cgroup was not recorded."));
-    let end = why_step(&st, &st.steps[0]).text;
+    let end = crate::lineage::explain::why(&st, &st.steps[0]).text;
     assert!(
         end.contains("containerd 100's cgroup was not recorded"),
         "{end}"
@@ -168,7 +167,7 @@ fn a_daemon_not_started_by_pid_1_is_not_told_as_a_systemd_unit() {
         .iter()
         .find(|s| s.kind == StepKind::DaemonStarted)
         .unwrap();
-    let text = why_step(&st, step).text;
+    let text = crate::lineage::explain::why(&st, step).text;
     assert!(
         text.contains("was started by 50, not by pid 1: no systemd unit ran this daemon here"),
         "{text}"
@@ -189,7 +188,7 @@ fn a_hostile_senders_name_is_escaped_wherever_the_restart_is_told() {
     b.exec(200, "/usr/bin/containerd", &["containerd"]);
     let e = b.engine();
     let st = restart_story(&e);
-    let why = why_step(&st, &st.steps[0]).text;
+    let why = crate::lineage::explain::why(&st, &st.steps[0]).text;
     assert!(
         why.contains("SIGTERM was sent by 60 (ev\\33[2Jil)"),
         "{why}"

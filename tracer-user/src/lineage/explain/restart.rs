@@ -5,8 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::restart::{RuntimeRestart, Survivor};
-use super::story::{StepKind, Story, StoryStep};
+use super::super::restart::{RuntimeRestart, Survivor};
+use super::super::story::{StepKind, Story, StoryStep};
+use super::Told;
 use crate::escape::escape;
 
 /// The old daemon's end. (text, source)
@@ -32,12 +33,9 @@ pub(super) const SURVIVED: (&str, &str) = (
      never the daemon, so the daemon's exit orphans nothing of it; and the shim set \
      PR_SET_CHILD_SUBREAPER, so the container's processes hang off the shim, not the \
      daemon. What could still kill it is a unit stop that kills the cgroup: \
-     containerd.service's KillMode=process is what prevents that on a systemd node. \
-     CRI-O's crio.service keeps the default kill mode instead and moves each conmon out \
-     of its cgroup (conmon_cgroup: a scope of its own, or the pod's cgroup).",
+     containerd.service's KillMode=process is what prevents that on a systemd node.",
     "kernel/exit.c find_new_reaper(); kernel/sys.c PR_SET_CHILD_SUBREAPER; containerd \
-     pkg/shim (double fork), containerd.service; systemd.kill(5); cri-o crio.conf \
-     conmon_cgroup",
+     pkg/shim (double fork), containerd.service; systemd.kill(5)",
 );
 
 /// What the restart cost. (text, source)
@@ -68,6 +66,25 @@ pub(super) const RESTART_UNCHANGED: (&str, &str) = (
      can be restarted or upgraded while the containers run.",
     "containerd runtime/v2 shim design; kernel/exit.c (reparenting only on a parent's exit)",
 );
+
+/// CRI-O's way, told only when the restarted daemon is CRI-O's: its unit keeps the default kill
+/// mode and moves each conmon out of its cgroup (crio.conf `conmon_cgroup`).
+const CRIO: &str = "CRI-O's crio.service keeps the default kill mode instead and moves each \
+     conmon out of its cgroup (crio.conf conmon_cgroup: a scope of its own, or the pod's \
+     cgroup).";
+
+/// A restart step's explanation: the rule (`general`, one of the consts above), then what
+/// this recording holds for it.
+pub(super) fn why(t: &Told, general: (&str, &'static str)) -> (String, &'static str) {
+    let (text, source) = general;
+    let crio = t.step.kind == StepKind::Survived
+        && t.story.runtime_restart.as_deref().is_some_and(|r| r.daemon == "crio");
+    let text = if crio { format!("{text} {CRIO}") } else { text.to_string() };
+    match recorded(t.story, t.step) {
+        Some(facts) => (format!("{text} {facts}"), source),
+        None => (text, source),
+    }
+}
 
 /// What this recording holds for `step` of a runtime restart story: the recorded cgroups,
 /// the signal's sender, the new daemon's parent. `None` for other stories.
