@@ -1,0 +1,200 @@
+//! Deaths on the timeline: a signal as an arrow from the sender's lifeline to the target's
+//! (SIGTERM, SIGKILL; a dead child's SIGCHLD from its exit to its parent), and the OOM killer's
+//! choice named on the victim's lifeline with its memory cgroup and limit.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use super::marks::Arrow;
+use super::{short_ids, xml_text, Col, Geo, LaneEnds, Mark, Story};
+use crate::event::SignalResult;
+use crate::export::PidIndex;
+use crate::lineage::{DeathHow, Engine, ProcId, Process, SignalRecord};
+
+/// SIGCHLD.
+const SIGCHLD: i32 = 17;
+
+/// The signals a story step shows: the records of the step's process at the step's seq.
+fn step_signals<'a>(
+    e: &'a Engine,
+    index: &'a PidIndex,
+    stories: &'a [Story],
+) -> impl Iterator<Item = (ProcId, &'a SignalRecord)> + 'a {
+    stories
+        .iter()
+        .flat_map(|st| &st.steps)
+        .flat_map(move |step| {
+            let id = index.at(e, step.pid, step.seq);
+            let recs = id.and_then(|id| e.get(id)).map_or(&[][..], |p| p.signals());
+            recs.iter()
+                .filter(move |r| r.seq == step.seq && r.sender != 0)
+                .filter_map(move |r| Some((id?, r)))
+        })
+}
+
+/// The sender and the target of `r`, as the records they were at its seq.
+fn ends(e: &Engine, index: &PidIndex, r: &SignalRecord) -> Option<(ProcId, ProcId)> {
+    Some((index.at(e, r.sender, r.seq)?, index.at(e, r.target, r.seq)?))
+}
+
+/// Adds the sender and the target of every signal a step of `stories` shows: an arrow's both
+/// ends are drawn lifelines.
+pub(super) fn add_actors(
+    e: &Engine,
+    index: &PidIndex,
+    stories: &[Story],
+    keep: &mut HashSet<ProcId>,
+) {
+    for (_, r) in step_signals(e, index, stories) {
+        if let Some((from, to)) = ends(e, index, r) {
+            keep.extend([from, to]);
+        }
+    }
+}
+
+/// A column per signal to draw: those the stories' steps show (on the step's own lifeline,
+/// where its callout goes), and with `all` the signal that killed each drawn process. Both
+/// ends must be drawn.
+pub(super) fn columns(
+    e: &Engine,
+    stories: &[Story],
+    lanes: &[ProcId],
+    all: bool,
+    cols: &mut Vec<Col>,
+) {
+    let index = PidIndex::new(e);
+    let drawn: HashSet<ProcId> = lanes.iter().copied().collect();
+    let mut seen: HashSet<u64> = HashSet::new();
+    let killers = lanes
+        .iter()
+        .filter(|_| all)
+        .filter_map(|&id| Some((id, e.get(id)?.killer().filter(|k| k.user_sent())?)));
+    for (on, r) in step_signals(e, &index, stories).chain(killers) {
+        let Some((from, to)) = ends(e, &index, r) else {
+            continue;
+        };
+        if from == to || !drawn.contains(&from) || !drawn.contains(&to) || !seen.insert(r.seq) {
+            continue;
+        }
+        cols.push(Col {
+            seq: r.seq,
+            ts: r.ts_ns,
+            proc: on,
+            mark: Mark::Signal {
+                from,
+                to,
+                label: label(r),
+            },
+            callouts: Vec::new(),
+        });
+    }
+}
+
+/// `SIGTERM`, `SIGKILL`, `SIGCHLD to the parent`; `(ignored)` when the kernel dropped it.
+pub(super) fn label(r: &SignalRecord) -> String {
+    let mut t = r.signal_name();
+    if r.signal == SIGCHLD && !r.user_sent() {
+        t.push_str(" to the parent");
+    }
+    if r.result == SignalResult::Ignored {
+        t.push_str(" (ignored)");
+    }
+    t
+}
+
+/// The OOM killer's mark on `p`: its seq, time and `OOM kill · memcg PATH · limit 32 MiB`.
+pub(super) fn oom(p: &Process) -> Option<(u64, u64, String)> {
+    let m = p.oom()?;
+    let cg = m.cgroup.as_deref().map_or_else(
+        || "memcg not read".to_string(),
+        |c| format!("memcg {}", short_ids(c)),
+    );
+    let limit = m
+        .limit
+        .map_or_else(|| "limit not read".to_string(), crate::names::size);
+    Some((m.seq, m.ts_ns, format!("OOM kill · {cg} · limit {limit}")))
+}
+
+/// The exit's words on the lifeline: the OOM killer's SIGKILL told as such (its memory
+/// cgroup is on the OOM mark), else the tree's.
+pub(super) fn exit_text(p: &Process) -> String {
+    match p.death() {
+        Some(d) if d.how == DeathHow::Oom => "killed SIGKILL (OOM)".to_string(),
+        _ => crate::lineage::view::exit_text(p),
+    }
+}
+
+/// The signal arrows of `cols`: from the sender's lifeline at the column (or at its exit,
+/// when it has ended: a SIGCHLD is sent as the child dies) to the target's.
+pub(super) fn arrows(
+    g: &Geo,
+    cols: &[Col],
+    lane_of: &HashMap<ProcId, usize>,
+    lane_ends: &LaneEnds,
+) -> Vec<Arrow> {
+    let mut v = Vec::new();
+    for (i, c) in cols.iter().enumerate() {
+        let Mark::Signal { from, to, label } = &c.mark else {
+            continue;
+        };
+        let (Some(&lf), Some(&lt)) = (lane_of.get(from), lane_of.get(to)) else {
+            continue;
+        };
+        let exit = lane_ends.get(from).and_then(|e| e.1).filter(|&x| x < i);
+        let (y1, y2) = (g.y(lf), g.y(lt));
+        let y2 = if y1 < y2 { y2 - 5 } else { y2 + 5 };
+        v.push(Arrow {
+            class: "sig",
+            head: "ahs",
+            x1: g.x(exit.unwrap_or(i)),
+            y1,
+            x2: g.x(i),
+            y2,
+            label: Some(label.clone()),
+        });
+    }
+    v
+}
+
+/// A signal arrow's label: beside its middle, right of the arrow.
+pub(super) fn draw_label(s: &mut String, a: &Arrow, text: &str) {
+    let (x, y) = ((a.x1 + a.x2) / 2 + 4, (a.y1 + a.y2) / 2 + 4);
+    let _ = write!(
+        s,
+        "<text class=\"sgl\" x=\"{x}\" y=\"{y}\">{}</text>",
+        xml_text(text, 40)
+    );
+}
+
+/// The OOM mark: a red bolt on the victim's lifeline, its memory cgroup and limit under it
+/// (ending at the mark when it would run past `right`).
+pub(super) fn draw_oom(s: &mut String, text: &str, x: usize, y: usize, right: usize) {
+    let _ = write!(
+        s,
+        "<path class=\"oom\" d=\"M{},{}L{},{}L{},{}L{},{}L{},{}L{},{}z\"/>",
+        x + 2,
+        y - 10,
+        x - 5,
+        y + 1,
+        x,
+        y + 1,
+        x - 2,
+        y + 10,
+        x + 5,
+        y - 1,
+        x,
+        y - 1
+    );
+    let text = xml_text(text, 90);
+    let wide = text.chars().count() * 7;
+    let (tx, anchor) = if x + 8 + wide > right {
+        (x.saturating_sub(8), "end")
+    } else {
+        (x + 8, "start")
+    };
+    let _ = write!(
+        s,
+        "<text class=\"oomt\" x=\"{tx}\" y=\"{}\" text-anchor=\"{anchor}\">{text}</text>",
+        y + 15
+    );
+}
