@@ -61,20 +61,7 @@ impl Timed {
         }
         let cut = cuts(&gaps);
         let scale = fit(&gaps, &cut, layout::time_room(cols.len(), opts.page));
-        let widths: Vec<usize> = gaps
-            .iter()
-            .zip(&cut)
-            .map(|(&dt, &c)| match c {
-                true => CUT_W,
-                false => ((dt as f64 * scale).round() as usize).max(MIN_GAP),
-            })
-            .collect();
-        let offsets: Vec<usize> = std::iter::once(0)
-            .chain(widths.iter().scan(0, |at, w| {
-                *at += w;
-                Some(*at)
-            }))
-            .collect();
+        let offsets = place(&gaps, &cut, scale);
         let mut t = Timed {
             ticks: ticks(cols, &gaps, &cut, &offsets, scale),
             cuts: (0..gaps.len())
@@ -96,14 +83,14 @@ impl Timed {
     pub(super) fn legend(&self) -> String {
         let mut n = if self.scale > 0.0 {
             format!(
-                "time across (100 px = {}; events closer than {MIN_GAP} px set {MIN_GAP} px apart",
+                "time across (100 px = {}; events under {MIN_GAP} px apart pushed right",
                 duration_text((100.0 / self.scale) as u64)
             )
         } else {
             format!("time across (too many events to draw in proportion: {MIN_GAP} px apart each")
         };
         if !self.cuts.is_empty() {
-            n.push_str("; ⫽ an idle gap cut, its length above");
+            n.push_str("; ⫽ an idle gap cut, its length above, ticks from its end");
         }
         n.push(')');
         n
@@ -160,25 +147,39 @@ fn cuts(gaps: &[u64]) -> Vec<bool> {
     cut
 }
 
-/// The scale (px per ns) that spreads the uncut gaps over `room` px, each at least
-/// [`MIN_GAP`]; 0 when their least widths alone fill it.
+/// Each column's offset at `scale` (px per ns): where its time puts it (the cut gaps taken
+/// out, each drawn [`CUT_W`] wide), or [`MIN_GAP`] after the column before when that is
+/// further right. A burst pushes the columns after it right only until a wait lets them
+/// catch up with their times: elsewhere x is time.
+fn place(gaps: &[u64], cut: &[bool], scale: f64) -> Vec<usize> {
+    let mut out = Vec::with_capacity(gaps.len() + 1);
+    out.push(0);
+    let (mut shown, mut cut_px, mut last) = (0u64, 0usize, 0usize);
+    for (&dt, &c) in gaps.iter().zip(cut) {
+        let least = if c {
+            cut_px += CUT_W;
+            last + CUT_W
+        } else {
+            shown += dt;
+            last + MIN_GAP
+        };
+        let at = ((shown as f64 * scale).round() as usize + cut_px).max(least);
+        out.push(at);
+        last = at;
+    }
+    out
+}
+
+/// The largest scale (px per ns) whose [`place`]ment fits `room` px; 0 when the least gaps
+/// alone fill it.
 fn fit(gaps: &[u64], cut: &[bool], room: usize) -> f64 {
-    let width = |scale: f64| -> f64 {
-        gaps.iter()
-            .zip(cut)
-            .map(|(&dt, &c)| match c {
-                true => CUT_W as f64,
-                false => (dt as f64 * scale).max(MIN_GAP as f64),
-            })
-            .sum()
-    };
-    let room = room as f64;
+    let width = |scale: f64| place(gaps, cut, scale).last().copied().unwrap_or_default();
     if width(0.0) >= room {
         return 0.0;
     }
-    let longest = gaps.iter().zip(cut).filter(|g| !g.1).map(|g| *g.0).max();
-    let (mut lo, mut hi) = (0.0, room / longest.unwrap_or(1).max(1) as f64);
-    for _ in 0..60 {
+    let shown: u64 = gaps.iter().zip(cut).filter(|g| !g.1).map(|g| *g.0).sum();
+    let (mut lo, mut hi) = (0.0, room as f64 / shown.max(1) as f64);
+    for _ in 0..50 {
         let mid = (lo + hi) / 2.0;
         if width(mid) > room {
             hi = mid;
@@ -189,8 +190,8 @@ fn fit(gaps: &[u64], cut: &[bool], room: usize) -> f64 {
     lo
 }
 
-/// Ticks every 1, 2 or 5 × 10ⁿ ns since the first column, at least [`TICK_GAP`] px apart at
-/// `scale`; none inside a cut gap.
+/// Ticks every 1, 2 or 5 × 10ⁿ ns since the first column (after a cut gap: since its end), at
+/// least [`TICK_GAP`] px apart at `scale`; none inside a cut gap.
 fn ticks(
     cols: &[Col],
     gaps: &[u64],
@@ -198,21 +199,30 @@ fn ticks(
     offsets: &[usize],
     scale: f64,
 ) -> Vec<(usize, String)> {
-    let Some(first) = cols.first().map(|c| c.ts) else {
-        return Vec::new();
-    };
-    if scale <= 0.0 {
+    if cols.is_empty() || scale <= 0.0 {
         return Vec::new();
     }
-    let least = TICK_GAP as f64 / scale;
+    // A little over the least gap: rounding never drops every other tick.
+    let least = 1.25 * TICK_GAP as f64 / scale;
     let step = (0..19)
         .flat_map(|e| [1u64, 2, 5].map(|m| m * 10u64.pow(e)))
         .find(|&s| s as f64 >= least)
         .unwrap_or(u64::MAX / 4);
     let mut out: Vec<(usize, String)> = Vec::new();
-    for i in (0..gaps.len()).filter(|&i| !cut[i] && gaps[i] > 0) {
-        let a = cols[i].ts.saturating_sub(first);
-        let b = a + gaps[i];
+    // The time since the first column, or since the end of the last cut: ticks count from
+    // there (a cut's own label says what it left out).
+    let mut since = 0u64;
+    for i in 0..gaps.len() {
+        let a = since;
+        since += gaps[i];
+        if cut[i] {
+            since = 0;
+            continue;
+        }
+        if gaps[i] == 0 {
+            continue;
+        }
+        let b = since;
         let w = (offsets[i + 1] - offsets[i]) as f64;
         let mut k = a.div_ceil(step);
         while k * step <= b {
@@ -230,4 +240,87 @@ fn ticks(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lineage::Engine;
+    use crate::picture::svg;
+    use crate::synth::{exit, fork};
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn x_is_time_except_where_a_burst_pushes_columns_right() {
+        // 1 s, a burst of two 1 ms gaps, then a 2 s wait (a grace period).
+        let gaps = [1000 * MS, MS, MS, 2000 * MS];
+        let cut = cuts(&gaps);
+        assert_eq!(cut, [false; 4], "nothing cut: the wait is what shows");
+        let scale = fit(&gaps, &cut, 600);
+        let at = place(&gaps, &cut, scale);
+        assert!(at[4] <= 600 && at[4] >= 590, "{at:?}");
+        // The burst is spread to the least gap, and the column after the wait is back at its
+        // time: its offset is its time at the scale.
+        assert_eq!(at[2] - at[1], MIN_GAP);
+        assert_eq!(at[3] - at[2], MIN_GAP);
+        let t4 = gaps.iter().sum::<u64>() as f64 * scale;
+        assert_eq!(at[4], t4.round() as usize, "{at:?}");
+        // The wait is two thirds of the time and takes two thirds of the width, give or take
+        // the burst's spread.
+        let wait = (at[4] - at[3]) as f64 / at[4] as f64;
+        assert!((0.6..0.7).contains(&wait), "{wait}");
+    }
+
+    #[test]
+    fn only_a_gap_that_would_leave_no_room_is_cut() {
+        assert_eq!(
+            cuts(&[MS, MS, 600_000 * MS, MS]),
+            [false, false, true, false]
+        );
+        assert_eq!(cuts(&[100 * MS, 200 * MS, 2000 * MS]), [false; 3]);
+        // Short gaps are never cut, however uneven.
+        assert_eq!(cuts(&[1, 900 * MS]), [false; 2]);
+    }
+
+    fn timed(evs: Vec<crate::event::Event>, ts: &[u64]) -> String {
+        let mut e = Engine::new();
+        for ((seq, mut ev), &t) in (1..).zip(evs).zip(ts) {
+            ev.seq = seq;
+            ev.ts_ns = t;
+            e.apply(&ev);
+        }
+        let opts = PictureOpts {
+            all: true,
+            axis: Axis::Time,
+            ..Default::default()
+        };
+        svg(&e, &[], &opts, "t").unwrap()
+    }
+
+    #[test]
+    fn a_cut_gap_is_drawn_with_its_length_and_ticks_tell_the_time() {
+        let evs = vec![fork(100, 200), exit(200, 0), fork(100, 300), exit(300, 0)];
+        let pic = timed(evs, &[MS, 2 * MS, 600_000 * MS, 601 * MS + 600_000 * MS]);
+        assert_eq!(pic.matches("<rect class=\"cut\"").count(), 1, "{pic}");
+        assert!(pic.contains(">⫽ 9 min 59 s cut</text>"), "{pic}");
+        assert!(pic.contains("⫽ an idle gap cut"), "{pic}");
+        // Ticks count from the cut's end, evenly: x is time there.
+        let tick = |label: &str| -> usize {
+            let end = pic.find(&format!("\">{label}</text>")).expect(label);
+            let x = pic[..end].rsplit("class=\"tk\" x=\"").next().unwrap();
+            x.split('"').next().unwrap().parse().unwrap()
+        };
+        let (t1, t2, t6) = (tick("+100 ms"), tick("+200 ms"), tick("+600 ms"));
+        assert!((t6 - t1).abs_diff(5 * (t2 - t1)) <= 2, "{t1} {t2} {t6}");
+        assert!(pic.contains("time across (100 px = "), "{pic}");
+    }
+
+    #[test]
+    fn a_recording_without_times_keeps_one_column_per_event_and_says_so() {
+        let evs = vec![fork(100, 200), exit(200, 0)];
+        let pic = timed(evs, &[0, 0]);
+        assert!(pic.contains("the recording has no times"), "{pic}");
+        assert!(pic.contains("seq across"), "{pic}");
+    }
 }

@@ -119,3 +119,34 @@ fn no_callout_covers_an_arrowhead_and_every_arrow_starts_on_a_lifeline() {
     assert!(checked > 40, "{checked} pictures");
     assert!(bad.is_empty(), "{} faults:\n{}", bad.len(), bad.join("\n"));
 }
+
+/// The lifecycle demo's stop: SIGTERM (ignored by a pid 1 without a handler), SIGKILL, and
+/// the dead child's SIGCHLD to the shim, each an arrow.
+#[test]
+fn a_stop_draws_its_sigterm_sigkill_and_sigchld() {
+    let e = Loaded::from_input(Demo::Lifecycle.open().unwrap(), None)
+        .unwrap()
+        .engine;
+    let stories = crate::lineage::stories(&e);
+    let stop = stories
+        .iter()
+        .find(|s| {
+            s.container_name.as_deref() == Some("stopper")
+                && s.phase == crate::lineage::Phase::Death
+        })
+        .unwrap();
+    let pic = svg(&e, std::slice::from_ref(stop), &PictureOpts::default(), "t").unwrap();
+    for label in ["SIGTERM (ignored)", "SIGKILL", "SIGCHLD to the parent"] {
+        assert_eq!(
+            pic.matches(&format!(">{label}</text>")).count(),
+            1,
+            "{label}"
+        );
+    }
+    let arrows = elements(&pic, "line class=\"sig\"");
+    // The legend's arrow starts at 0.
+    assert_eq!(
+        arrows.iter().filter(|l| attr(l, "x1") != Some(0.0)).count(),
+        3
+    );
+}

@@ -198,3 +198,84 @@ pub(super) fn draw_oom(s: &mut String, text: &str, x: usize, y: usize, right: us
         y + 15
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::event::{Event, EventKind, OomInfo, SignalResult};
+    use crate::lineage::Engine;
+    use crate::picture::{svg, PictureOpts};
+    use crate::synth::{exit, fork, kill};
+
+    /// 100 forks 200 and 300; 300 SIGTERMs 200, which dies of it; 400 is OOM-killed in a
+    /// memory cgroup whose path is hostile.
+    fn engine() -> Engine {
+        let oom = OomInfo {
+            tid: 400,
+            total_vm_kb: 1,
+            anon_rss_kb: 2,
+            file_rss_kb: 3,
+            shmem_rss_kb: 4,
+            oom_score_adj: 0,
+            cgroup: Some("/k8s/<evil>&\u{1b}".into()),
+            limit: Some(32 << 20),
+        };
+        let evs = [
+            fork(100, 200),
+            fork(100, 300),
+            fork(100, 400),
+            kill(300, 200, 15, 0, SignalResult::Delivered),
+            exit(200, 15),
+            Event::bare(0, 0, 400, 400, "hog", EventKind::OomVictim(oom)),
+            kill(400, 400, 9, 0x80, SignalResult::Delivered),
+            exit(400, 9),
+        ];
+        let mut e = Engine::new();
+        for (seq, mut ev) in (1..).zip(evs) {
+            ev.seq = seq;
+            ev.ts_ns = seq * 1_000_000;
+            e.apply(&ev);
+        }
+        e
+    }
+
+    #[test]
+    fn a_kill_is_an_arrow_from_sender_to_target_and_an_oom_names_its_memcg_escaped() {
+        let e = engine();
+        let opts = PictureOpts {
+            all: true,
+            ..Default::default()
+        };
+        let pic = svg(&e, &[], &opts, "t").unwrap();
+        // One signal arrow (the legend's starts at 0): 300's SIGTERM; the OOM killer's SIGKILL
+        // is the kernel's own.
+        let sig: Vec<&str> = pic
+            .split("<line class=\"sig\"")
+            .skip(1)
+            .filter(|l| !l.starts_with(" x1=\"0\""))
+            .collect();
+        assert_eq!(sig.len(), 1, "{pic}");
+        let lane_y = |pid: &str| {
+            let label = pic.find(&format!(">{pid} ")).unwrap();
+            let y = pic[..label].rsplit("y=\"").next().unwrap();
+            y.split('"').next().unwrap().parse::<usize>().unwrap() + 2
+        };
+        let y = |attr: &str| -> usize {
+            let v = sig[0].split(&format!("{attr}=\"")).nth(1).unwrap();
+            v.split('"').next().unwrap().parse().unwrap()
+        };
+        assert_eq!(y("y1"), lane_y("300"), "from the sender's lifeline");
+        assert_eq!(y("y2"), lane_y("200") + 5, "to the target's, short of it");
+        assert!(pic.contains(">SIGTERM</text>"), "{pic}");
+        assert!(
+            pic.contains(">OOM kill · memcg /k8s/&lt;evil&gt;&amp;\u{fffd} · limit 32 MiB</text>"),
+            "{pic}"
+        );
+        assert!(
+            !pic.contains("<evil>") && !pic.contains("OOMKilled"),
+            "{pic}"
+        );
+        // Their glyphs are in the legend.
+        assert!(pic.contains("signal: from sender to target"));
+        assert!(pic.contains("OOM kill: the memory cgroup and its limit"));
+    }
+}
