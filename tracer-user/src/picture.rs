@@ -538,7 +538,7 @@ const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,sans-serif;font-size
 .caller{fill:#fff;stroke:#d95f02;stroke-width:2}.st{font-size:12px;fill:#555}\
 .sig{stroke:#c51b7d;stroke-width:1.8}.sgl{font-size:12px;font-weight:bold;fill:#c51b7d}\
 .oom{fill:#e31a1c}.oomt{font-size:12px;fill:#b30000}.tick{stroke:#bbb;stroke-width:1;stroke-dasharray:2 3}\
-.tk{font-size:12px;fill:#555;text-anchor:middle}.cut{fill:#fafafa;stroke:#999;stroke-dasharray:4 3}\
+.tk{font-size:12px;fill:#555;text-anchor:middle}.wait{fill:none;stroke:#888;stroke-width:1}.cut{fill:#fafafa;stroke:#999;stroke-dasharray:4 3}\
 .st,.rep,.sgl,.oomt,.tk{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}";
 
 const DEFS: &str = "<defs><marker id=\"ahb\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#3182bd\"/></marker>\

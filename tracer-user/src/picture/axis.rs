@@ -1,7 +1,7 @@
-//! The time axis (`--axis time`): x follows each event's `ts_ns`, so that a wait (a stop's
-//! grace period, a restart's back-off) shows as room. Events closer than a column are set a
-//! column apart (said in a note); an idle gap that would leave no room for the rest is cut, and
-//! the cut is drawn with its length. Ticks are times since the first event drawn.
+//! The time axis (`--axis time`): the room between two events is the time between them, so
+//! that a wait (a stop's grace period, a restart's back-off) shows as room, labelled with its
+//! length. Events closer than a column are set a column apart (the header says so); an idle
+//! gap that would leave no room for the rest is cut, and the cut is drawn with its length.
 
 use std::fmt::Write as _;
 
@@ -14,7 +14,7 @@ pub enum Axis {
     /// One column per event, in seq order.
     #[default]
     Events,
-    /// Time: x follows `ts_ns`.
+    /// Time: the room between two events is the time between them.
     Time,
 }
 
@@ -26,15 +26,15 @@ const CUT_W: usize = 64;
 const CUT_FACTOR: u64 = 20;
 /// …and at least this long (ns).
 const CUT_LEAST: u64 = 1_000_000_000;
-/// The least room between two tick labels.
-const TICK_GAP: usize = 70;
+/// The least width of a wait that gets its length written over it.
+const LABEL_W: usize = 56;
 
 /// A time axis laid out for a picture's columns.
 pub(super) struct Timed {
     /// Each column's x offset from the first.
     offsets: Vec<usize>,
-    /// Ticks: offset and label.
-    ticks: Vec<(usize, String)>,
+    /// The waits wide enough to label: the offsets of the columns either side, the time.
+    waits: Vec<(usize, usize, u64)>,
     /// Cut gaps: the offsets of the columns either side, and the time left out.
     cuts: Vec<(usize, usize, u64)>,
     /// Pixels per ns (0: too many events to draw their times in proportion).
@@ -62,35 +62,30 @@ impl Timed {
         let cut = cuts(&gaps);
         let scale = fit(&gaps, &cut, layout::time_room(cols.len(), opts.page));
         let offsets = place(&gaps, &cut, scale);
-        let mut t = Timed {
-            ticks: ticks(cols, &gaps, &cut, &offsets, scale),
-            cuts: (0..gaps.len())
-                .filter(|&i| cut[i])
-                .map(|i| (offsets[i], offsets[i + 1], gaps[i]))
+        let between = |i: usize| (offsets[i], offsets[i + 1], gaps[i]);
+        Some(Timed {
+            waits: (0..gaps.len())
+                .filter(|&i| !cut[i] && offsets[i + 1] - offsets[i] >= LABEL_W)
+                .map(between)
                 .collect(),
+            cuts: (0..gaps.len()).filter(|&i| cut[i]).map(between).collect(),
             offsets,
             scale,
-        };
-        t.ticks.retain(|tk| {
-            t.cuts
-                .iter()
-                .all(|c| tk.0.abs_diff((c.0 + c.1) / 2) >= TICK_GAP)
-        });
-        Some(t)
+        })
     }
 
     /// How to read the axis, for the header: `time across (100 px = 1.5 s; …)`.
     pub(super) fn legend(&self) -> String {
         let mut n = if self.scale > 0.0 {
             format!(
-                "time across (100 px = {}; events under {MIN_GAP} px apart pushed right",
+                "time across (100 px = {}, waits labelled; events under {MIN_GAP} px apart spread",
                 duration_text((100.0 / self.scale) as u64)
             )
         } else {
             format!("time across (too many events to draw in proportion: {MIN_GAP} px apart each")
         };
         if !self.cuts.is_empty() {
-            n.push_str("; ⫽ an idle gap cut, its length above, ticks from its end");
+            n.push_str("; ⫽ an idle gap cut short");
         }
         n.push(')');
         n
@@ -101,10 +96,12 @@ impl Timed {
         self.offsets.clone()
     }
 
-    /// The ticks (a dotted line across the lanes, its time in the first band's title row) and
-    /// the cut gaps (a dashed band across the lanes, the time left out written likewise).
+    /// Each labelled wait (a bracket from one column to the next in the first band's title
+    /// row, its length over it) and each cut gap (a dashed band across the lanes, the time it
+    /// left out written likewise).
     pub(super) fn draw(&self, s: &mut String, g: &Geo) {
         let (top, bottom) = (g.lanes_top(), g.lanes_bottom());
+        let y = top + 10;
         for &(a, b, dt) in &self.cuts {
             let (x0, x1) = (g.x_off(a) + 8, g.x_off(b) - 8);
             let _ = write!(
@@ -114,17 +111,21 @@ impl Timed {
                 x1 - x0,
                 bottom - top,
                 (x0 + x1) / 2,
-                top + 14,
+                y + 4,
                 duration_text(dt)
             );
         }
-        for (off, label) in &self.ticks {
-            let x = g.x_off(*off);
+        for &(a, b, dt) in &self.waits {
+            let (x0, x1) = (g.x_off(a) + 2, g.x_off(b) - 2);
             let _ = write!(
                 s,
-                "<line class=\"tick\" x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\"/>\
-                 <text class=\"tk\" x=\"{x}\" y=\"{}\">{label}</text>",
-                top + 14
+                "<path class=\"wait\" d=\"M{x0},{}V{y}H{x1}V{}\"/>\
+                 <text class=\"tk\" x=\"{}\" y=\"{}\">{}</text>",
+                y + 4,
+                y + 4,
+                (x0 + x1) / 2,
+                y + 4,
+                duration_text(dt)
             );
         }
     }
@@ -147,25 +148,18 @@ fn cuts(gaps: &[u64]) -> Vec<bool> {
     cut
 }
 
-/// Each column's offset at `scale` (px per ns): where its time puts it (the cut gaps taken
-/// out, each drawn [`CUT_W`] wide), or [`MIN_GAP`] after the column before when that is
-/// further right. A burst pushes the columns after it right only until a wait lets them
-/// catch up with their times: elsewhere x is time.
+/// Each column's offset at `scale` (px per ns): the room before it is the time since the
+/// column before, at least [`MIN_GAP`]; a cut gap is [`CUT_W`].
 fn place(gaps: &[u64], cut: &[bool], scale: f64) -> Vec<usize> {
     let mut out = Vec::with_capacity(gaps.len() + 1);
-    out.push(0);
-    let (mut shown, mut cut_px, mut last) = (0u64, 0usize, 0usize);
+    let mut at = 0;
+    out.push(at);
     for (&dt, &c) in gaps.iter().zip(cut) {
-        let least = if c {
-            cut_px += CUT_W;
-            last + CUT_W
-        } else {
-            shown += dt;
-            last + MIN_GAP
+        at += match c {
+            true => CUT_W,
+            false => ((dt as f64 * scale).round() as usize).max(MIN_GAP),
         };
-        let at = ((shown as f64 * scale).round() as usize + cut_px).max(least);
         out.push(at);
-        last = at;
     }
     out
 }
@@ -177,8 +171,8 @@ fn fit(gaps: &[u64], cut: &[bool], room: usize) -> f64 {
     if width(0.0) >= room {
         return 0.0;
     }
-    let shown: u64 = gaps.iter().zip(cut).filter(|g| !g.1).map(|g| *g.0).sum();
-    let (mut lo, mut hi) = (0.0, room as f64 / shown.max(1) as f64);
+    let longest = gaps.iter().zip(cut).filter(|g| !g.1).map(|g| *g.0).max();
+    let (mut lo, mut hi) = (0.0, room as f64 / longest.unwrap_or(1).max(1) as f64);
     for _ in 0..50 {
         let mid = (lo + hi) / 2.0;
         if width(mid) > room {
@@ -188,58 +182,6 @@ fn fit(gaps: &[u64], cut: &[bool], room: usize) -> f64 {
         }
     }
     lo
-}
-
-/// Ticks every 1, 2 or 5 × 10ⁿ ns since the first column (after a cut gap: since its end), at
-/// least [`TICK_GAP`] px apart at `scale`; none inside a cut gap.
-fn ticks(
-    cols: &[Col],
-    gaps: &[u64],
-    cut: &[bool],
-    offsets: &[usize],
-    scale: f64,
-) -> Vec<(usize, String)> {
-    if cols.is_empty() || scale <= 0.0 {
-        return Vec::new();
-    }
-    // A little over the least gap: rounding never drops every other tick.
-    let least = 1.25 * TICK_GAP as f64 / scale;
-    let step = (0..19)
-        .flat_map(|e| [1u64, 2, 5].map(|m| m * 10u64.pow(e)))
-        .find(|&s| s as f64 >= least)
-        .unwrap_or(u64::MAX / 4);
-    let mut out: Vec<(usize, String)> = Vec::new();
-    // The time since the first column, or since the end of the last cut: ticks count from
-    // there (a cut's own label says what it left out).
-    let mut since = 0u64;
-    for i in 0..gaps.len() {
-        let a = since;
-        since += gaps[i];
-        if cut[i] {
-            since = 0;
-            continue;
-        }
-        if gaps[i] == 0 {
-            continue;
-        }
-        let b = since;
-        let w = (offsets[i + 1] - offsets[i]) as f64;
-        let mut k = a.div_ceil(step);
-        while k * step <= b {
-            let t = k * step;
-            let off = offsets[i] + ((t - a) as f64 / gaps[i] as f64 * w) as usize;
-            if out.last().is_none_or(|l| off >= l.0 + TICK_GAP) {
-                let label = if t == 0 {
-                    "0".to_string()
-                } else {
-                    format!("+{}", duration_text(t))
-                };
-                out.push((off, label));
-            }
-            k += 1;
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -252,7 +194,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     #[test]
-    fn x_is_time_except_where_a_burst_pushes_columns_right() {
+    fn the_room_between_two_events_is_the_time_between_them() {
         // 1 s, a burst of two 1 ms gaps, then a 2 s wait (a grace period).
         let gaps = [1000 * MS, MS, MS, 2000 * MS];
         let cut = cuts(&gaps);
@@ -260,16 +202,12 @@ mod tests {
         let scale = fit(&gaps, &cut, 600);
         let at = place(&gaps, &cut, scale);
         assert!(at[4] <= 600 && at[4] >= 590, "{at:?}");
-        // The burst is spread to the least gap, and the column after the wait is back at its
-        // time: its offset is its time at the scale.
+        // The burst is spread to the least gap; each wait is its time at the scale, the 2 s
+        // one twice the 1 s one.
         assert_eq!(at[2] - at[1], MIN_GAP);
         assert_eq!(at[3] - at[2], MIN_GAP);
-        let t4 = gaps.iter().sum::<u64>() as f64 * scale;
-        assert_eq!(at[4], t4.round() as usize, "{at:?}");
-        // The wait is two thirds of the time and takes two thirds of the width, give or take
-        // the burst's spread.
-        let wait = (at[4] - at[3]) as f64 / at[4] as f64;
-        assert!((0.6..0.7).contains(&wait), "{wait}");
+        assert_eq!(at[1], (1000.0 * MS as f64 * scale).round() as usize);
+        assert!((at[4] - at[3]).abs_diff(2 * at[1]) <= 1, "{at:?}");
     }
 
     #[test]
@@ -299,20 +237,15 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_gap_is_drawn_with_its_length_and_ticks_tell_the_time() {
+    fn a_cut_gap_and_a_wait_are_drawn_with_their_length() {
         let evs = vec![fork(100, 200), exit(200, 0), fork(100, 300), exit(300, 0)];
         let pic = timed(evs, &[MS, 2 * MS, 600_000 * MS, 601 * MS + 600_000 * MS]);
         assert_eq!(pic.matches("<rect class=\"cut\"").count(), 1, "{pic}");
         assert!(pic.contains(">⫽ 9 min 59 s cut</text>"), "{pic}");
-        assert!(pic.contains("⫽ an idle gap cut"), "{pic}");
-        // Ticks count from the cut's end, evenly: x is time there.
-        let tick = |label: &str| -> usize {
-            let end = pic.find(&format!("\">{label}</text>")).expect(label);
-            let x = pic[..end].rsplit("class=\"tk\" x=\"").next().unwrap();
-            x.split('"').next().unwrap().parse().unwrap()
-        };
-        let (t1, t2, t6) = (tick("+100 ms"), tick("+200 ms"), tick("+600 ms"));
-        assert!((t6 - t1).abs_diff(5 * (t2 - t1)) <= 2, "{t1} {t2} {t6}");
+        assert!(pic.contains("⫽ an idle gap cut short"), "{pic}");
+        // The wait after the cut is written over its room.
+        assert!(pic.contains(">601 ms</text>"), "{pic}");
+        assert_eq!(pic.matches("<path class=\"wait\"").count(), 1, "{pic}");
         assert!(pic.contains("time across (100 px = "), "{pic}");
     }
 
