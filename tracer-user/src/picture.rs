@@ -635,7 +635,8 @@ fn draw(
     }
     draw_lanes(&mut s, e, &g, &rows, &ends);
     draw_marks(&mut s, &g, &cols, &lane_of);
-    let arrows = marks::arrows(&g, &cols, &lane_of, &ends);
+    let mut arrows = marks::arrows(&g, &cols, &lane_of);
+    arrows.extend(signals::arrows(&g, &cols, &lane_of, &ends));
     for a in &arrows {
         a.draw(&mut s);
     }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{signals, Col, Geo, LaneEnds, Mark};
+use super::{xml_text, Col, Geo, Mark};
 use crate::lineage::ProcId;
 
 /// An arrowhead's length, in its line's stroke widths (the markers' `markerWidth`).
@@ -99,21 +99,22 @@ impl Arrow {
             s,
             "<line class=\"{class}\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" y2=\"{y2}\" marker-end=\"url(#{head})\"/>"
         );
+        // Beside its middle, right of it.
         if let Some(l) = &self.label {
-            signals::draw_label(s, self, l);
+            let (x, y) = ((x1 + x2) / 2 + 4, (y1 + y2) / 2 + 4);
+            let _ = write!(
+                s,
+                "<text class=\"sgl\" x=\"{x}\" y=\"{y}\">{}</text>",
+                xml_text(l, 40)
+            );
         }
     }
 }
 
-/// Every arrow of the timeline: births (from the parent; CLONE_PARENT's in its colour),
-/// adoptions (from the orphan to its new parent) and signals. An arrow whose other end has no
-/// lane (cut from a picture too large) comes from just above.
-pub(super) fn arrows(
-    g: &Geo,
-    cols: &[Col],
-    lane_of: &HashMap<ProcId, usize>,
-    ends: &LaneEnds,
-) -> Vec<Arrow> {
+/// The lineage's arrows: births (from the parent; CLONE_PARENT's in its colour) and adoptions
+/// (from the orphan to its new parent); signals are `super::signals::arrows`. An arrow whose
+/// other end has no lane (cut from a picture too large) comes from just above.
+pub(super) fn arrows(g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, usize>) -> Vec<Arrow> {
     let mut v = Vec::new();
     for (i, c) in cols.iter().enumerate() {
         let Some(&lane) = lane_of.get(&c.proc) else {
@@ -152,6 +153,5 @@ pub(super) fn arrows(
             label: None,
         });
     }
-    v.extend(signals::arrows(g, cols, lane_of, ends));
     v
 }

@@ -156,16 +156,6 @@ pub(super) fn arrows(
     v
 }
 
-/// A signal arrow's label: beside its middle, right of the arrow.
-pub(super) fn draw_label(s: &mut String, a: &Arrow, text: &str) {
-    let (x, y) = ((a.x1 + a.x2) / 2 + 4, (a.y1 + a.y2) / 2 + 4);
-    let _ = write!(
-        s,
-        "<text class=\"sgl\" x=\"{x}\" y=\"{y}\">{}</text>",
-        xml_text(text, 40)
-    );
-}
-
 /// The OOM mark: a red bolt on the victim's lifeline, its memory cgroup and limit under it
 /// (ending at the mark when it would run past `right`).
 pub(super) fn draw_oom(s: &mut String, text: &str, x: usize, y: usize, right: usize) {
