@@ -640,7 +640,12 @@ fn draw(
     for a in &arrows {
         a.draw(&mut s);
     }
-    let heads: Vec<marks::Rect> = arrows.iter().map(marks::Arrow::head_box).collect();
+    // Callouts keep off the arrowheads and off the signals' names.
+    let heads: Vec<marks::Rect> = arrows
+        .iter()
+        .map(marks::Arrow::head_box)
+        .chain(arrows.iter().filter_map(marks::Arrow::label_box))
+        .collect();
     draw_callouts(&mut s, &g, &cols, &lane_of, &heads);
     g.draw_steps(&mut s, &steps);
     s.push_str("</svg>\n");

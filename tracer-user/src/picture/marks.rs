@@ -85,6 +85,24 @@ impl Arrow {
         )
     }
 
+    /// Where its label's baseline starts: beside its middle, right of it.
+    fn label_at(&self) -> (usize, usize) {
+        ((self.x1 + self.x2) / 2 + 4, (self.y1 + self.y2) / 2 + 4)
+    }
+
+    /// The box its label takes (12 px text, 7 px a character at most).
+    pub(super) fn label_box(&self) -> Option<Rect> {
+        let n = self.label.as_ref()?.chars().count().min(41) as f64;
+        let (x, y) = self.label_at();
+        let (x, y) = (x as f64, y as f64);
+        Some(Rect {
+            x0: x,
+            y0: y - 11.0,
+            x1: x + n * 7.0,
+            y1: y + 3.0,
+        })
+    }
+
     pub(super) fn draw(&self, s: &mut String) {
         let Arrow {
             class,
@@ -99,9 +117,8 @@ impl Arrow {
             s,
             "<line class=\"{class}\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" y2=\"{y2}\" marker-end=\"url(#{head})\"/>"
         );
-        // Beside its middle, right of it.
         if let Some(l) = &self.label {
-            let (x, y) = ((x1 + x2) / 2 + 4, (y1 + y2) / 2 + 4);
+            let (x, y) = self.label_at();
             let _ = write!(
                 s,
                 "<text class=\"sgl\" x=\"{x}\" y=\"{y}\">{}</text>",
