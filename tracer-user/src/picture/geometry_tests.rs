@@ -116,6 +116,24 @@ fn no_callout_covers_an_arrowhead_and_every_arrow_starts_on_a_lifeline() {
             }
         }
     }
+    // Every process of each demo, with every story's steps, on both axes.
+    for &demo in Demo::ALL {
+        let e = Loaded::from_input(demo.open().unwrap(), None)
+            .unwrap()
+            .engine;
+        let stories = crate::lineage::stories(&e);
+        for axis in [Axis::Events, Axis::Time] {
+            let opts = PictureOpts {
+                all: true,
+                axis,
+                ..Default::default()
+            };
+            let pic = svg(&e, &stories, &opts, "t").unwrap();
+            for f in faults(&pic) {
+                bad.push(format!("{demo:?} --all {axis:?}: {f}"));
+            }
+        }
+    }
     assert!(checked > 40, "{checked} pictures");
     assert!(bad.is_empty(), "{} faults:\n{}", bad.len(), bad.join("\n"));
 }
