@@ -60,7 +60,7 @@ pub fn write_html(
          <title>Container stories: {t}</title><style>{PAGE_STYLE}</style></head><body>\
          <h1>Container stories: {t}</h1>\
          <p>Container births: {}; execs into running containers: {}; deaths: {}; runtime restarts: {}. \
-         Each story has its picture (a lifeline per process, seq across, rows grouped per pod) \
+         Each story has its picture (a lifeline per process, {} across, rows grouped per pod) \
          and its steps, numbered as on the picture, with the kernel rule or runtime design behind each.</p>",
         stories.iter().filter(|s| s.phase.is_birth()).count(),
         stories.iter().filter(|s| s.phase == Phase::Exec).count(),
@@ -69,6 +69,10 @@ pub fn write_html(
             .iter()
             .filter(|s| s.phase == Phase::RuntimeRestart)
             .count(),
+        match opts.axis {
+            super::Axis::Events => "seq",
+            super::Axis::Time => "time",
+        },
     );
     if opts.all {
         s.push_str("<section class=\"story\"><h2>Every process</h2><div class=\"pic\">");

@@ -123,6 +123,7 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
     let cols: Vec<Col> = (0..80)
         .map(|i| Col {
             seq: i,
+            ts: i,
             proc: id,
             mark: Mark::Exec,
             callouts: if i % 5 == 0 { vec![1, 2] } else { vec![3] },
@@ -140,7 +141,7 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
         "columns narrower than a callout"
     );
     let lane_of = HashMap::from([(id, 0)]);
-    let spots = callout_spots(&g, &cols, &lane_of);
+    let spots = callout_spots(&g, &cols, &lane_of, &[]);
     assert_eq!(spots.len(), 96);
     for s in &spots {
         assert!(s.2 - CALLOUT_R >= g.lanes_top(), "{s:?} over the legend");
