@@ -201,6 +201,9 @@ pub struct StoryPane {
     /// The explanation of the step at `.0` is scrolled by `.1` pages (`m`; the draw wraps
     /// back to its start past the end). Another step shows its explanation from the top.
     pub why_scroll: (usize, usize),
+    /// Guided: the story (an index into `stories`) the replay opens at (`--story`), until
+    /// its first step is reached.
+    pub open_at: Option<usize>,
     /// Live: the engine's stories, updated from what each batch changed.
     kept: crate::lineage::Stories,
     /// The version of `kept` that `stories` shows.
@@ -308,18 +311,81 @@ impl LogPane {
     }
 }
 
-/// The search: what is being typed after `/`, and the last confirmed query.
+/// The search: what is being typed after `/`, the last confirmed query, and where it looks.
 pub struct Search {
     /// `/` being typed.
     pub input: Option<String>,
     /// The last confirmed search.
     pub query: String,
+    /// Replay: every process of the whole recording ([`Msg::Index`]), so a search finds
+    /// what the position has not reached yet, or has let go.
+    pub index: Vec<Findable>,
+    /// The hit `n` / `N` move from: `(pid, start_seq)`.
+    pub hit: Option<(u32, u64)>,
 }
 
 impl Search {
     /// Does `p` match the search (name substring, pid prefix, container id prefix)?
     pub fn matches(&self, p: &Process) -> bool {
         matches_query(p, &self.query)
+    }
+}
+
+/// What the search looks at in a process, kept for the whole recording: its pid and birth,
+/// its name, executable, pod, container name and container id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Findable {
+    /// Its pid.
+    pub pid: u32,
+    /// Its birth's seq (with the pid, which life of that pid).
+    pub start_seq: u64,
+    name: Box<str>,
+    exe: Option<Box<str>>,
+    pod: Option<Box<str>>,
+    container: Option<Box<str>>,
+    cid: Option<Box<str>>,
+}
+
+impl Findable {
+    /// What the search looks at in `p`.
+    pub fn of(p: &Process) -> Findable {
+        let k8s = p.k8s.as_deref();
+        Findable {
+            pid: p.pid,
+            start_seq: p.start_seq,
+            name: p.name().into(),
+            exe: p.exe.as_deref().map(|e| crate::lineage::basename(e).into()),
+            pod: k8s.and_then(|k| k.pod_text()).map(Into::into),
+            container: k8s.and_then(|k| k.container_name.as_deref()).map(Into::into),
+            cid: p.container_id.as_deref().map(Into::into),
+        }
+    }
+
+    /// Every process `e` holds, in the order of their records (their births').
+    pub fn every(e: &Engine) -> Vec<Findable> {
+        e.processes().map(Findable::of).collect()
+    }
+
+    /// Does it match the search `q`: a pid prefix (digits), else part of its name, a
+    /// container-id prefix, or part of its pod's or container's name (case-insensitive)?
+    pub fn matches(&self, q: &str) -> bool {
+        let q = q.trim();
+        if q.is_empty() {
+            return false;
+        }
+        if q.bytes().all(|b| b.is_ascii_digit()) {
+            return self.pid.to_string().starts_with(q);
+        }
+        let ql = q.to_lowercase();
+        let has = |t: &Option<Box<str>>| t.as_deref().is_some_and(|t| t.to_lowercase().contains(&ql));
+        self.name.to_lowercase().contains(&ql)
+            || has(&self.pod)
+            || has(&self.container)
+            || has(&self.exe)
+            || self
+                .cid
+                .as_deref()
+                .is_some_and(|c| c.to_lowercase().starts_with(&ql))
     }
 }
 
@@ -470,6 +536,8 @@ pub struct AppState {
     pub view: View,
     /// The clock and the highlights and rate timed by it.
     pub clock: Clock,
+    /// Guided replay's quiz: the question open, the answers and the score.
+    pub quiz: super::quiz::Quiz,
 }
 
 impl AppState {
@@ -503,6 +571,7 @@ impl AppState {
                 stories: Vec::new(),
                 cursor: 0,
                 why_scroll: (0, 0),
+                open_at: None,
                 kept: crate::lineage::Stories::default(),
                 shown: None,
             },
@@ -519,7 +588,10 @@ impl AppState {
             search: Search {
                 input: None,
                 query: String::new(),
+                index: Vec::new(),
+                hit: None,
             },
+            quiz: super::quiz::Quiz::default(),
             playback: Playback {
                 paused: false,
                 speed: 1.0,
@@ -678,13 +750,16 @@ impl AppState {
                 } else {
                     self.apply_events(evs);
                     self.follow_story();
+                    self.judge();
                 }
             }
             Msg::Seed(snap) => self.seed(&snap),
             Msg::Goto(n) => {
                 self.goto(n);
                 self.follow_story();
+                self.judge();
             }
+            Msg::Index(index) => self.search.index = index,
             Msg::Grown(total) => self.playback.total = total,
             Msg::Drops(d) => self.status.drops = d,
             Msg::TargetExited => self.status.target_exited = true,
@@ -713,12 +788,16 @@ impl AppState {
             }
         }
         let before = self.story.cursor;
-        // A cursor already on a step of the latest event reached stays (steps share seqs).
-        let keep = self
-            .story
-            .step_in(&self.playback.full_stories)
-            .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
-        if !keep {
+        // A cursor already on a step of the latest event reached stays (steps share seqs),
+        // and so does one on a question of the quiz (the replay waits before its step).
+        let keep = self.quiz.asking.is_some()
+            || self
+                .story
+                .step_in(&self.playback.full_stories)
+                .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
+        if let Some(k) = self.opened_story(at) {
+            self.story.cursor = k;
+        } else if !keep {
             self.story.cursor = best.map_or(0, |(_, k)| k);
         }
         // Guided: the tree shows the step's process as the step is reached...
@@ -728,6 +807,20 @@ impl AppState {
             // ... and the log its event.
             self.log.cursor = step.map(|st| st.seq);
         }
+    }
+
+    /// `--story`: the first step of the story the replay opens at, once the position has
+    /// reached it (then it is an ordinary view).
+    fn opened_story(&mut self, at: u64) -> Option<usize> {
+        let i = self.story.open_at?;
+        let stories = &self.playback.full_stories;
+        let first = stories.get(i).and_then(|s| s.steps.first());
+        if first.is_some_and(|st| st.seq > at) {
+            return None;
+        }
+        self.story.open_at = None;
+        first?;
+        Some(stories[..i].iter().map(|s| s.steps.len()).sum())
     }
 
     /// Applies pending events (live, on resume).
@@ -1041,30 +1134,9 @@ impl AppState {
     }
 }
 
-/// Does `p` match the search `q`: a pid prefix (digits), else part of its name, a
-/// container-id prefix, or part of its pod's or container's name (case-insensitive)?
+/// Does `p` match the search `q` ([`Findable::matches`])?
 pub fn matches_query(p: &Process, q: &str) -> bool {
-    let q = q.trim();
-    if q.is_empty() {
-        return false;
-    }
-    if q.bytes().all(|b| b.is_ascii_digit()) {
-        return p.pid.to_string().starts_with(q);
-    }
-    let ql = q.to_lowercase();
-    let k8s = p.k8s.as_deref();
-    let pod = k8s.and_then(|k| k.pod_text());
-    p.name().to_lowercase().contains(&ql)
-        || pod.is_some_and(|n| n.to_lowercase().contains(&ql))
-        || k8s
-            .and_then(|k| k.container_name.as_deref())
-            .is_some_and(|n| n.to_lowercase().contains(&ql))
-        || p.container_id
-            .as_deref()
-            .is_some_and(|c| c.to_lowercase().starts_with(&ql))
-        || p.exe
-            .as_deref()
-            .is_some_and(|e| crate::lineage::basename(e).to_lowercase().contains(&ql))
+    Findable::of(p).matches(q)
 }
 
 /// The records whose subtree holds a live process.

@@ -674,11 +674,21 @@ fn seeks_from_snapshots_match_a_full_replay_at_and_around_every_snapshot() {
 /// machine is slow, not wrong); every wait ends as soon as the answer comes.
 const CEILING: std::time::Duration = std::time::Duration::from_secs(60);
 
-async fn recv_events(rx: &mut tokio::sync::mpsc::Receiver<Msg>) -> Msg {
+async fn recv_any(rx: &mut tokio::sync::mpsc::Receiver<Msg>) -> Msg {
     tokio::time::timeout(CEILING, rx.recv())
         .await
         .expect("source answered")
         .expect("source alive")
+}
+
+/// The source's next message but the search's index.
+async fn recv_events(rx: &mut tokio::sync::mpsc::Receiver<Msg>) -> Msg {
+    loop {
+        match recv_any(rx).await {
+            Msg::Index(_) => continue,
+            m => return m,
+        }
+    }
 }
 
 #[tokio::test]
@@ -855,6 +865,9 @@ async fn guided_state(name: &str, size: (u16, u16)) -> (AppState, Vec<Event>) {
     s.view.size = size;
     s.guide();
     s.ingest(recv_events(&mut rx).await); // Init
+    let index = recv_any(&mut rx).await;
+    assert!(matches!(index, Msg::Index(_)), "the search's index follows");
+    s.ingest(index);
     s.ingest(recv_events(&mut rx).await); // up to the first step
                                           // Paused: nothing more comes.
     let more = tokio::time::timeout(std::time::Duration::from_millis(300), rx.recv()).await;
