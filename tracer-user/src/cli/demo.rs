@@ -215,7 +215,11 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             out,
             "\n== container stories: births, execs, deaths, restarts\n"
         )?;
-        let numbered: Vec<(usize, &Story)> = stories.iter().enumerate().map(|(i, s)| (i + 1, s)).collect();
+        let numbered: Vec<(usize, &Story)> = stories
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i + 1, s))
+            .collect();
         out.write_all(numbered_story_text(&numbered, false).as_bytes())?;
         // A runtime daemon that exited and started again (the restart demo): what survived.
         let restarts = runtime_restarts(&engine);

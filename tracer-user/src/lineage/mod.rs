@@ -51,7 +51,7 @@ pub use stories::{stories, Stories, Work as StoryWork};
 pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
-    node_label, numbered_story_text, pod_tree_text, story_json, story_text, story_text_with, subtree_text,
-    traced_tree_text, tree_json, tree_text, write_tree_json, write_tree_text, JsonWarning,
-    TextTree, TreeOpts,
+    node_label, numbered_story_text, pod_tree_text, story_json, story_text, story_text_with,
+    subtree_text, traced_tree_text, tree_json, tree_text, write_tree_json, write_tree_text,
+    JsonWarning, TextTree, TreeOpts,
 };

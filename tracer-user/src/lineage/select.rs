@@ -117,12 +117,17 @@ fn of_kind(s: &Story, kind: &str) -> bool {
 fn of_container(s: &Story, c: &str) -> bool {
     !c.is_empty()
         && (s.container_name.as_deref() == Some(c)
-            || s.container_id.as_deref().is_some_and(|id| id.starts_with(c)))
+            || s.container_id
+                .as_deref()
+                .is_some_and(|id| id.starts_with(c)))
 }
 
 /// An id prefix that starts several containers' ids, and names none of them, is an error.
 fn ambiguous_id(stories: &[Story], c: &str) -> Result<(), StoryChoiceError> {
-    if stories.iter().any(|s| s.container_name.as_deref() == Some(c)) {
+    if stories
+        .iter()
+        .any(|s| s.container_name.as_deref() == Some(c))
+    {
         return Ok(());
     }
     let mut ids: Vec<String> = Vec::new();
@@ -273,7 +278,10 @@ mod tests {
         );
         assert!(select_story(&l, "nginx").is_err());
         assert!(select_story(&l, "").is_err());
-        assert!(select_story(&[], "death").unwrap_err().to_string().contains("no stories"));
+        assert!(select_story(&[], "death")
+            .unwrap_err()
+            .to_string()
+            .contains("no stories"));
         // A hostile selector is escaped.
         let e = select_story(&l, "x\x1b[2J").unwrap_err().to_string();
         assert!(!e.contains('\x1b'), "{e}");

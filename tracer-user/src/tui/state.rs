@@ -356,7 +356,9 @@ impl Findable {
             name: p.name().into(),
             exe: p.exe.as_deref().map(|e| crate::lineage::basename(e).into()),
             pod: k8s.and_then(|k| k.pod_text()).map(Into::into),
-            container: k8s.and_then(|k| k.container_name.as_deref()).map(Into::into),
+            container: k8s
+                .and_then(|k| k.container_name.as_deref())
+                .map(Into::into),
             cid: p.container_id.as_deref().map(Into::into),
         }
     }
@@ -377,7 +379,8 @@ impl Findable {
             return self.pid.to_string().starts_with(q);
         }
         let ql = q.to_lowercase();
-        let has = |t: &Option<Box<str>>| t.as_deref().is_some_and(|t| t.to_lowercase().contains(&ql));
+        let has =
+            |t: &Option<Box<str>>| t.as_deref().is_some_and(|t| t.to_lowercase().contains(&ql));
         self.name.to_lowercase().contains(&ql)
             || has(&self.pod)
             || has(&self.container)

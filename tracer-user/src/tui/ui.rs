@@ -15,8 +15,8 @@ use crate::lineage::view::{marks, Mark};
 use crate::lineage::{How, LineageEntry, Process, Role, StoryStep};
 
 use super::action::KEY_HELP;
-use super::state::layout::{active_pane, layout};
 use super::quiz;
+use super::state::layout::{active_pane, layout};
 use super::state::{AppState, Mode, Pane, Row, RowKind};
 
 /// Colour only when the terminal may show it (`NO_COLOR` unset); modifiers always.
@@ -714,10 +714,16 @@ fn quiz_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> 
     if s.quiz.asking == Some(k) {
         let mut out = wrap(&format!("── quiz: {}", escape(&quiz::question(step))), head);
         out.extend(wrap(
-            &format!("pid: {}█  (type it, or select the process in the tree; Enter answers, Esc passes)", s.quiz.typed),
+            &format!(
+                "pid: {}█  (type it, or select the process in the tree; Enter answers, Esc passes)",
+                s.quiz.typed
+            ),
             Style::new(),
         ));
-        out.extend(wrap(&score_text(s), Style::new().add_modifier(Modifier::DIM)));
+        out.extend(wrap(
+            &score_text(s),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
         return out;
     }
     if s.last_seq().is_none_or(|a| step.seq > a) {
@@ -729,7 +735,9 @@ fn quiz_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> 
             false => Vec::new(),
         };
     };
-    let truth = v.truth.map_or("not shown in the recording".into(), |p| p.to_string());
+    let truth = v
+        .truth
+        .map_or("not shown in the recording".into(), |p| p.to_string());
     let said = match (v.guess, v.right()) {
         (None, _) => format!("── passed: it is {truth}"),
         (Some(_), true) => format!("── right: {truth}"),
@@ -741,7 +749,10 @@ fn quiz_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> 
     };
     let mut out = wrap(&said, style);
     out.extend(why_lines(s, step, width as u16));
-    out.extend(wrap(&score_text(s), Style::new().add_modifier(Modifier::DIM)));
+    out.extend(wrap(
+        &score_text(s),
+        Style::new().add_modifier(Modifier::DIM),
+    ));
     out
 }
 
