@@ -15,6 +15,7 @@
 //! The terminal is restored on quit, on panic (hook) and on SIGTERM/SIGINT.
 
 pub mod action;
+mod find;
 pub mod msg;
 pub mod quiz;
 pub mod reduce;

@@ -5,9 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::lineage::{Engine, StepKind, StoryStep};
-
-use super::state::AppState;
+use crate::lineage::{Engine, StepKind, Story, StoryStep};
 
 /// The quiz's state: on or off, the question open, the answers judged and the score.
 #[derive(Clone, Debug, Default)]
@@ -101,39 +99,39 @@ pub fn truth(e: &Engine, step: &StoryStep) -> Option<u32> {
         .filter(|&pid| pid != 0)
 }
 
-impl AppState {
-    /// An answer waiting for its step: judged once the replay has applied the step's event.
-    pub(super) fn judge(&mut self) {
-        let Some((k, guess)) = self.quiz.judging else {
-            return;
+impl Quiz {
+    /// The answer waiting for its step, judged when the replay has applied the step's event
+    /// (`at`: the last seq applied) in `e`; `stories` are the ones the steps are counted in.
+    /// Whether it was judged now.
+    pub fn judge(&mut self, stories: &[Story], e: &Engine, at: Option<u64>) -> bool {
+        let Some((k, guess)) = self.judging else {
+            return false;
         };
-        let mut steps = self.playback.full_stories.iter().flat_map(|s| &s.steps);
-        let Some(step) = steps.nth(k) else {
-            self.quiz.judging = None;
-            return;
+        let Some(step) = stories.iter().flat_map(|s| &s.steps).nth(k) else {
+            self.judging = None;
+            return false;
         };
-        if self.last_seq().is_none_or(|a| a < step.seq) {
-            return;
+        if at.is_none_or(|a| a < step.seq) {
+            return false;
         }
-        let truth = truth(&self.engine, step);
         let v = Verdict {
             step: k,
             guess,
-            truth,
+            truth: truth(e, step),
         };
-        self.quiz.asked += 1;
-        self.quiz.right += u32::from(v.right());
-        self.quiz.verdict = Some(v);
-        self.quiz.judging = None;
-        self.dirty = true;
+        self.asked += 1;
+        self.right += u32::from(v.right());
+        self.verdict = Some(v);
+        self.judging = None;
+        true
     }
 
-    /// Questions of the stories shown not asked yet.
-    pub fn quiz_left(&self) -> usize {
-        let steps = self.story.stories.iter().flat_map(|s| &s.steps);
+    /// Questions `stories` hold that are not asked yet.
+    pub fn left(&self, stories: &[Story]) -> usize {
+        let steps = stories.iter().flat_map(|s| &s.steps);
         steps
             .enumerate()
-            .filter(|(k, st)| asks(st.kind) && !self.quiz.answered.contains(k))
+            .filter(|(k, st)| asks(st.kind) && !self.answered.contains(k))
             .count()
     }
 }

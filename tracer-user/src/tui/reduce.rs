@@ -561,7 +561,7 @@ fn answer(s: &mut AppState, guess: Option<u32>, out: &mut Vec<Control>) {
     s.quiz.judging = Some((q, guess));
     s.view.pane = Pane::Story;
     jump_to_step(s, q, out);
-    s.judge();
+    s.quiz_judge();
 }
 
 /// `Q`: the quiz on (in the guided layout) or off; off, an open question is dropped.

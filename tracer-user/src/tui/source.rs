@@ -93,7 +93,7 @@ impl Clock {
 struct Played {
     events: PackedEvents,
     /// What the search finds: every process of the recording so far.
-    index: Vec<super::state::Findable>,
+    index: Vec<super::find::Findable>,
     clock: Clock,
     engine: Option<Engine>,
     /// Kept up to date batch by batch while the recording grows.
@@ -116,7 +116,7 @@ impl Played {
         }
         let stories = crate::lineage::Stories::build(&engine);
         Played {
-            index: super::state::Findable::every(&engine),
+            index: super::find::Findable::every(&engine),
             sent: stories.version(),
             stories,
             events,
@@ -165,7 +165,7 @@ impl Played {
         match self.grown() {
             m @ Msg::Init { .. } => {
                 if let Some(e) = &self.engine {
-                    self.index = super::state::Findable::every(e);
+                    self.index = super::find::Findable::every(e);
                 }
                 vec![m, self.index()]
             }

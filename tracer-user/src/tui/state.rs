@@ -9,6 +9,7 @@ use crate::lineage::{Engine, ProcId, Process, Retention, Story};
 use crate::render::LineRenderer;
 use crate::stats::StreamStats;
 
+pub use super::find::Findable;
 use super::msg::Msg;
 
 /// Where each pane goes (the selection is kept on screen with it).
@@ -328,67 +329,6 @@ impl Search {
     /// Does `p` match the search (name substring, pid prefix, container id prefix)?
     pub fn matches(&self, p: &Process) -> bool {
         matches_query(p, &self.query)
-    }
-}
-
-/// What the search looks at in a process, kept for the whole recording: its pid and birth,
-/// its name, executable, pod, container name and container id.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Findable {
-    /// Its pid.
-    pub pid: u32,
-    /// Its birth's seq (with the pid, which life of that pid).
-    pub start_seq: u64,
-    name: Box<str>,
-    exe: Option<Box<str>>,
-    pod: Option<Box<str>>,
-    container: Option<Box<str>>,
-    cid: Option<Box<str>>,
-}
-
-impl Findable {
-    /// What the search looks at in `p`.
-    pub fn of(p: &Process) -> Findable {
-        let k8s = p.k8s.as_deref();
-        Findable {
-            pid: p.pid,
-            start_seq: p.start_seq,
-            name: p.name().into(),
-            exe: p.exe.as_deref().map(|e| crate::lineage::basename(e).into()),
-            pod: k8s.and_then(|k| k.pod_text()).map(Into::into),
-            container: k8s
-                .and_then(|k| k.container_name.as_deref())
-                .map(Into::into),
-            cid: p.container_id.as_deref().map(Into::into),
-        }
-    }
-
-    /// Every process `e` holds, in the order of their records (their births').
-    pub fn every(e: &Engine) -> Vec<Findable> {
-        e.processes().map(Findable::of).collect()
-    }
-
-    /// Does it match the search `q`: a pid prefix (digits), else part of its name, a
-    /// container-id prefix, or part of its pod's or container's name (case-insensitive)?
-    pub fn matches(&self, q: &str) -> bool {
-        let q = q.trim();
-        if q.is_empty() {
-            return false;
-        }
-        if q.bytes().all(|b| b.is_ascii_digit()) {
-            return self.pid.to_string().starts_with(q);
-        }
-        let ql = q.to_lowercase();
-        let has =
-            |t: &Option<Box<str>>| t.as_deref().is_some_and(|t| t.to_lowercase().contains(&ql));
-        self.name.to_lowercase().contains(&ql)
-            || has(&self.pod)
-            || has(&self.container)
-            || has(&self.exe)
-            || self
-                .cid
-                .as_deref()
-                .is_some_and(|c| c.to_lowercase().starts_with(&ql))
     }
 }
 
@@ -753,14 +693,14 @@ impl AppState {
                 } else {
                     self.apply_events(evs);
                     self.follow_story();
-                    self.judge();
+                    self.quiz_judge();
                 }
             }
             Msg::Seed(snap) => self.seed(&snap),
             Msg::Goto(n) => {
                 self.goto(n);
                 self.follow_story();
-                self.judge();
+                self.quiz_judge();
             }
             Msg::Index(index) => self.search.index = index,
             Msg::Grown(total) => self.playback.total = total,
@@ -810,6 +750,22 @@ impl AppState {
             // ... and the log its event.
             self.log.cursor = step.map(|st| st.seq);
         }
+    }
+
+    /// An answer of the quiz waiting for its step: judged once the replay has applied it.
+    pub(super) fn quiz_judge(&mut self) {
+        let at = self.last_seq();
+        if self
+            .quiz
+            .judge(&self.playback.full_stories, &self.engine, at)
+        {
+            self.dirty = true;
+        }
+    }
+
+    /// Questions of the quiz the stories shown hold that are not asked yet.
+    pub fn quiz_left(&self) -> usize {
+        self.quiz.left(&self.story.stories)
     }
 
     /// `--story`: the first step of the story the replay opens at, once the position has
