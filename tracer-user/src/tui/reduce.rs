@@ -160,20 +160,9 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::Start => move_by(s, i64::MIN / 2, &mut out),
         Action::End => move_by(s, i64::MAX / 2, &mut out),
         Action::ToggleQuiz => toggle_quiz(s),
-        Action::QuizDigit(c) => {
-            if s.quiz.typed.len() < 10 {
-                s.quiz.typed.push(c);
-            }
+        Action::QuizDigit(_) | Action::QuizBackspace | Action::QuizAnswer | Action::QuizPass => {
+            quiz_key(s, a, &mut out)
         }
-        Action::QuizBackspace => {
-            s.quiz.typed.pop();
-        }
-        Action::QuizAnswer => {
-            let typed = s.quiz.typed.parse::<u32>().ok();
-            let guess = typed.or_else(|| s.selected_process().map(|p| p.pid));
-            answer(s, guess, &mut out);
-        }
-        Action::QuizPass => answer(s, None, &mut out),
     }
     if s.tree.selected != selected {
         s.tree.chosen = true;
@@ -562,6 +551,24 @@ fn answer(s: &mut AppState, guess: Option<u32>, out: &mut Vec<Control>) {
     s.view.pane = Pane::Story;
     jump_to_step(s, q, out);
     s.quiz_judge();
+}
+
+/// A key on an open question: a digit, Backspace, Enter (the digits typed, else the process
+/// selected in the tree), Esc (pass).
+fn quiz_key(s: &mut AppState, a: Action, out: &mut Vec<Control>) {
+    match a {
+        Action::QuizDigit(c) if s.quiz.typed.len() < 10 => s.quiz.typed.push(c),
+        Action::QuizBackspace => {
+            s.quiz.typed.pop();
+        }
+        Action::QuizAnswer => {
+            let typed = s.quiz.typed.parse::<u32>().ok();
+            let guess = typed.or_else(|| s.selected_process().map(|p| p.pid));
+            answer(s, guess, out);
+        }
+        Action::QuizPass => answer(s, None, out),
+        _ => {}
+    }
 }
 
 /// `Q`: the quiz on (in the guided layout) or off; off, an open question is dropped.

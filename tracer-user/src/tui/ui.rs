@@ -897,6 +897,32 @@ fn speed_text(x: f64) -> String {
     }
 }
 
+/// A replay's place on the status bar: the selected step's seq (which the position's count
+/// is not), the position, and the quiz's score.
+fn replay_position(s: &AppState, v: &mut Vec<Span<'static>>) {
+    let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
+    if let Some(st) = s.story.current_step().filter(|_| s.view.show_story) {
+        v.push(Span::raw(format!("step seq {}", st.seq)));
+        v.push(sep());
+    }
+    let end = match s.position() >= s.playback.total {
+        true => " end",
+        false => "",
+    };
+    v.push(Span::raw(format!(
+        "event {}/{}{end}",
+        s.position(),
+        s.playback.total
+    )));
+    if s.quiz.on {
+        v.push(sep());
+        v.push(Span::styled(
+            format!("quiz {}/{}", s.quiz.right, s.quiz.asked),
+            fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+}
+
 fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
     let bad = |n: u64| {
@@ -952,30 +978,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     }
     // One count of events: replay, the position in the recording; live, those applied.
     match s.mode {
-        Mode::Replay => {
-            let end = if s.position() >= s.playback.total {
-                " end"
-            } else {
-                ""
-            };
-            // A step selected: its own seq, which the position's count is not.
-            if let Some(st) = s.story.current_step().filter(|_| s.view.show_story) {
-                v.push(Span::raw(format!("step seq {}", st.seq)));
-                v.push(sep());
-            }
-            v.push(Span::raw(format!(
-                "event {}/{}{end}",
-                s.position(),
-                s.playback.total
-            )));
-            if s.quiz.on {
-                v.push(sep());
-                v.push(Span::styled(
-                    format!("quiz {}/{}", s.quiz.right, s.quiz.asked),
-                    fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
-                ));
-            }
-        }
+        Mode::Replay => replay_position(s, &mut v),
         Mode::Live => v.push(Span::raw(format!(
             "{} events {:.0}/s",
             s.stats.events,
