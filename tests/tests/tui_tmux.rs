@@ -269,7 +269,8 @@ fn demo_opens_guided_and_steps_within_the_selected_story_160x45() {
     let (step, first_story) = selected_step(&screen).unwrap_or_else(|| panic!("{screen}"));
     let start = position(&screen).expect("position");
 
-    // Select a step of another story in the pane: the replay does not move.
+    // Select a step of another story in the pane: the replay goes there with it, and the
+    // status bar names the step's seq.
     let mut picked = None;
     for _ in 0..200 {
         let before = t.capture();
@@ -283,7 +284,13 @@ fn demo_opens_guided_and_steps_within_the_selected_story_160x45() {
         }
     }
     let story = picked.unwrap_or_else(|| panic!("one story only after {step}"));
-    assert_eq!(position(&t.capture()).as_deref(), Some(start.as_str()));
+    t.wait_until("the replay to follow the step", |t| {
+        position(&t.capture()).as_deref() != Some(start.as_str())
+    });
+    let s = t.capture();
+    let (now, _) = selected_step(&s).unwrap_or_else(|| panic!("{s}"));
+    let seq = now.trim_start_matches('▸').split_whitespace().next().unwrap_or_default();
+    assert!(s.contains(&format!("step seq {seq} ")), "{s}");
 
     // `]` moves the replay through that story's steps, never into another one, and says so
     // at its last step.
