@@ -438,6 +438,8 @@ fn show_record(s: &mut AppState, id: crate::lineage::ProcId) {
 /// the story pane, whatever the replay position); replay seeks to it. At either end of the
 /// story the status line says so: another story is chosen with ↑↓, not by stepping past.
 fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
+    // A move in the stories leaves an open question unanswered (it is asked again).
+    s.quiz.asking = None;
     if s.story.steps().is_empty() {
         s.status.message = Some("no container birth found (yet)".into());
         return;
@@ -478,6 +480,7 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
 /// ↑↓ in the story pane: the step's process selected in the tree and its event in the log;
 /// guided, the replay goes to it too (as `]` does).
 fn step_to(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
+    s.quiz.asking = None;
     if s.playback.guided && s.mode == Mode::Replay {
         return go_to_step(s, k, out);
     }

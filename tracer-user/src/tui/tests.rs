@@ -1961,8 +1961,14 @@ async fn the_quiz_asks_before_the_step_and_judges_right_and_wrong_with_the_kerne
     let c = reduce(&mut s, key(']'));
     seek(&mut s, &evs, &c);
     assert!(s.quiz.asking.is_none());
-    // The CLONE_PARENT clone: answered by selecting the parent in the tree, then Enter.
+    // The CLONE_PARENT clone: `[` on its question leaves it open for later, unanswered;
+    // then it is answered by selecting the parent in the tree, and Enter.
     let q2 = next_question(&mut s, &evs);
+    let c = reduce(&mut s, key('['));
+    seek(&mut s, &evs, &c);
+    assert_eq!(s.quiz.asking, None);
+    assert!(!s.quiz.answered.contains(&q2));
+    assert_eq!(next_question(&mut s, &evs), q2);
     assert!(q2 > q);
     let step = s.story.current_step().cloned().expect("step");
     assert_eq!(step.kind, crate::lineage::StepKind::ChildCloned);
