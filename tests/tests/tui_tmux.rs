@@ -399,3 +399,40 @@ fn the_thread_key_and_flag_hide_thread_lines() {
     t.send(&["q"]);
     t.assert_terminal_usable("after-nothreads-ok");
 }
+
+/// `tracer demo --quiz` in a real terminal: `]` asks before the step is shown, digits and
+/// Enter answer, the pane says wrong with the kernel rule, and the score is said on stderr
+/// once the terminal is back.
+#[test]
+fn demo_quiz_asks_judges_and_says_the_score_at_the_end() {
+    if !tests::prereq::require_program("tmux", "tmux") {
+        return;
+    }
+    let t = demo_in_tmux(
+        "quiz",
+        120,
+        40,
+        "--quiz",
+        &["REPLAY", "guided · stories", "quiz 0/0"],
+    );
+    let mut asked = false;
+    for _ in 0..40 {
+        let before = t.capture();
+        t.send(&["]"]);
+        t.wait_until("the step or the question to come", |t| t.capture() != before);
+        if t.capture().contains("── quiz: ") && t.capture().contains("Enter answers") {
+            asked = true;
+            break;
+        }
+    }
+    assert!(asked, "no question:\n{}", t.capture());
+    // No process of the demo has this pid (its pids are below 2^22, the kernel's pid_max).
+    t.type_text("9999999");
+    t.wait_for(&["pid: 9999999"]);
+    t.send(&["Enter"]);
+    let s = t.wait_for(&["wrong: you said 9999999, it is ", "quiz 0/1", "source: "]);
+    assert!(s.contains("── why: "), "the step's own explanation:\n{s}");
+    t.send(&["q"]);
+    t.wait_for(&["tracer: quiz: 0 of 1 right"]);
+    t.assert_terminal_usable("after-quiz-ok");
+}
