@@ -484,11 +484,10 @@ fn step_to(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
     if s.playback.guided && s.mode == Mode::Replay {
         return go_to_step(s, k, out);
     }
-    let steps = s.story.steps();
-    let Some(&(i, j)) = steps.get(k) else { return };
-    let step = &s.story.stories[i].steps[j];
-    s.log.cursor = Some(step.seq);
-    s.tree.select_pid = Some(step.pid);
+    let Some(step) = s.story.step_at(k) else {
+        return;
+    };
+    (s.log.cursor, s.tree.select_pid) = (Some(step.seq), Some(step.pid));
     s.story.cursor = k;
 }
 
@@ -507,8 +506,7 @@ fn question_before(s: &AppState, k: usize) -> Option<usize> {
     if !s.quiz.on || s.mode != Mode::Replay {
         return None;
     }
-    let steps = s.story.steps();
-    let step = |k: usize| steps.get(k).map(|&(i, j)| &s.story.stories[i].steps[j]);
+    let step = |k: usize| s.story.step_at(k);
     let to = step(k)?.seq;
     let at = s.last_seq();
     let mut range = s.story.stories.iter().scan(0, |start, st| {
@@ -526,9 +524,9 @@ fn question_before(s: &AppState, k: usize) -> Option<usize> {
 
 /// Opens the question on step `q`: the replay waits just before its event.
 fn ask(s: &mut AppState, q: usize, out: &mut Vec<Control>) {
-    let steps = s.story.steps();
-    let Some(&(i, j)) = steps.get(q) else { return };
-    let seq = s.story.stories[i].steps[j].seq;
+    let Some(seq) = s.story.step_at(q).map(|st| st.seq) else {
+        return;
+    };
     s.quiz.asking = Some(q);
     s.quiz.typed.clear();
     s.quiz.verdict = None;

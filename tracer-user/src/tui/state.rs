@@ -248,6 +248,11 @@ impl StoryPane {
         self.step_in(&self.stories)
     }
 
+    /// Step number `k` (an index into [`StoryPane::steps`]).
+    pub fn step_at(&self, k: usize) -> Option<&crate::lineage::StoryStep> {
+        self.stories.iter().flat_map(|s| &s.steps).nth(k)
+    }
+
     /// Step number `cursor` of `stories` (in story order).
     fn step_in<'a>(&self, stories: &'a [Story]) -> Option<&'a crate::lineage::StoryStep> {
         stories.iter().flat_map(|s| &s.steps).nth(self.cursor)
