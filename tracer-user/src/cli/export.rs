@@ -69,10 +69,9 @@ pub struct ExportArgs {
     // processes and their ancestors, as `tree --pod`; svg/html: its stories.
     #[command(flatten)]
     pub pod: super::PodArgs,
-    /// svg/html: only story N, numbered from 1 as `tracer story` lists them (births, execs,
-    /// deaths, restarts; with --pod, that pod's stories).
-    #[arg(long, value_name = "N")]
-    pub story: Option<usize>,
+    // svg/html: only one story (`STORY_HELP`).
+    #[arg(long, value_name = "N|CONTAINER|KIND", help = super::STORY_HELP)]
+    pub story: Option<String>,
     /// svg/html: lay the picture out for a printed page, scaled to fit with no text under
     /// 10 px (too large a picture is an error: pick one story with --story; every story of
     /// the bundled demos fits).
@@ -215,16 +214,9 @@ fn draw(
         let pod = select_pod(source, &e, &q)?;
         stories.retain(|st| tracer::lineage::story_in_pod(st, &pod));
     }
-    if let Some(n) = args.story {
-        let count = stories.len();
-        let one = n.checked_sub(1).and_then(|i| stories.get(i).cloned());
-        let Some(one) = one else {
-            anyhow::bail!(
-                "--story {n}: {} has {count} stories (numbered from 1 as `tracer story` lists them)",
-                source.display()
-            );
-        };
-        stories = vec![one];
+    if let Some(sel) = &args.story {
+        let i = super::lineage::pick_story(&stories, sel, source)?;
+        stories = vec![stories.swap_remove(i)];
     }
     let scope = keep.map(|k| {
         let born: HashSet<(u32, u64)> = k.lifetimes().map(|(pid, from, _)| (pid, from)).collect();

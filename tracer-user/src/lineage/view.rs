@@ -630,6 +630,20 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
     out
 }
 
+/// [`story_text_with`] for stories each headed by its number (`#3 pod …`), the one
+/// `--story 3` takes: `stories` are `(number, story)`.
+pub fn numbered_story_text(stories: &[(usize, &Story)], explain: bool) -> String {
+    let mut out = String::new();
+    for (i, (n, s)) in stories.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = write!(out, "#{n} ");
+        out.push_str(&story_text_with(std::slice::from_ref(*s), explain));
+    }
+    out
+}
+
 /// A story's header: `pod shop/web: sandbox 0123… (containerd, runc create) → pause`,
 /// `pod shop/web: container 4567… (nginx) (…) → nginx [exec]`, `container 89ab… (…)` outside
 /// a pod. `brief` (the viewer): a named container by its name only, an unnamed one by the

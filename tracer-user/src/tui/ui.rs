@@ -15,6 +15,7 @@ use crate::lineage::view::{marks, Mark};
 use crate::lineage::{How, LineageEntry, Process, Reaper, Role, Story, StoryStep};
 
 use super::action::KEY_HELP;
+use super::quiz;
 use super::state::layout::{active_pane, layout};
 use super::state::{AppState, Mode, Pane, Row, RowKind};
 
@@ -624,9 +625,12 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         return;
     }
     let (lines, cursor_line, header_line) = story_lines(s, inner.width);
-    if s.view.show_explain {
-        if let Some((story, step)) = current_story_step(s) {
-            let why = why_lines(s, story, step, inner.width);
+    if s.view.show_explain || s.quiz.on {
+        if let Some((story, step)) = s.story.current() {
+            let why = match s.quiz.on {
+                true => quiz_lines(s, story, step, inner.width),
+                false => why_lines(s, story, step, inner.width),
+            };
             // The steps keep a third of the pane (at least three rows, fewer if there are
             // fewer); `m` pages through an explanation cut short, `z` gives it the screen.
             let keep = (lines.len() as u16).min((inner.height / 3).max(3));
@@ -684,7 +688,7 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
                 style = style.add_modifier(Modifier::REVERSED);
             }
             let mark = if cur { "▸" } else { " " };
-            let text = format!("{mark} {:>6}  {}", step.seq, escape(&step.text));
+            let text = format!("{mark} {:>6}  {}", step.seq, step_text(s, k, step, future));
             if s.view.zoom {
                 // Zoomed: whole steps, wrapped under their text.
                 let opts = textwrap::Options::new(usize::from(width.max(20)))
@@ -700,6 +704,84 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
         }
     }
     (lines, cursor_line, header_line)
+}
+
+/// A step's line in the story pane; in quiz mode, a step not reached yet is not told (its
+/// line could give an answer away), and the one asked about is its question.
+fn step_text(s: &AppState, k: usize, step: &StoryStep, future: bool) -> String {
+    if s.quiz.asking == Some(k) {
+        return format!("? {}", escape(&quiz::question(step)));
+    }
+    match s.quiz.on && future {
+        true => "· · ·".into(),
+        false => escape(&step.text).into_owned(),
+    }
+}
+
+/// The quiz's part of the story pane, in place of the explanation: the question open and
+/// the answer typed; the verdict with the step's explanation; nothing of a step not reached.
+fn quiz_lines(s: &AppState, story: &Story, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
+    let k = s.story.cursor;
+    let width = usize::from(width.max(10));
+    let head = fg(s, Color::Yellow).add_modifier(Modifier::BOLD);
+    let wrap = |t: &str, style: Style| -> Vec<Line<'static>> {
+        textwrap::wrap(t, width)
+            .into_iter()
+            .map(|l| Line::styled(l.into_owned(), style))
+            .collect()
+    };
+    if s.quiz.asking == Some(k) {
+        let mut out = wrap(&format!("── quiz: {}", escape(&quiz::question(step))), head);
+        out.extend(wrap(
+            &format!(
+                "pid: {}█  (type it, or select the process in the tree; Enter answers, Esc passes)",
+                s.quiz.typed
+            ),
+            Style::new(),
+        ));
+        out.extend(wrap(
+            &score_text(s),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+        return out;
+    }
+    if s.last_seq().is_none_or(|a| step.seq > a) {
+        return wrap("── quiz: ] goes on (a question comes first)", head);
+    }
+    let Some(v) = s.quiz.verdict.as_ref().filter(|v| v.step == k) else {
+        return match s.view.show_explain {
+            true => why_lines(s, story, step, width as u16),
+            false => Vec::new(),
+        };
+    };
+    let truth = v
+        .truth
+        .map_or("not shown in the recording".into(), |p| p.to_string());
+    let said = match (v.guess, v.right()) {
+        (None, _) => format!("── passed: it is {truth}"),
+        (Some(_), true) => format!("── right: {truth}"),
+        (Some(g), false) => format!("── wrong: you said {g}, it is {truth}"),
+    };
+    let style = match v.right() {
+        true => fg(s, Color::Green).add_modifier(Modifier::BOLD),
+        false => fg(s, Color::Red).add_modifier(Modifier::BOLD),
+    };
+    let mut out = wrap(&said, style);
+    out.extend(why_lines(s, story, step, width as u16));
+    out.extend(wrap(
+        &score_text(s),
+        Style::new().add_modifier(Modifier::DIM),
+    ));
+    out
+}
+
+/// `quiz: 3 of 4 right`, and `— quiz over` once every question of the stories is asked.
+fn score_text(s: &AppState) -> String {
+    let over = match s.quiz.asked > 0 && s.quiz_left() == 0 && s.quiz.asking.is_none() {
+        true => " — quiz over",
+        false => "",
+    };
+    format!("quiz: {} of {} right{over}", s.quiz.right, s.quiz.asked)
 }
 
 /// `more ↓ (KEY)`: the text above goes on below the pane's edge.
@@ -735,15 +817,6 @@ fn paged(
         ));
     }
     shown
-}
-
-/// The story step under the cursor, with the story it is told in (its explanation's variant).
-pub(crate) fn current_story_step(s: &AppState) -> Option<(&Story, &StoryStep)> {
-    s.story
-        .stories
-        .iter()
-        .flat_map(|st| st.steps.iter().map(move |x| (st, x)))
-        .nth(s.story.cursor)
 }
 
 /// The explanation of `step` in `story`, wrapped to `width`: a rule, the text, its source.
@@ -843,6 +916,32 @@ fn speed_text(x: f64) -> String {
     }
 }
 
+/// A replay's place on the status bar: the selected step's seq (which the position's count
+/// is not), the position, and the quiz's score.
+fn replay_position(s: &AppState, v: &mut Vec<Span<'static>>) {
+    let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
+    if let Some(st) = s.story.current_step().filter(|_| s.view.show_story) {
+        v.push(Span::raw(format!("step seq {}", st.seq)));
+        v.push(sep());
+    }
+    let end = match s.position() >= s.playback.total {
+        true => " end",
+        false => "",
+    };
+    v.push(Span::raw(format!(
+        "event {}/{}{end}",
+        s.position(),
+        s.playback.total
+    )));
+    if s.quiz.on {
+        v.push(sep());
+        v.push(Span::styled(
+            format!("quiz {}/{}", s.quiz.right, s.quiz.asked),
+            fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+}
+
 fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
     let bad = |n: u64| {
@@ -898,18 +997,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     }
     // One count of events: replay, the position in the recording; live, those applied.
     match s.mode {
-        Mode::Replay => {
-            let end = if s.position() >= s.playback.total {
-                " end"
-            } else {
-                ""
-            };
-            v.push(Span::raw(format!(
-                "event {}/{}{end}",
-                s.position(),
-                s.playback.total
-            )));
-        }
+        Mode::Replay => replay_position(s, &mut v),
         Mode::Live => v.push(Span::raw(format!(
             "{} events {:.0}/s",
             s.stats.events,
