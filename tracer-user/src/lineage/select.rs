@@ -213,7 +213,19 @@ mod tests {
             steps: Vec::new(),
             terminated: None,
             restart: None,
+            runtime_restart: None,
         }
+    }
+
+    /// `restart` names a container's restart or, first in list order, a runtime daemon's.
+    #[test]
+    fn restart_also_names_a_runtime_restart() {
+        let mut l = list();
+        l.insert(2, story(Phase::RuntimeRestart, None, "-"));
+        assert_eq!(select_story(&l, "restart"), Ok(2));
+        assert_eq!(select_story(&l, "runtime_restart"), Ok(2));
+        l.remove(2);
+        assert_eq!(select_story(&l, "restart"), Ok(5));
     }
 
     /// The lifecycle demo's shape: a sandbox, app (with an exec), a crasher that restarts
