@@ -371,6 +371,7 @@ fn labs_restart_container_and_exec_survive_under_the_shim() {
         let s = r0.survivors.iter().find(|s| s.pid == pid);
         assert_eq!(s.map(|s| s.parent), Some(parent), "{pid} survived: {r0:?}");
     }
+    check_restart_story(e, (d1.pid, d2.pid), &[&before.init, &before.monitor]);
 
     let shim = e.process(before.monitor.pid).unwrap();
     assert!(
@@ -389,6 +390,38 @@ fn labs_restart_container_and_exec_survive_under_the_shim() {
     );
     let story = r.story_of(before);
     assert_steps_in_order(&story, SHIM_STEPS);
+}
+
+/// The restart as a story of the one list: the old daemon's end first, a survivor step for
+/// each of `procs` (pids and parents from /proc) saying it lives on under that same parent, the
+/// new daemon's start, and none of them the new daemon's child.
+fn check_restart_story(e: &Engine, (old, new): (u32, u32), procs: &[&ProcInfo]) {
+    let all = tracer::lineage::stories(e);
+    let st = all
+        .iter()
+        .find(|s| s.phase == Phase::RuntimeRestart && s.previous_init == Some(old))
+        .unwrap_or_else(|| panic!("no restart story of {old}: {all:#?}"));
+    assert_eq!(
+        (st.steps[0].kind, st.steps[0].pid),
+        (StepKind::DaemonEnded, old)
+    );
+    for p in procs {
+        let step = st
+            .steps
+            .iter()
+            .find(|s| s.kind == StepKind::Survived && s.pid == p.pid)
+            .unwrap_or_else(|| panic!("{} not told as a survivor: {st:#?}", p.pid));
+        let want = format!("lives on: parent {} ", p.ppid);
+        assert!(
+            step.text.contains(&want),
+            "/proc's parent {}: {}",
+            p.ppid,
+            step.text
+        );
+        assert_ne!(p.ppid, new, "/proc: not the new daemon's child");
+    }
+    let started = st.steps.iter().find(|s| s.kind == StepKind::DaemonStarted);
+    assert_eq!(started.map(|s| s.pid), Some(new), "{st:#?}");
 }
 
 #[test]

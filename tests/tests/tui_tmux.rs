@@ -269,7 +269,8 @@ fn demo_opens_guided_and_steps_within_the_selected_story_160x45() {
     let (step, first_story) = selected_step(&screen).unwrap_or_else(|| panic!("{screen}"));
     let start = position(&screen).expect("position");
 
-    // Select a step of another story in the pane: the replay does not move.
+    // Select a step of another story in the pane: the replay goes there with it, and the
+    // status bar names the step's seq.
     let mut picked = None;
     for _ in 0..200 {
         let before = t.capture();
@@ -283,7 +284,13 @@ fn demo_opens_guided_and_steps_within_the_selected_story_160x45() {
         }
     }
     let story = picked.unwrap_or_else(|| panic!("one story only after {step}"));
-    assert_eq!(position(&t.capture()).as_deref(), Some(start.as_str()));
+    t.wait_until("the replay to follow the step", |t| {
+        position(&t.capture()).as_deref() != Some(start.as_str())
+    });
+    let s = t.capture();
+    let (now, _) = selected_step(&s).unwrap_or_else(|| panic!("{s}"));
+    let seq = now.trim_start_matches('▸').split_whitespace().next().unwrap_or_default();
+    assert!(s.contains(&format!("step seq {seq} ")), "{s}");
 
     // `]` moves the replay through that story's steps, never into another one, and says so
     // at its last step.
@@ -391,4 +398,41 @@ fn the_thread_key_and_flag_hide_thread_lines() {
     assert_eq!(thread_lines(&s), 0, "{s}");
     t.send(&["q"]);
     t.assert_terminal_usable("after-nothreads-ok");
+}
+
+/// `tracer demo --quiz` in a real terminal: `]` asks before the step is shown, digits and
+/// Enter answer, the pane says wrong with the kernel rule, and the score is said on stderr
+/// once the terminal is back.
+#[test]
+fn demo_quiz_asks_judges_and_says_the_score_at_the_end() {
+    if !tests::prereq::require_program("tmux", "tmux") {
+        return;
+    }
+    let t = demo_in_tmux(
+        "quiz",
+        120,
+        40,
+        "--quiz",
+        &["REPLAY", "guided · stories", "quiz 0/0"],
+    );
+    let mut asked = false;
+    for _ in 0..40 {
+        let before = t.capture();
+        t.send(&["]"]);
+        t.wait_until("the step or the question to come", |t| t.capture() != before);
+        if t.capture().contains("── quiz: ") && t.capture().contains("Enter answers") {
+            asked = true;
+            break;
+        }
+    }
+    assert!(asked, "no question:\n{}", t.capture());
+    // No process of the demo has this pid (its pids are below 2^22, the kernel's pid_max).
+    t.type_text("9999999");
+    t.wait_for(&["pid: 9999999"]);
+    t.send(&["Enter"]);
+    let s = t.wait_for(&["wrong: you said 9999999, it is ", "quiz 0/1", "source: "]);
+    assert!(s.contains("── why: "), "the step's own explanation:\n{s}");
+    t.send(&["q"]);
+    t.wait_for(&["tracer: quiz: 0 of 1 right"]);
+    t.assert_terminal_usable("after-quiz-ok");
 }

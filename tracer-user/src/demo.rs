@@ -174,6 +174,63 @@ mod tests {
         }
     }
 
+    /// The restart demo's engine, read like any recording.
+    fn restart_engine() -> Engine {
+        let input = super::Demo::Restart.open().unwrap();
+        crate::input::Loaded::from_input(input, None)
+            .unwrap()
+            .engine
+    }
+
+    /// The restart demo tells containerd's restart as a story of the list, in order by its
+    /// first step, and its JSON carries the survivors, the pids, the seqs and the times.
+    #[test]
+    fn the_restart_demo_tells_the_restart_as_a_story() {
+        use crate::lineage::{Phase, StepKind};
+        let e = restart_engine();
+        let all = crate::lineage::stories(&e);
+        let first = |s: &crate::lineage::Story| s.steps.first().map_or(u64::MAX, |x| x.seq);
+        assert!(all.windows(2).all(|w| first(&w[0]) <= first(&w[1])));
+        let st = all
+            .iter()
+            .find(|s| s.phase == Phase::RuntimeRestart)
+            .expect("the restart's story");
+        let r = st.runtime_restart.as_deref().unwrap();
+        assert_eq!((r.old_pid, r.new_pid), (2058, 2173));
+        let parents: Vec<(u32, u32)> = r.survivors.iter().map(|s| (s.pid, s.parent)).collect();
+        assert_eq!(parents, vec![(2092, 1), (2117, 2092), (2154, 2092)]);
+        let sig = r.signal.as_ref().unwrap();
+        assert_eq!((sig.signal.as_str(), sig.sender), ("SIGTERM", 2046));
+        let kinds: Vec<StepKind> = st.steps.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds.first(), Some(&StepKind::DaemonEnded));
+        assert_eq!(
+            kinds.iter().filter(|k| **k == StepKind::Survived).count(),
+            3
+        );
+        assert!(kinds.contains(&StepKind::DaemonStarted));
+        let json = crate::lineage::story_json(std::slice::from_ref(st));
+        let j = &json["stories"][0];
+        assert_eq!(j["phase"], "runtime_restart");
+        let jr = &j["runtime_restart"];
+        assert_eq!(
+            (jr["old_pid"].as_u64(), jr["new_pid"].as_u64()),
+            (Some(2058), Some(2173))
+        );
+        assert_eq!(jr["exit_seq"].as_u64(), Some(r.exit_seq));
+        assert_eq!(jr["seq"].as_u64(), Some(r.seq));
+        assert_eq!(jr["survivors"][0]["parent"].as_u64(), Some(1));
+        assert_eq!(jr["survivors"][0]["role"], "shim");
+        assert_eq!(jr["lost"].as_array().map(Vec::len), Some(0));
+        for t in [&jr["exit_time"], &jr["time"], &j["steps"][0]["time"]] {
+            assert!(
+                t.as_str().is_some_and(|t| t.starts_with("2026-12-02T")),
+                "{t}"
+            );
+        }
+        assert_eq!(j["steps"][0]["kind"], "daemon_ended");
+        assert_eq!(j["steps"][0]["seq"].as_u64(), Some(r.exit_seq));
+    }
+
     #[test]
     fn every_demo_is_found_by_its_name_and_only_by_it() {
         for d in crate::demo::Demo::ALL {
@@ -262,5 +319,148 @@ mod tests {
         }
         assert!(!has_pod(&only, "shared"));
         assert!(PodEvents::new(&full, "nope").is_empty());
+    }
+}
+
+/// Every explanation of every bundled story checked against its story's facts
+/// (`lineage::explain::check`), and each variant the lifecycle demo holds told as it was.
+#[cfg(test)]
+mod explained {
+    use crate::lineage::explain::check::{check, failures, whys};
+    use crate::lineage::explain::why;
+    use crate::lineage::kubelet::Cause;
+    use crate::lineage::{stories, Phase, StepKind, Story};
+
+    /// The stories of `all` whose end's cause `f` keeps.
+    fn ended_by(all: &[Story], f: fn(&Cause) -> bool) -> impl Iterator<Item = &Story> {
+        all.iter()
+            .filter(move |s| s.terminated.as_ref().is_some_and(|t| f(&t.cause)))
+    }
+
+    fn demo_stories(demo: crate::demo::Demo) -> Vec<Story> {
+        let mut input = demo.open().unwrap();
+        let mut e = input.seeded_engine();
+        for ev in input.by_ref() {
+            e.apply(&ev.unwrap());
+        }
+        stories(&e)
+    }
+
+    #[test]
+    fn every_bundled_story_is_explained_for_what_it_holds() {
+        for &demo in crate::demo::Demo::ALL {
+            let all = demo_stories(demo);
+            assert!(!all.is_empty(), "{demo:?}");
+            let bad = failures(&all);
+            assert!(bad.is_empty(), "{demo:?}:\n{}", bad.join("\n"));
+        }
+    }
+
+    #[test]
+    fn the_lifecycle_demo_tells_each_stop_exec_and_delete_as_it_was() {
+        let all = demo_stories(crate::demo::Demo::Lifecycle);
+        // The stopper: SIGTERM, then SIGKILL 2 s later, timed by containerd's CRI plugin.
+        let stop = ended_by(&all, |c| matches!(c, Cause::StopContainer { .. }))
+            .next()
+            .expect("a StopContainer");
+        let signals: Vec<String> = stop
+            .steps
+            .iter()
+            .filter(|x| x.kind == StepKind::SignalSent)
+            .map(|x| why(stop, x).text)
+            .collect();
+        assert_eq!(signals.len(), 2);
+        assert!(
+            signals[0].contains("CRI plugin")
+                && signals[0].contains("CRI plugin, not the shim, times the grace period"),
+            "{}",
+            signals[0]
+        );
+        assert!(
+            signals[1].contains("grace period") && signals[1].contains("ran out"),
+            "{}",
+            signals[1]
+        );
+        // A kill at once (StopPodSandbox): no SIGTERM, no grace period told.
+        let at_once = ended_by(&all, |c| matches!(c, Cause::KilledAtOnce { .. }))
+            .flat_map(|s| {
+                s.steps
+                    .iter()
+                    .filter(|x| x.kind == StepKind::SignalSent)
+                    .map(move |x| why(s, x).text)
+            })
+            .collect::<Vec<_>>();
+        assert!(!at_once.is_empty());
+        for t in &at_once {
+            assert!(
+                t.contains("at once") && !t.contains("terminationGracePeriodSeconds"),
+                "{t}"
+            );
+        }
+        // An exec: the final process joins the cgroup; no `runc start`.
+        let cg = whys(&all, Phase::Exec, StepKind::InitCgroup);
+        assert!(
+            !cg.is_empty() && cg.iter().all(|t| t.contains("final process")),
+            "{cg:?}"
+        );
+        // The exec'd sleep killed with its namespace: not "the container goes on".
+        let ends = whys(&all, Phase::Exec, StepKind::ExecEnded);
+        assert!(
+            ends.iter().any(|t| t.contains("zap_pid_ns_processes")),
+            "{ends:?}"
+        );
+        assert!(ends.iter().any(|t| t.contains("goes on")), "{ends:?}");
+        // Each container's two deletes: the shim's, then the shim binary's cleanup.
+        let deletes = whys(&all, Phase::Death, StepKind::RuntimeDelete);
+        assert!(
+            deletes.iter().any(|t| t.contains("task Delete")),
+            "{deletes:?}"
+        );
+        assert!(
+            deletes.iter().any(|t| t.contains("`runc delete --force`")),
+            "{deletes:?}"
+        );
+    }
+
+    #[test]
+    fn the_cni_order_is_the_recordings() {
+        let all = demo_stories(crate::demo::Demo::Lifecycle);
+        let w = whys(&all, Phase::Birth, StepKind::CniPlugin);
+        assert!(!w.is_empty());
+        for t in &w {
+            assert!(
+                t.contains(
+                    "loopback, then bridge (which ran host-local as its IPAM plugin, its own child)"
+                ),
+                "{t}"
+            );
+        }
+    }
+
+    /// The checker itself finds what a wrong text would claim.
+    #[test]
+    fn the_checker_catches_a_wrong_variant() {
+        let all = demo_stories(crate::demo::Demo::Lifecycle);
+        let exec = all
+            .iter()
+            .find(|s| s.phase == Phase::Exec)
+            .expect("an exec");
+        let step = &exec.steps[0];
+        assert!(check(
+            exec,
+            step,
+            "`runc create` exits once INIT waits for `runc start`."
+        )
+        .is_err());
+        let at_once = ended_by(&all, |c| matches!(c, Cause::KilledAtOnce { .. }))
+            .next()
+            .expect("a kill at once");
+        let step = &at_once.steps[0];
+        assert!(check(
+            at_once,
+            step,
+            "the shim waits the grace period, then SIGKILL."
+        )
+        .is_err());
     }
 }

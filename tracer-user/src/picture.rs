@@ -7,8 +7,12 @@
 //! Everything the recording controls (names, argv, paths, ids) is XML-escaped and bounded
 //! before it is written ([`xml_text`]).
 
+mod axis;
 mod html;
 mod layout;
+mod marks;
+mod restart;
+mod signals;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -17,6 +21,7 @@ use std::io::{self, Write};
 use crate::export::{role_style, PidIndex};
 use crate::lineage::{view, Engine, How, ProcId, Process, Role, Story};
 
+pub use axis::Axis;
 pub use html::write_html;
 use layout::{Geo, Row};
 
@@ -103,6 +108,8 @@ pub struct PictureOpts {
     pub page: Option<Page>,
     /// With `all`: only these processes (a pod's), and their parents.
     pub scope: Option<HashSet<ProcId>>,
+    /// What runs across: one column per event, or time.
+    pub axis: Axis,
 }
 
 /// `s` escaped for XML text and attribute values, control characters (not allowed in XML
@@ -176,8 +183,17 @@ enum Mark {
     Exec,
     /// A rename (PR_SET_NAME).
     Rename,
-    /// A story step no other mark shows (a cgroup move, a signal): only its callout.
+    /// A story step no other mark shows (a cgroup move): only its callout.
     Step,
+    /// A signal from `from` to `to`, drawn from the sender's lifeline (a dead child's SIGCHLD
+    /// from its exit) to the target's, labelled.
+    Signal {
+        from: ProcId,
+        to: ProcId,
+        label: String,
+    },
+    /// The OOM killer chose it: its memory cgroup and limit.
+    Oom(String),
 }
 
 impl Mark {
@@ -188,9 +204,10 @@ impl Mark {
             Mark::Exec => 1,
             Mark::Rename => 2,
             Mark::Subreaper => 3,
-            Mark::Step => 4,
-            Mark::Exit(_) => 5,
-            Mark::Adopted { .. } => 6,
+            Mark::Step | Mark::Signal { .. } => 4,
+            Mark::Oom(_) => 5,
+            Mark::Exit(_) => 6,
+            Mark::Adopted { .. } => 7,
         }
     }
 }
@@ -198,6 +215,8 @@ impl Mark {
 /// One column: one event of one process.
 struct Col {
     seq: u64,
+    /// Its time (the recording's `ts_ns`), for the time axis.
+    ts: u64,
     proc: ProcId,
     mark: Mark,
     /// The numbers of the story steps it shows (1-based, keyed to the step list).
@@ -222,14 +241,23 @@ fn actors(e: &Engine, stories: &[Story], opts: &PictureOpts) -> Vec<ProcId> {
                 keep.extend(index.at(e, step.pid, step.seq));
             }
         }
+        signals::add_actors(e, &index, stories, &mut keep);
     }
     let core: Vec<ProcId> = keep.iter().copied().collect();
     for id in core {
         let Some(p) = e.get(id) else { continue };
-        keep.extend(p.birth_parent);
         keep.extend(p.creator);
         for l in p.lineage.iter().skip(1) {
             keep.extend(index.at(e, l.parent, l.seq));
+        }
+    }
+    // Every birth arrow starts on a drawn lifeline: each drawn process's parent at birth, up
+    // to the first one the recording did not see born.
+    let mut todo: Vec<ProcId> = keep.iter().copied().collect();
+    while let Some(id) = todo.pop() {
+        let parent = e.get(id).and_then(|p| p.birth_parent);
+        if let Some(b) = parent.filter(|&b| keep.insert(b)) {
+            todo.push(b);
         }
     }
     let mut v: Vec<ProcId> = keep.into_iter().collect();
@@ -274,36 +302,44 @@ fn columns(e: &Engine, lanes: &[ProcId]) -> (Vec<Col>, bool) {
     let mut reexec = false;
     for &id in lanes {
         let Some(p) = e.get(id) else { continue };
-        let mut push = |seq: u64, mark: Mark| {
+        let mut push = |seq: u64, ts: u64, mark: Mark| {
             cols.push(Col {
                 seq,
+                ts,
                 proc: id,
                 mark,
                 callouts: Vec::new(),
             })
         };
         if let Some(mark) = birth_mark(p) {
-            push(p.start_seq, mark);
+            push(p.start_seq, p.birth_ts_ns, mark);
         }
         for x in &p.execs {
             if is_self_reexec(&x.exe) {
                 reexec = true;
             } else {
-                push(x.seq, Mark::Exec);
+                push(x.seq, x.ts_ns, Mark::Exec);
             }
         }
         for r in p.renames() {
-            push(r.seq, Mark::Rename);
+            push(r.seq, r.ts_ns, Mark::Rename);
         }
         if let Some(s) = p.subreaper_seq() {
-            push(s, Mark::Subreaper);
+            push(s, p.subreaper_ts_ns().unwrap_or_default(), Mark::Subreaper);
         }
         if let Some(x) = p.exit_seq {
-            push(x, Mark::Exit(view::exit_text(p)));
+            push(
+                x,
+                p.exit_ts_ns.unwrap_or_default(),
+                Mark::Exit(signals::exit_text(p)),
+            );
+        }
+        if let Some((seq, ts, text)) = signals::oom(p) {
+            push(seq, ts, Mark::Oom(text));
         }
         for l in p.lineage.iter().skip(1).filter(|l| l.how == How::Adopted) {
             let from = index.at(e, l.parent, l.seq);
-            push(l.seq, Mark::Adopted { from });
+            push(l.seq, l.ts_ns, Mark::Adopted { from });
         }
     }
     cols.sort_by_key(|c| (c.seq, c.mark.rank(), c.proc));
@@ -328,6 +364,7 @@ fn add_callouts(e: &Engine, stories: &[Story], lanes: &HashSet<ProcId>, cols: &m
             Some(c) => c.callouts.push(n),
             None => cols.push(Col {
                 seq: step.seq,
+                ts: step.ts_ns,
                 proc: id,
                 mark: Mark::Step,
                 callouts: vec![n],
@@ -466,7 +503,7 @@ fn share_rows(rows: Vec<Row>, e: &Engine, ends: &LaneEnds, col_w: usize) -> Vec<
 
 /// Columns of `col_w` px the exit status of `id` takes right of its exit.
 fn exit_room(e: &Engine, id: ProcId, col_w: usize) -> usize {
-    let chars = e.get(id).map_or(0, |p| view::exit_text(p).chars().count());
+    let chars = e.get(id).map_or(0, |p| signals::exit_text(p).chars().count());
     (chars * 7 + 8).div_ceil(col_w)
 }
 
@@ -500,11 +537,15 @@ const STYLE: &str = "text{font-family:'DejaVu Sans',Verdana,sans-serif;font-size
 .grid{stroke:#e8e8e8;stroke-width:1}.birth{stroke:#222;stroke-width:1.6}\
 .cp{stroke:#d95f02;stroke-width:2}.adopt{stroke:#3182bd;stroke-width:1.6;stroke-dasharray:5 3}\
 .caller{fill:#fff;stroke:#d95f02;stroke-width:2}.st{font-size:12px;fill:#555}\
-.st,.rep{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}";
+.sig{stroke:#c51b7d;stroke-width:1.8}.sgl{font-size:12px;font-weight:bold;fill:#c51b7d}\
+.oom{fill:#e31a1c}.oomt{font-size:12px;fill:#b30000}.tick{stroke:#bbb;stroke-width:1;stroke-dasharray:2 3}\
+.tk{font-size:12px;fill:#555;text-anchor:middle}.wait{fill:none;stroke:#888;stroke-width:1}.cut{fill:#fafafa;stroke:#999;stroke-dasharray:4 3}\
+.st,.rep,.sgl,.oomt,.tk{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}";
 
 const DEFS: &str = "<defs><marker id=\"ahb\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#3182bd\"/></marker>\
 <marker id=\"aho\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#d95f02\"/></marker>\
-<marker id=\"ahk\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#222\"/></marker></defs>";
+<marker id=\"ahk\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#222\"/></marker>\
+<marker id=\"ahs\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#c51b7d\"/></marker></defs>";
 
 /// The SVG timeline of `stories` (see the module docs). `title` names the recording.
 pub fn svg(
@@ -536,6 +577,7 @@ fn draw(
 ) -> Result<String, PictureError> {
     let list = how == Drawn::Alone;
     let (rows, cols, ends, mut notes, reexec) = content(e, stories, opts);
+    notes.extend(restart::notes(stories));
     let mut steps = if list {
         layout::step_lines(stories)
     } else {
@@ -547,7 +589,15 @@ fn draw(
         (true, false) => notes.push(REEXEC_NOTE.to_string()),
         _ => {}
     }
-    let g = Geo::new(&rows, cols.len(), notes.len(), &steps, opts.page);
+    // A death's marks get a third row of the legend.
+    let deaths = cols
+        .iter()
+        .any(|c| matches!(c.mark, Mark::Signal { .. } | Mark::Oom(_)));
+    let timed = axis::Timed::new(&cols, opts, &mut notes);
+    let g = match &timed {
+        Some(t) => Geo::timed(&rows, t.offsets(), notes.len(), &steps, opts.page),
+        None => Geo::new(&rows, cols.len(), notes.len(), &steps, opts.page),
+    };
     let mut s = String::with_capacity(4096 + cols.len() * 300 + rows.len() * 300);
     open_svg(
         &mut s,
@@ -555,7 +605,11 @@ fn draw(
         opts.page.filter(|_| how == Drawn::Alone),
         stories.len(),
     )?;
-    header(&mut s, stories, &rows, cols.len(), opts.all, title);
+    let across = timed
+        .as_ref()
+        .map_or_else(|| "seq across".to_string(), axis::Timed::legend);
+    header(&mut s, stories, &rows, cols.len(), opts.all, &across, title);
+    legend(&mut s, deaths);
     for (i, n) in notes.iter().enumerate() {
         let _ = write!(
             s,
@@ -578,9 +632,24 @@ fn draw(
         .collect();
     g.draw_groups(&mut s, &rows);
     draw_grid(&mut s, &g, cols.len());
+    restart::draw(&mut s, e, &g, stories, &cols, &lane_of);
+    if let Some(t) = &timed {
+        t.draw(&mut s, &g);
+    }
     draw_lanes(&mut s, e, &g, &rows, &ends);
     draw_marks(&mut s, &g, &cols, &lane_of);
-    draw_callouts(&mut s, &g, &cols, &lane_of);
+    let mut arrows = marks::arrows(&g, &cols, &lane_of);
+    arrows.extend(signals::arrows(&g, &cols, &lane_of, &ends));
+    for a in &arrows {
+        a.draw(&mut s);
+    }
+    // Callouts keep off the arrowheads and off the signals' names.
+    let heads: Vec<marks::Rect> = arrows
+        .iter()
+        .map(marks::Arrow::head_box)
+        .chain(arrows.iter().filter_map(marks::Arrow::label_box))
+        .collect();
+    draw_callouts(&mut s, &g, &cols, &lane_of, &heads);
     g.draw_steps(&mut s, &steps);
     s.push_str("</svg>\n");
     Ok(s)
@@ -597,11 +666,15 @@ fn content(
     let all_lanes = lanes.len();
     lanes.truncate(MAX_LANES);
     let (mut cols, reexec) = columns(e, &lanes);
+    signals::columns(e, stories, &lanes, opts.all, &mut cols);
     add_callouts(e, stories, &lanes.iter().copied().collect(), &mut cols);
     let all_cols = cols.len();
     cols.truncate(MAX_COLS);
     let ends = lane_ends(&cols);
-    let col_w = layout::col_width(cols.len(), opts.page);
+    let col_w = match opts.axis {
+        Axis::Events => layout::col_width(cols.len(), opts.page),
+        Axis::Time => axis::MIN_GAP,
+    };
     let rows = share_rows(rows(e, stories, &lanes), e, &ends, col_w);
     let mut notes = Vec::new();
     if all_lanes > lanes.len() || all_cols > cols.len() {
@@ -638,7 +711,15 @@ fn open_svg(
     Ok(())
 }
 
-fn header(s: &mut String, stories: &[Story], rows: &[Row], cols: usize, all: bool, title: &str) {
+fn header(
+    s: &mut String,
+    stories: &[Story],
+    rows: &[Row],
+    cols: usize,
+    all: bool,
+    across: &str,
+    title: &str,
+) {
     let what = match stories {
         [one] => short_ids(
             view::story_text(std::slice::from_ref(one))
@@ -662,24 +743,31 @@ fn header(s: &mut String, stories: &[Story], rows: &[Row], cols: usize, all: boo
     let _ = write!(
         s,
         "<text class=\"t\" x=\"12\" y=\"26\">{}</text>\
-         <text class=\"lg\" x=\"12\" y=\"46\">{}: {procs} processes ({scope}), {cols} events; seq across, one lifeline per process{shared}, grouped per pod</text>",
+         <text class=\"lg\" x=\"12\" y=\"46\">{}: {procs} processes ({scope}), {cols} events; {across}, one lifeline per process{shared}, grouped per pod</text>",
         xml_text(&what, 110),
         xml_text(title, MAX_TEXT),
     );
-    legend(s);
 }
 
-fn legend(s: &mut String) {
-    let rows: [(&str, &str); 6] = [
+/// The legend: what each mark means; with `deaths`, the signal and OOM marks too.
+fn legend(s: &mut String, deaths: bool) {
+    let rows: [(&str, &str); 8] = [
         ("<line class=\"birth\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahk)\"/>", "born: clone/fork, arrow from the parent"),
         ("<line class=\"cp\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#aho)\"/><circle class=\"caller\" cx=\"0\" cy=\"0\" r=\"4\"/>", "CLONE_PARENT: born to its caller's parent (○ caller)"),
         ("<line class=\"adopt\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahb)\"/>", "adopted: by a new parent when its parent exited"),
         ("<path d=\"M14,-6L20,0L14,6L8,0z\" fill=\"#6a51a3\"/>", "PR_SET_CHILD_SUBREAPER"),
         ("<circle cx=\"14\" cy=\"0\" r=\"4\" fill=\"#31a354\"/><rect x=\"24\" y=\"-4\" width=\"8\" height=\"8\" fill=\"#fd8d3c\"/>", "exec ● · rename (PR_SET_NAME) ▪"),
         ("<circle class=\"co\" cx=\"14\" cy=\"0\" r=\"8\"/><text class=\"con\" x=\"14\" y=\"4\">1</text>", "a story step: see the numbered list"),
+        ("<line class=\"sig\" x1=\"0\" y1=\"0\" x2=\"28\" y2=\"0\" marker-end=\"url(#ahs)\"/>", "signal: from sender to target (SIGTERM, SIGKILL, SIGCHLD)"),
+        ("<path class=\"oom\" d=\"M16,-10L9,1L14,1L12,10L19,-1L14,-1z\"/>", "OOM kill: the memory cgroup and its limit"),
     ];
-    for (i, (icon, text)) in rows.iter().enumerate() {
-        let (x, y) = (16 + (i % 3) * 395, 70 + (i / 3) * 22);
+    let shown = if deaths { rows.len() } else { 6 };
+    for (i, (icon, text)) in rows.iter().take(shown).enumerate() {
+        // Three rows fit where two do, closer together.
+        let (x, y) = match deaths {
+            true => (16 + (i % 3) * 395, 62 + (i / 3) * 18),
+            false => (16 + (i % 3) * 395, 70 + (i / 3) * 22),
+        };
         let _ = write!(
             s,
             "<g transform=\"translate({x},{y})\">{icon}</g><text class=\"lg\" x=\"{}\" y=\"{}\">{text}</text>",
@@ -739,32 +827,16 @@ fn draw_lanes(s: &mut String, e: &Engine, g: &Geo, rows: &[Row], ends: &LaneEnds
     }
 }
 
+/// The marks on the lifelines (arrows are [`marks::arrows`]): a CLONE_PARENT's caller, exit,
+/// subreaper, exec, rename, OOM kill.
 fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, usize>) {
     for (i, c) in cols.iter().enumerate() {
         let Some(&lane) = lane_of.get(&c.proc) else {
             continue;
         };
         let (x, y) = (g.x(i), g.y(lane));
-        // A lane not drawn: a short arrow from just above.
-        let lane_y = |p: Option<ProcId>| {
-            p.and_then(|p| lane_of.get(&p))
-                .map_or(y.saturating_sub(16), |&l| g.y(l))
-        };
-        // An arrow stops short of the lifeline it points at.
-        let short = |to: usize, from: usize| if from < to { to - 5 } else { to + 5 };
         match &c.mark {
-            Mark::Birth {
-                from,
-                caller,
-                clone_parent,
-            } => {
-                let fy = lane_y(*from);
-                let (class, head) = if *clone_parent {
-                    ("cp", "aho")
-                } else {
-                    ("birth", "ahk")
-                };
-                arrow(s, class, head, x, fy, short(y, fy));
+            Mark::Birth { caller, .. } => {
                 if let Some(&l) = caller.and_then(|c| lane_of.get(&c)) {
                     let _ = write!(
                         s,
@@ -773,11 +845,7 @@ fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, u
                     );
                 }
             }
-            // From the orphan to its new parent.
-            Mark::Adopted { from } => {
-                let py = lane_y(*from);
-                arrow(s, "adopt", "ahb", x, y, short(py, y));
-            }
+            Mark::Oom(text) => signals::draw_oom(s, text, x, y, g.width()),
             glyph => draw_glyph(s, glyph, x, y),
         }
     }
@@ -786,47 +854,69 @@ fn draw_marks(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, u
 /// The numbered circles: above the lifeline at the step's column, lifted when they would
 /// touch a circle already placed (several steps in one column, or neighbouring columns
 /// narrowed to fit a page).
-fn draw_callouts(s: &mut String, g: &Geo, cols: &[Col], lane_of: &HashMap<ProcId, usize>) {
-    for (n, x, y) in callout_spots(g, cols, lane_of) {
+fn draw_callouts(
+    s: &mut String,
+    g: &Geo,
+    cols: &[Col],
+    lane_of: &HashMap<ProcId, usize>,
+    heads: &[marks::Rect],
+) {
+    for (n, x, y) in callout_spots(g, cols, lane_of, heads) {
         callout(s, n, x, y);
     }
 }
 
 /// Where each callout goes: (step number, centre x, centre y). Columns come left to right, so
-/// only the circles placed within one diameter to the left can be in the way. A circle goes
-/// above its lifeline, one circle higher at a time while it stays under the lanes' top, then
-/// below it; never over the legend.
+/// only the circles placed within a few diameters to the left can be in the way. A circle goes
+/// above its lifeline, else just right or left of its column, one circle higher at a time while
+/// it stays under the lanes' top, then below it; never over the legend, and never over an
+/// arrowhead (`heads`): the head shows where an arrow ends.
 fn callout_spots(
     g: &Geo,
     cols: &[Col],
     lane_of: &HashMap<ProcId, usize>,
+    heads: &[marks::Rect],
 ) -> Vec<(usize, usize, usize)> {
     // The widest circle's diameter (three digits) and a gap.
     const CLEAR: usize = 2 * (CALLOUT_R + 2);
+    // A step aside: the circle clears an arrow along its column.
+    const ASIDE: usize = CALLOUT_R + 6;
     let mut spots: Vec<(usize, usize, usize)> = Vec::new();
+    let r = (CALLOUT_R + 3) as f64;
     for (i, c) in cols.iter().enumerate() {
         let Some(&lane) = lane_of.get(&c.proc) else {
             continue;
         };
         let x = g.x(i);
+        let near_heads: Vec<&marks::Rect> = heads
+            .iter()
+            .filter(|h| h.x0 - r < (x + ASIDE) as f64 && h.x1 + r > x.saturating_sub(ASIDE) as f64)
+            .collect();
         for &n in &c.callouts {
-            let near: Vec<usize> = spots
+            let near: Vec<(usize, usize)> = spots
                 .iter()
                 .rev()
-                .take_while(|s| s.1 + CLEAR > x)
-                .map(|s| s.2)
+                .take_while(|s| s.1 + CLEAR + 2 * ASIDE > x)
+                .map(|s| (s.1, s.2))
                 .collect();
             let (base, top) = (g.y(lane), g.lanes_top() + CALLOUT_R + 2);
             let above = (0..)
                 .map(|k| (base - 16).checked_sub(k * CLEAR).filter(|&y| y >= top))
                 .take_while(Option::is_some)
                 .flatten();
-            let below = (0..4).map(|k| base + 16 + k * CLEAR);
-            let y = above
+            let below = (0..6).map(|k| base + 16 + k * CLEAR);
+            let free = |&(cx, cy): &(usize, usize)| {
+                let (fx, fy) = (cx as f64, cy as f64);
+                near.iter().all(|&(ox, oy)| {
+                    (ox.abs_diff(cx) as f64).hypot(oy.abs_diff(cy) as f64) >= CLEAR as f64
+                }) && near_heads.iter().all(|h| !marks::circle_hits(fx, fy, r, h))
+            };
+            let spot = above
                 .chain(below)
-                .find(|&y| near.iter().all(|&o| o.abs_diff(y) >= CLEAR))
-                .unwrap_or(base - 16);
-            spots.push((n, x, y));
+                .flat_map(|y| [(x, y), (x + ASIDE, y), (x.saturating_sub(ASIDE), y)])
+                .find(free)
+                .unwrap_or((x, base - 16));
+            spots.push((n, spot.0, spot.1));
         }
     }
     spots
@@ -842,13 +932,6 @@ fn callout(s: &mut String, n: usize, x: usize, y: usize) {
         s,
         "<circle class=\"co\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\"/><text class=\"con\" x=\"{x}\" y=\"{}\">{n}</text>",
         y + 4
-    );
-}
-
-fn arrow(s: &mut String, class: &str, head: &str, x: usize, y1: usize, y2: usize) {
-    let _ = write!(
-        s,
-        "<line class=\"{class}\" x1=\"{x}\" y1=\"{y1}\" x2=\"{x}\" y2=\"{y2}\" marker-end=\"url(#{head})\"/>"
     );
 }
 
@@ -883,7 +966,11 @@ fn draw_glyph(s: &mut String, m: &Mark, x: usize, y: usize) {
             x - 4,
             y - 4
         ),
-        Mark::Birth { .. } | Mark::Adopted { .. } | Mark::Step => Ok(()),
+        Mark::Birth { .. }
+        | Mark::Adopted { .. }
+        | Mark::Step
+        | Mark::Signal { .. }
+        | Mark::Oom(_) => Ok(()),
     };
 }
 
@@ -929,5 +1016,7 @@ pub fn write_svg(
     Ok(())
 }
 
+#[cfg(test)]
+mod geometry_tests;
 #[cfg(test)]
 mod tests;

@@ -179,7 +179,7 @@ fn a_sandbox_id_prefix_a_uid_and_namespace_name_all_select_the_pod() {
         stories,
         ok(&["story", "demo:pod", "--pod", "tracer-lab/web"])
     );
-    assert!(stories.starts_with("pod tracer-lab/web: "), "{stories}");
+    assert!(stories.starts_with("#1 pod tracer-lab/web: "), "{stories}");
 }
 
 #[test]

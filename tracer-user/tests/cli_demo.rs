@@ -188,8 +188,9 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
         stdout.contains("container lab-r (containerd, runc create) → sleep"),
         "{stdout}"
     );
+    // The restart is a story of the list, between the exec's and the death's (by its seq).
     assert!(
-        stdout.contains("== runtime daemon restarts\n\nruntime daemon containerd restarted: "),
+        stdout.contains("\nruntime daemon containerd restarted: 2058 → 2173, 3 lived on, 0 lost [runtime_restart]\n"),
         "{stdout}"
     );
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo/restart.trace");
@@ -200,22 +201,29 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let story = String::from_utf8_lossy(&out.stdout);
-    let restarted = story
+    // The old daemon's end and who signalled it, then the shim (adopted by PID 1), the
+    // container's init and the exec'd sleep, each with the parent it had before; the new
+    // daemon.
+    let steps: Vec<&str> = story
         .lines()
-        .find(|l| l.starts_with("runtime daemon containerd restarted: "))
-        .unwrap_or_else(|| panic!("no restart in:\n{story}"));
-    // The shim (adopted by PID 1), the container's init and the exec'd sleep, each with the
-    // parent it had before.
-    let survivors: Vec<&str> = story
-        .lines()
-        .skip_while(|l| *l != restarted)
-        .filter(|l| l.starts_with("  survived: "))
+        .skip_while(|l| !l.starts_with("runtime daemon containerd restarted: "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  [seq"))
         .collect();
+    assert!(
+        steps[0].ends_with("containerd 2058 exited with 0, after SIGTERM sent by 2046 (make-demo)"),
+        "{story}"
+    );
+    let survivors: Vec<&&str> = steps.iter().filter(|l| l.contains(" lives on: ")).collect();
     assert_eq!(survivors.len(), 3, "{story}");
-    assert!(survivors[0].contains("[shim] container lab-r, same pid, parent 1 before"));
+    assert!(survivors[0].contains("shim 2092 (containerd-shim) lives on: parent 1 "));
     assert!(survivors[1..]
         .iter()
-        .all(|l| l.contains("[container] container lab-r")));
+        .all(|l| l.contains("lives on: parent 2092 ")));
+    assert!(
+        steps.iter().any(|l| l.contains("containerd 2173 started")),
+        "{story}"
+    );
 }
 
 /// `tracer ARGS` run in `dir`: status, stdout, stderr.
@@ -266,4 +274,143 @@ fn demo_name_beside_a_file_of_that_name_is_the_demo_and_says_so_once() {
     let (_, _, err) = in_dir(Path::new("/"), &["tree", "demo:pod"]);
     assert!(!err.contains("bundled demo"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `tracer ARGS`: status, stdout, stderr.
+fn tracer(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(TRACER).args(args).output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `tracer story` numbers its stories as `--story` takes them, and `--story N|CONTAINER|KIND`
+/// picks the same one in `story`, `export`, `view` and `demo`; the truth is the JSON list's
+/// own fields (container name, phase), not the text being checked.
+#[test]
+fn stories_are_numbered_and_story_selects_one_everywhere() {
+    let (ok, json, err) = tracer(&["story", "demo:lifecycle", "--format", "json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let list = v["stories"].as_array().unwrap().clone();
+    for (i, s) in list.iter().enumerate() {
+        assert_eq!(s["number"], i + 1, "{s}");
+    }
+    let first = |f: &dyn Fn(&serde_json::Value) -> bool| list.iter().position(f).unwrap() + 1;
+    let hog_death = first(&|s| s["container_name"] == "hog" && s["phase"] == "death");
+    let a_death = first(&|s| s["phase"] == "death");
+    let hog = first(&|s| s["container_name"] == "hog");
+    let (ok, text, err) = tracer(&["story", "demo:lifecycle"]);
+    assert!(ok, "{err}");
+    let heads: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+    assert_eq!(heads.len(), list.len(), "{text}");
+    for (i, h) in heads.iter().enumerate() {
+        assert!(h.starts_with(&format!("#{} pod ", i + 1)), "{h}");
+    }
+    for (sel, n) in [
+        ("hog:death", hog_death),
+        ("death", a_death),
+        ("hog", hog),
+        ("7", 7),
+    ] {
+        let (ok, text, err) = tracer(&["story", "demo:lifecycle", "--story", sel]);
+        assert!(ok, "{sel}: {err}");
+        let heads: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+        assert_eq!(heads, [heads_of(&list, n)], "{sel}");
+    }
+    // Unknown: one line saying what the recording has, on every command.
+    for args in [
+        &["story", "demo:lifecycle", "--story", "hog:exec"][..],
+        &[
+            "export",
+            "demo:lifecycle",
+            "--format",
+            "svg",
+            "--story",
+            "hog:exec",
+        ],
+        &[
+            "view",
+            "demo:lifecycle",
+            "--story",
+            "hog:exec",
+            "--screenshot",
+            "100x30",
+        ],
+        &[
+            "demo",
+            "lifecycle",
+            "--story",
+            "hog:exec",
+            "--screenshot",
+            "100x30",
+        ],
+    ] {
+        let (ok, _, err) = tracer(args);
+        assert!(!ok, "{args:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("{} stories", list.len())) && err.contains("hog"),
+            "{err}"
+        );
+    }
+    // The viewer opens guided at the story's first step.
+    let step_seq = list[hog_death - 1]["steps"][0]["seq"].as_u64().unwrap();
+    for args in [
+        &[
+            "view",
+            "demo:lifecycle",
+            "--story",
+            "hog:death",
+            "--screenshot",
+            "120x40",
+        ][..],
+        &[
+            "demo",
+            "lifecycle",
+            "--story",
+            "hog:death",
+            "--screenshot",
+            "120x40",
+        ],
+    ] {
+        let (ok, screen, err) = tracer(args);
+        assert!(ok, "{err}");
+        assert!(
+            screen.contains(&format!("step seq {step_seq} ")),
+            "{screen}"
+        );
+        assert!(screen.contains(&format!("▸ {step_seq:>6}")), "{screen}");
+        assert!(
+            screen.contains("container hog (containerd) → sh [death]"),
+            "{screen}"
+        );
+    }
+    let (ok, svg, err) = tracer(&[
+        "export",
+        "demo:lifecycle",
+        "--format",
+        "svg",
+        "--story",
+        "hog:death",
+    ]);
+    assert!(ok && svg.contains("<svg"), "{err}");
+    assert!(err.contains("1 stories") || svg.contains("hog"), "{err}");
+}
+
+/// The `#N` header `tracer story` prints for story `n` of `list`, from its JSON fields.
+fn heads_of(list: &[serde_json::Value], n: usize) -> String {
+    let s = &list[n - 1];
+    let name = s["container_name"].as_str().unwrap_or_default();
+    let (ok, text, _) = tracer(&["story", "demo:lifecycle"]);
+    assert!(ok);
+    let h = text
+        .lines()
+        .find(|l| l.starts_with(&format!("#{n} ")))
+        .unwrap_or_default()
+        .to_string();
+    assert!(h.contains(&format!("({name})")), "{h}");
+    let phase = s["phase"].as_str().unwrap_or_default();
+    assert_eq!(phase == "birth", !h.ends_with(']'), "{h}");
+    assert!(phase == "birth" || h.contains(&format!("[{phase}")), "{h}");
+    h
 }

@@ -569,3 +569,82 @@ fn the_summary_counts_the_processes_the_picture_draws() {
     let said = format!("1 stories, {lifelines} processes drawn");
     assert!(text(&out.stderr).contains(&said), "{}", text(&out.stderr));
 }
+
+/// The lifecycle demo's stop on a time axis, printed: the grace period between SIGTERM and
+/// SIGKILL is room on the page (its arrows 2.0 s apart by the ticks), each signal an arrow.
+#[test]
+fn a_stop_on_a_time_axis_shows_its_grace_period() {
+    let dir = temp("cli-handout", "time");
+    let demo = "demo:lifecycle";
+    let base = [
+        demo,
+        "--pod",
+        "tracer-lab/life",
+        "--container",
+        "stopper",
+        "--story",
+        "2",
+        "--axis",
+        "time",
+        "--format",
+        "svg",
+    ];
+    for (page, aspect) in [("a4", 297.0 / 210.0), ("16:9", 16.0 / 9.0)] {
+        let mut args = base.to_vec();
+        args.extend(["--page", page]);
+        let name = format!("stop-{}", &page[..2]);
+        let svg = export(&args, &dir.join(format!("{name}.svg")));
+        check_page(&svg, &dir, &name, aspect);
+        assert!(svg.contains("; time across (100 px = "), "{name}");
+        // The signal arrows' x, in order: SIGTERM, SIGKILL, SIGCHLD.
+        let xs: Vec<f64> = svg
+            .split("<line class=\"sig\"")
+            .skip(1)
+            // The legend's starts at 0.
+            .filter(|l| attr(l, "x1") != Some("0"))
+            .filter_map(|l| attr(l, "x2")?.parse().ok())
+            .collect();
+        assert_eq!(xs.len(), 3, "{name}: {xs:?}");
+        // The header's scale: `100 px = 714 ms`.
+        let scale = svg.split("time across (100 px = ").nth(1).unwrap();
+        let (n, unit) = scale.split(',').next().unwrap().split_once(' ').unwrap();
+        let secs: f64 = n.parse::<f64>().unwrap()
+            * match unit {
+                "s" => 1.0,
+                "ms" => 1e-3,
+                u => panic!("{name}: unit {u}"),
+            };
+        let px_per_s = 100.0 / secs;
+        // The grace period: a wait written `2.0 s`, its room 2.0 s at that scale, and the
+        // SIGKILL at least that far after the SIGTERM. Truth: SIGKILL came 2.0 s after SIGTERM
+        // in the recording (`tracer story`'s words, from its time stamps).
+        let waits: Vec<(f64, f64, String)> = svg
+            .split("<path class=\"wait\" d=\"M")
+            .skip(1)
+            .map(|w| {
+                let x0 = w.split(',').next().unwrap().parse().unwrap();
+                let x1 = w.split('H').nth(1).unwrap().split('V').next().unwrap();
+                let label = w
+                    .split("</text>")
+                    .next()
+                    .unwrap()
+                    .rsplit('>')
+                    .next()
+                    .unwrap();
+                (x0, x1.parse().unwrap(), label.to_string())
+            })
+            .collect();
+        let grace = waits.iter().find(|w| w.2 == "2.0 s");
+        let Some(&(x0, x1, _)) = grace else {
+            panic!("{name}: waits {waits:?}")
+        };
+        let room = (x1 - x0 + 4.0) / px_per_s;
+        assert!((1.95..2.05).contains(&room), "{name}: {room:.3} s of room");
+        assert!(xs[1] - xs[0] >= x1 - x0, "{name}: {xs:?} {x0} {x1}");
+    }
+    // Not for a format without a picture.
+    let o = tracer(&["export", demo, "--axis", "time", "--format", "jsonl"]);
+    assert!(!o.status.success());
+    assert_eq!(text(&o.stderr).trim().lines().count(), 1);
+    let _ = std::fs::remove_dir_all(dir);
+}

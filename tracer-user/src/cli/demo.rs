@@ -5,9 +5,9 @@ use anyhow::Result;
 use std::process::ExitCode;
 use tracer::demo::Demo;
 use tracer::input::Input;
-use tracer::lineage::restart::{restarts_text, runtime_restarts};
 use tracer::lineage::{
-    pod_tree_text, story_in_pod, story_text, traced_tree_text, PodEvents, SelectedPod, TreeOpts,
+    numbered_story_text, pod_tree_text, story_in_pod, traced_tree_text, PodEvents, SelectedPod,
+    Story, TreeOpts,
 };
 
 /// `tracer demo NAME`: any of [`Demo::ALL`], by its short name, each with its help line.
@@ -53,7 +53,7 @@ pub struct DemoArgs {
     pub which: Demo,
     /// Write the recording to this trace file instead of replaying it (never through a
     /// symlink, never over another user's file).
-    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided", "free", "screenshot", "pod"])]
+    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["speed", "seq", "no_tui", "guided", "free", "screenshot", "pod", "story", "quiz"])]
     pub output: Option<std::path::PathBuf>,
     /// Replay speed: 1 = original timing, 0 = as fast as possible (the default without the
     /// viewer; the viewer plays at 1).
@@ -76,6 +76,14 @@ pub struct DemoArgs {
     /// In the viewer, hide threads (their lines in the event log, their rows in the tree).
     #[arg(long)]
     pub no_threads: bool,
+    // Guided, opened at that story (`STORY_HELP`).
+    #[arg(long, value_name = "N|CONTAINER|KIND", conflicts_with_all = ["no_tui", "free"], help = super::STORY_HELP)]
+    pub story: Option<String>,
+    /// Guided, as a quiz: before an adoption, a CLONE_PARENT clone's parent or a signal's
+    /// sender is shown, name the pid (type it, or select it in the tree, then Enter); the
+    /// viewer says right or wrong with the kernel rule and keeps the score (`Q` toggles).
+    #[arg(long, conflicts_with_all = ["no_tui", "free"])]
+    pub quiz: bool,
     /// Print the viewer's first frame at COLSxROWS as plain text and exit (for the docs).
     #[arg(long, value_name = "COLSxROWS", hide = true, conflicts_with = "no_tui")]
     pub screenshot: Option<tracer::tui::ScreenSize>,
@@ -117,25 +125,47 @@ fn write_demo(demo: Demo, path: &std::path::Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The pod (and container) `--pod` names in the demo, and its events: none, or several, is the
-/// one-line error every command gives.
-fn demo_pod(demo: Demo, args: &DemoArgs) -> Result<Option<(SelectedPod, PodEvents)>> {
-    let Some(q) = args.pod.query() else {
-        return Ok(None);
-    };
+/// What the demo is narrowed to: the pod (and container) `--pod` names and its events, and
+/// the story `--story` selects among the stories shown; none, or several, is the one-line
+/// error every command gives.
+struct Narrowed {
+    pod: Option<(SelectedPod, PodEvents)>,
+    story: Option<usize>,
+}
+
+fn narrowed(demo: Demo, args: &DemoArgs) -> Result<Narrowed> {
+    let q = args.pod.query();
+    if q.is_none() && args.story.is_none() {
+        return Ok(Narrowed {
+            pod: None,
+            story: None,
+        });
+    }
     let path = std::path::PathBuf::from(format!("{}{}", tracer::demo::FILE_PREFIX, demo.key()));
     let engine = super::reading::load(&path, None)?.engine;
-    let pod = super::reading::select_pod(&path, &engine, &q)?;
-    let keep = PodEvents::new(&engine, &pod);
-    Ok(Some((pod, keep)))
+    let pod = q
+        .map(|q| super::reading::select_pod(&path, &engine, &q))
+        .transpose()?;
+    let story = args
+        .story
+        .as_deref()
+        .map(|sel| super::tui::story_index(&path, &engine, pod.as_ref(), sel))
+        .transpose()?;
+    let pod = pod.map(|p| {
+        let keep = PodEvents::new(&engine, &p);
+        (p, keep)
+    });
+    Ok(Narrowed { pod, story })
 }
 
 /// Shows the demo: the viewer on a terminal, else the printed replay, tree and stories.
 fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
     use std::io::IsTerminal;
-    let (pod, keep) = demo_pod(demo, args)?.unzip();
+    let Narrowed { pod, story } = narrowed(demo, args)?;
+    let (pod, keep) = pod.unzip();
     let viewer = std::io::stdout().is_terminal() && !args.no_tui;
-    if args.guided || args.screenshot.is_some() || viewer {
+    let guided = args.guided || story.is_some() || args.quiz;
+    if guided || args.screenshot.is_some() || viewer {
         let (sched_probes, clock) = (input.sched_probes(), input.clock());
         let seed = input.snapshot();
         let events = input.collect::<Result<tracer::tracefile::PackedEvents, _>>()?;
@@ -145,6 +175,8 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             at_end: false,
             sched_probes,
             guided: !args.free,
+            story,
+            quiz: args.quiz,
             no_threads: args.no_threads,
             clock,
         };
@@ -159,7 +191,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             Some(size) => {
                 super::output::print_screenshot(&tracer::tui::screenshot(rec, &opts, size))?
             }
-            None => tracer::tui::run_replay(rec, opts)?,
+            None => super::tui::say_score(&tracer::tui::run_replay(rec, opts)?),
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -182,13 +214,14 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             out,
             "\n== container stories: births, execs, deaths, restarts\n"
         )?;
-        out.write_all(story_text(&stories).as_bytes())?;
-        // A runtime daemon that exited and started again (the restart demo): what survived.
-        let restarts = runtime_restarts(&engine);
-        if pod.is_none() && !restarts.is_empty() {
-            writeln!(out, "\n== runtime daemon restarts\n")?;
-            out.write_all(restarts_text(&restarts).as_bytes())?;
-        }
+        // A runtime daemon that exited and started again (the restart demo) is a story of
+        // the list, after the stories before the old daemon's end.
+        let numbered: Vec<(usize, &Story)> = stories
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i + 1, s))
+            .collect();
+        out.write_all(numbered_story_text(&numbered, false).as_bytes())?;
         Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tracer::input::{Input, InputError};
 use tracer::lineage::{PodEvents, ProcId, SnapshotProcess};
-use tracer::picture::{Page, PictureOpts};
+use tracer::picture::{Axis, Page, PictureOpts};
 
 /// `--page`: the printed page a picture is laid out for.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,16 @@ pub enum PageArg {
     /// A 16:9 slide (1280 × 720 px).
     #[value(name = "16:9")]
     Wide,
+}
+
+/// `--axis`: what runs across a picture.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AxisArg {
+    /// One column per event, in seq order.
+    #[default]
+    Events,
+    /// Time: waits (a grace period) show as room; a long idle gap is cut, its length written.
+    Time,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,15 +69,17 @@ pub struct ExportArgs {
     // processes and their ancestors, as `tree --pod`; svg/html: its stories.
     #[command(flatten)]
     pub pod: super::PodArgs,
-    /// svg/html: only story N, numbered from 1 as `tracer story` lists them (births, execs,
-    /// deaths, restarts; with --pod, that pod's stories).
-    #[arg(long, value_name = "N")]
-    pub story: Option<usize>,
+    // svg/html: only one story (`STORY_HELP`).
+    #[arg(long, value_name = "N|CONTAINER|KIND", help = super::STORY_HELP)]
+    pub story: Option<String>,
     /// svg/html: lay the picture out for a printed page, scaled to fit with no text under
     /// 10 px (too large a picture is an error: pick one story with --story; every story of
     /// the bundled demos fits).
     #[arg(long, value_enum, value_name = "PAGE")]
     pub page: Option<PageArg>,
+    /// svg/html: what runs across the timeline: `events` (one column per event) or `time`.
+    #[arg(long, value_enum, value_name = "AXIS")]
+    pub axis: Option<AxisArg>,
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
@@ -75,8 +87,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     if args.all && !picture {
         anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
     }
-    if (args.story.is_some() || args.page.is_some()) && !picture {
-        anyhow::bail!("--story and --page are for --format svg and html");
+    if (args.story.is_some() || args.page.is_some() || args.axis.is_some()) && !picture {
+        anyhow::bail!("--story, --page and --axis are for --format svg and html");
     }
     let query = args.pod.query();
     let (source, keep) = source_and_pod(&args.file, query.as_ref())?;
@@ -202,16 +214,9 @@ fn draw(
         let pod = select_pod(source, &e, &q)?;
         stories.retain(|st| tracer::lineage::story_in_pod(st, &pod));
     }
-    if let Some(n) = args.story {
-        let count = stories.len();
-        let one = n.checked_sub(1).and_then(|i| stories.get(i).cloned());
-        let Some(one) = one else {
-            anyhow::bail!(
-                "--story {n}: {} has {count} stories (numbered from 1 as `tracer story` lists them)",
-                source.display()
-            );
-        };
-        stories = vec![one];
+    if let Some(sel) = &args.story {
+        let i = super::lineage::pick_story(&stories, sel, source)?;
+        stories = vec![stories.swap_remove(i)];
     }
     let scope = keep.map(|k| {
         let born: HashSet<(u32, u64)> = k.lifetimes().map(|(pid, from, _)| (pid, from)).collect();
@@ -227,6 +232,10 @@ fn draw(
             PageArg::Wide => Page::Wide,
         }),
         scope,
+        axis: match args.axis.unwrap_or_default() {
+            AxisArg::Events => Axis::Events,
+            AxisArg::Time => Axis::Time,
+        },
     };
     let title = source.file_name().map_or_else(
         || source.display().to_string(),

@@ -9,8 +9,8 @@ use anyhow::Result;
 use std::path::Path;
 use tracer::input::Loaded;
 use tracer::lineage::{
-    story_json, story_text_with, subtree_text, write_tree_json, write_tree_text, Engine,
-    JsonWarning, PodMatch, PodQuery, TextTree, TreeOpts,
+    numbered_story_text, story_json, subtree_text, write_tree_json, write_tree_text, Engine,
+    JsonWarning, PodMatch, PodQuery, Story, TextTree, TreeOpts,
 };
 
 /// A recording (trace file or strace log, told apart by content; `-` is stdin) run through the
@@ -162,6 +162,26 @@ pub struct StoryArgs<'a> {
     pub explain: bool,
     /// Only this pod's (or container's) stories, and no runtime restarts.
     pub pod: Option<PodQuery>,
+    /// `--story`: only the story it selects (its number kept).
+    pub story: Option<&'a str>,
+}
+
+/// The index of the story `sel` (`--story`) names in `stories`, or the one-line error that
+/// says what `file` has.
+pub fn pick_story(stories: &[Story], sel: &str, file: &Path) -> Result<usize> {
+    tracer::lineage::select_story(stories, sel)
+        .map_err(|e| anyhow::anyhow!("{}: --story: {e}", tracer::escape::path(file)))
+}
+
+/// `stories` numbered from 1 as `--story` takes them; only the one `sel` names when given.
+fn numbered(stories: Vec<Story>, sel: Option<&str>, file: &Path) -> Result<Vec<(usize, Story)>> {
+    let one = sel.map(|s| pick_story(&stories, s, file)).transpose()?;
+    Ok(stories
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| one.is_none_or(|k| k == *i))
+        .map(|(i, s)| (i + 1, s))
+        .collect())
 }
 
 pub fn story(a: StoryArgs<'_>) -> Result<()> {
@@ -177,41 +197,51 @@ pub fn story(a: StoryArgs<'_>) -> Result<()> {
 
 /// The stories (and runtime restarts) of one recording, or of each node named.
 fn show_stories(a: &StoryArgs<'_>, engines: Vec<(Option<String>, Engine)>) -> Result<()> {
-    use tracer::lineage::restart::{restarts_text, runtime_restarts};
+    use tracer::lineage::restart::runtime_restarts;
     let mut shown = Vec::new();
     for (node, engine) in engines {
         let mut stories = tracer::lineage::stories(&engine);
         let mut restarts = runtime_restarts(&engine);
+        let at = node.as_deref().map_or(a.file, Path::new);
         if let Some(q) = &a.pod {
-            let at = node.as_deref().map_or(a.file, Path::new);
             let pod = select_pod(at, &engine, q)?;
             stories.retain(|st| tracer::lineage::story_in_pod(st, &pod));
             restarts.clear();
         }
+        if a.story.is_some() {
+            restarts.clear();
+        }
+        let stories = numbered(stories, a.story, at)?;
         shown.push((node, stories, restarts));
     }
     to_output(a.output, |out| match a.format {
         OutputFormat::Text => {
-            for (node, stories, restarts) in &shown {
+            for (node, stories, _) in &shown {
                 if let Some(node) = node {
                     writeln!(out, "node {node}:")?;
                 }
                 if stories.is_empty() {
                     writeln!(out, "no container birth found")?;
                 }
-                out.write_all(story_text_with(stories, a.explain).as_bytes())?;
-                if !restarts.is_empty() {
-                    write!(out, "\n{}", restarts_text(restarts))?;
-                }
+                // A runtime restart is a story of the list (its own header and steps).
+                let list: Vec<(usize, &Story)> = stories.iter().map(|(n, s)| (*n, s)).collect();
+                out.write_all(numbered_story_text(&list, a.explain).as_bytes())?;
             }
             Ok(())
         }
         OutputFormat::Json => {
             let mut list = Vec::new();
             for (node, stories, restarts) in &shown {
-                let mut json = story_json(stories);
+                let (numbers, stories): (Vec<usize>, Vec<Story>) = stories.iter().cloned().unzip();
+                let mut json = story_json(&stories);
                 if a.explain {
-                    tracer::lineage::explain::add_whys(&mut json, stories);
+                    tracer::lineage::explain::add_whys(&mut json, &stories);
+                }
+                // Each story's number, as `--story` takes it.
+                if let Some(list) = json["stories"].as_array_mut() {
+                    for (v, n) in list.iter_mut().zip(&numbers) {
+                        v["number"] = serde_json::json!(n);
+                    }
                 }
                 json["runtime_restarts"] =
                     serde_json::to_value(restarts).map_err(std::io::Error::from)?;

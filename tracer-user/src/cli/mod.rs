@@ -53,6 +53,13 @@ const SNAPSHOT_HELP: &str = "Which processes the recording's /proc snapshot of t
     containerd, shims, runc, crio, dockerd, kubelet) or all (every process on the host, other \
     users' command lines included; --all records it always)";
 
+/// `--story`'s help, the same for `story`, `export`, `view` and `demo`.
+pub const STORY_HELP: &str = "Only one story: N (its number, as `tracer story` heads it; \
+    with --pod, among that pod's stories), CONTAINER (a container's name, or its id or a \
+    prefix of it: its first story), CONTAINER:KIND (`hog:death`: that container's story of \
+    that phase) or KIND (birth, exec, death, restart: the first story of that phase). A \
+    story the recording does not hold is an error that lists what it has";
+
 /// `--snapshot`: which processes a recording's start snapshot holds.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Snapshot {
@@ -286,6 +293,8 @@ pub enum Command {
         // Stories: only the pod's (or container's), and no runtime restarts.
         #[command(flatten)]
         pod: PodArgs,
+        #[arg(long, value_name = "N|CONTAINER|KIND", help = STORY_HELP)]
+        story: Option<String>,
     },
     /// Record lifecycle events to a trace file (format: docs/trace-format.md).
     #[command(
@@ -398,12 +407,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             output,
             explain,
             pod,
+            story,
         }) => lineage::story(lineage::StoryArgs {
             file: &file,
             format,
             output: output.as_deref(),
             explain,
             pod: pod.query(),
+            story: story.as_deref(),
         })
         .map(|()| ExitCode::SUCCESS),
         Some(Command::Trace {

@@ -38,6 +38,14 @@ pub struct PlayArgs {
     /// On a corrupt file, use every good frame before the damage and report the rest.
     #[arg(long)]
     pub salvage: bool,
+    // Guided, opened at that story (`STORY_HELP`).
+    #[arg(long, value_name = "N|CONTAINER|KIND", conflicts_with_all = ["step", "end"], help = super::STORY_HELP)]
+    pub story: Option<String>,
+    /// Guided, as a quiz: before an adoption, a CLONE_PARENT clone's parent or a signal's
+    /// sender is shown, name the pid (type it, or select it in the tree, then Enter); the
+    /// viewer says right or wrong with the kernel rule and keeps the score (`Q` toggles).
+    #[arg(long, conflicts_with_all = ["step", "end"])]
+    pub quiz: bool,
     // Only the pod's (or container's) events: of its processes and of the shim, runtime and
     // runc stages that started its containers.
     #[command(flatten)]
@@ -57,7 +65,7 @@ pub struct ReplayArgs {
     pub play: PlayArgs,
     /// Print strace-like lines instead of the interactive view (the default when stdout is
     /// not a terminal).
-    #[arg(long, conflicts_with = "guided")]
+    #[arg(long, conflicts_with_all = ["guided", "story", "quiz"])]
     pub no_tui: bool,
     /// Prefix lines with the event sequence number.
     #[arg(long)]
@@ -72,7 +80,9 @@ pub fn view(p: PlayArgs) -> Result<ExitCode> {
     let v = super::tui::ViewOpts {
         paused: p.step,
         at_end: p.end,
-        guided: p.guided,
+        guided: p.guided || p.story.is_some() || p.quiz,
+        story: p.story.clone(),
+        quiz: p.quiz,
         salvage: p.salvage,
         pod: p.pod.query(),
         no_threads: p.no_threads,
@@ -84,7 +94,7 @@ pub fn view(p: PlayArgs) -> Result<ExitCode> {
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let p = args.play;
     let viewer = std::io::stdout().is_terminal() && !args.no_tui && !p.step;
-    if p.guided || p.screenshot.is_some() || viewer {
+    if p.guided || p.story.is_some() || p.quiz || p.screenshot.is_some() || viewer {
         // The same viewer as `tracer view`, at the asked speed.
         let speed = p.speed.filter(|s| *s > 0.0);
         return view(PlayArgs { speed, ..p });

@@ -17,6 +17,10 @@ pub struct ViewOpts {
     pub at_end: bool,
     /// Guided: paused at the first story step, explanations shown.
     pub guided: bool,
+    /// `--story`: guided, opened at the story it selects.
+    pub story: Option<String>,
+    /// `--quiz`: guided, as a quiz.
+    pub quiz: bool,
     /// On a corrupt file, show every good frame before the damage.
     pub salvage: bool,
     /// Only this pod.
@@ -36,9 +40,26 @@ impl ViewOpts {
             at_end: self.at_end,
             sched_probes,
             guided: self.guided,
+            story: None,
+            quiz: self.quiz,
             no_threads: self.no_threads,
         }
     }
+}
+
+/// The index, among the stories a view shows (its pod's when scoped), of the one `--story`
+/// selects in the recording `engine` holds.
+pub fn story_index(
+    file: &Path,
+    engine: &tracer::Engine,
+    pod: Option<&tracer::lineage::SelectedPod>,
+    sel: &str,
+) -> Result<usize> {
+    let mut stories = tracer::lineage::stories(engine);
+    if let Some(p) = pod {
+        stories.retain(|st| tracer::lineage::story_in_pod(st, p));
+    }
+    super::lineage::pick_story(&stories, sel, file)
 }
 
 /// `tracer view FILE`: replay a recording (trace file or strace log) in the viewer; a node's
@@ -59,7 +80,8 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     let sched_probes = input.sched_probes();
     let seed = input.snapshot();
     let mut events = tracer::tracefile::PackedEvents::new();
-    let mut pod_engine = v.pod.as_ref().map(|_| tracer::Engine::seeded(&seed));
+    let want_engine = v.pod.is_some() || v.story.is_some();
+    let mut pod_engine = want_engine.then(|| tracer::Engine::seeded(&seed));
     let mut cut = None;
     while let Some(ev) = input.next_event() {
         match ev {
@@ -78,15 +100,23 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     }
-    let pod = match (&v.pod, pod_engine.take()) {
-        (Some(q), Some(e)) => Some(PodScope::Found(super::reading::select_pod(file, &e, q)?)),
+    let pod = match (&v.pod, &pod_engine) {
+        (Some(q), Some(e)) => Some(super::reading::select_pod(file, e, q)?),
         _ => None,
     };
+    let story = match (&v.story, &pod_engine) {
+        (Some(sel), Some(e)) => Some(story_index(file, e, pod.as_ref(), sel)?),
+        _ => None,
+    };
+    let pod = pod.map(PodScope::Found);
     let title = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let opts = v.replay_opts(speed, sched_probes, input.clock());
+    let opts = ReplayOpts {
+        story,
+        ..v.replay_opts(speed, sched_probes, input.clock())
+    };
     let rec = tracer::tui::Recording {
         events,
         seed,
@@ -98,7 +128,8 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         super::output::print_screenshot(&tracer::tui::screenshot(rec, &opts, size))?;
         return Ok(ExitCode::SUCCESS);
     }
-    tracer::tui::run_replay(rec, opts)?;
+    let quiz = tracer::tui::run_replay(rec, opts)?;
+    say_score(&quiz);
     // Said once the terminal is back: what of the input could not be shown.
     super::output::print_input_notes(&input, cut.is_some());
     if let Some(e) = cut {
@@ -109,10 +140,20 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The quiz's score, once the terminal is back (nothing when no question was judged).
+pub fn say_score(quiz: &tracer::tui::quiz::Quiz) {
+    if quiz.asked > 0 {
+        tracer::say!("tracer: quiz: {} of {} right", quiz.right, quiz.asked);
+    }
+}
+
 /// `tracer view nats://HOST:PORT/NODE`: the node's stream from its start, then its tail as
 /// it is published, until `q`.
 #[cfg(feature = "nats")]
 fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
+    if v.story.is_some() {
+        anyhow::bail!("--story is for a stored recording: a followed stream's stories grow");
+    }
     let f = tracer::input::follow_nats(url)?;
     let opts = v.replay_opts(speed, f.sched_probes, f.clock);
     let rec = tracer::tui::Recording {
@@ -122,7 +163,7 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         tail: Some(f.tail),
         pod: v.pod.map(PodScope::Typed),
     };
-    tracer::tui::run_replay(rec, opts)?;
+    say_score(&tracer::tui::run_replay(rec, opts)?);
     Ok(ExitCode::SUCCESS)
 }
 

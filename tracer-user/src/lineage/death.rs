@@ -22,6 +22,11 @@ use super::process::{ProcId, Process, Reason};
 use super::transition::Actor;
 
 impl Process {
+    /// `exit 0`, `killed SIGTERM by 812`…, `running` while it lives ([`Death::short`]).
+    pub fn exit_text(&self) -> String {
+        self.death().map_or_else(|| "running".into(), |d| d.short())
+    }
+
     /// How it ended; `None` while it lives.
     pub fn death(&self) -> Option<Death> {
         if !self.exited {

@@ -13,7 +13,8 @@ use super::process::{Process, Reason};
 use super::reads::{Ctx, Key};
 use super::roles::{OciCommand, Role};
 use super::story::{
-    descends_from, label, last_exec, runtime_daemon_of, Phase, StepKind, Story, StoryStep,
+    descends_from, label, last_exec, runtime_daemon_of, runtime_label, Phase, StepKind, Story,
+    StoryStep,
 };
 
 const SIGTERM: i32 = 15;
@@ -33,6 +34,7 @@ pub(super) fn life(c: &Ctx, anchor: &Process) -> Story {
     if st.phase == Phase::Exec {
         add_exec_steps(c, &mut st);
     }
+    super::explain::facts::annotate(c, &mut st);
     st
 }
 
@@ -227,7 +229,7 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
         pod_removal_steps(c, life, init, cni_added, &mut step);
     }
     steps.sort_by_key(|s| s.seq);
-    Story {
+    let mut st = Story {
         phase: Phase::Death,
         attempt: life.attempt,
         previous_init: Some(init.pid),
@@ -236,8 +238,11 @@ fn death_story(c: &Ctx, life: &Story, init: &Process, cni_added: &CniAdded) -> S
         steps,
         terminated,
         restart: None,
+        runtime_restart: None,
         ..life.clone()
-    }
+    };
+    super::explain::facts::annotate(c, &mut st);
+    st
 }
 
 /// The signals others sent the init: a stop's SIGTERM (runc kill, run by the shim for
@@ -257,8 +262,8 @@ fn signal_steps(
     for s in sent.take(MAX_STEPS_PER_KIND) {
         let sender = c.process_meta(s.sender).filter(|_| s.sender != 0);
         let who = match sender {
-            Some(p) if s.inferred => format!("{} (inferred)", label(p)),
-            Some(p) => label(p),
+            Some(p) if s.inferred => format!("{} (inferred)", runtime_label(p)),
+            Some(p) => runtime_label(p),
             None => s.sender_words(),
         };
         let by_shim = sender
@@ -369,7 +374,7 @@ fn delete_steps(
     });
     for d in deletes.take(MAX_STEPS_PER_KIND) {
         let (seq, ts) = last_exec(d);
-        let text = format!("{} ran for container {cid}", label(d));
+        let text = format!("{} ran for container {cid}", runtime_label(d));
         step(StepKind::RuntimeDelete, seq, ts, d.pid, text);
     }
 }

@@ -21,7 +21,9 @@ mod process;
 mod reads;
 mod reaper;
 pub mod restart;
+mod restart_story;
 mod roles;
+mod select;
 mod store;
 mod stories;
 mod story;
@@ -45,11 +47,12 @@ pub use process::{
     Reaper, Reason, Rename, SmallList, Thread, ADOPTION_KINDS,
 };
 pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
+pub use select::{select_story, StoryChoiceError};
 pub use stories::{stories, Stories, Work as StoryWork};
-pub use story::{Phase, StepKind, Story, StoryKind, StoryStep};
+pub use story::{Facts, Parent, Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
 pub use view::{
-    node_label, pod_tree_text, story_json, story_text, story_text_with, subtree_text,
-    traced_tree_text, tree_json, tree_text, write_tree_json, write_tree_text, JsonWarning,
-    TextTree, TreeOpts,
+    node_label, numbered_story_text, pod_tree_text, story_json, story_text, story_text_with,
+    subtree_text, traced_tree_text, tree_json, tree_text, write_tree_json, write_tree_text,
+    JsonWarning, TextTree, TreeOpts,
 };

@@ -254,7 +254,7 @@ pub enum PodError {
 const MAX_LISTED: usize = 8;
 
 /// `what: a, b, c` (escaped, at most [`MAX_LISTED`]), or `no what` when empty.
-fn listed(what: &str, names: &[String]) -> String {
+pub(super) fn listed(what: &str, names: &[String]) -> String {
     if names.is_empty() {
         return format!("no {what}");
     }

@@ -171,6 +171,13 @@ impl Engine {
         self.reaper_of(dead).map(|(pid, _)| pid)
     }
 
+    /// Who would take `id`'s orphans if it died now, and by which rule of find_new_reaper()
+    /// (the model's ancestor walk, as the viewer's detail pane shows it); `None` when the
+    /// init of its pid namespace was never shown.
+    pub fn orphans_would_go_to(&self, id: ProcId) -> Option<(u32, Reaper)> {
+        self.reaper_of(id)
+    }
+
     /// [`Self::reaper_pid`] and which rule of find_new_reaper() picked it.
     fn reaper_of(&self, dead: ProcId) -> Option<(u32, Reaper)> {
         if let Some((_, pid)) = self.nearest_subreaper(dead) {

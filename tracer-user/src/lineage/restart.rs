@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::ending::SIGCHLD;
 use super::engine::Engine;
 use super::process::{How, ProcId, Process};
 use super::roles::{basename, Role};
@@ -22,6 +23,14 @@ pub struct Survivor {
     pub container_id: Option<String>,
     /// Its parent (the same before and after).
     pub parent: u32,
+    /// Its name (comm) at the restart.
+    pub name: String,
+    /// Seq of the event that gave it that parent (its birth, or its adoption).
+    pub parent_since: u64,
+    /// How it got that parent: `born` or the adoption's reason.
+    pub parent_how: String,
+    /// Its cgroup at the daemon's exit as the recording holds it (`None`: not recorded).
+    pub cgroup: Option<String>,
 }
 
 /// A process the restart cost: it died while the daemon was down, or it lost its parent
@@ -44,6 +53,8 @@ pub struct Lost {
     pub seq: u64,
     /// That event's wall time (RFC 3339), when the recording's clock has a date.
     pub time: Option<String>,
+    /// That event's time (the recording's `ts_ns`).
+    pub ts_ns: u64,
 }
 
 /// A runtime daemon that exited and was started again.
@@ -68,6 +79,36 @@ pub struct RuntimeRestart {
     pub survivors: Vec<Survivor>,
     /// What died while the daemon was down, or lost the old daemon as its parent.
     pub lost: Vec<Lost>,
+    /// How the old daemon ended: `exited with 0`, `killed by SIGKILL sent by 1 (systemd)`.
+    pub ended: String,
+    /// The last signal the old daemon was sent before its end, when the recording shows one
+    /// (a SIGTERM it handled and then exited 0 is a stop as much as a SIGKILL).
+    pub signal: Option<DaemonSignal>,
+    /// The old daemon's cgroup at its exit, as recorded (`None`: not recorded).
+    pub daemon_cgroup: Option<String>,
+    /// The new daemon's parent at its start.
+    pub started_by: u32,
+    /// The new daemon's program (its exec), when seen.
+    pub new_exe: Option<String>,
+    /// The old daemon's exit time (the recording's `ts_ns`).
+    pub exit_ts_ns: u64,
+    /// The new daemon's start time (the recording's `ts_ns`).
+    pub ts_ns: u64,
+}
+
+/// A signal sent to the old daemon before it ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DaemonSignal {
+    /// `SIGTERM`.
+    pub signal: String,
+    /// The sender's pid (0: the source could not tell).
+    pub sender: u32,
+    /// The sender's name then (empty when unknown).
+    pub sender_name: String,
+    /// Seq of the signal's event.
+    pub seq: u64,
+    /// Its time (the recording's `ts_ns`).
+    pub ts_ns: u64,
 }
 
 /// Seq from which `p` was the daemon: its last exec, else its birth.
@@ -79,6 +120,11 @@ fn daemon_name(p: &Process) -> String {
     p.exe
         .as_deref()
         .map_or_else(|| p.name(), |e| basename(e).to_string())
+}
+
+/// The restart fingerprint of the runtime daemons: changes when one starts, execs or exits.
+pub(super) fn daemon_key(p: &Process) -> (u32, u64, Option<u64>, String) {
+    (p.pid, daemon_since(p), p.exit_seq, daemon_name(p))
 }
 
 /// Every restart of a runtime daemon in the recording, in order.
@@ -128,23 +174,21 @@ fn restart(e: &Engine, old: &Process, new: &Process, exit_seq: u64) -> RuntimeRe
                 p,
                 "reparented",
                 detail,
-                (l.seq, e.time_of(l.ts_ns)),
+                (l.seq, l.ts_ns, e.time_of(l.ts_ns)),
             ));
         } else if let Some(x) = died.filter(|_| related(e, p, old.id, exit_seq)) {
-            let st = super::view::exit_text(p);
+            let st = p.exit_text();
             let time = p.exit_ts_ns.and_then(|t| e.time_of(t));
-            lost.push(lost_entry(p, "exited", st, (x, time)));
+            let ts = p.exit_ts_ns.unwrap_or_default();
+            lost.push(lost_entry(p, "exited", st, (x, ts, time)));
         } else if died.is_none() && moved.is_none() && in_container_world(p) {
-            survivors.push(Survivor {
-                pid: p.pid,
-                role: p.role.map(|r| r.to_string()),
-                container_id: p.container_id.as_deref().map(str::to_string),
-                parent: parent_at(p, seq),
-            });
+            survivors.push(survivor(p, exit_seq, seq));
         }
     }
     survivors.sort_by_key(|s| s.pid);
     lost.sort_by_key(|l| (l.seq, l.pid));
+    let ts_ns = new.execs.last().map_or(new.birth_ts_ns, |x| x.ts_ns);
+    let exit_ts_ns = old.exit_ts_ns.unwrap_or_default();
     RuntimeRestart {
         daemon: daemon_name(old),
         old_pid: old.pid,
@@ -152,10 +196,67 @@ fn restart(e: &Engine, old: &Process, new: &Process, exit_seq: u64) -> RuntimeRe
         exit_seq,
         seq,
         exit_time: old.exit_ts_ns.and_then(|t| e.time_of(t)),
-        time: e.time_of(new.execs.last().map_or(new.birth_ts_ns, |x| x.ts_ns)),
+        time: e.time_of(ts_ns),
         survivors,
         lost,
+        ended: old
+            .death()
+            .map_or_else(|| "ended".to_string(), |d| d.to_string()),
+        signal: last_signal(old, exit_seq),
+        daemon_cgroup: cgroup_at(old, exit_seq),
+        started_by: parent_at(new, seq),
+        new_exe: new.execs.last().map(|x| x.exe.to_string()),
+        exit_ts_ns,
+        ts_ns,
     }
+}
+
+/// A process that lived on: its pid, role and container, its parent at `seq` (the new
+/// daemon's start) and since when, its cgroup at the old daemon's exit.
+fn survivor(p: &Process, exit_seq: u64, seq: u64) -> Survivor {
+    let since = p.lineage.iter().take_while(|l| l.seq <= seq).last();
+    let parent_how = match since {
+        Some(l) if l.how == How::Adopted => {
+            format!("adopted ({})", l.reason_text().unwrap_or_default())
+        }
+        _ => "born".to_string(),
+    };
+    Survivor {
+        pid: p.pid,
+        role: p.role.map(|r| r.to_string()),
+        container_id: p.container_id.as_deref().map(str::to_string),
+        parent: parent_at(p, seq),
+        name: p.name(),
+        parent_since: since.map_or(p.start_seq, |l| l.seq),
+        parent_how,
+        cgroup: cgroup_at(p, exit_seq),
+    }
+}
+
+/// `p`'s cgroup at `seq` as the recording holds it: the last move before it, else (no move
+/// before) the cgroup it had from its start when no move came after either; `None` when the
+/// recording does not say.
+fn cgroup_at(p: &Process, seq: u64) -> Option<String> {
+    let moves = p.cgroup_moves();
+    match moves.iter().rev().find(|m| m.seq <= seq) {
+        Some(m) => Some(m.path.to_string()),
+        None if moves.is_empty() => p.cgroup.as_deref().map(str::to_string),
+        None => None,
+    }
+}
+
+/// The last signal sent to `p` (not a SIGCHLD of its children) up to its exit at `exit_seq`.
+fn last_signal(p: &Process, exit_seq: u64) -> Option<DaemonSignal> {
+    let sigs = p.signals().iter().chain(p.killer());
+    sigs.filter(|s| s.target == p.pid && s.seq <= exit_seq && s.signal != SIGCHLD)
+        .max_by_key(|s| s.seq)
+        .map(|s| DaemonSignal {
+            signal: s.signal_name(),
+            sender: s.sender,
+            sender_name: s.sender_comm.to_string(),
+            seq: s.seq,
+            ts_ns: s.ts_ns,
+        })
 }
 
 /// A shim, sandbox or container process (what a restart must not touch).
@@ -194,7 +295,7 @@ fn lost_entry(
     p: &Process,
     what: &'static str,
     detail: String,
-    (seq, time): (u64, Option<String>),
+    (seq, ts_ns, time): (u64, u64, Option<String>),
 ) -> Lost {
     Lost {
         pid: p.pid,
@@ -205,6 +306,7 @@ fn lost_entry(
         detail,
         seq,
         time,
+        ts_ns,
     }
 }
 

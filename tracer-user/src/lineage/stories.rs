@@ -19,7 +19,8 @@ use super::story::{is_anchor, Story};
 /// Every container life the engine has seen: a birth (a process that became `runc:[2:INIT]`
 /// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
 /// after each that ended, its death; ordered by their first step. One-shot: a view that
-/// follows a growing recording keeps a [`Stories`] and updates it.
+/// follows a growing recording keeps a [`Stories`] and updates it. A runtime daemon's restart
+/// is a story too ([`super::restart_story`]), placed by the old daemon's end.
 pub fn stories(e: &Engine) -> Vec<Story> {
     Stories::build(e).list()
 }
@@ -150,6 +151,9 @@ pub struct Stories {
     work: Work,
     /// The stories the last update built.
     fresh: Vec<Slot>,
+    /// The runtime restarts' stories: when to find them again, and their slots.
+    restarts: super::restart_story::Watch,
+    restart_slots: Vec<Slot>,
 }
 
 impl Stories {
@@ -179,9 +183,35 @@ impl Stories {
         };
         self.mark = Some(e.procs.change_mark());
         let dirty = self.invalidate(e, &changed);
+        let restarts = self
+            .restarts
+            .dirty(changed.iter().filter_map(|&id| e.get(id)));
         if !dirty.is_empty() {
-            self.rebuild(e, dirty);
+            self.rebuild(e, &dirty);
+        }
+        if restarts {
+            self.rebuild_restarts(e);
+        }
+        if !dirty.is_empty() || restarts {
             self.version += 1;
+        }
+    }
+
+    /// The runtime restarts' stories anew, each in the list by its first step (the old
+    /// daemon's end), after the stories of the same seq.
+    fn rebuild_restarts(&mut self, e: &Engine) {
+        for slot in self.restart_slots.drain(..) {
+            self.out.remove(&slot);
+        }
+        let (found, visited) = self.restarts.search(e);
+        self.work.visited += visited;
+        for (i, st) in found.into_iter().enumerate() {
+            let first = st.steps.first().map_or(u64::MAX, |x| x.seq);
+            let slot = (first, u64::MAX, i, 2);
+            self.work.rebuilt += 1;
+            self.restart_slots.push(slot);
+            self.fresh.push(slot);
+            self.out.insert(slot, st);
         }
     }
 
@@ -210,10 +240,10 @@ impl Stories {
 
     /// Builds the dirty anchors' lives again, in their order (a birth's restart count reads
     /// the births before it), then the deaths the new lives or CNI ADD runs change.
-    fn rebuild(&mut self, e: &Engine, dirty: BTreeSet<ProcId>) {
+    fn rebuild(&mut self, e: &Engine, dirty: &BTreeSet<ProcId>) {
         let mut todo: BTreeSet<(u64, ProcId)> = dirty
-            .into_iter()
-            .filter_map(|id| e.get(id).map(|p| (p.start_seq, p.id)))
+            .iter()
+            .filter_map(|&id| e.get(id).map(|p| (p.start_seq, p.id)))
             .collect();
         let mut deaths = BTreeSet::new();
         let mut cni_moved = Vec::new();

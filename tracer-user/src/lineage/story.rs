@@ -106,6 +106,17 @@ pub enum StepKind {
     Terminated,
     /// The pod's sandbox was killed at once after the container: the pod was stopped.
     PodStopped,
+    /// A runtime daemon (containerd, crio…) ended: how, and who signalled it.
+    DaemonEnded,
+    /// A shim or container process lived on through the daemon's restart, its parent kept.
+    Survived,
+    /// A process the restart cost: it died while the daemon was down, or lost the old
+    /// daemon as its parent.
+    RestartLost,
+    /// The runtime daemon started again under a new pid.
+    DaemonStarted,
+    /// What the restart left as it was: the survivors' pids and parents.
+    RestartUnchanged,
 }
 
 /// Which part of a container's life a story tells.
@@ -120,6 +131,9 @@ pub enum Phase {
     Death,
     /// A birth of a container that lived before in this recording (same pod and name).
     Restart,
+    /// A runtime daemon (containerd…) ended and started again while its containers lived on:
+    /// not one container's story but the runtime's.
+    RuntimeRestart,
 }
 
 impl Phase {
@@ -130,6 +144,7 @@ impl Phase {
             Phase::Exec => "exec",
             Phase::Death => "death",
             Phase::Restart => "restart",
+            Phase::RuntimeRestart => "runtime_restart",
         }
     }
 
@@ -154,6 +169,66 @@ pub struct StoryStep {
     pub pid: u32,
     /// One line describing it.
     pub text: String,
+    /// What its explanation must know of it beyond its kind (which rule, whose signal): set
+    /// by [`super::explain::facts`] once the story is built; not in the JSON.
+    #[serde(skip)]
+    pub facts: Facts,
+}
+
+/// The variant a step is, as the recording shows it: what [`super::explain::why`] tells
+/// apart beyond the step's kind and its story's phase and machinery.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Facts {
+    /// Nothing beyond the kind and the story.
+    #[default]
+    None,
+    /// An adoption: which rule of kernel/exit.c find_new_reaper() picked the new parent.
+    Adopted(super::process::Reaper),
+    /// A SIGCHLD for a death: who the parent of record was.
+    Reaped(Parent),
+    /// A signal another process sent the container's init.
+    Signal {
+        /// Its number.
+        signal: i32,
+        /// Sent by the OCI runtime's `kill` run by the story's shim.
+        runtime_kill: bool,
+    },
+    /// `runc delete`: run by the shim binary's own `delete` command (containerd's cleanup
+    /// after the task is gone, with `--force`) rather than by the pod's shim.
+    Delete {
+        /// Run by a `containerd-shim… delete` process.
+        cleanup: bool,
+        /// `--force` in its argv.
+        force: bool,
+    },
+    /// A CNI plugin run: its name, and the plugin that ran it (an IPAM plugin is its main
+    /// plugin's child), bounded and escaped.
+    Cni {
+        /// The plugin's name.
+        plugin: String,
+        /// The plugin that ran it, if another plugin did.
+        delegated_by: Option<String>,
+    },
+    /// An exec'd process's end: killed with its pid namespace when its init died.
+    ExecEnd {
+        /// Killed by zap_pid_ns_processes().
+        zapped: bool,
+    },
+}
+
+/// Who got a death's SIGCHLD: the parent of record at that moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parent {
+    /// The container's shim (containerd's), its subreaper.
+    Shim,
+    /// conmon (CRI-O, podman), its subreaper.
+    Conmon,
+    /// The OCI runtime that started it and waits for it (a foreground `runc run`).
+    Runtime,
+    /// The host's init, pid 1.
+    Init,
+    /// Any other process (a subreaper of the machine's own, a pid namespace's init).
+    Other,
 }
 
 impl StoryStep {
@@ -173,6 +248,7 @@ impl StoryStep {
             time: c.e.time_of(ts_ns),
             pid,
             text,
+            facts: Facts::None,
         }
     }
 }
@@ -216,6 +292,9 @@ pub struct Story {
     pub terminated: Option<super::kubelet::Terminated>,
     /// A restart story: its count, the time since the last life ended, the back-off.
     pub restart: Option<super::kubelet::Restart>,
+    /// A runtime restart story: the daemons, the survivors, what was lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_restart: Option<Box<super::restart::RuntimeRestart>>,
 }
 
 /// The seq and time of a process's last exec (its birth's when it never exec'd): when a
@@ -612,6 +691,7 @@ fn summary(c: &Ctx, cast: &Cast, steps: Vec<StoryStep>) -> Story {
         steps,
         terminated: None,
         restart: None,
+        runtime_restart: None,
     }
 }
 
@@ -628,6 +708,19 @@ fn runtime_text(r: &Process) -> String {
         .first()
         .map_or_else(|| r.name(), |a| super::roles::basename(a).to_string());
     format!("{name}{sub}")
+}
+
+/// `runc delete 3188`: an OCI runtime by its program and subcommand, with its pid (which
+/// `runc` a step means: kill, delete, state…); any other process as [`label`] names it.
+pub(super) fn runtime_label(p: &Process) -> String {
+    match p.role {
+        Some(Role::OciRuntime {
+            subcommand: Some(_),
+        }) => {
+            format!("{} {}", runtime_text(p), p.pid)
+        }
+        _ => label(p),
+    }
 }
 
 /// The steps of a shim's own birth: started, its parent gone, adopted, subreaper.

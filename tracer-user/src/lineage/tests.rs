@@ -2477,9 +2477,11 @@ fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
             time: None,
             pid: 2,
             text: format!("{HOSTILE} 2 started"),
+            facts: Default::default(),
         }],
         terminated: None,
         restart: None,
+        runtime_restart: None,
     };
     let s = story_text(&[story]);
     no_raw_control(&s);
@@ -3175,6 +3177,7 @@ fn a_runtimes_64_hex_id_is_shortened_in_story_text_and_whole_in_json() {
         steps: vec![],
         terminated: None,
         restart: None,
+        runtime_restart: None,
     };
     let text = story_text(std::slice::from_ref(&story));
     assert!(
@@ -3227,6 +3230,14 @@ mod restarts;
 // ---- what an strace log shows of signals and deaths (ending.rs, lifecycle.rs) ----
 
 mod strace_facts;
+
+// ---- a runtime daemon's restart as a story (restart_story.rs, explain/restart.rs) ----
+
+mod runtime_restart;
+
+// ---- each explanation right for its variant (explain/) ----
+
+mod explain;
 
 /// The kubelet's view of the death story of the container whose init is `init`.
 fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {

@@ -123,7 +123,7 @@ pub fn machine_init(p: &Process) -> Option<String> {
 /// How `p` ended, in a few words (`exit 0`, `killed SIGTERM by 812`, `OOMKilled`, `exited`
 /// when the source did not show how): [`Death::short`].
 pub fn exit_text(p: &Process) -> String {
-    p.death().map_or_else(|| "running".into(), |d| d.short())
+    p.exit_text()
 }
 
 /// The marks of `p`'s label, in display order (`threads`: count threads above one).
@@ -633,11 +633,11 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
         for st in &s.steps {
             let _ = writeln!(out, "  [seq {:>6}] {}", st.seq, escape(&st.text));
             if explain {
-                let w = super::explain::why(st.kind);
+                let w = super::explain::why(s, st);
                 let opts = textwrap::Options::new(WHY_WIDTH)
                     .initial_indent("      why: ")
                     .subsequent_indent("           ");
-                for line in textwrap::wrap(w.text, &opts) {
+                for line in textwrap::wrap(&w.text, &opts) {
                     let _ = writeln!(out, "{line}");
                 }
                 let _ = writeln!(out, "           ({})", w.source);
@@ -647,11 +647,28 @@ pub fn story_text_with(stories: &[Story], explain: bool) -> String {
     out
 }
 
+/// [`story_text_with`] for stories each headed by its number (`#3 pod …`), the one
+/// `--story 3` takes: `stories` are `(number, story)`.
+pub fn numbered_story_text(stories: &[(usize, &Story)], explain: bool) -> String {
+    let mut out = String::new();
+    for (i, (n, s)) in stories.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = write!(out, "#{n} ");
+        out.push_str(&story_text_with(std::slice::from_ref(*s), explain));
+    }
+    out
+}
+
 /// A story's header: `pod shop/web: sandbox 0123… (containerd, runc create) → pause`,
 /// `pod shop/web: container 4567… (nginx) (…) → nginx [exec]`, `container 89ab… (…)` outside
 /// a pod. `brief` (the viewer): a named container by its name only, an unnamed one by the
 /// 12-character short id (`crictl ps`'s).
 pub fn story_header(s: &Story, brief: bool) -> String {
+    if let Some(r) = &s.runtime_restart {
+        return restart_header(r);
+    }
     let mut out = String::new();
     let cid = s.container_id.as_deref().unwrap_or("?");
     let what = if s.sandbox { "sandbox" } else { "container" };
@@ -693,12 +710,27 @@ pub fn story_header(s: &Story, brief: bool) -> String {
     out
 }
 
+/// `runtime daemon containerd restarted: 2058 → 2173, 3 lived on [runtime_restart]`.
+fn restart_header(r: &super::restart::RuntimeRestart) -> String {
+    format!(
+        "runtime daemon {} restarted: {} → {}, {} lived on, {} lost [{}]",
+        escape(&r.daemon),
+        r.old_pid,
+        r.new_pid,
+        r.survivors.len(),
+        r.lost.len(),
+        Phase::RuntimeRestart.as_str()
+    )
+}
+
 /// ` [exec]`, ` [death]`, ` [restart, attempt 2]`; nothing for a birth (the default).
 pub fn phase_label(s: &Story) -> String {
     match (s.phase, s.attempt) {
         (Phase::Birth, _) => String::new(),
         (Phase::Restart, Some(n)) => format!(" [restart, attempt {n}]"),
-        (p, _) => format!(" [{}]", p.as_str()),
+        (Phase::Restart | Phase::Exec | Phase::Death | Phase::RuntimeRestart, _) => {
+            format!(" [{}]", s.phase.as_str())
+        }
     }
 }
 

@@ -16,7 +16,8 @@ ol{padding-left:0;list-style:none}li{margin:10px 0}.seq{font-family:monospace;co
 .n{display:inline-block;min-width:1.5em;height:1.5em;line-height:1.5em;border:1.5px solid #b2182b;border-radius:1em;\
 color:#b2182b;font-weight:bold;text-align:center;font-size:12px;margin-right:8px}\
 code{background:#f0f0f0;padding:0 3px;border-radius:3px;font-size:90%}\
-.why{margin:4px 0 0 72px;color:#333}.src{margin:2px 0 0 72px;color:#777;font-size:12px;font-family:monospace}\
+.why{margin:4px 0 0 72px;color:#333}\
+table.surv{border-collapse:collapse;margin:8px 0}table.surv td,table.surv th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}.src{margin:2px 0 0 72px;color:#777;font-size:12px;font-family:monospace}\
 @page{size:A4 landscape;margin:10mm}\
 @media print{body{margin:0;max-width:none}\
 .pic{overflow:visible;border:none}.pic svg{width:100%;height:auto;max-height:170mm}\
@@ -58,12 +59,20 @@ pub fn write_html(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>Container stories: {t}</title><style>{PAGE_STYLE}</style></head><body>\
          <h1>Container stories: {t}</h1>\
-         <p>Container births: {}; execs into running containers: {}; deaths: {}. \
-         Each story has its picture (a lifeline per process, seq across, rows grouped per pod) \
+         <p>Container births: {}; execs into running containers: {}; deaths: {}; runtime restarts: {}. \
+         Each story has its picture (a lifeline per process, {} across, rows grouped per pod) \
          and its steps, numbered as on the picture, with the kernel rule or runtime design behind each.</p>",
         stories.iter().filter(|s| s.phase.is_birth()).count(),
         stories.iter().filter(|s| s.phase == Phase::Exec).count(),
         stories.iter().filter(|s| s.phase == Phase::Death).count(),
+        stories
+            .iter()
+            .filter(|s| s.phase == Phase::RuntimeRestart)
+            .count(),
+        match opts.axis {
+            super::Axis::Events => "seq",
+            super::Axis::Time => "time",
+        },
     );
     if opts.all {
         s.push_str("<section class=\"story\"><h2>Every process</h2><div class=\"pic\">");
@@ -124,17 +133,21 @@ fn story_section(
     )?);
     s.push_str("</div><ol>");
     for (n, step) in st.steps.iter().enumerate() {
-        let w = explain::why(step.kind);
+        let w = explain::why(st, step);
         let _ = write!(
             s,
             "<li><span class=\"n\">{}</span><span class=\"seq\">seq {}</span>{}<p class=\"why\">{}</p><p class=\"src\">{}</p></li>",
             n + 1,
             step.seq,
             xml_text(&short_ids(&step.text), 300),
-            code_spans(&xml_text(w.text, 2000)),
+            code_spans(&xml_text(&w.text, 3000)),
             code_spans(&xml_text(w.source, 300))
         );
     }
-    s.push_str("</ol></section>");
+    s.push_str("</ol>");
+    if let Some(r) = &st.runtime_restart {
+        super::restart::survivors_table(s, r);
+    }
+    s.push_str("</section>");
     Ok(())
 }

@@ -12,7 +12,7 @@ const LABEL_W: usize = 290;
 /// neighbouring columns still clear each other (the widest, a subreaper's diamond, is 14 px),
 /// and callouts that would touch are lifted (`super::callout_spots`).
 pub(super) const COL_W: usize = 24;
-const MIN_COL_W: usize = 13;
+pub(super) const MIN_COL_W: usize = 13;
 /// Height of one lane.
 const LANE_H: usize = 28;
 /// Height of a pod band's title.
@@ -90,15 +90,27 @@ const FIXED_W: usize = LABEL_W + 24 + RIGHT_W;
 /// [`MIN_COL_W`]) for the page's width at 5% above the least readable scale.
 pub(super) fn col_width(cols: usize, page: Option<Page>) -> usize {
     page.map_or(COL_W, |p| {
-        let room = p.px().0 * MIN_FONT / MIN_PAGE_FONT * 0.95 - FIXED_W as f64;
-        ((room / cols.max(1) as f64) as usize).clamp(MIN_COL_W, COL_W)
+        (page_room(p) / cols.max(1)).clamp(MIN_COL_W, COL_W)
     })
+}
+
+/// The width the event columns have on `page` at 5% above the least readable scale.
+fn page_room(p: Page) -> usize {
+    (p.px().0 * MIN_FONT / MIN_PAGE_FONT * 0.95 - FIXED_W as f64).max(0.0) as usize
+}
+
+/// The width a time axis spreads `cols` events over: a page's room, else as wide as the event
+/// axis would draw them (at least 900 px).
+pub(super) fn time_room(cols: usize, page: Option<Page>) -> usize {
+    page.map_or((cols * COL_W).max(900), page_room)
 }
 
 /// The geometry of one picture.
 pub(super) struct Geo {
     cols: usize,
     col_w: usize,
+    /// On a time axis: each column's offset from the first (`super::axis`).
+    offsets: Option<Vec<usize>>,
     /// Each lane's centre.
     ys: Vec<usize>,
     /// Each pod band: first and last row, top and bottom.
@@ -119,14 +131,43 @@ impl Geo {
         steps: &[Line],
         page: Option<Page>,
     ) -> Geo {
+        Geo::build(rows, cols, notes, steps, page, None)
+    }
+
+    /// [`Geo::new`] on a time axis: column `i` at `offsets[i]` px from the first.
+    pub(super) fn timed(
+        rows: &[Row],
+        offsets: Vec<usize>,
+        notes: usize,
+        steps: &[Line],
+        page: Option<Page>,
+    ) -> Geo {
+        Geo::build(rows, offsets.len(), notes, steps, page, Some(offsets))
+    }
+
+    fn build(
+        rows: &[Row],
+        cols: usize,
+        notes: usize,
+        steps: &[Line],
+        page: Option<Page>,
+        offsets: Option<Vec<usize>>,
+    ) -> Geo {
         let top = LEGEND_END + notes * NOTE_H;
         let (ys, bands, bottom) = lanes(rows, top);
-        let col_w = col_width(cols, page);
-        let timeline = FIXED_W + cols.max(1) * col_w;
-        let width = timeline.max(MIN_W);
+        let col_w = match offsets {
+            Some(_) => MIN_COL_W,
+            None => col_width(cols, page),
+        };
+        let span = match offsets.as_ref().and_then(|o| o.last()) {
+            Some(last) => last + col_w,
+            None => cols.max(1) * col_w,
+        };
+        let width = (FIXED_W + span).max(MIN_W);
         let mut g = Geo {
             cols,
             col_w,
+            offsets,
             ys,
             bands,
             top,
@@ -222,7 +263,15 @@ impl Geo {
     }
 
     pub(super) fn x(&self, col: usize) -> usize {
-        LABEL_W + 24 + col * self.col_w + self.col_w / 2
+        let at = match &self.offsets {
+            Some(o) => o.get(col).or(o.last()).copied().unwrap_or_default(),
+            None => col * self.col_w,
+        };
+        LABEL_W + 24 + at + self.col_w / 2
+    }
+    /// The x of a point `off` px right of the first column's (a time axis's tick).
+    pub(super) fn x_off(&self, off: usize) -> usize {
+        LABEL_W + 24 + off + self.col_w / 2
     }
     pub(super) fn y(&self, row: usize) -> usize {
         self.ys.get(row).copied().unwrap_or(self.top)
@@ -234,7 +283,10 @@ impl Geo {
         self.height
     }
     pub(super) fn right(&self) -> usize {
-        LABEL_W + 24 + self.cols.max(1) * self.col_w
+        match self.offsets.as_ref().and_then(|o| o.last()) {
+            Some(last) => LABEL_W + 24 + last + self.col_w,
+            None => LABEL_W + 24 + self.cols.max(1) * self.col_w,
+        }
     }
     pub(super) fn lanes_top(&self) -> usize {
         self.top

@@ -123,6 +123,7 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
     let cols: Vec<Col> = (0..80)
         .map(|i| Col {
             seq: i,
+            ts: i,
             proc: id,
             mark: Mark::Exec,
             callouts: if i % 5 == 0 { vec![1, 2] } else { vec![3] },
@@ -140,7 +141,7 @@ fn callouts_in_neighbouring_narrow_columns_are_lifted_apart() {
         "columns narrower than a callout"
     );
     let lane_of = HashMap::from([(id, 0)]);
-    let spots = callout_spots(&g, &cols, &lane_of);
+    let spots = callout_spots(&g, &cols, &lane_of, &[]);
     assert_eq!(spots.len(), 96);
     for s in &spots {
         assert!(s.2 - CALLOUT_R >= g.lanes_top(), "{s:?} over the legend");
@@ -194,4 +195,59 @@ fn runs_of_one_program_share_a_row_only_once_the_last_has_ended() {
         svg.contains(">201, 203 loopback [cni-plugin]</text>"),
         "{svg}"
     );
+}
+
+/// The restart demo's restart story drawn: the daemon's lifeline broken at the old pid's exit
+/// and resumed under the new pid (both lanes drawn), each survivor outlined across the band,
+/// and the survivors' table in the HTML handout.
+#[test]
+fn a_runtime_restart_is_drawn_broken_and_resumed_with_its_survivors() {
+    let input = crate::demo::Demo::Restart.open().unwrap();
+    let e = crate::input::Loaded::from_input(input, None)
+        .unwrap()
+        .engine;
+    let all = crate::lineage::stories(&e);
+    let st: Vec<Story> = all
+        .into_iter()
+        .filter(|s| s.phase == crate::lineage::Phase::RuntimeRestart)
+        .collect();
+    assert_eq!(st.len(), 1);
+    let opts = PictureOpts {
+        page: Some(Page::A4),
+        ..Default::default()
+    };
+    let svg = svg(&e, &st, &opts, "demo:restart").unwrap();
+    assert!(
+        svg.contains("class=\"rbreak\" data-restart=\"2058 2173\""),
+        "no break"
+    );
+    assert!(
+        svg.contains(">2058 containerd [runtime-daemon]<"),
+        "old lane"
+    );
+    assert!(
+        svg.contains(">2173 containerd [runtime-daemon]<"),
+        "new lane"
+    );
+    assert!(svg.contains("class=\"rgap\""), "no band");
+    for pid in [2092, 2117, 2154] {
+        assert!(
+            svg.contains(&format!("data-survivor=\"{pid}\"")),
+            "{pid} not outlined"
+        );
+    }
+    let mut html = Vec::new();
+    write_html(&e, &st, &opts, "demo:restart", &mut html).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    assert!(html.contains("What lived on through the restart (2058 → 2173)"));
+    assert!(html.contains(
+        "<tr><td>2092</td><td>containerd-shim</td><td>shim</td><td>lab-r</td><td>1</td><td>1</td>"
+    ));
+    // Nothing of a restart in a birth's picture.
+    let births: Vec<Story> = crate::lineage::stories(&e).into_iter().take(1).collect();
+    assert!(!svg_of(&e, &births).contains("rbreak"));
+}
+
+fn svg_of(e: &Engine, st: &[Story]) -> String {
+    svg(e, st, &PictureOpts::default(), "t").unwrap()
 }

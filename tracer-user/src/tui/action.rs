@@ -112,6 +112,16 @@ pub enum Action {
         /// Row.
         row: u16,
     },
+    /// Q: replay, quiz mode on / off (guided).
+    ToggleQuiz,
+    /// A digit of the quiz's answer.
+    QuizDigit(char),
+    /// Backspace in the quiz's answer.
+    QuizBackspace,
+    /// Enter on a question: answer with the digits typed, else the process selected.
+    QuizAnswer,
+    /// Esc on a question: pass (the answer is shown, not scored right).
+    QuizPass,
     /// The terminal was resized to (columns, rows).
     Resize(u16, u16),
 }
@@ -151,7 +161,10 @@ pub const KEY_HELP: &[(&str, &str)] = &[
         "pause (live still records) · w: save view to a file",
     ),
     (". ,", "replay: step one event forward / back"),
-    ("[ ]", "previous / next step of the selected story"),
+    (
+        "[ ] Q",
+        "previous / next step of the selected story · Q quiz",
+    ),
     ("+ -", "replay speed ×2 / ÷2"),
     ("g G", "replay: start / end (live: first / last row)"),
     ("mouse", "wheel scrolls the pane under it; click selects"),
@@ -203,6 +216,15 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
             _ => None,
         };
     }
+    if s.quiz.asking.is_some() {
+        match k.code {
+            KeyCode::Char(c) if c.is_ascii_digit() && !ctrl => return Some(Action::QuizDigit(c)),
+            KeyCode::Backspace => return Some(Action::QuizBackspace),
+            KeyCode::Enter => return Some(Action::QuizAnswer),
+            KeyCode::Esc => return Some(Action::QuizPass),
+            _ => {}
+        }
+    }
     if s.view.show_help {
         return match k.code {
             KeyCode::Char('q') => Some(Action::Quit),
@@ -249,6 +271,7 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char('-') | KeyCode::Char('_') => Action::Slower,
         KeyCode::Char('g') => Action::Start,
         KeyCode::Char('G') => Action::End,
+        KeyCode::Char('Q') => Action::ToggleQuiz,
         _ => return None,
     })
 }

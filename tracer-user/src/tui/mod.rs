@@ -15,7 +15,9 @@
 //! The terminal is restored on quit, on panic (hook) and on SIGTERM/SIGINT.
 
 pub mod action;
+mod find;
 pub mod msg;
+pub mod quiz;
 pub mod reduce;
 mod save;
 mod shot;
@@ -83,9 +85,9 @@ pub struct Recording {
     pub pod: Option<PodScope>,
 }
 
-/// Replays a recording in the viewer until the user quits. Needs a terminal (callers check
-/// `stdout().is_terminal()` first).
-pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
+/// Replays a recording in the viewer until the user quits; returns the quiz's score.
+/// Needs a terminal (callers check `stdout().is_terminal()` first).
+pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<quiz::Quiz> {
     require_terminal()?;
     let rt = runtime()?;
     rt.block_on(async move {
@@ -97,7 +99,7 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<()> {
         let src = tokio::spawn(replay);
         let res = app_loop(state, rx, Some(ctl_tx)).await;
         src.abort();
-        res
+        res.map(|s| s.quiz)
     })
 }
 
@@ -117,6 +119,8 @@ fn replay_state(
     state.seed(seed);
     if opts.guided {
         state.guide();
+        state.story.open_at = opts.story;
+        state.quiz.on = opts.quiz;
     }
     state
 }
@@ -218,7 +222,7 @@ pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
         let res = app_loop(state, rx, None).await;
         // Dropping the receiver ends the source, which flushes the recorder.
         let _ = tokio::time::timeout(Duration::from_secs(2), src).await;
-        res
+        res.map(drop)
     })
 }
 
@@ -227,7 +231,7 @@ async fn app_loop(
     mut state: AppState,
     mut rx: mpsc::Receiver<Msg>,
     ctl: Option<mpsc::Sender<Control>>,
-) -> Result<()> {
+) -> Result<AppState> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -322,5 +326,5 @@ async fn app_loop(
     // thread ends with the process.
     drop(input);
     drop(guard);
-    result
+    result.map(|()| state)
 }

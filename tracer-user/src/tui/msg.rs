@@ -19,6 +19,9 @@ pub enum Msg {
         /// Its stories.
         stories: Vec<Story>,
     },
+    /// Replay: what the search finds in the whole recording (every process it ever holds),
+    /// sent after [`Msg::Init`].
+    Index(Vec<super::find::Findable>),
     /// Replay of a followed recording: it grew to this many events, its stories unchanged
     /// since the last [`Msg::Init`].
     Grown(usize),

@@ -28,21 +28,21 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
     match a {
         Action::Quit => s.quit = true,
         Action::Resize(w, h) => s.view.size = (w, h),
-        Action::Up => move_by(s, -1),
-        Action::Down => move_by(s, 1),
+        Action::Up => move_by(s, -1, &mut out),
+        Action::Down => move_by(s, 1, &mut out),
         Action::Scroll { up, col, row } => {
             let keep = s.view.pane;
             if let Some(p) = pane_at(s, col, row) {
                 s.view.pane = p;
             }
-            move_by(s, if up { -3 } else { 3 });
+            move_by(s, if up { -3 } else { 3 }, &mut out);
             s.view.pane = keep;
         }
         Action::Click { col, row } => click(s, col, row),
-        Action::PageUp => move_by(s, -(page(s) as i64)),
-        Action::PageDown => move_by(s, page(s) as i64),
-        Action::Home => move_by(s, i64::MIN / 2),
-        Action::EndRow => move_by(s, i64::MAX / 2),
+        Action::PageUp => move_by(s, -(page(s) as i64), &mut out),
+        Action::PageDown => move_by(s, page(s) as i64, &mut out),
+        Action::Home => move_by(s, i64::MIN / 2, &mut out),
+        Action::EndRow => move_by(s, i64::MAX / 2, &mut out),
         Action::Left => left(s),
         Action::Right => right(s),
         Action::Enter => enter(s, &mut out),
@@ -65,11 +65,11 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             if let Some(q) = s.search.input.take() {
                 s.search.query = q.trim().to_string();
                 s.mark_tree_dirty();
-                search(s, true, true);
+                search(s, true, true, &mut out);
             }
         }
-        Action::SearchNext => search(s, true, false),
-        Action::SearchPrev => search(s, false, false),
+        Action::SearchNext => search(s, true, false, &mut out),
+        Action::SearchPrev => search(s, false, false, &mut out),
         Action::ToggleThreads => {
             s.tree.show_threads = !s.tree.show_threads;
             s.mark_tree_dirty();
@@ -157,8 +157,12 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.log.cursor = None;
             out.push(Control::End);
         }
-        Action::Start => move_by(s, i64::MIN / 2),
-        Action::End => move_by(s, i64::MAX / 2),
+        Action::Start => move_by(s, i64::MIN / 2, &mut out),
+        Action::End => move_by(s, i64::MAX / 2, &mut out),
+        Action::ToggleQuiz => toggle_quiz(s),
+        Action::QuizDigit(_) | Action::QuizBackspace | Action::QuizAnswer | Action::QuizPass => {
+            quiz_key(s, a, &mut out)
+        }
     }
     if s.tree.selected != selected {
         s.tree.chosen = true;
@@ -225,7 +229,7 @@ fn page(s: &AppState) -> usize {
     }
 }
 
-fn move_by(s: &mut AppState, d: i64) {
+fn move_by(s: &mut AppState, d: i64, out: &mut Vec<Control>) {
     match active_pane(s) {
         Pane::Tree => {
             if s.tree.rows.is_empty() {
@@ -239,7 +243,8 @@ fn move_by(s: &mut AppState, d: i64) {
         Pane::Story => {
             let n = s.story.steps().len() as i64;
             if n > 0 {
-                s.story.cursor = (s.story.cursor as i64).saturating_add(d).clamp(0, n - 1) as usize;
+                let k = (s.story.cursor as i64).saturating_add(d).clamp(0, n - 1) as usize;
+                step_to(s, k, out);
             }
         }
         Pane::Log => {
@@ -346,54 +351,95 @@ fn back(s: &mut AppState) {
     }
 }
 
-/// Selects the next (or previous) matching row, wrapping; `from_current` includes the
-/// current row (a fresh search).
-fn search(s: &mut AppState, forward: bool, from_current: bool) {
+/// The search's hits as `(pid, start_seq)`, in the order of their births: replay, every
+/// process of the whole recording ([`Msg::Index`](super::Msg::Index)) and what the engine
+/// holds besides; live (or scoped to a pod), the engine's processes, exited ones included.
+fn hits(s: &AppState) -> Vec<(u32, u64)> {
+    let q = s.search.query.as_str();
+    let mut hits: Vec<(u32, u64)> = Vec::new();
+    if s.pod.is_none() {
+        let found = s.search.index.iter().filter(|f| f.matches(q));
+        hits.extend(found.map(|f| (f.pid, f.start_seq)));
+    }
+    let known: std::collections::HashSet<(u32, u64)> = hits.iter().copied().collect();
+    let here = s.engine.processes().filter(|p| s.search.matches(p));
+    hits.extend(
+        here.map(|p| (p.pid, p.start_seq))
+            .filter(|h| !known.contains(h)),
+    );
+    hits.sort_by_key(|&(pid, start)| (start, pid));
+    hits
+}
+
+/// The record of the process `pid` born at `start`, when the engine at the position has it.
+fn record_of(s: &AppState, (pid, start): (u32, u64)) -> Option<crate::lineage::ProcId> {
+    match s.engine.process(pid) {
+        Some(p) if p.start_seq == start => Some(p.id),
+        _ => s
+            .engine
+            .processes()
+            .find(|p| p.pid == pid && p.start_seq == start)
+            .map(|p| p.id),
+    }
+}
+
+/// Goes to the next (or previous) hit, wrapping; a fresh search (`fresh`) to the first hit
+/// the position holds, else the recording's first. A hit is shown wherever it is: unfolded,
+/// exited processes shown, out of a focus or the pod view; one the position has not
+/// reached (or has gone past, with its pid taken again) moves the replay to its birth.
+fn search(s: &mut AppState, forward: bool, fresh: bool, out: &mut Vec<Control>) {
     if s.search.query.is_empty() {
         return;
     }
-    // Unfold everything that hides a match, so the walk below can reach it.
-    let hidden: Vec<usize> = s
-        .engine
-        .processes()
-        .filter(|p| s.search.matches(p))
-        .map(|p| p.id)
-        .collect();
-    if hidden.is_empty() {
+    let hits = hits(s);
+    if hits.is_empty() {
         s.status.message = Some(format!("no match for {:?}", s.search.query));
         return;
     }
-    for id in hidden {
-        s.unfold_to(id);
-    }
-    s.refresh();
-    let n = s.tree.rows.len();
-    if n == 0 {
-        return;
-    }
-    let start = s.tree.cursor;
-    for k in 0..n {
-        let off = if from_current { k } else { k + 1 };
-        let i = if forward {
-            (start + off) % n
-        } else {
-            (start + n - (off % n)) % n
-        };
-        if let RowKind::Proc(id) = s.tree.rows[i].kind {
-            if s.engine.get(id).is_some_and(|p| s.search.matches(p)) {
-                s.tree.selected = Some(s.tree.rows[i].kind);
-                s.view.pane = Pane::Tree;
-                return;
-            }
+    let at = s.search.hit.and_then(|h| hits.iter().position(|&x| x == h));
+    let i = match (fresh, at) {
+        (true, _) | (false, None) => (0..hits.len())
+            .find(|&i| record_of(s, hits[i]).is_some())
+            .unwrap_or(0),
+        (false, Some(i)) if forward => (i + 1) % hits.len(),
+        (false, Some(i)) => (i + hits.len() - 1) % hits.len(),
+    };
+    let hit = hits[i];
+    s.search.hit = Some(hit);
+    s.view.pane = Pane::Tree;
+    let note = format!("match {}/{} for {:?}", i + 1, hits.len(), s.search.query);
+    match record_of(s, hit) {
+        Some(id) => show_record(s, id),
+        None if s.mode == Mode::Replay => {
+            // Not at this position: the replay goes to its birth, the tree follows.
+            s.tree.select_pid = Some(hit.0);
+            s.playback.paused = true;
+            out.push(Control::Pause(true));
+            out.push(Control::Seek(hit.1));
+            s.status.message = Some(format!("{note}: born at seq {}", hit.1));
+            return;
         }
+        None => {}
     }
-    s.status.message = Some(format!("no visible match for {:?}", s.search.query));
+    s.status.message = Some(note);
+}
+
+/// Selects record `id` in the tree, making it visible first.
+fn show_record(s: &mut AppState, id: crate::lineage::ProcId) {
+    s.unfold_to(id);
+    if s.tree.pod_view && s.engine.get(id).is_none_or(|p| p.k8s.is_none()) {
+        s.tree.pod_view = false;
+    }
+    s.mark_tree_dirty();
+    s.tree.selected = Some(RowKind::Proc(id));
 }
 
 /// `[` / `]`: the previous / next step of the story the cursor is in (the one selected in
 /// the story pane, whatever the replay position); replay seeks to it. At either end of the
 /// story the status line says so: another story is chosen with ↑↓, not by stepping past.
 fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
+    // A move in the stories leaves an open question unanswered (it is asked again).
+    s.quiz.asking = None;
     if s.story.steps().is_empty() {
         s.status.message = Some("no container birth found (yet)".into());
         return;
@@ -418,7 +464,7 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
                 s.view.pane = Pane::Story;
                 s.mark_tree_dirty();
             }
-            jump_to_step(s, k, out);
+            go_to_step(s, k, out);
         }
         None => {
             let end = if next { "last" } else { "first" };
@@ -429,6 +475,120 @@ fn story_jump(s: &mut AppState, next: bool, out: &mut Vec<Control>) {
             ));
         }
     }
+}
+
+/// ↑↓ in the story pane: the step's process selected in the tree and its event in the log;
+/// guided, the replay goes to it too (as `]` does).
+fn step_to(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
+    s.quiz.asking = None;
+    if s.playback.guided && s.mode == Mode::Replay {
+        return go_to_step(s, k, out);
+    }
+    let Some(step) = s.story.step_at(k) else {
+        return;
+    };
+    (s.log.cursor, s.tree.select_pid) = (Some(step.seq), Some(step.pid));
+    s.story.cursor = k;
+}
+
+/// To step `k`: in quiz mode, a question first when the move would reveal one of its
+/// story's steps the quiz asks about.
+fn go_to_step(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
+    if let Some(q) = question_before(s, k) {
+        return ask(s, q, out);
+    }
+    jump_to_step(s, k, out);
+}
+
+/// The step of `k`'s story the quiz asks about that going to `k` would reveal: not asked
+/// yet, its event after the position and at or before `k`'s.
+fn question_before(s: &AppState, k: usize) -> Option<usize> {
+    if !s.quiz.on || s.mode != Mode::Replay {
+        return None;
+    }
+    let step = |k: usize| s.story.step_at(k);
+    let to = step(k)?.seq;
+    let at = s.last_seq();
+    let mut range = s.story.stories.iter().scan(0, |start, st| {
+        let r = *start..*start + st.steps.len();
+        *start = r.end;
+        Some(r)
+    });
+    let story = range.find(|r| r.contains(&k))?;
+    story.filter(|&q| !s.quiz.answered.contains(&q)).find(|&q| {
+        step(q).is_some_and(|st| {
+            super::quiz::asks(st.kind) && st.seq <= to && at.is_none_or(|a| st.seq > a)
+        })
+    })
+}
+
+/// Opens the question on step `q`: the replay waits just before its event.
+fn ask(s: &mut AppState, q: usize, out: &mut Vec<Control>) {
+    let Some(seq) = s.story.step_at(q).map(|st| st.seq) else {
+        return;
+    };
+    s.quiz.asking = Some(q);
+    s.quiz.typed.clear();
+    s.quiz.verdict = None;
+    s.story.cursor = q;
+    s.view.pane = Pane::Tree;
+    s.playback.paused = true;
+    out.push(Control::Pause(true));
+    if s.last_seq().is_none_or(|a| a + 1 < seq) {
+        out.push(Control::Seek(seq.saturating_sub(1)));
+    }
+    s.status.message =
+        Some("quiz: type the pid or select it in the tree · Enter answers · Esc passes".into());
+}
+
+/// The answer to the open question (`None`: passed): judged once the replay shows its step.
+fn answer(s: &mut AppState, guess: Option<u32>, out: &mut Vec<Control>) {
+    let Some(q) = s.quiz.asking.take() else {
+        return;
+    };
+    s.quiz.answered.insert(q);
+    s.quiz.typed.clear();
+    s.quiz.judging = Some((q, guess));
+    s.view.pane = Pane::Story;
+    jump_to_step(s, q, out);
+    s.quiz_judge();
+}
+
+/// A key on an open question: a digit, Backspace, Enter (the digits typed, else the process
+/// selected in the tree), Esc (pass).
+fn quiz_key(s: &mut AppState, a: Action, out: &mut Vec<Control>) {
+    match a {
+        Action::QuizDigit(c) if s.quiz.typed.len() < 10 => s.quiz.typed.push(c),
+        Action::QuizBackspace => {
+            s.quiz.typed.pop();
+        }
+        Action::QuizAnswer => {
+            let typed = s.quiz.typed.parse::<u32>().ok();
+            let guess = typed.or_else(|| s.selected_process().map(|p| p.pid));
+            answer(s, guess, out);
+        }
+        Action::QuizPass => answer(s, None, out),
+        _ => {}
+    }
+}
+
+/// `Q`: the quiz on (in the guided layout) or off; off, an open question is dropped.
+fn toggle_quiz(s: &mut AppState) {
+    if s.mode != Mode::Replay {
+        s.status.message = Some("the quiz is for a replay (tracer view FILE --quiz)".into());
+        return;
+    }
+    s.quiz.on = !s.quiz.on;
+    if s.quiz.on && !s.playback.guided {
+        s.guide();
+    }
+    if !s.quiz.on {
+        s.quiz.asking = None;
+    }
+    s.status.message = Some(match s.quiz.on {
+        true => "quiz on: ] asks before each adoption, clone and signal is shown".into(),
+        false => "quiz off".into(),
+    });
 }
 
 /// Selects a step: its process in the tree, its event in the log; replay seeks to it.

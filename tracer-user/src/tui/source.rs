@@ -33,6 +33,11 @@ pub struct ReplayOpts {
     pub sched_probes: bool,
     /// Guided: open paused right after the first story step's event (overrides `at_end`).
     pub guided: bool,
+    /// Guided: open at this story's first step instead (an index into the stories the view
+    /// shows: with a pod scope, the pod's), as `--story` selects it.
+    pub story: Option<usize>,
+    /// Guided: quiz the user before each step that reveals a choice of the kernel's.
+    pub quiz: bool,
     /// Open with threads hidden (`--no-threads`: no thread lines, no thread rows).
     pub no_threads: bool,
     /// What the events' `ts_ns` mean ([`Input::clock`](crate::input::Input::clock)): the log's
@@ -48,6 +53,8 @@ impl Default for ReplayOpts {
             at_end: false,
             sched_probes: false,
             guided: false,
+            story: None,
+            quiz: false,
             no_threads: false,
             clock: crate::clock::Clock::None,
         }
@@ -85,6 +92,8 @@ impl Clock {
 /// can still come (a followed recording).
 struct Played {
     events: PackedEvents,
+    /// What the search finds: every process of the recording so far.
+    index: Vec<super::find::Findable>,
     clock: Clock,
     engine: Option<Engine>,
     /// Kept up to date batch by batch while the recording grows.
@@ -107,6 +116,7 @@ impl Played {
         }
         let stories = crate::lineage::Stories::build(&engine);
         Played {
+            index: super::find::Findable::every(&engine),
             sent: stories.version(),
             stories,
             events,
@@ -135,6 +145,11 @@ impl Played {
         }
     }
 
+    /// The search's index, after [`Played::init`].
+    fn index(&self) -> Msg {
+        Msg::Index(self.index.clone())
+    }
+
     /// After an append: the stories again only when they changed, else the new size.
     fn grown(&mut self) -> Msg {
         if self.stories.version() == self.sent {
@@ -142,6 +157,20 @@ impl Played {
         }
         self.sent = self.stories.version();
         self.init()
+    }
+
+    /// After an append that changed the stories: the search's index too.
+    /// (The app's search also looks at its own engine: what came since is found there.)
+    fn regrown(&mut self) -> Vec<Msg> {
+        match self.grown() {
+            m @ Msg::Init { .. } => {
+                if let Some(e) = &self.engine {
+                    self.index = super::find::Findable::every(e);
+                }
+                vec![m, self.index()]
+            }
+            m => vec![m],
+        }
     }
 
     /// `events[from..to]` in messages of at most [`MAX_BATCH`], each decoded as it is
@@ -230,13 +259,18 @@ impl Player {
 /// container's with `pod`), at the end, or at the start.
 fn open_position(played: &Played, opts: &ReplayOpts, pod: Option<&PodScope>) -> usize {
     let total = played.events.len();
-    let first_step = played
-        .stories
-        .iter()
-        .filter(|s| pod.is_none_or(|m| crate::lineage::story_in_pod(s, m)))
-        .flat_map(|s| &s.steps)
-        .map(|st| st.seq)
-        .min();
+    let shown = || {
+        played
+            .stories
+            .iter()
+            .filter(|s| pod.is_none_or(|m| crate::lineage::story_in_pod(s, m)))
+    };
+    let first_step = opts
+        .story
+        .and_then(|i| shown().nth(i))
+        .and_then(|s| s.steps.first())
+        .or_else(|| shown().flat_map(|s| &s.steps).min_by_key(|st| st.seq))
+        .map(|st| st.seq);
     match first_step {
         Some(seq) if opts.guided => played.after(seq),
         _ if opts.at_end => total,
@@ -255,7 +289,8 @@ pub fn opening(
 ) -> Vec<Msg> {
     let played = Played::new(events, seed, false);
     let open_at = open_position(&played, opts, pod);
-    std::iter::once(played.init())
+    [played.init(), played.index()]
+        .into_iter()
         .chain(played.chunks(0, open_at))
         .collect()
 }
@@ -284,7 +319,7 @@ pub async fn replay(
     mut tail: Option<Receiver<TailItem>>,
 ) {
     let mut played = Played::new(events, &seed, tail.is_some());
-    if tx.send(played.init()).await.is_err() {
+    if !send_all(&tx, [played.init(), played.index()]).await {
         return;
     }
     let mut p = Player {
@@ -367,7 +402,7 @@ async fn take_tail(
             p.anchor = Instant::now();
             p.anchor_vt = played.clock.times[p.pos];
         }
-        if tx.send(played.grown()).await.is_err() {
+        if !send_all(tx, played.regrown()).await {
             return false;
         }
     }

@@ -9,6 +9,7 @@ use crate::lineage::{Engine, ProcId, Process, Retention, Story};
 use crate::render::LineRenderer;
 use crate::stats::StreamStats;
 
+pub use super::find::Findable;
 use super::msg::Msg;
 
 /// Where each pane goes (the selection is kept on screen with it).
@@ -201,6 +202,9 @@ pub struct StoryPane {
     /// The explanation of the step at `.0` is scrolled by `.1` pages (`m`; the draw wraps
     /// back to its start past the end). Another step shows its explanation from the top.
     pub why_scroll: (usize, usize),
+    /// Guided: the story (an index into `stories`) the replay opens at (`--story`), until
+    /// its first step is reached.
+    pub open_at: Option<usize>,
     /// Live: the engine's stories, updated from what each batch changed.
     kept: crate::lineage::Stories,
     /// The version of `kept` that `stories` shows.
@@ -242,6 +246,20 @@ impl StoryPane {
     /// The story step under the cursor.
     pub fn current_step(&self) -> Option<&crate::lineage::StoryStep> {
         self.step_in(&self.stories)
+    }
+
+    /// The story step under the cursor, with the story it is told in (its explanation's
+    /// variant).
+    pub fn current(&self) -> Option<(&Story, &crate::lineage::StoryStep)> {
+        self.stories
+            .iter()
+            .flat_map(|st| st.steps.iter().map(move |x| (st, x)))
+            .nth(self.cursor)
+    }
+
+    /// Step number `k` (an index into [`StoryPane::steps`]).
+    pub fn step_at(&self, k: usize) -> Option<&crate::lineage::StoryStep> {
+        self.stories.iter().flat_map(|s| &s.steps).nth(k)
     }
 
     /// Step number `cursor` of `stories` (in story order).
@@ -308,12 +326,17 @@ impl LogPane {
     }
 }
 
-/// The search: what is being typed after `/`, and the last confirmed query.
+/// The search: what is being typed after `/`, the last confirmed query, and where it looks.
 pub struct Search {
     /// `/` being typed.
     pub input: Option<String>,
     /// The last confirmed search.
     pub query: String,
+    /// Replay: every process of the whole recording ([`Msg::Index`]), so a search finds
+    /// what the position has not reached yet, or has let go.
+    pub index: Vec<Findable>,
+    /// The hit `n` / `N` move from: `(pid, start_seq)`.
+    pub hit: Option<(u32, u64)>,
 }
 
 impl Search {
@@ -470,6 +493,8 @@ pub struct AppState {
     pub view: View,
     /// The clock and the highlights and rate timed by it.
     pub clock: Clock,
+    /// Guided replay's quiz: the question open, the answers and the score.
+    pub quiz: super::quiz::Quiz,
 }
 
 impl AppState {
@@ -503,6 +528,7 @@ impl AppState {
                 stories: Vec::new(),
                 cursor: 0,
                 why_scroll: (0, 0),
+                open_at: None,
                 kept: crate::lineage::Stories::default(),
                 shown: None,
             },
@@ -519,7 +545,10 @@ impl AppState {
             search: Search {
                 input: None,
                 query: String::new(),
+                index: Vec::new(),
+                hit: None,
             },
+            quiz: super::quiz::Quiz::default(),
             playback: Playback {
                 paused: false,
                 speed: 1.0,
@@ -678,13 +707,16 @@ impl AppState {
                 } else {
                     self.apply_events(evs);
                     self.follow_story();
+                    self.quiz_judge();
                 }
             }
             Msg::Seed(snap) => self.seed(&snap),
             Msg::Goto(n) => {
                 self.goto(n);
                 self.follow_story();
+                self.quiz_judge();
             }
+            Msg::Index(index) => self.search.index = index,
             Msg::Grown(total) => self.playback.total = total,
             Msg::Drops(d) => self.status.drops = d,
             Msg::TargetExited => self.status.target_exited = true,
@@ -713,12 +745,16 @@ impl AppState {
             }
         }
         let before = self.story.cursor;
-        // A cursor already on a step of the latest event reached stays (steps share seqs).
-        let keep = self
-            .story
-            .step_in(&self.playback.full_stories)
-            .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
-        if !keep {
+        // A cursor already on a step of the latest event reached stays (steps share seqs),
+        // and so does one on a question of the quiz (the replay waits before its step).
+        let keep = self.quiz.asking.is_some()
+            || self
+                .story
+                .step_in(&self.playback.full_stories)
+                .is_some_and(|st| Some(st.seq) == best.map(|(q, _)| q));
+        if let Some(k) = self.opened_story(at) {
+            self.story.cursor = k;
+        } else if !keep {
             self.story.cursor = best.map_or(0, |(_, k)| k);
         }
         // Guided: the tree shows the step's process as the step is reached...
@@ -728,6 +764,36 @@ impl AppState {
             // ... and the log its event.
             self.log.cursor = step.map(|st| st.seq);
         }
+    }
+
+    /// An answer of the quiz waiting for its step: judged once the replay has applied it.
+    pub(super) fn quiz_judge(&mut self) {
+        let at = self.last_seq();
+        if self
+            .quiz
+            .judge(&self.playback.full_stories, &self.engine, at)
+        {
+            self.dirty = true;
+        }
+    }
+
+    /// Questions of the quiz the stories shown hold that are not asked yet.
+    pub fn quiz_left(&self) -> usize {
+        self.quiz.left(&self.story.stories)
+    }
+
+    /// `--story`: the first step of the story the replay opens at, once the position has
+    /// reached it (then it is an ordinary view).
+    fn opened_story(&mut self, at: u64) -> Option<usize> {
+        let i = self.story.open_at?;
+        let stories = &self.playback.full_stories;
+        let first = stories.get(i).and_then(|s| s.steps.first());
+        if first.is_some_and(|st| st.seq > at) {
+            return None;
+        }
+        self.story.open_at = None;
+        first?;
+        Some(stories[..i].iter().map(|s| s.steps.len()).sum())
     }
 
     /// Applies pending events (live, on resume).
@@ -1041,30 +1107,9 @@ impl AppState {
     }
 }
 
-/// Does `p` match the search `q`: a pid prefix (digits), else part of its name, a
-/// container-id prefix, or part of its pod's or container's name (case-insensitive)?
+/// Does `p` match the search `q` ([`Findable::matches`])?
 pub fn matches_query(p: &Process, q: &str) -> bool {
-    let q = q.trim();
-    if q.is_empty() {
-        return false;
-    }
-    if q.bytes().all(|b| b.is_ascii_digit()) {
-        return p.pid.to_string().starts_with(q);
-    }
-    let ql = q.to_lowercase();
-    let k8s = p.k8s.as_deref();
-    let pod = k8s.and_then(|k| k.pod_text());
-    p.name().to_lowercase().contains(&ql)
-        || pod.is_some_and(|n| n.to_lowercase().contains(&ql))
-        || k8s
-            .and_then(|k| k.container_name.as_deref())
-            .is_some_and(|n| n.to_lowercase().contains(&ql))
-        || p.container_id
-            .as_deref()
-            .is_some_and(|c| c.to_lowercase().starts_with(&ql))
-        || p.exe
-            .as_deref()
-            .is_some_and(|e| crate::lineage::basename(e).to_lowercase().contains(&ql))
+    Findable::of(p).matches(q)
 }
 
 /// The records whose subtree holds a live process.

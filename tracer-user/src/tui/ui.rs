@@ -12,9 +12,10 @@ use ratatui::Frame;
 
 use crate::escape::escape;
 use crate::lineage::view::{marks, Mark};
-use crate::lineage::{How, LineageEntry, Process, Role, StoryStep};
+use crate::lineage::{How, LineageEntry, Process, Reaper, Role, Story, StoryStep};
 
 use super::action::KEY_HELP;
+use super::quiz;
 use super::state::layout::{active_pane, layout};
 use super::state::{AppState, Mode, Pane, Row, RowKind};
 
@@ -347,7 +348,7 @@ fn detail_lines(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     out.push(detail_exit(s, p));
     out.extend(detail_cgroup(s, p));
     out.extend(detail_pidns(s, p));
-    out.push(detail_subreaper(s, p));
+    out.extend(detail_subreaper(s, p));
     out.push(detail_threads(s, p));
     out.extend(detail_history(s, p));
     out
@@ -496,10 +497,12 @@ fn detail_pidns(s: &AppState, p: &Process) -> Option<Line<'static>> {
     Some(Line::from(vec![detail_key(s, "pidns"), Span::raw(t)]))
 }
 
-/// Whether its orphans come to it: PR_SET_CHILD_SUBREAPER set (or set then cleared) by
-/// prctl (kernel/sys.c), or only an ancestor's, which kernel/exit.c find_new_reaper looks
-/// for when it has `has_child_subreaper`.
-fn detail_subreaper(s: &AppState, p: &Process) -> Line<'static> {
+/// Whether its orphans come to it, each fact under its own name: `subreaper`, its own
+/// PR_SET_CHILD_SUBREAPER (kernel/sys.c prctl sets `is_child_subreaper`); `inherited`, the
+/// kernel's `has_child_subreaper` flag (copied at fork, never cleared: it says an ancestor
+/// was a subreaper then, not that one lives now); `orphans→`, the model's find_new_reaper
+/// walk for it now, the one an adoption step tells.
+fn detail_subreaper(s: &AppState, p: &Process) -> Vec<Line<'static>> {
     let sub = match (p.is_subreaper, p.subreaper_seq()) {
         (true, Some(q)) => format!("yes (PR_SET_CHILD_SUBREAPER @{q})"),
         (true, None) => "yes".into(),
@@ -507,10 +510,27 @@ fn detail_subreaper(s: &AppState, p: &Process) -> Line<'static> {
             Some(c) => format!("no (set @{q}, cleared @{c})"),
             None => "no".into(),
         },
-        (false, _) if p.has_child_subreaper => "no (a subreaper ancestor exists)".into(),
-        (false, _) => "no".into(),
+        (false, None) => "no".into(),
     };
-    Line::from(vec![detail_key(s, "subreaper"), Span::raw(sub)])
+    let mut out = vec![Line::from(vec![detail_key(s, "subreaper"), Span::raw(sub)])];
+    if p.has_child_subreaper && !p.is_subreaper {
+        out.push(Line::from(vec![
+            detail_key(s, "inherited"),
+            Span::raw("has_child_subreaper (kernel flag)"),
+        ]));
+    }
+    let walk = s.engine.orphans_would_go_to(p.id);
+    // A pid 1 has no one to hand its orphans to; an exited process has none left.
+    if !p.exited && walk.is_none_or(|(pid, _)| pid != p.pid) {
+        let to = match walk {
+            Some((pid, Reaper::Subreaper(_))) => format!("{pid} (nearest live subreaper)"),
+            Some((pid, Reaper::Init)) => format!("{pid} (no live subreaper ancestor: init)"),
+            Some((pid, _)) => format!("{pid} (its pid namespace's init)"),
+            None => "its pid namespace's init (not seen)".into(),
+        };
+        out.push(Line::from(vec![detail_key(s, "orphans→"), Span::raw(to)]));
+    }
+    out
 }
 
 /// Its live threads (CLONE_THREAD: same tgid), the first dozen of them.
@@ -606,9 +626,12 @@ fn draw_story(f: &mut Frame, s: &AppState, area: Rect) {
         return;
     }
     let (lines, cursor_line, header_line) = story_lines(s, inner.width);
-    if s.view.show_explain {
-        if let Some(step) = s.story.current_step() {
-            let why = why_lines(s, step, inner.width);
+    if s.view.show_explain || s.quiz.on {
+        if let Some((story, step)) = s.story.current() {
+            let why = match s.quiz.on {
+                true => quiz_lines(s, story, step, inner.width),
+                false => why_lines(s, story, step, inner.width),
+            };
             // The steps keep a third of the pane (at least three rows, fewer if there are
             // fewer); `m` pages through an explanation cut short, `z` gives it the screen.
             let keep = (lines.len() as u16).min((inner.height / 3).max(3));
@@ -666,7 +689,7 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
                 style = style.add_modifier(Modifier::REVERSED);
             }
             let mark = if cur { "▸" } else { " " };
-            let text = format!("{mark} {:>6}  {}", step.seq, escape(&step.text));
+            let text = format!("{mark} {:>6}  {}", step.seq, step_text(s, k, step, future));
             if s.view.zoom {
                 // Zoomed: whole steps, wrapped under their text.
                 let opts = textwrap::Options::new(usize::from(width.max(20)))
@@ -682,6 +705,84 @@ fn story_lines(s: &AppState, width: u16) -> (Vec<Line<'static>>, usize, usize) {
         }
     }
     (lines, cursor_line, header_line)
+}
+
+/// A step's line in the story pane; in quiz mode, a step not reached yet is not told (its
+/// line could give an answer away), and the one asked about is its question.
+fn step_text(s: &AppState, k: usize, step: &StoryStep, future: bool) -> String {
+    if s.quiz.asking == Some(k) {
+        return format!("? {}", escape(&quiz::question(step)));
+    }
+    match s.quiz.on && future {
+        true => "· · ·".into(),
+        false => escape(&step.text).into_owned(),
+    }
+}
+
+/// The quiz's part of the story pane, in place of the explanation: the question open and
+/// the answer typed; the verdict with the step's explanation; nothing of a step not reached.
+fn quiz_lines(s: &AppState, story: &Story, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
+    let k = s.story.cursor;
+    let width = usize::from(width.max(10));
+    let head = fg(s, Color::Yellow).add_modifier(Modifier::BOLD);
+    let wrap = |t: &str, style: Style| -> Vec<Line<'static>> {
+        textwrap::wrap(t, width)
+            .into_iter()
+            .map(|l| Line::styled(l.into_owned(), style))
+            .collect()
+    };
+    if s.quiz.asking == Some(k) {
+        let mut out = wrap(&format!("── quiz: {}", escape(&quiz::question(step))), head);
+        out.extend(wrap(
+            &format!(
+                "pid: {}█  (type it, or select the process in the tree; Enter answers, Esc passes)",
+                s.quiz.typed
+            ),
+            Style::new(),
+        ));
+        out.extend(wrap(
+            &score_text(s),
+            Style::new().add_modifier(Modifier::DIM),
+        ));
+        return out;
+    }
+    if s.last_seq().is_none_or(|a| step.seq > a) {
+        return wrap("── quiz: ] goes on (a question comes first)", head);
+    }
+    let Some(v) = s.quiz.verdict.as_ref().filter(|v| v.step == k) else {
+        return match s.view.show_explain {
+            true => why_lines(s, story, step, width as u16),
+            false => Vec::new(),
+        };
+    };
+    let truth = v
+        .truth
+        .map_or("not shown in the recording".into(), |p| p.to_string());
+    let said = match (v.guess, v.right()) {
+        (None, _) => format!("── passed: it is {truth}"),
+        (Some(_), true) => format!("── right: {truth}"),
+        (Some(g), false) => format!("── wrong: you said {g}, it is {truth}"),
+    };
+    let style = match v.right() {
+        true => fg(s, Color::Green).add_modifier(Modifier::BOLD),
+        false => fg(s, Color::Red).add_modifier(Modifier::BOLD),
+    };
+    let mut out = wrap(&said, style);
+    out.extend(why_lines(s, story, step, width as u16));
+    out.extend(wrap(
+        &score_text(s),
+        Style::new().add_modifier(Modifier::DIM),
+    ));
+    out
+}
+
+/// `quiz: 3 of 4 right`, and `— quiz over` once every question of the stories is asked.
+fn score_text(s: &AppState) -> String {
+    let over = match s.quiz.asked > 0 && s.quiz_left() == 0 && s.quiz.asking.is_none() {
+        true => " — quiz over",
+        false => "",
+    };
+    format!("quiz: {} of {} right{over}", s.quiz.right, s.quiz.asked)
 }
 
 /// `more ↓ (KEY)`: the text above goes on below the pane's edge.
@@ -719,16 +820,16 @@ fn paged(
     shown
 }
 
-/// The explanation of `step`, wrapped to `width`: a rule, the text, its source.
-fn why_lines(s: &AppState, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
-    let w = crate::lineage::explain::why(step.kind);
+/// The explanation of `step` in `story`, wrapped to `width`: a rule, the text, its source.
+fn why_lines(s: &AppState, story: &Story, step: &StoryStep, width: u16) -> Vec<Line<'static>> {
+    let w = crate::lineage::explain::why(story, step);
     let width = usize::from(width.max(10));
     let head = fg(s, Color::Cyan).add_modifier(Modifier::BOLD);
     let mut out: Vec<Line> = textwrap::wrap(&format!("── why: {}", step.text), width)
         .into_iter()
         .map(|l| Line::styled(l.into_owned(), head))
         .collect();
-    for l in textwrap::wrap(w.text, width) {
+    for l in textwrap::wrap(&w.text, width) {
         out.push(Line::raw(l.into_owned()));
     }
     for l in textwrap::wrap(&format!("source: {}", w.source), width) {
@@ -816,6 +917,32 @@ fn speed_text(x: f64) -> String {
     }
 }
 
+/// A replay's place on the status bar: the selected step's seq (which the position's count
+/// is not), the position, and the quiz's score.
+fn replay_position(s: &AppState, v: &mut Vec<Span<'static>>) {
+    let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
+    if let Some(st) = s.story.current_step().filter(|_| s.view.show_story) {
+        v.push(Span::raw(format!("step seq {}", st.seq)));
+        v.push(sep());
+    }
+    let end = match s.position() >= s.playback.total {
+        true => " end",
+        false => "",
+    };
+    v.push(Span::raw(format!(
+        "event {}/{}{end}",
+        s.position(),
+        s.playback.total
+    )));
+    if s.quiz.on {
+        v.push(sep());
+        v.push(Span::styled(
+            format!("quiz {}/{}", s.quiz.right, s.quiz.asked),
+            fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+}
+
 fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
     let bad = |n: u64| {
@@ -871,18 +998,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     }
     // One count of events: replay, the position in the recording; live, those applied.
     match s.mode {
-        Mode::Replay => {
-            let end = if s.position() >= s.playback.total {
-                " end"
-            } else {
-                ""
-            };
-            v.push(Span::raw(format!(
-                "event {}/{}{end}",
-                s.position(),
-                s.playback.total
-            )));
-        }
+        Mode::Replay => replay_position(s, &mut v),
         Mode::Live => v.push(Span::raw(format!(
             "{} events {:.0}/s",
             s.stats.events,

@@ -217,3 +217,42 @@ fn a_death_story_names_what_the_namespaces_end_killed() {
     assert_eq!(killed, [40, 50]);
     same_as_one_shot(&b.events, 1);
 }
+
+/// A runtime restart is told the same as events arrive, and found again only when what it
+/// reads changed: a shim forking another `runc` after the restart does not search again.
+#[test]
+fn a_runtime_restart_is_told_the_same_and_searched_only_when_it_may_change() {
+    let (mut b, _) = super::restart_stream();
+    for batch in [1, 4] {
+        same_as_one_shot(&b.events, batch);
+    }
+    let mut e = Engine::new();
+    e.seed_snapshot(&[snap(1, 0, "systemd")]);
+    b.events.iter().for_each(|ev| e.apply(ev));
+    let mut s = Stories::build(&e);
+    assert!(s.iter().any(|st| st.phase == Phase::RuntimeRestart));
+    let from = b.events.len();
+    b.fork(111, 300);
+    b.exec(300, "/usr/bin/runc", &["runc", "state", "c1"]);
+    b.events[from..].iter().for_each(|ev| e.apply(ev));
+    s.update(&e);
+    assert!(
+        s.fresh().all(|st| st.phase != Phase::RuntimeRestart),
+        "the shim's new child changes nothing the restart read"
+    );
+    assert_eq!(s.list(), stories(&e));
+    // The shim's end, after the restart, is no part of it either.
+    let from = b.events.len();
+    b.exit(111, 0);
+    b.events[from..].iter().for_each(|ev| e.apply(ev));
+    s.update(&e);
+    assert!(s.fresh().all(|st| st.phase != Phase::RuntimeRestart));
+    assert_eq!(s.list(), stories(&e));
+    // The new daemon ends too: the search runs again (and still finds the one restart).
+    let from = b.events.len();
+    b.exit(200, 0);
+    b.events[from..].iter().for_each(|ev| e.apply(ev));
+    s.update(&e);
+    assert!(s.fresh().any(|st| st.phase == Phase::RuntimeRestart));
+    assert_eq!(s.list(), stories(&e));
+}
