@@ -346,6 +346,27 @@ mod explained {
         stories(&e)
     }
 
+    /// The demos were recorded on a VM whose PID 1 is `process_api`, no init system: a shim
+    /// adopted by it is told what it is; an adoption by a shim (a subreaper) is not.
+    #[test]
+    fn an_adoption_by_a_pid_1_that_is_no_init_system_names_it() {
+        let all = demo_stories(crate::demo::Demo::Pod);
+        let steps = || all.iter().flat_map(|s| &s.steps);
+        let by_one = steps()
+            .filter(|s| s.kind == StepKind::ShimAdopted)
+            .collect::<Vec<_>>();
+        assert!(!by_one.is_empty());
+        for s in by_one {
+            assert!(
+                s.text.contains("adopted by 1 (process_api, the recording machine's init; parent "),
+                "{}",
+                s.text
+            );
+        }
+        let by_shim = steps().find(|s| s.kind == StepKind::InitAdopted).unwrap();
+        assert!(!by_shim.text.contains("machine's init"), "{}", by_shim.text);
+    }
+
     #[test]
     fn every_bundled_story_is_explained_for_what_it_holds() {
         for &demo in crate::demo::Demo::ALL {

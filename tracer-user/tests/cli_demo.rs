@@ -190,7 +190,7 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
     );
     // The restart is a story of the list, between the exec's and the death's (by its seq).
     assert!(
-        stdout.contains("\nruntime daemon containerd restarted: 2058 → 2173, 3 lived on, 0 lost [runtime_restart]\n"),
+        stdout.contains("\n#3 runtime daemon containerd restarted: 2058 → 2173, 3 lived on, 0 lost [runtime_restart]\n"),
         "{stdout}"
     );
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/demo/restart.trace");

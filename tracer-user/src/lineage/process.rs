@@ -387,6 +387,16 @@ pub(crate) struct Rare {
 }
 
 impl Process {
+    /// The words for the host's PID 1 when it is no init system: "the recording machine's init
+    /// (process_api)" — what a tree, a story or an adoption ("adopted by 1, …") calls it.
+    /// `None` for any other process, and for an init system's PID 1.
+    pub fn machine_init(&self) -> Option<String> {
+        let host = self.pidns.is_none_or(|ns| ns.level == 0);
+        (self.pid == 1 && host)
+            .then(|| crate::names::machine_init_words(&self.name()))
+            .flatten()
+    }
+
     pub(crate) fn blank(id: ProcId, pid: u32, how: How, seq: u64, ts_ns: u64) -> Process {
         Process {
             id,

@@ -411,7 +411,7 @@ pub(super) fn build(c: &Ctx, init: &Process) -> Story {
     stage_steps(&cast, &mut step);
     clone_steps(&cast, &mut step);
     exit_steps(&cast, &mut step);
-    adoption_step(&cast, &mut step);
+    adoption_step(c, &cast, &mut step);
     cgroup_steps(&cast, &mut step);
     workload_step(&cast, &mut step);
     steps.sort_by_key(|s| s.seq);
@@ -569,10 +569,14 @@ fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String
 
 /// INIT's adoption: orphaned by the runtime, it goes to the nearest subreaper ancestor, the
 /// shim, or else to init (kernel/exit.c find_new_reaper). Its first adoption after birth.
-fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
+fn adoption_step(
+    c: &Ctx,
+    cast: &Cast,
+    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
+) {
     let init = cast.init;
     if let Some(a) = init.lineage.iter().skip(1).find(|l| l.how == How::Adopted) {
-        let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
+        let reason = adopted_why(c, a.parent, a.reason);
         let kind = if cast.exec {
             StepKind::ExecAdopted
         } else {
@@ -581,6 +585,16 @@ fn adoption_step(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, Str
         let who = cast.who();
         let text = format!("{who} {} adopted by {} ({reason})", init.pid, a.parent);
         step(kind, a.seq, a.ts_ns, init.pid, text);
+    }
+}
+
+/// Why `pid` adopted, as a step says it in parentheses: the kernel's reason, led for a host
+/// PID 1 that is no init system by what it is (trainees expect systemd there).
+fn adopted_why(c: &Ctx, pid: u32, reason: Option<Reason>) -> String {
+    let reason = reason.map(|r| r.to_string()).unwrap_or_default();
+    match c.process_meta(pid).filter(|p| p.machine_init().is_some()) {
+        Some(p) => format!("{}, the recording machine's init; {reason}", p.name()),
+        None => reason,
     }
 }
 
@@ -758,7 +772,7 @@ fn shim_birth(c: &Ctx, shim: &Process, step: &mut impl FnMut(StepKind, u64, u64,
             |l| matches!(l.reason, Some(Reason::ParentExited { parent, .. }) if parent == sp.pid),
         );
         if let Some(a) = adoption {
-            let reason = a.reason.map(|r| r.to_string()).unwrap_or_default();
+            let reason = adopted_why(c, a.parent, a.reason);
             step(
                 StepKind::ShimAdopted,
                 a.seq,

@@ -66,7 +66,7 @@ pub enum Mark<'a> {
     /// An strace log's initial process whose pid the log never shows.
     InitialProcess,
     /// `(the recording machine's init)`: the host's PID 1 when its name is no init system's
-    /// (a VM's `process_api`), [`machine_init`].
+    /// (a VM's `process_api`), [`Process::machine_init`].
     MachineInit,
     /// `(subreaper)`
     Subreaper,
@@ -110,16 +110,6 @@ impl Mark<'_> {
     }
 }
 
-/// The words for the host's PID 1 when it is no init system: "the recording machine's init
-/// (process_api)" — what a tree, a story or an adoption ("adopted by 1 (…)") calls it.
-/// `None` for any other process, and for an init system's PID 1.
-pub fn machine_init(p: &Process) -> Option<String> {
-    let host = p.pidns.is_none_or(|ns| ns.level == 0);
-    (p.pid == 1 && host)
-        .then(|| crate::names::machine_init_words(&p.name()))
-        .flatten()
-}
-
 /// How `p` ended, in a few words (`exit 0`, `killed SIGTERM by 812`, `OOMKilled`, `exited`
 /// when the source did not show how): [`Death::short`].
 pub fn exit_text(p: &Process) -> String {
@@ -146,7 +136,7 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
     } else if p.born_how() == How::Unknown {
         v.push(Mark::Placeholder);
     }
-    if machine_init(p).is_some() {
+    if p.machine_init().is_some() {
         v.push(Mark::MachineInit);
     }
     if p.is_subreaper {

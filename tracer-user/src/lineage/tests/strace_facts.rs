@@ -111,7 +111,7 @@ fn a_pid_1_that_is_no_init_system_is_the_recording_machines_init() {
         (
             one,
             seven,
-            crate::lineage::view::machine_init(e.process(1).unwrap()),
+            e.process(1).unwrap().machine_init(),
         )
     };
     let (one, seven, words) = label("process_api");
