@@ -206,7 +206,7 @@ fn demo_restart_tells_what_survived_the_runtime_restart() {
     // daemon.
     let steps: Vec<&str> = story
         .lines()
-        .skip_while(|l| !l.starts_with("runtime daemon containerd restarted: "))
+        .skip_while(|l| !l.starts_with("#3 runtime daemon containerd restarted: "))
         .skip(1)
         .take_while(|l| l.starts_with("  [seq"))
         .collect();
