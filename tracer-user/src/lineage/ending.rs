@@ -57,13 +57,13 @@ impl SignalRecord {
     }
 
     /// A process sent it, but from outside the receiver's pid namespace, so its pid there is
-    /// 0 ([`OUTSIDE_SENDER`]); the views never print that 0 as a pid.
+    /// 0 (`OUTSIDE_SENDER`); the views never print that 0 as a pid.
     pub fn from_outside(&self) -> bool {
         self.sender == 0 && self.user_sent()
     }
 
     /// The sender in a few words: its pid (`(inferred)` after it when the source inferred
-    /// it), [`OUTSIDE_SENDER`], or `the kernel` for a signal it raised.
+    /// it), `OUTSIDE_SENDER`, or `the kernel` for a signal it raised.
     pub fn sender_words(&self) -> String {
         match (self.sender, self.user_sent()) {
             (0, true) => OUTSIDE_SENDER.into(),

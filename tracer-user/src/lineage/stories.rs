@@ -20,7 +20,7 @@ use super::story::{is_anchor, Story};
 /// or exec'd out of an oci-init stage), an exec into a running container, a restart, and,
 /// after each that ended, its death; ordered by their first step. One-shot: a view that
 /// follows a growing recording keeps a [`Stories`] and updates it. A runtime daemon's restart
-/// is a story too ([`super::restart_story`]), placed by the old daemon's end.
+/// is a story too (`restart_story.rs`), placed by the old daemon's end.
 pub fn stories(e: &Engine) -> Vec<Story> {
     Stories::build(e).list()
 }

@@ -170,7 +170,7 @@ pub struct StoryStep {
     /// One line describing it.
     pub text: String,
     /// What its explanation must know of it beyond its kind (which rule, whose signal): set
-    /// by [`super::explain::facts`] once the story is built; not in the JSON.
+    /// by `explain/facts.rs` once the story is built; not in the JSON.
     #[serde(skip)]
     pub facts: Facts,
 }

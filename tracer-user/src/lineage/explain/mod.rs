@@ -2,9 +2,9 @@
 //! source that implements it, told for the variant the story holds (`runc create`, `run` or
 //! `exec`; containerd's shim, conmon or no shim; a StopContainer or a StopPodSandbox; the CNI
 //! plugins as they ran). Every [`StepKind`] is matched exhaustively, so a new kind does not
-//! build until it is explained; each group of kinds has its module: [`birth`] (the shim, the
-//! runtime and its stages), [`exec`] (`runc exec`), [`death`] (signals, OOM, reaping,
-//! `runc delete`, the pod's teardown, restarts). [`facts`] reads from the records what the
+//! build until it is explained; each group of kinds has its module: `birth` (the shim, the
+//! runtime and its stages), `exec` (`runc exec`), `death` (signals, OOM, reaping,
+//! `runc delete`, the pod's teardown, restarts). `facts` reads from the records what the
 //! variants tell apart.
 
 use serde_json::Value;
