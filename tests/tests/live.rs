@@ -286,9 +286,7 @@ fn lifecycle_without_syscall_probes_is_reported_exactly() {
         .filter_map(|e| match &e.kind {
             EventKind::PrctlEnter {
                 option, arg2, name, ..
-            } => {
-                Some((e.tid, *option, *arg2, name.clone().map(|n| n.value)))
-            }
+            } => Some((e.tid, *option, *arg2, name.clone().map(|n| n.value))),
             _ => None,
         })
         .collect();

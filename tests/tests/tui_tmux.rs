@@ -289,7 +289,11 @@ fn demo_opens_guided_and_steps_within_the_selected_story_160x45() {
     });
     let s = t.capture();
     let (now, _) = selected_step(&s).unwrap_or_else(|| panic!("{s}"));
-    let seq = now.trim_start_matches('▸').split_whitespace().next().unwrap_or_default();
+    let seq = now
+        .trim_start_matches('▸')
+        .split_whitespace()
+        .next()
+        .unwrap_or_default();
     assert!(s.contains(&format!("step seq {seq} ")), "{s}");
 
     // `]` moves the replay through that story's steps, never into another one, and says so
@@ -419,7 +423,9 @@ fn demo_quiz_asks_judges_and_says_the_score_at_the_end() {
     for _ in 0..40 {
         let before = t.capture();
         t.send(&["]"]);
-        t.wait_until("the step or the question to come", |t| t.capture() != before);
+        t.wait_until("the step or the question to come", |t| {
+            t.capture() != before
+        });
         if t.capture().contains("── quiz: ") && t.capture().contains("Enter answers") {
             asked = true;
             break;

@@ -358,7 +358,8 @@ mod explained {
         assert!(!by_one.is_empty());
         for s in by_one {
             assert!(
-                s.text.contains("adopted by 1 (process_api, the recording machine's init; parent "),
+                s.text
+                    .contains("adopted by 1 (process_api, the recording machine's init; parent "),
                 "{}",
                 s.text
             );

@@ -503,7 +503,9 @@ fn share_rows(rows: Vec<Row>, e: &Engine, ends: &LaneEnds, col_w: usize) -> Vec<
 
 /// Columns of `col_w` px the exit status of `id` takes right of its exit.
 fn exit_room(e: &Engine, id: ProcId, col_w: usize) -> usize {
-    let chars = e.get(id).map_or(0, |p| signals::exit_text(p).chars().count());
+    let chars = e
+        .get(id)
+        .map_or(0, |p| signals::exit_text(p).chars().count());
     (chars * 7 + 8).div_ceil(col_w)
 }
 

@@ -569,11 +569,7 @@ fn exit_steps(cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String
 
 /// INIT's adoption: orphaned by the runtime, it goes to the nearest subreaper ancestor, the
 /// shim, or else to init (kernel/exit.c find_new_reaper). Its first adoption after birth.
-fn adoption_step(
-    c: &Ctx,
-    cast: &Cast,
-    step: &mut impl FnMut(StepKind, u64, u64, u32, String),
-) {
+fn adoption_step(c: &Ctx, cast: &Cast, step: &mut impl FnMut(StepKind, u64, u64, u32, String)) {
     let init = cast.init;
     if let Some(a) = init.lineage.iter().skip(1).find(|l| l.how == How::Adopted) {
         let reason = adopted_why(c, a.parent, a.reason);

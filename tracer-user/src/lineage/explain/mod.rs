@@ -17,8 +17,8 @@ mod birth;
 pub(crate) mod check;
 mod death;
 mod exec;
-mod restart;
 pub(super) mod facts;
+mod restart;
 
 /// The explanation of one step.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -78,8 +78,15 @@ const CRIO: &str = "CRI-O's crio.service keeps the default kill mode instead and
 pub(super) fn why(t: &Told, general: (&str, &'static str)) -> (String, &'static str) {
     let (text, source) = general;
     let crio = t.step.kind == StepKind::Survived
-        && t.story.runtime_restart.as_deref().is_some_and(|r| r.daemon == "crio");
-    let text = if crio { format!("{text} {CRIO}") } else { text.to_string() };
+        && t.story
+            .runtime_restart
+            .as_deref()
+            .is_some_and(|r| r.daemon == "crio");
+    let text = if crio {
+        format!("{text} {CRIO}")
+    } else {
+        text.to_string()
+    };
     match recorded(t.story, t.step) {
         Some(facts) => (format!("{text} {facts}"), source),
         None => (text, source),

@@ -108,11 +108,7 @@ fn a_pid_1_that_is_no_init_system_is_the_recording_machines_init() {
         e.seed_snapshot(&[snap(1, 0, comm), snap(7, 1, "process_api")]);
         let one = node_label(e.process(1).unwrap(), TreeOpts::default());
         let seven = node_label(e.process(7).unwrap(), TreeOpts::default());
-        (
-            one,
-            seven,
-            e.process(1).unwrap().machine_init(),
-        )
+        (one, seven, e.process(1).unwrap().machine_init())
     };
     let (one, seven, words) = label("process_api");
     assert_eq!(one, "1 process_api (the recording machine's init)");
