@@ -91,7 +91,9 @@ fn printed(file: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A shell kills its background `sleep` (once /proc shows it exec'd): the SIGTERM line is the
+/// A shell kills its background `sleep` once /proc shows it blocked in its nanosleep (its
+/// comm reads `sleep` already inside execve, before the exec's tracepoint fires; blocked in
+/// the sleep, the exec is done): the SIGTERM line is the
 /// job's, `[pid JOB<sleep>]`, with the shell as `si_pid=SHELL<sh>` and the test's uid; the
 /// shell's SIGCHLD is under the shell. Truth: the pids and names the shell read from /proc.
 #[test]
@@ -101,7 +103,8 @@ fn a_signal_is_printed_under_its_receiver_with_y_names() {
     let pids = dir.join("pids");
     let script = format!(
         "exec >'{}'; echo $$; read me </proc/$$/comm; echo $me; sleep 100 & echo $!; \
-         while read c </proc/$!/comm; [ \"$c\" != sleep ]; do :; done; kill -TERM $!; wait",
+         while read n r </proc/$!/syscall; [ \"$n\" != 230 ] && [ \"$n\" != 35 ]; do :; done; \
+         kill -TERM $!; wait",
         pids.display()
     );
     let (lines, out) = trace_sh(&["-Y"], &script, &dir);
