@@ -8,7 +8,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 use tracer::render::LineRenderer;
-use tracer::tracefile::{synth, CaptureMode, Header, TraceReader, TraceWriter};
+use tracer::synth;
+use tracer::tracefile::{CaptureMode, Header, TraceReader, TraceWriter};
 
 const TARGET_EVENTS_PER_S: f64 = 3e6;
 const TARGET_RSS_MIB: f64 = 150.0;
@@ -62,7 +63,7 @@ fn main() {
     let path = std::env::temp_dir().join(format!("tracefile-bench-{}.trace", std::process::id()));
 
     let mut header = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
-    header.snapshot = synth::storm_snapshot();
+    header.snapshot = synth::storm_snapshot().iter().map(Into::into).collect();
     let t = Instant::now();
     let mut w = TraceWriter::create(&path, &header).expect("create");
     for ev in synth::Storm::new(n) {

@@ -1,7 +1,15 @@
-//! Synthetic event streams for tests and benchmarks (the engine's, the viewer's, the scale
-//! recordings of `tests::big`); not a stable API.
+//! The one test kit: synthetic events, processes, pods and strace logs for every test,
+//! example and benchmark (the engine's, the viewer's, the readers', the scale recordings of
+//! `tests::big`); not a stable API. [`Stream`] writes a story a step at a time; [`Storm`] is
+//! an endless realistic stream; the functions below make one event each or whole shapes.
 
 use crate::event::{CapturedStr, CloneFlags, Event, EventKind, SignalInfo, SignalResult, Syscall};
+
+mod storm;
+mod stream;
+
+pub use storm::{storm_snapshot, Storm};
+pub use stream::{Stream, THREAD_FLAGS};
 
 fn event(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
     Event::bare(seq, seq * 1_000_000, tgid, tgid, comm, kind)

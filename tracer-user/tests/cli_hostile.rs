@@ -6,7 +6,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use tracer::tracefile::{synth, to_bytes, CaptureMode, Header, TraceReader, TraceWriter};
+use tracer::synth;
+use tracer::tracefile::{to_bytes, CaptureMode, Header, TraceReader, TraceWriter};
 use tracer::{Event, EventKind};
 
 mod common;
@@ -613,7 +614,7 @@ fn a_forged_gap_between_events_never_stalls_the_replay() {
         };
     }
     let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
-    h.snapshot = synth::storm_snapshot();
+    h.snapshot = synth::storm_snapshot().iter().map(Into::into).collect();
     let path = dir.join("gap.trace");
     std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();
     let started = std::time::Instant::now();

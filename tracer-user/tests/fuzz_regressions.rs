@@ -4,7 +4,8 @@
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use tracer::tracefile::{synth, to_bytes, Checksums, Header, TraceReader, MAGIC};
+use tracer::synth;
+use tracer::tracefile::{to_bytes, Checksums, Header, TraceReader, MAGIC};
 use tracer::Event;
 
 /// The files of a directory under tracer-user/, sorted; the directory must exist and hold at

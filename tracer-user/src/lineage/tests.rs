@@ -1,184 +1,19 @@
-//! Unit tests of the engine: the kit they share (the `B` stream builder, the stories they
-//! start from); the tests themselves, one file per topic, are under `tests/`.
+//! Unit tests of the engine: what they share (the engine after a [`Stream`], the stories
+//! they start from); the tests themselves, one file per topic, are under `tests/`.
 
 use super::*;
 use crate::event::{
     clone_flags as cf, prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind, ExitStatus,
     PidNs, Syscall,
 };
+use crate::synth::{Stream, THREAD_FLAGS};
 
-/// Writes events concisely; every method returns the seq of the (last) event it added.
-#[derive(Default)]
-struct B {
-    events: Vec<Event>,
+/// The engine after a stream, pid 1 (systemd) seeded from a snapshot.
+trait Run {
+    fn engine(&self) -> Engine;
 }
 
-const THREAD_FLAGS: u64 = cf::CLONE_VM
-    | cf::CLONE_FS
-    | cf::CLONE_FILES
-    | cf::CLONE_SIGHAND
-    | cf::CLONE_THREAD
-    | cf::CLONE_SYSVSEM;
-
-impl B {
-    fn push(&mut self, tgid: u32, tid: u32, comm: &str, kind: EventKind) -> u64 {
-        let seq = self.events.len() as u64 + 1;
-        self.events
-            .push(Event::bare(seq, seq * 1000, tgid, tid, comm, kind));
-        seq
-    }
-
-    #[allow(clippy::too_many_arguments)] // mirrors the Fork event's fields
-    fn fork_full(
-        &mut self,
-        caller: u32,
-        caller_tid: u32,
-        child: u32,
-        child_tgid: u32,
-        child_ppid: u32,
-        syscall: Option<Syscall>,
-        flags: Option<u64>,
-    ) -> u64 {
-        self.push(
-            caller,
-            caller_tid,
-            "",
-            EventKind::Fork {
-                child_tid: child,
-                child_tgid,
-                child_ppid,
-                syscall,
-                flags: flags.map(CloneFlags),
-                child_ns: None,
-            },
-        )
-    }
-
-    fn fork(&mut self, caller: u32, child: u32) -> u64 {
-        self.fork_full(
-            caller,
-            caller,
-            child,
-            child,
-            0,
-            Some(Syscall::Fork),
-            Some(0),
-        )
-    }
-
-    fn clone(&mut self, caller: u32, child: u32, flags: u64) -> u64 {
-        self.fork_full(
-            caller,
-            caller,
-            child,
-            child,
-            0,
-            Some(Syscall::Clone),
-            Some(flags),
-        )
-    }
-
-    fn thread(&mut self, pid: u32, caller_tid: u32, tid: u32) -> u64 {
-        self.fork_full(
-            pid,
-            caller_tid,
-            tid,
-            pid,
-            0,
-            Some(Syscall::Clone),
-            Some(THREAD_FLAGS),
-        )
-    }
-
-    fn exec_enter(&mut self, pid: u32, tid: u32, filename: &str, argv: &[&str]) -> u64 {
-        self.push(
-            pid,
-            tid,
-            "",
-            EventKind::ExecEnter {
-                syscall: Syscall::Execve,
-                dirfd: -100,
-                at_flags: 0,
-                filename: CapturedStr::new(filename),
-                argv: argv.iter().map(|s| s.to_string()).collect(),
-                argv_truncated: false,
-            },
-        )
-    }
-
-    /// Exec enter + success, the exec'd comm given by the kernel (`""` = unknown).
-    fn exec_comm(&mut self, pid: u32, tid: u32, filename: &str, argv: &[&str], comm: &str) -> u64 {
-        self.exec_enter(pid, tid, filename, argv);
-        self.push(
-            pid,
-            pid,
-            comm,
-            EventKind::Exec {
-                cred: None,
-                old_tid: tid,
-                filename: CapturedStr::new(filename),
-            },
-        )
-    }
-
-    fn exec(&mut self, pid: u32, filename: &str, argv: &[&str]) -> u64 {
-        self.exec_comm(pid, pid, filename, argv, "")
-    }
-
-    fn rename(&mut self, pid: u32, tid: u32, name: &str) -> u64 {
-        self.push(
-            pid,
-            tid,
-            "",
-            EventKind::PrctlEnter {
-                option: prctl_opt::PR_SET_NAME,
-                arg2: 0,
-                name: Some(CapturedStr::new(name)),
-                shown: None,
-            },
-        )
-    }
-
-    fn subreaper(&mut self, pid: u32, tid: u32, on: bool) -> u64 {
-        self.push(
-            pid,
-            tid,
-            "",
-            EventKind::PrctlEnter {
-                option: prctl_opt::PR_SET_CHILD_SUBREAPER,
-                arg2: on as u64,
-                name: None,
-                shown: None,
-            },
-        )
-    }
-
-    fn task_exit(&mut self, pid: u32, tid: u32, code: i32, group_dead: bool) -> u64 {
-        let exit_code = ExitStatus::Exited { code }.to_wait_status();
-        self.push(
-            pid,
-            tid,
-            "",
-            EventKind::TaskExit {
-                exit_code,
-                group_dead,
-            },
-        )
-    }
-
-    fn exit(&mut self, pid: u32, code: i32) -> u64 {
-        self.push(
-            pid,
-            pid,
-            "",
-            EventKind::ExitEnter {
-                syscall: Syscall::ExitGroup,
-                code,
-            },
-        );
-        self.task_exit(pid, pid, code, true)
-    }
-
+impl Run for Stream {
     fn engine(&self) -> Engine {
         let mut e = Engine::new();
         e.seed_snapshot(&[snap(1, 0, "systemd")]);
@@ -329,8 +164,8 @@ struct Seqs {
 /// containerd → shim start process (exits) → shim adopted by 1 → subreaper → runc create →
 /// runc init → PARENT/CHILD/INIT (CLONE_PARENT) → intermediates exit → INIT adopted by the shim →
 /// exec sleep.
-fn containerd_story() -> (B, Seqs) {
-    let mut b = B::default();
+fn containerd_story() -> (Stream, Seqs) {
+    let mut b = Stream::default();
     let vf = cf::CLONE_VM | cf::CLONE_VFORK;
     b.fork(1, 900);
     b.exec(900, "/usr/bin/containerd", &["/usr/bin/containerd"]);
@@ -424,7 +259,7 @@ fn containerd_story() -> (B, Seqs) {
 
 /// `runc create` of `id` by `shim` (from its thread), runc init → PARENT → CHILD → INIT, the
 /// intermediates and runc exit, INIT exec's `workload`. Pids from `base`. Returns INIT's pid.
-fn runc_create(b: &mut B, shim: u32, base: u32, id: &str, workload: &str) -> u32 {
+fn runc_create(b: &mut Stream, shim: u32, base: u32, id: &str, workload: &str) -> u32 {
     let vf = cf::CLONE_VM | cf::CLONE_VFORK;
     let (rt, parent, child, init) = (base, base + 1, base + 2, base + 3);
     b.fork_full(shim, shim + 1, rt, rt, 0, Some(Syscall::Clone), Some(vf));
@@ -463,8 +298,8 @@ fn runc_create(b: &mut B, shim: u32, base: u32, id: &str, workload: &str) -> u32
 /// containerd runs CNI (bridge → host-local, loopback) from Debian's /usr/lib/cni, starts the
 /// pod's shim for the sandbox (pause), then a second `shim start` for the app container that
 /// finds the running shim and exits, and the app is created under the same shim.
-fn pod_story() -> B {
-    let mut b = B::default();
+fn pod_story() -> Stream {
+    let mut b = Stream::default();
     let vf = cf::CLONE_VM | cf::CLONE_VFORK;
     b.fork(1, 900);
     b.exec(900, "/usr/bin/containerd", &["/usr/bin/containerd"]);
@@ -499,7 +334,7 @@ fn pod_story() -> B {
         }
         v
     };
-    let exec_shim = |b: &mut B, pid: u32, argv: Vec<String>| {
+    let exec_shim = |b: &mut Stream, pid: u32, argv: Vec<String>| {
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         b.exec(pid, "/usr/bin/containerd-shim-runc-v2", &argv)
     };
@@ -531,49 +366,10 @@ fn ns(inum: u64, level: u32, ns_pid: u32) -> Option<PidNs> {
     })
 }
 
-impl B {
-    /// A birth the kernel reported in full: real parent, flags and the child's namespace.
-    fn born(&mut self, caller: u32, child: u32, parent: u32, flags: u64, ns: Option<PidNs>) -> u64 {
-        let seq = self.fork_full(
-            caller,
-            caller,
-            child,
-            child,
-            parent,
-            Some(Syscall::Clone),
-            Some(flags),
-        );
-        if let Some(Event {
-            kind: EventKind::Fork { child_ns, .. },
-            ..
-        }) = self.events.last_mut()
-        {
-            *child_ns = ns;
-        }
-        seq
-    }
-
-    /// The kernel's word on `pid`'s parent, as every probe event carries it.
-    fn alive(&mut self, pid: u32, ppid: u32) -> u64 {
-        let seq = self.push(
-            pid,
-            pid,
-            "",
-            EventKind::CloneEnter {
-                syscall: Syscall::Clone,
-                flags: CloneFlags(0),
-                exit_signal: 17,
-            },
-        );
-        self.events.last_mut().unwrap().ppid = ppid;
-        seq
-    }
-}
-
 /// 1 → 10 shim (subreaper) → 20 `runc run` → [CLONE_PARENT] 30 container init (pid 1 in
 /// CTR_NS) → 40 sh (pid 2) → 50 sleep (pid 3).
-fn container() -> B {
-    let mut b = B::default();
+fn container() -> Stream {
+    let mut b = Stream::default();
     b.born(1, 10, 1, 0, ns(HOST_NS, 0, 10));
     b.subreaper(10, 10, true);
     b.born(10, 20, 10, 0, ns(HOST_NS, 0, 20));
@@ -583,24 +379,8 @@ fn container() -> B {
     b
 }
 
-impl B {
-    fn cgroup_move(&mut self, mover: u32, pid: u32, path: &str) -> u64 {
-        self.push(
-            mover,
-            mover,
-            "",
-            EventKind::CgroupAttach {
-                pid,
-                hierarchy: 8,
-                cgroup_id: 7,
-                path: CapturedStr::new(path),
-            },
-        )
-    }
-}
-
 /// An event of pid 9000, never seen created: the engine's `unknown_pid` warning.
-fn push_ghost(b: &mut B) {
+fn push_ghost(b: &mut Stream) {
     b.push(
         9000,
         9000,
@@ -616,8 +396,8 @@ fn push_ghost(b: &mut B) {
 /// systemd 1 → sh 50 → containerd 100, whose shim 111 (double-forked, adopted by 1) runs
 /// container c1; a `runc exec` 140 left under the daemon and a `runc exec` 150 under the shim
 /// that ends while the daemon is down; containerd restarted as 200.
-fn restart_stream() -> (B, u64) {
-    let mut b = B::default();
+fn restart_stream() -> (Stream, u64) {
+    let mut b = Stream::default();
     b.fork(1, 50);
     b.exec(50, "/bin/sh", &["sh", "-c", "restart loop"]);
     b.fork(50, 100);
@@ -650,64 +430,6 @@ fn restart_stream() -> (B, u64) {
     (b, died)
 }
 
-impl B {
-    /// A signal generated by `sender` (the event's task, as the probe sees it) for `target`.
-    fn signal(&mut self, sender: u32, comm: &str, sig: i32, code: i32, target: u32) -> u64 {
-        let delivered = crate::event::SignalResult::Delivered;
-        let info = crate::synth::kill_info(sender, target, sig, code, delivered);
-        self.push(sender, sender, comm, EventKind::Signal(info))
-    }
-
-    /// A SIGCHLD as an strace log shows it: the receiver's event, the child in si_pid, no
-    /// sender thread.
-    fn logged_sigchld(&mut self, child: u32, receiver: u32) -> u64 {
-        let info = crate::event::SignalInfo {
-            signal: SIGCHLD,
-            code: CLD_EXITED,
-            sender: child,
-            sender_tid: 0,
-            target: receiver,
-            target_tid: receiver,
-            group: true,
-            result: crate::event::SignalResult::Delivered,
-            inferred: false,
-        };
-        self.push(receiver, receiver, "", EventKind::Signal(info))
-    }
-
-    /// The last thread of `pid` ends, killed by `sig`.
-    fn killed(&mut self, pid: u32, sig: i32) -> u64 {
-        let exit_code = ExitStatus::Killed {
-            signal: sig,
-            core_dumped: false,
-        }
-        .to_wait_status();
-        self.push(
-            pid,
-            pid,
-            "",
-            EventKind::TaskExit {
-                exit_code,
-                group_dead: true,
-            },
-        )
-    }
-
-    fn oom(&mut self, allocator: u32, victim: u32, cgroup: Option<&str>) -> u64 {
-        let info = crate::event::OomInfo {
-            tid: victim,
-            total_vm_kb: 100_000,
-            anon_rss_kb: 65_000,
-            file_rss_kb: 0,
-            shmem_rss_kb: 0,
-            oom_score_adj: 0,
-            cgroup: cgroup.map(str::to_string),
-            limit: Some(64 << 20),
-        };
-        self.push(allocator, allocator, "", EventKind::OomVictim(info))
-    }
-}
-
 const SIGTERM: i32 = 15;
 const SIGKILL: i32 = 9;
 const SIGCHLD: i32 = 17;
@@ -731,8 +453,8 @@ fn terminated(e: &Engine, init: u32) -> super::kubelet::Terminated {
 }
 
 /// A shim 500 and its container `c1` (init 603, running /bin/app).
-fn one_container() -> (B, u32) {
-    let mut b = B::default();
+fn one_container() -> (Stream, u32) {
+    let mut b = Stream::default();
     b.fork(1, 500);
     let argv = ["containerd-shim-runc-v2", "-id", "c1"];
     b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);

@@ -24,7 +24,6 @@ mod packed;
 pub use packed::{Iter as PackedIter, PackedEvents};
 mod reader;
 #[doc(hidden)]
-pub mod synth;
 mod writer;
 
 pub use reader::{Checksums, Damage, Record, TailReport, TraceReader, MAX_KEPT_DAMAGE};

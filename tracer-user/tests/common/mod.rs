@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tracer::tracefile::{synth, to_bytes, CaptureMode, Header};
+use tracer::synth;
+use tracer::tracefile::{to_bytes, CaptureMode, Header};
 use tracer::Event;
 
 pub const TRACER: &str = env!("CARGO_BIN_EXE_tracer");
@@ -18,7 +19,7 @@ pub fn temp(suite: &str, name: &str) -> PathBuf {
 /// `dir/storm.trace`: `n` events of the synthetic storm, with its start snapshot.
 pub fn sample(dir: &Path, n: u64) -> (PathBuf, Vec<Event>) {
     let mut h = Header::for_this_host(CaptureMode::Command(vec!["sh".into()]));
-    h.snapshot = synth::storm_snapshot();
+    h.snapshot = synth::storm_snapshot().iter().map(Into::into).collect();
     let evs: Vec<Event> = synth::Storm::new(n).collect();
     let path = dir.join("storm.trace");
     std::fs::write(&path, to_bytes(&h, &evs).unwrap()).unwrap();

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn pid_reuse_while_alive_ends_the_old_record() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.fork(200, 300);
@@ -29,7 +29,7 @@ fn pid_reuse_while_alive_ends_the_old_record() {
 
 #[test]
 fn pid_reuse_after_exit_is_silent_and_keeps_the_old_record() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exit(100, 0);
     b.fork(1, 100);
@@ -42,7 +42,7 @@ fn pid_reuse_after_exit_is_silent_and_keeps_the_old_record() {
 
 #[test]
 fn unknown_pids_get_placeholders_with_the_kernels_parent() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     let s = b.exec_enter(500, 500, "/bin/x", &["x"]);
     b.events[0].ppid = 7;
     b.events[0].comm = Comm::new("mystery");
@@ -69,7 +69,7 @@ fn unknown_pids_get_placeholders_with_the_kernels_parent() {
 
 #[test]
 fn kernel_reported_parent_corrects_the_engine() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(1, 200);
     let s = b.subreaper(200, 200, true);
@@ -98,7 +98,7 @@ fn kernel_reported_parent_corrects_the_engine() {
 #[test]
 fn an_unknown_parent_is_filled_in_without_an_adoption() {
     let mut e = Engine::new();
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.exec_enter(500, 500, "/bin/x", &["x"]);
     b.exec_enter(500, 500, "/bin/y", &["y"]);
     b.events[1].ppid = 42;
@@ -120,7 +120,7 @@ fn an_unknown_parent_is_filled_in_without_an_adoption() {
 
 #[test]
 fn seq_gaps_and_backwards_seqs_are_warned() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(1, 101);
     b.fork(1, 102);
@@ -143,7 +143,7 @@ fn seq_gaps_and_backwards_seqs_are_warned() {
 
 #[test]
 fn extreme_seqs_do_not_overflow() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(1, 101);
     b.fork(1, 102);
@@ -157,7 +157,7 @@ fn extreme_seqs_do_not_overflow() {
 
 #[test]
 fn out_of_order_exec_before_fork_does_not_panic() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.exec(300, "/bin/sleep", &["sleep"]);
     b.fork(1, 300);
     b.task_exit(300, 300, 0, true);
@@ -181,7 +181,7 @@ fn arbitrary_streams_never_panic() {
 #[test]
 fn warnings_are_bounded_but_counted() {
     let mut e = Engine::new();
-    let mut b = B::default();
+    let mut b = Stream::default();
     for pid in 0..(MAX_WARNINGS as u32 + 500) {
         b.push(
             10_000 + pid,
@@ -237,7 +237,7 @@ fn snapshot_seeds_processes_marked_as_such() {
     assert_eq!(c.live_thread_count(), 3);
     assert_eq!(e.process(200).unwrap().role, Some(Role::Shim));
     assert!(e.process(400).unwrap().has_child_subreaper);
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.exit(300, 0);
     for ev in &b.events {
         e.apply(ev);

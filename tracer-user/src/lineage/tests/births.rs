@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn fork_parent_is_the_caller() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     let s = b.fork(1, 100);
     let e = b.engine();
     let p = e.process(100).unwrap();
@@ -29,7 +29,7 @@ fn fork_parent_is_the_caller() {
 
 #[test]
 fn clone_parent_makes_the_callers_parent_the_parent() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.clone(200, 300, cf::CLONE_PARENT);
@@ -46,7 +46,7 @@ fn clone_parent_makes_the_callers_parent_the_parent() {
 
 #[test]
 fn the_sources_parent_wins_and_flags_unknown_stay_unknown() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.fork_full(200, 200, 300, 300, 100, Some(Syscall::Clone), None);
@@ -63,7 +63,7 @@ fn the_sources_parent_wins_and_flags_unknown_stay_unknown() {
 
 #[test]
 fn vfork_and_clone_vfork_are_vfork_clone_is_clone() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork_full(
         1,
         1,
@@ -87,7 +87,7 @@ fn vfork_and_clone_vfork_are_vfork_clone_is_clone() {
 
 #[test]
 fn fork_copies_name_exe_argv_role_and_container_id() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(
         100,
@@ -113,7 +113,7 @@ fn fork_copies_name_exe_argv_role_and_container_id() {
 
 #[test]
 fn exec_replaces_name_exe_and_argv() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     let s = b.exec(
         100,
@@ -134,7 +134,7 @@ fn exec_replaces_name_exe_and_argv() {
 
 #[test]
 fn exec_prefers_the_kernels_comm() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec_comm(100, 100, "/proc/self/exe", &["runc", "init"], "exe");
     let e = b.engine();
@@ -145,7 +145,7 @@ fn exec_prefers_the_kernels_comm() {
 
 #[test]
 fn exec_from_a_non_leader_thread_takes_the_leaders_pid() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     b.thread(100, 100, 102);
@@ -174,7 +174,7 @@ fn exec_from_a_non_leader_thread_takes_the_leaders_pid() {
 
 #[test]
 fn exec_kills_other_threads() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     b.exec(100, "/bin/sh", &["sh"]);
@@ -183,7 +183,7 @@ fn exec_kills_other_threads() {
 
 #[test]
 fn failed_exec_changes_nothing() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/bin/sh", &["sh", "-c", "x"]);
     b.exec_enter(100, 100, "/nonexistent", &["nope"]);
@@ -203,7 +203,7 @@ fn failed_exec_changes_nothing() {
     assert_eq!(p.argv.len(), 3);
     assert_eq!(p.execs.len(), 1);
     // The failed enter was dropped: a later exec without an enter has no argv from it.
-    let mut b2 = B {
+    let mut b2 = Stream {
         events: b.events.clone(),
     };
     b2.push(
@@ -223,7 +223,7 @@ fn failed_exec_changes_nothing() {
 
 #[test]
 fn pr_set_name_renames_the_thread_and_the_leader_names_the_process() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/usr/bin/app", &["app"]);
     b.thread(100, 100, 101);

@@ -104,7 +104,7 @@ fn story_at_an_earlier_seq_lists_only_what_was_seen() {
 
 #[test]
 fn conmon_story_ends_with_init_adopted_by_conmon() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 500);
     b.exec(500, "/usr/bin/podman", &["podman", "run"]);
     b.fork(500, 600);
@@ -162,7 +162,7 @@ fn conmon_story_ends_with_init_adopted_by_conmon() {
 
 #[test]
 fn runc_run_story_has_no_shim_and_no_adoption() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 700);
     b.exec(700, "/usr/bin/runc", &["runc", "run", "box"]);
     b.fork(700, 701);
@@ -220,14 +220,14 @@ fn cni_plugins_are_known_by_directory_or_by_name_under_a_runtime() {
         assert_eq!(e.process(pid).unwrap().role, Some(Role::CniPlugin), "{pid}");
     }
     // The same names outside a runtime's tree are nobody's plugins.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/bin/bash", &["bash"]);
     b.fork(100, 101);
     b.exec(101, "/opt/lab/bridge", &["/opt/lab/bridge"]);
     assert_eq!(b.engine().process(101).unwrap().role, None);
     // Under a runtime, by name, wherever the bin dir is.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/usr/bin/containerd", &["containerd"]);
     b.fork(100, 101);

@@ -41,7 +41,7 @@ fn a_daemon_that_stays_down_is_no_restart() {
     let (mut b, _) = restart_stream();
     b.events.truncate(b.events.len() - 3);
     assert!(restart::runtime_restarts(&b.engine()).is_empty());
-    let mut other = B::default();
+    let mut other = Stream::default();
     other.fork(1, 100);
     other.exec(100, "/usr/bin/containerd", &["containerd"]);
     other.fork(1, 200);

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn a_killed_process_names_its_killer_and_a_sigchld_goes_to_its_parent() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.signal(100, "sh", SIGTERM, SI_USER, 200);
@@ -28,7 +28,7 @@ fn a_killed_process_names_its_killer_and_a_sigchld_goes_to_its_parent() {
 
 #[test]
 fn an_exit_is_an_exit_and_a_kernel_signal_names_no_sender() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.exit(200, 3);
@@ -56,7 +56,7 @@ fn an_exit_is_an_exit_and_a_kernel_signal_names_no_sender() {
 
 #[test]
 fn a_sigchld_to_another_process_than_the_models_parent_is_a_disagreement() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(1, 150);
     b.fork(100, 200);
@@ -79,7 +79,7 @@ fn a_sigchld_to_another_process_than_the_models_parent_is_a_disagreement() {
 fn a_dying_parent_hands_its_zombies_to_the_reaper_with_a_sigchld_each() {
     // kernel/exit.c reparent_leader(): 200's zombie child 300 goes to the subreaper 100 and
     // 100 gets a SIGCHLD for it, raised while 200 dies (the probe's current task is 200).
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.subreaper(100, 100, true);
     b.fork(100, 200);
@@ -103,7 +103,7 @@ fn a_child_exiting_while_its_parent_dies_is_adopted_if_its_sigchld_names_the_rea
     // kernel/exit.c: 300's exit tracepoint comes before 200's, but 200's exit_notify()
     // (forget_original_parent()) moves 300 to the subreaper 100 before 300's own
     // exit_notify() raises its SIGCHLD, which the probe sees raised by 300 itself.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.subreaper(100, 100, true);
     b.fork(100, 200);
@@ -135,7 +135,7 @@ fn a_child_exiting_while_its_parent_dies_is_adopted_if_its_sigchld_names_the_rea
 
 #[test]
 fn an_oom_victim_dies_oomkilled_in_its_cgroup() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.cgroup_move(100, 200, "/kubepods/pod1/c1");
@@ -170,7 +170,7 @@ fn ns1(ns_pid: u32) -> Option<PidNs> {
 
 #[test]
 fn the_death_of_a_namespace_init_kills_what_is_left_in_it() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.born(100, 200, 100, cf::CLONE_NEWPID, ns1(1));
     b.born(200, 300, 200, 0, ns1(2));
@@ -272,7 +272,7 @@ fn each_nested_namespace_is_zapped_by_its_own_init() {
 fn a_namespace_whose_init_retention_dropped_still_zaps_its_live_members() {
     // As the scan of every record did: a live process of a namespace whose init record was
     // dropped is killed by the next init of that inode (the kernel reuses inode numbers).
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.born(100, 200, 100, cf::CLONE_NEWPID, ns1(1));
     // setns'd in (its parent is outside), its death never seen
@@ -300,7 +300,7 @@ fn a_namespace_whose_init_retention_dropped_still_zaps_its_live_members() {
 
 #[test]
 fn a_processes_signals_are_bounded_and_its_killer_kept() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.signal(100, "sh", SIGTERM, SI_USER, 200);
@@ -319,7 +319,7 @@ fn a_processes_signals_are_bounded_and_its_killer_kept() {
 
 #[test]
 fn tree_json_has_death_and_signals() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.signal(100, "sh", SIGTERM, SI_USER, 200);
@@ -343,7 +343,7 @@ fn tree_json_has_death_and_signals() {
 fn a_child_dying_before_its_dead_parents_exit_notify_notifies_that_parent() {
     // The model hands 300 to the subreaper at 200's exit tracepoint; the kernel reparents in
     // 200's exit_notify(), later: 300 dying in between sends its SIGCHLD to 200.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.subreaper(100, 100, true);
     b.fork(100, 200);

@@ -6,7 +6,7 @@ use crate::lineage::explain::check::{failures, whys};
 
 /// The runtime `rt`'s `runc init` stages, pids `rt + 1` to `rt + 3`: PARENT clones CHILD,
 /// CHILD clones INIT (both with CLONE_PARENT), then CHILD and PARENT exit.
-fn runc_stages(b: &mut B, rt: u32) {
+fn runc_stages(b: &mut Stream, rt: u32) {
     let (parent, child, init) = (rt + 1, rt + 2, rt + 3);
     b.fork(rt, parent);
     b.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
@@ -23,7 +23,7 @@ fn runc_stages(b: &mut B, rt: u32) {
 /// SIGCHLD to `runc run`.
 #[test]
 fn a_foreground_runc_run_is_told_without_a_shim() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 700);
     b.exec(700, "/usr/bin/runc", &["runc", "run", "box"]);
     runc_stages(&mut b, 700);
@@ -50,7 +50,7 @@ fn a_foreground_runc_run_is_told_without_a_shim() {
 /// A `runc create` from a shell: INIT goes to pid 1, told by find_new_reaper's last rule.
 #[test]
 fn a_runc_create_by_hand_leaves_init_to_pid_1() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 700);
     b.exec(700, "/usr/bin/runc", &["runc", "create", "box"]);
     runc_stages(&mut b, 700);
@@ -67,7 +67,7 @@ fn a_runc_create_by_hand_leaves_init_to_pid_1() {
 /// containerd's.
 #[test]
 fn a_conmon_story_is_told_as_conmon() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 500);
     b.exec(500, "/usr/bin/podman", &["podman", "run"]);
     b.fork(500, 600);

@@ -3,8 +3,8 @@
 use super::*;
 
 /// containerd (900, its thread 901) under init.
-fn node() -> B {
-    let mut b = B::default();
+fn node() -> Stream {
+    let mut b = Stream::default();
     b.fork(1, 900);
     b.exec(900, "/usr/bin/containerd", &["/usr/bin/containerd"]);
     b.thread(900, 900, 901);
@@ -12,21 +12,21 @@ fn node() -> B {
 }
 
 /// A child of containerd's thread that execs `argv`.
-fn daemon_child(b: &mut B, pid: u32, argv: &[&str]) {
+fn daemon_child(b: &mut Stream, pid: u32, argv: &[&str]) {
     let vf = cf::CLONE_VM | cf::CLONE_VFORK;
     b.fork_full(900, 901, pid, pid, 0, Some(Syscall::Clone), Some(vf));
     b.exec_comm(pid, pid, argv[0], argv, roles::basename(argv[0]));
 }
 
 /// A runc subcommand the shim runs for container `id`, to its exit.
-fn runc(b: &mut B, shim: u32, pid: u32, sub: &str, id: &str) {
+fn runc(b: &mut Stream, shim: u32, pid: u32, sub: &str, id: &str) {
     b.fork(shim, pid);
     b.exec(pid, "/usr/bin/runc", &["runc", sub, id]);
     b.exit(pid, 0);
 }
 
 /// The bundle's annotations of container `id` (its runtime `rt`): pod `web-N` in `shop`.
-fn bundle(b: &mut B, rt: u32, id: &str, pod: &str, name: Option<&str>) {
+fn bundle(b: &mut Stream, rt: u32, id: &str, pod: &str, name: Option<&str>) {
     let mut annotations = vec![
         ("io.kubernetes.cri.sandbox-name", pod),
         ("io.kubernetes.cri.sandbox-namespace", "shop"),
@@ -49,7 +49,7 @@ fn bundle(b: &mut B, rt: u32, id: &str, pod: &str, name: Option<&str>) {
 /// container (named, so every third pod of a name is a restart of it), a stop (a shell's
 /// SIGUSR1, SIGTERM by `runc kill`), `runc delete`, the sandbox's end, CNI DEL, the shim's exit; and health
 /// probes init runs meanwhile.
-fn pod_life(b: &mut B, i: u32) {
+fn pod_life(b: &mut Stream, i: u32) {
     let base = 10_000 + i * 100;
     let (sandbox, app) = (format!("{:064x}", 2 * i + 1), format!("{:064x}", 2 * i + 2));
     let pod = format!("web-{}", i / 3);
@@ -166,7 +166,7 @@ fn arbitrary_streams_are_told_the_same_as_they_arrive() {
     let events = arbitrary_stream(3000);
     same_as_one_shot(&events, 1);
     same_as_one_shot(&events, 37);
-    assert!(!stories(&B { events }.engine()).is_empty());
+    assert!(!stories(&Stream { events }.engine()).is_empty());
 }
 
 /// A followed view's work per batch does not grow with the history: the 1000th pod's batch

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     let mut daemon = snap(10, 1, "containerd");
     daemon.cgroup = Some("/system.slice/containerd.service".into());
     b.fork(10, 20);
@@ -47,7 +47,7 @@ fn cgroups_are_inherited_at_fork_and_moves_are_kept_in_order() {
 
 #[test]
 fn a_bundles_identity_names_every_process_of_its_container() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(
         100,
@@ -96,7 +96,7 @@ fn a_bundles_identity_names_every_process_of_its_container() {
     assert!(label.contains("<pod shop/web-7d9f · nginx>"), "{label}");
     // A child of that container that runs another container's runtime, whose bundle was not
     // read: still the pod (one shim per pod), never nginx's name.
-    let mut b2 = B {
+    let mut b2 = Stream {
         events: b.events.clone(),
     };
     b2.fork(101, 102);
@@ -113,7 +113,7 @@ fn a_bundles_identity_names_every_process_of_its_container() {
 
 /// `runc create --bundle /b ctr1` by `pid` (real uid `uid`, in pid namespace `ns`) naming pod
 /// `pod` for ctr1.
-fn runtime_names_pod(b: &mut B, pid: u32, uid: u32, pod: &str, ns: Option<PidNs>) {
+fn runtime_names_pod(b: &mut Stream, pid: u32, uid: u32, pod: &str, ns: Option<PidNs>) {
     b.born(1, pid, 1, 0, ns);
     b.exec(
         pid,
@@ -146,7 +146,7 @@ fn runtime_names_pod(b: &mut B, pid: u32, uid: u32, pod: &str, ns: Option<PidNs>
 fn only_a_root_runtime_names_a_container_and_the_first_name_stands() {
     use crate::lineage::WarningKind as W;
     // A user's fake runtime first: ignored, then the real one names it.
-    let mut b = B::default();
+    let mut b = Stream::default();
     runtime_names_pod(&mut b, 100, 1000, "not-mine", None);
     // Root inside a container (a child pid namespace), with a bundle of its own making.
     runtime_names_pod(&mut b, 150, 0, "from-a-container", ns(CTR_NS, 1, 7));
@@ -178,7 +178,7 @@ fn only_a_root_runtime_names_a_container_and_the_first_name_stands() {
 
 #[test]
 fn tree_json_lists_warnings_with_seq_pid_kind_and_text() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 2);
     push_ghost(&mut b);
     let e = b.engine();
@@ -220,7 +220,7 @@ fn no_raw_control(text: &str) {
 
 #[test]
 fn hostile_names_are_escaped_in_the_text_tree_and_stories() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 2);
     b.exec_comm(2, 2, "/tmp/x\x1b[2J", &["x\x1b[2J", "\t"], HOSTILE);
     let e = b.engine();

@@ -4,8 +4,8 @@
 use super::*;
 
 /// 1 → 10 (subreaper) → 20 (subreaper) → 30 → 40
-fn subreaper_chain() -> B {
-    let mut b = B::default();
+fn subreaper_chain() -> Stream {
+    let mut b = Stream::default();
     b.fork(1, 10);
     b.subreaper(10, 10, true);
     b.fork(10, 20);
@@ -54,7 +54,7 @@ fn exited_subreapers_are_skipped() {
 
 #[test]
 fn subreaper_set_later_propagates_has_child_subreaper_to_descendants() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 10);
     b.fork(10, 20);
     b.fork(20, 30);
@@ -69,7 +69,7 @@ fn subreaper_set_later_propagates_has_child_subreaper_to_descendants() {
 fn without_has_child_subreaper_orphans_go_to_init_even_past_a_subreaper() {
     // 10 forks 20 before it becomes a subreaper, but propagation covers it; a process
     // created under a non-subreaper branch does not have it.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 10);
     b.fork(1, 11);
     b.subreaper(10, 10, true);
@@ -87,7 +87,7 @@ fn without_has_child_subreaper_orphans_go_to_init_even_past_a_subreaper() {
 #[test]
 fn init_is_synthesized_when_unknown() {
     let mut e = Engine::new();
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(50, 60);
     b.fork(60, 70);
     b.exit(60, 0);
@@ -105,7 +105,7 @@ fn init_is_synthesized_when_unknown() {
 
 #[test]
 fn dying_subreaper_never_adopts_its_own_orphans() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 5);
     b.subreaper(5, 5, true);
     b.fork(5, 10);
@@ -119,7 +119,7 @@ fn dying_subreaper_never_adopts_its_own_orphans() {
         vec!["parent 10 exited; nearest subreaper 5"]
     );
     // A subreaper with no subreaper ancestor hands its orphans to init.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 10);
     b.subreaper(10, 10, true);
     b.fork(10, 20);
@@ -130,7 +130,7 @@ fn dying_subreaper_never_adopts_its_own_orphans() {
 
 #[test]
 fn many_orphans_are_adopted_together_in_pid_order() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 10);
     for pid in (100..400).rev() {
         b.fork(10, pid);
@@ -148,7 +148,7 @@ fn many_orphans_are_adopted_together_in_pid_order() {
 
 #[test]
 fn exited_children_stay_with_their_dead_parent() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 10);
     b.fork(10, 20);
     b.exit(20, 0);
@@ -243,7 +243,7 @@ fn nested_namespaces_keep_to_their_own_level() {
 
 #[test]
 fn has_child_subreaper_comes_from_the_creator_not_the_clone_parent_parent() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.born(1, 10, 1, 0, ns(HOST_NS, 0, 10));
     b.born(10, 20, 10, 0, ns(HOST_NS, 0, 20));
     b.subreaper(10, 10, true);
@@ -310,7 +310,7 @@ fn the_kernel_naming_the_parent_that_just_exited_is_a_race_not_a_disagreement() 
 
 #[test]
 fn an_unseen_namespace_init_leaves_the_parent_unknown_until_the_kernel_names_it() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.born(1, 10, 1, 0, ns(HOST_NS, 0, 10));
     b.born(10, 40, 10, 0, ns(CTR_NS, 1, 7));
     b.born(40, 50, 40, 0, ns(CTR_NS, 1, 8));
@@ -330,7 +330,7 @@ fn an_unseen_namespace_init_leaves_the_parent_unknown_until_the_kernel_names_it(
 
 #[test]
 fn lineage_names_the_calling_thread() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     b.fork_full(100, 101, 200, 200, 100, Some(Syscall::Clone), Some(0));
@@ -341,7 +341,7 @@ fn lineage_names_the_calling_thread() {
 
 #[test]
 fn many_thread_exits_keep_the_live_count_right() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     for t in 0..20_000 {
         b.thread(100, 100, 1000 + t);
@@ -359,7 +359,7 @@ fn many_thread_exits_keep_the_live_count_right() {
 fn an_ancestor_whose_namespace_is_unknown_ends_the_search_inside_a_container() {
     // The shim and the runtime came from a source that gave no namespace (a placeholder, an
     // old recording); the container's processes did.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.born(1, 10, 1, 0, None);
     b.subreaper(10, 10, true);
     b.born(10, 20, 10, 0, None);

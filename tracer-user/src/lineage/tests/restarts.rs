@@ -4,7 +4,7 @@ use super::*;
 
 /// `runc create` of `id` under the shim 500 by `base` (its init `base + 3`), its bundle
 /// naming pod shop/`pod` and container `app`, read when the runtime exec'd.
-fn create_in(b: &mut B, base: u32, id: &str, pod: &str) -> u32 {
+fn create_in(b: &mut Stream, base: u32, id: &str, pod: &str) -> u32 {
     let from = b.events.len();
     let init = runc_create(b, 500, base, id, "/bin/app");
     let exec = from
@@ -33,12 +33,12 @@ fn create_in(b: &mut B, base: u32, id: &str, pod: &str) -> u32 {
     init
 }
 
-fn create_named(b: &mut B, base: u32, id: &str) -> u32 {
+fn create_named(b: &mut Stream, base: u32, id: &str) -> u32 {
     create_in(b, base, id, "web")
 }
 
 /// Seqs in order again after the insertions.
-fn renumber(b: &mut B) {
+fn renumber(b: &mut Stream) {
     for (i, ev) in b.events.iter_mut().enumerate() {
         ev.seq = i as u64 + 1;
     }
@@ -47,7 +47,7 @@ fn renumber(b: &mut B) {
 /// A shim (500, its thread 501) whose container `app` is created at 600 and again at 700;
 /// its first life ends before the second is created, or after.
 fn two_lives(first_ends_before: bool) -> Engine {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 500);
     let argv = ["containerd-shim-runc-v2", "-id", "sb"];
     b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);
@@ -93,7 +93,7 @@ fn a_restart_states_the_last_lifes_end_only_once_it_has_happened() {
 
 #[test]
 fn a_container_id_used_again_for_another_pod_is_a_new_container_not_a_restart() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 500);
     let argv = ["containerd-shim-runc-v2", "-id", "sb"];
     b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);
@@ -126,7 +126,7 @@ fn a_container_id_used_again_for_another_pod_is_a_new_container_not_a_restart() 
 /// `app` created once and again after each death, `gaps_s` (seconds) from each death to the
 /// next creation, on a clock with a date; the engine after it.
 fn lives_with_gaps(gaps_s: &[u64]) -> Engine {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 500);
     let argv = ["containerd-shim-runc-v2", "-id", "sb"];
     b.exec(500, "/usr/bin/containerd-shim-runc-v2", &argv);

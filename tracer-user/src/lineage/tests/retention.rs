@@ -3,14 +3,14 @@
 use super::*;
 
 /// `n` short-lived children of `parent`, pids from `from`.
-fn churn(b: &mut B, parent: u32, from: u32, n: u32) {
+fn churn(b: &mut Stream, parent: u32, from: u32, n: u32) {
     for pid in from..from + n {
         b.fork(parent, pid);
         b.exit(pid, 0);
     }
 }
 
-fn engine_with(b: &B, r: Retention) -> Engine {
+fn engine_with(b: &Stream, r: Retention) -> Engine {
     let mut e = Engine::with_retention(r);
     e.seed_snapshot(&[snap(1, 0, "systemd")]);
     for ev in &b.events {
@@ -26,7 +26,7 @@ const SMALL: Retention = Retention {
 
 #[test]
 fn retention_keeps_live_processes_their_creators_and_adoptions_while_bounded() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100); // a live shell
     b.fork(100, 300);
     b.fork(300, 301);
@@ -97,7 +97,7 @@ fn retention_keeps_the_stories_through_churn() {
 
 #[test]
 fn retention_drops_exits_older_than_the_age_window() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     churn(&mut b, 100, 1000, 3000);
     // Events are 1 µs apart, 3 per child: the last 500 µs hold about 167 exits.

@@ -167,7 +167,7 @@ fn oci_runtime_subcommands_and_container_ids() {
 
 #[test]
 fn oci_init_exec_becomes_container_or_sandbox_with_inherited_id() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/usr/bin/runc", &["runc", "create", "C1"]);
     b.fork(100, 101);
@@ -185,7 +185,7 @@ fn oci_init_exec_becomes_container_or_sandbox_with_inherited_id() {
     assert_eq!(e.process(102).unwrap().role, Some(Role::Sandbox));
     assert_eq!(e.process(102).unwrap().workload_exec_seq(), Some(s2));
     // A plain process exec'ing something unknown has no role.
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/usr/bin/containerd", &["containerd"]);
     b.fork(100, 101);

@@ -6,8 +6,8 @@ use super::*;
 /// systemd 1 → containerd 100 → `shim start` 110 → shim 111 (adopted by 1, subreaper);
 /// systemd stops containerd with SIGTERM, and starts it again as 200. With `cgroups`, the
 /// daemon's unit cgroup is recorded (the shim inherits it at fork).
-fn unit_restart(cgroups: bool) -> B {
-    let mut b = B::default();
+fn unit_restart(cgroups: bool) -> Stream {
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/usr/bin/containerd", &["containerd"]);
     if cgroups {
@@ -178,7 +178,7 @@ fn a_daemon_not_started_by_pid_1_is_not_told_as_a_systemd_unit() {
 /// story's text, never written raw.
 #[test]
 fn a_hostile_senders_name_is_escaped_wherever_the_restart_is_told() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.exec(100, "/usr/bin/containerd", &["containerd"]);
     b.fork(1, 60);

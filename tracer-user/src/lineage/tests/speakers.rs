@@ -26,7 +26,7 @@ fn container_root() -> ExecCred {
 }
 
 /// Every exec of `b` from event `from` on happens as `uid` with the credentials `cred`.
-fn as_cred(b: &mut B, from: usize, uid: u32, cred: ExecCred) {
+fn as_cred(b: &mut Stream, from: usize, uid: u32, cred: ExecCred) {
     for ev in &mut b.events[from..] {
         ev.uid = uid;
         if let EventKind::Exec { cred: c, .. } = &mut ev.kind {
@@ -36,7 +36,7 @@ fn as_cred(b: &mut B, from: usize, uid: u32, cred: ExecCred) {
 }
 
 /// The containerd story with every exec root's on the host.
-fn trusted_node() -> B {
+fn trusted_node() -> Stream {
     let (mut b, _) = containerd_story();
     as_cred(&mut b, 0, 0, root_cred());
     b

@@ -79,7 +79,7 @@ fn an_inferred_sender_is_told_as_inferred() {
 /// the model all the same.
 #[test]
 fn a_sigchld_a_thread_of_the_parent_dequeues_agrees_with_the_model() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 300);
     b.fork_full(
         300,

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn clone_thread_adds_a_thread_not_a_process() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     let e = b.engine();
@@ -16,7 +16,7 @@ fn clone_thread_adds_a_thread_not_a_process() {
 
 #[test]
 fn child_tgid_differing_from_tid_means_thread_even_without_flags() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork_full(100, 100, 101, 100, 0, None, None);
     let e = b.engine();
@@ -26,7 +26,7 @@ fn child_tgid_differing_from_tid_means_thread_even_without_flags() {
 
 #[test]
 fn threads_subreaper_prctl_marks_the_whole_process() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     let s = b.subreaper(100, 101, true);
@@ -38,7 +38,7 @@ fn threads_subreaper_prctl_marks_the_whole_process() {
 
 #[test]
 fn subreaper_cleared_with_zero() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     let set = b.subreaper(100, 100, true);
     let cleared = b.subreaper(100, 100, false);
@@ -53,7 +53,7 @@ fn subreaper_cleared_with_zero() {
 
 #[test]
 fn exit_group_ends_the_process_with_its_last_thread() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.fork(100, 200);
     b.thread(100, 100, 101);
@@ -97,7 +97,7 @@ fn exit_group_ends_the_process_with_its_last_thread() {
 
 #[test]
 fn group_dead_ends_the_process_even_with_unseen_thread_exits() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     b.task_exit(100, 101, 0, true);
@@ -108,7 +108,7 @@ fn group_dead_ends_the_process_even_with_unseen_thread_exits() {
 
 #[test]
 fn a_threads_exit_keeps_the_process_and_its_children() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.thread(100, 100, 101);
     b.fork_full(100, 101, 200, 200, 0, Some(Syscall::Fork), Some(0));
@@ -123,7 +123,7 @@ fn a_threads_exit_keeps_the_process_and_its_children() {
 
 #[test]
 fn last_known_thread_exit_ends_the_process() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.task_exit(100, 100, 7, false);
     let e = b.engine();
@@ -135,7 +135,7 @@ fn last_known_thread_exit_ends_the_process() {
 
 #[test]
 fn exit_status_keeps_signals() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 100);
     b.push(
         100,

@@ -28,7 +28,7 @@ fn tree_text_is_pstree_like() {
 
 #[test]
 fn tree_text_survives_deep_chains_and_marks_placeholders() {
-    let mut b = B::default();
+    let mut b = Stream::default();
     b.fork(1, 2);
     for pid in 2..3000 {
         b.fork(pid, pid + 1);

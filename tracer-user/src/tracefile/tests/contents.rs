@@ -39,8 +39,11 @@ fn engine_json_via_file(header: &Header, evs: &[Event]) -> serde_json::Value {
 #[test]
 fn engine_fed_from_the_file_ends_in_the_same_tree_as_fed_directly() {
     let mut h = sample_header();
-    h.snapshot = synth::storm_snapshot();
-    let evs: Vec<Event> = synth::Storm::new(30_000).collect();
+    h.snapshot = crate::synth::storm_snapshot()
+        .iter()
+        .map(Into::into)
+        .collect();
+    let evs: Vec<Event> = crate::synth::Storm::new(30_000).collect();
     let direct = engine_json(&h.snapshot_processes(), &evs);
     assert!(direct["stories"]["stories"].as_array().unwrap().len() > 10);
     assert_eq!(engine_json_via_file(&h, &evs), direct);
@@ -197,8 +200,8 @@ mod prop {
         ) {
             // Random events, and a realistic storm with events lost here and there.
             let mut h = sample_header();
-            h.snapshot = synth::storm_snapshot();
-            let mut all: Vec<Event> = synth::Storm::new(storm_len)
+            h.snapshot = crate::synth::storm_snapshot().iter().map(Into::into).collect();
+            let mut all: Vec<Event> = crate::synth::Storm::new(storm_len)
                 .enumerate()
                 .filter(|(i, _)| i % drop_every != 0)
                 .map(|(_, e)| e)
@@ -266,9 +269,12 @@ fn write_fuzz_seeds() {
     dup.extend_from_slice(&framed[r.clone()]);
     dup.extend_from_slice(&framed[r.end..]);
     std::fs::write(dir.join("duplicated-frame.trace"), dup).unwrap();
-    let storm: Vec<Event> = synth::Storm::new(300).collect();
+    let storm: Vec<Event> = crate::synth::Storm::new(300).collect();
     let h = Header {
-        snapshot: synth::storm_snapshot(),
+        snapshot: crate::synth::storm_snapshot()
+            .iter()
+            .map(Into::into)
+            .collect(),
         ..Default::default()
     };
     let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
