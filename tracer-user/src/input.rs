@@ -937,7 +937,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("input-detect-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("looks-like.strace.log");
-        let evs = crate::tracefile::tests::sample_events();
+        let evs = crate::synth::sample_events();
         let bytes =
             crate::tracefile::to_bytes(&crate::tracefile::tests::sample_header(), &evs).unwrap();
         std::fs::write(&path, &bytes).unwrap();

@@ -475,7 +475,7 @@ mod tests {
         m.set_counters(3, 7, 2);
         m.set_lost_in_stream(4);
         m.set_lost_in_stream(4);
-        let evs = crate::tracefile::tests::sample_events();
+        let evs = crate::synth::sample_events();
         // Counted per kind: the same kind twice, another once.
         let other = evs
             .iter()

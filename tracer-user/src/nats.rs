@@ -1724,7 +1724,7 @@ pub(crate) mod tests {
 
     #[test]
     fn what_an_abandoned_segment_held_is_read_next() {
-        use crate::tracefile::tests::sample_events;
+        use crate::synth::sample_events;
         let evs = sample_events();
         // Segment a's header, another run's whole segment b between a's messages, a's frames.
         let mut a = flushed_per_event("n1-aaaa-0", &evs);

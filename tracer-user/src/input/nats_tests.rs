@@ -4,7 +4,8 @@
 use super::Input;
 use crate::nats::tests::{as_received, flushed_per_event, numbered, segment_of};
 use crate::nats::{Fed, Feed, Part, Received, Segment, MAX_MESSAGE, QUIET_MESSAGES};
-use crate::tracefile::tests::{sample_events, sample_header};
+use crate::synth::sample_events;
+use crate::tracefile::tests::sample_header;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;

@@ -28,7 +28,7 @@ fn annotations_read_back_are_bounded_like_a_live_capture() {
     for i in 0..1000 {
         annotations.insert(format!("x.forged/{i}"), huge[..1000].to_string());
     }
-    let meta = ev(
+    let meta = sample_event(
         1,
         7,
         7,
