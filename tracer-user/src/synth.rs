@@ -5,9 +5,13 @@
 
 use crate::event::{CapturedStr, CloneFlags, Event, EventKind, SignalInfo, SignalResult, Syscall};
 
+mod pod;
+mod sample;
 mod storm;
 mod stream;
 
+pub use pod::PodAnnotations;
+pub use sample::{sample_event, sample_events};
 pub use storm::{storm_snapshot, Storm};
 pub use stream::{Stream, THREAD_FLAGS};
 
@@ -357,7 +361,24 @@ pub fn strace_pidns_teardown(members: u32) -> String {
 /// others (what a reader must carry through unchanged), seqs 1.. in order; events 1 to 3 are
 /// pid 1000 forking 1001, which execs and exits. The input of the JSON-lines round trip.
 pub fn every_kind() -> Vec<Event> {
-    use crate::event::{OomInfo, PidNs, SignalInfo, SignalResult};
+    let kinds = process_kinds().into_iter().chain(report_kinds());
+    kinds
+        .enumerate()
+        .map(|(i, kind)| {
+            let tgid = if i == 0 { 1000 } else { 1001 };
+            let mut ev = event(i as u64 + 1, tgid, "sh", kind);
+            ev.tid = tgid + 2;
+            ev.ppid = 999;
+            ev.uid = u32::MAX - 1;
+            ev.cgroup_id = 77;
+            ev
+        })
+        .collect()
+}
+
+/// [`every_kind`]'s first kinds: a process's birth, exec and rename.
+fn process_kinds() -> Vec<EventKind> {
+    use crate::event::PidNs;
     use tracer_common::clone_flags as cf;
     let cred = crate::event::ExecCred {
         userns_level: 1,
@@ -365,7 +386,7 @@ pub fn every_kind() -> Vec<Event> {
         host_mnt: false,
         ..root_cred()
     };
-    let kinds = [
+    vec![
         EventKind::CloneEnter {
             syscall: Syscall::Clone3,
             flags: CloneFlags(cf::CLONE_VM | cf::CLONE_VFORK | 0x1_0000_0000),
@@ -408,6 +429,14 @@ pub fn every_kind() -> Vec<Event> {
                 read: Some(7),
             })),
         },
+    ]
+}
+
+/// [`every_kind`]'s last kinds: what the kernel reports of a process (cgroup, signals, OOM,
+/// a runtime's bundle) and its end.
+fn report_kinds() -> Vec<EventKind> {
+    use crate::event::OomInfo;
+    vec![
         EventKind::CgroupAttach {
             pid: 1001,
             hierarchy: 3,
@@ -459,20 +488,7 @@ pub fn every_kind() -> Vec<Event> {
             exit_code: 0x8b,
             group_dead: true,
         },
-    ];
-    kinds
-        .into_iter()
-        .enumerate()
-        .map(|(i, kind)| {
-            let tgid = if i == 0 { 1000 } else { 1001 };
-            let mut ev = event(i as u64 + 1, tgid, "sh", kind);
-            ev.tid = tgid + 2;
-            ev.ppid = 999;
-            ev.uid = u32::MAX - 1;
-            ev.cgroup_id = 77;
-            ev
-        })
-        .collect()
+    ]
 }
 
 /// `pid` exec'ing `path` with `argv`: the exec's start (where argv is read) and its success.
@@ -491,20 +507,11 @@ pub fn exec_argv(pid: u32, path: &str, argv: &[&str]) -> [Event; 2] {
 /// What a runtime `pid` read of container `cid`'s bundle: container `container` of pod
 /// `namespace/pod`, as containerd's CRI plugin annotates it.
 pub fn container_meta(pid: u32, cid: &str, namespace: &str, pod: &str, container: &str) -> Event {
-    let annotations = [
-        ("io.kubernetes.cri.container-type", "container"),
-        ("io.kubernetes.cri.container-name", container),
-        ("io.kubernetes.cri.sandbox-name", pod),
-        ("io.kubernetes.cri.sandbox-namespace", namespace),
-        ("io.kubernetes.cri.sandbox-uid", pod),
-    ];
-    let kind = EventKind::ContainerMeta {
+    let annotations = PodAnnotations::new(namespace, pod).uid(pod);
+    event(
+        0,
         pid,
-        container_id: cid.into(),
-        annotations: annotations
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    };
-    event(0, pid, "runc", kind)
+        "runc",
+        annotations.container(container).meta(pid, cid),
+    )
 }

@@ -6,7 +6,7 @@ use crate::event::{
     clone_flags as cf, prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind, ExitStatus,
     PidNs, Syscall,
 };
-use crate::synth::{Stream, THREAD_FLAGS};
+use crate::synth::{PodAnnotations, Stream, THREAD_FLAGS};
 
 /// The engine after a stream, pid 1 (systemd) seeded from a snapshot.
 trait Run {
@@ -161,11 +161,9 @@ struct Seqs {
     workload: u64,
 }
 
-/// containerd → shim start process (exits) → shim adopted by 1 → subreaper → runc create →
-/// runc init → PARENT/CHILD/INIT (CLONE_PARENT) → intermediates exit → INIT adopted by the shim →
-/// exec sleep.
-fn containerd_story() -> (Stream, Seqs) {
-    let mut b = Stream::default();
+/// containerd (900) starts the shim: `shim start` (1000) forks the shim (1001) and exits.
+/// Returns the seqs of the shim's fork and of the start process's exit.
+fn containerd_starts_a_shim(b: &mut Stream) -> (u64, u64) {
     let vf = cf::CLONE_VM | cf::CLONE_VFORK;
     b.fork(1, 900);
     b.exec(900, "/usr/bin/containerd", &["/usr/bin/containerd"]);
@@ -200,6 +198,16 @@ fn containerd_story() -> (Stream, Seqs) {
         ],
     );
     let start_exit = b.exit(1000, 0);
+    (shim_fork, start_exit)
+}
+
+/// containerd → shim start process (exits) → shim adopted by 1 → subreaper → runc create →
+/// runc init → PARENT/CHILD/INIT (CLONE_PARENT) → intermediates exit → INIT adopted by the shim →
+/// exec sleep.
+fn containerd_story() -> (Stream, Seqs) {
+    let mut b = Stream::default();
+    let vf = cf::CLONE_VM | cf::CLONE_VFORK;
+    let (shim_fork, start_exit) = containerd_starts_a_shim(&mut b);
     let subreaper = b.subreaper(1001, 1001, true);
     b.thread(1001, 1001, 1002);
     b.fork_full(1001, 1002, 1010, 1010, 0, Some(Syscall::Clone), Some(vf));

@@ -22,6 +22,41 @@ fn at(mut ev: Event, seq: u64) -> Event {
 /// processes, a thread whose leader ends first, renames, a cgroup move, signals delivered and
 /// not, an OOM kill, exits and a death by signal.
 fn events() -> Vec<Event> {
+    let [t, th, rename, fork2] = births();
+    let [bundle, cgroup, oom] = notices();
+    let mut thread_end = synth::exit(1001, 0);
+    thread_end.kind = EventKind::TaskExit {
+        exit_code: 0,
+        group_dead: false,
+    };
+    let mut last = synth::exit(1001, 3 << 8);
+    last.tid = 1003;
+    let evs = vec![
+        bundle,
+        t,
+        synth::exec(1001, "/usr/bin/sh"),
+        th,
+        rename,
+        fork2,
+        synth::exec(1002, "/usr/bin/sleep"),
+        cgroup,
+        synth::kill(1001, 1002, 15, 0, SignalResult::Delivered),
+        synth::kill(1001, 1002, 17, 0, SignalResult::Ignored),
+        oom,
+        synth::kill(1001, 1002, 9, 0, SignalResult::Delivered),
+        synth::exit(1002, 9),
+        thread_end,
+        last,
+    ];
+    evs.into_iter()
+        .enumerate()
+        .map(|(i, e)| at(e, i as u64 + 1))
+        .collect()
+}
+
+/// 1000 forks 1001 (no syscall known), which creates thread 1003 that renames itself, then
+/// forks 1002.
+fn births() -> [Event; 4] {
     let thread = cf::CLONE_VM | cf::CLONE_THREAD | cf::CLONE_SIGHAND;
     let mut t = synth::fork(1000, 1001);
     if let EventKind::Fork {
@@ -64,6 +99,19 @@ fn events() -> Vec<Event> {
             shown: None,
         },
     );
+    let mut fork2 = synth::fork(1001, 1002);
+    if let EventKind::Fork { syscall, .. } = &mut fork2.kind {
+        *syscall = None;
+    }
+    [t, th, rename, fork2]
+}
+
+/// What the probes report besides syscalls: a bundle's annotations (hostile), a cgroup move,
+/// an OOM kill.
+fn notices() -> [Event; 3] {
+    let annotations = synth::PodAnnotations::new("default", "web\x1b");
+    let meta = annotations.meta(1000, "c0ffee\"] x");
+    let bundle = Event::bare(0, 0, 1000, 1000, "", meta);
     let cgroup = Event::bare(
         0,
         0,
@@ -94,60 +142,7 @@ fn events() -> Vec<Event> {
             limit: Some(1 << 25),
         }),
     );
-    let mut fork2 = synth::fork(1001, 1002);
-    if let EventKind::Fork { syscall, .. } = &mut fork2.kind {
-        *syscall = None;
-    }
-    let bundle = Event::bare(
-        0,
-        0,
-        1000,
-        1000,
-        "",
-        EventKind::ContainerMeta {
-            pid: 1000,
-            container_id: "c0ffee\"] x".into(),
-            annotations: [
-                (
-                    "io.kubernetes.cri.sandbox-name".to_string(),
-                    "web\x1b".to_string(),
-                ),
-                (
-                    "io.kubernetes.cri.sandbox-namespace".to_string(),
-                    "default".to_string(),
-                ),
-            ]
-            .into(),
-        },
-    );
-    let mut thread_end = synth::exit(1001, 0);
-    thread_end.kind = EventKind::TaskExit {
-        exit_code: 0,
-        group_dead: false,
-    };
-    let mut last = synth::exit(1001, 3 << 8);
-    last.tid = 1003;
-    let evs = vec![
-        bundle,
-        t,
-        synth::exec(1001, "/usr/bin/sh"),
-        th,
-        rename,
-        fork2,
-        synth::exec(1002, "/usr/bin/sleep"),
-        cgroup,
-        synth::kill(1001, 1002, 15, 0, SignalResult::Delivered),
-        synth::kill(1001, 1002, 17, 0, SignalResult::Ignored),
-        oom,
-        synth::kill(1001, 1002, 9, 0, SignalResult::Delivered),
-        synth::exit(1002, 9),
-        thread_end,
-        last,
-    ];
-    evs.into_iter()
-        .enumerate()
-        .map(|(i, e)| at(e, i as u64 + 1))
-        .collect()
+    [bundle, cgroup, oom]
 }
 
 /// Each process's parent, exit and end, every signal (receiver, signal, sender, result), and

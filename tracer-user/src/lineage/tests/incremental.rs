@@ -27,22 +27,11 @@ fn runc(b: &mut Stream, shim: u32, pid: u32, sub: &str, id: &str) {
 
 /// The bundle's annotations of container `id` (its runtime `rt`): pod `web-N` in `shop`.
 fn bundle(b: &mut Stream, rt: u32, id: &str, pod: &str, name: Option<&str>) {
-    let mut annotations = vec![
-        ("io.kubernetes.cri.sandbox-name", pod),
-        ("io.kubernetes.cri.sandbox-namespace", "shop"),
-    ];
-    annotations.extend(name.map(|n| ("io.kubernetes.cri.container-name", n)));
-    let annotations = annotations
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let container_id = id.into();
-    let kind = EventKind::ContainerMeta {
-        pid: rt,
-        container_id,
-        annotations,
-    };
-    b.push(rt, rt, "runc", kind);
+    let mut annotations = PodAnnotations::new("shop", pod);
+    if let Some(name) = name {
+        annotations = annotations.named(name);
+    }
+    b.push(rt, rt, "runc", annotations.meta(rt, id));
 }
 
 /// One pod's whole life, its pids from `base`: CNI ADD, the shim, the sandbox, the app

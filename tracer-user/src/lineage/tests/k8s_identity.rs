@@ -54,24 +54,8 @@ fn a_bundles_identity_names_every_process_of_its_container() {
         "/usr/sbin/runc",
         &["runc", "create", "--bundle", "/b", "ctr1"],
     );
-    b.push(
-        100,
-        100,
-        "runc",
-        EventKind::ContainerMeta {
-            pid: 100,
-            container_id: "ctr1".into(),
-            annotations: [
-                ("io.kubernetes.cri.sandbox-name", "web-7d9f"),
-                ("io.kubernetes.cri.sandbox-namespace", "shop"),
-                ("io.kubernetes.cri.sandbox-uid", "u-42"),
-                ("io.kubernetes.cri.container-name", "nginx"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        },
-    );
+    let pod = PodAnnotations::new("shop", "web-7d9f").uid("u-42");
+    b.push(100, 100, "runc", pod.named("nginx").meta(100, "ctr1"));
     let meta = b.events.len() - 1;
     b.fork(100, 101);
     b.fork(1, 200);
@@ -120,22 +104,8 @@ fn runtime_names_pod(b: &mut Stream, pid: u32, uid: u32, pod: &str, ns: Option<P
         "/usr/sbin/runc",
         &["runc", "create", "--bundle", "/b", "ctr1"],
     );
-    b.push(
-        pid,
-        pid,
-        "runc",
-        EventKind::ContainerMeta {
-            pid,
-            container_id: "ctr1".into(),
-            annotations: [
-                ("io.kubernetes.cri.sandbox-name", pod),
-                ("io.kubernetes.cri.sandbox-namespace", "shop"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        },
-    );
+    let meta = PodAnnotations::new("shop", pod).meta(pid, "ctr1");
+    b.push(pid, pid, "runc", meta);
     let n = b.events.len();
     for ev in &mut b.events[n - 2..] {
         ev.uid = uid;

@@ -12,19 +12,7 @@ fn create_in(b: &mut Stream, base: u32, id: &str, pod: &str) -> u32 {
             .iter()
             .position(|e| e.tgid == base && matches!(e.kind, EventKind::Exec { .. }))
             .expect("the runtime's exec");
-    let annotations = [
-        ("io.kubernetes.cri.sandbox-name", pod),
-        ("io.kubernetes.cri.sandbox-namespace", "shop"),
-        ("io.kubernetes.cri.container-name", "app"),
-    ];
-    let kind = EventKind::ContainerMeta {
-        pid: base,
-        container_id: id.into(),
-        annotations: annotations
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    };
+    let kind = PodAnnotations::new("shop", pod).named("app").meta(base, id);
     let seq = b.events[exec].seq;
     b.events.insert(
         exec + 1,

@@ -2,110 +2,64 @@
 //! live window.
 
 use super::*;
+use crate::synth::{PodAnnotations, Stream};
 
 /// A shim (pid 100) running two `runc create`s of one pod, each followed by the metadata its
 /// bundle gave: the sandbox `sb1` and the container `c1` (`nginx`), both of pod shop/web-7d9f.
 fn pod_events() -> Vec<Event> {
-    use crate::event::{CapturedStr, CloneFlags, EventKind, Syscall};
-    let mut evs = Vec::new();
-    let mut push = |pid: u32, comm: &str, kind: EventKind| {
-        let seq = evs.len() as u64 + 1;
-        evs.push(Event::bare(seq, seq * 1000, pid, pid, comm, kind));
-    };
-    let ann = |extra: &[(&str, &str)]| {
-        let mut a: std::collections::BTreeMap<String, String> = [
-            ("io.kubernetes.cri.sandbox-name", "web-7d9f"),
-            ("io.kubernetes.cri.sandbox-namespace", "shop"),
-            ("io.kubernetes.cri.sandbox-uid", "u-42"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        a.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        a
-    };
-    for (runc, init, cid, extra, workload) in [
-        (
-            110,
-            111,
-            "sb1",
-            vec![("io.kubernetes.cri.container-type", "sandbox")],
-            "/pause",
-        ),
-        (
-            120,
-            121,
-            "c1",
-            vec![
-                ("io.kubernetes.cri.container-type", "container"),
-                ("io.kubernetes.cri.container-name", "nginx"),
-            ],
-            "/nginx",
-        ),
-    ] {
-        let fork = |child| EventKind::Fork {
-            child_tid: child,
-            child_tgid: child,
-            child_ppid: 0,
-            syscall: Some(Syscall::Clone),
-            flags: Some(CloneFlags(0)),
-            child_ns: None,
-        };
-        push(100, "containerd-shim", fork(runc));
-        let argv: Vec<String> = ["runc", "create", "--bundle", "/b", cid]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        push(
-            runc,
-            "containerd-shim",
-            EventKind::ExecEnter {
-                syscall: Syscall::Execve,
-                dirfd: -100,
-                at_flags: 0,
-                filename: CapturedStr::new("/usr/sbin/runc"),
-                argv,
-                argv_truncated: false,
-            },
-        );
-        push(
-            runc,
-            "runc",
-            EventKind::Exec {
-                cred: None,
-                old_tid: runc,
-                filename: CapturedStr::new("/usr/sbin/runc"),
-            },
-        );
-        push(
-            runc,
-            "runc",
-            EventKind::ContainerMeta {
-                pid: runc,
-                container_id: cid.into(),
-                annotations: ann(&extra),
-            },
-        );
-        push(runc, "runc", fork(init));
-        push(
-            init,
-            &workload[1..],
-            EventKind::Exec {
-                cred: None,
-                old_tid: init,
-                filename: CapturedStr::new(workload),
-            },
-        );
-    }
+    let mut b = Stream::default();
+    let pod = PodAnnotations::new("shop", "web-7d9f").uid("u-42");
+    shim_creates(&mut b, (110, 111), "sb1", pod.sandbox(), "/pause");
+    shim_creates(&mut b, (120, 121), "c1", pod.container("nginx"), "/nginx");
     // Metadata takes no seq of its own: it repeats the exec's.
     let mut seq = 0;
-    for ev in evs.iter_mut() {
+    for ev in b.events.iter_mut() {
         if !ev.kind.is_metadata() {
             seq += 1;
         }
         ev.seq = seq;
     }
-    evs
+    b.events
+}
+
+/// The shim (100) forks `runc` to create container `cid` with `pod`'s annotations; runc's
+/// `init` execs `workload`.
+fn shim_creates(
+    b: &mut Stream,
+    (runc, init): (u32, u32),
+    cid: &str,
+    pod: PodAnnotations,
+    workload: &str,
+) {
+    use crate::event::{CapturedStr, CloneFlags, Syscall};
+    let fork = |child| EventKind::Fork {
+        child_tid: child,
+        child_tgid: child,
+        child_ppid: 0,
+        syscall: Some(Syscall::Clone),
+        flags: Some(CloneFlags(0)),
+        child_ns: None,
+    };
+    let exec = |pid, path| EventKind::Exec {
+        cred: None,
+        old_tid: pid,
+        filename: CapturedStr::new(path),
+    };
+    b.push(100, 100, "containerd-shim", fork(runc));
+    let argv = ["runc", "create", "--bundle", "/b", cid];
+    let enter = EventKind::ExecEnter {
+        syscall: Syscall::Execve,
+        dirfd: -100,
+        at_flags: 0,
+        filename: CapturedStr::new("/usr/sbin/runc"),
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        argv_truncated: false,
+    };
+    b.push(runc, runc, "containerd-shim", enter);
+    b.push(runc, runc, "runc", exec(runc, "/usr/sbin/runc"));
+    b.push(runc, runc, "runc", pod.meta(runc, cid));
+    b.push(runc, runc, "runc", fork(init));
+    b.push(init, init, &workload[1..], exec(init, workload));
 }
 
 #[test]
