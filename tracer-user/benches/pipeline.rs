@@ -57,121 +57,146 @@ fn hdr(kind: u32, size: usize, seq: u64, pid: u32, ppid: u32) -> Header {
 /// (clone enter, fork, exit in parent and child, exec enter, exec, exec exit, exit_group, exit).
 fn wire_stream(events: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::with_capacity(events);
-    let (shell, init) = (1000u32, 1u32);
     let mut seq = 0u64;
     let mut child = 2000u32;
-    let next = |out: &mut Vec<Vec<u8>>, bytes: Vec<u8>| out.push(bytes);
     while out.len() < events {
         child = if child >= 4_000_000 { 2000 } else { child + 1 };
         let mut s = || {
             seq += 1;
             seq
         };
-        next(
-            &mut out,
-            to_bytes(&CloneEnter {
-                hdr: hdr(kind::CLONE_ENTER, 80, s(), shell, init),
-                syscall: sc::CLONE,
-                exit_signal: 17,
-                flags: cf::CLONE_CHILD_SETTID,
-            }),
-        );
-        next(
-            &mut out,
-            to_bytes(&SchedFork {
-                hdr: hdr(
-                    kind::SCHED_FORK,
-                    std::mem::size_of::<SchedFork>(),
-                    s(),
-                    shell,
-                    init,
-                ),
-                child_tid: child,
-                child_tgid: child,
-                child_ppid: shell,
-                syscall: sc::CLONE,
-                clone_flags: cf::CLONE_CHILD_SETTID,
-                flags_known: 1,
-                ns_level: 1,
-                ns_inum: 4026532500,
-                ns_pid: 2,
-            }),
-        );
-        next(
-            &mut out,
-            to_bytes(&SysExit {
-                hdr: hdr(kind::SYS_EXIT, 80, s(), shell, init),
-                syscall: sc::CLONE,
-                _pad: 0,
-                ret: child as i64,
-            }),
-        );
-        next(
-            &mut out,
-            to_bytes(&SysExit {
-                hdr: hdr(kind::SYS_EXIT, 80, s(), child, shell),
-                syscall: sc::CLONE,
-                _pad: 0,
-                ret: 0,
-            }),
-        );
-        let mut ex = ExecEnter {
-            hdr: hdr(kind::EXEC_ENTER, EXEC_ENTER_HEAD + 5, s(), child, shell),
-            syscall: sc::EXECVE,
-            argv_len: 5,
-            flags: 0,
-            at_flags: 0,
-            dirfd: -100,
-            filename: [0; FILENAME_LEN],
-            argv: [0; ARGV_BYTES],
-        };
-        ex.filename[..9].copy_from_slice(b"/bin/true");
-        ex.argv[..5].copy_from_slice(b"true\0");
-        let mut bytes = to_bytes(&ex);
-        bytes.truncate(EXEC_ENTER_HEAD + 5);
-        next(&mut out, bytes);
-        let mut se = SchedExec {
-            hdr: hdr(
-                kind::SCHED_EXEC,
-                std::mem::size_of::<SchedExec>(),
-                s(),
-                child,
-                shell,
-            ),
-            old_tid: child,
-            flags: 0,
-            filename: [0; FILENAME_LEN],
-        };
-        se.filename[..9].copy_from_slice(b"/bin/true");
-        next(&mut out, to_bytes(&se));
-        next(
-            &mut out,
-            to_bytes(&SysExit {
-                hdr: hdr(kind::SYS_EXIT, 80, s(), child, shell),
-                syscall: sc::EXECVE,
-                _pad: 0,
-                ret: 0,
-            }),
-        );
-        next(
-            &mut out,
-            to_bytes(&ExitEnter {
-                hdr: hdr(kind::EXIT_ENTER, 72, s(), child, shell),
-                syscall: sc::EXIT_GROUP,
-                code: 0,
-            }),
-        );
-        next(
-            &mut out,
-            to_bytes(&SchedExit {
-                hdr: hdr(kind::SCHED_EXIT, 72, s(), child, shell),
-                exit_code: 0,
-                group_dead: 1,
-            }),
-        );
+        shell_clones(&mut out, &mut s, child);
+        child_runs_true(&mut out, &mut s, child);
     }
     out.truncate(events);
     out
+}
+
+/// The shell (1000, child of init) clones `child`: clone enter, fork, the clone's exit in
+/// parent and child. `s` gives the next seq.
+fn shell_clones(out: &mut Vec<Vec<u8>>, s: &mut impl FnMut() -> u64, child: u32) {
+    let (shell, init) = (1000u32, 1u32);
+    let next = |out: &mut Vec<Vec<u8>>, bytes: Vec<u8>| out.push(bytes);
+    next(
+        out,
+        to_bytes(&CloneEnter {
+            hdr: hdr(kind::CLONE_ENTER, 80, s(), shell, init),
+            syscall: sc::CLONE,
+            exit_signal: 17,
+            flags: cf::CLONE_CHILD_SETTID,
+        }),
+    );
+    next(
+        out,
+        to_bytes(&SchedFork {
+            hdr: hdr(
+                kind::SCHED_FORK,
+                std::mem::size_of::<SchedFork>(),
+                s(),
+                shell,
+                init,
+            ),
+            child_tid: child,
+            child_tgid: child,
+            child_ppid: shell,
+            syscall: sc::CLONE,
+            clone_flags: cf::CLONE_CHILD_SETTID,
+            flags_known: 1,
+            ns_level: 1,
+            ns_inum: 4026532500,
+            ns_pid: 2,
+        }),
+    );
+    next(
+        out,
+        to_bytes(&SysExit {
+            hdr: hdr(kind::SYS_EXIT, 80, s(), shell, init),
+            syscall: sc::CLONE,
+            _pad: 0,
+            ret: child as i64,
+        }),
+    );
+    next(
+        out,
+        to_bytes(&SysExit {
+            hdr: hdr(kind::SYS_EXIT, 80, s(), child, shell),
+            syscall: sc::CLONE,
+            _pad: 0,
+            ret: 0,
+        }),
+    );
+}
+
+/// `child` execs /bin/true and exits: exec enter, exec, exec exit, exit_group, exit.
+fn child_runs_true(out: &mut Vec<Vec<u8>>, s: &mut impl FnMut() -> u64, child: u32) {
+    let shell = 1000u32;
+    let next = |out: &mut Vec<Vec<u8>>, bytes: Vec<u8>| out.push(bytes);
+    let mut ex = ExecEnter {
+        hdr: hdr(kind::EXEC_ENTER, EXEC_ENTER_HEAD + 5, s(), child, shell),
+        syscall: sc::EXECVE,
+        argv_len: 5,
+        flags: 0,
+        at_flags: 0,
+        dirfd: -100,
+        filename: [0; FILENAME_LEN],
+        argv: [0; ARGV_BYTES],
+    };
+    ex.filename[..9].copy_from_slice(b"/bin/true");
+    ex.argv[..5].copy_from_slice(b"true\0");
+    let mut bytes = to_bytes(&ex);
+    bytes.truncate(EXEC_ENTER_HEAD + 5);
+    next(out, bytes);
+    let mut se = SchedExec {
+        hdr: hdr(
+            kind::SCHED_EXEC,
+            std::mem::size_of::<SchedExec>(),
+            s(),
+            child,
+            shell,
+        ),
+        old_tid: child,
+        flags: 0,
+        // No credentials or executable read (cred_flags 0), as on a kernel without them.
+        euid: 0,
+        fsuid: 0,
+        userns_level: 0,
+        pidns_level: 0,
+        mnt_ns: 0,
+        cred_flags: 0,
+        exe_ino: 0,
+        exe_dev: 0,
+        exe_uid: 0,
+        exe_mode: 0,
+        exe_nlink: 0,
+        filename: [0; FILENAME_LEN],
+    };
+    se.filename[..9].copy_from_slice(b"/bin/true");
+    next(out, to_bytes(&se));
+    next(
+        out,
+        to_bytes(&SysExit {
+            hdr: hdr(kind::SYS_EXIT, 80, s(), child, shell),
+            syscall: sc::EXECVE,
+            _pad: 0,
+            ret: 0,
+        }),
+    );
+    next(
+        out,
+        to_bytes(&ExitEnter {
+            hdr: hdr(kind::EXIT_ENTER, 72, s(), child, shell),
+            syscall: sc::EXIT_GROUP,
+            code: 0,
+        }),
+    );
+    next(
+        out,
+        to_bytes(&SchedExit {
+            hdr: hdr(kind::SCHED_EXIT, 72, s(), child, shell),
+            exit_code: 0,
+            group_dead: 1,
+        }),
+    );
 }
 
 /// An `strace -f -tt` log of the same storm (7 lines per child).

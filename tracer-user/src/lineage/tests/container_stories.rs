@@ -40,6 +40,29 @@ fn containerd_story_has_every_step_in_order() {
             (K::WorkloadExec, s.workload, 1013),
         ]
     );
+    assert_containerd_step_texts(st);
+
+    // The final tree: the workload under the shim, the shim under init.
+    assert_eq!(ppid(&e, 1013), 1001);
+    assert_eq!(ppid(&e, 1001), 1);
+    let init = e.process(1013).unwrap();
+    assert_eq!(init.role, Some(Role::Container));
+    assert_eq!(init.container_id.as_deref(), Some(CID));
+    assert_eq!(
+        init.lineage
+            .iter()
+            .map(|l| (l.how, l.parent, l.caller))
+            .collect::<Vec<_>>(),
+        vec![
+            (How::CloneParent, 1010, Some(1012)),
+            (How::Adopted, 1001, None)
+        ]
+    );
+}
+
+/// The words of [`containerd_story`]'s steps (who started, adopted, cloned, exec'd whom).
+fn assert_containerd_step_texts(st: &Story) {
+    use StepKind as K;
     let text = |k: K| {
         st.steps
             .iter()
@@ -67,23 +90,6 @@ fn containerd_story_has_every_step_in_order() {
     assert_eq!(
         text(K::InitExec),
         "child 1011 of runc 1010 exec'd runc init"
-    );
-
-    // The final tree: the workload under the shim, the shim under init.
-    assert_eq!(ppid(&e, 1013), 1001);
-    assert_eq!(ppid(&e, 1001), 1);
-    let init = e.process(1013).unwrap();
-    assert_eq!(init.role, Some(Role::Container));
-    assert_eq!(init.container_id.as_deref(), Some(CID));
-    assert_eq!(
-        init.lineage
-            .iter()
-            .map(|l| (l.how, l.parent, l.caller))
-            .collect::<Vec<_>>(),
-        vec![
-            (How::CloneParent, 1010, Some(1012)),
-            (How::Adopted, 1001, None)
-        ]
     );
 }
 

@@ -104,43 +104,45 @@ fn oci_runtime_subcommands_and_container_ids() {
         ),
         Some((rt(OciCommand::Create), Some("ID1".into())))
     );
-    assert_eq!(
-        cls("runc", None, &["runc", "start", "ID2"]),
-        Some((rt(OciCommand::Start), Some("ID2".into())))
-    );
-    assert_eq!(
-        cls("runc", None, &["runc", "kill", "ID3", "9"]),
-        Some((rt(OciCommand::Kill), Some("ID3".into())))
-    );
-    assert_eq!(
-        cls("runc", None, &["runc", "delete", "--force", "ID4"]),
-        Some((rt(OciCommand::Delete), Some("ID4".into())))
-    );
-    assert_eq!(
-        cls("runc", None, &["runc", "state", "ID5"]),
-        Some((rt(OciCommand::State), Some("ID5".into())))
-    );
-    assert_eq!(
-        cls(
+    // (comm, argv, subcommand, id); argv cut short before the id: the bundle's basename (ID7).
+    let cases: [(&str, &[&str], OciCommand, &str); 7] = [
+        ("runc", &["runc", "start", "ID2"], OciCommand::Start, "ID2"),
+        (
             "runc",
-            None,
-            &["runc", "run", "-d", "--bundle=/srv/b/", "ID6"]
+            &["runc", "kill", "ID3", "9"],
+            OciCommand::Kill,
+            "ID3",
         ),
-        Some((rt(OciCommand::Run), Some("ID6".into())))
-    );
-    // argv cut short before the id: the bundle's basename.
-    assert_eq!(
-        cls(
+        (
             "runc",
-            None,
-            &["runc", "create", "--bundle", "/run/x/default/ID7"]
+            &["runc", "delete", "--force", "ID4"],
+            OciCommand::Delete,
+            "ID4",
         ),
-        Some((rt(OciCommand::Create), Some("ID7".into())))
-    );
-    assert_eq!(
-        cls("crun", None, &["crun", "exec", "ID8", "sh"]),
-        Some((rt(OciCommand::Exec), Some("ID8".into())))
-    );
+        ("runc", &["runc", "state", "ID5"], OciCommand::State, "ID5"),
+        (
+            "runc",
+            &["runc", "run", "-d", "--bundle=/srv/b/", "ID6"],
+            OciCommand::Run,
+            "ID6",
+        ),
+        (
+            "runc",
+            &["runc", "create", "--bundle", "/run/x/default/ID7"],
+            OciCommand::Create,
+            "ID7",
+        ),
+        (
+            "crun",
+            &["crun", "exec", "ID8", "sh"],
+            OciCommand::Exec,
+            "ID8",
+        ),
+    ];
+    for (comm, argv, sub, id) in cases {
+        let want = Some((rt(sub), Some(id.to_string())));
+        assert_eq!(cls(comm, None, argv), want, "{argv:?}");
+    }
     assert_eq!(
         cls("runc", None, &["runc", "list"]),
         Some((rt(OciCommand::List), None))

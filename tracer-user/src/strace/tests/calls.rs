@@ -61,8 +61,12 @@ fn o_log_new_pid_is_never_given_to_another_callers_clone() {
         "a namespace pid leaked"
     );
 
-    // Two processes inside a vfork at once, a new pid speaks: no guess; the clone that returns
-    // it names it.
+    vforks_in_flight_wait_for_the_clone_that_returns_the_new_pid();
+}
+
+/// In an `-o` log, two processes inside a vfork at once and a new pid speaks: no guess; the
+/// clone that returns it names it.
+fn vforks_in_flight_wait_for_the_clone_that_returns_the_new_pid() {
     let imp = parse(concat!(
         "1000 clone(child_stack=NULL, flags=SIGCHLD) = 1001\n",
         "1000 clone(child_stack=NULL, flags=CLONE_VM|CLONE_VFORK|SIGCHLD <unfinished ...>\n",
@@ -133,30 +137,7 @@ fn o_log_namespaced_caller_children_come_from_new_pids() {
     // the caller's exits come at once, with the namespace pids
     assert_eq!(e[4], (5001, 5001, sys_exit(Clone, 700)));
     assert_eq!(e[6], (5001, 5001, sys_exit(Clone3, 701)));
-    // The namespace is inferred: 5001 is pid 1 of it, its descendants are in it at the pids
-    // their clones returned, the host caller's other child is in none the log implies.
-    let inside = PidNs::inferred(1, 1, 0);
-    let child_ns = |pid: u32| fork_ns(&imp, pid);
-    assert_eq!(
-        child_ns(5001),
-        Some(Some(PidNs {
-            ns_pid: 1,
-            ..inside
-        }))
-    );
-    let at = |ns_pid| Some(Some(PidNs { ns_pid, ..inside }));
-    assert_eq!(child_ns(5003), at(700));
-    assert_eq!(child_ns(5005), at(702));
-    assert_eq!(child_ns(5006), at(703));
-    assert_eq!(child_ns(5010), Some(None));
-    let mut with_ns = fork_in(5003, 5003, 5001, Clone, 0);
-    if let K::Fork { child_ns, .. } = &mut with_ns {
-        *child_ns = Some(PidNs {
-            ns_pid: 700,
-            ..inside
-        });
-    }
-    assert_eq!(e[7], (5001, 5001, with_ns));
+    assert_the_namespace_is_inferred(&imp, &e);
     assert!(e.contains(&(5001, 5001, sys_exit(Clone, 5000))));
     assert_eq!(
         e.last(),
@@ -169,6 +150,34 @@ fn o_log_namespaced_caller_children_come_from_new_pids() {
             }
         ))
     );
+}
+
+/// The namespace of `o_log_namespaced_caller_children_come_from_new_pids` is inferred: 5001 is
+/// pid 1 of it, its descendants are in it at the pids their clones returned, the host caller's
+/// other child is in none the log implies.
+fn assert_the_namespace_is_inferred(imp: &Import, e: &[(u32, u32, EventKind)]) {
+    let inside = PidNs::inferred(1, 1, 0);
+    let child_ns = |pid: u32| fork_ns(imp, pid);
+    assert_eq!(
+        child_ns(5001),
+        Some(Some(PidNs {
+            ns_pid: 1,
+            ..inside
+        }))
+    );
+    let at = |ns_pid| Some(Some(PidNs { ns_pid, ..inside }));
+    assert_eq!(child_ns(5003), at(700));
+    assert_eq!(child_ns(5005), at(702));
+    assert_eq!(child_ns(5006), at(703));
+    assert_eq!(child_ns(5010), Some(None));
+    let mut with_ns = fork_in(5003, 5003, 5001, Syscall::Clone, 0);
+    if let K::Fork { child_ns, .. } = &mut with_ns {
+        *child_ns = Some(PidNs {
+            ns_pid: 700,
+            ..inside
+        });
+    }
+    assert_eq!(e[7], (5001, 5001, with_ns));
 }
 
 #[test]

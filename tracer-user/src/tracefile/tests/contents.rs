@@ -72,26 +72,7 @@ mod prop {
             }),
             (arb_syscall(), any::<i64>())
                 .prop_map(|(syscall, ret)| EventKind::SyscallExit { syscall, ret }),
-            (
-                arb_syscall(),
-                any::<i64>(),
-                any::<u32>(),
-                arb_cstr(),
-                proptest::collection::vec(".{0,8}", 0..5),
-                any::<bool>()
-            )
-                .prop_map(
-                    |(syscall, dirfd, at_flags, filename, argv, argv_truncated)| {
-                        EventKind::ExecEnter {
-                            syscall,
-                            dirfd,
-                            at_flags,
-                            filename,
-                            argv,
-                            argv_truncated,
-                        }
-                    }
-                ),
+            arb_exec_enter(),
             (arb_syscall(), any::<i32>())
                 .prop_map(|(syscall, code)| EventKind::ExitEnter { syscall, code }),
             (any::<u32>(), any::<u64>(), proptest::option::of(arb_cstr())).prop_map(
@@ -124,35 +105,7 @@ mod prop {
                 filename,
                 cred: None
             }),
-            (
-                any::<u32>(),
-                arb_cstr(),
-                any::<[u32; 6]>(),
-                any::<(bool, bool, u64, u64)>()
-            )
-                .prop_map(|(old_tid, filename, ids, (host_mnt, exe, dev, ino))| {
-                    let exe = exe.then_some(crate::event::ExeFile {
-                        dev,
-                        ino,
-                        uid: ids[5],
-                        mode: ids[4],
-                        nlink: ids[3],
-                    });
-                    let cred = crate::event::ExecCred {
-                        euid: ids[0],
-                        fsuid: ids[1],
-                        userns_level: ids[2],
-                        pidns_level: ids[3],
-                        mnt_ns: ids[4],
-                        host_mnt,
-                        exe,
-                    };
-                    EventKind::Exec {
-                        old_tid,
-                        filename,
-                        cred: Some(cred),
-                    }
-                }),
+            arb_exec_with_cred(),
             (any::<u32>(), any::<bool>()).prop_map(|(exit_code, group_dead)| {
                 EventKind::TaskExit {
                     exit_code,
@@ -160,6 +113,60 @@ mod prop {
                 }
             }),
         ]
+    }
+
+    fn arb_exec_enter() -> impl Strategy<Value = EventKind> {
+        (
+            arb_syscall(),
+            any::<i64>(),
+            any::<u32>(),
+            arb_cstr(),
+            proptest::collection::vec(".{0,8}", 0..5),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(syscall, dirfd, at_flags, filename, argv, argv_truncated)| EventKind::ExecEnter {
+                    syscall,
+                    dirfd,
+                    at_flags,
+                    filename,
+                    argv,
+                    argv_truncated,
+                },
+            )
+    }
+
+    /// An exec with the credentials and executable the kernel reported.
+    fn arb_exec_with_cred() -> impl Strategy<Value = EventKind> {
+        (
+            any::<u32>(),
+            arb_cstr(),
+            any::<[u32; 6]>(),
+            any::<(bool, bool, u64, u64)>(),
+        )
+            .prop_map(|(old_tid, filename, ids, (host_mnt, exe, dev, ino))| {
+                let exe = exe.then_some(crate::event::ExeFile {
+                    dev,
+                    ino,
+                    uid: ids[5],
+                    mode: ids[4],
+                    nlink: ids[3],
+                });
+                let cred = crate::event::ExecCred {
+                    euid: ids[0],
+                    fsuid: ids[1],
+                    userns_level: ids[2],
+                    pidns_level: ids[3],
+                    mnt_ns: ids[4],
+                    host_mnt,
+                    exe,
+                };
+                EventKind::Exec {
+                    old_tid,
+                    filename,
+                    cred: Some(cred),
+                }
+            })
     }
 
     prop_compose! {

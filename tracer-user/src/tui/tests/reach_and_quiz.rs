@@ -46,42 +46,7 @@ async fn the_quiz_asks_before_the_step_and_judges_right_and_wrong_with_the_kerne
         "the answer is not on screen:\n{text}"
     );
     assert!(text.contains("who adopts shim 15921?"), "{text}");
-    // A wrong pid, typed.
-    let wrong = truth + 15912;
-    for c in wrong.to_string().chars() {
-        reduce(&mut s, Action::QuizDigit(c));
-    }
-    assert!(screen(&mut s).contains(&format!("pid: {wrong}")));
-    let c = reduce(&mut s, Action::QuizAnswer);
-    seek(&mut s, &evs, &c);
-    let v = s.quiz.verdict.clone().expect("judged");
-    assert_eq!(
-        (v.guess, v.truth, v.right()),
-        (Some(wrong), Some(truth), false)
-    );
-    assert_eq!((s.quiz.right, s.quiz.asked), (0, 1));
-    let (story, _) = s.story.current().expect("a step");
-    let rule = crate::lineage::explain::why(story, &step).text;
-    let text = screen(&mut s);
-    assert!(
-        text.contains(&format!("wrong: you said {wrong}, it is {truth}")),
-        "{text}"
-    );
-    assert!(
-        text.contains(
-            &rule
-                .split_whitespace()
-                .take(6)
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-        "{text}"
-    );
-    assert!(
-        text.contains("quiz 0/1"),
-        "the status bar keeps the score:\n{text}"
-    );
-    insta::assert_snapshot!("quiz_wrong_100x30", text);
+    a_wrong_pid_is_judged_wrong_with_the_rule(&mut s, &evs, &step, truth);
     // Back before its event and on again: a question is asked once.
     for _ in 0..2 {
         let c = reduce(&mut s, key('['));
@@ -116,6 +81,51 @@ async fn the_quiz_asks_before_the_step_and_judges_right_and_wrong_with_the_kerne
     assert!(text.contains(&format!("right: {truth}")), "{text}");
     assert!(text.contains("quiz: 1 of 2 right"), "{text}");
     insta::assert_snapshot!("quiz_right_100x30", text);
+}
+
+/// The quiz's first question (who adopts the shim, whose answer is `truth`) answered with a
+/// wrong pid, typed: judged wrong, the rule shown, the score kept.
+fn a_wrong_pid_is_judged_wrong_with_the_rule(
+    s: &mut AppState,
+    evs: &[Event],
+    step: &crate::lineage::StoryStep,
+    truth: u32,
+) {
+    let wrong = truth + 15912;
+    for c in wrong.to_string().chars() {
+        reduce(s, Action::QuizDigit(c));
+    }
+    assert!(screen(s).contains(&format!("pid: {wrong}")));
+    let c = reduce(s, Action::QuizAnswer);
+    seek(s, evs, &c);
+    let v = s.quiz.verdict.clone().expect("judged");
+    assert_eq!(
+        (v.guess, v.truth, v.right()),
+        (Some(wrong), Some(truth), false)
+    );
+    assert_eq!((s.quiz.right, s.quiz.asked), (0, 1));
+    let (story, _) = s.story.current().expect("a step");
+    let rule = crate::lineage::explain::why(story, step).text;
+    let text = screen(s);
+    assert!(
+        text.contains(&format!("wrong: you said {wrong}, it is {truth}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            &rule
+                .split_whitespace()
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("quiz 0/1"),
+        "the status bar keeps the score:\n{text}"
+    );
+    insta::assert_snapshot!("quiz_wrong_100x30", text);
 }
 
 #[test]
