@@ -1,6 +1,7 @@
 //! The examples' behaviour, checked: each example keeps its logic in a `run` function that
 //! these tests call directly (compiling the example file as a module).
 
+#[cfg(feature = "tui")]
 #[path = "../examples/synthetic.rs"]
 mod synthetic;
 
@@ -18,6 +19,7 @@ fn workspace_file(rel: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
 }
 
+#[cfg(feature = "tui")]
 #[test]
 fn synthetic_prints_the_tree_and_the_adoption() {
     let mut out = Vec::new();
