@@ -24,7 +24,13 @@ use tracer::Engine;
 fn scene() -> Stream {
     let mut s = Stream::default();
     s.fork(100, 200);
-    s.exec_comm(200, 200, "/usr/bin/supervisor", &["supervisor"], "supervisor");
+    s.exec_comm(
+        200,
+        200,
+        "/usr/bin/supervisor",
+        &["supervisor"],
+        "supervisor",
+    );
     s.subreaper(200, 200, true);
     s.fork(200, 300);
     let worker = ["worker", "--once"];

@@ -56,21 +56,15 @@ impl StreamStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
-
-    fn ev(seq: u64) -> Event {
-        let kind = EventKind::TaskExit {
-            exit_code: 0,
-            group_dead: true,
-        };
-        Event::bare(seq, 0, 1, 1, "", kind)
-    }
 
     #[test]
     fn gaps_count_missing_sequence_numbers() {
         let mut s = StreamStats::default();
         for seq in [1, 2, 5, 4, 9] {
-            s.observe(&ev(seq));
+            s.observe(&Event {
+                seq,
+                ..crate::synth::exit(1, 0)
+            });
         }
         assert_eq!(s.gaps(), 4); // 3, 6, 7, 8
         assert_eq!(

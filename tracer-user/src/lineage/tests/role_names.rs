@@ -104,44 +104,21 @@ fn oci_runtime_subcommands_and_container_ids() {
         ),
         Some((rt(OciCommand::Create), Some("ID1".into())))
     );
-    // (comm, argv, subcommand, id); argv cut short before the id: the bundle's basename (ID7).
-    let cases: [(&str, &[&str], OciCommand, &str); 7] = [
-        ("runc", &["runc", "start", "ID2"], OciCommand::Start, "ID2"),
-        (
-            "runc",
-            &["runc", "kill", "ID3", "9"],
-            OciCommand::Kill,
-            "ID3",
-        ),
-        (
-            "runc",
-            &["runc", "delete", "--force", "ID4"],
-            OciCommand::Delete,
-            "ID4",
-        ),
-        ("runc", &["runc", "state", "ID5"], OciCommand::State, "ID5"),
-        (
-            "runc",
-            &["runc", "run", "-d", "--bundle=/srv/b/", "ID6"],
-            OciCommand::Run,
-            "ID6",
-        ),
-        (
-            "runc",
-            &["runc", "create", "--bundle", "/run/x/default/ID7"],
-            OciCommand::Create,
-            "ID7",
-        ),
-        (
-            "crun",
-            &["crun", "exec", "ID8", "sh"],
-            OciCommand::Exec,
-            "ID8",
-        ),
+    // (argv, subcommand, id); argv cut short before the id: the bundle's basename (ID7).
+    use OciCommand as C;
+    let cases = [
+        ("runc start ID2", C::Start, "ID2"),
+        ("runc kill ID3 9", C::Kill, "ID3"),
+        ("runc delete --force ID4", C::Delete, "ID4"),
+        ("runc state ID5", C::State, "ID5"),
+        ("runc run -d --bundle=/srv/b/ ID6", C::Run, "ID6"),
+        ("runc create --bundle /run/x/default/ID7", C::Create, "ID7"),
+        ("crun exec ID8 sh", C::Exec, "ID8"),
     ];
-    for (comm, argv, sub, id) in cases {
+    for (line, sub, id) in cases {
+        let argv: Vec<&str> = line.split(' ').collect();
         let want = Some((rt(sub), Some(id.to_string())));
-        assert_eq!(cls(comm, None, argv), want, "{argv:?}");
+        assert_eq!(cls(argv[0], None, &argv), want, "{line}");
     }
     assert_eq!(
         cls("runc", None, &["runc", "list"]),
