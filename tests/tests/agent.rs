@@ -17,6 +17,7 @@ use tests::servers::{
 };
 use tests::tmux::Tmux;
 use tests::{busybox_bundle, release_tracer, temp_dir};
+use tracer::synth::PodAnnotations;
 
 /// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`, with
 /// `env` added to its environment.
@@ -162,12 +163,7 @@ fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
     let config = bundle.join("config.json");
     let mut c: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
-    c["annotations"] = serde_json::json!({
-        "io.kubernetes.cri.container-type": "container",
-        "io.kubernetes.cri.container-name": "app",
-        "io.kubernetes.cri.sandbox-name": id,
-        "io.kubernetes.cri.sandbox-namespace": "default",
-    });
+    c["annotations"] = PodAnnotations::new("default", id).container("app").json();
     std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("write config");
     let mut runc = Command::new("runc")
         .args(["run", "--bundle"])
@@ -934,12 +930,8 @@ fn a_users_fake_runtime_never_names_a_container() {
     // Another pod's bundle, owned by root as every bundle on a node is.
     let other = dir.join("other");
     std::fs::create_dir_all(&other).expect("dir");
-    let config = serde_json::json!({"annotations": {
-        "io.kubernetes.cri.container-type": "container",
-        "io.kubernetes.cri.container-name": "app",
-        "io.kubernetes.cri.sandbox-name": "not-the-victims",
-        "io.kubernetes.cri.sandbox-namespace": "default",
-    }});
+    let pod = PodAnnotations::new("default", "not-the-victims").container("app");
+    let config = serde_json::json!({ "annotations": pod.json() });
     std::fs::write(other.join("config.json"), config.to_string()).expect("config");
     // A user's binary called runc (busybox: it only has to be exec'd), run as uid 65534
     // before the real runtime creates the container, with the victim's container id.

@@ -4,6 +4,7 @@
 
 use tests::{busybox_bundle, capture_command, temp_dir, which, Captured};
 use tracer::event::{clone_flags as cf, CapturedStr, CloneFlags};
+use tracer::synth::PodAnnotations;
 use tracer::{EventKind, Syscall};
 
 const ACTOR: &str = env!("CARGO_BIN_EXE_actor");
@@ -771,14 +772,8 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
     let config = bundle.join("config.json");
     let mut cfg: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    cfg["annotations"] = serde_json::json!({
-        "io.kubernetes.cri.container-type": "container",
-        "io.kubernetes.cri.container-name": "nginx",
-        "io.kubernetes.cri.sandbox-id": "sb-1",
-        "io.kubernetes.cri.sandbox-name": "web-7d9f",
-        "io.kubernetes.cri.sandbox-namespace": "shop",
-        "io.kubernetes.cri.sandbox-uid": "u-42",
-    });
+    let annotations = PodAnnotations::new("shop", "web-7d9f").sandbox_id("sb-1").uid("u-42");
+    cfg["annotations"] = annotations.container("nginx").json();
     cfg["linux"]["cgroupsPath"] = format!("/tracer-test/{leaf}").into();
     std::fs::write(&config, serde_json::to_vec(&cfg).unwrap()).unwrap();
     let id = format!("tracer-k8s-{}", std::process::id());

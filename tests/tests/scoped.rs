@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tests::labs::system::wait_for;
 use tests::{busybox_bundle, temp_dir, which};
+use tracer::synth::PodAnnotations;
 use tracer::EventKind;
 
 /// A bundle in `dir` whose container runs `sh -c SCRIPT`, annotated as container `web` of
@@ -19,14 +20,9 @@ fn pod_bundle(dir: &Path, pod: &str, leaf: &str, script: &str) -> PathBuf {
     let config = bundle.join("config.json");
     let mut cfg: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    cfg["annotations"] = serde_json::json!({
-        "io.kubernetes.cri.container-type": "container",
-        "io.kubernetes.cri.container-name": "web",
-        "io.kubernetes.cri.sandbox-id": format!("sb-{pod}"),
-        "io.kubernetes.cri.sandbox-name": pod,
-        "io.kubernetes.cri.sandbox-namespace": "shop",
-        "io.kubernetes.cri.sandbox-uid": format!("uid-{pod}"),
-    });
+    let (sandbox, uid) = (format!("sb-{pod}"), format!("uid-{pod}"));
+    let annotations = PodAnnotations::new("shop", pod).sandbox_id(&sandbox).uid(&uid);
+    cfg["annotations"] = annotations.container("web").json();
     cfg["linux"]["cgroupsPath"] = format!("/tracer-test/{leaf}").into();
     std::fs::write(&config, serde_json::to_vec(&cfg).unwrap()).unwrap();
     bundle
