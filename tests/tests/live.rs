@@ -772,7 +772,9 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
     let config = bundle.join("config.json");
     let mut cfg: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    let annotations = PodAnnotations::new("shop", "web-7d9f").sandbox_id("sb-1").uid("u-42");
+    let annotations = PodAnnotations::new("shop", "web-7d9f")
+        .sandbox_id("sb-1")
+        .uid("u-42");
     cfg["annotations"] = annotations.container("nginx").json();
     cfg["linux"]["cgroupsPath"] = format!("/tracer-test/{leaf}").into();
     std::fs::write(&config, serde_json::to_vec(&cfg).unwrap()).unwrap();

@@ -21,7 +21,9 @@ fn pod_bundle(dir: &Path, pod: &str, leaf: &str, script: &str) -> PathBuf {
     let mut cfg: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     let (sandbox, uid) = (format!("sb-{pod}"), format!("uid-{pod}"));
-    let annotations = PodAnnotations::new("shop", pod).sandbox_id(&sandbox).uid(&uid);
+    let annotations = PodAnnotations::new("shop", pod)
+        .sandbox_id(&sandbox)
+        .uid(&uid);
     cfg["annotations"] = annotations.container("web").json();
     cfg["linux"]["cgroupsPath"] = format!("/tracer-test/{leaf}").into();
     std::fs::write(&config, serde_json::to_vec(&cfg).unwrap()).unwrap();
