@@ -443,6 +443,7 @@ pub fn every_kind() -> Vec<Event> {
             container_id: "abc123".into(),
             annotations: [("io.kubernetes.cri.sandbox-name".into(), "web".into())].into(),
         },
+        EventKind::Subreaper { on: true },
         EventKind::ExitEnter {
             syscall: Syscall::ExitGroup,
             code: -1,
