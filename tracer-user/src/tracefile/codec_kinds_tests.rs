@@ -37,7 +37,10 @@ fn every_kind_is_written_with_its_rows_code_and_named_by_its_row() {
         };
         assert_eq!(bytes[0] & 0x0f, code, "{}", row.name);
         assert!(since <= super::super::FORMAT_VERSION, "{}", row.name);
-        assert_eq!(decode_all(&bytes, since).unwrap(), [ev.clone()]);
+        assert_eq!(
+            decode_all(&bytes, since).unwrap(),
+            std::slice::from_ref(&ev)
+        );
         if since > 1 {
             assert!(decode_all(&bytes, since - 1).is_err(), "{}", row.name);
         }
@@ -57,7 +60,7 @@ fn a_kind_is_refused_before_its_format_version() {
         assert!(tag_too_new(v).ends_with(&next), "{v}: {}", tag_too_new(v));
     }
     let report = Event::bare(1, 5, 10, 10, "sh", EventKind::Subreaper { on: true });
-    let bytes = encode(&[report.clone()]);
+    let bytes = encode(std::slice::from_ref(&report));
     assert_eq!(bytes[0] & 0x0f, 13);
     assert_eq!(decode_all(&bytes, 5).unwrap(), [report]);
     for (version, expected) in [
@@ -97,7 +100,10 @@ fn an_old_recordings_subreaper_prctl_reads_as_before() {
             read: None,
         }));
     }
-    assert_eq!(decode_all(&encode(&[call.clone()]), 5).unwrap(), [call]);
+    assert_eq!(
+        decode_all(&encode(std::slice::from_ref(&call)), 5).unwrap(),
+        [call]
+    );
 }
 
 /// The events frames of recordings older tracers wrote (the bundled demos, format version 3;
