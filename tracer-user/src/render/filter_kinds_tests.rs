@@ -60,3 +60,33 @@ fn subreaper_is_its_own_word_inside_prctl() {
         assert_eq!(got, want, "{expr}");
     }
 }
+
+/// Each class has one word naming it (the words a kind's row may give), and they name every
+/// class.
+#[test]
+fn the_class_words_name_each_class_once() {
+    let words = [
+        "exec",
+        "fork",
+        "exit",
+        "signal",
+        "oom",
+        "cgroup",
+        "rename",
+        "prctl",
+        "bundle",
+        "subreaper",
+    ];
+    let mut bits = 0u16;
+    for word in words {
+        let class = Class::named(word).unwrap_or_else(|| panic!("{word}"));
+        assert_eq!(bits & class as u16, 0, "{word} names a class twice");
+        bits |= class as u16;
+    }
+    assert_eq!(bits, ALL);
+    for &k in Kind::ALL {
+        if let Some(word) = k.row().trace {
+            assert!(words.contains(&word), "{k:?}: {word}");
+        }
+    }
+}
