@@ -188,110 +188,92 @@ impl EventKind {
 
     /// The task it creates: `(child_tid, child_tgid)`.
     pub fn new_task(&self) -> Option<(u32, u32)> {
-        match self {
-            EventKind::Fork {
-                child_tid,
-                child_tgid,
-                ..
-            } => Some((*child_tid, *child_tgid)),
-            EventKind::CloneEnter { .. }
-            | EventKind::SyscallExit { .. }
-            | EventKind::ExecEnter { .. }
-            | EventKind::ExitEnter { .. }
-            | EventKind::PrctlEnter { .. }
-            | EventKind::Exec { .. }
-            | EventKind::TaskExit { .. }
-            | EventKind::CgroupAttach { .. }
-            | EventKind::Signal(_)
-            | EventKind::OomVictim(_)
-            | EventKind::ContainerMeta { .. }
-            | EventKind::Subreaper { .. } => None,
-        }
+        self.facts().new_task
     }
 
     /// The end of the event's own task: whether it was the last of its process.
     pub fn task_end(&self) -> Option<bool> {
-        match self {
-            EventKind::TaskExit { group_dead, .. } => Some(*group_dead),
-            EventKind::CloneEnter { .. }
-            | EventKind::SyscallExit { .. }
-            | EventKind::ExecEnter { .. }
-            | EventKind::ExitEnter { .. }
-            | EventKind::PrctlEnter { .. }
-            | EventKind::Fork { .. }
-            | EventKind::Exec { .. }
-            | EventKind::CgroupAttach { .. }
-            | EventKind::Signal(_)
-            | EventKind::OomVictim(_)
-            | EventKind::ContainerMeta { .. }
-            | EventKind::Subreaper { .. } => None,
-        }
+        self.facts().task_end
     }
 
     /// The processes it names besides its own task's (0: unknown): a new child, a moved task,
     /// a runtime, a signal's sender and target, an OOM victim.
     pub fn other_pids(&self) -> [Option<u32>; 2] {
-        match self {
-            EventKind::Fork { child_tgid, .. } => [Some(*child_tgid), None],
-            EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => {
-                [Some(*pid), None]
-            }
-            EventKind::Signal(i) => [Some(i.sender), Some(i.target)],
-            EventKind::OomVictim(o) => [Some(o.tid), None],
-            EventKind::CloneEnter { .. }
-            | EventKind::SyscallExit { .. }
-            | EventKind::ExecEnter { .. }
-            | EventKind::ExitEnter { .. }
-            | EventKind::PrctlEnter { .. }
-            | EventKind::Exec { .. }
-            | EventKind::TaskExit { .. }
-            | EventKind::Subreaper { .. } => [None, None],
-        }
+        self.facts().other_pids
     }
 
     /// The syscall whose enter or exit it is.
     pub fn call(&self) -> Option<Syscall> {
-        match self {
-            EventKind::CloneEnter { syscall, .. }
-            | EventKind::SyscallExit { syscall, .. }
-            | EventKind::ExecEnter { syscall, .. }
-            | EventKind::ExitEnter { syscall, .. } => Some(*syscall),
-            EventKind::PrctlEnter { .. } => Some(Syscall::Prctl),
-            EventKind::Fork { .. }
-            | EventKind::Exec { .. }
-            | EventKind::TaskExit { .. }
-            | EventKind::CgroupAttach { .. }
-            | EventKind::Signal(_)
-            | EventKind::OomVictim(_)
-            | EventKind::ContainerMeta { .. }
-            | EventKind::Subreaper { .. } => None,
-        }
+        self.facts().call
     }
 
     /// The prctl call the event is or stands for: its option, second argument and
     /// `PR_SET_NAME`'s name ([`EventKind::Subreaper`] stands for
-    /// `prctl(PR_SET_CHILD_SUBREAPER, on)`); none for other kinds.
+    /// `prctl(PR_SET_CHILD_SUBREAPER, on)`).
     pub fn as_prctl(&self) -> Option<(u32, u64, Option<&CapturedStr>)> {
+        self.facts().prctl
+    }
+
+    /// What the kind says to the parts that ask about several kinds: one arm per kind.
+    fn facts(&self) -> Facts<'_> {
+        let none = Facts::default();
         match self {
+            EventKind::CloneEnter { syscall, .. }
+            | EventKind::SyscallExit { syscall, .. }
+            | EventKind::ExecEnter { syscall, .. }
+            | EventKind::ExitEnter { syscall, .. } => Facts {
+                call: Some(*syscall),
+                ..none
+            },
             EventKind::PrctlEnter {
                 option, arg2, name, ..
-            } => Some((*option, *arg2, name.as_ref())),
-            EventKind::Subreaper { on } => {
-                Some((prctl_opt::PR_SET_CHILD_SUBREAPER, u64::from(*on), None))
-            }
-            EventKind::CloneEnter { .. }
-            | EventKind::SyscallExit { .. }
-            | EventKind::ExecEnter { .. }
-            | EventKind::ExitEnter { .. }
-            | EventKind::Fork { .. }
-            | EventKind::Exec { .. }
-            | EventKind::TaskExit { .. }
-            | EventKind::CgroupAttach { .. }
-            | EventKind::Signal(_)
-            | EventKind::OomVictim(_)
-            | EventKind::ContainerMeta { .. } => None,
+            } => Facts {
+                call: Some(Syscall::Prctl),
+                prctl: Some((*option, *arg2, name.as_ref())),
+                ..none
+            },
+            EventKind::Fork {
+                child_tid,
+                child_tgid,
+                ..
+            } => Facts {
+                new_task: Some((*child_tid, *child_tgid)),
+                other_pids: [Some(*child_tgid), None],
+                ..none
+            },
+            EventKind::Exec { .. } => none,
+            EventKind::TaskExit { group_dead, .. } => Facts {
+                task_end: Some(*group_dead),
+                ..none
+            },
+            EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => Facts {
+                other_pids: [Some(*pid), None],
+                ..none
+            },
+            EventKind::Signal(i) => Facts {
+                other_pids: [Some(i.sender), Some(i.target)],
+                ..none
+            },
+            EventKind::OomVictim(o) => Facts {
+                other_pids: [Some(o.tid), None],
+                ..none
+            },
+            EventKind::Subreaper { on } => Facts {
+                prctl: Some((prctl_opt::PR_SET_CHILD_SUBREAPER, u64::from(*on), None)),
+                ..none
+            },
         }
     }
+}
+
+/// `EventKind::facts`: what the parts that ask about several kinds ask.
+#[derive(Debug, Default)]
+struct Facts<'a> {
+    new_task: Option<(u32, u32)>,
+    task_end: Option<bool>,
+    other_pids: [Option<u32>; 2],
+    call: Option<Syscall>,
+    prctl: Option<(u32, u64, Option<&'a CapturedStr>)>,
 }
 
 /// What the table says of one kind.
