@@ -18,16 +18,19 @@ fn forks_by(c: &Captured, tgid: u32) -> Vec<ForkRow> {
     c.events
         .iter()
         .filter(|e| e.tgid == tgid)
-        .filter_map(|e| match &e.kind {
-            EventKind::Fork {
+        .filter_map(|e| {
+            let EventKind::Fork {
                 syscall,
                 flags,
                 child_tid,
                 child_tgid,
                 child_ppid,
                 ..
-            } => Some((*syscall, *flags, *child_tid, *child_tgid, *child_ppid)),
-            _ => None,
+            } = &e.kind
+            else {
+                return None;
+            };
+            Some((*syscall, *flags, *child_tid, *child_tgid, *child_ppid))
         })
         .collect()
 }
@@ -44,12 +47,15 @@ fn remove_container(id: &str, dir: Option<&std::path::Path>) {
 
 /// (wait status, group_dead) of the last TaskExit of `tid`.
 fn exit_of(c: &Captured, tid: u32) -> Option<(u32, bool)> {
-    c.events.iter().rev().find_map(|e| match e.kind {
-        EventKind::TaskExit {
+    c.events.iter().rev().find_map(|e| {
+        let EventKind::TaskExit {
             exit_code,
             group_dead,
-        } if e.tid == tid => Some((exit_code, group_dead)),
-        _ => None,
+        } = e.kind
+        else {
+            return None;
+        };
+        (e.tid == tid).then_some((exit_code, group_dead))
     })
 }
 
@@ -138,11 +144,14 @@ fn lifecycle_syscalls_are_reported_exactly() {
     let prctls: Vec<_> = c
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::PrctlEnter {
+        .filter_map(|e| {
+            let EventKind::PrctlEnter {
                 option, arg2, name, ..
-            } => Some((*option, *arg2, name.clone())),
-            _ => None,
+            } = &e.kind
+            else {
+                return None;
+            };
+            Some((*option, *arg2, name.clone()))
         })
         .collect();
     assert_eq!(prctls.len(), 2, "{prctls:?}");
@@ -174,16 +183,24 @@ fn lifecycle_syscalls_are_reported_exactly() {
         .events
         .iter()
         .filter(|e| e.tgid == actor)
-        .filter_map(|e| match &e.kind {
-            EventKind::ExecEnter { filename, .. } => Some(format!("enter {}", filename.value)),
-            EventKind::SyscallExit {
+        .filter_map(|e| {
+            if let EventKind::ExecEnter { filename, .. } = &e.kind {
+                return Some(format!("enter {}", filename.value));
+            }
+            if let EventKind::SyscallExit {
                 syscall: Syscall::Execve,
                 ret,
-            } => Some(format!("ret {ret}")),
-            EventKind::Exec {
+            } = &e.kind
+            {
+                return Some(format!("ret {ret}"));
+            }
+            let EventKind::Exec {
                 filename, old_tid, ..
-            } => Some(format!("exec {} {}", filename.value, *old_tid == actor)),
-            _ => None,
+            } = &e.kind
+            else {
+                return None;
+            };
+            Some(format!("exec {} {}", filename.value, *old_tid == actor))
         })
         .collect();
     let start = format!("enter {ACTOR}");
@@ -279,27 +296,27 @@ fn lifecycle_without_syscall_probes_is_reported_exactly() {
     }
     assert_eq!(exit_of(&c, forks[5].2), Some((0, false)));
 
-    // PR_SET_NAME from task_rename (exec's renames are not reported); the subreaper flag
-    // when the actor next creates a process, just before that fork.
+    // PR_SET_NAME from task_rename (exec's renames are not reported); the subreaper flag,
+    // read from the kernel (no prctl call is seen), when the actor next creates a process,
+    // just before that fork.
     let prctls: Vec<_> = c
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::PrctlEnter {
-                option, arg2, name, ..
-            } => Some((e.tid, *option, *arg2, name.clone().map(|n| n.value))),
-            _ => None,
+        .filter_map(|e| {
+            let (option, arg2, name) = e.kind.as_prctl()?;
+            let report = matches!(e.kind, EventKind::Subreaper { .. });
+            Some((e.tid, report, option, arg2, name.map(|n| n.value.clone())))
         })
         .collect();
     assert_eq!(
         prctls,
         [
-            (actor, 15, 0, Some("actor-renamed".to_string())),
-            (actor, 36, 1, None)
+            (actor, false, 15, 0, Some("actor-renamed".to_string())),
+            (actor, true, 36, 1, None)
         ]
     );
     let pos = |pred: &dyn Fn(&EventKind) -> bool| c.events.iter().position(|e| pred(&e.kind));
-    let subreaper = pos(&|k| matches!(k, EventKind::PrctlEnter { option: 36, .. })).unwrap();
+    let subreaper = pos(&|k| matches!(k, EventKind::Subreaper { on: true })).unwrap();
     let last_fork =
         pos(&|k| matches!(k, EventKind::Fork { child_tid, .. } if *child_tid == forks[6].2))
             .unwrap();
@@ -310,16 +327,18 @@ fn lifecycle_without_syscall_probes_is_reported_exactly() {
         .events
         .iter()
         .filter(|e| e.tgid == actor)
-        .filter_map(|e| match &e.kind {
-            EventKind::ExecEnter { filename, argv, .. } => Some(format!(
-                "enter {} {argv:?} {}",
-                filename.value,
-                e.tid == actor
-            )),
-            EventKind::Exec {
+        .filter_map(|e| {
+            if let EventKind::ExecEnter { filename, argv, .. } = &e.kind {
+                let leader = e.tid == actor;
+                return Some(format!("enter {} {argv:?} {leader}", filename.value));
+            }
+            let EventKind::Exec {
                 filename, old_tid, ..
-            } => Some(format!("exec {} {}", filename.value, *old_tid == actor)),
-            _ => None,
+            } = &e.kind
+            else {
+                return None;
+            };
+            Some(format!("exec {} {}", filename.value, *old_tid == actor))
         })
         .collect();
     let args: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
@@ -340,9 +359,11 @@ fn lifecycle_without_syscall_probes_is_reported_exactly() {
 fn exit_codes_and_signals() {
     let c = capture_command(&[ACTOR, "exit:7"], RING, true, true).expect("capture");
     assert_no_gaps(&c);
-    let enter = c.events.iter().find_map(|e| match e.kind {
-        EventKind::ExitEnter { syscall, code } => Some((syscall, code)),
-        _ => None,
+    let enter = c.events.iter().find_map(|e| {
+        let EventKind::ExitEnter { syscall, code } = e.kind else {
+            return None;
+        };
+        Some((syscall, code))
     });
     assert_eq!(enter, Some((Syscall::ExitGroup, 7)));
     assert_eq!(exit_of(&c, c.pid), Some((7 << 8, true)));
@@ -411,13 +432,16 @@ fn runc_run(syscalls: bool) {
     let names: Vec<(u32, String)> = c
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::PrctlEnter {
+        .filter_map(|e| {
+            let EventKind::PrctlEnter {
                 option: 15,
                 name: Some(n),
                 ..
-            } => Some((e.tgid, n.value.clone())),
-            _ => None,
+            } = &e.kind
+            else {
+                return None;
+            };
+            Some((e.tgid, n.value.clone()))
         })
         .collect();
     let stage = |s: &str| names.iter().find(|(_, n)| n == s).map(|(p, _)| *p);
@@ -429,16 +453,18 @@ fn runc_run(syscalls: bool) {
     let cp: Vec<_> = c
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Fork {
+        .filter_map(|e| {
+            let EventKind::Fork {
                 flags: Some(f),
                 child_tgid,
                 child_ppid,
                 ..
-            } if f.contains(cf::CLONE_PARENT) && !f.contains(cf::CLONE_THREAD) => {
-                Some((e.tgid, *child_tgid, *child_ppid))
-            }
-            _ => None,
+            } = &e.kind
+            else {
+                return None;
+            };
+            let parent = f.contains(cf::CLONE_PARENT) && !f.contains(cf::CLONE_THREAD);
+            parent.then_some((e.tgid, *child_tgid, *child_ppid))
         })
         .collect();
     assert_eq!(cp.len(), 2, "CLONE_PARENT clones: {cp:?}");
@@ -451,16 +477,12 @@ fn runc_run(syscalls: bool) {
         "{cp:?} vs runc {runc}"
     );
 
-    // runc run makes itself a subreaper.
-    assert!(c.events.iter().any(|e| e.tgid == runc
-        && matches!(
-            e.kind,
-            EventKind::PrctlEnter {
-                option: 36,
-                arg2: 1,
-                ..
-            }
-        )));
+    // runc run makes itself a subreaper: its prctl call, or without syscall probes the
+    // probes' report of the flag.
+    assert!(c
+        .events
+        .iter()
+        .any(|e| e.tgid == runc && e.kind.as_prctl() == Some((36, 1, None))));
 
     // The container's process execs the workload.
     let exec = c.events.iter().find(|e| {
@@ -531,17 +553,7 @@ fn late_subreaper_is_reported_before_the_adoption() {
     let child = forks_by(&c, actor)[0].2;
     let grandchild = forks_by(&c, child)[0].2;
     let pos = |pred: &dyn Fn(&tracer::Event) -> bool| c.events.iter().position(pred).unwrap();
-    let reported = pos(&|e| {
-        e.tgid == actor
-            && matches!(
-                e.kind,
-                EventKind::PrctlEnter {
-                    option: 36,
-                    arg2: 1,
-                    ..
-                }
-            )
-    });
+    let reported = pos(&|e| e.tgid == actor && matches!(e.kind, EventKind::Subreaper { on: true }));
     let child_death = pos(&|e| e.tid == child && matches!(e.kind, EventKind::TaskExit { .. }));
     assert!(
         reported < child_death,
@@ -613,13 +625,16 @@ fn argv_is_whole_up_to_its_budget() {
 /// The argv of the first exec_enter of a command run under capture.
 fn exec_argv(argv: &[&str], syscalls: bool) -> Option<(Vec<String>, bool)> {
     let c = capture_command(argv, RING, true, syscalls).expect("capture");
-    c.events.iter().find_map(|e| match &e.kind {
-        EventKind::ExecEnter {
+    c.events.iter().find_map(|e| {
+        let EventKind::ExecEnter {
             argv,
             argv_truncated,
             ..
-        } => Some((argv.clone(), *argv_truncated)),
-        _ => None,
+        } = &e.kind
+        else {
+            return None;
+        };
+        Some((argv.clone(), *argv_truncated))
     })
 }
 
@@ -865,9 +880,11 @@ use tracer::names::si_code::{SI_KERNEL, SI_USER};
 fn signals_of(c: &Captured, sig: i32) -> Vec<(u32, SignalInfo)> {
     c.events
         .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Signal(i) if i.signal == sig => Some((e.tgid, i)),
-            _ => None,
+        .filter_map(|e| {
+            let EventKind::Signal(i) = e.kind else {
+                return None;
+            };
+            (i.signal == sig).then_some((e.tgid, i))
         })
         .collect()
 }
@@ -1018,9 +1035,11 @@ fn an_oom_kill_names_the_victim_its_cgroup_and_limit() {
     let victims: Vec<&OomInfo> = c
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::OomVictim(o) => Some(o),
-            _ => None,
+        .filter_map(|e| {
+            let EventKind::OomVictim(o) = &e.kind else {
+                return None;
+            };
+            Some(o)
         })
         .collect();
     assert_eq!(victims.len(), 1, "{victims:#?}");

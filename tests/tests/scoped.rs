@@ -99,12 +99,17 @@ fn clean_up(ids: &[&str], leaves: &[&str], dir: &Path) {
 /// Every pid an event names: its own process, and the one it creates, moves, names, signals.
 fn pids_named(ev: &tracer::Event) -> Vec<u32> {
     let mut v = vec![ev.tgid];
-    match &ev.kind {
-        EventKind::Fork { child_tgid, .. } => v.push(*child_tgid),
-        EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => v.push(*pid),
-        EventKind::Signal(i) => v.extend([i.sender, i.target]),
-        EventKind::OomVictim(o) => v.push(o.tid),
-        _ => {}
+    if let EventKind::Fork { child_tgid, .. } = &ev.kind {
+        v.push(*child_tgid);
+    }
+    if let EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } = &ev.kind {
+        v.push(*pid);
+    }
+    if let EventKind::Signal(i) = &ev.kind {
+        v.extend([i.sender, i.target]);
+    }
+    if let EventKind::OomVictim(o) = &ev.kind {
+        v.push(o.tid);
     }
     v
 }

@@ -42,11 +42,11 @@ fn execs_of(c: &Captured, what: &str) -> Vec<u32> {
     let mut pids: Vec<u32> = c
         .events
         .iter()
-        .filter(|ev| match &ev.kind {
-            EventKind::ExecEnter { filename, argv, .. } => {
-                filename.value.contains(what) || argv.first().is_some_and(|a| a.contains(what))
-            }
-            _ => false,
+        .filter(|ev| {
+            let EventKind::ExecEnter { filename, argv, .. } = &ev.kind else {
+                return false;
+            };
+            filename.value.contains(what) || argv.first().is_some_and(|a| a.contains(what))
         })
         .map(|ev| ev.tgid)
         .collect();

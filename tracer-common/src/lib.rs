@@ -67,6 +67,9 @@ pub mod kind {
     pub const SIGNAL: u32 = 10;
     /// oom:mark_victim — the OOM killer chose a victim.
     pub const OOM_VICTIM: u32 = 11;
+    /// A process is (or is no longer) a child subreaper, read from its signal_struct by the
+    /// "sched" probe set, which sees no prctl call.
+    pub const SUBREAPER: u32 = 12;
 }
 
 /// Syscall identifiers used on the wire (independent of the architecture's numbers).
@@ -232,6 +235,19 @@ pub struct PrctlEnter {
     /// PR_SET_NAME's new name (the kernel keeps 15 bytes + NUL, as this does). Read from user
     /// memory; if that faults after a successful call, the task's comm, which is the new name.
     pub name: [u8; TASK_COMM_LEN],
+}
+
+/// What the "sched" probe set (no syscall probes) reports of `signal_struct::is_child_subreaper`:
+/// set, the first time the process creates a process or one of its descendants dies; cleared,
+/// at its next birth after that. `hdr` is the subreaper (its leader); reported on another
+/// process's behalf (at a descendant's death) its uid is unknown (`u32::MAX`) and its cgroup 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Subreaper {
+    pub hdr: Header,
+    /// 1: the flag is set; 0: it was cleared.
+    pub on: u32,
+    pub _pad: u32,
 }
 
 /// sched:sched_process_fork, fired in the creator's context.
@@ -635,6 +651,7 @@ const _: () = {
     assert!(EXEC_ENTER_HEAD == 88 + FILENAME_LEN);
     assert!(core::mem::size_of::<ExitEnter>() == 72);
     assert!(core::mem::size_of::<PrctlEnter>() == 96);
+    assert!(core::mem::size_of::<Subreaper>() == 72);
     assert!(core::mem::size_of::<SchedFork>() == 104);
     assert!(core::mem::size_of::<SchedExec>() == 120 + FILENAME_LEN);
     assert!(core::mem::size_of::<SchedExit>() == 72);

@@ -36,8 +36,8 @@ use tracer_common::{
     clone_flags::{CLONE_PARENT, CLONE_THREAD, CLONE_VFORK, CLONE_VM, CSIGNAL},
     credflag, kind, memcgflag, prctl, strflag, syscall, CgroupAttach, CloneEnter, ExecEnter,
     ExitEnter, Header, OomVictim, PendingClone, PrctlEnter, ProbeConfig, SchedExec, SchedExit,
-    SchedFork, SignalGenerate, SysExit, ARGV_BYTES, DEFAULT_RING_BYTES, EXEC_ENTER_HEAD, MAX_ARGS,
-    MEMCG_DEPTH, NO_OFFSET,
+    SchedFork, SignalGenerate, Subreaper, SysExit, ARGV_BYTES, DEFAULT_RING_BYTES, EXEC_ENTER_HEAD,
+    MAX_ARGS, MEMCG_DEPTH, NO_OFFSET,
 };
 
 /// Written by userspace at load time (tracefs offsets, BTF offsets, mode).
@@ -1008,7 +1008,7 @@ fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
     Ok(0)
 }
 
-/// A child subreaper is reported (as its PR_SET_CHILD_SUBREAPER prctl) the first time it
+/// A child subreaper is reported (a `Subreaper` record: no prctl call is seen) the first time it
 /// creates a process, or, if it set the flag after creating its children, when one of its
 /// descendants dies (before the kernel reparents that one's children): before either, nobody
 /// can have been adopted by it.
@@ -1018,12 +1018,22 @@ fn report_subreaper(tgid: u32) {
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let on = is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit));
     if on && first_report(tgid) {
-        emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 1, true);
+        emit_subreaper(true);
     } else if !on && remove_if_present(&SUBREAPERS, tgid) {
         // Cleared since it was reported (conmon does so before it runs its exit command, so
         // that command is not reparented to it): say so before this child exists.
-        emit_prctl(prctl::PR_SET_CHILD_SUBREAPER, 0, true);
+        emit_subreaper(false);
     }
+}
+
+/// A `Subreaper` record of the current task's process.
+#[inline(always)]
+fn emit_subreaper(on: bool) {
+    // SAFETY: `r` is the reserved record emit hands over, written field by field.
+    emit::<Subreaper>(kind::SUBREAPER, |r| unsafe {
+        addr_of_mut!((*r).on).write(u32::from(on));
+        addr_of_mut!((*r)._pad).write(0);
+    });
 }
 
 /// Whether `task`'s signal_struct has bitfield `bit` set (is/has_child_subreaper).
@@ -1064,7 +1074,7 @@ fn report_ancestor_subreaper(task: *const u8) {
         }
         if is_subreaper(t as *const u8, cfg(&CONFIG.signal_subreaper_bit)) {
             if traced(tgid) && first_report(tgid) {
-                emit_prctl_of(t as *const u8, tgid);
+                emit_subreaper_of(t as *const u8, tgid);
             }
             return;
         }
@@ -1072,13 +1082,14 @@ fn report_ancestor_subreaper(task: *const u8) {
     }
 }
 
-/// A PR_SET_CHILD_SUBREAPER record on behalf of another process (`task`, its leader).
+/// A `Subreaper` record (the flag set) on behalf of another process (`task`, its leader).
 #[inline(always)]
-fn emit_prctl_of(task: *const u8, tgid: u32) {
+fn emit_subreaper_of(task: *const u8, tgid: u32) {
     let parent: u64 = task_read(task, cfg(&CONFIG.task_real_parent)).unwrap_or(0);
     let ppid = task_read::<i32>(parent as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0);
     let comm: [u8; 16] = task_read(task, cfg(&CONFIG.task_comm)).unwrap_or([0; 16]);
-    emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
+    // SAFETY: `r` is the reserved record emit hands over, written field by field.
+    emit::<Subreaper>(kind::SUBREAPER, |r| unsafe {
         addr_of_mut!((*r).hdr.tgid).write(tgid);
         addr_of_mut!((*r).hdr.tid).write(tgid);
         addr_of_mut!((*r).hdr.ppid).write(ppid as u32);
@@ -1086,10 +1097,8 @@ fn emit_prctl_of(task: *const u8, tgid: u32) {
         // Not read for another task: "unknown" (docs/events.md).
         addr_of_mut!((*r).hdr.uid).write(u32::MAX);
         addr_of_mut!((*r).hdr.cgroup_id).write(0);
-        addr_of_mut!((*r).option).write(prctl::PR_SET_CHILD_SUBREAPER);
-        addr_of_mut!((*r).arg2).write(1);
-        addr_of_mut!((*r).name).write([0; 16]);
-        addr_of_mut!((*r).flags).write(0);
+        addr_of_mut!((*r).on).write(1);
+        addr_of_mut!((*r)._pad).write(0);
     });
 }
 

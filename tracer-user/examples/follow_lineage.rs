@@ -161,12 +161,11 @@ pub async fn run(
         // Who this event can change: the task itself, a new child, and the children of a
         // process that exits (they get adopted).
         let mut touched = vec![ev.tgid];
-        match ev.kind {
-            EventKind::Fork { child_tgid, .. } => touched.push(child_tgid),
-            EventKind::TaskExit {
-                group_dead: true, ..
-            } => touched.extend(engine.children(ev.tgid).iter().map(|c| c.pid)),
-            _ => {}
+        if let Some((_, child_tgid)) = ev.kind.new_task() {
+            touched.push(child_tgid);
+        }
+        if ev.kind.task_end() == Some(true) {
+            touched.extend(engine.children(ev.tgid).iter().map(|c| c.pid));
         }
         engine.apply(&ev);
         for pid in touched {

@@ -6,6 +6,9 @@ use std::fmt;
 
 pub use tracer_common::{clone_flags, prctl as prctl_opt};
 
+mod kind;
+pub use kind::{EventKind, Kind, KindRow};
+
 /// Which syscall an event belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -427,157 +430,6 @@ pub struct PrctlShown {
     /// (`PR_GET_CHILD_SUBREAPER, [1]`): an observation of the flag from this event on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<u64>,
-}
-
-/// What happened. Enter/exit pairs are matched by `tid` (exec success by `Exec::old_tid`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum EventKind {
-    /// A clone-family call starts. For fork `flags` is empty; for vfork CLONE_VM|CLONE_VFORK.
-    CloneEnter {
-        /// Which call.
-        syscall: Syscall,
-        /// Clone flags (without the exit signal).
-        flags: CloneFlags,
-        /// Signal sent to the parent at exit (`SIGCHLD` usually).
-        exit_signal: u32,
-    },
-    /// A traced syscall returned (`ret` < 0 is -errno). In a new child, clone returns 0.
-    SyscallExit {
-        /// Which call.
-        syscall: Syscall,
-        /// Return value; negative is -errno.
-        ret: i64,
-    },
-    /// An exec starts: the path asked for and the first argv entries.
-    ExecEnter {
-        /// `execve` or `execveat`.
-        syscall: Syscall,
-        /// `execveat`'s dirfd (`AT_FDCWD` = -100 for execve).
-        dirfd: i64,
-        /// `execveat`'s flags (0 for execve).
-        at_flags: u32,
-        /// The path asked for.
-        filename: CapturedStr,
-        /// The first argv entries.
-        argv: Vec<String>,
-        /// argv had more entries (or longer ones) than captured.
-        argv_truncated: bool,
-    },
-    /// exit / exit_group called with `code` (these never return).
-    ExitEnter {
-        /// `exit` or `exit_group`.
-        syscall: Syscall,
-        /// The exit code passed.
-        code: i32,
-    },
-    /// prctl(option, arg2, ...) called; `name` is PR_SET_NAME's new name.
-    PrctlEnter {
-        /// The `PR_*` option.
-        option: u32,
-        /// The second argument (`PR_SET_CHILD_SUBREAPER`'s flag...).
-        arg2: u64,
-        /// `PR_SET_NAME`'s new name, when the probe could read it.
-        name: Option<CapturedStr>,
-        /// What an strace log showed of the call beyond its option and second argument
-        /// (the probes: none).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        shown: Option<Box<PrctlShown>>,
-    },
-    /// A task was created (sched_process_fork, or an strace clone + attach notice).
-    /// The event's own tgid/tid are the creator's (the caller).
-    Fork {
-        /// The new task's thread id (host pid namespace).
-        child_tid: u32,
-        /// The new task's process id (equal to `child_tid` unless it is a thread).
-        child_tgid: u32,
-        /// The child's real parent tgid (0 if the source could not tell).
-        child_ppid: u32,
-        /// The creating call, when known.
-        syscall: Option<Syscall>,
-        /// Its clone flags, when known.
-        flags: Option<CloneFlags>,
-        /// The child's pid namespace and its pid there, when the source knows them.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        child_ns: Option<PidNs>,
-    },
-    /// A successful exec (sched_process_exec). The event's tid is the task after the exec;
-    /// `old_tid` the thread that called exec (they differ for a non-leader thread).
-    Exec {
-        /// The thread that called exec.
-        old_tid: u32,
-        /// The exec'd file.
-        filename: CapturedStr,
-        /// What the kernel said of the task's credentials and executable after the exec,
-        /// when the source could see them (the probes can; strace logs cannot).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        cred: Option<ExecCred>,
-    },
-    /// A task ended (sched_process_exit). `exit_code` is wait(2)'s status word:
-    /// `(status << 8) | signal`. `group_dead`: it was the last thread of its process.
-    TaskExit {
-        /// wait(2) status word.
-        exit_code: u32,
-        /// It was the last thread of its process.
-        group_dead: bool,
-    },
-    /// A task was moved into another cgroup (cgroup:cgroup_attach_task). The event's own
-    /// tgid/tid are the task that moved it (runc writing `cgroup.procs`).
-    CgroupAttach {
-        /// The moved task (thread id; a process's leader when a runtime moves a process).
-        pid: u32,
-        /// The hierarchy (`/proc/PID/cgroup`'s first column; 0 for cgroup v2).
-        hierarchy: u32,
-        /// The destination cgroup's id.
-        cgroup_id: u64,
-        /// The destination's path inside the hierarchy.
-        path: CapturedStr,
-    },
-    /// A signal was generated for a task (signal:signal_generate, or an strace
-    /// `--- SIG… {…} ---` line). The event's own tgid/tid/comm are the task the source saw it
-    /// in: the probe's current task (the sender; for a signal the kernel raises, the task whose
-    /// action raised it, e.g. the dying child for SIGCHLD), or the receiver for strace.
-    Signal(SignalInfo),
-    /// The OOM killer chose a victim (oom:mark_victim). The event's own tgid/tid are the task
-    /// that was allocating when memory ran out.
-    OomVictim(OomInfo),
-    /// Not a kernel event: what the capture read from an OCI bundle's `config.json` when the
-    /// runtime (`pid`) started on it — the Kubernetes annotations. Carries the seq of the
-    /// exec it was read for and takes no sequence number of its own ([`EventKind::is_metadata`]).
-    ContainerMeta {
-        /// The OCI runtime process.
-        pid: u32,
-        /// The container id the runtime was given.
-        container_id: String,
-        /// The known annotations (`io.kubernetes.*`), bounded.
-        annotations: std::collections::BTreeMap<String, String>,
-    },
-}
-
-impl EventKind {
-    /// Short name, as in the JSON `event` field.
-    pub fn name(&self) -> &'static str {
-        match self {
-            EventKind::CloneEnter { .. } => "clone_enter",
-            EventKind::SyscallExit { .. } => "syscall_exit",
-            EventKind::ExecEnter { .. } => "exec_enter",
-            EventKind::ExitEnter { .. } => "exit_enter",
-            EventKind::PrctlEnter { .. } => "prctl_enter",
-            EventKind::Fork { .. } => "fork",
-            EventKind::Exec { .. } => "exec",
-            EventKind::TaskExit { .. } => "task_exit",
-            EventKind::CgroupAttach { .. } => "cgroup_attach",
-            EventKind::Signal(_) => "signal",
-            EventKind::OomVictim(_) => "oom_victim",
-            EventKind::ContainerMeta { .. } => "container_meta",
-        }
-    }
-
-    /// Metadata the capture added, not a kernel event: it repeats the seq of the event it was
-    /// read for, so sequence accounting (gaps, order) skips it.
-    pub fn is_metadata(&self) -> bool {
-        matches!(self, EventKind::ContainerMeta { .. })
-    }
 }
 
 /// A task's credentials and executable as the kernel has them right after an exec (or as

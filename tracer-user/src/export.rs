@@ -164,40 +164,35 @@ pub fn write_perfetto(
         t_last = t_last.max(t);
         let before = e.process_count();
         e.apply(&ev);
-        match &ev.kind {
-            EventKind::Exec { filename, .. } => {
-                if let Some(p) = e.process(ev.tgid) {
-                    instants.push(Instant {
-                        proc: p.id,
-                        t,
-                        what: InstantKind::Exec {
-                            filename: filename.value.clone(),
-                            argv: p.argv.clone(),
-                            seq: ev.seq,
-                        },
-                    });
-                }
+        if let EventKind::Exec { filename, .. } = &ev.kind {
+            if let Some(p) = e.process(ev.tgid) {
+                instants.push(Instant {
+                    proc: p.id,
+                    t,
+                    what: InstantKind::Exec {
+                        filename: filename.value.clone(),
+                        argv: p.argv.clone(),
+                        seq: ev.seq,
+                    },
+                });
             }
-            EventKind::PrctlEnter {
-                option, arg2, name, ..
-            } => {
-                if let Some(p) = e.process(ev.tgid) {
-                    let opt = crate::names::prctl_option(*option);
-                    let label = match name {
-                        Some(n) => format!("prctl {opt} {}", n.value),
-                        None => format!("prctl {opt} {arg2}"),
-                    };
-                    let args = json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
-                                       "name": name.as_ref().map(|n| &n.value), "seq": ev.seq });
-                    instants.push(Instant {
-                        proc: p.id,
-                        t,
-                        what: InstantKind::Prctl { name: label, args },
-                    });
-                }
-            }
-            EventKind::TaskExit { .. } | EventKind::Fork { .. } => times.push((ev.seq, t)),
-            _ => {}
+        }
+        if let (Some(p), Some((option, arg2, name))) = (e.process(ev.tgid), ev.kind.as_prctl()) {
+            let opt = crate::names::prctl_option(option);
+            let label = match name {
+                Some(n) => format!("prctl {opt} {}", n.value),
+                None => format!("prctl {opt} {arg2}"),
+            };
+            let args = json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
+                               "name": name.map(|n| &n.value), "seq": ev.seq });
+            instants.push(Instant {
+                proc: p.id,
+                t,
+                what: InstantKind::Prctl { name: label, args },
+            });
+        }
+        if ev.kind.new_task().is_some() || ev.kind.task_end().is_some() {
+            times.push((ev.seq, t));
         }
         for id in before..e.process_count() {
             let Some(p) = e.get(id) else { continue };

@@ -288,31 +288,14 @@ impl LineRenderer {
                 let args = exec_args(&ev.kind);
                 self.hold(&cx, ev, *syscall, args, &mut lines);
             }
-            EventKind::PrctlEnter {
-                option,
-                arg2,
-                name,
-                shown,
-            } => {
-                let opt = names::prctl_option(*option);
-                let args = match (name, *option) {
-                    // as the strace log wrote them (printable ASCII, bounded by the importer)
-                    _ if shown.as_ref().is_some_and(|s| s.args.is_some()) => shown
-                        .as_ref()
-                        .and_then(|s| s.args.as_deref())
-                        .map(shown_args)
-                        .unwrap_or_default(),
-                    (Some(n), _) => format!("{opt}, {}", quote(&n.value, n.truncated)),
-                    (None, tracer_common::prctl::PR_SET_PDEATHSIG) => {
-                        format!("{opt}, {}", names::signal(*arg2 as i32))
-                    }
-                    (None, _) => format!("{opt}, {arg2}"),
-                };
+            EventKind::PrctlEnter { .. } => self.prctl(&cx, ev, &mut lines),
+            EventKind::Subreaper { on } => {
+                // The prctl it stands for, as the recordings before this kind printed it; no
+                // exit comes (the probes saw the flag, not a call).
+                let opt = names::prctl_option(tracer_common::prctl::PR_SET_CHILD_SUBREAPER);
+                let args = format!("{opt}, {}", u8::from(*on));
                 self.hold(&cx, ev, Syscall::Prctl, args, &mut lines);
-                if self.sched_probes {
-                    // No exit will come: only successful ones are seen.
-                    self.syscall_exit(&cx, ev, Syscall::Prctl, 0, &mut lines);
-                }
+                self.syscall_exit(&cx, ev, Syscall::Prctl, 0, &mut lines);
             }
             EventKind::SyscallExit { syscall, ret } => {
                 self.syscall_exit(&cx, ev, *syscall, *ret, &mut lines);
@@ -327,8 +310,10 @@ impl LineRenderer {
             EventKind::Exec { .. } => self.exec(&cx, ev, &mut lines),
             EventKind::TaskExit { .. } => self.task_exit(&cx, ev, &mut lines),
             EventKind::Signal(i) => self.signal(&cx, ev, i, &mut lines),
-            kind => {
-                if let Some(text) = notice_text(kind) {
+            EventKind::CgroupAttach { .. }
+            | EventKind::OomVictim(_)
+            | EventKind::ContainerMeta { .. } => {
+                if let Some(text) = notice_text(&ev.kind) {
                     self.flush_open(ev, &mut lines);
                     let mut line = self.lead_for(&cx, ev, ev.tid);
                     let _ = write!(line, "--- {text} ---");
@@ -337,6 +322,38 @@ impl LineRenderer {
             }
         }
         lines
+    }
+
+    /// A prctl call's line (with its exit when no exit will come).
+    fn prctl(&mut self, cx: &Ctx, ev: &Event, lines: &mut Vec<String>) {
+        let EventKind::PrctlEnter {
+            option,
+            arg2,
+            name,
+            shown,
+        } = &ev.kind
+        else {
+            return;
+        };
+        let opt = names::prctl_option(*option);
+        let args = match (name, *option) {
+            // as the strace log wrote them (printable ASCII, bounded by the importer)
+            _ if shown.as_ref().is_some_and(|s| s.args.is_some()) => shown
+                .as_ref()
+                .and_then(|s| s.args.as_deref())
+                .map(shown_args)
+                .unwrap_or_default(),
+            (Some(n), _) => format!("{opt}, {}", quote(&n.value, n.truncated)),
+            (None, tracer_common::prctl::PR_SET_PDEATHSIG) => {
+                format!("{opt}, {}", names::signal(*arg2 as i32))
+            }
+            (None, _) => format!("{opt}, {arg2}"),
+        };
+        self.hold(cx, ev, Syscall::Prctl, args, lines);
+        if self.sched_probes {
+            // No exit will come: only successful ones are seen.
+            self.syscall_exit(cx, ev, Syscall::Prctl, 0, lines);
+        }
     }
 
     /// A return whose call `-e trace=` left out (a prctl that was not a rename).
@@ -599,7 +616,16 @@ fn notice_text(kind: &EventKind) -> Option<String> {
                 .collect();
             format!("bundle of {}: {}", quote(container_id, false), kv.join(" "))
         }
-        _ => return None,
+        EventKind::CloneEnter { .. }
+        | EventKind::SyscallExit { .. }
+        | EventKind::ExecEnter { .. }
+        | EventKind::ExitEnter { .. }
+        | EventKind::PrctlEnter { .. }
+        | EventKind::Fork { .. }
+        | EventKind::Exec { .. }
+        | EventKind::TaskExit { .. }
+        | EventKind::Signal(_)
+        | EventKind::Subreaper { .. } => return None,
     })
 }
 
@@ -1149,3 +1175,6 @@ mod forms {
 
 #[cfg(test)]
 mod round_trip;
+
+#[cfg(test)]
+mod kind_tests;

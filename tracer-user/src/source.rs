@@ -8,7 +8,7 @@
 //! viewer all read through `drive`, so whole-app tests run them on a synthetic source
 //! without root, and the root tests prove the capture behind the same interface.
 
-use crate::event::{Event, EventKind, SnapshotProcess};
+use crate::event::{Event, SnapshotProcess};
 use crate::tracefile::Header;
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
@@ -184,20 +184,13 @@ impl FollowedSet {
     /// Updates the set from events read (births of processes, deaths of thread groups).
     pub fn observe(&mut self, evs: &[Event]) {
         for ev in evs {
-            match ev.kind {
-                EventKind::Fork {
-                    child_tid,
-                    child_tgid,
-                    ..
-                } if child_tid == child_tgid => {
+            if let Some((child_tid, child_tgid)) = ev.kind.new_task() {
+                if child_tid == child_tgid {
                     self.live.insert(child_tgid);
                 }
-                EventKind::TaskExit {
-                    group_dead: true, ..
-                } => {
-                    self.live.remove(&ev.tgid);
-                }
-                _ => {}
+            }
+            if ev.kind.task_end() == Some(true) {
+                self.live.remove(&ev.tgid);
             }
         }
     }

@@ -480,6 +480,7 @@ fn report_kinds() -> Vec<EventKind> {
             container_id: "abc123".into(),
             annotations: [("io.kubernetes.cri.sandbox-name".into(), "web".into())].into(),
         },
+        EventKind::Subreaper { on: true },
         EventKind::ExitEnter {
             syscall: Syscall::ExitGroup,
             code: -1,

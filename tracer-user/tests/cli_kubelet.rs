@@ -81,12 +81,15 @@ fn signals_to(evs: &[tracer::Event], pid: u32) -> Vec<(String, u64)> {
 /// The exit (wait status, ts) the recording shows for process `pid`.
 fn exit_of(evs: &[tracer::Event], pid: u32) -> (u32, u64) {
     evs.iter()
-        .find_map(|e| match e.kind {
-            EventKind::TaskExit {
+        .find_map(|e| {
+            let EventKind::TaskExit {
                 exit_code,
                 group_dead: true,
-            } if e.tgid == pid => Some((exit_code, e.ts_ns)),
-            _ => None,
+            } = e.kind
+            else {
+                return None;
+            };
+            (e.tgid == pid).then_some((exit_code, e.ts_ns))
         })
         .unwrap_or_else(|| panic!("no exit of {pid}"))
 }

@@ -27,7 +27,8 @@ pub struct LineArgs {
     #[arg(long = "decode-pids", value_name = "WHAT", value_parser = decode_pids)]
     pub decode_pids: Vec<Decode>,
     /// Which lines print, as strace's -e: trace=CLASSES (exec, fork/clone, exit, signal, oom,
-    /// cgroup, rename, prctl, bundle, process, the syscalls' names, all, none; `!` inverts)
+    /// cgroup, rename, subreaper, prctl, bundle, process, the syscalls' names, all, none; `!`
+    /// inverts)
     /// and signal=SIGNALS (SIGTERM,SIGKILL, !SIGCHLD, all, none). Repeatable.
     #[arg(short = 'e', value_name = "EXPR")]
     pub expr: Vec<String>,

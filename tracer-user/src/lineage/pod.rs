@@ -9,7 +9,7 @@ use super::engine::Engine;
 use super::process::{ProcId, Process};
 use super::story::Story;
 use crate::escape::escape;
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 
 /// What a recording says about the pod of a process or story: the facts a [`PodMatch`]
 /// looks at.
@@ -558,15 +558,7 @@ impl LiveScope {
 /// The processes (tgids) an event acts on: its own, and the one it creates, moves, names,
 /// signals or kills (the one reading of [`PodEvents::contains`] and [`LiveScope`]).
 fn pids_of(ev: &Event) -> impl Iterator<Item = u32> {
-    let others = match &ev.kind {
-        EventKind::Fork { child_tgid, .. } => [Some(*child_tgid), None],
-        EventKind::CgroupAttach { pid, .. } | EventKind::ContainerMeta { pid, .. } => {
-            [Some(*pid), None]
-        }
-        EventKind::Signal(i) => [Some(i.sender), Some(i.target)],
-        EventKind::OomVictim(o) => [Some(o.tid), None],
-        _ => [None, None],
-    };
+    let others = ev.kind.other_pids();
     std::iter::once(ev.tgid).chain(others.into_iter().flatten().filter(|&p| p != 0))
 }
 

@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use crate::event::{
-    prctl_opt, CloneFlags, Comm, Event, EventKind, ExecCred, OomInfo, PidNs, SignalInfo, Syscall,
+    prctl_opt, CapturedStr, CloneFlags, Comm, Event, EventKind, ExecCred, OomInfo, PidNs,
+    SignalInfo, Syscall,
 };
 
 use super::pidmap::PidMap;
@@ -123,7 +124,40 @@ pub enum Transition {
     },
 }
 
+impl Actor {
+    /// The task an event happened in, as the event says.
+    fn of(ev: &Event) -> Actor {
+        Actor {
+            seq: ev.seq,
+            ts_ns: ev.ts_ns,
+            pid: ev.tgid,
+            tid: ev.tid,
+            ppid: ev.ppid,
+            comm: ev.comm,
+            uid: ev.uid,
+        }
+    }
+}
+
 impl Transition {
+    /// The variant's name (what the kind table, `event::Kind`, lists as the engine's).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transition::Alive(_) => "Alive",
+            Transition::Born(..) => "Born",
+            Transition::Exec(..) => "Exec",
+            Transition::Renamed(..) => "Renamed",
+            Transition::Subreaper(..) => "Subreaper",
+            Transition::SubreaperSeen(..) => "SubreaperSeen",
+            Transition::ExitGroupCalled(..) => "ExitGroupCalled",
+            Transition::CgroupMoved { .. } => "CgroupMoved",
+            Transition::ContainerMeta { .. } => "ContainerMeta",
+            Transition::Signal(..) => "Signal",
+            Transition::OomVictim(..) => "OomVictim",
+            Transition::TaskExit { .. } => "TaskExit",
+        }
+    }
+
     /// The task it happened to.
     pub fn actor(&self) -> &Actor {
         match self {
@@ -170,64 +204,22 @@ pub(crate) struct Adapted {
 impl Adapter {
     /// The transition one event stands for.
     pub(crate) fn adapt(&mut self, ev: &Event) -> Adapted {
-        let actor = Actor {
-            seq: ev.seq,
-            ts_ns: ev.ts_ns,
-            pid: ev.tgid,
-            tid: ev.tid,
-            ppid: ev.ppid,
-            comm: ev.comm,
-            uid: ev.uid,
-        };
+        let actor = Actor::of(ev);
         let mut overflowed = false;
         let transition = match &ev.kind {
-            EventKind::Fork {
-                child_tid,
-                child_tgid,
-                child_ppid,
-                syscall,
-                flags,
-                child_ns,
-            } => Transition::Born(
-                actor,
-                Birth {
-                    child_tid: *child_tid,
-                    child_tgid: if *child_tgid == 0 {
-                        *child_tid
-                    } else {
-                        *child_tgid
-                    },
-                    parent: *child_ppid,
-                    syscall: *syscall,
-                    flags: *flags,
-                    ns: *child_ns,
-                },
-            ),
+            EventKind::Fork { .. } => born(actor, &ev.kind),
             EventKind::Exec {
                 old_tid,
                 filename,
                 cred,
-            } => {
-                let mut done = self.exec_done(ev.tid, *old_tid, &filename.value);
-                done.cred = *cred;
-                Transition::Exec(actor, done)
-            }
+            } => Transition::Exec(actor, self.exec_done(ev.tid, *old_tid, filename, *cred)),
             EventKind::ExecEnter {
                 filename,
                 argv,
                 argv_truncated,
                 ..
             } => {
-                if self.pending_exec.len() >= MAX_PENDING_EXECS {
-                    self.pending_exec.clear();
-                    overflowed = true;
-                }
-                let pending = PendingExec {
-                    filename: filename.value.clone(),
-                    argv: argv.clone(),
-                    truncated: *argv_truncated || filename.truncated,
-                };
-                self.pending_exec.insert(ev.tid, pending);
+                overflowed = self.exec_enter(ev.tid, filename, argv, *argv_truncated);
                 Transition::Alive(actor)
             }
             EventKind::SyscallExit { syscall, ret } => {
@@ -240,23 +232,9 @@ impl Adapter {
             EventKind::ExitEnter { syscall, code } if *syscall == Syscall::ExitGroup => {
                 Transition::ExitGroupCalled(actor, *code)
             }
-            EventKind::PrctlEnter {
-                option,
-                arg2,
-                name,
-                shown,
-            } => match (*option, name) {
-                (prctl_opt::PR_SET_NAME, Some(name)) => {
-                    Transition::Renamed(actor, Comm::new(&name.value))
-                }
-                (prctl_opt::PR_SET_CHILD_SUBREAPER, _) => Transition::Subreaper(actor, *arg2 != 0),
-                (prctl_opt::PR_GET_CHILD_SUBREAPER, _) => match shown.as_ref().and_then(|s| s.read)
-                {
-                    Some(v) => Transition::SubreaperSeen(actor, v != 0),
-                    None => Transition::Alive(actor),
-                },
-                _ => Transition::Alive(actor),
-            },
+            EventKind::PrctlEnter { .. } => prctl(actor, &ev.kind),
+            // The flag the probes read from the kernel: the prctl that set it.
+            EventKind::Subreaper { on } => Transition::Subreaper(actor, *on),
             EventKind::TaskExit {
                 exit_code,
                 group_dead,
@@ -273,15 +251,7 @@ impl Adapter {
                 tid: *pid,
                 path: Arc::from(path.value.as_str()),
             },
-            EventKind::ContainerMeta {
-                container_id,
-                annotations,
-                ..
-            } => Transition::ContainerMeta {
-                actor,
-                container_id: Arc::from(container_id.as_str()),
-                identity: super::k8s::K8sIdentity::from_annotations(annotations),
-            },
+            EventKind::ContainerMeta { .. } => container_meta(actor, &ev.kind),
             EventKind::Signal(i) => Transition::Signal(actor, *i),
             EventKind::OomVictim(o) => Transition::OomVictim(actor, o.clone()),
             EventKind::ExitEnter { .. } | EventKind::CloneEnter { .. } => Transition::Alive(actor),
@@ -292,7 +262,35 @@ impl Adapter {
         }
     }
 
-    fn exec_done(&mut self, tid: u32, old_tid: u32, filename: &str) -> ExecDone {
+    /// Holds an exec's argv until its outcome; whether older ones were dropped to stay bounded.
+    fn exec_enter(
+        &mut self,
+        tid: u32,
+        filename: &CapturedStr,
+        argv: &[String],
+        argv_truncated: bool,
+    ) -> bool {
+        let overflowed = self.pending_exec.len() >= MAX_PENDING_EXECS;
+        if overflowed {
+            self.pending_exec.clear();
+        }
+        let pending = PendingExec {
+            filename: filename.value.clone(),
+            argv: argv.to_vec(),
+            truncated: argv_truncated || filename.truncated,
+        };
+        self.pending_exec.insert(tid, pending);
+        overflowed
+    }
+
+    fn exec_done(
+        &mut self,
+        tid: u32,
+        old_tid: u32,
+        filename: &CapturedStr,
+        cred: Option<ExecCred>,
+    ) -> ExecDone {
+        let filename = filename.value.as_str();
         let pending = self.pending_exec.remove(&old_tid);
         if old_tid != tid {
             // The exec'ing thread took over the leader's pid; its own tid is gone.
@@ -309,7 +307,79 @@ impl Adapter {
             exe,
             argv,
             truncated,
-            cred: None,
+            cred,
         }
     }
 }
+
+/// copy_process(): a new task (a thread of the creator's process with a tgid of 0).
+fn born(actor: Actor, kind: &EventKind) -> Transition {
+    let EventKind::Fork {
+        child_tid,
+        child_tgid,
+        child_ppid,
+        syscall,
+        flags,
+        child_ns,
+    } = kind
+    else {
+        return Transition::Alive(actor);
+    };
+    let birth = Birth {
+        child_tid: *child_tid,
+        child_tgid: if *child_tgid == 0 {
+            *child_tid
+        } else {
+            *child_tgid
+        },
+        parent: *child_ppid,
+        syscall: *syscall,
+        flags: *flags,
+        ns: *child_ns,
+    };
+    Transition::Born(actor, birth)
+}
+
+/// A bundle's annotations, read for the runtime (the actor).
+fn container_meta(actor: Actor, kind: &EventKind) -> Transition {
+    let EventKind::ContainerMeta {
+        container_id,
+        annotations,
+        ..
+    } = kind
+    else {
+        return Transition::Alive(actor);
+    };
+    Transition::ContainerMeta {
+        actor,
+        container_id: Arc::from(container_id.as_str()),
+        identity: super::k8s::K8sIdentity::from_annotations(annotations),
+    }
+}
+
+/// A prctl call: a rename, the subreaper flag set or cleared, or read back (an strace log's
+/// `PR_GET_CHILD_SUBREAPER, [1]`); any other option changes nothing the model keeps.
+fn prctl(actor: Actor, kind: &EventKind) -> Transition {
+    let EventKind::PrctlEnter {
+        option,
+        arg2,
+        name,
+        shown,
+    } = kind
+    else {
+        return Transition::Alive(actor);
+    };
+    match (*option, name) {
+        (prctl_opt::PR_SET_NAME, Some(name)) => Transition::Renamed(actor, Comm::new(&name.value)),
+        (prctl_opt::PR_SET_CHILD_SUBREAPER, _) => Transition::Subreaper(actor, *arg2 != 0),
+        (prctl_opt::PR_GET_CHILD_SUBREAPER, _) => match shown.as_ref().and_then(|s| s.read) {
+            Some(v) => Transition::SubreaperSeen(actor, v != 0),
+            None => Transition::Alive(actor),
+        },
+        _ => Transition::Alive(actor),
+    }
+}
+
+#[cfg(test)]
+#[path = "transition_kinds_tests.rs"]
+mod kinds_tests;

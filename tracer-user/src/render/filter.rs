@@ -1,7 +1,7 @@
 //! strace's `-e trace=` and `-e signal=` for the lines [`super::LineRenderer`] prints.
 //!
 //! `-e trace=` takes classes of our events (`exec`, `fork`, `exit`, `signal`, `oom`, `cgroup`,
-//! `rename`, `prctl`, `bundle`), strace's syscall names for them (`execve`, `clone3`,
+//! `rename`, `subreaper`, `prctl`, `bundle`), strace's syscall names for them (`execve`, `clone3`,
 //! `exit_group`...), strace's classes (`process` / `%process`: exec, fork, exit and signal
 //! lines), `all` and `none`; a leading `!` inverts the set, as in strace. Unlike strace, which
 //! prints `+++` and signal lines whatever `-e trace=` says, the set is exact: those are the
@@ -9,7 +9,7 @@
 //! `none`) then chooses which signal lines print.
 
 use crate::event::{Event, EventKind, Syscall};
-use tracer_common::prctl::PR_SET_NAME;
+use tracer_common::prctl::{PR_SET_CHILD_SUBREAPER, PR_SET_NAME};
 
 /// A class of lines `-e trace=` chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,13 +29,15 @@ pub enum Class {
     Cgroup = 32,
     /// `prctl(PR_SET_NAME, ...)`: a thread's new name.
     Rename = 64,
-    /// Every prctl line (renames included).
+    /// Every prctl line (renames and subreapers included).
     Prctl = 128,
     /// A runtime bundle's annotations.
     Bundle = 256,
+    /// `prctl(PR_SET_CHILD_SUBREAPER, ...)`, and the probes' report of the flag.
+    Subreaper = 512,
 }
 
-const ALL: u16 = 511;
+const ALL: u16 = 1023;
 
 /// Which lines print: `-e trace=` classes and `-e signal=` signals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +63,7 @@ pub enum FilterError {
     #[error("-e {0}: only trace=CLASSES and signal=SIGNALS are known")]
     Qualifier(String),
     /// An unknown class or syscall in `trace=`.
-    #[error("-e trace={0}: unknown class or syscall (known: exec, fork, clone, exit, signal, oom, cgroup, rename, prctl, bundle, process, all, none, and the syscalls execve, execveat, clone, clone3, fork, vfork, exit, exit_group, prctl)")]
+    #[error("-e trace={0}: unknown class or syscall (known: exec, fork, clone, exit, signal, oom, cgroup, rename, subreaper, prctl, bundle, process, all, none, and the syscalls execve, execveat, clone, clone3, fork, vfork, exit, exit_group, prctl)")]
     Class(String),
     /// An unknown signal in `signal=`.
     #[error("-e signal={0}: unknown signal (SIGTERM, TERM, 15, all, none)")]
@@ -74,17 +76,12 @@ fn class_bits(word: &str) -> Option<u16> {
     Some(match w {
         "all" => ALL,
         "none" => 0,
-        "exec" | "execve" | "execveat" => c(&[Class::Exec]),
-        "fork" | "clone" | "clone3" | "vfork" => c(&[Class::Fork]),
-        "exit" | "exit_group" => c(&[Class::Exit]),
-        "signal" => c(&[Class::Signal]),
-        "oom" => c(&[Class::Oom]),
-        "cgroup" => c(&[Class::Cgroup]),
-        "rename" => c(&[Class::Rename]),
-        "prctl" => c(&[Class::Prctl, Class::Rename]),
-        "bundle" => c(&[Class::Bundle]),
+        "execve" | "execveat" => c(&[Class::Exec]),
+        "clone" | "clone3" | "vfork" => c(&[Class::Fork]),
+        "exit_group" => c(&[Class::Exit]),
+        "prctl" => c(&[Class::Prctl, Class::Rename, Class::Subreaper]),
         "process" => c(&[Class::Exec, Class::Fork, Class::Exit, Class::Signal]),
-        _ => return None,
+        w => Class::named(w)? as u16,
     })
 }
 
@@ -163,37 +160,55 @@ impl LineFilter {
         self.classes & c as u16 != 0
     }
 
-    /// Whether `ev`'s lines print.
+    /// Whether `ev`'s lines print: under its kind's `-e trace=` word (the kind table's,
+    /// `event::Kind`), or its syscall's; a prctl under `rename` or `subreaper` too for its
+    /// option, a signal only if `-e signal=` keeps it.
     pub fn shows(&self, ev: &Event) -> bool {
-        let call = |s: Syscall| match s {
-            s if s.is_exec() => self.has(Class::Exec),
-            s if s.creates_task() => self.has(Class::Fork),
-            Syscall::Prctl => self.has(Class::Prctl) || self.has(Class::Rename),
-            _ => self.has(Class::Exit),
-        };
-        match &ev.kind {
-            EventKind::CloneEnter { syscall, .. } | EventKind::ExecEnter { syscall, .. } => {
-                call(*syscall)
+        if let EventKind::Signal(i) = &ev.kind {
+            let bit = match i.signal {
+                1..=64 => 1u128 << i.signal,
+                _ => 1,
+            };
+            return self.has(Class::Signal) && self.signals & bit != 0;
+        }
+        if let EventKind::PrctlEnter { option, .. } = &ev.kind {
+            return self.has(Class::Prctl)
+                || (*option == PR_SET_NAME && self.has(Class::Rename))
+                || (*option == PR_SET_CHILD_SUBREAPER && self.has(Class::Subreaper));
+        }
+        match (ev.kind.kind().row().trace, ev.kind.call()) {
+            (Some(word), _) => Class::named(word).is_some_and(|c| self.has(c)),
+            (None, Some(s)) if s.is_exec() => self.has(Class::Exec),
+            (None, Some(s)) if s.creates_task() => self.has(Class::Fork),
+            (None, Some(Syscall::Prctl)) => {
+                self.has(Class::Prctl) || self.has(Class::Rename) || self.has(Class::Subreaper)
             }
-            EventKind::SyscallExit { syscall, .. } | EventKind::ExitEnter { syscall, .. } => {
-                call(*syscall)
-            }
-            EventKind::PrctlEnter { option, .. } => {
-                self.has(Class::Prctl) || (*option == PR_SET_NAME && self.has(Class::Rename))
-            }
-            EventKind::Fork { .. } => self.has(Class::Fork),
-            EventKind::Exec { .. } => self.has(Class::Exec),
-            EventKind::TaskExit { .. } => self.has(Class::Exit),
-            EventKind::CgroupAttach { .. } => self.has(Class::Cgroup),
-            EventKind::OomVictim(_) => self.has(Class::Oom),
-            EventKind::ContainerMeta { .. } => self.has(Class::Bundle),
-            EventKind::Signal(i) => {
-                let bit = match i.signal {
-                    1..=64 => 1u128 << i.signal,
-                    _ => 1,
-                };
-                self.has(Class::Signal) && self.signals & bit != 0
-            }
+            (None, Some(_)) => self.has(Class::Exit),
+            (None, None) => false,
         }
     }
 }
+
+impl Class {
+    /// The class a `-e trace=` word names itself (`prctl` selects renames and subreapers
+    /// too, as [`LineFilter::qualify`] reads it).
+    pub fn named(word: &str) -> Option<Class> {
+        Some(match word {
+            "exec" => Class::Exec,
+            "fork" => Class::Fork,
+            "exit" => Class::Exit,
+            "signal" => Class::Signal,
+            "oom" => Class::Oom,
+            "cgroup" => Class::Cgroup,
+            "rename" => Class::Rename,
+            "prctl" => Class::Prctl,
+            "bundle" => Class::Bundle,
+            "subreaper" => Class::Subreaper,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "filter_kinds_tests.rs"]
+mod kinds_tests;

@@ -168,9 +168,11 @@ fn shape(evs: &[Event]) -> Shape {
         .collect();
     let sigs = evs
         .iter()
-        .filter_map(|ev| match &ev.kind {
-            EventKind::Signal(i) => Some((i.target, i.signal, i.sender, i.result)),
-            _ => None,
+        .filter_map(|ev| {
+            let EventKind::Signal(i) = &ev.kind else {
+                return None;
+            };
+            Some((i.target, i.signal, i.sender, i.result))
         })
         .collect();
     let notices = evs
@@ -183,15 +185,18 @@ fn shape(evs: &[Event]) -> Shape {
                     | EventKind::ContainerMeta { .. }
             )
         })
-        .map(|ev| match &ev.kind {
+        .map(|ev| {
+            let mut kind = ev.kind.clone();
             // A cgroup's id is not on the line.
-            EventKind::CgroupAttach { pid, path, .. } => EventKind::CgroupAttach {
-                pid: *pid,
-                hierarchy: 0,
-                cgroup_id: 0,
-                path: path.clone(),
-            },
-            kind => kind.clone(),
+            if let EventKind::CgroupAttach {
+                hierarchy,
+                cgroup_id,
+                ..
+            } = &mut kind
+            {
+                (*hierarchy, *cgroup_id) = (0, 0);
+            }
+            kind
         })
         .collect();
     (procs, sigs, notices)
@@ -303,9 +308,11 @@ fn a_filtered_trace_reads_back_what_it_kept() {
     let sigs: Vec<i32> = back
         .events
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Signal(i) => Some(i.signal),
-            _ => None,
+        .filter_map(|e| {
+            let EventKind::Signal(i) = &e.kind else {
+                return None;
+            };
+            Some(i.signal)
         })
         .collect();
     assert_eq!(sigs, [15, 9]);
@@ -402,9 +409,11 @@ fn a_non_leader_exec_is_printed_in_stracess_own_order() {
     let back = crate::strace::parse_log(&text).unwrap();
     assert_eq!(back.unreadable, 0, "{:?}", back.first_unreadable);
     let exec = |evs: &[Event]| {
-        evs.iter().find_map(|e| match &e.kind {
-            EventKind::Exec { old_tid, .. } => Some((e.tid, *old_tid)),
-            _ => None,
+        evs.iter().find_map(|e| {
+            let EventKind::Exec { old_tid, .. } = &e.kind else {
+                return None;
+            };
+            Some((e.tid, *old_tid))
         })
     };
     assert_eq!(exec(&back.events), Some((11068, 11069)), "{text}");

@@ -1148,9 +1148,11 @@ impl Parser {
             }
             Syscall::Execve | Syscall::Execveat => {
                 let kind = exec_args(sc, args);
-                let filename = match &kind {
-                    EventKind::ExecEnter { filename, .. } => filename.clone(),
-                    _ => CapturedStr::default(),
+                // exec_args makes an ExecEnter.
+                let filename = if let EventKind::ExecEnter { filename, .. } = &kind {
+                    filename.clone()
+                } else {
+                    CapturedStr::default()
                 };
                 self.emit(tid, ts, kind);
                 self.pending.insert(

@@ -52,31 +52,29 @@ pub(super) struct NsInference {
 impl NsInference {
     /// Learns from an event of task `tid` of process `tgid` before it is emitted.
     pub fn observe(&mut self, tgid: u32, tid: u32, kind: &EventKind) {
-        match kind {
-            EventKind::PrctlEnter {
-                option: prctl_opt::PR_SET_NAME,
-                name: Some(name),
-                ..
-            } => {
-                let stage = InitStage::from_comm(name.value.as_bytes());
-                if stage == Some(InitStage::Child) {
-                    self.bounded_insert_stage(tid);
-                } else {
-                    self.child_stage.remove(&tid);
+        if let EventKind::PrctlEnter {
+            option: prctl_opt::PR_SET_NAME,
+            name: Some(name),
+            ..
+        } = kind
+        {
+            let stage = InitStage::from_comm(name.value.as_bytes());
+            if stage == Some(InitStage::Child) {
+                self.bounded_insert_stage(tid);
+            } else {
+                self.child_stage.remove(&tid);
+            }
+        }
+        if let EventKind::ExecEnter { filename, argv, .. } = kind {
+            let role = classify(b"", Some(&filename.value), argv).map(|c| c.role);
+            if let Some(Role::OciRuntime {
+                subcommand: Some(cmd),
+            }) = role
+            {
+                if self.runtime_cmd.len() < MAX_TRACKED {
+                    self.runtime_cmd.insert(tgid, cmd);
                 }
             }
-            EventKind::ExecEnter { filename, argv, .. } => {
-                let role = classify(b"", Some(&filename.value), argv).map(|c| c.role);
-                if let Some(Role::OciRuntime {
-                    subcommand: Some(cmd),
-                }) = role
-                {
-                    if self.runtime_cmd.len() < MAX_TRACKED {
-                        self.runtime_cmd.insert(tgid, cmd);
-                    }
-                }
-            }
-            _ => {}
         }
     }
 
@@ -228,13 +226,18 @@ pub(super) fn order_member_pids(events: &mut [crate::event::Event]) {
         }
     }
     for at in groups.into_values().filter(|g| g.len() > 1) {
-        let child = |i: usize| match &events[i].kind {
-            EventKind::Fork {
+        // Only forks were grouped.
+        let child = |i: usize| {
+            if let EventKind::Fork {
                 child_tid,
                 child_ns,
                 ..
-            } => (*child_tid, child_ns.map_or(0, |n| n.ns_pid)),
-            _ => (0, 0),
+            } = &events[i].kind
+            {
+                (*child_tid, child_ns.map_or(0, |n| n.ns_pid))
+            } else {
+                (0, 0)
+            }
         };
         let mut ns_pids: Vec<u32> = at.iter().map(|&i| child(i).1).collect();
         ns_pids.sort_unstable();

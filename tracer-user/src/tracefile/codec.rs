@@ -8,8 +8,8 @@
 use bytes::{Buf, BufMut};
 
 use crate::event::{
-    CapturedStr, CloneFlags, Comm, Event, EventKind, ExeFile, ExecCred, OomInfo, PidNs, PrctlShown,
-    SignalInfo, SignalResult, Syscall, MAX_SHOWN_ARGS,
+    CapturedStr, CloneFlags, Comm, Event, EventKind, ExeFile, ExecCred, Kind, OomInfo, PidNs,
+    PrctlShown, SignalInfo, SignalResult, Syscall, MAX_SHOWN_ARGS,
 };
 
 use super::{CaptureMode, Header, SnapshotEntry, StatsRecord};
@@ -331,17 +331,51 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
     let start_boot_ns = c.varint("capture start (boot time)")?;
     let hostname = c.string("host name string")?;
     let kernel_release = c.string("kernel release string")?;
-    let mode = match get_small(&mut c, MODE_IMPORT, "a known capture mode (0-4)")? {
-        MODE_UNKNOWN => CaptureMode::Unknown,
-        MODE_PID => CaptureMode::Pid(c.u32v("capture target pid")?),
-        MODE_ALL => CaptureMode::All,
-        MODE_COMMAND => CaptureMode::Command(c.strings("capture command argv")?),
-        MODE_IMPORT => CaptureMode::Import {
-            format: c.string("import format")?,
-            source: c.string("import source")?,
+    let mode = get_mode(&mut c)?;
+    let mut snapshot = get_snapshot(&mut c)?;
+    let n = c.count(2, "layout count")?;
+    let mut layouts = Vec::with_capacity(n);
+    for _ in 0..n {
+        layouts.push((c.string("layout name")?, c.string("layout format text")?));
+    }
+    let n = c.count(2, "extra field count")?;
+    let mut extra = Vec::with_capacity(n);
+    for _ in 0..n {
+        extra.push((c.string("extra field key")?, c.string("extra field value")?));
+    }
+    get_snapshot_appendix(&mut c, format_version, &mut snapshot)?;
+    Ok(Header {
+        format_version,
+        tool_version,
+        start_wall_ns,
+        start_boot_ns,
+        hostname,
+        kernel_release,
+        mode,
+        snapshot,
+        layouts,
+        extra,
+    })
+}
+
+fn get_mode(c: &mut Cur<'_>) -> DResult<CaptureMode> {
+    Ok(
+        match get_small(c, MODE_IMPORT, "a known capture mode (0-4)")? {
+            MODE_UNKNOWN => CaptureMode::Unknown,
+            MODE_PID => CaptureMode::Pid(c.u32v("capture target pid")?),
+            MODE_ALL => CaptureMode::All,
+            MODE_COMMAND => CaptureMode::Command(c.strings("capture command argv")?),
+            MODE_IMPORT => CaptureMode::Import {
+                format: c.string("import format")?,
+                source: c.string("import source")?,
+            },
+            _ => CaptureMode::Unknown,
         },
-        _ => CaptureMode::Unknown,
-    };
+    )
+}
+
+/// The snapshot's processes as version 1 wrote them.
+fn get_snapshot(c: &mut Cur<'_>) -> DResult<Vec<SnapshotEntry>> {
     // pid, ppid, comm, exe, argv count, thread count: at least 6 bytes each.
     let n = c.count(6, "snapshot process count")?;
     let mut snapshot = Vec::with_capacity(n);
@@ -360,23 +394,22 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
             cred: None,
         });
     }
-    let n = c.count(2, "layout count")?;
-    let mut layouts = Vec::with_capacity(n);
-    for _ in 0..n {
-        layouts.push((c.string("layout name")?, c.string("layout format text")?));
-    }
-    let n = c.count(2, "extra field count")?;
-    let mut extra = Vec::with_capacity(n);
-    for _ in 0..n {
-        extra.push((c.string("extra field key")?, c.string("extra field value")?));
-    }
+    Ok(snapshot)
+}
+
+/// What later versions appended per snapshot process, after everything version 1 had.
+fn get_snapshot_appendix(
+    c: &mut Cur<'_>,
+    format_version: u16,
+    snapshot: &mut [SnapshotEntry],
+) -> DResult<()> {
     // Appended within version 2: a header without it has no namespaces, cgroups or launch.
     if format_version >= 2 && !c.buf.is_empty() {
         for p in snapshot.iter_mut() {
-            let marker = get_small(&mut c, 7, "a snapshot process marker (0-7)")?;
+            let marker = get_small(c, 7, "a snapshot process marker (0-7)")?;
             p.launched = marker & 2 != 0;
             if marker & 1 != 0 {
-                p.ns = Some(get_pidns_fields(&mut c)?);
+                p.ns = Some(get_pidns_fields(c)?);
             }
             if marker & 4 != 0 {
                 p.cgroup = Some(c.string("snapshot cgroup")?);
@@ -387,23 +420,12 @@ pub(crate) fn decode_header(buf: &[u8], format_version: u16) -> DResult<Header> 
     if format_version >= 4 && !c.buf.is_empty() {
         for p in snapshot.iter_mut() {
             p.uid = c.u32v("snapshot uid")?;
-            if get_small(&mut c, 1, "a snapshot credentials marker (0-1)")? != 0 {
-                p.cred = Some(get_cred(&mut c)?);
+            if get_small(c, 1, "a snapshot credentials marker (0-1)")? != 0 {
+                p.cred = Some(get_cred(c)?);
             }
         }
     }
-    Ok(Header {
-        format_version,
-        tool_version,
-        start_wall_ns,
-        start_boot_ns,
-        hostname,
-        kernel_release,
-        mode,
-        snapshot,
-        layouts,
-        extra,
-    })
+    Ok(())
 }
 
 // ---------------------------------------------------------------- stats records
@@ -433,24 +455,21 @@ pub(crate) fn decode_stats(buf: &[u8]) -> DResult<StatsRecord> {
 
 // ---------------------------------------------------------------- events
 
-const K_CLONE_ENTER: u8 = 0;
-const K_SYSCALL_EXIT: u8 = 1;
-const K_EXEC_ENTER: u8 = 2;
-const K_EXIT_ENTER: u8 = 3;
-const K_PRCTL_ENTER: u8 = 4;
-const K_FORK: u8 = 5;
-const K_EXEC: u8 = 6;
-const K_TASK_EXIT: u8 = 7;
-// Version 2.
-const K_CGROUP: u8 = 8;
-const K_META: u8 = 9;
-const K_SIGNAL: u8 = 10;
-const K_OOM: u8 = 11;
-// Version 4: an exec with the credentials and executable the kernel reported.
+// Each kind's code is in the kind table (`event::Kind`); this one is the codec's own form of
+// an exec: with the credentials and executable the kernel reported (format version 4).
 const K_EXEC_CRED: u8 = 12;
-/// The highest kind tag (format version 3 added signals and OOM victims, 4 execs with
-/// credentials).
-const K_LAST: u8 = K_EXEC_CRED;
+const K_EXEC_CRED_SINCE: u16 = 4;
+/// Any tag no format version has.
+const BAD_TAG: &str = "an event tag (kind 0-13, bit 7 clear)";
+
+/// The error for a tag a file of `version` may not hold (a later version's kind).
+fn tag_too_new(version: u16) -> &'static str {
+    match version {
+        0..=2 => "an event tag (kind 0-9 before format version 3)",
+        3 => "an event tag (kind 0-11 before format version 4)",
+        _ => "an event tag (kind 0-12 before format version 5)",
+    }
+}
 
 // Context bits (high nibble of the tag byte): which task fields differ from the previous
 // event of the frame.
@@ -466,7 +485,7 @@ const O_COMM: u8 = 8;
 
 /// Delta state shared by the encoder and decoder within one frame (reset per frame so each
 /// frame decodes on its own).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Ctx {
     seq: u64,
     ts: u64,
@@ -475,29 +494,35 @@ pub(crate) struct Ctx {
     uid: u32,
     cgroup: u64,
     comm: Comm,
-    /// The file is older than version 3, which added the signal and oom_victim kinds: a tag
-    /// naming one is damage, not an event (kept across frames).
-    before_v3: bool,
-    /// Older than version 4, which added execs with credentials (kept across frames).
-    before_v4: bool,
+    /// The file's format version (kept across frames): a tag naming a kind a later version
+    /// added is damage, not an event.
+    version: u16,
+}
+
+impl Default for Ctx {
+    /// The context of a file this tracer writes.
+    fn default() -> Ctx {
+        Ctx::for_version(super::FORMAT_VERSION)
+    }
 }
 
 impl Ctx {
     /// A decoding context for a file of format `version`.
     pub fn for_version(version: u16) -> Ctx {
         Ctx {
-            before_v3: version < 3,
-            before_v4: version < 4,
-            ..Ctx::default()
+            seq: 0,
+            ts: 0,
+            tgid: 0,
+            ppid: 0,
+            uid: 0,
+            cgroup: 0,
+            comm: Comm::default(),
+            version,
         }
     }
 
     pub fn reset(&mut self) {
-        *self = Ctx {
-            before_v3: self.before_v3,
-            before_v4: self.before_v4,
-            ..Ctx::default()
-        };
+        *self = Ctx::for_version(self.version);
     }
 }
 
@@ -545,21 +570,18 @@ fn get_captured(c: &mut Cur<'_>, what: &'static str) -> DResult<CapturedStr> {
 }
 
 pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
-    let kind = match &ev.kind {
-        EventKind::CloneEnter { .. } => K_CLONE_ENTER,
-        EventKind::SyscallExit { .. } => K_SYSCALL_EXIT,
-        EventKind::ExecEnter { .. } => K_EXEC_ENTER,
-        EventKind::ExitEnter { .. } => K_EXIT_ENTER,
-        EventKind::PrctlEnter { .. } => K_PRCTL_ENTER,
-        EventKind::Fork { .. } => K_FORK,
-        EventKind::Exec { cred: None, .. } => K_EXEC,
-        EventKind::Exec { cred: Some(_), .. } => K_EXEC_CRED,
-        EventKind::TaskExit { .. } => K_TASK_EXIT,
-        EventKind::CgroupAttach { .. } => K_CGROUP,
-        EventKind::ContainerMeta { .. } => K_META,
-        EventKind::Signal(_) => K_SIGNAL,
-        EventKind::OomVictim(_) => K_OOM,
+    let code = if let EventKind::Exec { cred: Some(_), .. } = &ev.kind {
+        K_EXEC_CRED
+    } else {
+        ev.kind.kind().row().code
     };
+    put_context(b, ctx, ev, code);
+    put_kind(b, &ev.kind);
+}
+
+/// The tag byte (the kind's `code` and which task fields follow), the seq and time deltas and
+/// the task fields that differ from the frame's previous event.
+fn put_context(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event, code: u8) {
     let mut other = 0u8;
     if ev.ppid != ctx.ppid {
         other |= O_PPID;
@@ -573,7 +595,7 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
     if ev.comm != ctx.comm {
         other |= O_COMM;
     }
-    let mut tag = kind;
+    let mut tag = code;
     if ev.tgid != ctx.tgid {
         tag |= C_TGID;
     }
@@ -617,8 +639,11 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
     ctx.uid = ev.uid;
     ctx.cgroup = ev.cgroup_id;
     ctx.comm = ev.comm;
+}
 
-    match &ev.kind {
+/// The kind's own fields.
+fn put_kind(b: &mut impl BufMut, kind: &EventKind) {
+    match kind {
         EventKind::CloneEnter {
             syscall,
             flags,
@@ -632,64 +657,13 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
             put_syscall(b, *syscall);
             put_ivarint(b, *ret);
         }
-        EventKind::ExecEnter {
-            syscall,
-            dirfd,
-            at_flags,
-            filename,
-            argv,
-            argv_truncated,
-        } => {
-            put_syscall(b, *syscall);
-            put_ivarint(b, *dirfd);
-            put_varint(b, u64::from(*at_flags));
-            put_captured(b, filename);
-            b.put_u8(u8::from(*argv_truncated));
-            put_strs(b, argv);
-        }
+        EventKind::ExecEnter { .. } => put_exec_enter(b, kind),
         EventKind::ExitEnter { syscall, code } => {
             put_syscall(b, *syscall);
             put_ivarint(b, i64::from(*code));
         }
-        EventKind::PrctlEnter {
-            option,
-            arg2,
-            name,
-            shown,
-        } => {
-            put_varint(b, u64::from(*option));
-            put_varint(b, *arg2);
-            let marker = name.as_ref().map_or(0, |n| if n.truncated { 2 } else { 1 });
-            b.put_u8(marker | if shown.is_some() { 4 } else { 0 });
-            if let Some(n) = name {
-                put_str(b, &n.value);
-            }
-            if let Some(sh) = shown {
-                put_prctl_shown(b, sh);
-            }
-        }
-        EventKind::Fork {
-            child_tid,
-            child_tgid,
-            child_ppid,
-            syscall,
-            flags,
-            child_ns,
-        } => {
-            put_varint(b, u64::from(*child_tid));
-            put_varint(b, u64::from(*child_tgid));
-            put_varint(b, u64::from(*child_ppid));
-            b.put_u8(syscall.map_or(0, |s| s.to_wire() as u8));
-            // Marker bits: 1 = flags follow, 2 = the child's pid namespace follows (version 2).
-            let marker = u8::from(flags.is_some()) | (u8::from(child_ns.is_some()) << 1);
-            b.put_u8(marker);
-            if let Some(f) = flags {
-                put_varint(b, f.0);
-            }
-            if let Some(ns) = child_ns {
-                put_pidns_fields(b, ns);
-            }
-        }
+        EventKind::PrctlEnter { .. } => put_prctl(b, kind),
+        EventKind::Fork { .. } => put_fork(b, kind),
         EventKind::Exec {
             old_tid,
             filename,
@@ -721,19 +695,95 @@ pub(crate) fn encode_event(b: &mut impl BufMut, ctx: &mut Ctx, ev: &Event) {
         }
         EventKind::Signal(i) => put_signal(b, i),
         EventKind::OomVictim(o) => put_oom(b, o),
-        EventKind::ContainerMeta {
-            pid,
-            container_id,
-            annotations,
-        } => {
-            put_varint(b, u64::from(*pid));
-            put_str(b, container_id);
-            put_varint(b, annotations.len() as u64);
-            for (k, v) in annotations {
-                put_str(b, k);
-                put_str(b, v);
-            }
-        }
+        EventKind::ContainerMeta { .. } => put_meta(b, kind),
+        EventKind::Subreaper { on } => b.put_u8(u8::from(*on)),
+    }
+}
+
+fn put_exec_enter(b: &mut impl BufMut, kind: &EventKind) {
+    let EventKind::ExecEnter {
+        syscall,
+        dirfd,
+        at_flags,
+        filename,
+        argv,
+        argv_truncated,
+    } = kind
+    else {
+        return;
+    };
+    put_syscall(b, *syscall);
+    put_ivarint(b, *dirfd);
+    put_varint(b, u64::from(*at_flags));
+    put_captured(b, filename);
+    b.put_u8(u8::from(*argv_truncated));
+    put_strs(b, argv);
+}
+
+fn put_prctl(b: &mut impl BufMut, kind: &EventKind) {
+    let EventKind::PrctlEnter {
+        option,
+        arg2,
+        name,
+        shown,
+    } = kind
+    else {
+        return;
+    };
+    put_varint(b, u64::from(*option));
+    put_varint(b, *arg2);
+    let marker = name.as_ref().map_or(0, |n| if n.truncated { 2 } else { 1 });
+    b.put_u8(marker | if shown.is_some() { 4 } else { 0 });
+    if let Some(n) = name {
+        put_str(b, &n.value);
+    }
+    if let Some(sh) = shown {
+        put_prctl_shown(b, sh);
+    }
+}
+
+fn put_fork(b: &mut impl BufMut, kind: &EventKind) {
+    let EventKind::Fork {
+        child_tid,
+        child_tgid,
+        child_ppid,
+        syscall,
+        flags,
+        child_ns,
+    } = kind
+    else {
+        return;
+    };
+    put_varint(b, u64::from(*child_tid));
+    put_varint(b, u64::from(*child_tgid));
+    put_varint(b, u64::from(*child_ppid));
+    b.put_u8(syscall.map_or(0, |s| s.to_wire() as u8));
+    // Marker bits: 1 = flags follow, 2 = the child's pid namespace follows (version 2).
+    let marker = u8::from(flags.is_some()) | (u8::from(child_ns.is_some()) << 1);
+    b.put_u8(marker);
+    if let Some(f) = flags {
+        put_varint(b, f.0);
+    }
+    if let Some(ns) = child_ns {
+        put_pidns_fields(b, ns);
+    }
+}
+
+fn put_meta(b: &mut impl BufMut, kind: &EventKind) {
+    let EventKind::ContainerMeta {
+        pid,
+        container_id,
+        annotations,
+    } = kind
+    else {
+        return;
+    };
+    put_varint(b, u64::from(*pid));
+    put_str(b, container_id);
+    put_varint(b, annotations.len() as u64);
+    for (k, v) in annotations {
+        put_str(b, k);
+        put_str(b, v);
     }
 }
 
@@ -847,23 +897,40 @@ fn get_oom(c: &mut Cur<'_>) -> DResult<OomInfo> {
 }
 
 pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
-    let tag = c.restoring(|c| {
+    let tag = get_tag(c, ctx)?;
+    let (seq, ts_ns, tgid, tid) = get_context(c, ctx, tag)?;
+    let kind = get_kind(c, tag & 0x0f)?;
+    Ok(Event {
+        seq,
+        ts_ns,
+        tgid,
+        tid,
+        ppid: ctx.ppid,
+        uid: ctx.uid,
+        cgroup_id: ctx.cgroup,
+        comm: ctx.comm,
+        kind,
+    })
+}
+
+/// The tag byte: a kind's code that a file of the context's version may hold, bit 7 clear.
+fn get_tag(c: &mut Cur<'_>, ctx: &Ctx) -> DResult<u8> {
+    c.restoring(|c| {
         let tag = c.u8("an event tag")?;
-        if tag & C_RESERVED != 0 || tag & 0x0f > K_LAST {
-            return Err(DecodeError("an event tag (kind 0-12, bit 7 clear)"));
+        let since = match tag & 0x0f {
+            K_EXEC_CRED => Some(K_EXEC_CRED_SINCE),
+            code => Kind::from_code(code).map(|k| k.row().since),
+        };
+        match since {
+            Some(since) if tag & C_RESERVED == 0 && since <= ctx.version => Ok(tag),
+            Some(_) if tag & C_RESERVED == 0 => Err(DecodeError(tag_too_new(ctx.version))),
+            _ => Err(DecodeError(BAD_TAG)),
         }
-        if ctx.before_v3 && tag & 0x0f > K_META {
-            return Err(DecodeError(
-                "an event tag (kind 0-9 before format version 3)",
-            ));
-        }
-        if ctx.before_v4 && tag & 0x0f > K_OOM {
-            return Err(DecodeError(
-                "an event tag (kind 0-11 before format version 4)",
-            ));
-        }
-        Ok(tag)
-    })?;
+    })
+}
+
+/// The seq, time, tgid and tid, and the task fields the tag says changed (kept in `ctx`).
+fn get_context(c: &mut Cur<'_>, ctx: &mut Ctx, tag: u8) -> DResult<(u64, u64, u32, u32)> {
     let seq = ctx
         .seq
         .wrapping_add(1)
@@ -893,149 +960,162 @@ pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
             ctx.cgroup = c.varint("an event cgroup id")?;
         }
         if other & O_COMM != 0 {
-            ctx.comm = c.restoring(|c| {
-                let n = get_small(c, 16, "an event comm length (at most 16)")? as usize;
-                let raw = c.bytes(n, "an event comm")?;
-                if raw.contains(&0) {
-                    return Err(DecodeError("an event comm without NUL bytes"));
-                }
-                Ok(Comm::from_bytes(raw))
-            })?;
+            ctx.comm = c.restoring(get_comm)?;
         }
     }
     ctx.seq = seq;
     ctx.ts = ts_ns;
     ctx.tgid = tgid;
+    Ok((seq, ts_ns, tgid, tid))
+}
 
-    let kind = match tag & 0x0f {
-        K_CLONE_ENTER => EventKind::CloneEnter {
+fn get_comm(c: &mut Cur<'_>) -> DResult<Comm> {
+    let n = get_small(c, 16, "an event comm length (at most 16)")? as usize;
+    let raw = c.bytes(n, "an event comm")?;
+    if raw.contains(&0) {
+        return Err(DecodeError("an event comm without NUL bytes"));
+    }
+    Ok(Comm::from_bytes(raw))
+}
+
+/// The fields of the kind whose code is `code` (checked by [`get_tag`]).
+fn get_kind(c: &mut Cur<'_>, code: u8) -> DResult<EventKind> {
+    let kind = match code {
+        K_EXEC_CRED => Some(Kind::Exec),
+        code => Kind::from_code(code),
+    };
+    Ok(match kind.ok_or(DecodeError(BAD_TAG))? {
+        Kind::CloneEnter => EventKind::CloneEnter {
             syscall: get_syscall(c)?,
             flags: CloneFlags(c.varint("clone flags")?),
             exit_signal: c.u32v("clone exit signal")?,
         },
-        K_SYSCALL_EXIT => EventKind::SyscallExit {
+        Kind::SyscallExit => EventKind::SyscallExit {
             syscall: get_syscall(c)?,
             ret: c.ivarint("a syscall return value")?,
         },
-        K_EXEC_ENTER => {
-            let syscall = get_syscall(c)?;
-            let dirfd = c.ivarint("exec dirfd")?;
-            let at_flags = c.u32v("exec at_flags")?;
-            let filename = get_captured(c, "exec filename")?;
-            let argv_truncated = get_bool(c, "exec argv truncated flag")?;
-            let argv = c.strings("exec argv")?;
-            EventKind::ExecEnter {
-                syscall,
-                dirfd,
-                at_flags,
-                filename,
-                argv,
-                argv_truncated,
-            }
-        }
-        K_EXIT_ENTER => EventKind::ExitEnter {
+        Kind::ExecEnter => get_exec_enter(c)?,
+        Kind::ExitEnter => EventKind::ExitEnter {
             syscall: get_syscall(c)?,
             code: c.i32v("an exit code")?,
         },
-        K_PRCTL_ENTER => {
-            let option = c.u32v("prctl option")?;
-            let arg2 = c.varint("prctl arg2")?;
-            let marker = get_small(c, 6, "prctl name marker (0-6)")?;
-            let name = match marker & 3 {
-                0 => None,
-                3 => return Err(DecodeError("prctl name marker (0-2)")),
-                m => Some(CapturedStr {
-                    value: c.string("prctl name")?,
-                    truncated: m == 2,
-                }),
-            };
-            let shown = match marker & 4 {
-                0 => None,
-                _ => Some(Box::new(get_prctl_shown(c)?)),
-            };
-            EventKind::PrctlEnter {
-                option,
-                arg2,
-                name,
-                shown,
-            }
-        }
-        K_FORK => {
-            let child_tid = c.u32v("fork child tid")?;
-            let child_tgid = c.u32v("fork child tgid")?;
-            let child_ppid = c.u32v("fork child ppid")?;
-            let syscall = match get_small(c, 9, "a fork syscall id (0-9)")? {
-                0 => None,
-                id => Syscall::from_wire(u32::from(id)),
-            };
-            let marker = get_small(c, 3, "fork field marker (0-3)")?;
-            let flags = match marker & 1 {
-                0 => None,
-                _ => Some(CloneFlags(c.varint("fork flags")?)),
-            };
-            let child_ns = match marker & 2 {
-                0 => None,
-                _ => Some(get_pidns_fields(c)?),
-            };
-            EventKind::Fork {
-                child_tid,
-                child_tgid,
-                child_ppid,
-                syscall,
-                flags,
-                child_ns,
-            }
-        }
-        K_EXEC | K_EXEC_CRED => EventKind::Exec {
+        Kind::PrctlEnter => get_prctl(c)?,
+        Kind::Fork => get_fork(c)?,
+        Kind::Exec => EventKind::Exec {
             old_tid: c.u32v("exec old tid")?,
             filename: get_captured(c, "exec filename")?,
-            cred: if tag & 0x0f == K_EXEC_CRED {
-                Some(get_cred(c)?)
-            } else {
-                None
+            cred: match code {
+                K_EXEC_CRED => Some(get_cred(c)?),
+                _ => None,
             },
         },
-        K_TASK_EXIT => EventKind::TaskExit {
+        Kind::TaskExit => EventKind::TaskExit {
             exit_code: c.u32v("task exit code")?,
             group_dead: get_bool(c, "task exit group_dead flag")?,
         },
-        K_CGROUP => EventKind::CgroupAttach {
+        Kind::CgroupAttach => EventKind::CgroupAttach {
             pid: c.u32v("cgroup attach pid")?,
             hierarchy: c.u32v("cgroup hierarchy")?,
             cgroup_id: c.varint("cgroup id")?,
             path: get_captured(c, "cgroup path")?,
         },
-        K_SIGNAL => EventKind::Signal(get_signal(c)?),
-        K_OOM => EventKind::OomVictim(get_oom(c)?),
-        _ => {
-            use crate::lineage::k8s::{bounded, bounded_annotations, MAX_ID_BYTES};
-            let pid = c.u32v("container meta pid")?;
-            let container_id = bounded(&c.string("container meta id")?, MAX_ID_BYTES);
-            let n = c.count(2, "annotation count")?;
-            let mut raw = Vec::with_capacity(n.min(16));
-            for _ in 0..n {
-                raw.push((c.string("annotation key")?, c.string("annotation value")?));
-            }
-            // The bounds of a live capture, whatever wrote this file or stream.
-            EventKind::ContainerMeta {
-                pid,
-                container_id,
-                annotations: bounded_annotations(raw),
-            }
-        }
-    };
-    Ok(Event {
-        seq,
-        ts_ns,
-        tgid,
-        tid,
-        ppid: ctx.ppid,
-        uid: ctx.uid,
-        cgroup_id: ctx.cgroup,
-        comm: ctx.comm,
-        kind,
+        Kind::Signal => EventKind::Signal(get_signal(c)?),
+        Kind::OomVictim => EventKind::OomVictim(get_oom(c)?),
+        Kind::ContainerMeta => get_meta(c)?,
+        Kind::Subreaper => EventKind::Subreaper {
+            on: get_bool(c, "a subreaper flag (0-1)")?,
+        },
     })
 }
+
+fn get_exec_enter(c: &mut Cur<'_>) -> DResult<EventKind> {
+    let syscall = get_syscall(c)?;
+    let dirfd = c.ivarint("exec dirfd")?;
+    let at_flags = c.u32v("exec at_flags")?;
+    let filename = get_captured(c, "exec filename")?;
+    let argv_truncated = get_bool(c, "exec argv truncated flag")?;
+    let argv = c.strings("exec argv")?;
+    Ok(EventKind::ExecEnter {
+        syscall,
+        dirfd,
+        at_flags,
+        filename,
+        argv,
+        argv_truncated,
+    })
+}
+
+fn get_prctl(c: &mut Cur<'_>) -> DResult<EventKind> {
+    let option = c.u32v("prctl option")?;
+    let arg2 = c.varint("prctl arg2")?;
+    let marker = get_small(c, 6, "prctl name marker (0-6)")?;
+    let name = match marker & 3 {
+        0 => None,
+        3 => return Err(DecodeError("prctl name marker (0-2)")),
+        m => Some(CapturedStr {
+            value: c.string("prctl name")?,
+            truncated: m == 2,
+        }),
+    };
+    let shown = match marker & 4 {
+        0 => None,
+        _ => Some(Box::new(get_prctl_shown(c)?)),
+    };
+    Ok(EventKind::PrctlEnter {
+        option,
+        arg2,
+        name,
+        shown,
+    })
+}
+
+fn get_fork(c: &mut Cur<'_>) -> DResult<EventKind> {
+    let child_tid = c.u32v("fork child tid")?;
+    let child_tgid = c.u32v("fork child tgid")?;
+    let child_ppid = c.u32v("fork child ppid")?;
+    let syscall = match get_small(c, 9, "a fork syscall id (0-9)")? {
+        0 => None,
+        id => Syscall::from_wire(u32::from(id)),
+    };
+    let marker = get_small(c, 3, "fork field marker (0-3)")?;
+    let flags = match marker & 1 {
+        0 => None,
+        _ => Some(CloneFlags(c.varint("fork flags")?)),
+    };
+    let child_ns = match marker & 2 {
+        0 => None,
+        _ => Some(get_pidns_fields(c)?),
+    };
+    Ok(EventKind::Fork {
+        child_tid,
+        child_tgid,
+        child_ppid,
+        syscall,
+        flags,
+        child_ns,
+    })
+}
+
+fn get_meta(c: &mut Cur<'_>) -> DResult<EventKind> {
+    use crate::lineage::k8s::{bounded, bounded_annotations, MAX_ID_BYTES};
+    let pid = c.u32v("container meta pid")?;
+    let container_id = bounded(&c.string("container meta id")?, MAX_ID_BYTES);
+    let n = c.count(2, "annotation count")?;
+    let mut raw = Vec::with_capacity(n.min(16));
+    for _ in 0..n {
+        raw.push((c.string("annotation key")?, c.string("annotation value")?));
+    }
+    // The bounds of a live capture, whatever wrote this file or stream.
+    Ok(EventKind::ContainerMeta {
+        pid,
+        container_id,
+        annotations: bounded_annotations(raw),
+    })
+}
+
+#[cfg(test)]
+#[path = "codec_kinds_tests.rs"]
+mod kinds_tests;
 
 #[cfg(test)]
 mod tests {

@@ -36,8 +36,9 @@ use std::time::Duration;
 /// First 8 bytes of every trace file. The high byte rules out text files, the `\n` detects
 /// line-ending conversion.
 pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
-/// The format version this tracer writes and the newest it reads (it reads every older one).
-pub const FORMAT_VERSION: u16 = 4;
+/// The format version this tracer writes and the newest it reads (it reads every older one):
+/// the newest one a kind of the kind table needs (version 5 added the last, `subreaper`).
+pub const FORMAT_VERSION: u16 = crate::event::Kind::NEWEST_FORMAT;
 /// The first version whose frames start with [`FRAME_SYNC`] and carry a number, the count of
 /// events before them and a header checksum, so a reader skips a damaged frame and goes on.
 pub const FRAMED_VERSION: u16 = 2;

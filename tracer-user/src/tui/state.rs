@@ -46,16 +46,8 @@ const MAX_SNAPSHOTS: usize = 128;
 /// is a thread line, which [`LogPane::hide_threads`] hides; the lines before it are others'
 /// syscalls the event interrupted.
 fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
-    use crate::event::EventKind;
-    let thread_event = match &ev.kind {
-        EventKind::Fork {
-            child_tid,
-            child_tgid,
-            ..
-        } => child_tid != child_tgid,
-        EventKind::TaskExit { group_dead, .. } => !group_dead,
-        _ => false,
-    };
+    let thread_event = ev.kind.new_task().is_some_and(|(tid, tgid)| tid != tgid)
+        || ev.kind.task_end() == Some(false);
     let lines = r.render(ev);
     let n = lines.len();
     for (i, text) in lines.into_iter().enumerate() {
