@@ -146,6 +146,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
 use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use crate::lineage::NewParent;
 use line::{Body, End, Line, Stamp};
 use tracer_common::clone_flags as cf;
 
@@ -689,7 +690,7 @@ impl Parser {
                 fix(child_tgid);
                 // 0 is the placeholder only where the caller is the parent; with CLONE_PARENT,
                 // CLONE_THREAD or unknown flags it means "unknown" and stays.
-                if flags.is_some_and(|f| f.0 & (cf::CLONE_PARENT | cf::CLONE_THREAD) == 0) {
+                if flags.is_some_and(|f| NewParent::of(f) == NewParent::Caller) {
                     fix(child_ppid);
                 }
             }
@@ -934,14 +935,15 @@ impl Parser {
         }
     }
 
-    /// The parent copy_process gives the child of clone `c`: the caller's process, or with
-    /// CLONE_PARENT or CLONE_THREAD the caller's own parent — known when the log created the
-    /// caller and that parent is still alive (after its exit the caller was reparented, which
-    /// strace does not show). Unknown flags (the call is not in the log): unknown.
+    /// The parent copy_process gives the child of clone `c` ([`NewParent`]): the caller's
+    /// process, or with CLONE_PARENT or CLONE_THREAD the caller's own parent — known when the
+    /// log created the caller and that parent is still alive (after its exit the caller was
+    /// reparented, which strace does not show). Unknown flags (the call is not in the log):
+    /// unknown.
     fn new_parent(&self, c: &CloneRec) -> Option<u32> {
-        match c.flags? & (cf::CLONE_PARENT | cf::CLONE_THREAD) {
-            0 => Some(c.tgid),
-            _ => self
+        match NewParent::of(CloneFlags(c.flags?)) {
+            NewParent::Caller => Some(c.tgid),
+            NewParent::CallersParent => self
                 .parents
                 .get(&c.tgid)
                 .copied()
