@@ -22,6 +22,10 @@ pub use retain::Retention;
 /// Bounded live state: which exited records a live view drops (functions over the tree).
 mod retain;
 
+/// The pid-namespace zap `death.rs` models, through the engine, in the order strace reports it.
+#[cfg(test)]
+mod death_tests;
+
 /// Something in the stream the engine had to guess around.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WarningKind {
