@@ -4,10 +4,14 @@ use std::collections::HashMap as StdHashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, ExitStatus, PidNs, Syscall};
+use crate::event::{
+    clone_flags as cf, CloneFlags, Comm, Event, ExitStatus, PidNs, SignalInfo, Syscall,
+};
 
 use super::death::{self, Sigchld, Undo};
-use super::process::{argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename};
+use super::process::{
+    argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename,
+};
 use super::reaper::{Adoption, NewReaper, Reparenting};
 use super::roles::{basename, classify, is_cni_plugin_name, InitStage, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
@@ -406,7 +410,7 @@ impl Engine {
     /// Who would take `id`'s orphans if it died now, and by which rule of find_new_reaper()
     /// (the model's ancestor walk, as the viewer's detail pane shows it); `None` when the
     /// init of its pid namespace was never shown.
-    pub fn orphans_would_go_to(&self, id: ProcId) -> Option<(u32, super::process::Reaper)> {
+    pub fn orphans_would_go_to(&self, id: ProcId) -> Option<(u32, Reaper)> {
         super::reaper::reaper_of(&self.tree, id)
     }
 
@@ -1195,9 +1199,9 @@ impl Engine {
             NewReaper::Adopt(id, why) => (Some(id), why),
             NewReaper::HostInitUnseen => {
                 let init = self.tree.new_record(1, How::Unknown, seq, 0);
-                (Some(init), super::process::Reaper::Init)
+                (Some(init), Reaper::Init)
             }
-            NewReaper::Unseen => (None, super::process::Reaper::NsInitUnseen),
+            NewReaper::Unseen => (None, Reaper::NsInitUnseen),
         };
         let reaper_pid = reaper.map_or(0, |id| self.tree[id].pid);
         let reason = Reason::ParentExited {
@@ -1213,7 +1217,7 @@ impl Engine {
 
     /// A signal on the records (`death::signal`); a SIGCHLD's check counted, and the model's
     /// adoption moved or taken back where the kernel's word says it came at another time.
-    fn on_signal(&mut self, a: &Actor, info: &crate::event::SignalInfo) {
+    fn on_signal(&mut self, a: &Actor, info: &SignalInfo) {
         let Some(verdict) = death::signal(&mut self.tree, a, info) else {
             return;
         };
