@@ -1,17 +1,21 @@
 //! The state machine: events in, kernel process tree out.
 
-use std::collections::{BTreeSet, HashMap as StdHashMap};
+use std::collections::HashMap as StdHashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::event::{clone_flags as cf, CloneFlags, Comm, Event, PidNs, Syscall};
-
-use super::cow::CowPidMap as PidMap;
-use super::process::{
-    argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reason, Rename, Thread,
+use crate::event::{
+    clone_flags as cf, CloneFlags, Comm, Event, ExitStatus, PidNs, SignalInfo, Syscall,
 };
+
+use super::death::{self, Sigchld, Undo};
+use super::process::{
+    argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename,
+};
+use super::reaper::{Adoption, NewReaper, Reparenting};
 use super::roles::{basename, classify, is_cni_plugin_name, InitStage, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
+use super::tree::{Ancestors, NewParent, Tree};
 
 /// Warnings kept in full; later ones are only counted.
 pub const MAX_WARNINGS: usize = 1000;
@@ -19,8 +23,12 @@ pub const MAX_WARNINGS: usize = 1000;
 pub use crate::event::SnapshotProcess;
 pub use retain::Retention;
 
-/// Bounded live state: which exited records a live view drops (an `impl Engine` of its own).
+/// Bounded live state: which exited records a live view drops (functions over the tree).
 mod retain;
+
+/// The pid-namespace zap `death.rs` models, through the engine, in the order strace reports it.
+#[cfg(test)]
+mod death_tests;
 
 /// Something in the stream the engine had to guess around.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,33 +223,11 @@ impl fmt::Display for Warning {
     }
 }
 
-/// A pid namespace below the host's, as far as the source showed it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Namespace {
-    /// Its `child_reaper`: the first process created in it (pid 1 there).
-    pub init: Option<ProcId>,
-    /// Its live processes (those whose own namespace it is, init included), by record id:
-    /// what zap_pid_ns_processes() kills is read here, not found by a scan of every record.
-    /// Written at birth and at exit; shared with the engine's clones until written.
-    pub live: Arc<BTreeSet<ProcId>>,
-    /// Members killed by SIGKILL while the init's exit was under way, before the init's own
-    /// end was seen (the order a waiting tracer reports): its end gives them the zap's seq.
-    pub zapped_early: Vec<ProcId>,
-}
-
 /// The lineage engine. Deterministic: the same events give the same state.
 #[derive(Clone, Debug, Default)]
 pub struct Engine {
-    pub(super) procs: super::store::Store,
-    /// pid → its newest record (live or exited).
-    pub(super) by_pid: PidMap<ProcId>,
-    /// tid → (record, index in its `threads`) of the newest thread with that id, for threads
-    /// other than a leader: a leader is slot 0 of `by_pid`'s record for its tid (most
-    /// processes have one thread, and a second map entry each would cost as much as a
-    /// third of the record).
-    tids: PidMap<(ProcId, usize)>,
-    /// Pid namespaces below the host's, by inode (or the strace importer's inferred id).
-    pub(super) namespaces: StdHashMap<u64, Namespace>,
+    /// The process tree: records, pid and tid maps, pid namespaces (`tree.rs`).
+    tree: Tree,
     /// Kubernetes identity of each container whose bundle was read, by container id.
     containers: StdHashMap<Arc<str>, Arc<super::k8s::K8sIdentity>>,
     adapter: Adapter,
@@ -255,32 +241,15 @@ pub struct Engine {
     /// no loss to warn about (the model still knows it misses events).
     scoped: bool,
     /// Live views: what is dropped of exited processes, and when (`retain.rs`).
-    pub(super) retention: retain::RetentionState,
+    retention: retain::RetentionState,
     /// SIGCHLD recipients checked against the model (`death.rs`).
-    pub(super) sigchld: super::ending::SigchldChecks,
+    sigchld: super::ending::SigchldChecks,
     /// Every adoption made, by kind (`record_adoption`).
-    pub(super) adoptions: super::process::AdoptionTotals,
+    adoptions: super::process::AdoptionTotals,
     /// What the events' `ts_ns` mean (the recording's own clock), for the views' wall times.
     clock: crate::clock::Clock,
     /// `ts_ns` of the event being applied: the time of every record it makes.
-    pub(super) now_ts: u64,
-}
-
-/// Walks from a process's parent up to the root; bounded, so a cycle cannot hang it.
-pub struct Ancestors<'a> {
-    engine: &'a Engine,
-    next: Option<ProcId>,
-    left: usize,
-}
-
-impl<'a> Iterator for Ancestors<'a> {
-    type Item = &'a Process;
-    fn next(&mut self) -> Option<&'a Process> {
-        self.left = self.left.checked_sub(1)?;
-        let p = self.engine.procs.get(self.next?)?;
-        self.next = p.parent;
-        Some(p)
-    }
+    now_ts: u64,
 }
 
 impl Engine {
@@ -299,22 +268,23 @@ impl Engine {
 
     /// The newest record for `pid` (live, or exited if no newer one).
     pub fn process(&self, pid: u32) -> Option<&Process> {
-        self.by_pid.get(&pid).and_then(|&id| self.procs.get(id))
+        self.tree.process(pid)
     }
 
     /// The process thread `tid` belongs to (its live record, else the newest with that pid) and
     /// the thread's own name: what a line about `tid` names it by.
     pub fn thread_of(&self, tid: u32) -> Option<(&Process, Comm)> {
         let id = self
+            .tree
             .record_of_tid(tid)
-            .or_else(|| self.tids.get(&tid).map(|&(id, _)| id))
-            .or_else(|| self.by_pid.get(&tid).copied())?;
-        Some((&self.procs[id], self.thread_comm(id, tid)))
+            .or_else(|| self.tree.thread_record(tid))
+            .or_else(|| self.tree.newest(tid))?;
+        Some((&self.tree[id], self.tree.thread_comm(id, tid)))
     }
 
     /// A record by its id.
     pub fn get(&self, id: ProcId) -> Option<&Process> {
-        self.procs.get(id)
+        self.tree.get(id)
     }
 
     /// Current children of `pid`'s newest record, exited ones included, by pid then seq.
@@ -328,7 +298,7 @@ impl Engine {
         let mut v: Vec<&Process> = p
             .children
             .iter()
-            .filter_map(|&c| self.procs.get(c))
+            .filter_map(|&c| self.tree.get(c))
             .collect();
         v.sort_by_key(|c| (c.pid, c.start_seq));
         v
@@ -336,11 +306,7 @@ impl Engine {
 
     /// The parent, grandparent... of record `id` (not `id` itself), nearest first.
     pub fn ancestors(&self, id: ProcId) -> Ancestors<'_> {
-        Ancestors {
-            engine: self,
-            next: self.procs.get(id).and_then(|p| p.parent),
-            left: self.procs.len(),
-        }
+        self.tree.ancestors(id)
     }
 
     /// The records `keep` accepts, and every ancestor of each.
@@ -363,25 +329,13 @@ impl Engine {
 
     /// Record `id` and everything below it, depth first; `descend` says whether to go below
     /// a record (it is yielded either way). Bounded by the number of records.
-    pub fn subtree(&self, id: ProcId, mut descend: impl FnMut(&Process) -> bool) -> Vec<ProcId> {
-        let mut out = Vec::new();
-        let mut stack = vec![id];
-        while let Some(c) = stack.pop() {
-            let Some(p) = self.procs.get(c) else { continue };
-            if out.len() >= self.procs.len() {
-                break;
-            }
-            out.push(c);
-            if descend(p) {
-                stack.extend_from_slice(&p.children);
-            }
-        }
-        out
+    pub fn subtree(&self, id: ProcId, descend: impl FnMut(&Process) -> bool) -> Vec<ProcId> {
+        self.tree.subtree(id, descend)
     }
 
     /// Records without a known parent, by pid then seq.
     pub fn roots(&self) -> Vec<&Process> {
-        let mut v: Vec<&Process> = self.procs.iter().filter(|p| p.parent.is_none()).collect();
+        let mut v: Vec<&Process> = self.tree.records().filter(|p| p.parent.is_none()).collect();
         v.sort_by_key(|p| (p.pid, p.start_seq));
         v
     }
@@ -389,17 +343,17 @@ impl Engine {
     /// Every record held, in creation order (exited and replaced ones included; with a
     /// [`Retention`](super::Retention), those it dropped are not).
     pub fn processes(&self) -> impl Iterator<Item = &Process> + '_ {
-        self.procs.iter()
+        self.tree.records()
     }
 
     /// Number of records held (exited and replaced ones included).
     pub fn process_count(&self) -> usize {
-        self.procs.len()
+        self.tree.len()
     }
 
     /// Every [`ProcId`] given so far is below this (ids are never reused).
     pub fn id_bound(&self) -> ProcId {
-        self.procs.id_bound()
+        self.tree.id_bound()
     }
 
     /// The first [`MAX_WARNINGS`] warnings (see [`Engine::warning_count`] for the total).
@@ -449,8 +403,67 @@ impl Engine {
         if ns.level == 0 {
             return self.process(1);
         }
-        let id = self.namespaces.get(&ns.inum)?.init?;
-        self.procs.get(id)
+        let id = self.tree.namespace(ns.inum)?.init?;
+        self.tree.get(id)
+    }
+
+    /// Who would take `id`'s orphans if it died now, and by which rule of find_new_reaper()
+    /// (the model's ancestor walk, as the viewer's detail pane shows it); `None` when the
+    /// init of its pid namespace was never shown.
+    pub fn orphans_would_go_to(&self, id: ProcId) -> Option<(u32, Reaper)> {
+        super::reaper::reaper_of(&self.tree, id)
+    }
+
+    /// The SIGCHLD checks so far.
+    pub fn sigchld_checks(&self) -> super::ending::SigchldChecks {
+        self.sigchld
+    }
+
+    /// The process tree, for the lineage's readers (stories follow its change log).
+    pub(super) fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    // ---- retention ----
+
+    /// An empty engine that drops exited processes beyond `r` (live views). Without it,
+    /// every record is kept (replay, files: bounded by the file).
+    pub fn with_retention(r: Retention) -> Engine {
+        Engine {
+            retention: retain::RetentionState::new(r),
+            ..Engine::new()
+        }
+    }
+
+    /// The retention policy, if any.
+    pub fn retention(&self) -> Option<Retention> {
+        self.retention.policy()
+    }
+
+    /// Exited records dropped by the retention so far.
+    pub fn pruned(&self) -> u64 {
+        self.retention.pruned()
+    }
+
+    /// Drops what the policy lets go now; returns how many records.
+    pub fn prune_now(&mut self, now_ts: u64) -> usize {
+        match self.retention.policy() {
+            Some(r) => self.prune(r, now_ts),
+            None => 0,
+        }
+    }
+
+    /// Runs a batch when enough exits piled up or the age window moved on.
+    fn maybe_prune(&mut self, now_ts: u64) {
+        if let Some(r) = self.retention.due(now_ts) {
+            self.prune(r, now_ts);
+        }
+    }
+
+    fn prune(&mut self, r: Retention, now_ts: u64) -> usize {
+        let batch = retain::prune(&mut self.tree, r, now_ts);
+        self.retention.ran(r, batch, self.tree.len(), now_ts);
+        batch.dropped
     }
 
     // ---- seeding ----
@@ -469,29 +482,27 @@ impl Engine {
         let seq = self.last_seq.unwrap_or(0);
         let mut ids = Vec::with_capacity(snap.len());
         for s in snap {
-            if let Some(&old) = self.by_pid.get(&s.pid) {
-                if !self.procs[old].exited {
-                    self.end_process(old, None, seq, 0);
-                }
+            if let Some(old) = self.tree.live(s.pid) {
+                self.end_process(old, None, seq, 0);
             }
             let id = self.seed_one(s, seq);
             ids.push((id, s.ppid));
         }
         for &(id, ppid) in &ids {
             if ppid != 0 {
-                let pid = self.procs[id].pid;
-                let parent = match self.by_pid.get(&ppid) {
-                    Some(&pp) if !self.procs[pp].exited && pp != id => pp,
+                let pid = self.tree[id].pid;
+                let parent = match self.tree.live(ppid) {
+                    Some(pp) if pp != id => pp,
                     _ if ppid == pid => continue,
                     _ => self.placeholder(ppid, 0, seq, 0),
                 };
-                self.set_parent(id, Some(parent), ppid);
+                self.tree.set_parent(id, Some(parent), ppid);
             }
         }
         // has_child_subreaper is inherited: some ancestor is a subreaper.
         for &(id, _) in &ids {
             let inherited = self.ancestors(id).any(|a| a.is_subreaper);
-            self.procs[id].has_child_subreaper = inherited;
+            self.tree[id].has_child_subreaper = inherited;
         }
     }
 
@@ -501,9 +512,9 @@ impl Engine {
         } else {
             How::Snapshot
         };
-        let id = self.new_record(s.pid, how, seq, 0);
+        let id = self.tree.new_record(s.pid, how, seq, 0);
         let comm = Comm::new(&s.comm);
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         p.comm = comm;
         p.exe = s.exe.as_deref().map(Arc::from);
         p.argv = argv_of(&s.argv);
@@ -536,10 +547,10 @@ impl Engine {
         self.attach_identity(id);
         for &tid in &s.threads {
             if tid != s.pid {
-                self.add_thread(id, tid, comm);
+                self.tree.add_thread(id, tid, comm);
             }
         }
-        self.register_namespace(id);
+        self.tree.register_namespace(id);
         id
     }
 
@@ -579,13 +590,13 @@ impl Engine {
             Transition::SubreaperSeen(a, on) => {
                 // Only a change is news: a flag seen set keeps the seq it was set at.
                 let id = self.task(a);
-                if self.procs[id].is_subreaper != *on {
+                if self.tree[id].is_subreaper != *on {
                     self.set_subreaper(id, *on, a.seq);
                 }
             }
             Transition::ExitGroupCalled(a, code) => {
                 let id = self.task(a);
-                self.procs[id].exit_group_code = Some(*code);
+                self.tree[id].exit_group_code = Some(*code);
             }
             Transition::TaskExit {
                 actor,
@@ -605,17 +616,17 @@ impl Engine {
                 self.container_meta(id, actor, container_id, identity);
             }
             Transition::Signal(a, info) => self.on_signal(a, info),
-            Transition::OomVictim(a, info) => self.on_oom_victim(a, info),
+            Transition::OomVictim(a, info) => death::oom_victim(&mut self.tree, a, info),
         }
     }
 
     /// cgroup_attach_task(): `tid`'s process is now in `path`.
     fn cgroup_moved(&mut self, tid: u32, path: &Arc<str>, by: &Actor) {
         // A task the stream never showed: nothing to attach the move to.
-        let Some(id) = self.record_of_tid(tid) else {
+        let Some(id) = self.tree.record_of_tid(tid) else {
             return;
         };
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         p.cgroup = Some(path.clone());
         p.rare_mut().cgroup_moves.push(super::process::CgroupMove {
             seq: by.seq,
@@ -623,17 +634,6 @@ impl Engine {
             path: path.clone(),
             by: by.pid,
         });
-    }
-
-    /// The live process thread `tid` belongs to (a leader's tid is its pid).
-    pub(super) fn record_of_tid(&self, tid: u32) -> Option<ProcId> {
-        match self.tids.get(&tid) {
-            Some(&(id, _)) if !self.procs[id].exited => Some(id),
-            _ => match self.by_pid.get(&tid) {
-                Some(&id) if !self.procs[id].exited => Some(id),
-                _ => None,
-            },
-        }
     }
 
     /// A container's Kubernetes identity: kept for processes classified later, and given to
@@ -653,9 +653,9 @@ impl Engine {
         if identity.is_empty() {
             return;
         }
-        if let super::identity::Standing::Refused(why) = self.procs[runtime].standing {
-            let (pid, uid) = (by.pid, self.procs[runtime].uid);
-            let role = self.procs[runtime]
+        if let super::identity::Standing::Refused(why) = self.tree[runtime].standing {
+            let (pid, uid) = (by.pid, self.tree[runtime].uid);
+            let role = self.tree[runtime]
                 .role
                 .unwrap_or(Role::OciRuntime { subcommand: None });
             self.warn(
@@ -677,7 +677,7 @@ impl Engine {
             self.warn(by.seq, kind);
             return;
         }
-        if self.procs[runtime].pidns.is_some_and(|ns| ns.level > 0) {
+        if self.tree[runtime].pidns.is_some_and(|ns| ns.level > 0) {
             self.warn(by.seq, WarningKind::IdentityFromContainer { pid: by.pid });
             return;
         }
@@ -695,7 +695,7 @@ impl Engine {
         };
         let identity = Arc::new(identity.clone());
         self.containers.insert(cid.clone(), identity.clone());
-        self.procs.update_where(
+        self.tree.update_where(
             |p| p.container_id.as_ref() == Some(cid) && !(reused && p.exited),
             |p| p.k8s = Some(identity.clone()),
         );
@@ -703,8 +703,8 @@ impl Engine {
 
     /// A process of container `cid` other than `runtime` (the one creating it now) is alive.
     fn container_runs(&self, cid: &Arc<str>, runtime: ProcId) -> bool {
-        self.procs
-            .iter()
+        self.tree
+            .records()
             .any(|p| !p.exited && p.id != runtime && p.container_id.as_ref() == Some(cid))
     }
 
@@ -715,7 +715,7 @@ impl Engine {
     /// create` for the pod's next container inherits the sandbox's identity at fork).
     fn attach_identity(&mut self, id: ProcId) {
         use super::k8s::K8sIdentity;
-        let p = &self.procs[id];
+        let p = &self.tree[id];
         let known = p
             .container_id
             .as_ref()
@@ -733,7 +733,7 @@ impl Engine {
             });
             pod_only.map(Arc::new)
         });
-        self.procs[id].k8s = k8s;
+        self.tree[id].k8s = k8s;
     }
 
     fn track_seq(&mut self, seq: u64) {
@@ -758,121 +758,38 @@ impl Engine {
         }
     }
 
-    pub(super) fn warn(&mut self, seq: u64, kind: WarningKind) {
+    fn warn(&mut self, seq: u64, kind: WarningKind) {
         self.warning_count += 1;
         if self.warnings.len() < MAX_WARNINGS {
             self.warnings.push(Warning { seq, kind });
         }
     }
 
-    pub(super) fn new_record(&mut self, pid: u32, how: How, seq: u64, ts_ns: u64) -> ProcId {
-        let id = self
-            .procs
-            .push(|id| Process::blank(id, pid, how, seq, ts_ns));
-        self.by_pid.insert(pid, id);
-        // The newest task with this id is now this leader (found through `by_pid`).
-        self.tids.remove(&pid);
-        id
-    }
-
     /// A placeholder for a pid nobody created (warns).
     fn placeholder(&mut self, pid: u32, ppid: u32, seq: u64, ts_ns: u64) -> ProcId {
         self.warn(seq, WarningKind::UnknownPid { pid });
-        let id = self.new_record(pid, How::Unknown, seq, ts_ns);
+        let id = self.tree.new_record(pid, How::Unknown, seq, ts_ns);
         if ppid != 0 && ppid != pid {
             let parent = self.live_or_placeholder(ppid, seq, ts_ns);
-            self.procs[id].lineage[0].parent = ppid;
-            self.set_parent(id, Some(parent), ppid);
-            self.procs[id].has_child_subreaper = self.subreaper_above(parent);
+            self.tree[id].lineage[0].parent = ppid;
+            self.tree.set_parent(id, Some(parent), ppid);
+            self.tree[id].has_child_subreaper = self.subreaper_above(parent);
         }
         id
     }
 
     /// The live record of `pid`, or a placeholder without a known parent.
     fn live_or_placeholder(&mut self, pid: u32, seq: u64, ts_ns: u64) -> ProcId {
-        match self.by_pid.get(&pid) {
-            Some(&id) if !self.procs[id].exited => id,
-            _ => self.placeholder(pid, 0, seq, ts_ns),
+        match self.tree.live(pid) {
+            Some(id) => id,
+            None => self.placeholder(pid, 0, seq, ts_ns),
         }
     }
 
     /// What a process created by `creator` inherits as has_child_subreaper (copy_signal()).
     fn subreaper_above(&self, creator: ProcId) -> bool {
-        let c = &self.procs[creator];
+        let c = &self.tree[creator];
         c.has_child_subreaper || c.is_subreaper
-    }
-
-    pub(super) fn set_parent(&mut self, id: ProcId, parent: Option<ProcId>, ppid: u32) {
-        if let Some(old) = self.procs[id].parent {
-            let ch = &mut self.procs[old].children;
-            if let Some(pos) = ch.iter().position(|&c| c == id) {
-                ch.swap_remove(pos);
-            }
-        }
-        self.procs[id].parent = parent;
-        self.procs[id].ppid = ppid;
-        if let Some(p) = parent {
-            self.procs[p].children.push(id);
-        }
-    }
-
-    // ---- threads ----
-
-    fn thread_slot(&self, id: ProcId, tid: u32) -> Option<usize> {
-        match self.tids.get(&tid) {
-            Some(&(p, i)) => (p == id && i < self.procs[id].threads.len()).then_some(i),
-            // The leader: slot 0 of the newest record of its pid.
-            None => (self.by_pid.get(&tid) == Some(&id) && self.procs[id].pid == tid).then_some(0),
-        }
-    }
-
-    /// Marks thread `tid` of `id` alive (adding it if new); true if it already was.
-    fn add_thread(&mut self, id: ProcId, tid: u32, comm: Comm) -> bool {
-        if let Some(i) = self.thread_slot(id, tid) {
-            let p = &mut self.procs[id];
-            let t = &mut p.threads[i];
-            if t.alive {
-                return true;
-            }
-            t.alive = true;
-            t.comm = comm;
-            p.live_threads += 1;
-            return false;
-        }
-        let p = &mut self.procs[id];
-        p.threads.push(Thread {
-            tid,
-            comm,
-            alive: true,
-        });
-        p.live_threads += 1;
-        let slot = p.threads.len() - 1;
-        self.tids.insert(tid, (id, slot));
-        false
-    }
-
-    /// Drops the tid index entry of `tid` if it names record `id` (the record is dropped).
-    pub(super) fn forget_thread(&mut self, tid: u32, id: ProcId) {
-        if self.tids.get(&tid).is_some_and(|&(p, _)| p == id) {
-            self.tids.remove(&tid);
-        }
-    }
-
-    fn thread_died(&mut self, id: ProcId, tid: u32) {
-        if let Some(i) = self.thread_slot(id, tid) {
-            let p = &mut self.procs[id];
-            if p.threads[i].alive {
-                p.threads[i].alive = false;
-                p.live_threads -= 1;
-            }
-        }
-    }
-
-    /// The name of thread `tid` of `id`, else the process's.
-    fn thread_comm(&self, id: ProcId, tid: u32) -> Comm {
-        let p = &self.procs[id];
-        self.thread_slot(id, tid)
-            .map_or(p.comm, |i| p.threads[i].comm)
     }
 
     // ---- the kernel's word ----
@@ -880,22 +797,23 @@ impl Engine {
     /// The live process an actor belongs to, with its thread; checks the parent the kernel
     /// reports against the model.
     fn task(&mut self, a: &Actor) -> ProcId {
-        let id = match self.by_pid.get(&a.pid) {
-            Some(&id) if !self.procs[id].exited => id,
-            _ => {
+        let id = match self.tree.live(a.pid) {
+            Some(id) => id,
+            None => {
                 let id = self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns);
                 if a.tid != a.pid {
-                    self.add_thread(id, a.tid, a.comm);
+                    self.tree.add_thread(id, a.tid, a.comm);
                 } else {
-                    self.procs[id].comm = a.comm;
-                    self.procs[id].threads[0].comm = a.comm;
+                    self.tree[id].comm = a.comm;
+                    self.tree[id].threads[0].comm = a.comm;
                 }
                 return id;
             }
         };
         if self
+            .tree
             .thread_slot(id, a.tid)
-            .is_none_or(|i| !self.procs[id].threads[i].alive)
+            .is_none_or(|i| !self.tree[id].threads[i].alive)
         {
             self.warn(
                 a.seq,
@@ -904,7 +822,7 @@ impl Engine {
                     tid: a.tid,
                 },
             );
-            self.add_thread(id, a.tid, a.comm);
+            self.tree.add_thread(id, a.tid, a.comm);
         }
         self.check_parent(id, a.ppid, a.seq);
         id
@@ -913,19 +831,19 @@ impl Engine {
     /// Compares the kernel's word on `id`'s parent with the model. A parent the model did not
     /// know is filled in; any other difference is a disagreement, corrected to the kernel's.
     fn check_parent(&mut self, id: ProcId, kernel: u32, seq: u64) {
-        let (have, pid) = (self.procs[id].ppid, self.procs[id].pid);
+        let (have, pid) = (self.tree[id].ppid, self.tree[id].pid);
         if kernel == 0 || kernel == have || kernel == pid || self.raced_exit(id, kernel) {
             return;
         }
         let parent = self.live_or_placeholder(kernel, seq, 0);
         if have == 0 {
             // Not a change of parent: the model did not know it yet.
-            if let Some(last) = self.procs[id].lineage.last_mut() {
+            if let Some(last) = self.tree[id].lineage.last_mut() {
                 last.parent = kernel;
             }
-            self.set_parent(id, Some(parent), kernel);
-            if self.procs[id].born_how() != How::Snapshot {
-                self.procs[id].has_child_subreaper |= self.subreaper_above(parent);
+            self.tree.set_parent(id, Some(parent), kernel);
+            if self.tree[id].born_how() != How::Snapshot {
+                self.tree[id].has_child_subreaper |= self.subreaper_above(parent);
             }
             return;
         }
@@ -943,7 +861,7 @@ impl Engine {
             }
         };
         self.warn(seq, kind);
-        self.set_parent(id, Some(parent), kernel);
+        self.tree.set_parent(id, Some(parent), kernel);
         let reason = Reason::KernelReports {
             parent: kernel,
             model: have,
@@ -953,9 +871,9 @@ impl Engine {
     }
 
     /// `id`'s lineage gains its adoption by `parent`, counted in the engine's totals.
-    pub(super) fn record_adoption(&mut self, id: ProcId, parent: u32, reason: Reason, seq: u64) {
+    fn record_adoption(&mut self, id: ProcId, parent: u32, reason: Reason, seq: u64) {
         self.adoptions.count(reason);
-        self.procs[id].lineage.push(LineageEntry {
+        self.tree[id].lineage.push(LineageEntry {
             how: How::Adopted,
             parent,
             caller: None,
@@ -971,7 +889,7 @@ impl Engine {
     /// The kernel still names the parent the model just saw exit: the event came from
     /// between that parent's exit tracepoint and exit_notify()'s reparenting.
     fn raced_exit(&self, id: ProcId, kernel: u32) -> bool {
-        let l = &self.procs[id].lineage;
+        let l = &self.tree[id].lineage;
         let before = match l.len() {
             n if n >= 2 && l[n - 1].how == How::Adopted => l[n - 2].parent,
             _ => return false,
@@ -984,7 +902,7 @@ impl Engine {
     fn on_born(&mut self, a: &Actor, b: &Birth) {
         let creator = self.task(a);
         let comm = if a.comm.is_empty() {
-            self.thread_comm(creator, a.tid)
+            self.tree.thread_comm(creator, a.tid)
         } else {
             a.comm
         };
@@ -995,30 +913,28 @@ impl Engine {
             } else {
                 a.pid
             };
-            let id = if pid == self.procs[creator].pid {
+            let id = if pid == self.tree[creator].pid {
                 creator
             } else {
                 self.live_or_placeholder(pid, a.seq, a.ts_ns)
             };
-            if self.add_thread(id, b.child_tid, comm) {
+            if self.tree.add_thread(id, b.child_tid, comm) {
                 let tid = b.child_tid;
                 self.warn(a.seq, WarningKind::DuplicateThread { pid, tid });
             }
             return;
         }
-        if let Some(&old) = self.by_pid.get(&b.child_tid) {
-            if !self.procs[old].exited {
-                self.warn(a.seq, WarningKind::PidReuse { pid: b.child_tid });
-                self.end_process(old, None, a.seq, a.ts_ns);
-            }
+        if let Some(old) = self.tree.live(b.child_tid) {
+            self.warn(a.seq, WarningKind::PidReuse { pid: b.child_tid });
+            self.end_process(old, None, a.seq, a.ts_ns);
         }
         let (parent_pid, parent_id) = self.birth_parent(creator, b, a);
         let how = birth_how(b);
-        let id = self.new_record(b.child_tid, how, a.seq, a.ts_ns);
+        let id = self.tree.new_record(b.child_tid, how, a.seq, a.ts_ns);
         let into = b.flags.is_some_and(|f| f.contains(cf::CLONE_INTO_CGROUP));
         self.inherit_image(id, creator, comm, into);
-        let cpid = self.procs[creator].pid;
-        let p = &mut self.procs[id];
+        let cpid = self.tree[creator].pid;
+        let p = &mut self.tree[id];
         p.born_syscall = b.syscall;
         p.creator = Some(creator);
         p.birth_parent = parent_id;
@@ -1034,29 +950,27 @@ impl Engine {
             seq: a.seq,
             ts_ns: a.ts_ns,
         };
-        self.set_parent(id, parent_id, parent_pid);
+        self.tree.set_parent(id, parent_id, parent_pid);
         // copy_signal() copies has_child_subreaper from `current`, the creator, which is not
         // the parent of a CLONE_PARENT child.
-        self.procs[id].has_child_subreaper = self.subreaper_above(creator);
-        self.register_namespace(id);
+        self.tree[id].has_child_subreaper = self.subreaper_above(creator);
+        self.tree.register_namespace(id);
     }
 
-    /// The parent the source reported, else copy_process()'s rule: CLONE_PARENT (and
-    /// CLONE_THREAD) children get the caller's real parent, others the caller.
+    /// The parent the source reported (the probe's is the kernel's word), else copy_process()'s
+    /// rule ([`NewParent`]) on the model's creator: the caller, or its real parent with
+    /// CLONE_PARENT or CLONE_THREAD. Unknown flags: the caller.
     fn birth_parent(&mut self, creator: ProcId, b: &Birth, a: &Actor) -> (u32, Option<ProcId>) {
-        let c = &self.procs[creator];
+        let c = &self.tree[creator];
         let (cpid, cppid, cparent) = (c.pid, c.ppid, c.parent);
-        let to_caller_parent = b
-            .flags
-            .is_some_and(|f| f.0 & (cf::CLONE_PARENT | cf::CLONE_THREAD) != 0);
-        let parent = match b.parent {
-            0 if to_caller_parent => cppid,
-            0 => cpid,
-            p => p,
+        let parent = match (b.parent, NewParent::of(b.flags.unwrap_or_default())) {
+            (0, NewParent::Caller) => cpid,
+            (0, NewParent::CallersParent) => cppid,
+            (p, _) => p,
         };
         let id = if parent == cpid {
             Some(creator)
-        } else if parent == cppid && cparent.is_some_and(|p| !self.procs[p].exited) {
+        } else if parent == cppid && cparent.is_some_and(|p| !self.tree[p].exited) {
             cparent
         } else if parent == 0 {
             None
@@ -1069,7 +983,7 @@ impl Engine {
     /// fork copies the creator's image: exe, argv, role, container id; cgroup_fork() puts
     /// the child in the creator's cgroup (unless CLONE_INTO_CGROUP names another).
     fn inherit_image(&mut self, id: ProcId, creator: ProcId, comm: Comm, into_cgroup: bool) {
-        let c = &self.procs[creator];
+        let c = &self.tree[creator];
         let (exe, argv, trunc, role, cid) = (
             c.exe.clone(),
             c.argv.clone(),
@@ -1080,7 +994,7 @@ impl Engine {
         let (k8s, cgroup) = (c.k8s.clone(), c.cgroup.clone().filter(|_| !into_cgroup));
         // copy_creds(): the child runs with its creator's credentials until it execs.
         let (uid, euid, standing) = (c.uid, c.euid, c.standing);
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         p.k8s = k8s;
         p.uid = uid;
         p.euid = euid;
@@ -1096,20 +1010,20 @@ impl Engine {
     }
 
     fn on_exec(&mut self, a: &Actor, x: &ExecDone) {
-        let id = match self.by_pid.get(&a.pid) {
-            Some(&id) if !self.procs[id].exited => {
+        let id = match self.tree.live(a.pid) {
+            Some(id) => {
                 self.check_parent(id, a.ppid, a.seq);
                 id
             }
-            _ => self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns),
+            None => self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns),
         };
         let comm = if !a.comm.is_empty() {
             a.comm
         } else {
             Comm::new(x.exe.as_deref().map(basename).unwrap_or(""))
         };
-        self.exec_threads(id, comm);
-        let p = &mut self.procs[id];
+        self.tree.exec_threads(id, comm);
+        let p = &mut self.tree[id];
         p.comm = comm;
         p.exe = x.exe.clone();
         p.argv = argv_of(&x.argv);
@@ -1127,25 +1041,12 @@ impl Engine {
         self.classify_exec(id, a.seq);
     }
 
-    /// de_thread(): exec leaves one thread, with the leader's pid; every other one is gone.
-    fn exec_threads(&mut self, id: ProcId, comm: Comm) {
-        let leader = self.procs[id].pid;
-        for t in self.procs[id].threads.iter_mut() {
-            t.alive = false;
-        }
-        self.procs[id].live_threads = 0;
-        self.add_thread(id, leader, comm);
-        if let Some(i) = self.thread_slot(id, leader) {
-            self.procs[id].threads[i].comm = comm;
-        }
-    }
-
     /// Role and container id after an exec. What the name and argv claim counts only when
     /// the kernel's word on the process lets it speak for a container ([`speaks_as`]); a
     /// refused claim is a warning, and the process stays what it was (a container's process
     /// stays its container's).
     fn classify_exec(&mut self, id: ProcId, seq: u64) {
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         let prev = p.role;
         let standing = p.standing;
         let named = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
@@ -1157,7 +1058,7 @@ impl Engine {
         if let (Some(c), None, super::identity::Standing::Refused(why)) =
             (&named, &classified, standing)
         {
-            let (pid, uid, role) = (self.procs[id].pid, self.procs[id].uid, c.role);
+            let (pid, uid, role) = (self.tree[id].pid, self.tree[id].uid, c.role);
             self.warn(
                 seq,
                 WarningKind::RoleRefused {
@@ -1168,7 +1069,7 @@ impl Engine {
                 },
             );
         }
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         let new_role = match classified.as_ref().map(|c| c.role) {
             Some(r) => Some(r),
             None if cni => Some(Role::CniPlugin),
@@ -1201,11 +1102,11 @@ impl Engine {
     }
 
     fn rename(&mut self, id: ProcId, tid: u32, comm: Comm, seq: u64) {
-        if let Some(i) = self.thread_slot(id, tid) {
-            self.procs[id].threads[i].comm = comm;
+        if let Some(i) = self.tree.thread_slot(id, tid) {
+            self.tree[id].threads[i].comm = comm;
         }
         let ts_ns = self.now_ts;
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         p.rare_mut().renames.push(Rename {
             seq,
             ts_ns,
@@ -1228,7 +1129,7 @@ impl Engine {
 
     fn set_subreaper(&mut self, id: ProcId, on: bool, seq: u64) {
         let ts_ns = self.now_ts;
-        let p = &mut self.procs[id];
+        let p = &mut self.tree[id];
         if !on {
             if p.is_subreaper {
                 p.rare_mut().subreaper_cleared_seq = Some(seq);
@@ -1243,12 +1144,14 @@ impl Engine {
         rare.subreaper_cleared_seq = None;
         // kernel/sys.c propagate_has_child_subreaper(): descendants get has_child_subreaper;
         // a subtree that has it already, or under a pid namespace's init, is skipped.
-        let below: Vec<ProcId> = self.procs[id].children.clone();
+        let below: Vec<ProcId> = self.tree[id].children.clone();
         for c in below {
-            let ids = self.subtree(c, |p| !p.exited && !p.has_child_subreaper && !is_ns_init(p));
+            let ids = self.subtree(c, |p| {
+                !p.exited && !p.has_child_subreaper && !p.is_ns_init()
+            });
             for d in ids {
-                let p = &mut self.procs[d];
-                if !p.exited && !p.has_child_subreaper && !is_ns_init(p) {
+                let p = &mut self.tree[d];
+                if !p.exited && !p.has_child_subreaper && !p.is_ns_init() {
                     p.has_child_subreaper = true;
                 }
             }
@@ -1256,57 +1159,102 @@ impl Engine {
     }
 
     fn on_task_exit(&mut self, a: &Actor, status: u32, group_dead: bool) {
-        let id = match self.by_pid.get(&a.pid) {
+        let id = match self.tree.newest(a.pid) {
             // Late exits of other threads of a process already ended (exit_group).
-            Some(&id) if self.procs[id].exited => return,
-            Some(&id) => {
+            Some(id) if self.tree[id].exited => return,
+            Some(id) => {
                 self.check_parent(id, a.ppid, a.seq);
                 id
             }
             None => self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns),
         };
-        self.thread_died(id, a.tid);
+        self.tree.thread_died(id, a.tid);
         // After exit_group() the other threads still run until the kernel's SIGKILL reaches
         // them (a Go runtime's threads finish their syscalls): the process ends with the last.
-        let p = &self.procs[id];
+        let p = &self.tree[id];
         if group_dead || p.live_threads == 0 {
-            let status = crate::event::ExitStatus::from_wait_status(status);
+            let status = ExitStatus::from_wait_status(status);
             self.end_process(id, Some(status), a.seq, a.ts_ns);
         }
         // Otherwise a thread ended: the process's children stay (they belong to the process).
     }
 
-    /// Records a new process's pid namespace; the first process of one is its init.
-    pub(super) fn register_namespace(&mut self, id: ProcId) {
-        let Some(ns) = self.procs[id].pidns.filter(|ns| ns.level > 0) else {
-            return;
-        };
-        let entry = self.namespaces.entry(ns.inum).or_default();
-        if ns.ns_pid == 1 {
-            entry.init = Some(id);
+    // ---- deaths, orphans, signals ----
+
+    /// The process is gone: `death::end` marks it, and its orphans go to their new reaper.
+    fn end_process(&mut self, id: ProcId, status: Option<ExitStatus>, seq: u64, ts_ns: u64) {
+        let ended = death::end(&mut self.tree, id, status, seq, ts_ns);
+        if ended.first {
+            self.retention.exited();
         }
-        Arc::make_mut(&mut entry.live).insert(id);
+        if let Some(r) = ended.orphans {
+            self.reparent(r, seq);
+        }
     }
 
-    /// The process ended: it is no longer one of its namespace's live processes.
-    pub(super) fn leave_namespace(&mut self, id: ProcId) {
-        let Some(ns) = self.procs[id].pidns.filter(|ns| ns.level > 0) else {
+    /// Hands the orphans to the reaper `reaper.rs` found.
+    fn reparent(&mut self, r: Reparenting, seq: u64) {
+        let (reaper, why) = match r.to {
+            NewReaper::NamespaceDies => return,
+            NewReaper::Adopt(id, why) => (Some(id), why),
+            NewReaper::HostInitUnseen => {
+                let init = self.tree.new_record(1, How::Unknown, seq, 0);
+                (Some(init), Reaper::Init)
+            }
+            NewReaper::Unseen => (None, Reaper::NsInitUnseen),
+        };
+        let reaper_pid = reaper.map_or(0, |id| self.tree[id].pid);
+        let reason = Reason::ParentExited {
+            parent: self.tree[r.dead].pid,
+            reaper: why,
+        };
+        self.tree.release_orphans(r.dead);
+        for child in r.orphans {
+            self.tree.adopt_orphan(child, reaper, reaper_pid);
+            self.record_adoption(child, reaper_pid, reason, seq);
+        }
+    }
+
+    /// A signal on the records (`death::signal`); a SIGCHLD's check counted, and the model's
+    /// adoption moved or taken back where the kernel's word says it came at another time.
+    fn on_signal(&mut self, a: &Actor, info: &SignalInfo) {
+        let Some(verdict) = death::signal(&mut self.tree, a, info) else {
             return;
         };
-        if let Some(entry) = self.namespaces.get_mut(&ns.inum) {
-            if entry.live.contains(&id) {
-                Arc::make_mut(&mut entry.live).remove(&id);
+        match verdict {
+            Sigchld::Unchecked => self.sigchld.unchecked += 1,
+            Sigchld::Agreed => self.sigchld.agreed += 1,
+            Sigchld::AgreedAdopted(adoption) => {
+                if let Some(ad) = adoption {
+                    self.adopt(ad, a.seq);
+                }
+                self.sigchld.agreed += 1;
+            }
+            Sigchld::AgreedUndone(undo) => {
+                if let Some(u) = undo {
+                    self.unadopt(u);
+                }
+                self.sigchld.agreed += 1;
+            }
+            Sigchld::Disagreed { pid, model, kernel } => {
+                self.sigchld.disagreed += 1;
+                let kind = WarningKind::SigchldDisagreement { pid, model, kernel };
+                self.warn(a.seq, kind);
             }
         }
     }
 
-    /// Every thread of the record is gone (its process ended).
-    pub(super) fn all_threads_dead(&mut self, id: ProcId) {
-        let p = &mut self.procs[id];
-        for t in p.threads.iter_mut() {
-            t.alive = false;
-        }
-        p.live_threads = 0;
+    /// One adoption `reaper.rs` or `death.rs` decided: made, and counted.
+    fn adopt(&mut self, ad: Adoption, seq: u64) {
+        self.tree.set_parent(ad.child, ad.reaper, ad.reaper_pid);
+        self.record_adoption(ad.child, ad.reaper_pid, ad.reason, seq);
+    }
+
+    /// An adoption the model made and the kernel never did, taken back.
+    fn unadopt(&mut self, u: Undo) {
+        self.tree[u.child].lineage.pop();
+        self.adoptions.uncount(u.reason);
+        self.tree.set_parent(u.child, Some(u.parent), u.parent_pid);
     }
 }
 
@@ -1315,11 +1263,6 @@ impl Engine {
 /// speak; a sandbox (`pause`) is also what an init stage exec's into, inside the container.
 fn speaks_as(role: Role, prev: Option<Role>, standing: super::identity::Standing) -> bool {
     standing.may_speak() || (role == Role::Sandbox && matches!(prev, Some(Role::OciInit { .. })))
-}
-
-/// The init of a pid namespace below the host's (pid 1 there): `is_child_reaper()`.
-pub(super) fn is_ns_init(p: &Process) -> bool {
-    p.pidns.is_some_and(|ns| ns.level > 0 && ns.ns_pid == 1)
 }
 
 /// How a birth happened, from what the source knows of the call.

@@ -276,7 +276,7 @@ fn signal_steps(
             s.code_name(),
             label(init)
         );
-        text.push_str(result_text(s.result, super::engine::is_ns_init(init)));
+        text.push_str(result_text(s.result, init.is_ns_init()));
         if s.signal == SIGTERM {
             term_ts.get_or_insert(s.ts_ns);
         }

@@ -28,6 +28,7 @@ mod store;
 mod stories;
 mod story;
 mod transition;
+mod tree;
 pub mod view;
 
 #[cfg(test)]
@@ -35,9 +36,7 @@ mod tests;
 
 pub use ending::{terminates, Death, DeathHow, OomMark, SigchldChecks, SignalRecord, MAX_SIGNALS};
 pub use engine::Retention;
-pub use engine::{
-    replay_until, Ancestors, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS,
-};
+pub use engine::{replay_until, Engine, SnapshotProcess, Warning, WarningKind, MAX_WARNINGS};
 pub use pod::{
     in_pod, pod_scope, resolve as resolve_pod, story_in_pod, LiveScope, PodError, PodEvents,
     PodMatch, PodQuery, PodScope, SelectedPod,
@@ -51,6 +50,7 @@ pub use select::{select_story, StoryChoiceError};
 pub use stories::{stories, Stories, Work as StoryWork};
 pub use story::{Facts, Parent, Phase, StepKind, Story, StoryKind, StoryStep};
 pub use transition::{Actor, Adapter, Birth, ExecDone, Transition};
+pub use tree::{Ancestors, NewParent};
 pub use view::{
     node_label, numbered_story_text, pod_tree_text, story_json, story_text, story_text_with,
     subtree_text, traced_tree_text, tree_json, tree_text, write_tree_json, write_tree_text,

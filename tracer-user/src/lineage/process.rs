@@ -477,6 +477,11 @@ impl Process {
             .map(|ns| ns.ns_pid)
     }
 
+    /// The init of a pid namespace below the host's (pid 1 there): `is_child_reaper()`.
+    pub(super) fn is_ns_init(&self) -> bool {
+        self.pidns.is_some_and(|ns| ns.level > 0 && ns.ns_pid == 1)
+    }
+
     /// The last adoption, if any.
     pub fn last_adoption(&self) -> Option<&LineageEntry> {
         self.lineage

@@ -328,7 +328,7 @@ impl<'a> Ctx<'a> {
     /// The init of the pid namespace `inum`, for what [`Ctx::meta`] allows.
     pub fn namespace_init(&self, inum: u64) -> Option<&'a Process> {
         self.key(Key::Namespace(inum));
-        let init = self.e.namespaces.get(&inum).and_then(|n| n.init)?;
+        let init = self.e.tree().namespace(inum)?.init?;
         self.meta(init)
     }
 

@@ -170,7 +170,7 @@ impl Stories {
     pub fn update(&mut self, e: &Engine) {
         self.work = Work::default();
         self.fresh.clear();
-        let changed: Vec<ProcId> = match self.mark.and_then(|m| e.procs.changed_since(m)) {
+        let changed: Vec<ProcId> = match self.mark.and_then(|m| e.tree().changed_since(m)) {
             Some(ids) => ids.to_vec(),
             None => {
                 let version = self.version;
@@ -181,7 +181,7 @@ impl Stories {
                 e.processes().map(|p| p.id).collect()
             }
         };
-        self.mark = Some(e.procs.change_mark());
+        self.mark = Some(e.tree().change_mark());
         let dirty = self.invalidate(e, &changed);
         let restarts = self
             .restarts

@@ -300,30 +300,7 @@ fn parse_stamp(tok: &str) -> Option<Stamp> {
 fn parse_body(s: &str) -> Option<Body<'_>> {
     let s = strip_duration(s.trim_end());
     if let Some(r) = s.strip_prefix("+++ ") {
-        let r = r.strip_suffix(" +++")?;
-        if let Some(t) = r.strip_prefix("thread ") {
-            return thread_end(t);
-        }
-        if let Some(n) = r.strip_prefix("exited with ") {
-            return Some(Body::Exited(n.trim().parse().ok()?));
-        }
-        if let Some(sig) = r.strip_prefix("killed by ") {
-            let (sig, core) = match sig.strip_suffix(" (core dumped)") {
-                Some(s) => (s, true),
-                None => (sig, false),
-            };
-            return Some(Body::Killed {
-                signal: super::args::parse_signal(sig)?,
-                core,
-            });
-        }
-        if r == "superseded by execve" {
-            return Some(Body::Superseded(None));
-        }
-        if let Some(p) = r.strip_prefix("superseded by execve in pid ") {
-            return Some(Body::Superseded(Some(p.trim().parse().ok()?)));
-        }
-        return None;
+        return task_end(r.strip_suffix(" +++")?);
     }
     if let Some(inner) = s.strip_prefix("--- ").and_then(|r| r.strip_suffix(" ---")) {
         return signal_body(inner);
@@ -338,26 +315,64 @@ fn parse_body(s: &str) -> Option<Body<'_>> {
         return Some(Body::Notice);
     }
     if let Some(r) = s.strip_prefix("<... ") {
-        let close = r.find(" resumed>")?;
-        let name = r.get(..close)?;
-        if !is_ident(name) {
-            return None;
-        }
-        let rest = r.get(close + " resumed>".len()..)?;
-        let syscall = Syscall::from_name(name);
-        let end = if syscall.is_some() {
-            match tail_marker(rest) {
-                Some((_, end)) => end,
-                None => {
-                    let close = find_close(rest, 1)?;
-                    returned(rest.get(close + 1..)?)?
-                }
-            }
-        } else {
-            End::Returned(None) // not followed: the value is not needed
-        };
-        return Some(Body::Resumed { syscall, end });
+        return resumed_body(r);
     }
+    call_body(s)
+}
+
+/// The text between `+++ ` and ` +++`: a thread's or a process's end, or an exec that
+/// superseded it.
+fn task_end(r: &str) -> Option<Body<'_>> {
+    if let Some(t) = r.strip_prefix("thread ") {
+        return thread_end(t);
+    }
+    if let Some(n) = r.strip_prefix("exited with ") {
+        return Some(Body::Exited(n.trim().parse().ok()?));
+    }
+    if let Some(sig) = r.strip_prefix("killed by ") {
+        let (sig, core) = match sig.strip_suffix(" (core dumped)") {
+            Some(s) => (s, true),
+            None => (sig, false),
+        };
+        return Some(Body::Killed {
+            signal: super::args::parse_signal(sig)?,
+            core,
+        });
+    }
+    if r == "superseded by execve" {
+        return Some(Body::Superseded(None));
+    }
+    if let Some(p) = r.strip_prefix("superseded by execve in pid ") {
+        return Some(Body::Superseded(Some(p.trim().parse().ok()?)));
+    }
+    None
+}
+
+/// `name resumed>rest) = ret`, the text after `<... `.
+fn resumed_body(r: &str) -> Option<Body<'_>> {
+    let close = r.find(" resumed>")?;
+    let name = r.get(..close)?;
+    if !is_ident(name) {
+        return None;
+    }
+    let rest = r.get(close + " resumed>".len()..)?;
+    let syscall = Syscall::from_name(name);
+    let end = if syscall.is_some() {
+        match tail_marker(rest) {
+            Some((_, end)) => end,
+            None => {
+                let close = find_close(rest, 1)?;
+                returned(rest.get(close + 1..)?)?
+            }
+        }
+    } else {
+        End::Returned(None) // not followed: the value is not needed
+    };
+    Some(Body::Resumed { syscall, end })
+}
+
+/// `name(args) = ret`, or `name(args <unfinished ...>`.
+fn call_body(s: &str) -> Option<Body<'_>> {
     let open = s.find('(')?;
     let name = s.get(..open)?;
     if !is_ident(name) {

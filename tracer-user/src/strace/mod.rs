@@ -146,6 +146,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
 use crate::event::{CapturedStr, CloneFlags, Comm, Event, EventKind, Syscall};
+use crate::lineage::NewParent;
 use line::{Body, End, Line, Stamp};
 use tracer_common::clone_flags as cf;
 
@@ -689,7 +690,7 @@ impl Parser {
                 fix(child_tgid);
                 // 0 is the placeholder only where the caller is the parent; with CLONE_PARENT,
                 // CLONE_THREAD or unknown flags it means "unknown" and stays.
-                if flags.is_some_and(|f| f.0 & (cf::CLONE_PARENT | cf::CLONE_THREAD) == 0) {
+                if flags.is_some_and(|f| NewParent::of(f) == NewParent::Caller) {
                     fix(child_ppid);
                 }
             }
@@ -934,14 +935,15 @@ impl Parser {
         }
     }
 
-    /// The parent copy_process gives the child of clone `c`: the caller's process, or with
-    /// CLONE_PARENT or CLONE_THREAD the caller's own parent — known when the log created the
-    /// caller and that parent is still alive (after its exit the caller was reparented, which
-    /// strace does not show). Unknown flags (the call is not in the log): unknown.
+    /// The parent copy_process gives the child of clone `c` ([`NewParent`]): the caller's
+    /// process, or with CLONE_PARENT or CLONE_THREAD the caller's own parent — known when the
+    /// log created the caller and that parent is still alive (after its exit the caller was
+    /// reparented, which strace does not show). Unknown flags (the call is not in the log):
+    /// unknown.
     fn new_parent(&self, c: &CloneRec) -> Option<u32> {
-        match c.flags? & (cf::CLONE_PARENT | cf::CLONE_THREAD) {
-            0 => Some(c.tgid),
-            _ => self
+        match NewParent::of(CloneFlags(c.flags?)) {
+            NewParent::Caller => Some(c.tgid),
+            NewParent::CallersParent => self
                 .parents
                 .get(&c.tgid)
                 .copied()
@@ -1025,6 +1027,23 @@ impl Parser {
     // ---- lines ----
 
     fn apply(&mut self, l: Line<'_>) {
+        self.note_line(&l);
+        if self.apply_taskless(&l) {
+            return;
+        }
+        let tid = self.line_tid(&l);
+        // A clone whose child was never announced: settle it before the caller goes on.
+        let resumed_clone =
+            matches!(l.body, Body::Resumed { syscall: Some(s), .. } if s.creates_task());
+        if !resumed_clone && self.clones.open_of(tid).is_some() {
+            self.fallback_identity(tid);
+        }
+        self.apply_body(tid, l.body);
+    }
+
+    /// What every line tells, whatever it is: its stamps, the highest pid printed, whether
+    /// pids come in the `-o FILE` column, whether attach notices are in the log.
+    fn note_line(&mut self, l: &Line<'_>) {
         if let Some(s) = l.stamp {
             self.stamp(s);
         }
@@ -1041,12 +1060,16 @@ impl Parser {
             self.max_pid = self.max_pid.max(pid);
             self.notices = true;
         }
+    }
+
+    /// The lines that settle no clone: blanks and notices, signal stops, attach notices and
+    /// our birth lines. True when `l` was one of them (and is applied).
+    fn apply_taskless(&mut self, l: &Line<'_>) -> bool {
         match l.body {
             Body::Blank | Body::Notice => {
                 if let Some(p) = l.pid {
                     self.first_seen(p, Seen::Prefix);
                 }
-                return;
             }
             Body::Signal(sig) => {
                 // It settles no clone (as when signal lines were skipped): only the caller's
@@ -1060,19 +1083,24 @@ impl Parser {
                     None => self.unprefixed_tid(),
                 };
                 self.signal(tid, self.ts_ns, sig);
-                return;
             }
-            Body::Attached { pid, threads } => {
-                self.first_seen(pid, Seen::Attach { threads });
-                return;
-            }
-            Body::Born(b) => {
-                self.born(b);
-                return;
-            }
-            _ => {}
+            Body::Attached { pid, threads } => self.first_seen(pid, Seen::Attach { threads }),
+            Body::Born(b) => self.born(b),
+            Body::Call { .. }
+            | Body::Resumed { .. }
+            | Body::Exited(_)
+            | Body::Killed { .. }
+            | Body::Superseded(_)
+            | Body::ThreadEnd(_)
+            | Body::Ours(_)
+            | Body::Unshare(_) => return false,
         }
-        let tid = match (l.pid, l.body) {
+        true
+    }
+
+    /// The task a line of a task's own (a call, a resumed call, an exit...) belongs to.
+    fn line_tid(&mut self, l: &Line<'_>) -> u32 {
+        match (l.pid, l.body) {
             (Some(p), Body::Resumed { .. }) => {
                 self.first_seen(p, Seen::PrefixResumed);
                 p
@@ -1084,15 +1112,13 @@ impl Parser {
             // the leader's line after a non-leader exec, printed once only one task is left
             (None, Body::Superseded(Some(old))) if self.live.contains(&old) => self.tgid(old),
             (None, _) => self.unprefixed_tid(),
-        };
-        // A clone whose child was never announced: settle it before the caller goes on.
-        let resumed_clone =
-            matches!(l.body, Body::Resumed { syscall: Some(s), .. } if s.creates_task());
-        if !resumed_clone && self.clones.open_of(tid).is_some() {
-            self.fallback_identity(tid);
         }
+    }
+
+    /// A line of task `tid`'s own, once any clone it left open is settled.
+    fn apply_body(&mut self, tid: u32, body: Body<'_>) {
         let ts = self.ts_ns;
-        match l.body {
+        match body {
             Body::Call {
                 syscall: Some(sc),
                 args,

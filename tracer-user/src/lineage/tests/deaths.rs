@@ -202,8 +202,7 @@ fn the_death_of_a_namespace_init_kills_what_is_left_in_it() {
 
 /// Pids of the records the namespace zap marked.
 fn zapped(e: &Engine) -> Vec<u32> {
-    e.procs
-        .iter()
+    e.processes()
         .filter(|p| p.zapped_by().is_some())
         .map(|p| p.pid)
         .collect()
@@ -247,7 +246,7 @@ fn each_nested_namespace_is_zapped_by_its_own_init() {
         }
     }
     assert!(
-        e.namespaces.values().all(|ns| ns.live.is_empty()),
+        e.tree().namespaces().all(|ns| ns.live.is_empty()),
         "all ended"
     );
     // A clone taken before shares the index until written: it still holds its members, and
@@ -255,8 +254,8 @@ fn each_nested_namespace_is_zapped_by_its_own_init() {
     assert_eq!(zapped(&before), vec![init(0) + 1]);
     assert_eq!(
         before
-            .namespaces
-            .values()
+            .tree()
+            .namespaces()
             .map(|ns| ns.live.len())
             .sum::<usize>(),
         2 * n as usize - 1
