@@ -2,11 +2,12 @@
 //!
 //! A live source ([`EventSource`]) is the eBPF capture (`capture::Capture`) or a scripted
 //! synthetic one ([`Script`]). Every reader goes through the same loop over it:
-//! [`SourceLoop`] turns batches into [`CaptureItem`]s with the loss notices they imply and ends
-//! a followed target; `drive` (with a tokio runtime: features `capture`, `tui` or `agent`) adds the
-//! tick, the deadline and the stop signal. `tracer trace`/`record`, the agent and the live
-//! viewer all read through `drive`, so whole-app tests run them on a synthetic source
-//! without root, and the root tests prove the capture behind the same interface.
+//! [`SourceLoop`] turns batches into [`CaptureItem`]s with the loss notices they imply, enriches
+//! them ([`enrich`]) and ends a followed target (its set: [`Followed`]); `drive` (with a tokio
+//! runtime: features `capture`, `tui` or `agent`) adds the tick, the deadline and the stop
+//! signal. `tracer trace`/`record`, the agent and the live viewer all read through `drive`, so
+//! whole-app tests run them on a synthetic source without root, and the root tests prove the
+//! capture behind the same interface.
 
 use crate::event::{Event, SnapshotProcess};
 use crate::tracefile::Header;
