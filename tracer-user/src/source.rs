@@ -16,6 +16,8 @@ use std::future::Future;
 
 pub mod enrich;
 pub mod followed;
+#[cfg(test)]
+mod tests;
 
 pub use enrich::Host;
 pub use followed::{Followed, Mirror, Unmirrored};
