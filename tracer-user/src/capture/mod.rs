@@ -117,8 +117,8 @@ pub enum CaptureError {
 /// of probes; unselected groups are not attached at all, so they cost nothing.
 ///
 /// `sched_process_fork` and `sched_process_exit` are always attached: the lineage engine
-/// needs every birth and every death ([`EventKind::Fork`], [`EventKind::TaskExit`]) to keep
-/// the tree right.
+/// needs every birth and every death ([`Fork`](crate::event::EventKind::Fork),
+/// [`TaskExit`](crate::event::EventKind::TaskExit)) to keep the tree right.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKindFilter {
     /// Clone flags of every birth (`task:task_newtask`); with
