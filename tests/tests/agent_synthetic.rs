@@ -3,7 +3,7 @@
 //! `nats-server -js` (Debian's package), read back segment by segment. What the script did is
 //! the truth: every event it emitted, once, in order; the drops it counted; the daemon it
 //! restarted followed again.
-#![cfg(feature = "capture")]
+#![cfg(feature = "agent")]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

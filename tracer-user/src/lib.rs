@@ -40,8 +40,11 @@
 //!   `CAP_PERFMON`).
 //! - `tui`: the terminal viewer (module `tui`), replay and, with `capture`, live.
 //! - `nats`: reading a node's `nats://` stream (module `nats`; no capture, no aya).
-//! - `agent`: `capture` + `nats` + the agent's metrics (module `metrics`).
-//! - `cli`: the `tracer` command (with `tui`); `--features cli,nats` is the trainee build.
+//! - `agent`: `nats` + the agent's loop over any live source (module `agent`) and its
+//!   metrics (module `metrics`); no aya: it runs on a `source::Script` without the probes.
+//! - `cli`: the `tracer` command (with `tui`); `--features cli,nats` is the trainee build;
+//!   `tracer agent` needs `agent` and `capture`. Only this edge uses `anyhow` (and `tui`'s
+//!   entry points); the library's errors are typed.
 //!
 //! # Examples
 //!

@@ -2,16 +2,25 @@
 //!
 //! A live source ([`EventSource`]) is the eBPF capture (`capture::Capture`) or a scripted
 //! synthetic one ([`Script`]). Every reader goes through the same loop over it:
-//! [`SourceLoop`] turns batches into [`CaptureItem`]s with the loss notices they imply and ends
-//! a followed target; `drive` (with a tokio runtime: features `capture` or `tui`) adds the
-//! tick, the deadline and the stop signal. `tracer trace`/`record`, the agent and the live
-//! viewer all read through `drive`, so whole-app tests run them on a synthetic source
-//! without root, and the root tests prove the capture behind the same interface.
+//! [`SourceLoop`] turns batches into [`CaptureItem`]s with the loss notices they imply, enriches
+//! them ([`enrich`]) and ends a followed target (its set: [`Followed`]); `drive` (with a tokio
+//! runtime: features `capture`, `tui` or `agent`) adds the tick, the deadline and the stop
+//! signal. `tracer trace`/`record`, the agent and the live viewer all read through `drive`, so
+//! whole-app tests run them on a synthetic source without root, and the root tests prove the
+//! capture behind the same interface.
 
 use crate::event::{Event, SnapshotProcess};
 use crate::tracefile::Header;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
+
+pub mod enrich;
+pub mod followed;
+#[cfg(test)]
+mod tests;
+
+pub use enrich::Host;
+pub use followed::{Followed, Mirror, Unmirrored};
 
 /// One item of a live source: an event or a notice of loss.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,12 +144,10 @@ pub trait EventSource: Send {
     fn header(&self) -> Header;
     /// What only the started source knows (see [`SourceFacts`]).
     fn facts(&self) -> SourceFacts;
-    /// The bytes of runtime `pid`'s bundle config (`dir/config.json`; `None`: its working
-    /// directory) from each place it can be read, best first, as that runtime sees it; for
-    /// [`crate::lineage::bundle::enrich`], which decides which exec is a runtime's and what
-    /// the bytes mean. Sources with no host to read from have none.
-    fn bundle_configs(&self, _pid: u32, _dir: Option<&str>) -> Vec<Vec<u8>> {
-        Vec::new()
+    /// The host the loop's enrichment stage reads (bundle configs, OOM victims' cgroups: see
+    /// [`enrich`]); sources with no host to read from (a recording) have none.
+    fn host(&self) -> Option<&dyn Host> {
+        None
     }
     /// The processes a live view starts from: the followed ones with their ancestors.
     fn seed(&self) -> Vec<SnapshotProcess>;
@@ -148,56 +155,8 @@ pub trait EventSource: Send {
     fn target_ended(&mut self) {}
 }
 
-/// The followed set mirrored from the events (a followed process's children are followed;
-/// a process whose thread group died is not), as the probes keep it in their map.
-#[derive(Clone, Debug, Default)]
-pub struct FollowedSet {
-    live: HashSet<u32>,
-}
-
-impl FollowedSet {
-    /// Follows `tgid`.
-    pub fn insert(&mut self, tgid: u32) {
-        self.live.insert(tgid);
-    }
-
-    /// Follows each of `tgids`.
-    pub fn extend(&mut self, tgids: impl IntoIterator<Item = u32>) {
-        self.live.extend(tgids);
-    }
-
-    /// Whether nothing is followed.
-    pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
-    }
-
-    /// How many processes are followed.
-    pub fn len(&self) -> usize {
-        self.live.len()
-    }
-
-    /// Whether `tgid` is followed.
-    pub fn contains(&self, tgid: u32) -> bool {
-        self.live.contains(&tgid)
-    }
-
-    /// Updates the set from events read (births of processes, deaths of thread groups).
-    pub fn observe(&mut self, evs: &[Event]) {
-        for ev in evs {
-            if let Some((child_tid, child_tgid)) = ev.kind.new_task() {
-                if child_tid == child_tgid {
-                    self.live.insert(child_tgid);
-                }
-            }
-            if ev.kind.task_end() == Some(true) {
-                self.live.remove(&ev.tgid);
-            }
-        }
-    }
-}
-
 /// `pid`, its ancestors and (if asked) its descendants out of a /proc snapshot.
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 pub(crate) fn lineage_of(
     snap: Vec<SnapshotProcess>,
     pid: u32,
@@ -209,7 +168,7 @@ pub(crate) fn lineage_of(
 /// The processes of a /proc snapshot that `picked` chooses, with (if `below` says whose) every
 /// descendant of that pid, and the ancestors of all of them: a tree closed under parents, so
 /// nothing kept hangs from an unknown pid.
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 pub(crate) fn lineage_where(
     snap: Vec<SnapshotProcess>,
     picked: impl Fn(&SnapshotProcess) -> bool,
@@ -285,7 +244,7 @@ impl<S: EventSource> SourceLoop<S> {
 
     /// Hands on only the events of the pod `scope` waits for (`--pod`, `-n`, `--container`
     /// of `trace`, `record`, `agent`): the source still follows what it follows, this loop
-    /// reads every event it gives (bundle metadata added, sequence gaps told as losses), and
+    /// reads every event it gives (enriched, sequence gaps told as losses), and
     /// the scope drops the others' events before anyone sees them.
     pub fn scoped(mut self, scope: crate::lineage::LiveScope) -> Self {
         self.scope = Some(scope);
@@ -307,13 +266,10 @@ impl<S: EventSource> SourceLoop<S> {
         self.src
     }
 
-    /// Runtime execs read from `batch[start..]` get their bundle's metadata after them, while
-    /// the runtime still runs (its working directory is readable).
-    fn add_container_meta(&mut self, start: usize) {
-        let src = &self.src;
-        crate::lineage::bundle::enrich(&mut self.batch, start, |pid, dir| {
-            src.bundle_configs(pid, dir)
-        });
+    /// The enrichment stage over `batch[start..]`, just read: what only the source's host
+    /// knows, asked while it still shows it ([`enrich`]).
+    fn enrich(&mut self, start: usize) {
+        enrich::enrich(&mut self.batch, start, self.src.host());
     }
 
     /// Moves the batch into the queue with the notices it implies (the gaps of the whole
@@ -373,12 +329,12 @@ impl<S: EventSource> SourceLoop<S> {
                 self.done = true;
                 return Some(Err(e));
             }
-            self.add_container_meta(0);
+            self.enrich(0);
             if self.follow && self.src.target_gone() {
                 // Everything followed has exited: take what is left and end.
                 let start = self.batch.len();
                 self.src.drain_now(&mut self.batch);
-                self.add_container_meta(start);
+                self.enrich(start);
                 self.src.target_ended();
                 self.done = true;
                 self.enqueue_batch();
@@ -395,7 +351,7 @@ impl<S: EventSource> SourceLoop<S> {
         if !self.done {
             let start = self.batch.len();
             self.src.drain_now(&mut self.batch);
-            self.add_container_meta(start);
+            self.enrich(start);
             self.enqueue_batch();
             self.done = true;
         }
@@ -444,7 +400,7 @@ pub enum Ended {
 /// The tick never starves the source: the tick's period restarts after `on` handled it, so
 /// reading always gets a whole period uncontested (longer than the capture's poll interval),
 /// however long the tick's work took; a batch already read waits in the loop's queue.
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 pub async fn drive<S, E>(
     lp: &mut SourceLoop<S>,
     opts: DriveOpts,
@@ -503,14 +459,16 @@ where
     Ok(ended)
 }
 
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 pub use recorded::Recorded;
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 pub use script::{Script, Scripted};
 
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 mod script {
-    use super::{lineage_of, Counters, EventSource, FollowedSet, NoSuchProcess, SourceFacts};
+    use super::{
+        lineage_of, Counters, EventSource, Followed, Host, NoSuchProcess, SourceFacts, Unmirrored,
+    };
     use crate::event::{Event, SnapshotProcess};
     use crate::tracefile::{CaptureMode, Header};
     use std::collections::VecDeque;
@@ -538,8 +496,9 @@ mod script {
     }
 
     /// A scripted live source: the real loop, agent and viewer run on it without root. It
-    /// keeps the followed set from its events as the probes do, and waits like the capture
-    /// (an empty batch every poll interval) when its script is blocked or done.
+    /// keeps the followed set from its events as the probes do, waits like the capture (an
+    /// empty batch every poll interval) when its script is blocked or done, and has the host
+    /// a test gives it ([`Script::host`]), or none.
     pub struct Script {
         steps: VecDeque<Scripted>,
         /// The last sequence number given to a step when it was added.
@@ -548,17 +507,20 @@ mod script {
         issued: u64,
         drops: u64,
         follow: Option<u32>,
-        followed: FollowedSet,
+        followed: Followed<Unmirrored>,
         processes: Vec<SnapshotProcess>,
         wait_until: Option<Instant>,
+        host: Option<Box<dyn Host + Send>>,
     }
 
     impl Script {
         /// A source following `pid` (and what it creates), or everything with `None`, on a
         /// host whose processes are `processes`.
         pub fn new(follow: Option<u32>, processes: Vec<SnapshotProcess>) -> Script {
-            let mut followed = FollowedSet::default();
-            followed.extend(follow);
+            let mut followed = Followed::new(Unmirrored);
+            if let Some(pid) = follow {
+                followed.follow(pid).unwrap_or_else(|never| match never {});
+            }
             Script {
                 steps: VecDeque::new(),
                 seq: 0,
@@ -568,7 +530,14 @@ mod script {
                 followed,
                 processes,
                 wait_until: None,
+                host: None,
             }
+        }
+
+        /// The host the loop's enrichment stage reads (bundle configs, OOM victims' cgroups).
+        pub fn host(mut self, host: impl Host + Send + 'static) -> Script {
+            self.host = Some(Box::new(host));
+            self
         }
 
         /// Adds a step; events are numbered from the last sequence number.
@@ -652,16 +621,18 @@ mod script {
             self.follow.is_some()
         }
         fn target_gone(&self) -> bool {
-            self.following() && self.followed.is_empty()
+            self.following() && self.followed.gone(|| self.drops > 0)
         }
         fn followed_count(&self) -> usize {
-            self.followed.len()
+            self.followed.count()
         }
         fn follow(&mut self, pid: u32) -> Result<(), NoSuchProcess> {
             if !self.processes.iter().any(|p| p.pid == pid) {
                 return Err(NoSuchProcess(pid));
             }
-            self.followed.insert(pid);
+            self.followed
+                .follow(pid)
+                .unwrap_or_else(|never| match never {});
             Ok(())
         }
         fn processes(&self) -> Vec<SnapshotProcess> {
@@ -680,6 +651,9 @@ mod script {
                 ..SourceFacts::default()
             }
         }
+        fn host(&self) -> Option<&dyn Host> {
+            self.host.as_deref().map(|h| h as &dyn Host)
+        }
         fn seed(&self) -> Vec<SnapshotProcess> {
             match self.follow {
                 Some(pid) => lineage_of(self.processes.clone(), pid, true),
@@ -689,7 +663,7 @@ mod script {
     }
 }
 
-#[cfg(any(feature = "capture", feature = "tui"))]
+#[cfg(any(feature = "capture", feature = "tui", feature = "agent"))]
 mod recorded {
     use super::{Counters, EventSource, SourceFacts};
     use crate::event::{Event, SnapshotProcess};

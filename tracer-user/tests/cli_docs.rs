@@ -20,7 +20,7 @@
 
 // The docs show the default build (`tracer --help` lists `agent`); the engine-only and
 // `cli,nats` test runs build a `tracer` without it, so they leave this check to the default run.
-#![cfg(all(feature = "cli", feature = "agent"))]
+#![cfg(all(feature = "cli", feature = "agent", feature = "capture"))]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -84,6 +84,34 @@ fn the_engine_alone_compiles_no_cli_viewer_runtime_or_client() {
     }
 }
 
+/// The agent's loop runs over any live source: the library's `agent` feature is NATS and
+/// metrics, without the probes (the rootless agent test builds without the BPF toolchain).
+#[test]
+fn the_agent_build_has_no_probes() {
+    let tree = dependency_tree(&["--no-default-features", "--features", "agent"]);
+    let aya: Vec<&str> = tree.lines().filter(|l| l.contains("aya")).collect();
+    assert!(aya.is_empty(), "the agent build pulls in {aya:?}");
+    assert!(!tree.contains("tracer-ebpf"), "{tree}");
+    let agent = packages(&["--no-default-features", "--features", "agent"]);
+    // 152 when this was written: NATS, hyper, prometheus and tokio over the engine.
+    assert!(agent.len() <= 165, "{} packages: {agent:?}", agent.len());
+    for stack in ["async-nats", "prometheus", "hyper", "tokio"] {
+        assert!(agent.contains(stack), "the agent build lacks {stack}");
+    }
+}
+
+/// Typed errors in the library: `anyhow` is compiled for the command's edge, never for the
+/// engine, and the command does have it (so the check means something).
+#[test]
+fn only_the_edge_compiles_anyhow() {
+    for features in [&[][..], &["--features", "agent"], &["--features", "capture"]] {
+        let build = packages(&[&["--no-default-features"][..], features].concat());
+        assert!(!build.contains("anyhow"), "{features:?} compiles anyhow");
+    }
+    let cli = packages(&["--no-default-features", "--features", "cli"]);
+    assert!(cli.contains("anyhow"), "{cli:?}");
+}
+
 #[test]
 fn default_build_has_the_probes() {
     // The check above means something only if the default build does have aya.

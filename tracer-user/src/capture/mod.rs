@@ -11,8 +11,9 @@
 //!   counters, the command's exit status); or
 //! - pull raw batches yourself with [`Capture::next_batch`] / [`Capture::drain_now`], keeping
 //!   access to the counters ([`Capture::drops`], [`Capture::followed_count`], ...). Raw
-//!   batches carry no loss notices and no bundle metadata (`ContainerMeta`): the loop adds
-//!   both, from what the capture reports.
+//!   batches carry no loss notices and are not enriched (no bundle metadata,
+//!   `ContainerMeta`; no OOM victim's cgroup read from `/proc` on a kernel before 6.2): the
+//!   loop adds them, from what the capture reports and its host ([`ProcHost`]).
 //!
 //! Capturing needs root (or `CAP_BPF` + `CAP_PERFMON`) and a tokio runtime with I/O enabled.
 //!
@@ -38,14 +39,15 @@
 
 mod bundle;
 pub mod cgroup;
+mod host;
 pub mod layout;
 pub mod oom;
 pub mod procfs;
 pub mod signals;
 
 use crate::decode::decode;
-use crate::event::{Event, EventKind};
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use crate::event::Event;
+use aya::maps::{MapData, PerCpuArray, RingBuf};
 use aya::programs::{RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -55,7 +57,9 @@ use tokio::io::unix::AsyncFd;
 use tracer_common::{maps, ProbeConfig, DEFAULT_RING_BYTES};
 
 pub use crate::source::{CaptureItem, Notice};
-use crate::source::{Counters, EventSource, SourceFacts, SourceLoop};
+use crate::source::{Counters, EventSource, Followed, Host, SourceFacts, SourceLoop};
+use host::KernelFollowed;
+pub use host::ProcHost;
 pub use layout::TracepointLayouts;
 pub use signals::SignalSet;
 
@@ -113,8 +117,8 @@ pub enum CaptureError {
 /// of probes; unselected groups are not attached at all, so they cost nothing.
 ///
 /// `sched_process_fork` and `sched_process_exit` are always attached: the lineage engine
-/// needs every birth and every death ([`EventKind::Fork`], [`EventKind::TaskExit`]) to keep
-/// the tree right.
+/// needs every birth and every death ([`Fork`](crate::event::EventKind::Fork),
+/// [`TaskExit`](crate::event::EventKind::TaskExit)) to keep the tree right.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKindFilter {
     /// Clone flags of every birth (`task:task_newtask`); with
@@ -507,8 +511,11 @@ pub struct Capture {
     notes: Vec<String>,
     syscalls: bool,
     decode_errors: u64,
-    /// Follow mode: the followed tgids as the event stream shows them (births and deaths).
-    followed: Option<Followed>,
+    /// The followed set, mirrored into the probes' map (which the probes keep at births and
+    /// deaths); read from the stream in follow mode.
+    followed: Followed<KernelFollowed>,
+    /// What the loop's enrichment stage reads: this host's `/proc`.
+    host: ProcHost,
     /// The command's pidfd, readable once it exited: the reader drains at once then.
     child_exit: Option<AsyncFd<OwnedFd>>,
     /// The ring buffer's size, for a recording's header.
@@ -518,14 +525,6 @@ pub struct Capture {
     /// The attached probes (detached together on drop).
     links: Vec<Link>,
     _logger: Option<tokio::task::JoinHandle<()>>,
-}
-
-/// The followed set mirrored from the stream, so the end of the target is known without
-/// walking the BPF map; the map is asked only to confirm an empty set, or after events were
-/// lost (at most once a second).
-struct Followed {
-    live: crate::source::FollowedSet,
-    last_walk: std::cell::Cell<std::time::Instant>,
 }
 
 /// What fails before anything is loaded: privileges, a build without probes, a pid that is
@@ -725,6 +724,7 @@ impl Capture {
         let sets = (syscalls, signals, raw_oom);
         let links = attach_probes(&mut ebpf, &b.kinds, sets, &mut notes)?;
         let ring = take_ring(&mut ebpf)?;
+        let followed = Followed::new(KernelFollowed::take(&mut ebpf)?);
         let mut cap = Capture {
             ebpf,
             ring,
@@ -735,10 +735,8 @@ impl Capture {
             notes,
             syscalls,
             decode_errors: 0,
-            followed: (b.target != Target::All).then(|| Followed {
-                live: Default::default(),
-                last_walk: std::cell::Cell::new(std::time::Instant::now()),
-            }),
+            followed,
+            host: ProcHost::new(),
             child_exit: None,
             ring_bytes: b.ring_bytes,
             snapshot: b.snapshot,
@@ -755,49 +753,26 @@ impl Capture {
 
     /// Adds a tgid to the followed set (follow mode).
     pub fn follow(&mut self, tgid: u32) -> Result<(), CaptureError> {
-        let map = self
-            .ebpf
-            .map_mut(maps::FOLLOWED)
-            .ok_or_else(|| CaptureError::Map(format!("{} missing", maps::FOLLOWED)))?;
-        let mut followed: BpfHashMap<_, u32, u32> = BpfHashMap::try_from(map)
-            .map_err(|e| CaptureError::Map(format!("{}: {e}", maps::FOLLOWED)))?;
-        followed
-            .insert(tgid, 1, 0)
-            .map_err(|e| CaptureError::Map(format!("{} insert: {e}", maps::FOLLOWED)))?;
-        if let Some(f) = &mut self.followed {
-            f.live.insert(tgid);
-        }
-        Ok(())
+        self.followed.follow(tgid)
+    }
+
+    /// Whether this capture follows chosen processes (not [`Target::All`]).
+    fn following(&self) -> bool {
+        self.target != Target::All
     }
 
     /// Follow mode: every followed process is gone. Known from the events read so far; the
     /// BPF map confirms an empty set (a birth whose event is still in the ring), and is asked
-    /// once a second after events were lost (a death may be among them).
+    /// once a second after events were lost (a death may be among them; the drop counter is
+    /// a syscall too, asked only then).
     pub fn target_gone(&self) -> bool {
-        let Some(f) = &self.followed else {
-            return false;
-        };
-        if f.live.is_empty() {
-            return self.followed_count() == 0;
-        }
-        // The drop counter is a syscall too: asked once a second, not at every poll.
-        if f.last_walk.get().elapsed() < std::time::Duration::from_secs(1) {
-            return false;
-        }
-        f.last_walk.set(std::time::Instant::now());
-        self.drops() > 0 && self.followed_count() == 0
+        self.following() && self.followed.gone(|| self.drops() > 0)
     }
 
     /// Number of tgids currently followed (0 once every followed process has exited). Walks
     /// the BPF map, one syscall per key: [`Capture::target_gone`] is the cheap question.
     pub fn followed_count(&self) -> usize {
-        let Some(map) = self.ebpf.map(maps::FOLLOWED) else {
-            return 0;
-        };
-        match BpfHashMap::<_, u32, u32>::try_from(map) {
-            Ok(m) => m.keys().filter(|k| k.is_ok()).count(),
-            Err(_) => 0,
-        }
+        self.followed.count()
     }
 
     /// Starts `argv` held at a gate, follows its pid, then lets it exec: nothing it does is missed.
@@ -906,8 +881,8 @@ impl Capture {
 
     /// Bookkeeping for events just read: the followed set.
     fn observe(&mut self, out: &[Event], start: usize) {
-        if let Some(f) = &mut self.followed {
-            f.live.observe(&out[start..]);
+        if self.following() {
+            self.followed.observe(&out[start..]);
         }
     }
 
@@ -1154,7 +1129,7 @@ impl EventSource for Capture {
         }
     }
     fn following(&self) -> bool {
-        self.target != Target::All
+        Capture::following(self)
     }
     fn target_gone(&self) -> bool {
         Capture::target_gone(self)
@@ -1181,8 +1156,8 @@ impl EventSource for Capture {
             notes: self.notes.clone(),
         }
     }
-    fn bundle_configs(&self, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
-        bundle::runtime_configs(Path::new("/proc"), pid, dir)
+    fn host(&self) -> Option<&dyn Host> {
+        Some(&self.host)
     }
     // The scope a recording's header calls `followed` (its `snapshot` key, which the
     // viewer's `w` writes too): the followed lineage and the container machinery.
@@ -1251,16 +1226,7 @@ fn drain(ring: &mut RingBuf<MapData>, out: &mut Vec<Event>) -> u64 {
     let mut errors = 0;
     while let Some(item) = ring.next() {
         match decode(&item) {
-            Ok(mut ev) => {
-                // A kernel before 6.2 gives no victim task to the probe: /proc now, before
-                // the victim is reaped and its entry goes.
-                if let EventKind::OomVictim(info) = &mut ev.kind {
-                    if info.cgroup.is_none() {
-                        oom::enrich(info);
-                    }
-                }
-                out.push(ev)
-            }
+            Ok(ev) => out.push(ev),
             Err(e) => {
                 errors += 1;
                 log::warn!("undecodable record: {e}");

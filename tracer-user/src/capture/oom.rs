@@ -1,7 +1,8 @@
 //! The OOM killer's victim's memory cgroup and that cgroup's limit, read from /proc as soon
-//! as its record is decoded — only where the probe could not read them from the victim task
-//! (a kernel before 6.2, whose mark_victim tracepoint passes a pid, not the task): under load
-//! the victim may be exiting by then, and an exiting task shows no cgroup.
+//! as its record is read (by the loop's enrichment stage, through [`super::ProcHost`]) —
+//! only where the probe could not read them from the victim task (a kernel before 6.2, whose
+//! mark_victim tracepoint passes a pid, not the task): under load the victim may be exiting
+//! by then, and an exiting task shows no cgroup.
 //!
 //! oom:mark_victim fires in __oom_kill_process (mm/oom_kill.c) right after the victim's
 //! SIGKILL; the probe wakes the reader at once. /proc/TID/cgroup stays readable until the
@@ -186,11 +187,6 @@ pub fn enrich_at(proc_root: &Path, info: &mut OomInfo) {
     let mountinfo = read_bounded(&proc_root.join("self/mountinfo"), MOUNTINFO_BYTES);
     info.limit = mountinfo.and_then(|m| limit_of(&cg, &m));
     info.cgroup = Some(cg.path);
-}
-
-/// [`enrich_at`] on `/proc`.
-pub fn enrich(info: &mut OomInfo) {
-    enrich_at(Path::new("/proc"), info)
 }
 
 #[cfg(test)]

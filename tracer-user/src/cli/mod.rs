@@ -1,6 +1,6 @@
 //! Argument parsing and dispatch for the `tracer` binary.
 
-#[cfg(feature = "agent")]
+#[cfg(all(feature = "agent", feature = "capture"))]
 mod agent;
 mod demo;
 mod export;
@@ -320,7 +320,7 @@ pub enum Command {
     View(replay::PlayArgs),
     /// Headless capture on this node, published to NATS JetStream, with Prometheus metrics
     /// (docs/nats.md).
-    #[cfg(feature = "agent")]
+    #[cfg(all(feature = "agent", feature = "capture"))]
     #[command(
         mut_arg("pod", |a| a.help(LIVE_SCOPE_HELP)),
         mut_arg("container", |a| a.help(LIVE_SCOPE_CONTAINER_HELP))
@@ -468,7 +468,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             output::to_stdout(|out| out.write_all(&page))?;
             Ok(ExitCode::SUCCESS)
         }
-        #[cfg(feature = "agent")]
+        #[cfg(all(feature = "agent", feature = "capture"))]
         Some(Command::Agent(args)) => agent::run(args),
     }
 }
