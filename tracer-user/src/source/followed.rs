@@ -8,7 +8,7 @@
 //! only to confirm what the events cannot tell yet: whether an empty set is really empty (a
 //! birth still unread), and after events were lost (a death may be among them).
 
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -126,6 +126,7 @@ impl<M: Mirror> Followed<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::EventKind;
     use crate::synth::{exit, fork};
 
     /// A kernel map stand-in: what it holds, and whether it refuses new entries (full).
