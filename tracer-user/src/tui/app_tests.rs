@@ -14,7 +14,7 @@ use crate::event::Event;
 use crate::lineage::Engine;
 
 /// Longest a whole-app test may run before its loop counts as stuck.
-const STUCK: Duration = Duration::from_secs(120);
+const STUCK: Duration = Duration::from_secs(60);
 
 fn shows(t: impl Into<String>) -> Step {
     Step::Shows(t.into())
@@ -122,7 +122,9 @@ async fn a_search_selects_its_process_and_a_resize_redraws_at_the_new_size() {
     ];
     let (state, screen) = replay(rec, end, (160, 45), steps).await;
     assert_eq!(state.selected_process().map(|p| p.pid), Some(bridges[1].1));
+    // The frame, and the size the state lays out clicks and scrolling by.
     let text = screen.text();
+    assert_eq!(state.view.size, (80, 24));
     assert_eq!(text.lines().count(), 24, "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }
@@ -304,4 +306,57 @@ async fn the_live_viewer_on_a_script_pauses_resumes_and_records_until_q() {
     assert_eq!(seqs, [1, 2, 6, 7, 8, 9, 10]);
     assert_eq!(drops, Some(3));
     assert_eq!(state.stats.events, 7);
+}
+
+// ---- the log's styling ----
+
+/// The style of the cell where `needle` starts on the screen.
+fn style_at(b: &ratatui::buffer::Buffer, needle: &str) -> ratatui::style::Style {
+    for y in 0..b.area.height {
+        let cells: Vec<(u16, &str)> = (0..b.area.width).map(|x| (x, b[(x, y)].symbol())).collect();
+        let row: String = cells.iter().map(|c| c.1).collect();
+        if let Some(at) = row.find(needle) {
+            // Every symbol before it is one byte wide here (the log's ASCII, the pane's edge
+            // excepted): count the cells whose symbols fill the bytes before it.
+            let mut bytes = 0;
+            let x = cells.iter().find(|c| {
+                let here = bytes;
+                bytes += c.1.len();
+                here == at
+            });
+            return b[(x.expect("a cell").0, y)].style();
+        }
+    }
+    panic!("{needle:?} is not on the screen");
+}
+
+#[test]
+fn the_log_dims_a_task_end_by_its_event_never_by_its_text() {
+    use crate::synth::{exec_argv, exit, fork, process};
+    use ratatui::style::Modifier;
+    // A command whose own text says what an exit line says.
+    let argv = ["sh", "-c", "echo exited with 0; echo killed by SIGKILL"];
+    let mut evs = vec![fork(100, 101)];
+    evs.extend(exec_argv(101, "/bin/sh", &argv));
+    evs.push(exit(101, 0));
+    for (i, ev) in evs.iter_mut().enumerate() {
+        ev.seq = i as u64 + 1;
+        ev.ts_ns = ev.seq * 1_000;
+    }
+    let mut s = AppState::new_live("t");
+    // No syscall exits: the exec's line is complete at the exec.
+    s.set_sched_probes(true);
+    s.ingest(super::Msg::Seed(vec![process(100, 1, "sh")]));
+    s.ingest(super::Msg::Events(evs));
+    s.view.size = (160, 30);
+    s.refresh();
+    let Ok(mut t) = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 30));
+    t.draw(|f| super::draw(f, &s)).expect("drawn");
+    let b = t.backend().buffer();
+    let dim = |needle: &str| style_at(b, needle).add_modifier.contains(Modifier::DIM);
+    assert!(dim("+++ exited with 0 +++"), "the exit line is not dim");
+    assert!(
+        !dim("execve(\"/bin/sh\""),
+        "the exec line is dim for its argv"
+    );
 }

@@ -41,20 +41,21 @@ const SNAPSHOT_EVERY: usize = 16_384;
 /// recording.
 const MAX_SNAPSHOTS: usize = 128;
 
-/// Appends `r`'s lines for `ev` to `log`. The last line of a thread's creation
-/// (CLONE_THREAD: the child's tid is not its tgid) or of a thread's exit (not the group's)
-/// is a thread line, which [`LogPane::hide_threads`] hides; the lines before it are others'
+/// Appends `r`'s lines for `ev` to `log`, each with what its event makes it
+/// ([`LineKind`]): the last line of a thread's creation (CLONE_THREAD: the child's tid is not
+/// its tgid) or of a task's exit is that event's own; the lines before it are others'
 /// syscalls the event interrupted.
 fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
     use crate::event::EventKind;
-    let thread_event = match &ev.kind {
+    let own = match &ev.kind {
         EventKind::Fork {
             child_tid,
             child_tgid,
             ..
-        } => child_tid != child_tgid,
-        EventKind::TaskExit { group_dead, .. } => !group_dead,
-        _ => false,
+        } if child_tid != child_tgid => LineKind::ThreadStart,
+        EventKind::TaskExit { group_dead, .. } if !group_dead => LineKind::ThreadEnd,
+        EventKind::TaskExit { .. } => LineKind::ProcessEnd,
+        _ => LineKind::Other,
     };
     let lines = r.render(ev);
     let n = lines.len();
@@ -64,8 +65,34 @@ fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
             ts_ns: ev.ts_ns,
             tgid: ev.tgid,
             text,
-            thread: thread_event && i + 1 == n,
+            kind: if i + 1 == n { own } else { LineKind::Other },
         });
+    }
+}
+
+/// What made a log line, as its event says (never guessed from the text, which a traced
+/// process's names and argv are in): what hides it and how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// A thread's creation (`Thread N attached`): hidden with threads.
+    ThreadStart,
+    /// A thread's exit (`+++ thread exited with 0 +++`): hidden with threads, drawn dim.
+    ThreadEnd,
+    /// A process's end (`+++ exited with 0 +++`, `+++ killed by SIGKILL +++`): drawn dim.
+    ProcessEnd,
+    /// Anything else.
+    Other,
+}
+
+impl LineKind {
+    /// A thread's creation or exit, which [`LogPane::hide_threads`] hides.
+    pub fn is_thread(self) -> bool {
+        matches!(self, LineKind::ThreadStart | LineKind::ThreadEnd)
+    }
+
+    /// A task's end, drawn dim: what follows it in the log is no longer that task's.
+    pub fn is_end(self) -> bool {
+        matches!(self, LineKind::ThreadEnd | LineKind::ProcessEnd)
     }
 }
 
@@ -100,8 +127,8 @@ pub struct LogLine {
     pub tgid: u32,
     /// The rendered line.
     pub text: String,
-    /// A thread's creation or exit (`Thread N attached`, `+++ thread exited …`).
-    pub thread: bool,
+    /// What made it (its event's part in it).
+    pub kind: LineKind,
 }
 
 /// What a tree row shows.
@@ -315,7 +342,7 @@ impl LogPane {
         self.lines
             .iter()
             .filter(|l| !self.subtree_only || self.subtree_pids.contains(&l.tgid))
-            .filter(|l| !(self.hide_threads && l.thread))
+            .filter(|l| !(self.hide_threads && l.kind.is_thread()))
             .collect()
     }
 

@@ -893,7 +893,7 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
         .map(|l| {
             let style = if Some(l.seq) == hl {
                 Style::new().add_modifier(Modifier::REVERSED)
-            } else if l.text.contains("exited with") || l.text.contains("killed by") {
+            } else if l.kind.is_end() {
                 Style::new().add_modifier(Modifier::DIM)
             } else {
                 Style::new()
