@@ -483,6 +483,146 @@ impl Clock {
     }
 }
 
+impl TreePane {
+    /// The tree as a view opens: every process shown, nothing selected yet.
+    fn new() -> TreePane {
+        TreePane {
+            rows: Vec::new(),
+            cursor: 0,
+            selected: None,
+            chosen: false,
+            select_pid: None,
+            offset: 0,
+            hscroll: 0,
+            folded: HashSet::new(),
+            focus_root: None,
+            show_exited: true,
+            show_threads: false,
+            pod_view: false,
+            live_processes: 0,
+            dirty: true,
+        }
+    }
+}
+
+impl StoryPane {
+    /// No stories yet.
+    fn new() -> StoryPane {
+        StoryPane {
+            stories: Vec::new(),
+            cursor: 0,
+            why_scroll: (0, 0),
+            open_at: None,
+            kept: crate::lineage::Stories::default(),
+            shown: None,
+        }
+    }
+}
+
+impl LogPane {
+    /// An empty log, its lines numbered by seq.
+    fn new() -> LogPane {
+        LogPane {
+            lines: VecDeque::new(),
+            cursor: None,
+            subtree_only: false,
+            hide_threads: false,
+            subtree_pids: HashSet::new(),
+            show_time: false,
+            time_clock: crate::clock::Clock::None,
+            renderer: {
+                let mut r = LineRenderer::new();
+                r.show_seq = true;
+                r
+            },
+        }
+    }
+}
+
+impl Search {
+    /// No search.
+    fn new() -> Search {
+        Search {
+            input: None,
+            query: String::new(),
+            index: Vec::new(),
+            hit: None,
+        }
+    }
+}
+
+impl Playback {
+    /// At the start, playing at 1×.
+    fn new() -> Playback {
+        Playback {
+            paused: false,
+            speed: 1.0,
+            events: Default::default(),
+            pos: 0,
+            total: 0,
+            full_stories: Vec::new(),
+            snapshots: Vec::new(),
+            max_snapshots: MAX_SNAPSHOTS,
+            snapshot_every: SNAPSHOT_EVERY,
+            following: false,
+            guided: false,
+        }
+    }
+}
+
+impl Capture {
+    /// Nothing captured yet.
+    fn new() -> Capture {
+        Capture {
+            pending: Vec::new(),
+            window: (Vec::new(), VecDeque::new(), false),
+            seed_scope: crate::tracefile::SnapshotScope::Followed,
+            save_requested: false,
+        }
+    }
+}
+
+impl Status {
+    /// Nothing to report.
+    fn new() -> Status {
+        Status {
+            message: None,
+            source_error: None,
+            drops: 0,
+            target_exited: false,
+            recording: None,
+        }
+    }
+}
+
+impl View {
+    /// The usual layout at 80×24, the tree focused.
+    fn new() -> View {
+        View {
+            pane: Pane::Tree,
+            zoom: false,
+            show_story: false,
+            show_log: true,
+            show_explain: false,
+            show_help: false,
+            size: (80, 24),
+            color: true,
+        }
+    }
+}
+
+impl Clock {
+    /// At time 0.
+    fn new() -> Clock {
+        Clock {
+            now_ms: 0,
+            seen_at: HashMap::new(),
+            seen_bound: 0,
+            rate: VecDeque::new(),
+        }
+    }
+}
+
 /// Everything the view shows. Rendering is a pure function of this.
 pub struct AppState {
     /// Live or replay.
@@ -535,91 +675,17 @@ impl AppState {
             pod: None,
             quit: false,
             dirty: true,
-            tree: TreePane {
-                rows: Vec::new(),
-                cursor: 0,
-                selected: None,
-                chosen: false,
-                select_pid: None,
-                offset: 0,
-                hscroll: 0,
-                folded: HashSet::new(),
-                focus_root: None,
-                show_exited: true,
-                show_threads: false,
-                pod_view: false,
-                live_processes: 0,
-                dirty: true,
-            },
-            story: StoryPane {
-                stories: Vec::new(),
-                cursor: 0,
-                why_scroll: (0, 0),
-                open_at: None,
-                kept: crate::lineage::Stories::default(),
-                shown: None,
-            },
-            log: LogPane {
-                lines: VecDeque::new(),
-                cursor: None,
-                subtree_only: false,
-                hide_threads: false,
-                subtree_pids: HashSet::new(),
-                show_time: false,
-                time_clock: crate::clock::Clock::None,
-                renderer: LineRenderer::new(),
-            },
-            search: Search {
-                input: None,
-                query: String::new(),
-                index: Vec::new(),
-                hit: None,
-            },
+            tree: TreePane::new(),
+            story: StoryPane::new(),
+            log: LogPane::new(),
+            search: Search::new(),
             quiz: super::quiz::Quiz::default(),
-            playback: Playback {
-                paused: false,
-                speed: 1.0,
-                events: Default::default(),
-                pos: 0,
-                total: 0,
-                full_stories: Vec::new(),
-                snapshots: Vec::new(),
-                max_snapshots: MAX_SNAPSHOTS,
-                snapshot_every: SNAPSHOT_EVERY,
-                following: false,
-                guided: false,
-            },
-            capture: Capture {
-                pending: Vec::new(),
-                window: (Vec::new(), VecDeque::new(), false),
-                seed_scope: crate::tracefile::SnapshotScope::Followed,
-                save_requested: false,
-            },
-            status: Status {
-                message: None,
-                source_error: None,
-                drops: 0,
-                target_exited: false,
-                recording: None,
-            },
-            view: View {
-                pane: Pane::Tree,
-                zoom: false,
-                show_story: false,
-                show_log: true,
-                show_explain: false,
-                show_help: false,
-                size: (80, 24),
-                color: true,
-            },
-            clock: Clock {
-                now_ms: 0,
-                seen_at: HashMap::new(),
-                seen_bound: 0,
-                rate: VecDeque::new(),
-            },
+            playback: Playback::new(),
+            capture: Capture::new(),
+            status: Status::new(),
+            view: View::new(),
+            clock: Clock::new(),
         };
-        s.log.renderer.show_seq = true;
         s.push_snapshot();
         s
     }
@@ -1266,6 +1332,13 @@ fn build_rows(s: &AppState) -> Vec<Row> {
         Some(f) => vec![f],
         None => e.roots().into_iter().filter(|p| visible(p)).collect(),
     };
+    tree_rows(s, roots, &visible)
+}
+
+/// The rows of `roots` and, depth first, of their visible children and (shown) threads; a
+/// folded process's inside counted, not listed.
+fn tree_rows(s: &AppState, roots: Vec<&Process>, visible: &dyn Fn(&Process) -> bool) -> Vec<Row> {
+    let e = &s.engine;
     let mut rows = Vec::with_capacity(e.process_count());
     // (process, parent row, last, depth), pushed in reverse so they pop in order.
     let mut stack: Vec<(&Process, Option<usize>, bool, u32)> = Vec::new();
