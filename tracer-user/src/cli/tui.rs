@@ -1,7 +1,7 @@
 //! `tracer` (no subcommand), `tracer tui` and `tracer view`: the terminal viewer.
 
 use super::TargetArgs;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::Path;
 use std::process::ExitCode;
 use tracer::clock::Clock;
@@ -234,6 +234,7 @@ impl FileRecorder {
         ring_bytes: u32,
         scope: super::Snapshot,
     ) -> Result<Self> {
+        use anyhow::Context;
         let file = tracer::outfile::create_streaming(path)
             .with_context(|| format!("cannot create {}", tracer::escape::path(path)))?;
         let header = tracer::capture::header_for(target, ring_bytes, scope.into());
@@ -295,6 +296,7 @@ pub fn live(live: LiveArgs) -> Result<ExitCode> {
     }
     #[cfg(feature = "capture")]
     {
+        use anyhow::Context;
         let target = super::trace::target_of(&args)?;
         tracer::capture::check_privileges()?;
         let recorder: Option<Box<dyn tracer::tui::Recorder>> = match &record {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 
-use super::fake::{terminal, Keys, Step};
+use super::fake::{terminal, Kept, Keys, Step};
 use super::{AppState, LiveOpts, Recording, ReplayOpts};
 use crate::event::Event;
 use crate::lineage::Engine;
@@ -223,21 +223,6 @@ async fn space_pauses_a_playing_replay_and_plays_it_again() {
     tokio::select! {
         _ = app => panic!("the viewer ended"),
         (held, later) = watch => assert!(held < later && later <= n, "{held} → {later}"),
-    }
-}
-
-/// A recorder that keeps what it is given.
-#[derive(Clone, Default)]
-struct Kept(Arc<std::sync::Mutex<(Vec<Event>, Option<u64>)>>);
-
-impl super::Recorder for Kept {
-    fn record(&mut self, batch: &[Event]) -> std::io::Result<()> {
-        self.0.lock().unwrap().0.extend_from_slice(batch);
-        Ok(())
-    }
-    fn finish(&mut self, c: crate::source::Counters) -> std::io::Result<()> {
-        self.0.lock().unwrap().1 = Some(c.drops);
-        Ok(())
     }
 }
 

@@ -248,3 +248,18 @@ impl UserInput for Keys {
         }
     }
 }
+
+/// A recorder that keeps what it is given: the events, and the drop count it is finished with.
+#[derive(Clone, Default)]
+pub struct Kept(pub Arc<Mutex<(Vec<crate::event::Event>, Option<u64>)>>);
+
+impl super::Recorder for Kept {
+    fn record(&mut self, batch: &[crate::event::Event]) -> std::io::Result<()> {
+        self.0.lock().unwrap().0.extend_from_slice(batch);
+        Ok(())
+    }
+    fn finish(&mut self, c: crate::source::Counters) -> std::io::Result<()> {
+        self.0.lock().unwrap().1 = Some(c.drops);
+        Ok(())
+    }
+}
