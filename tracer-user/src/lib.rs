@@ -43,8 +43,8 @@
 //! - `agent`: `nats` + the agent's loop over any live source (module `agent`) and its
 //!   metrics (module `metrics`); no aya: it runs on a `source::Script` without the probes.
 //! - `cli`: the `tracer` command (with `tui`); `--features cli,nats` is the trainee build;
-//!   `tracer agent` needs `agent` and `capture`. Only this edge uses `anyhow` (and `tui`'s
-//!   entry points); the library's errors are typed.
+//!   `tracer agent` needs `agent` and `capture`. Only this edge uses `anyhow`;
+//!   the library's errors, the viewer's included, are typed.
 //!
 //! # Examples
 //!

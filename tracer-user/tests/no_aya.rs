@@ -104,7 +104,12 @@ fn the_agent_build_has_no_probes() {
 /// engine, and the command does have it (so the check means something).
 #[test]
 fn only_the_edge_compiles_anyhow() {
-    for features in [&[][..], &["--features", "agent"], &["--features", "capture"]] {
+    for features in [
+        &[][..],
+        &["--features", "agent"],
+        &["--features", "capture"],
+        &["--features", "tui"],
+    ] {
         let build = packages(&[&["--no-default-features"][..], features].concat());
         assert!(!build.contains("anyhow"), "{features:?} compiles anyhow");
     }

@@ -296,7 +296,7 @@ pub fn live(live: LiveArgs) -> Result<ExitCode> {
     }
     #[cfg(feature = "capture")]
     {
-        use tracer::capture::CaptureError;
+        use anyhow::Context;
         let target = super::trace::target_of(&args)?;
         tracer::capture::check_privileges()?;
         let recorder: Option<Box<dyn tracer::tui::Recorder>> = match &record {
@@ -308,25 +308,30 @@ pub fn live(live: LiveArgs) -> Result<ExitCode> {
             )?)),
             None => None,
         };
-        let opts = tracer::tui::LiveOpts {
-            ring_bytes: args.ring_bytes,
-            syscalls: args.syscalls,
-            signals: args.signals.into(),
+        let mut opts = tracer::tui::LiveOpts {
+            title: live_title(&target),
+            seed_scope: target.seed_scope(),
             recorder,
             record_path: record.clone(),
             pod,
             no_threads,
+            ..Default::default()
         };
-        tracer::tui::run_live(target, opts).map_err(|e| {
-            // One line that says why and what works without root (exit code 2 kept).
-            match e.downcast_ref::<CaptureError>() {
-                Some(CaptureError::MissingPrivilege(m)) => {
-                    anyhow::Error::new(CaptureError::MissingPrivilege(format!(
-                        "{m}; `tracer view FILE` replays a recording without"
-                    )))
-                }
-                _ => e.context("live view"),
-            }
+        // Before the capture starts (and runs a command): the viewer needs the terminal.
+        tracer::tui::require_terminal().context("live view")?;
+        let (target, note) = command_off_terminal(target);
+        opts.note = note;
+        let rt = tracer::tui::runtime().context("live view")?;
+        rt.block_on(async move {
+            // Started on the viewer's runtime, whose reactor reads its ring buffer.
+            let cap = tracer::capture::CaptureBuilder::new(target)
+                .ring_bytes(args.ring_bytes)
+                .syscalls(args.syscalls)
+                .signals(args.signals.into())
+                .start()
+                .map_err(capture_failed)?;
+            opts.sched_probes = !cap.syscall_probes();
+            tracer::tui::run_live(cap, opts).await.context("live view")
         })?;
         Ok(ExitCode::SUCCESS)
     }
@@ -336,5 +341,51 @@ pub fn live(live: LiveArgs) -> Result<ExitCode> {
         anyhow::bail!(
             "this tracer was built without live capture (feature `capture` off); `tracer view FILE` replays a recording"
         )
+    }
+}
+
+/// The live view's title on the status bar: `all`, `pid 4082`, `cmd …`.
+#[cfg(feature = "capture")]
+fn live_title(target: &tracer::capture::Target) -> String {
+    use tracer::capture::Target;
+    match target {
+        Target::All => "all".to_string(),
+        Target::Pid(p) => format!("pid {p}"),
+        Target::Command(c) => format!("cmd {}", c.join(" ")),
+    }
+}
+
+/// The viewer owns the terminal: a command gets /dev/null for its stdio (through a shell
+/// that execs it, so the followed pid is the command's own); the note says so.
+#[cfg(feature = "capture")]
+fn command_off_terminal(
+    target: tracer::capture::Target,
+) -> (tracer::capture::Target, Option<String>) {
+    use tracer::capture::Target;
+    let Target::Command(argv) = target else {
+        return (target, None);
+    };
+    let shell = [
+        "/bin/sh",
+        "-c",
+        "exec \"$@\" </dev/null >/dev/null 2>&1",
+        "sh",
+    ];
+    let mut wrapped: Vec<String> = shell.iter().map(|s| s.to_string()).collect();
+    wrapped.extend(argv);
+    let note = "the command's stdin/stdout/stderr are /dev/null";
+    (Target::Command(wrapped), Some(note.to_string()))
+}
+
+/// A capture that could not start, in one line that says why and what works without root
+/// (a missing privilege keeps its exit code 2).
+#[cfg(feature = "capture")]
+fn capture_failed(e: tracer::capture::CaptureError) -> anyhow::Error {
+    use tracer::capture::CaptureError;
+    match e {
+        CaptureError::MissingPrivilege(m) => anyhow::Error::new(CaptureError::MissingPrivilege(
+            format!("{m}; `tracer view FILE` replays a recording without"),
+        )),
+        e => anyhow::Error::new(e).context("live view"),
     }
 }

@@ -15,6 +15,7 @@
 //! The terminal is restored on quit, on panic (hook) and on SIGTERM/SIGINT.
 
 pub mod action;
+pub mod app;
 mod find;
 pub mod msg;
 pub mod quiz;
@@ -27,17 +28,19 @@ mod term;
 pub mod ui;
 
 #[cfg(test)]
+mod app_tests;
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
 mod tests;
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 pub use action::Action;
+pub use app::UserInput;
 pub use msg::{Control, Msg, CHANNEL_CAPACITY};
 pub use reduce::reduce;
 pub use shot::{screenshot, ScreenSize};
@@ -52,23 +55,71 @@ pub const FRAME: Duration = Duration::from_millis(33);
 /// Messages taken from the source between two looks at the input.
 const INGEST_BUDGET: usize = 64;
 
+/// Why the viewer could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// stdin or stdout is no terminal.
+    #[error("the viewer needs a terminal (stdin and stdout are not both a tty)")]
+    NotATerminal,
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    /// Setting up the terminal (raw mode, alternate screen, its size, the signals that stop
+    /// the viewer) failed.
+    #[error("cannot set up the terminal")]
+    Terminal(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Drawing a frame failed.
+    #[error("cannot draw")]
+    Draw(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl TuiError {
+    fn terminal(e: impl std::error::Error + Send + Sync + 'static) -> TuiError {
+        TuiError::Terminal(Box::new(e))
+    }
+
+    fn draw(e: impl std::error::Error + Send + Sync + 'static) -> TuiError {
+        TuiError::Draw(Box::new(e))
+    }
+}
+
 fn color_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+/// The viewer's async runtime (two workers). A live source that needs one to start (the
+/// capture registers its ring buffer with the runtime's reactor) starts inside it, then
+/// [`run_live`] runs on it.
+pub fn runtime() -> Result<tokio::runtime::Runtime, TuiError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .context("cannot start the async runtime")
+        .map_err(TuiError::Runtime)
 }
 
-fn require_terminal() -> Result<()> {
+/// Fails unless stdin and stdout are both a terminal: checked before anything starts (a
+/// live source, a command it runs).
+pub fn require_terminal() -> Result<(), TuiError> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        anyhow::bail!("the viewer needs a terminal (stdin and stdout are not both a tty)");
+        return Err(TuiError::NotATerminal);
     }
     Ok(())
+}
+
+/// The real terminal, set up, and its input: restored when dropped (the input first, then
+/// the terminal).
+struct RealTerminal {
+    input: term::TermInput,
+    guard: term::Guard,
+}
+
+impl RealTerminal {
+    fn open() -> Result<RealTerminal, TuiError> {
+        let guard = term::Guard::enter().map_err(TuiError::terminal)?;
+        let input = term::TermInput::start().map_err(TuiError::terminal)?;
+        Ok(RealTerminal { input, guard })
+    }
 }
 
 /// A recording for the viewer.
@@ -87,19 +138,15 @@ pub struct Recording {
 
 /// Replays a recording in the viewer until the user quits; returns the quiz's score.
 /// Needs a terminal (callers check `stdout().is_terminal()` first).
-pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<quiz::Quiz> {
+pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<quiz::Quiz, TuiError> {
     require_terminal()?;
     let rt = runtime()?;
     rt.block_on(async move {
-        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let (ctl_tx, ctl_rx) = mpsc::channel(64);
-        let mut state = replay_state(rec.title, rec.pod.clone(), &rec.seed, &opts);
-        state.playback.following = rec.tail.is_some();
-        let replay = source::replay(rec.events, rec.seed, opts, rec.pod, tx, ctl_rx, rec.tail);
-        let src = tokio::spawn(replay);
-        let res = app_loop(state, rx, Some(ctl_tx)).await;
-        src.abort();
-        res.map(|s| s.quiz)
+        let mut t = RealTerminal::open()?;
+        let state =
+            app::replay_app(rec, opts, &mut t.guard.term, &mut t.input, color_allowed()).await;
+        drop(t);
+        state.map(|s| s.quiz)
     })
 }
 
@@ -133,18 +180,22 @@ fn open_scoped(state: &mut AppState, no_threads: bool, pod: Option<PodScope>) {
 }
 
 /// Options of a live view.
-#[cfg(feature = "capture")]
+#[derive(Default)]
 pub struct LiveOpts {
-    /// Ring-buffer size for the capture.
-    pub ring_bytes: u32,
-    /// Gets every batch the capture reads (the `--record FILE` hook).
+    /// What the view shows, on the status bar: `all`, `pid 4082`, `cmd …`.
+    pub title: String,
+    /// Gets every batch the source reads (the `--record FILE` hook).
     pub recorder: Option<Box<dyn Recorder>>,
-    /// Also attach the syscall probes ([`CaptureBuilder::syscalls`](crate::CaptureBuilder::syscalls)).
-    pub syscalls: bool,
-    /// Which signals to record ([`CaptureBuilder::signals`](crate::CaptureBuilder::signals)).
-    pub signals: crate::capture::SignalSet,
     /// The file the recorder writes, named on the status bar (`● rec FILE`).
     pub record_path: Option<std::path::PathBuf>,
+    /// The source has no syscall probes (the capture's
+    /// [`syscall_probes`](crate::capture::Capture::syscall_probes) off): the log completes
+    /// calls whose exits will not come.
+    pub sched_probes: bool,
+    /// Which processes the source's seed holds (what `w` writes says it).
+    pub seed_scope: crate::tracefile::SnapshotScope,
+    /// A line for the status bar as the view opens.
+    pub note: Option<String>,
     /// Open with threads hidden (`--no-threads`).
     pub no_threads: bool,
     /// Show only this pod, or one container of it (see [`AppState::pod`]), matched exactly
@@ -152,179 +203,40 @@ pub struct LiveOpts {
     pub pod: Option<crate::lineage::PodQuery>,
 }
 
-#[cfg(feature = "capture")]
-impl Default for LiveOpts {
-    fn default() -> Self {
-        LiveOpts {
-            ring_bytes: tracer_common::DEFAULT_RING_BYTES,
-            syscalls: false,
-            signals: crate::capture::SignalSet::Default,
-            recorder: None,
-            record_path: None,
-            no_threads: false,
-            pod: None,
-        }
-    }
+/// A live viewer's state before its source sends anything.
+fn live_state(opts: &mut LiveOpts) -> AppState {
+    let mut state = AppState::new_live(std::mem::take(&mut opts.title));
+    open_scoped(
+        &mut state,
+        opts.no_threads,
+        opts.pod.take().map(PodScope::Typed),
+    );
+    state.set_sched_probes(opts.sched_probes);
+    state.log.time_clock = crate::clock::Clock::live();
+    state.status.message = opts.note.take();
+    state.capture.seed_scope = opts.seed_scope;
+    state.status.recording = opts
+        .record_path
+        .take()
+        .filter(|_| opts.recorder.is_some())
+        .map(|p| p.display().to_string());
+    state
 }
 
-/// Live view of `target` until the user quits. Starting the capture fails before the
-/// terminal is touched (so a missing privilege is one plain line on stderr).
-#[cfg(feature = "capture")]
-pub fn run_live(target: crate::capture::Target, opts: LiveOpts) -> Result<()> {
-    use crate::capture::{CaptureBuilder, Target};
+/// Live view of `src` (the capture, or any [`EventSource`](crate::source::EventSource))
+/// until the user quits. Runs on the caller's runtime ([`runtime`]), where a source that
+/// needs one was started: so a source that cannot start fails before the terminal is
+/// touched (a missing privilege is one plain line on stderr).
+pub async fn run_live<S: crate::source::EventSource + 'static>(
+    src: S,
+    opts: LiveOpts,
+) -> Result<(), TuiError> {
     require_terminal()?;
-    let seed_scope = target.seed_scope();
-    let title = match &target {
-        Target::All => "all".to_string(),
-        Target::Pid(p) => format!("pid {p}"),
-        Target::Command(c) => format!("cmd {}", c.join(" ")),
-    };
-    // The viewer owns the terminal: a command gets /dev/null for its stdio (through a shell
-    // that execs it, so the followed pid is the command's own).
-    let (target, note) = match target {
-        Target::Command(argv) => {
-            let mut wrapped: Vec<String> = [
-                "/bin/sh",
-                "-c",
-                "exec \"$@\" </dev/null >/dev/null 2>&1",
-                "sh",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            wrapped.extend(argv);
-            (
-                Target::Command(wrapped),
-                Some("the command's stdin/stdout/stderr are /dev/null".to_string()),
-            )
-        }
-        t => (t, None),
-    };
-    let rt = runtime()?;
-    rt.block_on(async move {
-        let cap = CaptureBuilder::new(target)
-            .ring_bytes(opts.ring_bytes)
-            .syscalls(opts.syscalls)
-            .signals(opts.signals)
-            .start()?;
-        let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let mut state = AppState::new_live(title);
-        open_scoped(&mut state, opts.no_threads, opts.pod.map(PodScope::Typed));
-        state.set_sched_probes(!cap.syscall_probes());
-        state.log.time_clock = crate::clock::Clock::live();
-        state.status.message = note;
-        state.capture.seed_scope = seed_scope;
-        state.status.recording = opts
-            .record_path
-            .filter(|_| opts.recorder.is_some())
-            .map(|p| p.display().to_string());
-        let src = tokio::spawn(source::live(cap, tx, opts.recorder));
-        let res = app_loop(state, rx, None).await;
-        // Dropping the receiver ends the source, which flushes the recorder.
-        let _ = tokio::time::timeout(Duration::from_secs(2), src).await;
-        res.map(drop)
-    })
-}
-
-/// The event loop: input → reducer, source → ingestion, frames at ≤ 30 fps.
-async fn app_loop(
-    mut state: AppState,
-    mut rx: mpsc::Receiver<Msg>,
-    ctl: Option<mpsc::Sender<Control>>,
-) -> Result<AppState> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    state.view.color = color_allowed();
-
-    let mut guard = term::Guard::enter().context("cannot set up the terminal")?;
-    let size = guard.term.size()?;
-    state.view.size = (size.width, size.height);
-
-    let (in_tx, mut in_rx) = mpsc::channel(256);
-    let stop = Arc::new(AtomicBool::new(false));
-    let input = term::spawn_input(in_tx, stop.clone());
-
-    let start = Instant::now();
-    let mut frame = tokio::time::interval(FRAME);
-    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut source_open = true;
-    let mut last_clock = 0u64;
-    let mut result = Ok(());
-
-    loop {
-        tokio::select! {
-            biased;
-            _ = sigterm.recv() => break,
-            _ = sigint.recv() => break,
-            _ = sighup.recv() => break,
-            ev = in_rx.recv() => {
-                let Some(ev) = ev else { break };
-                if let Some(a) = action::action_for(&ev, &state) {
-                    for c in reduce(&mut state, a) {
-                        if let Some(ctl) = &ctl {
-                            let _ = ctl.try_send(c);
-                        }
-                    }
-                }
-                if std::mem::take(&mut state.capture.save_requested) {
-                    state.status.message = Some(match save::write_new(&state) {
-                        Ok((path, n)) => {
-                            let name = path.display();
-                            format!("wrote {n} events to {name} (tracer tree {name})")
-                        }
-                        Err(e) => format!("could not write the window: {e}"),
-                    });
-                    state.dirty = true;
-                }
-            }
-            _ = frame.tick() => {
-                let now = start.elapsed().as_millis() as u64;
-                state.set_now(now);
-                // The clock-driven parts (events/s, highlights) change a few times a second.
-                if now >= last_clock + 250 {
-                    last_clock = now;
-                    state.dirty = true;
-                    // A hung-up terminal (tmux killed, ssh gone) may send no SIGHUP to us:
-                    // its size query fails, so leave instead of drawing into nothing.
-                    if crossterm::terminal::size().is_err() {
-                        break;
-                    }
-                }
-                if state.dirty {
-                    state.refresh();
-                    if let Err(e) = guard.term.draw(|f| draw(f, &state)) {
-                        result = Err(e).context("cannot draw");
-                        break;
-                    }
-                    state.dirty = false;
-                }
-            }
-            msg = rx.recv(), if source_open => {
-                match msg {
-                    Some(m) => {
-                        state.ingest(m);
-                        for _ in 0..INGEST_BUDGET {
-                            match rx.try_recv() {
-                                Ok(m) => state.ingest(m),
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                    None => source_open = false,
-                }
-            }
-        }
-        if state.quit {
-            break;
-        }
-    }
-    stop.store(true, Ordering::Relaxed);
-    drop(in_rx);
-    // Not joined: after a hangup crossterm's reader can spin on EOF and never return; the
-    // thread ends with the process.
-    drop(input);
-    drop(guard);
-    result.map(|()| state)
+    let mut t = RealTerminal::open()?;
+    let (state, task) =
+        app::live_app(src, opts, &mut t.guard.term, &mut t.input, color_allowed()).await;
+    drop(t);
+    // The terminal is back; the source flushes its recorder.
+    let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
+    state.map(drop)
 }

@@ -23,30 +23,96 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         s.status.message = None;
     }
     let mut out = Vec::new();
-    let replay = s.mode == Mode::Replay;
     let selected = s.tree.selected;
     match a {
         Action::Quit => s.quit = true,
         Action::Resize(w, h) => s.view.size = (w, h),
-        Action::Up => move_by(s, -1, &mut out),
-        Action::Down => move_by(s, 1, &mut out),
+        Action::Up
+        | Action::Down
+        | Action::Scroll { .. }
+        | Action::Click { .. }
+        | Action::PageUp
+        | Action::PageDown
+        | Action::Home
+        | Action::EndRow
+        | Action::Left
+        | Action::Right
+        | Action::Enter
+        | Action::Back => navigate(s, a, &mut out),
+        Action::SearchStart
+        | Action::SearchChar(_)
+        | Action::SearchBackspace
+        | Action::SearchCancel
+        | Action::SearchConfirm
+        | Action::SearchNext
+        | Action::SearchPrev => search_key(s, a, &mut out),
+        Action::ToggleThreads
+        | Action::HideThreads
+        | Action::ToggleLog
+        | Action::MoreWhy
+        | Action::TogglePods
+        | Action::ToggleExited
+        | Action::ToggleStory
+        | Action::ToggleHelp
+        | Action::ToggleExplain
+        | Action::ToggleZoom
+        | Action::ScrollLeft
+        | Action::ScrollRight
+        | Action::ToggleLogFilter
+        | Action::ToggleLogTime
+        | Action::NextPane => view_key(s, a),
+        Action::SaveWindow
+        | Action::TogglePause
+        | Action::StepForward
+        | Action::StepBack
+        | Action::PrevStoryStep
+        | Action::NextStoryStep
+        | Action::Faster
+        | Action::Slower
+        | Action::Start
+        | Action::End => playback_key(s, a, &mut out),
+        Action::ToggleQuiz => toggle_quiz(s),
+        Action::QuizDigit(_) | Action::QuizBackspace | Action::QuizAnswer | Action::QuizPass => {
+            quiz_key(s, a, &mut out)
+        }
+    }
+    if s.tree.selected != selected {
+        s.tree.chosen = true;
+    }
+    s.refresh();
+    out
+}
+
+/// Moving in the focused pane: rows, pages, folds, the wheel and clicks, Enter and Esc.
+fn navigate(s: &mut AppState, a: Action, out: &mut Vec<Control>) {
+    match a {
+        Action::Up => move_by(s, -1, out),
+        Action::Down => move_by(s, 1, out),
         Action::Scroll { up, col, row } => {
             let keep = s.view.pane;
             if let Some(p) = pane_at(s, col, row) {
                 s.view.pane = p;
             }
-            move_by(s, if up { -3 } else { 3 }, &mut out);
+            move_by(s, if up { -3 } else { 3 }, out);
             s.view.pane = keep;
         }
         Action::Click { col, row } => click(s, col, row),
-        Action::PageUp => move_by(s, -(page(s) as i64), &mut out),
-        Action::PageDown => move_by(s, page(s) as i64, &mut out),
-        Action::Home => move_by(s, i64::MIN / 2, &mut out),
-        Action::EndRow => move_by(s, i64::MAX / 2, &mut out),
+        Action::PageUp => move_by(s, -(page(s) as i64), out),
+        Action::PageDown => move_by(s, page(s) as i64, out),
+        Action::Home => move_by(s, i64::MIN / 2, out),
+        Action::EndRow => move_by(s, i64::MAX / 2, out),
         Action::Left => left(s),
         Action::Right => right(s),
-        Action::Enter => enter(s, &mut out),
+        Action::Enter => enter(s, out),
         Action::Back => back(s),
+        // Other groups are reduce's.
+        _ => {}
+    }
+}
+
+/// `/`, the query typed, and `n` / `N` through its hits.
+fn search_key(s: &mut AppState, a: Action, out: &mut Vec<Control>) {
+    match a {
         Action::SearchStart => s.search.input = Some(String::new()),
         Action::SearchChar(c) => {
             if let Some(q) = s.search.input.as_mut() {
@@ -65,11 +131,19 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             if let Some(q) = s.search.input.take() {
                 s.search.query = q.trim().to_string();
                 s.mark_tree_dirty();
-                search(s, true, true, &mut out);
+                search(s, true, true, out);
             }
         }
-        Action::SearchNext => search(s, true, false, &mut out),
-        Action::SearchPrev => search(s, false, false, &mut out),
+        Action::SearchNext => search(s, true, false, out),
+        Action::SearchPrev => search(s, false, false, out),
+        // Other groups are reduce's.
+        _ => {}
+    }
+}
+
+/// What the panes show and which one has the keys.
+fn view_key(s: &mut AppState, a: Action) {
+    match a {
         Action::ToggleThreads => {
             s.tree.show_threads = !s.tree.show_threads;
             s.mark_tree_dirty();
@@ -94,14 +168,7 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         }
         Action::ToggleStory => toggle_pane(s, Pane::Story),
         Action::ToggleHelp => s.view.show_help = !s.view.show_help,
-        Action::ToggleExplain => {
-            s.view.show_explain = !s.view.show_explain;
-            if s.view.show_explain && !s.view.show_story {
-                s.view.show_story = true;
-                s.view.pane = Pane::Story;
-                s.mark_tree_dirty();
-            }
-        }
+        Action::ToggleExplain => toggle_explain(s),
         Action::ToggleZoom => {
             s.view.zoom = !s.view.zoom;
             s.mark_tree_dirty();
@@ -119,13 +186,26 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
                 Pane::Tree | Pane::Story | Pane::Log => Pane::Tree,
             }
         }
-        Action::SaveWindow => match (&s.mode, &s.status.recording) {
-            (Mode::Live, None) => s.capture.save_requested = true,
-            (Mode::Live, Some(f)) => s.status.message = Some(format!("already recording to {f}")),
-            (Mode::Replay, _) => {
-                s.status.message = Some("replay: this is a recording already".into())
-            }
-        },
+        // Other groups are reduce's.
+        _ => {}
+    }
+}
+
+/// `e`: the explanation shown or hidden; shown, the story pane with it.
+fn toggle_explain(s: &mut AppState) {
+    s.view.show_explain = !s.view.show_explain;
+    if s.view.show_explain && !s.view.show_story {
+        s.view.show_story = true;
+        s.view.pane = Pane::Story;
+        s.mark_tree_dirty();
+    }
+}
+
+/// Moving through the stream: pause, steps, story steps, speed, start and end; `w`.
+fn playback_key(s: &mut AppState, a: Action, out: &mut Vec<Control>) {
+    let replay = s.mode == Mode::Replay;
+    match a {
+        Action::SaveWindow => save_window(s),
         Action::TogglePause => {
             s.playback.paused = !s.playback.paused;
             if !s.playback.paused && s.mode == Mode::Live {
@@ -141,14 +221,13 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         Action::StepForward | Action::StepBack => {
             s.status.message = Some("stepping is for replay; space pauses".into());
         }
-        Action::PrevStoryStep => story_jump(s, false, &mut out),
-        Action::NextStoryStep => story_jump(s, true, &mut out),
+        Action::PrevStoryStep => story_jump(s, false, out),
+        Action::NextStoryStep => story_jump(s, true, out),
         Action::Faster | Action::Slower if replay => {
             let f = if a == Action::Faster { 2.0 } else { 0.5 };
             s.playback.speed = (s.playback.speed * f).clamp(MIN_SPEED, MAX_SPEED);
             out.push(Control::Speed(s.playback.speed));
         }
-        Action::Faster | Action::Slower => {}
         Action::Start if replay => {
             s.log.cursor = None;
             out.push(Control::Start);
@@ -157,18 +236,20 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
             s.log.cursor = None;
             out.push(Control::End);
         }
-        Action::Start => move_by(s, i64::MIN / 2, &mut out),
-        Action::End => move_by(s, i64::MAX / 2, &mut out),
-        Action::ToggleQuiz => toggle_quiz(s),
-        Action::QuizDigit(_) | Action::QuizBackspace | Action::QuizAnswer | Action::QuizPass => {
-            quiz_key(s, a, &mut out)
-        }
+        Action::Start => move_by(s, i64::MIN / 2, out),
+        Action::End => move_by(s, i64::MAX / 2, out),
+        // Live has no speed; other groups are reduce's.
+        _ => {}
     }
-    if s.tree.selected != selected {
-        s.tree.chosen = true;
+}
+
+/// `w`: live and not recording, the app loop writes the window; else why not.
+fn save_window(s: &mut AppState) {
+    match (&s.mode, &s.status.recording) {
+        (Mode::Live, None) => s.capture.save_requested = true,
+        (Mode::Live, Some(f)) => s.status.message = Some(format!("already recording to {f}")),
+        (Mode::Replay, _) => s.status.message = Some("replay: this is a recording already".into()),
     }
-    s.refresh();
-    out
 }
 
 /// Shows or hides the story pane or the log: shown, it takes the keys; hidden, the tree.

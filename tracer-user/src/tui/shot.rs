@@ -61,7 +61,7 @@ pub fn still(state: &mut AppState, size: ScreenSize) -> String {
 }
 
 /// The buffer's symbols row by row (a wide character's second cell is skipped).
-fn plain_text(b: &Buffer) -> String {
+pub(super) fn plain_text(b: &Buffer) -> String {
     let mut out = String::new();
     for y in 0..b.area.height {
         let mut line = String::new();

@@ -41,13 +41,17 @@ const SNAPSHOT_EVERY: usize = 16_384;
 /// recording.
 const MAX_SNAPSHOTS: usize = 128;
 
-/// Appends `r`'s lines for `ev` to `log`. The last line of a thread's creation
-/// (CLONE_THREAD: the child's tid is not its tgid) or of a thread's exit (not the group's)
-/// is a thread line, which [`LogPane::hide_threads`] hides; the lines before it are others'
+/// Appends `r`'s lines for `ev` to `log`, each with what its event makes it
+/// ([`LineKind`]): the last line of a thread's creation (CLONE_THREAD: the child's tid is not
+/// its tgid) or of a task's exit is that event's own; the lines before it are others'
 /// syscalls the event interrupted.
 fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
-    let thread_event = ev.kind.new_task().is_some_and(|(tid, tgid)| tid != tgid)
-        || ev.kind.task_end() == Some(false);
+    let own = match (ev.kind.new_task(), ev.kind.task_end()) {
+        (Some((tid, tgid)), _) if tid != tgid => LineKind::ThreadStart,
+        (_, Some(false)) => LineKind::ThreadEnd,
+        (_, Some(true)) => LineKind::ProcessEnd,
+        _ => LineKind::Other,
+    };
     let lines = r.render(ev);
     let n = lines.len();
     for (i, text) in lines.into_iter().enumerate() {
@@ -56,8 +60,34 @@ fn log_lines(log: &mut VecDeque<LogLine>, r: &mut LineRenderer, ev: &Event) {
             ts_ns: ev.ts_ns,
             tgid: ev.tgid,
             text,
-            thread: thread_event && i + 1 == n,
+            kind: if i + 1 == n { own } else { LineKind::Other },
         });
+    }
+}
+
+/// What made a log line, as its event says (never guessed from the text, which a traced
+/// process's names and argv are in): what hides it and how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    /// A thread's creation (`Thread N attached`): hidden with threads.
+    ThreadStart,
+    /// A thread's exit (`+++ thread exited with 0 +++`): hidden with threads, drawn dim.
+    ThreadEnd,
+    /// A process's end (`+++ exited with 0 +++`, `+++ killed by SIGKILL +++`): drawn dim.
+    ProcessEnd,
+    /// Anything else.
+    Other,
+}
+
+impl LineKind {
+    /// A thread's creation or exit, which [`LogPane::hide_threads`] hides.
+    pub fn is_thread(self) -> bool {
+        matches!(self, LineKind::ThreadStart | LineKind::ThreadEnd)
+    }
+
+    /// A task's end, drawn dim: what follows it in the log is no longer that task's.
+    pub fn is_end(self) -> bool {
+        matches!(self, LineKind::ThreadEnd | LineKind::ProcessEnd)
     }
 }
 
@@ -92,8 +122,8 @@ pub struct LogLine {
     pub tgid: u32,
     /// The rendered line.
     pub text: String,
-    /// A thread's creation or exit (`Thread N attached`, `+++ thread exited …`).
-    pub thread: bool,
+    /// What made it (its event's part in it).
+    pub kind: LineKind,
 }
 
 /// What a tree row shows.
@@ -307,7 +337,7 @@ impl LogPane {
         self.lines
             .iter()
             .filter(|l| !self.subtree_only || self.subtree_pids.contains(&l.tgid))
-            .filter(|l| !(self.hide_threads && l.thread))
+            .filter(|l| !(self.hide_threads && l.kind.is_thread()))
             .collect()
     }
 
@@ -448,6 +478,146 @@ impl Clock {
     }
 }
 
+impl TreePane {
+    /// The tree as a view opens: every process shown, nothing selected yet.
+    fn new() -> TreePane {
+        TreePane {
+            rows: Vec::new(),
+            cursor: 0,
+            selected: None,
+            chosen: false,
+            select_pid: None,
+            offset: 0,
+            hscroll: 0,
+            folded: HashSet::new(),
+            focus_root: None,
+            show_exited: true,
+            show_threads: false,
+            pod_view: false,
+            live_processes: 0,
+            dirty: true,
+        }
+    }
+}
+
+impl StoryPane {
+    /// No stories yet.
+    fn new() -> StoryPane {
+        StoryPane {
+            stories: Vec::new(),
+            cursor: 0,
+            why_scroll: (0, 0),
+            open_at: None,
+            kept: crate::lineage::Stories::default(),
+            shown: None,
+        }
+    }
+}
+
+impl LogPane {
+    /// An empty log, its lines numbered by seq.
+    fn new() -> LogPane {
+        LogPane {
+            lines: VecDeque::new(),
+            cursor: None,
+            subtree_only: false,
+            hide_threads: false,
+            subtree_pids: HashSet::new(),
+            show_time: false,
+            time_clock: crate::clock::Clock::None,
+            renderer: {
+                let mut r = LineRenderer::new();
+                r.show_seq = true;
+                r
+            },
+        }
+    }
+}
+
+impl Search {
+    /// No search.
+    fn new() -> Search {
+        Search {
+            input: None,
+            query: String::new(),
+            index: Vec::new(),
+            hit: None,
+        }
+    }
+}
+
+impl Playback {
+    /// At the start, playing at 1×.
+    fn new() -> Playback {
+        Playback {
+            paused: false,
+            speed: 1.0,
+            events: Default::default(),
+            pos: 0,
+            total: 0,
+            full_stories: Vec::new(),
+            snapshots: Vec::new(),
+            max_snapshots: MAX_SNAPSHOTS,
+            snapshot_every: SNAPSHOT_EVERY,
+            following: false,
+            guided: false,
+        }
+    }
+}
+
+impl Capture {
+    /// Nothing captured yet.
+    fn new() -> Capture {
+        Capture {
+            pending: Vec::new(),
+            window: (Vec::new(), VecDeque::new(), false),
+            seed_scope: crate::tracefile::SnapshotScope::Followed,
+            save_requested: false,
+        }
+    }
+}
+
+impl Status {
+    /// Nothing to report.
+    fn new() -> Status {
+        Status {
+            message: None,
+            source_error: None,
+            drops: 0,
+            target_exited: false,
+            recording: None,
+        }
+    }
+}
+
+impl View {
+    /// The usual layout at 80×24, the tree focused.
+    fn new() -> View {
+        View {
+            pane: Pane::Tree,
+            zoom: false,
+            show_story: false,
+            show_log: true,
+            show_explain: false,
+            show_help: false,
+            size: (80, 24),
+            color: true,
+        }
+    }
+}
+
+impl Clock {
+    /// At time 0.
+    fn new() -> Clock {
+        Clock {
+            now_ms: 0,
+            seen_at: HashMap::new(),
+            seen_bound: 0,
+            rate: VecDeque::new(),
+        }
+    }
+}
+
 /// Everything the view shows. Rendering is a pure function of this.
 pub struct AppState {
     /// Live or replay.
@@ -500,91 +670,17 @@ impl AppState {
             pod: None,
             quit: false,
             dirty: true,
-            tree: TreePane {
-                rows: Vec::new(),
-                cursor: 0,
-                selected: None,
-                chosen: false,
-                select_pid: None,
-                offset: 0,
-                hscroll: 0,
-                folded: HashSet::new(),
-                focus_root: None,
-                show_exited: true,
-                show_threads: false,
-                pod_view: false,
-                live_processes: 0,
-                dirty: true,
-            },
-            story: StoryPane {
-                stories: Vec::new(),
-                cursor: 0,
-                why_scroll: (0, 0),
-                open_at: None,
-                kept: crate::lineage::Stories::default(),
-                shown: None,
-            },
-            log: LogPane {
-                lines: VecDeque::new(),
-                cursor: None,
-                subtree_only: false,
-                hide_threads: false,
-                subtree_pids: HashSet::new(),
-                show_time: false,
-                time_clock: crate::clock::Clock::None,
-                renderer: LineRenderer::new(),
-            },
-            search: Search {
-                input: None,
-                query: String::new(),
-                index: Vec::new(),
-                hit: None,
-            },
+            tree: TreePane::new(),
+            story: StoryPane::new(),
+            log: LogPane::new(),
+            search: Search::new(),
             quiz: super::quiz::Quiz::default(),
-            playback: Playback {
-                paused: false,
-                speed: 1.0,
-                events: Default::default(),
-                pos: 0,
-                total: 0,
-                full_stories: Vec::new(),
-                snapshots: Vec::new(),
-                max_snapshots: MAX_SNAPSHOTS,
-                snapshot_every: SNAPSHOT_EVERY,
-                following: false,
-                guided: false,
-            },
-            capture: Capture {
-                pending: Vec::new(),
-                window: (Vec::new(), VecDeque::new(), false),
-                seed_scope: crate::tracefile::SnapshotScope::Followed,
-                save_requested: false,
-            },
-            status: Status {
-                message: None,
-                source_error: None,
-                drops: 0,
-                target_exited: false,
-                recording: None,
-            },
-            view: View {
-                pane: Pane::Tree,
-                zoom: false,
-                show_story: false,
-                show_log: true,
-                show_explain: false,
-                show_help: false,
-                size: (80, 24),
-                color: true,
-            },
-            clock: Clock {
-                now_ms: 0,
-                seen_at: HashMap::new(),
-                seen_bound: 0,
-                rate: VecDeque::new(),
-            },
+            playback: Playback::new(),
+            capture: Capture::new(),
+            status: Status::new(),
+            view: View::new(),
+            clock: Clock::new(),
         };
-        s.log.renderer.show_seq = true;
         s.push_snapshot();
         s
     }
@@ -1231,6 +1327,13 @@ fn build_rows(s: &AppState) -> Vec<Row> {
         Some(f) => vec![f],
         None => e.roots().into_iter().filter(|p| visible(p)).collect(),
     };
+    tree_rows(s, roots, &visible)
+}
+
+/// The rows of `roots` and, depth first, of their visible children and (shown) threads; a
+/// folded process's inside counted, not listed.
+fn tree_rows(s: &AppState, roots: Vec<&Process>, visible: &dyn Fn(&Process) -> bool) -> Vec<Row> {
+    let e = &s.engine;
     let mut rows = Vec::with_capacity(e.process_count());
     // (process, parent row, last, depth), pushed in reverse so they pop in order.
     let mut stack: Vec<(&Process, Option<usize>, bool, u32)> = Vec::new();

@@ -1,5 +1,7 @@
 //! The real terminal: raw mode + alternate screen + mouse, restored on drop, on panic
-//! (hook) and by the app loop on SIGTERM/SIGINT; and the input thread.
+//! (hook) and when SIGTERM/SIGINT/SIGHUP end the app loop; and its input ([`TermInput`]:
+//! the input thread and those signals). Tests run the same loop on a fake terminal instead
+//! (`tui/fake.rs`).
 
 use std::io::{self, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +15,7 @@ use crossterm::terminal::{
 use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
+use tokio::signal::unix::Signal;
 use tokio::sync::mpsc;
 
 pub type Term = Terminal<CrosstermBackend<Stdout>>;
@@ -74,12 +77,56 @@ impl Drop for Guard {
     }
 }
 
-/// Reads terminal input on its own thread (crossterm's reader blocks) and forwards it.
-/// Stops within 50 ms once `stop` is set or the receiver is gone.
-pub fn spawn_input(
-    tx: mpsc::Sender<TermEvent>,
+/// The real terminal's input: its events, read on their own thread (crossterm's reader
+/// blocks), and the signals that stop the viewer (SIGTERM, SIGINT, SIGHUP), which end it as
+/// a closed input does.
+pub struct TermInput {
+    rx: mpsc::Receiver<TermEvent>,
     stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<()> {
+    signals: [Signal; 3],
+}
+
+impl TermInput {
+    /// Watches the signals, then starts the reading thread (after raw mode is on: the
+    /// [`Guard`] is entered first).
+    pub fn start() -> io::Result<TermInput> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let signals = [
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::hangup())?,
+        ];
+        let (tx, rx) = mpsc::channel(256);
+        let stop = Arc::new(AtomicBool::new(false));
+        // Not joined: after a hangup crossterm's reader can spin on EOF and never return; the
+        // thread ends with the process.
+        drop(spawn_input(tx, stop.clone()));
+        Ok(TermInput { rx, stop, signals })
+    }
+}
+
+impl super::app::UserInput for TermInput {
+    async fn next(&mut self) -> Option<TermEvent> {
+        let [term, int, hup] = &mut self.signals;
+        tokio::select! {
+            biased;
+            _ = term.recv() => None,
+            _ = int.recv() => None,
+            _ = hup.recv() => None,
+            ev = self.rx.recv() => ev,
+        }
+    }
+}
+
+impl Drop for TermInput {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Reads terminal input on its own thread and forwards it. Stops within 50 ms once `stop`
+/// is set or the receiver is gone.
+fn spawn_input(tx: mpsc::Sender<TermEvent>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
             match crossterm::event::poll(Duration::from_millis(50)) {

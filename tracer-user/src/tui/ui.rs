@@ -239,7 +239,8 @@ fn group_span<'a>(s: &AppState, p: &Process, pod: bool) -> Span<'a> {
     )
 }
 
-fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
+/// The tree pane's title: the live count (or the pods), the focus, what is hidden, the search.
+fn tree_title(s: &AppState) -> String {
     let mut title = format!("processes {} live", s.tree.live_processes);
     if s.tree.pod_view {
         let pods = s
@@ -259,6 +260,54 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
     if !s.search.query.is_empty() {
         let _ = write!(title, " · /{}", s.search.query);
     }
+    title
+}
+
+/// Tree row `i`: its connectors, then what it shows; the cursor's reversed, a new one bold.
+fn tree_line(s: &AppState, i: usize, max_levels: usize) -> Line<'static> {
+    let row = s.tree.rows[i];
+    let mut spans = vec![Span::styled(
+        prefix(&s.tree.rows, i, max_levels),
+        Style::new().add_modifier(Modifier::DIM),
+    )];
+    match row.kind {
+        RowKind::Proc(id) => {
+            if let Some(p) = s.engine.get(id) {
+                spans.extend(proc_spans(s, p, &row));
+            }
+        }
+        RowKind::Pod(id) | RowKind::Container(id) => {
+            if let Some(p) = s.engine.get(id) {
+                spans.push(group_span(s, p, matches!(row.kind, RowKind::Pod(_))));
+            }
+        }
+        RowKind::Thread { proc, tid } => {
+            let name = s
+                .engine
+                .get(proc)
+                .map(|p| match p.threads.iter().find(|t| t.tid == tid) {
+                    Some(t) if !t.comm.is_empty() => t.comm.to_string(),
+                    _ => p.name(),
+                })
+                .unwrap_or_default();
+            spans.push(Span::styled(
+                format!("{{{}}} {tid}", escape(&name)),
+                Style::new().add_modifier(Modifier::DIM),
+            ));
+        }
+    }
+    let line = Line::from(spans);
+    if i == s.tree.cursor {
+        line.style(Style::new().add_modifier(Modifier::REVERSED))
+    } else if matches!(row.kind, RowKind::Proc(id) if s.clock.is_new(id)) {
+        line.style(Style::new().add_modifier(Modifier::BOLD))
+    } else {
+        line
+    }
+}
+
+fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
+    let mut title = tree_title(s);
     // The block is drawn after the rows: the title says whether rows go past the edge.
     let block = pane_block(s, area, String::new(), Some(Pane::Tree));
     let inner = block.inner(area);
@@ -282,47 +331,9 @@ fn draw_tree(f: &mut Frame, s: &AppState, area: Rect) {
         off = s.tree.cursor + 1 - h;
     }
     let max_levels = ((inner.width as usize + s.tree.hscroll as usize) / 3).max(2);
-    let mut lines = Vec::with_capacity(h);
-    for i in off..(off + h).min(s.tree.rows.len()) {
-        let row = s.tree.rows[i];
-        let mut spans = vec![Span::styled(
-            prefix(&s.tree.rows, i, max_levels),
-            Style::new().add_modifier(Modifier::DIM),
-        )];
-        match row.kind {
-            RowKind::Proc(id) => {
-                if let Some(p) = s.engine.get(id) {
-                    spans.extend(proc_spans(s, p, &row));
-                }
-            }
-            RowKind::Pod(id) | RowKind::Container(id) => {
-                if let Some(p) = s.engine.get(id) {
-                    spans.push(group_span(s, p, matches!(row.kind, RowKind::Pod(_))));
-                }
-            }
-            RowKind::Thread { proc, tid } => {
-                let name = s
-                    .engine
-                    .get(proc)
-                    .map(|p| match p.threads.iter().find(|t| t.tid == tid) {
-                        Some(t) if !t.comm.is_empty() => t.comm.to_string(),
-                        _ => p.name(),
-                    })
-                    .unwrap_or_default();
-                spans.push(Span::styled(
-                    format!("{{{}}} {tid}", escape(&name)),
-                    Style::new().add_modifier(Modifier::DIM),
-                ));
-            }
-        }
-        let mut line = Line::from(spans);
-        if i == s.tree.cursor {
-            line = line.style(Style::new().add_modifier(Modifier::REVERSED));
-        } else if matches!(row.kind, RowKind::Proc(id) if s.clock.is_new(id)) {
-            line = line.style(Style::new().add_modifier(Modifier::BOLD));
-        }
-        lines.push(line);
-    }
+    let lines: Vec<Line> = (off..(off + h).min(s.tree.rows.len()))
+        .map(|i| tree_line(s, i, max_levels))
+        .collect();
     let widest = lines.iter().map(Line::width).max().unwrap_or(0);
     let room = inner.width as usize;
     let hs = (s.tree.hscroll as usize).min(widest.saturating_sub(room));
@@ -893,7 +904,7 @@ fn draw_log(f: &mut Frame, s: &AppState, area: Rect) {
         .map(|l| {
             let style = if Some(l.seq) == hl {
                 Style::new().add_modifier(Modifier::REVERSED)
-            } else if l.text.contains("exited with") || l.text.contains("killed by") {
+            } else if l.kind.is_end() {
                 Style::new().add_modifier(Modifier::DIM)
             } else {
                 Style::new()
@@ -920,7 +931,6 @@ fn speed_text(x: f64) -> String {
 /// A replay's place on the status bar: the selected step's seq (which the position's count
 /// is not), the position, and the quiz's score.
 fn replay_position(s: &AppState, v: &mut Vec<Span<'static>>) {
-    let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
     if let Some(st) = s.story.current_step().filter(|_| s.view.show_story) {
         v.push(Span::raw(format!("step seq {}", st.seq)));
         v.push(sep());
@@ -943,35 +953,38 @@ fn replay_position(s: &AppState, v: &mut Vec<Span<'static>>) {
     }
 }
 
-fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
-    let sep = || Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM));
-    let bad = |n: u64| {
-        if n > 0 {
-            if s.view.color {
-                Style::new()
-                    .fg(Color::White)
-                    .bg(Color::Red)
-                    .add_modifier(Modifier::BOLD)
-            } else {
-                Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
-            }
-        } else {
-            Style::new()
-        }
-    };
-    if let Some(q) = &s.search.input {
-        let line = Line::from(vec![
-            Span::styled("/", fg(s, Color::Yellow).add_modifier(Modifier::BOLD)),
-            Span::raw(q.clone()),
-            Span::styled("█", Style::new().add_modifier(Modifier::SLOW_BLINK)),
-            Span::styled(
-                "   name, pid or container id · Enter search · Esc cancel",
-                Style::new().add_modifier(Modifier::DIM),
-            ),
-        ]);
-        f.render_widget(Paragraph::new(line), area);
-        return;
+/// ` │ `, between the status bar's parts.
+fn sep() -> Span<'static> {
+    Span::styled(" │ ", Style::new().add_modifier(Modifier::DIM))
+}
+
+/// A count that says something was lost: red (reversed without colour) when not zero.
+fn bad(s: &AppState, n: u64) -> Style {
+    match (n > 0, s.view.color) {
+        (false, _) => Style::new(),
+        (true, true) => Style::new()
+            .fg(Color::White)
+            .bg(Color::Red)
+            .add_modifier(Modifier::BOLD),
+        (true, false) => Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD),
     }
+}
+
+/// The search being typed, in place of the status bar.
+fn search_line(s: &AppState, q: &str) -> Line<'static> {
+    Line::from(vec![
+        Span::styled("/", fg(s, Color::Yellow).add_modifier(Modifier::BOLD)),
+        Span::raw(q.to_string()),
+        Span::styled("█", Style::new().add_modifier(Modifier::SLOW_BLINK)),
+        Span::styled(
+            "   name, pid or container id · Enter search · Esc cancel",
+            Style::new().add_modifier(Modifier::DIM),
+        ),
+    ])
+}
+
+/// The mode's badge, the title and the scope.
+fn status_head(s: &AppState) -> Vec<Span<'static>> {
     let (mode, mode_color) = match s.mode {
         Mode::Live => (" LIVE ", Color::Green),
         Mode::Replay if s.playback.following => (" FOLLOW ", Color::Green),
@@ -996,6 +1009,35 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
         v.push(Span::raw(scope_text(scope)));
         v.push(sep());
     }
+    v
+}
+
+/// Live: paused (and what waits), or whether a file is written; the target's end.
+fn live_playback(s: &AppState, v: &mut Vec<Span<'static>>) {
+    if s.playback.paused {
+        v.push(Span::styled(
+            format!("⏸ paused +{}", s.capture.pending.len()),
+            fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    } else {
+        match &s.status.recording {
+            Some(file) => v.push(Span::styled(
+                format!("● rec {}", crate::escape::escape(file)),
+                fg(s, Color::Red),
+            )),
+            // The badge says LIVE; nothing is written to a file.
+            None => v.push(Span::raw("not recorded")),
+        }
+    }
+    if s.status.target_exited {
+        v.push(sep());
+        v.push(Span::raw("target exited"));
+    }
+}
+
+/// The status bar's parts, left to right.
+fn status_spans(s: &AppState) -> Vec<Span<'static>> {
+    let mut v = status_head(s);
     // One count of events: replay, the position in the recording; live, those applied.
     match s.mode {
         Mode::Replay => replay_position(s, &mut v),
@@ -1010,7 +1052,7 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     for (what, n) in [("drops", s.status.drops), ("gaps", gaps)] {
         if n > 0 {
             v.push(sep());
-            v.push(Span::styled(format!("{what} {n}"), bad(n)));
+            v.push(Span::styled(format!("{what} {n}"), bad(s, n)));
         }
     }
     if s.log.hide_threads {
@@ -1021,41 +1063,27 @@ fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
     match s.mode {
         Mode::Replay => {
             let play = if s.playback.paused { "⏸" } else { "▶" };
-            v.push(Span::raw(format!(
-                "{play} {}",
-                speed_text(s.playback.speed)
-            )));
+            let speed = speed_text(s.playback.speed);
+            v.push(Span::raw(format!("{play} {speed}")));
         }
-        Mode::Live => {
-            if s.playback.paused {
-                v.push(Span::styled(
-                    format!("⏸ paused +{}", s.capture.pending.len()),
-                    fg(s, Color::Yellow).add_modifier(Modifier::BOLD),
-                ));
-            } else {
-                match &s.status.recording {
-                    Some(file) => v.push(Span::styled(
-                        format!("● rec {}", crate::escape::escape(file)),
-                        fg(s, Color::Red),
-                    )),
-                    // The badge says LIVE; nothing is written to a file.
-                    None => v.push(Span::raw("not recorded")),
-                }
-            }
-            if s.status.target_exited {
-                v.push(sep());
-                v.push(Span::raw("target exited"));
-            }
-        }
+        Mode::Live => live_playback(s, &mut v),
     }
     if let Some(e) = &s.status.source_error {
         v.push(sep());
-        v.push(Span::styled(e.clone(), bad(1)));
+        v.push(Span::styled(e.clone(), bad(s, 1)));
     } else if let Some(m) = &s.status.message {
         v.push(sep());
         v.push(Span::styled(m.clone(), fg(s, Color::Yellow)));
     }
-    let line = Line::from(v);
+    v
+}
+
+fn draw_status(f: &mut Frame, s: &AppState, area: Rect) {
+    if let Some(q) = &s.search.input {
+        f.render_widget(Paragraph::new(search_line(s, q)), area);
+        return;
+    }
+    let line = Line::from(status_spans(s));
     let used = line.width();
     f.render_widget(Paragraph::new(line), area);
     let help = "? help ";

@@ -369,20 +369,7 @@ fn a_live_view_waiting_for_a_container_shows_it_once_it_appears() {
     only_stories_of(&s, "sidecar");
 }
 
-/// A recorder that keeps what it is given, for the live-source tests.
-#[derive(Clone, Default)]
-struct Kept(std::sync::Arc<std::sync::Mutex<(Vec<Event>, Option<u64>)>>);
-
-impl crate::tui::Recorder for Kept {
-    fn record(&mut self, batch: &[Event]) -> std::io::Result<()> {
-        self.0.lock().unwrap().0.extend_from_slice(batch);
-        Ok(())
-    }
-    fn finish(&mut self, c: crate::source::Counters) -> std::io::Result<()> {
-        self.0.lock().unwrap().1 = Some(c.drops);
-        Ok(())
-    }
-}
+use crate::tui::fake::Kept;
 
 /// containerd (pid 100) starting a shim that runs a container's sleep, three events lost on
 /// the way, then everything exiting.
