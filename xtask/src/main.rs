@@ -1,4 +1,5 @@
-//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab | modules | docs`.
+//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab | modules | sources |
+//! docs`.
 
 mod bench;
 mod dist;
@@ -6,6 +7,7 @@ mod fuzz;
 mod lab;
 mod modules;
 mod setup;
+mod sources;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -72,9 +74,12 @@ enum Task {
     /// A real runtime (runc, containerd, restart, podman) under `tracer record`, narrated, then
     /// shown; installs its packages if missing and cleans up after itself (root).
     Lab(lab::LabArgs),
-    /// tracer-user's module graph (library and binary, tests included): no import cycle
-    /// between sibling modules, and ARCHITECTURE.md's `## Import rules` kept.
+    /// The module graphs of tracer-user and of the tests crate (every target, tests included):
+    /// no import cycle between sibling modules, and ARCHITECTURE.md's `## Import rules` kept.
     Modules,
+    /// Every function of the workspace at most 80 lines (data tables excepted by name, each
+    /// with why), and no source file with a NUL byte.
+    Sources,
     /// Rewrite the README's and docs' generated blocks (screens, excerpts, help) and pictures
     /// (docs/birth.svg) from what the binary prints now; the `cli_docs` test fails while one
     /// differs.
@@ -235,8 +240,9 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             failed.push(format!("{e:#}"));
         }
     };
-    // The module graph first: quick, and independent of what compiles.
+    // The module graph and the sources' shape first: quick, and independent of what compiles.
     keep(modules::modules(&workspace_root()));
+    keep(sources::sources(&workspace_root()));
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
     keep(run_tests(cargo().args(["test", "--no-fail-fast"]), tally));
@@ -449,6 +455,7 @@ fn dispatch(task: Task) -> Result<()> {
         Task::Dist => dist::dist().map(|_| ()),
         Task::Image => dist::image(),
         Task::Modules => modules::modules(&workspace_root()),
+        Task::Sources => sources::sources(&workspace_root()),
         Task::Docs => run(cargo()
             .args(["test", "-p", "tracer-user", "--test", "cli_docs"])
             .env("TRACER_DOCS_WRITE", "1")),
