@@ -268,51 +268,58 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         .args(["doc", "--no-deps", "-p", "tracer-user"])
         .env("RUSTDOCFLAGS", "-D warnings")));
     if setup::is_root() {
-        // Live probe tests, one at a time (they share the host's tracepoints and runc state).
-        // Only the ignored (root) ones: the rest already ran above, where these were ignored;
-        // the tally takes each one that runs now off the skipped list.
-        // The lab tests record with the release binary, as `cargo xtask lab` does.
-        run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
-        // The node package and image the deploy tests install and run.
-        keep(dist::build_image());
-        keep(run_tests(
-            cargo().args([
-                "test",
-                "--no-fail-fast",
-                "-p",
-                "tests",
-                "--",
-                "--ignored",
-                "--test-threads=1",
-            ]),
-            tally,
-        ));
-        // The library's root tests: the follow_lineage example, the capture stream, a
-        // recording killed with SIGKILL, outputs aimed at devices and other users' files.
-        keep(run_tests(
-            cargo().args([
-                "test",
-                "--no-fail-fast",
-                "-p",
-                "tracer-user",
-                "--test",
-                "examples",
-                "--test",
-                "record_sigkill",
-                "--test",
-                "cli_outputs",
-                "--",
-                "--ignored",
-                "--test-threads=1",
-            ]),
-            tally,
-        ));
+        root_tests(tally, &mut keep)?;
     } else {
         println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("\n"));
     }
+    Ok(())
+}
+
+/// The tests only root can run, after the release build and the image they use: a build
+/// that fails stops here; a failing run is kept and the next one goes on.
+fn root_tests(tally: &mut Tally, keep: &mut impl FnMut(Result<()>)) -> Result<()> {
+    // Live probe tests, one at a time (they share the host's tracepoints and runc state).
+    // Only the ignored (root) ones: the rest already ran above, where these were ignored;
+    // the tally takes each one that runs now off the skipped list.
+    // The lab tests record with the release binary, as `cargo xtask lab` does.
+    run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
+    // The node package and image the deploy tests install and run.
+    keep(dist::build_image());
+    keep(run_tests(
+        cargo().args([
+            "test",
+            "--no-fail-fast",
+            "-p",
+            "tests",
+            "--",
+            "--ignored",
+            "--test-threads=1",
+        ]),
+        tally,
+    ));
+    // The library's root tests: the follow_lineage example, the capture stream, a
+    // recording killed with SIGKILL, outputs aimed at devices and other users' files.
+    keep(run_tests(
+        cargo().args([
+            "test",
+            "--no-fail-fast",
+            "-p",
+            "tracer-user",
+            "--test",
+            "examples",
+            "--test",
+            "record_sigkill",
+            "--test",
+            "cli_outputs",
+            "--",
+            "--ignored",
+            "--test-threads=1",
+        ]),
+        tally,
+    ));
     Ok(())
 }
 

@@ -154,7 +154,11 @@ pub fn check(root: &Path, crates: &[Krate], rules_file: &str) -> Result<Report> 
     let mut loaded = Vec::new();
     for krate in crates {
         let modules = load_crate(root, &krate.root).with_context(|| {
-            format!("cannot read the {} crate ({})", krate.label, krate.root.display())
+            format!(
+                "cannot read the {} crate ({})",
+                krate.label,
+                krate.root.display()
+            )
         })?;
         let refs = references(&modules);
         loaded.push((krate.label.clone(), modules, refs));
@@ -1172,7 +1176,10 @@ mod tests {
     fn a_cycle_in_the_tests_library_is_reported() {
         let r = workspace_with_tests(&[
             ("tests/src/lib.rs", "pub mod labs;\n"),
-            ("tests/src/labs/mod.rs", "pub mod lifecycle;\npub mod pod;\n"),
+            (
+                "tests/src/labs/mod.rs",
+                "pub mod lifecycle;\npub mod pod;\n",
+            ),
             (
                 "tests/src/labs/pod.rs",
                 "pub fn run_pod() {}\nfn pod() { super::lifecycle::lifecycle() }\n",
@@ -1182,7 +1189,10 @@ mod tests {
                 "pub fn lifecycle() { super::pod::run_pod() }\n",
             ),
         ]);
-        assert_eq!(members(&r), [["crate::labs::lifecycle", "crate::labs::pod"]]);
+        assert_eq!(
+            members(&r),
+            [["crate::labs::lifecycle", "crate::labs::pod"]]
+        );
         assert_eq!(r.cycles[0].krate, "tests");
         assert!(r.cycles[0].edges[0].contains("tests/src/labs/lifecycle.rs:1"));
     }
@@ -1192,8 +1202,14 @@ mod tests {
         let r = workspace_with_tests(&[
             ("tests/src/lib.rs", ""),
             ("tests/tests/agent/main.rs", "mod nats;\nmod rights;\n"),
-            ("tests/tests/agent/nats.rs", "pub fn start() { crate::rights::f() }\n"),
-            ("tests/tests/agent/rights.rs", "pub fn f() { crate::nats::start() }\n"),
+            (
+                "tests/tests/agent/nats.rs",
+                "pub fn start() { crate::rights::f() }\n",
+            ),
+            (
+                "tests/tests/agent/rights.rs",
+                "pub fn f() { crate::nats::start() }\n",
+            ),
         ]);
         assert_eq!(members(&r), [["crate::nats", "crate::rights"]]);
         assert_eq!(r.cycles[0].krate, "tests test agent");

@@ -13,7 +13,13 @@ use syn::visit::{self, Visit};
 /// The longest a function may be, in lines.
 pub const MAX_LINES: usize = 80;
 /// The directories checked, relative to the workspace (`target` directories skipped).
-pub const DIRS: [&str; 5] = ["tracer-user", "tracer-common", "tracer-ebpf", "xtask", "tests"];
+pub const DIRS: [&str; 5] = [
+    "tracer-user",
+    "tracer-common",
+    "tracer-ebpf",
+    "xtask",
+    "tests",
+];
 /// Files whose bytes are checked for NUL, by extension (every one also parsed if Rust).
 const SOURCE_EXTENSIONS: [&str; 3] = ["rs", "c", "proto"];
 
@@ -60,9 +66,7 @@ impl std::fmt::Display for Offender {
 pub fn sources(root: &Path) -> Result<()> {
     let (files, offenders) = check(root, &DIRS, EXCEPTIONS)?;
     if offenders.is_empty() {
-        println!(
-            "sources: {files} files, every function at most {MAX_LINES} lines, no NUL byte"
-        );
+        println!("sources: {files} files, every function at most {MAX_LINES} lines, no NUL byte");
         return Ok(());
     }
     for o in &offenders {
@@ -98,9 +102,10 @@ pub fn check(
         }
         if file.extension().is_some_and(|e| e == "rs") {
             for long in long_functions(file, &bytes)? {
-                match exceptions.iter().position(|(f, n, _)| {
-                    Path::new(f) == long.file && *n == long.name
-                }) {
+                match exceptions
+                    .iter()
+                    .position(|(f, n, _)| Path::new(f) == long.file && *n == long.name)
+                {
                     Some(i) => used[i] = true,
                     None => out.push(long),
                 }
@@ -108,7 +113,12 @@ pub fn check(
         }
     }
     for ((f, n, _), _) in exceptions.iter().zip(&used).filter(|(_, u)| !**u) {
-        out.push(offender(Path::new(f), 0, &format!("exception {n}: no such function over the limit"), 0));
+        out.push(offender(
+            Path::new(f),
+            0,
+            &format!("exception {n}: no such function over the limit"),
+            0,
+        ));
     }
     out.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     Ok((files.len(), out))

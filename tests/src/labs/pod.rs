@@ -8,9 +8,7 @@ use std::time::Duration;
 use crate::labs::cleanup::{stop_pid, Cleanup, Undo};
 use crate::labs::cri::{info_netns, ContainerSpec, Cri, PodSpec};
 use crate::labs::image::oci_archive;
-use crate::labs::scenarios::{
-    finish, follow_what, s, start_recorder, Containerd, Launch, STARTUP,
-};
+use crate::labs::scenarios::{finish, follow_what, s, start_recorder, Containerd, Launch, STARTUP};
 use crate::labs::system::{find_procs, pause, wait_for, ProcInfo};
 use crate::labs::{busybox_rootfs, Follow, Lab, Moment, PodTruth, Truth};
 

@@ -76,4 +76,3 @@ pub(crate) fn run_pod(
     }
     Ok(truth)
 }
-
