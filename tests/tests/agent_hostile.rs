@@ -8,9 +8,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tests::agent::{
-    export, has_exec, jsonl, marker, prerequisites, runc_run, tracer_out, World,
-};
+use tests::agent::{export, has_exec, jsonl, marker, prerequisites, runc_run, tracer_out, World};
 use tests::prereq::require_program;
 use tests::servers::{get, wait_for, wait_or};
 
