@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use std::path::Path;
+use tracer::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
 use tracer::synth;
 use tracer::tracefile::{to_bytes, Header};
 
@@ -47,7 +48,6 @@ const BUSY_DAEMONS: u32 = 64;
 /// below 4,000,000 as the kernel's do. Stops at `events` events (rounded up to a whole
 /// process); returns how many were written. The seek benchmark's recording.
 pub fn write_busy_node(path: &Path, events: u64) -> Result<u64> {
-    use tracer::event::{CapturedStr, CloneFlags, Event, EventKind, Syscall};
     use tracer::tracefile::{SnapshotEntry, TraceWriter};
     let snapshot = (0..BUSY_DAEMONS)
         .map(|i| SnapshotEntry {
@@ -63,97 +63,117 @@ pub fn write_busy_node(path: &Path, events: u64) -> Result<u64> {
         ..Header::default()
     };
     let mut w = TraceWriter::create(path, &header)?;
-    let seq = std::cell::Cell::new(0u64);
+    let mut seq = 0u64;
     let mut child = 1000u32;
-    let put = |w: &mut TraceWriter<_>, tgid: u32, comm: &str, kind: EventKind| {
-        let n = seq.get() + 1;
-        seq.set(n);
-        w.write_event(&Event::bare(n, n * 100_000, tgid, tgid, comm, kind))
-    };
-    while seq.get() < events {
+    while seq < events {
         let daemon = 100 + child % BUSY_DAEMONS;
         let pid = child;
         child = if child >= 3_999_999 { 1000 } else { child + 1 };
-        let dname = format!("daemon-{}", daemon - 100);
-        let probe = format!("probe-{}", pid % 97);
-        let path = format!("/usr/bin/{probe}");
-        let (clone, exec) = (Syscall::Clone, Syscall::Execve);
-        let flags = CloneFlags(0);
-        put(
-            &mut w,
+        for (tgid, comm, kind) in short_life(daemon, pid) {
+            seq += 1;
+            w.write_event(&Event::bare(seq, seq * 100_000, tgid, tgid, &comm, kind))?;
+        }
+    }
+    w.finish()?;
+    Ok(seq)
+}
+
+/// The 8 events of one short-lived child `pid` of `daemon`, as the syscall probes report it
+/// (the acting process, its comm, the event): cloned, exec'd as a probe, exited.
+fn short_life(daemon: u32, pid: u32) -> Vec<(u32, String, EventKind)> {
+    let dname = format!("daemon-{}", daemon - 100);
+    let mut events = cloned(daemon, pid, &dname);
+    events.extend(probe_runs(pid, dname));
+    events
+}
+
+/// `daemon` (named `dname`) clones `pid`: its clone's entry, the fork, the clone's return.
+fn cloned(daemon: u32, pid: u32, dname: &str) -> Vec<(u32, String, EventKind)> {
+    let (clone, flags) = (Syscall::Clone, CloneFlags(0));
+    let dname = dname.to_string();
+    vec![
+        (
             daemon,
-            &dname,
+            dname.clone(),
             EventKind::CloneEnter {
                 syscall: clone,
                 flags,
                 exit_signal: 17,
             },
-        )?;
-        let fork = EventKind::Fork {
-            child_tid: pid,
-            child_tgid: pid,
-            child_ppid: daemon,
-            syscall: Some(clone),
-            flags: Some(flags),
-            child_ns: None,
-        };
-        put(&mut w, daemon, &dname, fork)?;
-        put(
-            &mut w,
+        ),
+        (
             daemon,
-            &dname,
+            dname.clone(),
+            EventKind::Fork {
+                child_tid: pid,
+                child_tgid: pid,
+                child_ppid: daemon,
+                syscall: Some(clone),
+                flags: Some(flags),
+                child_ns: None,
+            },
+        ),
+        (
+            daemon,
+            dname.clone(),
             EventKind::SyscallExit {
                 syscall: clone,
                 ret: i64::from(pid),
             },
-        )?;
-        let enter = EventKind::ExecEnter {
-            syscall: exec,
-            dirfd: -100,
-            at_flags: 0,
-            filename: CapturedStr::new(path.clone()),
-            argv: vec![probe.clone(), "--check".into()],
-            argv_truncated: false,
-        };
-        put(&mut w, pid, &dname, enter)?;
-        put(
-            &mut w,
+        ),
+    ]
+}
+
+/// `pid` (still named `dname`, its parent's name) execs a probe that exits at once.
+fn probe_runs(pid: u32, dname: String) -> Vec<(u32, String, EventKind)> {
+    let probe = format!("probe-{}", pid % 97);
+    let path = format!("/usr/bin/{probe}");
+    let exec = Syscall::Execve;
+    vec![
+        (
             pid,
-            &probe,
+            dname,
+            EventKind::ExecEnter {
+                syscall: exec,
+                dirfd: -100,
+                at_flags: 0,
+                filename: CapturedStr::new(path.clone()),
+                argv: vec![probe.clone(), "--check".into()],
+                argv_truncated: false,
+            },
+        ),
+        (
+            pid,
+            probe.clone(),
             EventKind::Exec {
                 old_tid: pid,
                 filename: CapturedStr::new(path),
                 cred: None,
             },
-        )?;
-        put(
-            &mut w,
+        ),
+        (
             pid,
-            &probe,
+            probe.clone(),
             EventKind::SyscallExit {
                 syscall: exec,
                 ret: 0,
             },
-        )?;
-        put(
-            &mut w,
+        ),
+        (
             pid,
-            &probe,
+            probe.clone(),
             EventKind::ExitEnter {
                 syscall: Syscall::ExitGroup,
                 code: 0,
             },
-        )?;
-        put(
-            &mut w,
+        ),
+        (
             pid,
-            &probe,
+            probe,
             EventKind::TaskExit {
                 exit_code: 0,
                 group_dead: true,
             },
-        )?;
-    }
-    w.finish()?;
-    Ok(seq.get())
+        ),
+    ]
 }

@@ -2,6 +2,7 @@
 //! bundles from busybox-static, and the real-runtime labs ([`labs`]) that `cargo xtask lab`
 //! drives too (xtask uses this crate without its `capture` feature, so no BPF toolchain).
 
+pub mod agent;
 pub mod big;
 pub mod deploy;
 pub mod labs;
@@ -52,6 +53,25 @@ pub struct Captured {
     /// The command's pid (host namespace).
     pub pid: u32,
     pub status: Option<std::process::ExitStatus>,
+}
+
+/// The ring buffer the live tests capture with: room for every event of a test's command.
+pub const RING: u32 = 8 << 20;
+
+impl Captured {
+    /// (wait status, group_dead) of the last TaskExit of `tid`.
+    pub fn exit_of(&self, tid: u32) -> Option<(u32, bool)> {
+        self.events.iter().rev().find_map(|e| {
+            let tracer::EventKind::TaskExit {
+                exit_code,
+                group_dead,
+            } = e.kind
+            else {
+                return None;
+            };
+            (e.tid == tid).then_some((exit_code, group_dead))
+        })
+    }
 }
 
 /// The engine of a capture of a command: seeded with this test process and the command

@@ -13,6 +13,7 @@
 #![cfg(feature = "capture")]
 
 use std::sync::{Mutex, MutexGuard};
+use tests::labs::lifecycle::LifecycleTruth;
 use tests::labs::{ContainerTruth, Lab, Moment, Outcome, ProcInfo, Scenario};
 use tracer::input::Input;
 use tracer::lineage::{
@@ -586,17 +587,45 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
         .lifecycle
         .as_ref()
         .expect("the lifecycle pod ran");
+    assert_deaths_as_the_runtime_says(&r, t);
     let stories = tracer::lineage::stories(&r.end);
+    // Stories: the lifecycle pod's births are its sandbox and its five containers (the
+    // crasher twice); the ExecSync and the detached exec are execs.
+    let pod: Vec<&Story> = stories
+        .iter()
+        .filter(|s| s.pod.as_deref() == Some(t.pod.as_str()))
+        .collect();
+    let count = |ph: Phase| pod.iter().filter(|s| s.phase == ph).count();
+    assert_eq!(count(Phase::Birth), 5, "{pod:#?}");
+    assert_eq!(count(Phase::Restart), 1, "{pod:#?}");
+    assert_eq!(count(Phase::Exec), 2, "{pod:#?}");
+    let restart = pod.iter().find(|s| s.phase == Phase::Restart).unwrap();
+    assert_eq!(
+        (restart.attempt, restart.previous_init, restart.init_pid),
+        (Some(1), Some(t.crashed.init), t.restarted.init)
+    );
+    assert_exec_stories(&r, t, &pod);
+    // Every container's death is told, the sandbox's with the pod's removal.
+    assert_eq!(count(Phase::Death), 6, "{pod:#?}");
+    assert_death_stories(t, &pod);
+}
+
+/// A lifecycle container's end as its ContainerStatus says it: exit code and reason.
+fn runtime_end(l: &tests::labs::lifecycle::Life) -> (i32, String) {
+    let e = l.end.as_ref().expect("its ContainerStatus");
+    (e.exit_code, e.reason.clone())
+}
+
+/// The lifecycle pod's deaths in the recording: how, signal, sender, OOM cgroup and limit,
+/// each against what the runtime and /proc said.
+fn assert_deaths_as_the_runtime_says(r: &Recorded, t: &LifecycleTruth) {
     let death_of = |pid: u32| {
         r.end
             .process(pid)
             .and_then(|p| p.death())
             .unwrap_or_else(|| panic!("no death for {pid}"))
     };
-    let end = |l: &tests::labs::lifecycle::Life| {
-        let e = l.end.as_ref().expect("its ContainerStatus");
-        (e.exit_code, e.reason.clone())
-    };
+    let end = runtime_end;
     // The crash: exit 3 in the runtime's words and in the recording's.
     assert_eq!(end(&t.crashed), (3, "Error".to_string()));
     let d = death_of(t.crashed.init);
@@ -662,21 +691,11 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
         (DeathHow::PidNs, Some(t.app.init)),
         "{d}"
     );
-    // Stories: the lifecycle pod's births are its sandbox and its five containers (the
-    // crasher twice); the ExecSync and the detached exec are execs.
-    let pod: Vec<&Story> = stories
-        .iter()
-        .filter(|s| s.pod.as_deref() == Some(t.pod.as_str()))
-        .collect();
-    let count = |ph: Phase| pod.iter().filter(|s| s.phase == ph).count();
-    assert_eq!(count(Phase::Birth), 5, "{pod:#?}");
-    assert_eq!(count(Phase::Restart), 1, "{pod:#?}");
-    assert_eq!(count(Phase::Exec), 2, "{pod:#?}");
-    let restart = pod.iter().find(|s| s.phase == Phase::Restart).unwrap();
-    assert_eq!(
-        (restart.attempt, restart.previous_init, restart.init_pid),
-        (Some(1), Some(t.crashed.init), t.restarted.init)
-    );
+}
+
+/// The ExecSync's and the detached exec's stories: execs, the detached one adopted, the
+/// ExecSync's adoption as the kernel's SIGCHLD for it says.
+fn assert_exec_stories(r: &Recorded, t: &LifecycleTruth, pod: &[&Story]) {
     let detached = pod
         .iter()
         .find(|s| s.phase == Phase::Exec && s.init_pid == t.detached.pid)
@@ -706,9 +725,12 @@ fn labs_pod_lifecycle_deaths_execs_and_a_restart() {
     let adopted = sync.steps.iter().any(|s| s.kind == StepKind::ExecAdopted);
     assert_eq!(adopted, notified == t.shim.pid, "{sync:#?}");
     assert_eq!(!adopted, Some(notified) == sync.runtime_pid, "{sync:#?}");
-    // Every container's death is told, the sandbox's with the pod's removal.
-    let deaths = count(Phase::Death);
-    assert_eq!(deaths, 6, "{pod:#?}");
+}
+
+/// The sandbox's death with the pod's removal, the stop's grace period, and each death
+/// story's kubelet words as the runtime's ContainerStatus says them.
+fn assert_death_stories(t: &LifecycleTruth, pod: &[&Story]) {
+    let end = runtime_end;
     let sandbox_death = pod
         .iter()
         .find(|s| s.phase == Phase::Death && s.sandbox)

@@ -135,24 +135,7 @@ fn record_pod_holds_a_pod_started_later_and_nothing_else() {
     let bundle_a = pod_bundle(&dir.join("a"), &pod, &leaf_a, script);
     let bundle_b = pod_bundle(&dir.join("b"), &other, &leaf_b, script);
     let trace = dir.join("pod.trace");
-    let log = std::fs::File::create(dir.join("record.log")).unwrap();
-    let mut rec = Command::new(&tracer)
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .args(["--pod", &format!("shop/{pod}")])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("tracer record");
-    // The header is written once the probes are attached.
-    wait_for("the recorder to attach", Duration::from_secs(60), || {
-        Ok(std::fs::metadata(&trace)
-            .is_ok_and(|m| m.len() >= 20)
-            .then_some(()))
-    })
-    .expect("recorder");
+    let mut rec = start_recorder(&tracer, &trace, &pod, &dir);
     // The pod, another pod and an unrelated process, all at once, after the recorder.
     let mut run_a = runc_run(&bundle_a, &id_a);
     let mut run_b = runc_run(&bundle_b, &id_b);
@@ -207,13 +190,42 @@ fn record_pod_holds_a_pod_started_later_and_nothing_else() {
             "pid {pid} is not the pod's: {named:?}"
         );
     }
-    // Every process acting in the recording is the pod's runtime or was created in it; the
-    // test itself only as the creator of the runc commands naming the pod's container.
-    let mut created: HashSet<u32> = HashSet::from([runc_a]);
-    for ev in &events {
+    assert_only_the_pod_acts(&events, me, runc_a, &asked_a);
+}
+
+/// `tracer record --pod shop/POD` into `trace` (its output in `dir/record.log`), once its
+/// probes are attached (it has written the header).
+fn start_recorder(tracer: &Path, trace: &Path, pod: &str, dir: &Path) -> std::process::Child {
+    let log = std::fs::File::create(dir.join("record.log")).unwrap();
+    let rec = Command::new(tracer)
+        .arg("record")
+        .arg("-o")
+        .arg(trace)
+        .args(["--pod", &format!("shop/{pod}")])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("tracer record");
+    // The header is written once the probes are attached.
+    wait_for("the recorder to attach", Duration::from_secs(60), || {
+        Ok(std::fs::metadata(trace)
+            .is_ok_and(|m| m.len() >= 20)
+            .then_some(()))
+    })
+    .expect("recorder");
+    rec
+}
+
+/// Every process acting in the recording is the pod's runtime (`runc`) or was created in it;
+/// the test (`me`) only as the creator of the runc commands naming the pod's container
+/// (`asked`).
+fn assert_only_the_pod_acts(events: &[tracer::Event], me: u32, runc: u32, asked: &[u32]) {
+    let mut created: HashSet<u32> = HashSet::from([runc]);
+    for ev in events {
         if let EventKind::Fork { child_tgid, .. } = ev.kind {
             if ev.tgid == me {
-                let ours = child_tgid == runc_a || asked_a.contains(&child_tgid);
+                let ours = child_tgid == runc || asked.contains(&child_tgid);
                 assert!(
                     ours,
                     "the test's forks kept are the pod's runc commands: {ev:?}"

@@ -8,13 +8,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tests::{busybox_bundle, capture_command, temp_dir, which, Captured};
+use tests::{busybox_bundle, capture_command, temp_dir, which, Captured, RING};
 use tracer::lineage::identity::{Refusal, Standing};
 use tracer::lineage::{stories, Engine, Role, WarningKind};
 use tracer::EventKind;
 
 const ACTOR: &str = env!("CARGO_BIN_EXE_actor");
-const RING: u32 = 8 << 20;
 const VICTIM: &str = "0123456789abcdef0123456789abcdef";
 const NOBODY: u32 = 65534;
 

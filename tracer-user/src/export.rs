@@ -143,30 +143,22 @@ struct Flow {
     enclosing: bool,
 }
 
-/// Chrome trace-event JSON (what ui.perfetto.dev and chrome://tracing open): a track per
-/// process named "pid comm role", a slice for each process's lifetime, instant events for
-/// exec and prctl, flow arrows for clone, CLONE_PARENT and adoption. Returns the final engine.
-pub fn write_perfetto(
-    snapshot: &[SnapshotProcess],
-    events: impl Iterator<Item = Event>,
-    out: &mut impl Write,
-) -> io::Result<Engine> {
-    let mut e = Engine::seeded(snapshot);
-    let mut clock = Clock::default();
-    let mut instants: Vec<Instant> = Vec::new();
-    let mut flows: Vec<Flow> = Vec::new();
-    // seq → time of the events that can cause adoptions (exits; forks for corrections).
-    let mut times: Vec<(u64, f64)> = Vec::new();
-    let mut t_last = 0.0f64;
-    for ev in events {
-        clock.observe(&ev);
-        let t = clock.at(ev.ts_ns, ev.seq);
-        t_last = t_last.max(t);
-        let before = e.process_count();
-        e.apply(&ev);
+/// What the Perfetto writer gathers while the engine reads the events.
+#[derive(Default)]
+struct Gathered {
+    instants: Vec<Instant>,
+    flows: Vec<Flow>,
+    /// seq → time of the events that can cause adoptions (exits; forks for corrections).
+    times: Vec<(u64, f64)>,
+    t_last: f64,
+}
+
+impl Gathered {
+    /// An exec or prctl as an instant on its process's track; the times adoptions look up.
+    fn note_event(&mut self, e: &Engine, ev: &Event, t: f64) {
         if let EventKind::Exec { filename, .. } = &ev.kind {
             if let Some(p) = e.process(ev.tgid) {
-                instants.push(Instant {
+                self.instants.push(Instant {
                     proc: p.id,
                     t,
                     what: InstantKind::Exec {
@@ -185,15 +177,19 @@ pub fn write_perfetto(
             };
             let args = json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
                                "name": name.map(|n| &n.value), "seq": ev.seq });
-            instants.push(Instant {
+            self.instants.push(Instant {
                 proc: p.id,
                 t,
                 what: InstantKind::Prctl { name: label, args },
             });
         }
         if ev.kind.new_task().is_some() || ev.kind.task_end().is_some() {
-            times.push((ev.seq, t));
+            self.times.push((ev.seq, t));
         }
+    }
+
+    /// A flow from its creator to each process the last event made (`before..`).
+    fn note_births(&mut self, e: &Engine, before: usize, t: f64) {
         for id in before..e.process_count() {
             let Some(p) = e.get(id) else { continue };
             let how = p.born_how();
@@ -207,7 +203,7 @@ pub fn write_perfetto(
                     }
                     _ => Cow::Borrowed(how.as_str()),
                 };
-                flows.push(Flow {
+                self.flows.push(Flow {
                     from: creator,
                     to: id,
                     t,
@@ -217,59 +213,115 @@ pub fn write_perfetto(
             }
         }
     }
-    times.sort_by_key(|a| a.0);
-    let time_of = |seq: u64| -> f64 {
-        match times.binary_search_by(|x| x.0.cmp(&seq)) {
-            Ok(i) => times[i].1,
-            Err(0) => 0.0,
-            Err(i) => times[i - 1].1,
-        }
-    };
-    let index = PidIndex::new(&e);
-    for p in e.processes() {
-        for l in p.lineage.iter().skip(1) {
-            if l.how != How::Adopted {
-                continue;
+
+    /// A flow from the old parent to each adopted process, at the time of the event that
+    /// caused the adoption.
+    fn note_adoptions(&mut self, e: &Engine) {
+        self.times.sort_by_key(|a| a.0);
+        let times = &self.times;
+        let time_of = |seq: u64| -> f64 {
+            match times.binary_search_by(|x| x.0.cmp(&seq)) {
+                Ok(i) => times[i].1,
+                Err(0) => 0.0,
+                Err(i) => times[i - 1].1,
             }
-            let Some(from) = index.at(&e, l.parent, l.seq) else {
-                continue;
-            };
-            flows.push(Flow {
-                from,
-                to: p.id,
-                t: time_of(l.seq),
-                name: Cow::Owned(format!("adopted: {}", l.reason_text().unwrap_or_default())),
-                enclosing: true,
-            });
+        };
+        let index = PidIndex::new(e);
+        for p in e.processes() {
+            for l in p.lineage.iter().skip(1) {
+                if l.how != How::Adopted {
+                    continue;
+                }
+                let Some(from) = index.at(e, l.parent, l.seq) else {
+                    continue;
+                };
+                self.flows.push(Flow {
+                    from,
+                    to: p.id,
+                    t: time_of(l.seq),
+                    name: Cow::Owned(format!("adopted: {}", l.reason_text().unwrap_or_default())),
+                    enclosing: true,
+                });
+            }
         }
     }
+}
 
+/// Chrome trace-event JSON (what ui.perfetto.dev and chrome://tracing open): a track per
+/// process named "pid comm role", a slice for each process's lifetime, instant events for
+/// exec and prctl, flow arrows for clone, CLONE_PARENT and adoption. Returns the final engine.
+pub fn write_perfetto(
+    snapshot: &[SnapshotProcess],
+    events: impl Iterator<Item = Event>,
+    out: &mut impl Write,
+) -> io::Result<Engine> {
+    let mut e = Engine::seeded(snapshot);
+    let mut clock = Clock::default();
+    let mut gathered = Gathered::default();
+    for ev in events {
+        clock.observe(&ev);
+        let t = clock.at(ev.ts_ns, ev.seq);
+        gathered.t_last = gathered.t_last.max(t);
+        let before = e.process_count();
+        e.apply(&ev);
+        gathered.note_event(&e, &ev, t);
+        gathered.note_births(&e, before, t);
+    }
+    gathered.note_adoptions(&e);
     // Writing: one object per line inside {"traceEvents": [...]}.
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-    let mut first = true;
-    let mut put = |out: &mut dyn Write, v: Value| -> io::Result<()> {
-        if !first {
-            out.write_all(b",\n")?;
-        }
-        first = false;
-        serde_json::to_writer(&mut *out, &v).map_err(io::Error::from)
-    };
-    let tid = |id: ProcId| id as u64 + 1;
+    let mut lines = TraceLines { out, first: true };
     for p in e.processes() {
-        let track = tid(p.id);
+        lines.process_track(p, &clock, gathered.t_last)?;
+    }
+    for i in &gathered.instants {
+        let track = track_id(i.proc);
+        let (name, args) = i.name_and_args();
+        lines.put(
+            json!({"ph": "i", "s": "t", "name": name, "cat": "lifecycle", "pid": track,
+                         "tid": track, "ts": i.t, "args": args}),
+        )?;
+    }
+    for (n, f) in gathered.flows.iter().enumerate() {
+        lines.flow(n, f)?;
+    }
+    lines.out.write_all(b"\n]}\n")?;
+    Ok(e)
+}
+
+/// A process's Perfetto track (pid and tid alike).
+fn track_id(id: ProcId) -> u64 {
+    id as u64 + 1
+}
+
+/// The trace events written so far, comma-separated, one a line.
+struct TraceLines<'w, W: Write> {
+    out: &'w mut W,
+    first: bool,
+}
+
+impl<W: Write> TraceLines<'_, W> {
+    fn put(&mut self, v: Value) -> io::Result<()> {
+        if !self.first {
+            self.out.write_all(b",\n")?;
+        }
+        self.first = false;
+        serde_json::to_writer(&mut *self.out, &v).map_err(io::Error::from)
+    }
+
+    /// A process's track: its names, its place, and the slice of its lifetime.
+    fn process_track(&mut self, p: &Process, clock: &Clock, t_last: f64) -> io::Result<()> {
+        let track = track_id(p.id);
         let name = track_name(p);
-        put(
-            out,
+        self.put(
             json!({"ph": "M", "name": "process_name", "pid": track, "tid": track,
                         "args": {"name": name}}),
         )?;
-        put(
-            out,
+        self.put(
             json!({"ph": "M", "name": "thread_name", "pid": track, "tid": track,
                         "args": {"name": name}}),
         )?;
-        put(
-            out,
+        self.put(
             json!({"ph": "M", "name": "process_sort_index", "pid": track, "tid": track,
                         "args": {"sort_index": p.id}}),
         )?;
@@ -284,8 +336,7 @@ pub fn write_perfetto(
         }
         .max(start);
         let exit = p.death().map(|d| d.to_string());
-        put(
-            out,
+        self.put(
             json!({"ph": "X", "name": p.name(), "cat": "process", "pid": track, "tid": track,
                         "ts": start, "dur": end - start,
                         "args": {"pid": p.pid, "ppid": p.ppid, "exe": p.exe.as_deref(),
@@ -293,21 +344,13 @@ pub fn write_perfetto(
                                  "container_id": p.container_id.as_deref(),
                                  "born": p.born_how().as_str(), "exit": exit,
                                  "start_seq": p.start_seq, "exit_seq": p.exit_seq}}),
-        )?;
+        )
     }
-    for i in &instants {
-        let track = tid(i.proc);
-        let (name, args) = i.name_and_args();
-        put(
-            out,
-            json!({"ph": "i", "s": "t", "name": name, "cat": "lifecycle", "pid": track,
-                        "tid": track, "ts": i.t, "args": args}),
-        )?;
-    }
-    for (n, f) in flows.iter().enumerate() {
-        let (from, to) = (tid(f.from), tid(f.to));
-        put(
-            out,
+
+    /// A flow's arrow: its start on the source's track, its end on the target's.
+    fn flow(&mut self, n: usize, f: &Flow) -> io::Result<()> {
+        let (from, to) = (track_id(f.from), track_id(f.to));
+        self.put(
             json!({"ph": "s", "id": n, "name": f.name, "cat": "lineage", "pid": from,
                         "tid": from, "ts": f.t}),
         )?;
@@ -316,10 +359,8 @@ pub fn write_perfetto(
         if f.enclosing {
             end["bp"] = json!("e");
         }
-        put(out, end)?;
+        self.put(end)
     }
-    out.write_all(b"\n]}\n")?;
-    Ok(e)
 }
 
 /// A DOT double-quoted string.

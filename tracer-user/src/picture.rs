@@ -612,21 +612,7 @@ fn draw(
         .map_or_else(|| "seq across".to_string(), axis::Timed::legend);
     header(&mut s, stories, &rows, cols.len(), opts.all, &across, title);
     legend(&mut s, deaths);
-    for (i, n) in notes.iter().enumerate() {
-        let _ = write!(
-            s,
-            "<text class=\"lg\" x=\"12\" y=\"{}\">{}</text>",
-            layout::NOTES_Y + i * layout::NOTE_H,
-            xml_text(n, 240)
-        );
-    }
-    if rows.is_empty() {
-        let _ = write!(
-            s,
-            "<text class=\"lg\" x=\"12\" y=\"{}\">no container story found (--all draws every process)</text>",
-            g.lanes_top() + 20
-        );
-    }
+    draw_notes(&mut s, &g, &notes, rows.is_empty());
     let lane_of: HashMap<ProcId, usize> = rows
         .iter()
         .enumerate()
@@ -640,21 +626,51 @@ fn draw(
     }
     draw_lanes(&mut s, e, &g, &rows, &ends);
     draw_marks(&mut s, &g, &cols, &lane_of);
-    let mut arrows = marks::arrows(&g, &cols, &lane_of);
-    arrows.extend(signals::arrows(&g, &cols, &lane_of, &ends));
-    for a in &arrows {
-        a.draw(&mut s);
+    draw_arrows_and_callouts(&mut s, &g, &cols, &lane_of, &ends);
+    g.draw_steps(&mut s, &steps);
+    s.push_str("</svg>\n");
+    Ok(s)
+}
+
+/// The notes on what was cut, under the header; a line saying so when no story was found.
+fn draw_notes(s: &mut String, g: &Geo, notes: &[String], no_rows: bool) {
+    for (i, n) in notes.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<text class=\"lg\" x=\"12\" y=\"{}\">{}</text>",
+            layout::NOTES_Y + i * layout::NOTE_H,
+            xml_text(n, 240)
+        );
     }
-    // Callouts keep off the arrowheads and off the signals' names.
+    if no_rows {
+        let _ = write!(
+            s,
+            "<text class=\"lg\" x=\"12\" y=\"{}\">no container story found (--all draws every process)</text>",
+            g.lanes_top() + 20
+        );
+    }
+}
+
+/// The arrows (lineage, then signals), then the callouts, kept off the arrowheads and off
+/// the signals' names.
+fn draw_arrows_and_callouts(
+    s: &mut String,
+    g: &Geo,
+    cols: &[Col],
+    lane_of: &HashMap<ProcId, usize>,
+    ends: &LaneEnds,
+) {
+    let mut arrows = marks::arrows(g, cols, lane_of);
+    arrows.extend(signals::arrows(g, cols, lane_of, ends));
+    for a in &arrows {
+        a.draw(s);
+    }
     let heads: Vec<marks::Rect> = arrows
         .iter()
         .map(marks::Arrow::head_box)
         .chain(arrows.iter().filter_map(marks::Arrow::label_box))
         .collect();
-    draw_callouts(&mut s, &g, &cols, &lane_of, &heads);
-    g.draw_steps(&mut s, &steps);
-    s.push_str("</svg>\n");
-    Ok(s)
+    draw_callouts(s, g, cols, lane_of, &heads);
 }
 
 /// What a picture draws: its rows, its columns, each process's birth and exit columns, the

@@ -317,7 +317,23 @@ fn stories_are_numbered_and_story_selects_one_everywhere() {
         let heads: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
         assert_eq!(heads, [heads_of(&list, n)], "{sel}");
     }
-    // Unknown: one line saying what the recording has, on every command.
+    assert_an_unknown_story_is_refused_everywhere(list.len());
+    assert_the_viewer_opens_at_the_story(&list, hog_death);
+    let (ok, svg, err) = tracer(&[
+        "export",
+        "demo:lifecycle",
+        "--format",
+        "svg",
+        "--story",
+        "hog:death",
+    ]);
+    assert!(ok && svg.contains("<svg"), "{err}");
+    assert!(err.contains("1 stories") || svg.contains("hog"), "{err}");
+}
+
+/// An unknown story: one line saying what the recording has (its `stories` stories, hog
+/// among them), on every command that takes `--story`.
+fn assert_an_unknown_story_is_refused_everywhere(stories: usize) {
     for args in [
         &["story", "demo:lifecycle", "--story", "hog:exec"][..],
         &[
@@ -349,12 +365,16 @@ fn stories_are_numbered_and_story_selects_one_everywhere() {
         assert!(!ok, "{args:?}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(
-            err.contains(&format!("{} stories", list.len())) && err.contains("hog"),
+            err.contains(&format!("{} stories", stories)) && err.contains("hog"),
             "{err}"
         );
     }
-    // The viewer opens guided at the story's first step.
-    let step_seq = list[hog_death - 1]["steps"][0]["seq"].as_u64().unwrap();
+}
+
+/// The viewer (`view` and `demo`) with `--story hog:death` opens guided at that story's first
+/// step; `n` is its number in `list`.
+fn assert_the_viewer_opens_at_the_story(list: &[serde_json::Value], n: usize) {
+    let step_seq = list[n - 1]["steps"][0]["seq"].as_u64().unwrap();
     for args in [
         &[
             "view",
@@ -385,16 +405,6 @@ fn stories_are_numbered_and_story_selects_one_everywhere() {
             "{screen}"
         );
     }
-    let (ok, svg, err) = tracer(&[
-        "export",
-        "demo:lifecycle",
-        "--format",
-        "svg",
-        "--story",
-        "hog:death",
-    ]);
-    assert!(ok && svg.contains("<svg"), "{err}");
-    assert!(err.contains("1 stories") || svg.contains("hog"), "{err}");
 }
 
 /// The `#N` header `tracer story` prints for story `n` of `list`, from its JSON fields.

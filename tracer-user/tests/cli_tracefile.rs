@@ -110,7 +110,56 @@ fn export_jsonl_is_trace_json() {
         .map(|e| serde_json::to_string(&e.timed(&clock)).unwrap())
         .collect();
     assert_eq!(got.lines().collect::<Vec<_>>(), expected);
-    // Independent of serde's view of `Event`: fields as docs/events.md names them.
+    assert_fields_as_the_docs_name_them(&got);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&out_path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn export_perfetto_and_dot() {
+    let dir = temp("pf");
+    let (path, _) = sample(&dir, 400);
+    let pf = dir.join("out.json");
+    let out = tracer(&[
+        "export",
+        path.to_str().unwrap(),
+        "--format",
+        "perfetto",
+        "-o",
+        pf.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    assert!(evs.iter().any(|e| e["ph"] == "X"));
+    assert!(evs.iter().any(|e| e["ph"] == "s"));
+    // One process slice per process, with the parent the storm gives it: 3 at the start, and
+    // 400 events = 2 cycles (286) + 12 plain rounds (108) + 6 events of round 44, whose fork
+    // is the 2nd; two containers of 2 processes each.
+    let slices: Vec<&serde_json::Value> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "process")
+        .collect();
+    assert_eq!(slices.len(), 3 + (30 + 13) + 2 * 2);
+    let ppid_of = |pid: u32| {
+        slices
+            .iter()
+            .find(|e| e["args"]["pid"] == pid)
+            .map(|e| e["args"]["ppid"].clone())
+    };
+    assert_eq!(ppid_of(round_child(0)), Some(serde_json::json!(1000)));
+    assert_eq!(ppid_of(round_child(44)), Some(serde_json::json!(1000)));
+    assert_eq!(ppid_of(round_child(15) + 1), Some(serde_json::json!(900)));
+    assert_eq!(ppid_of(round_child(45)), None);
+
+    export_dot(&path, &dir);
+}
+
+/// The 300 events' JSON lines of [`sample`], independent of serde's view of `Event`: fields
+/// as docs/events.md names them, the storm's execs and its CLONE_PARENT forks.
+fn assert_fields_as_the_docs_name_them(got: &str) {
     let rows: Vec<serde_json::Value> = got
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -172,49 +221,11 @@ fn export_jsonl_is_trace_json() {
             ),
         ]
     );
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&out_path).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn export_perfetto_and_dot() {
-    let dir = temp("pf");
-    let (path, _) = sample(&dir, 400);
-    let pf = dir.join("out.json");
-    let out = tracer(&[
-        "export",
-        path.to_str().unwrap(),
-        "--format",
-        "perfetto",
-        "-o",
-        pf.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
-    let evs = v["traceEvents"].as_array().unwrap();
-    assert!(evs.iter().any(|e| e["ph"] == "X"));
-    assert!(evs.iter().any(|e| e["ph"] == "s"));
-    // One process slice per process, with the parent the storm gives it: 3 at the start, and
-    // 400 events = 2 cycles (286) + 12 plain rounds (108) + 6 events of round 44, whose fork
-    // is the 2nd; two containers of 2 processes each.
-    let slices: Vec<&serde_json::Value> = evs
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] == "process")
-        .collect();
-    assert_eq!(slices.len(), 3 + (30 + 13) + 2 * 2);
-    let ppid_of = |pid: u32| {
-        slices
-            .iter()
-            .find(|e| e["args"]["pid"] == pid)
-            .map(|e| e["args"]["ppid"].clone())
-    };
-    assert_eq!(ppid_of(round_child(0)), Some(serde_json::json!(1000)));
-    assert_eq!(ppid_of(round_child(44)), Some(serde_json::json!(1000)));
-    assert_eq!(ppid_of(round_child(15) + 1), Some(serde_json::json!(900)));
-    assert_eq!(ppid_of(round_child(45)), None);
-
+/// `export --format dot` of the recording at `path`: each container init under the shim,
+/// the edge labelled; graphviz draws it (when installed). Removes `dir` at the end.
+fn export_dot(path: &Path, dir: &Path) {
     let dot_path = dir.join("out.dot");
     let out = tracer(&[
         "export",
@@ -259,7 +270,7 @@ fn export_perfetto_and_dot() {
         svg.contains("CLONE_PARENT via 2030"),
         "the rendered graph keeps the edge label"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -123,43 +123,53 @@ fn follow_lineage_reports_the_command_birth_and_exit() {
     );
 }
 
+/// The kinds of the events a capture of `sh -c '/bin/true; /bin/true'` delivers with `kinds`
+/// selected, with or without the syscall probes, in order.
+#[cfg(feature = "capture")]
+fn kinds_seen(
+    rt: &tokio::runtime::Runtime,
+    kinds: &[tracer::EventKindFilter],
+    syscalls: bool,
+) -> Vec<&'static str> {
+    use futures_util::StreamExt;
+    use tracer::{CaptureBuilder, CaptureItem, Target};
+    let argv = ["sh", "-c", "/bin/true; /bin/true"]
+        .map(String::from)
+        .to_vec();
+    let _runtime = rt.enter(); // start() registers the ring buffer with tokio.
+    let cap = CaptureBuilder::new(Target::Command(argv))
+        .kinds(kinds)
+        .syscalls(syscalls)
+        .start()
+        .unwrap();
+    rt.block_on(async {
+        let items = cap.into_stream().collect::<Vec<_>>();
+        let items = tokio::time::timeout(std::time::Duration::from_secs(30), items)
+            .await
+            .expect("the stream ends when sh exits");
+        items
+            .into_iter()
+            .filter_map(|i| match i.unwrap() {
+                CaptureItem::Event(ev) => Some(ev.kind.name()),
+                CaptureItem::Notice(_) => None,
+            })
+            .collect()
+    })
+}
+
 /// The capture stream with event-kind selection (the API `follow_lineage` is built on).
 #[cfg(feature = "capture")]
 #[test]
 #[ignore = "root"]
 fn capture_stream_honours_event_kinds() {
-    use futures_util::StreamExt;
-    use tracer::{CaptureBuilder, CaptureItem, EventKindFilter, Target};
+    use tracer::EventKindFilter;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let names = |kinds: &[EventKindFilter], syscalls: bool| -> Vec<&'static str> {
-        let argv = ["sh", "-c", "/bin/true; /bin/true"]
-            .map(String::from)
-            .to_vec();
-        let _runtime = rt.enter(); // start() registers the ring buffer with tokio.
-        let cap = CaptureBuilder::new(Target::Command(argv))
-            .kinds(kinds)
-            .syscalls(syscalls)
-            .start()
-            .unwrap();
-        rt.block_on(async {
-            let items = cap.into_stream().collect::<Vec<_>>();
-            let items = tokio::time::timeout(std::time::Duration::from_secs(30), items)
-                .await
-                .expect("the stream ends when sh exits");
-            items
-                .into_iter()
-                .filter_map(|i| match i.unwrap() {
-                    CaptureItem::Event(ev) => Some(ev.kind.name()),
-                    CaptureItem::Notice(_) => None,
-                })
-                .collect()
-        })
-    };
+    let names = |kinds: &[EventKindFilter], syscalls: bool| kinds_seen(&rt, kinds, syscalls);
     let only_lifecycle = names(&[], true);
     assert!(only_lifecycle.contains(&"fork"), "{only_lifecycle:?}");
     assert!(only_lifecycle.contains(&"task_exit"), "{only_lifecycle:?}");

@@ -7,6 +7,7 @@
 #[path = "../../tests/src/prereq.rs"]
 mod prereq;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tracer::tracefile::TraceReader;
@@ -32,6 +33,31 @@ fn trues(path: &std::path::Path) -> (usize, Option<String>) {
         }
     }
     (n, bad)
+}
+
+/// Waits until the recording at `path` holds the ten execs of /bin/true and the shell wrote
+/// `pidfile`; false when the recorder ended because this machine cannot load the probes.
+fn wait_for_the_execs(child: &mut std::process::Child, path: &Path, pidfile: &Path) -> bool {
+    // A generous ceiling: only a recorder that never writes the execs reaches it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            use std::io::Read;
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            // Exit code 2: this machine cannot load the probes (privilege, kernel feature).
+            if !prereq::require("probes", status.code() != Some(2), err.trim()) {
+                return false;
+            }
+            panic!("tracer record ended early ({status}): {err}");
+        }
+        // Events reach the file within the 200 ms flush interval, while it runs.
+        if (trues(path).0 >= 10 && pidfile.exists()) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    true
 }
 
 #[test]
@@ -68,24 +94,8 @@ fn sigkilled_record_keeps_every_whole_frame() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // A generous ceiling: only a recorder that never writes the execs reaches it.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            let mut err = String::new();
-            use std::io::Read;
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-            // Exit code 2: this machine cannot load the probes (privilege, kernel feature).
-            if !prereq::require("probes", status.code() != Some(2), err.trim()) {
-                return;
-            }
-            panic!("tracer record ended early ({status}): {err}");
-        }
-        // Events reach the file within the 200 ms flush interval, while it runs.
-        if (trues(&path).0 >= 10 && pidfile.exists()) || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    if !wait_for_the_execs(&mut child, &path, &pidfile) {
+        return;
     }
     child.kill().unwrap(); // SIGKILL
     let _ = child.wait();

@@ -624,32 +624,38 @@ fn scale(b: &Bench) -> Result<String> {
         if shape != Shape::Tree {
             continue;
         }
-        let v = Viewer::start(&b.tracer, &format!("view --end --paused {f}"))?;
-        let load = v.wait_for(&format!("{total}/{total}"), Duration::from_secs(600))?;
-        // Settled: the same RSS twice, a second apart.
-        let mut rss = v.rss_mib()?;
-        loop {
-            std::thread::sleep(Duration::from_secs(1));
-            let now = v.rss_mib()?;
-            if now == rss {
-                break;
-            }
-            rss = now;
-        }
-        v.keys(",")?;
-        let back = v.wait_for(
-            &format!("{}/{}", total - 1, total),
-            Duration::from_secs(600),
-        )?;
-        let peak = v.peak_mib()?;
-        s.push_str(&format!(
-            "| {what} | `view --end` (in tmux): at the end / peak | {:.0} s to open | {rss:.0} / {peak:.0} MiB | <= 1.2 GB (`tree`: {tree_mib:.0} MiB) |\n\
-             | {what} | `view --end`, one step back (`,`) | {:.1} s | | |\n",
-            load.as_secs_f64(),
-            back.as_secs_f64()
-        ));
+        s.push_str(&scale_viewer(b, what, f, total, tree_mib)?);
     }
     Ok(s)
+}
+
+/// The viewer opened at the end of a scale recording of `total` events (in tmux): the time to
+/// open, its settled and peak RSS, then one step back.
+fn scale_viewer(b: &Bench, what: &str, f: &str, total: usize, tree_mib: f64) -> Result<String> {
+    let v = Viewer::start(&b.tracer, &format!("view --end --paused {f}"))?;
+    let load = v.wait_for(&format!("{total}/{total}"), Duration::from_secs(600))?;
+    // Settled: the same RSS twice, a second apart.
+    let mut rss = v.rss_mib()?;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = v.rss_mib()?;
+        if now == rss {
+            break;
+        }
+        rss = now;
+    }
+    v.keys(",")?;
+    let back = v.wait_for(
+        &format!("{}/{}", total - 1, total),
+        Duration::from_secs(600),
+    )?;
+    let peak = v.peak_mib()?;
+    Ok(format!(
+        "| {what} | `view --end` (in tmux): at the end / peak | {:.0} s to open | {rss:.0} / {peak:.0} MiB | <= 1.2 GB (`tree`: {tree_mib:.0} MiB) |\n\
+         | {what} | `view --end`, one step back (`,`) | {:.1} s | | |\n",
+        load.as_secs_f64(),
+        back.as_secs_f64()
+    ))
 }
 
 /// Seeks in an hour of a busy node (10M events, 1.2M short-lived processes): `tree --at`
@@ -852,11 +858,7 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     };
     let _stats = BpfStats::enable();
     std::fs::create_dir_all(&b.tmp)?;
-    let have_strace = Command::new("strace")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok();
+    let have_strace = have_strace();
     let mut report = String::from("# Benchmarks (measured by `cargo xtask bench`)\n\n");
     report.push_str(&format!(
         "Machine: {} cores, kernel {}. Paired rounds: {runs}. Ratios are per round against the untraced run.\n\n",
@@ -866,69 +868,13 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     let want = |name: &str| only.is_none_or(|o| o == name);
 
     if want("storm") {
-        let mut configs = TRACER_CONFIGS.to_vec();
-        configs.push(Config::AllNoSignals);
-        if b.baseline.is_some() {
-            configs.extend([Config::FollowBaseline, Config::AllBaseline]);
-        }
-        let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
-        // The goals are 2-3% and a round varies by about 5% here: twice the rounds.
-        let times = b.paired(&configs, body, runs * 2)?;
-        report.push_str(&format!(
-            "## 1. Fork/exec storm: 1,000 x `/bin/true` from a shell loop ({} rounds)\n\n",
-            runs * 2
-        ));
-        report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.03x"]));
-        report.push_str(&probe_table(&b, Some(0.5)));
-        if have_strace {
-            let configs = [Config::Untraced, Config::Strace];
-            let times = b.paired(&configs, body, runs.min(5))?;
-            report.push_str("\nstrace on the same storm:\n\n");
-            report.push_str(&table(&configs, &times, &["", "(~1.7x measured before)"]));
-        }
-        report.push('\n');
-        println!("bench: storm done");
+        report.push_str(&storm(&b, runs, have_strace)?);
     }
     if want("dd") {
-        // Makes none of the traced calls: the probes' cost here is the filter alone.
-        let configs = TRACER_CONFIGS;
-        // One dd takes ~50 ms here: ten per timed run keep the ratio above the noise.
-        let body = "for i in 1 2 3 4 5 6 7 8 9 10; do dd if=/dev/zero of=/dev/null bs=1 count=200000 2>/dev/null; done";
-        let times = b.paired(&configs, body, runs)?;
-        report.push_str(
-            "## 2. Syscall-heavy process making no traced call: `dd bs=1 count=200000`, 10 per run\n\n",
-        );
-        report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.02x"]));
-        report.push_str(&probe_table(&b, None));
-        if have_strace {
-            // strace stops on every syscall here (~800x): a tenth of the work, fewer rounds.
-            let small = "dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null";
-            let configs = [Config::Untraced, Config::Strace];
-            let times = b.paired(&configs, small, runs.min(3))?;
-            report.push_str("\nstrace with the same syscall filter, on `count=20000`:\n\n");
-            report.push_str(&table(&configs, &times, &["", "(~810x measured before)"]));
-        }
-        report.push('\n');
-        println!("bench: dd done");
+        report.push_str(&dd(&b, runs, have_strace)?);
     }
     if want("throughput") {
-        let actor = root.join("target/release/actor");
-        report.push_str(
-            "## 3. Event throughput: clone/exit bursts (threads), `tracer record` in follow mode \
-             (events, drops and gaps from the recording's stats record)\n\n",
-        );
-        report.push_str(&throughput(&b, &actor, false, None)?);
-        report.push_str("\nWith `--syscalls` (three times the events per thread):\n\n");
-        report.push_str(&throughput(&b, &actor, true, None)?);
-        report
-            .push_str("\nPast capacity: the largest burst, `--syscalls`, into a 64 KiB ring:\n\n");
-        report.push_str(&throughput(&b, &actor, true, Some(64 << 10))?);
-        report.push_str(
-            "\nDrops are counted per CPU at the failed reserve and each takes a sequence number, \
-             so every drop inside the stream is also a gap (drops after the last delivered event \
-             leave none); the root test `ring_overflow_drops_are_counted_exactly` checks \
-             `drops == issued - delivered` exactly.\n\n",
-        );
+        report.push_str(&throughput_section(&b, &root.join("target/release/actor"))?);
     }
     if want("pod") {
         report.push_str(&pod(&b, runs)?);
@@ -972,13 +918,27 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
         report.push_str(&soak(&b, &actor)?);
         report.push('\n');
     }
+    let _ = std::fs::remove_dir_all(&b.tmp);
+    write_report(root, only, report)
+}
+
+/// Whether strace runs here (its rows are left out otherwise).
+fn have_strace() -> bool {
+    Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// The report's closing section, written to BENCHMARKS.md (a full run) or target/bench.md.
+fn write_report(root: &Path, only: Option<&str>, mut report: String) -> Result<()> {
     report.push_str(
         "## 5. Userspace (criterion, one core)\n\n\
          `cargo bench -p tracer-user --no-default-features --features tui` runs `pipeline` (decode, decode + lineage, \
          strace import), `tracefile` (read + decode, write, replay RSS) and `tui` (one frame of a \
          10k-process tree); criterion prints each throughput.\n",
     );
-    let _ = std::fs::remove_dir_all(&b.tmp);
     // A full run is the report; a partial one (--only) stays out of the tree.
     let path = if only.is_none() {
         root.join("BENCHMARKS.md")
@@ -988,4 +948,79 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     std::fs::write(&path, &report)?;
     println!("\n{report}\nbench: written to {}", path.display());
     Ok(())
+}
+
+/// Section 1: a fork/exec storm, untraced against each tracer configuration (and strace).
+fn storm(b: &Bench, runs: u32, have_strace: bool) -> Result<String> {
+    let mut report = String::new();
+    let mut configs = TRACER_CONFIGS.to_vec();
+    configs.push(Config::AllNoSignals);
+    if b.baseline.is_some() {
+        configs.extend([Config::FollowBaseline, Config::AllBaseline]);
+    }
+    let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
+    // The goals are 2-3% and a round varies by about 5% here: twice the rounds.
+    let times = b.paired(&configs, body, runs * 2)?;
+    report.push_str(&format!(
+        "## 1. Fork/exec storm: 1,000 x `/bin/true` from a shell loop ({} rounds)\n\n",
+        runs * 2
+    ));
+    report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.03x"]));
+    report.push_str(&probe_table(b, Some(0.5)));
+    if have_strace {
+        let configs = [Config::Untraced, Config::Strace];
+        let times = b.paired(&configs, body, runs.min(5))?;
+        report.push_str("\nstrace on the same storm:\n\n");
+        report.push_str(&table(&configs, &times, &["", "(~1.7x measured before)"]));
+    }
+    report.push('\n');
+    println!("bench: storm done");
+    Ok(report)
+}
+
+/// Section 2: a syscall-heavy process making no traced call (and strace on a tenth of it).
+fn dd(b: &Bench, runs: u32, have_strace: bool) -> Result<String> {
+    let mut report = String::new();
+    // Makes none of the traced calls: the probes' cost here is the filter alone.
+    let configs = TRACER_CONFIGS;
+    // One dd takes ~50 ms here: ten per timed run keep the ratio above the noise.
+    let body = "for i in 1 2 3 4 5 6 7 8 9 10; do dd if=/dev/zero of=/dev/null bs=1 count=200000 2>/dev/null; done";
+    let times = b.paired(&configs, body, runs)?;
+    report.push_str(
+        "## 2. Syscall-heavy process making no traced call: `dd bs=1 count=200000`, 10 per run\n\n",
+    );
+    report.push_str(&table(&configs, &times, &["", "<= 1.02x", "<= 1.02x"]));
+    report.push_str(&probe_table(b, None));
+    if have_strace {
+        // strace stops on every syscall here (~800x): a tenth of the work, fewer rounds.
+        let small = "dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null";
+        let configs = [Config::Untraced, Config::Strace];
+        let times = b.paired(&configs, small, runs.min(3))?;
+        report.push_str("\nstrace with the same syscall filter, on `count=20000`:\n\n");
+        report.push_str(&table(&configs, &times, &["", "(~810x measured before)"]));
+    }
+    report.push('\n');
+    println!("bench: dd done");
+    Ok(report)
+}
+
+/// Section 3: event throughput, with and without `--syscalls`, and past capacity.
+fn throughput_section(b: &Bench, actor: &Path) -> Result<String> {
+    let mut report = String::new();
+    report.push_str(
+        "## 3. Event throughput: clone/exit bursts (threads), `tracer record` in follow mode \
+         (events, drops and gaps from the recording's stats record)\n\n",
+    );
+    report.push_str(&throughput(b, actor, false, None)?);
+    report.push_str("\nWith `--syscalls` (three times the events per thread):\n\n");
+    report.push_str(&throughput(b, actor, true, None)?);
+    report.push_str("\nPast capacity: the largest burst, `--syscalls`, into a 64 KiB ring:\n\n");
+    report.push_str(&throughput(b, actor, true, Some(64 << 10))?);
+    report.push_str(
+        "\nDrops are counted per CPU at the failed reserve and each takes a sequence number, \
+         so every drop inside the stream is also a gap (drops after the last delivered event \
+         leave none); the root test `ring_overflow_drops_are_counted_exactly` checks \
+         `drops == issued - delivered` exactly.\n\n",
+    );
+    Ok(report)
 }

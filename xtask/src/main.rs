@@ -1,4 +1,5 @@
-//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab | modules | docs`.
+//! Project tasks: `cargo xtask setup | run | test | bench | fuzz | lab | modules | sources |
+//! docs`.
 
 mod bench;
 mod dist;
@@ -6,6 +7,7 @@ mod fuzz;
 mod lab;
 mod modules;
 mod setup;
+mod sources;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -72,9 +74,12 @@ enum Task {
     /// A real runtime (runc, containerd, restart, podman) under `tracer record`, narrated, then
     /// shown; installs its packages if missing and cleans up after itself (root).
     Lab(lab::LabArgs),
-    /// tracer-user's module graph (library and binary, tests included): no import cycle
-    /// between sibling modules, and ARCHITECTURE.md's `## Import rules` kept.
+    /// The module graphs of tracer-user and of the tests crate (every target, tests included):
+    /// no import cycle between sibling modules, and ARCHITECTURE.md's `## Import rules` kept.
     Modules,
+    /// Every function of the workspace at most 80 lines (data tables excepted by name, each
+    /// with why), and no source file with a NUL byte.
+    Sources,
     /// Rewrite the README's and docs' generated blocks (screens, excerpts, help) and pictures
     /// (docs/birth.svg) from what the binary prints now; the `cli_docs` test fails while one
     /// differs.
@@ -235,8 +240,9 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             failed.push(format!("{e:#}"));
         }
     };
-    // The module graph first: quick, and independent of what compiles.
+    // The module graph and the sources' shape first: quick, and independent of what compiles.
     keep(modules::modules(&workspace_root()));
+    keep(sources::sources(&workspace_root()));
     // Everything that does not need root: unit, doc and fixture tests of the default members
     // (tracer-ebpf is built for BPF by tracer-user/build.rs, never for the host's test harness).
     keep(run_tests(cargo().args(["test", "--no-fail-fast"]), tally));
@@ -262,51 +268,58 @@ fn test_all(tally: &mut Tally) -> Result<()> {
         .args(["doc", "--no-deps", "-p", "tracer-user"])
         .env("RUSTDOCFLAGS", "-D warnings")));
     if setup::is_root() {
-        // Live probe tests, one at a time (they share the host's tracepoints and runc state).
-        // Only the ignored (root) ones: the rest already ran above, where these were ignored;
-        // the tally takes each one that runs now off the skipped list.
-        // The lab tests record with the release binary, as `cargo xtask lab` does.
-        run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
-        // The node package and image the deploy tests install and run.
-        keep(dist::build_image());
-        keep(run_tests(
-            cargo().args([
-                "test",
-                "--no-fail-fast",
-                "-p",
-                "tests",
-                "--",
-                "--ignored",
-                "--test-threads=1",
-            ]),
-            tally,
-        ));
-        // The library's root tests: the follow_lineage example, the capture stream, a
-        // recording killed with SIGKILL, outputs aimed at devices and other users' files.
-        keep(run_tests(
-            cargo().args([
-                "test",
-                "--no-fail-fast",
-                "-p",
-                "tracer-user",
-                "--test",
-                "examples",
-                "--test",
-                "record_sigkill",
-                "--test",
-                "cli_outputs",
-                "--",
-                "--ignored",
-                "--test-threads=1",
-            ]),
-            tally,
-        ));
+        root_tests(tally, &mut keep)?;
     } else {
         println!("xtask: not root: skipping the live probe tests (run `sudo -E cargo xtask test` to include them)");
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("\n"));
     }
+    Ok(())
+}
+
+/// The tests only root can run, after the release build and the image they use: a build
+/// that fails stops here; a failing run is kept and the next one goes on.
+fn root_tests(tally: &mut Tally, keep: &mut impl FnMut(Result<()>)) -> Result<()> {
+    // Live probe tests, one at a time (they share the host's tracepoints and runc state).
+    // Only the ignored (root) ones: the rest already ran above, where these were ignored;
+    // the tally takes each one that runs now off the skipped list.
+    // The lab tests record with the release binary, as `cargo xtask lab` does.
+    run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
+    // The node package and image the deploy tests install and run.
+    keep(dist::build_image());
+    keep(run_tests(
+        cargo().args([
+            "test",
+            "--no-fail-fast",
+            "-p",
+            "tests",
+            "--",
+            "--ignored",
+            "--test-threads=1",
+        ]),
+        tally,
+    ));
+    // The library's root tests: the follow_lineage example, the capture stream, a
+    // recording killed with SIGKILL, outputs aimed at devices and other users' files.
+    keep(run_tests(
+        cargo().args([
+            "test",
+            "--no-fail-fast",
+            "-p",
+            "tracer-user",
+            "--test",
+            "examples",
+            "--test",
+            "record_sigkill",
+            "--test",
+            "cli_outputs",
+            "--",
+            "--ignored",
+            "--test-threads=1",
+        ]),
+        tally,
+    ));
     Ok(())
 }
 
@@ -449,6 +462,7 @@ fn dispatch(task: Task) -> Result<()> {
         Task::Dist => dist::dist().map(|_| ()),
         Task::Image => dist::image(),
         Task::Modules => modules::modules(&workspace_root()),
+        Task::Sources => sources::sources(&workspace_root()),
         Task::Docs => run(cargo()
             .args(["test", "-p", "tracer-user", "--test", "cli_docs"])
             .env("TRACER_DOCS_WRITE", "1")),

@@ -1,6 +1,7 @@
-//! `cargo xtask modules`: the module graph of tracer-user (library and binary, tests and
-//! feature-gated modules included) has no import cycle, and keeps the "never" rules of
-//! ARCHITECTURE.md's `## Import rules`.
+//! `cargo xtask modules`: the module graphs of tracer-user (library, binary and test targets)
+//! and of the `tests` crate (library, binaries and test targets), feature-gated and test modules
+//! included, have no import cycle, and tracer-user keeps the "never" rules of ARCHITECTURE.md's
+//! `## Import rules`.
 //!
 //! Nodes are modules; module A refers to module B when a path in A's code (a `use`, or a path in
 //! an expression, type, pattern or macro call) resolves into B. Paths are resolved through
@@ -18,12 +19,75 @@ use syn::ext::IdentExt;
 use syn::visit::{self, Visit};
 use syn::{Ident, Item, ItemMod, UseTree};
 
-/// The crates checked, by label and root file (relative to the workspace). The binary names
-/// the library as `tracer::...`: an outside crate to it, so not part of its graph.
-const CRATES: [(&str, &str); 2] = [
-    ("library", "tracer-user/src/lib.rs"),
-    ("binary", "tracer-user/src/main.rs"),
-];
+/// One crate checked: each Cargo target is a crate of its own (a test target or binary names
+/// the library as an outside crate, so the library is not part of its graph).
+#[derive(Debug, Clone)]
+pub struct Krate {
+    /// `library`, `tests test live`...
+    pub label: String,
+    /// Its root file, relative to the workspace.
+    pub root: PathBuf,
+    /// Whether ARCHITECTURE.md's import rules (about tracer-user's modules) apply to it.
+    pub ruled: bool,
+}
+
+impl Krate {
+    pub fn new(label: &str, root: &str, ruled: bool) -> Self {
+        Krate {
+            label: label.to_string(),
+            root: PathBuf::from(root),
+            ruled,
+        }
+    }
+}
+
+/// The crates checked under the workspace `root`: tracer-user's library and binary (under the
+/// rules), then every other target of tracer-user and of the `tests` crate, found the way cargo
+/// finds them (`tests/*.rs`, `tests/*/main.rs`, `src/bin/*.rs`).
+pub fn workspace_crates(root: &Path) -> Result<Vec<Krate>> {
+    let mut out = vec![
+        Krate::new("library", "tracer-user/src/lib.rs", true),
+        Krate::new("binary", "tracer-user/src/main.rs", true),
+        Krate::new("tests", "tests/src/lib.rs", false),
+    ];
+    for (label, dir) in [
+        ("tracer-user test", "tracer-user/tests"),
+        ("tests bin", "tests/src/bin"),
+        ("tests test", "tests/tests"),
+    ] {
+        for (name, file) in targets_in(root, Path::new(dir))? {
+            out.push(Krate {
+                label: format!("{label} {name}"),
+                root: file,
+                ruled: false,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Cargo's auto-discovered targets in `dir`: `x.rs` and `x/main.rs`, by name, sorted; none
+/// when there is no such directory.
+fn targets_in(root: &Path, dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(root.join(dir)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        r => r.with_context(|| format!("cannot list {}", dir.display()))?,
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        if let Some(stem) = name.strip_suffix(".rs").filter(|_| path.is_file()) {
+            out.push((stem.to_string(), dir.join(&name)));
+        } else if path.join("main.rs").is_file() {
+            out.push((name.clone(), dir.join(&name).join("main.rs")));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 const RULES_FILE: &str = "ARCHITECTURE.md";
 const RULES_HEADING: &str = "## Import rules";
 /// Deeper than any real module tree: a `#[path]` loop stops here instead of recursing forever.
@@ -32,7 +96,7 @@ const MAX_DEPTH: usize = 32;
 /// `cargo xtask modules` (also run by `cargo xtask test`): one line when the graph is clean,
 /// else every cycle and broken rule, then an error.
 pub fn modules(root: &Path) -> Result<()> {
-    let report = check(root, &CRATES, RULES_FILE)?;
+    let report = check(root, &workspace_crates(root)?, RULES_FILE)?;
     if report.cycles.is_empty() && report.violations.is_empty() {
         println!(
             "modules: {} modules, {} edges, no cycles, {} rules kept",
@@ -79,22 +143,33 @@ pub struct Cycle {
     pub edges: Vec<String>,
 }
 
-/// Runs the whole check over `crates` (label, root file) under `root`; the rules come from
-/// `rules_file`, which must have the rules section (a deleted one must not pass quietly).
-/// Rules that cannot be read are reported with the cycles, which are still sought.
-pub fn check(root: &Path, crates: &[(&str, &str)], rules_file: &str) -> Result<Report> {
+/// Runs the whole check over `crates` under `root`; the rules come from `rules_file`, which
+/// must have the rules section (a deleted one must not pass quietly). Rules that cannot be
+/// read are reported with the cycles, which are still sought.
+pub fn check(root: &Path, crates: &[Krate], rules_file: &str) -> Result<Report> {
     let (rules, mut violations) = match read_rules(root, rules_file) {
         Ok(rules) => (rules, Vec::new()),
         Err(e) => (Vec::new(), vec![format!("{e:#}")]),
     };
     let mut loaded = Vec::new();
-    for (label, file) in crates {
-        let modules = load_crate(root, Path::new(file))
-            .with_context(|| format!("cannot read the {label} crate ({file})"))?;
+    for krate in crates {
+        let modules = load_crate(root, &krate.root).with_context(|| {
+            format!(
+                "cannot read the {} crate ({})",
+                krate.label,
+                krate.root.display()
+            )
+        })?;
         let refs = references(&modules);
-        loaded.push((label.to_string(), modules, refs));
+        loaded.push((krate.label.clone(), modules, refs));
     }
-    violations.extend(check_rules(&rules, &loaded, rules_file));
+    let ruled: Vec<_> = crates
+        .iter()
+        .zip(&loaded)
+        .filter(|(k, _)| k.ruled)
+        .map(|(_, l)| l)
+        .collect();
+    violations.extend(check_rules(&rules, &ruled, rules_file));
     let mut report = Report {
         modules: loaded.iter().map(|(_, m, _)| m.len()).sum(),
         edges: 0,
@@ -774,7 +849,7 @@ fn quoted(text: &str) -> Result<Vec<Vec<String>>> {
 /// rule names must exist in some crate (a renamed module would make the rule vacuous).
 fn check_rules(
     rules: &[Rule],
-    crates: &[(String, Vec<Module>, Vec<Reference>)],
+    crates: &[&(String, Vec<Module>, Vec<Reference>)],
     file: &str,
 ) -> Vec<String> {
     let exists = |p: &Vec<String>| {
@@ -836,7 +911,11 @@ mod tests {
             std::fs::write(path, text)?;
         }
         std::fs::write(dir.path().join("ARCHITECTURE.md"), rules)?;
-        check(dir.path(), &[("library", "src/lib.rs")], "ARCHITECTURE.md")
+        check(
+            dir.path(),
+            &[Krate::new("library", "src/lib.rs", true)],
+            "ARCHITECTURE.md",
+        )
     }
 
     /// As `analyse_with`, with a rule every test library keeps.
@@ -1048,6 +1127,119 @@ mod tests {
             format!("{err:#}").contains("cannot parse src/a.rs:1"),
             "{err:#}"
         );
+    }
+
+    /// Writes `files` (paths relative to the workspace) under a new directory.
+    fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        dir
+    }
+
+    /// A workspace whose tracer-user is clean, with `tests` files added.
+    fn workspace_with_tests(tests: &[(&str, &str)]) -> Report {
+        let mut files = vec![
+            ("ARCHITECTURE.md", KEPT),
+            ("tracer-user/src/lib.rs", "mod a;\nmod c;\n"),
+            ("tracer-user/src/a.rs", "pub fn f() { crate::c::g() }\n"),
+            ("tracer-user/src/c.rs", "pub fn g() {}\n"),
+            ("tracer-user/src/main.rs", "fn main() {}\n"),
+            ("tracer-user/tests/cli.rs", "#[test]\nfn t() {}\n"),
+            ("tests/src/bin/actor.rs", "fn main() {}\n"),
+        ];
+        files.extend_from_slice(tests);
+        let dir = workspace(&files);
+        let crates = workspace_crates(dir.path()).expect("targets listed");
+        check(dir.path(), &crates, "ARCHITECTURE.md").expect("check runs")
+    }
+
+    #[test]
+    fn every_target_of_both_crates_is_checked() {
+        let r = workspace_with_tests(&[
+            ("tests/src/lib.rs", "pub mod labs;\n"),
+            ("tests/src/labs/mod.rs", "pub mod pod;\n"),
+            ("tests/src/labs/pod.rs", ""),
+            ("tests/tests/live.rs", "#[test]\nfn t() {}\n"),
+            ("tests/tests/agent/main.rs", "mod common;\n"),
+            ("tests/tests/agent/common.rs", ""),
+        ]);
+        // library 3, binary 1, tracer-user test 1, tests 3, bin 1, live 1, agent 2.
+        assert_eq!(r.modules, 12);
+        assert!(r.cycles.is_empty() && r.violations.is_empty(), "{r:?}");
+    }
+
+    #[test]
+    fn a_cycle_in_the_tests_library_is_reported() {
+        let r = workspace_with_tests(&[
+            ("tests/src/lib.rs", "pub mod labs;\n"),
+            (
+                "tests/src/labs/mod.rs",
+                "pub mod lifecycle;\npub mod pod;\n",
+            ),
+            (
+                "tests/src/labs/pod.rs",
+                "pub fn run_pod() {}\nfn pod() { super::lifecycle::lifecycle() }\n",
+            ),
+            (
+                "tests/src/labs/lifecycle.rs",
+                "pub fn lifecycle() { super::pod::run_pod() }\n",
+            ),
+        ]);
+        assert_eq!(
+            members(&r),
+            [["crate::labs::lifecycle", "crate::labs::pod"]]
+        );
+        assert_eq!(r.cycles[0].krate, "tests");
+        assert!(r.cycles[0].edges[0].contains("tests/src/labs/lifecycle.rs:1"));
+    }
+
+    #[test]
+    fn a_cycle_in_a_test_target_is_reported() {
+        let r = workspace_with_tests(&[
+            ("tests/src/lib.rs", ""),
+            ("tests/tests/agent/main.rs", "mod nats;\nmod rights;\n"),
+            (
+                "tests/tests/agent/nats.rs",
+                "pub fn start() { crate::rights::f() }\n",
+            ),
+            (
+                "tests/tests/agent/rights.rs",
+                "pub fn f() { crate::nats::start() }\n",
+            ),
+        ]);
+        assert_eq!(members(&r), [["crate::nats", "crate::rights"]]);
+        assert_eq!(r.cycles[0].krate, "tests test agent");
+    }
+
+    #[test]
+    fn import_rules_bind_tracer_user_only() {
+        // The tests crate's own `c` may import `a`: the rule is about tracer-user's `c`.
+        let r = workspace_with_tests(&[
+            ("tests/src/lib.rs", "mod a;\nmod c;\n"),
+            ("tests/src/a.rs", "pub fn f() {}\n"),
+            ("tests/src/c.rs", "fn g() { crate::a::f() }\n"),
+        ]);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        // The same reference in tracer-user breaks it.
+        let files = [
+            ("ARCHITECTURE.md", KEPT),
+            ("tracer-user/src/lib.rs", "mod a;\nmod c;\n"),
+            ("tracer-user/src/a.rs", "pub fn f() {}\n"),
+            ("tracer-user/src/c.rs", "fn g() { crate::a::f() }\n"),
+            ("tracer-user/src/main.rs", "fn main() {}\n"),
+            ("tracer-user/tests/x.rs", ""),
+            ("tests/src/lib.rs", ""),
+            ("tests/src/bin/x.rs", ""),
+            ("tests/tests/x.rs", ""),
+        ];
+        let dir = workspace(&files);
+        let crates = workspace_crates(dir.path()).expect("targets");
+        let r = check(dir.path(), &crates, "ARCHITECTURE.md").expect("check runs");
+        assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
     }
 
     #[test]

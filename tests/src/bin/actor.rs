@@ -200,6 +200,87 @@ fn stages() {
     std::thread::sleep(std::time::Duration::from_millis(100));
 }
 
+/// The fork syscall itself (not glibc's fork, which is clone); the child exits with `code`.
+fn sysfork_exit(code: i32) {
+    // SAFETY: the child only calls _exit; waitpid on our own child.
+    unsafe {
+        let pid = libc::syscall(libc::SYS_fork);
+        if pid == 0 {
+            libc::_exit(code);
+        }
+        wait_child(pid as libc::pid_t);
+    }
+}
+
+/// clone(CLONE_PARENT|SIGCHLD): a child of our parent, which exits with `code`.
+fn clone_parent_exit(code: i32) {
+    let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: a fork-like clone (no CLONE_VM): the child only calls _exit.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+    if pid == 0 {
+        // SAFETY: _exit in the child.
+        unsafe { libc::_exit(code) };
+    }
+    // Not our child: our parent reaps it. Give it time to exit first.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+}
+
+/// clone3({exit_signal=SIGCHLD}); the child exits with `code`.
+fn clone3_exit(code: i32) {
+    #[repr(C)]
+    #[derive(Default)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+    }
+    let args = CloneArgs {
+        exit_signal: libc::SIGCHLD as u64,
+        ..Default::default()
+    };
+    // SAFETY: clone3 reads `args` (alive and of the size given) and makes a fork-like child
+    // (no CLONE_VM) that only calls _exit; waitpid on our own child.
+    unsafe {
+        let pid = libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        );
+        if pid == 0 {
+            libc::_exit(code);
+        }
+        wait_child(pid as libc::pid_t);
+    }
+}
+
+/// A child (exits 9 after 200 ms) forking a grandchild (exits 10 after 400 ms); then a
+/// subreaper, reaping both (the grandchild adopted when the child exits).
+fn late_subreaper() {
+    // SAFETY: the children only sleep and _exit; prctl and waitpid on our own process and
+    // children.
+    unsafe {
+        let child = libc::fork();
+        if child == 0 {
+            if libc::fork() == 0 {
+                libc::usleep(400_000);
+                libc::_exit(10);
+            }
+            libc::usleep(200_000);
+            libc::_exit(9);
+        }
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        wait_child(child);
+        // The adopted grandchild.
+        let mut status = 0;
+        libc::waitpid(-1, &mut status, 0);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let steps = match args.iter().rposition(|a| a == "--") {
@@ -212,55 +293,15 @@ fn main() {
         unsafe {
             match step.as_str() {
                 "fork" => fork_exit(3),
-                "sysfork" => {
-                    let pid = libc::syscall(libc::SYS_fork);
-                    if pid == 0 {
-                        libc::_exit(8);
-                    }
-                    wait_child(pid as libc::pid_t);
-                }
+                "sysfork" => sysfork_exit(8),
                 "sigkill" => {
                     libc::kill(libc::getpid(), libc::SIGKILL);
                 }
                 "eat-memory" => eat_memory(),
                 s if s.starts_with("cgroup:") => enter_cgroup(&s[7..]),
                 "vfork" => vfork_exit(4),
-                "clone-parent" => {
-                    let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
-                    let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
-                    if pid == 0 {
-                        libc::_exit(5);
-                    }
-                    // Not our child: our parent reaps it. Give it time to exit first.
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                "clone3" => {
-                    #[repr(C)]
-                    #[derive(Default)]
-                    struct CloneArgs {
-                        flags: u64,
-                        pidfd: u64,
-                        child_tid: u64,
-                        parent_tid: u64,
-                        exit_signal: u64,
-                        stack: u64,
-                        stack_size: u64,
-                        tls: u64,
-                    }
-                    let args = CloneArgs {
-                        exit_signal: libc::SIGCHLD as u64,
-                        ..Default::default()
-                    };
-                    let pid = libc::syscall(
-                        libc::SYS_clone3,
-                        &args as *const CloneArgs,
-                        std::mem::size_of::<CloneArgs>(),
-                    );
-                    if pid == 0 {
-                        libc::_exit(6);
-                    }
-                    wait_child(pid as libc::pid_t);
-                }
+                "clone-parent" => clone_parent_exit(5),
+                "clone3" => clone3_exit(6),
                 "thread" => {
                     std::thread::spawn(|| ()).join().expect("thread");
                 }
@@ -270,22 +311,7 @@ fn main() {
                 "subreaper" => {
                     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
                 }
-                "late-subreaper" => {
-                    let child = libc::fork();
-                    if child == 0 {
-                        if libc::fork() == 0 {
-                            libc::usleep(400_000);
-                            libc::_exit(10);
-                        }
-                        libc::usleep(200_000);
-                        libc::_exit(9);
-                    }
-                    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
-                    wait_child(child);
-                    // The adopted grandchild.
-                    let mut status = 0;
-                    libc::waitpid(-1, &mut status, 0);
-                }
+                "late-subreaper" => late_subreaper(),
                 "exec-fail" => {
                     let path = CString::new("/nonexistent/actor").expect("no NUL");
                     let argv = [path.as_ptr(), std::ptr::null()];

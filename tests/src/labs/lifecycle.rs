@@ -100,7 +100,7 @@ pub(crate) fn lifecycle(
     spec: &PodSpec,
     image: &str,
 ) -> Result<LifecycleTruth> {
-    let pod = super::pod::run_pod(lab, cri, cleanup, spec, &[])?;
+    let pod = super::sandbox::run_pod(lab, cri, cleanup, spec, &[])?;
     let sandbox = pod.sandbox_id.clone();
     let mut app = start(
         cri,

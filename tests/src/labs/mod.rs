@@ -13,6 +13,7 @@ mod image;
 pub mod lifecycle;
 pub mod pod;
 mod recorder;
+mod sandbox;
 mod scenarios;
 pub mod system;
 

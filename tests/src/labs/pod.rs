@@ -6,13 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::labs::cleanup::{stop_pid, Cleanup, Undo};
-use crate::labs::cri::{info_netns, info_pid, ContainerSpec, Cri, PodSpec};
+use crate::labs::cri::{info_netns, ContainerSpec, Cri, PodSpec};
 use crate::labs::image::oci_archive;
-use crate::labs::scenarios::{
-    finish, follow_what, s, shim_with_id, start_recorder, Containerd, Launch, STARTUP,
-};
+use crate::labs::scenarios::{finish, follow_what, s, start_recorder, Containerd, Launch, STARTUP};
 use crate::labs::system::{find_procs, pause, wait_for, ProcInfo};
-use crate::labs::{busybox_rootfs, ContainerTruth, Follow, Lab, Moment, PodTruth, Truth};
+use crate::labs::{busybox_rootfs, Follow, Lab, Moment, PodTruth, Truth};
 
 /// The CRI plugin's containerd namespace.
 const K8S_NS: &str = "k8s.io";
@@ -169,73 +167,6 @@ pub fn descendants(root: u32) -> Vec<ProcInfo> {
     out
 }
 
-/// Runs one pod: RunPodSandbox, its status, each container; the truth once all run.
-pub(crate) fn run_pod(
-    lab: &Lab,
-    cri: &mut Cri,
-    cleanup: &mut Cleanup,
-    pod: &PodSpec,
-    containers: &[ContainerSpec],
-) -> Result<PodTruth> {
-    let pid_ns = if pod.share_pid {
-        "one pid namespace for the pod (shareProcessNamespace): pause is its init"
-    } else {
-        "a pid namespace per container (kubelet's default)"
-    };
-    lab.say(format!(
-        "RunPodSandbox {}/{} (hostname {}, {pid_ns}): containerd runs the CNI plugins, then `containerd-shim-runc-v2 start` for the sandbox",
-        pod.namespace, pod.name, pod.hostname
-    ));
-    let sandbox = cri.run_pod(pod)?;
-    let (ip, info) = cri.pod_status(&sandbox)?;
-    if let Some(ns) = info_netns(&info) {
-        cleanup.push(Undo::Netns(PathBuf::from(ns)));
-    }
-    let pause_pid = info_pid(&info).context("PodSandboxStatus: no sandbox pid")?;
-    let shim = shim_with_id(&sandbox)?;
-    let pause = ProcInfo::read(pause_pid)?;
-    lab.say(format!(
-        "PodSandboxStatus: sandbox {} has IP {ip}; /proc now: shim {} (ppid {}), {pause}",
-        &sandbox[..12.min(sandbox.len())],
-        shim.pid,
-        shim.ppid,
-    ));
-    let mut truth = PodTruth {
-        name: format!("{}/{}", pod.namespace, pod.name),
-        sandbox_id: sandbox.clone(),
-        ip,
-        shared_pid: pod.share_pid,
-        shim: shim.clone(),
-        containers: vec![ContainerTruth {
-            id: sandbox.clone(),
-            name: None,
-            init: pause,
-            monitor: shim.clone(),
-        }],
-        procs: Vec::new(),
-    };
-    for c in containers {
-        lab.say(format!(
-            "CreateContainer + StartContainer {} ({}): `shim start` finds the pod's shim and exits; that shim runs `runc create`",
-            c.name,
-            c.command.last().map_or("", String::as_str)
-        ));
-        let id = cri.start_container(pod, &sandbox, c)?;
-        let init = ProcInfo::read(cri.container_pid(&id)?)?;
-        lab.say(format!(
-            "/proc now: {} {init} — the pod's shim is {}",
-            c.name, shim.pid
-        ));
-        truth.containers.push(ContainerTruth {
-            id,
-            name: Some(c.name.clone()),
-            init,
-            monitor: shim.clone(),
-        });
-    }
-    Ok(truth)
-}
-
 /// Waits until the pod's processes are all there (the web master's worker and its child;
 /// the shared pod's orphan, adopted by pause), then records them.
 fn settle(lab: &Lab, pod: &mut PodTruth) -> Result<()> {
@@ -382,7 +313,7 @@ pub(crate) fn pod(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
         ..Truth::default()
     };
     for (spec, containers) in pods(&n) {
-        let mut p = run_pod(lab, &mut cri, cleanup, &spec, &containers)?;
+        let mut p = super::sandbox::run_pod(lab, &mut cri, cleanup, &spec, &containers)?;
         settle(lab, &mut p)?;
         truth.pods.push(p);
     }

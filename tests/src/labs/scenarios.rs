@@ -562,17 +562,16 @@ pub(crate) fn restart(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String
 // ---------------------------------------------------------------------------------------------
 // podman
 
-pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
-    lab.say("building a busybox-static rootfs (no image pull)");
-    let rootfs = busybox_rootfs(&lab.work.join("rootfs"))?;
-    let pod = lab.work.join("podman");
-    let opts: Vec<String> = [
+/// podman's global options: its storage, state and temporary files under `dir` (vfs), the
+/// cgroupfs manager, no events log.
+fn podman_storage(dir: &Path) -> Vec<String> {
+    [
         "--root",
-        &s(&pod.join("root")),
+        &s(&dir.join("root")),
         "--runroot",
-        &s(&pod.join("runroot")),
+        &s(&dir.join("runroot")),
         "--tmpdir",
-        &s(&pod.join("tmp")),
+        &s(&dir.join("tmp")),
         "--storage-driver",
         "vfs",
         "--cgroup-manager",
@@ -582,12 +581,12 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
     ]
     .iter()
     .map(|x| x.to_string())
-    .collect();
-    let name = "lab-podman".to_string();
-    cleanup.push(Undo::PodmanContainer {
-        opts: opts.clone(),
-        name: name.clone(),
-    });
+    .collect()
+}
+
+/// `podman OPTS run -d --name NAME ... --rootfs ROOTFS /bin/sleep 300`: the container
+/// started with runc, no network, from a rootfs (no image).
+fn podman_run_argv(opts: &[String], name: &str, rootfs: &Path) -> Result<Vec<String>> {
     let mut argv = vec![s(&which("podman").context("podman is not installed")?)];
     argv.extend(opts.iter().cloned());
     argv.extend(
@@ -595,7 +594,7 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
             "run",
             "-d",
             "--name",
-            &name,
+            name,
             "--runtime",
             "runc",
             "--network",
@@ -605,13 +604,27 @@ pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)
             "--ulimit",
             "nproc=1024:1024",
             "--rootfs",
-            &s(&rootfs),
+            &s(rootfs),
             "/bin/sleep",
             "300",
         ]
         .iter()
         .map(|x| x.to_string()),
     );
+    Ok(argv)
+}
+
+pub(crate) fn podman(lab: &Lab, cleanup: &mut Cleanup) -> Result<(Truth, String)> {
+    lab.say("building a busybox-static rootfs (no image pull)");
+    let rootfs = busybox_rootfs(&lab.work.join("rootfs"))?;
+    let pod = lab.work.join("podman");
+    let opts = podman_storage(&pod);
+    let name = "lab-podman".to_string();
+    cleanup.push(Undo::PodmanContainer {
+        opts: opts.clone(),
+        name: name.clone(),
+    });
+    let argv = podman_run_argv(&opts, &name, &rootfs)?;
     let rec = start_recorder(
         lab,
         &Follow::Command(argv),

@@ -82,7 +82,8 @@ pub struct ExportArgs {
     pub axis: Option<AxisArg>,
 }
 
-pub fn export(args: ExportArgs) -> Result<ExitCode> {
+/// Whether the export is a picture; an error for a picture's flag given to another format.
+fn is_picture(args: &ExportArgs) -> Result<bool> {
     let picture = matches!(args.format, ExportFormat::Svg | ExportFormat::Html);
     if args.all && !picture {
         anyhow::bail!("--all is for --format svg and html (the other formats hold every process)");
@@ -90,24 +91,29 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     if (args.story.is_some() || args.page.is_some() || args.axis.is_some()) && !picture {
         anyhow::bail!("--story, --page and --axis are for --format svg and html");
     }
+    Ok(picture)
+}
+
+pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    let picture = is_picture(&args)?;
     let query = args.pod.query();
     let (source, keep) = source_and_pod(&args.file, query.as_ref())?;
     let mut input = open_input(&source)?;
     let snapshot = input.snapshot();
     let mut err = None;
     // Drawn before the output is created: a picture that cannot be drawn writes nothing.
-    let mut drawn = if picture {
-        Some(draw(
-            &args,
-            &source,
-            keep.as_ref(),
-            &mut input,
-            &mut err,
-            &snapshot,
-        )?)
-    } else {
-        None
-    };
+    let mut drawn = picture
+        .then(|| {
+            draw(
+                &args,
+                &source,
+                keep.as_ref(),
+                &mut input,
+                &mut err,
+                &snapshot,
+            )
+        })
+        .transpose()?;
     let mut dot = match args.format {
         ExportFormat::Dot => Some(dot_graph(&args, &source, &mut input, &mut err, &snapshot)?),
         _ => None,
@@ -135,11 +141,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
                     kept(&mut input, &mut err, keep.as_ref()),
                     &mut out,
                 )?;
-                format!(
-                    "{} processes, {} events",
-                    e.process_count(),
-                    e.event_count()
-                )
+                let (processes, events) = (e.process_count(), e.event_count());
+                format!("{processes} processes, {events} events")
             }
             ExportFormat::Dot => {
                 let (e, scope) = dot.take().unwrap_or_default();
@@ -158,11 +161,8 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     })();
     drop(out);
     drop(sink);
-    let what = match res {
-        Ok(w) => w,
-        // `tracer export ... | head`: the reader went away; not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(anyhow::Error::new(e).context("cannot write the export")),
+    let Some(what) = written(res)? else {
+        return Ok(ExitCode::SUCCESS);
     };
     // A damaged input fails before the output replaces anything.
     finish_input(&input, err, args.salvage)?;
@@ -171,6 +171,16 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         tracer::say!("tracer: wrote {} ({what})", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What an export wrote, or `None` when its reader went away (`tracer export ... | head`:
+/// not an error).
+fn written(res: std::io::Result<String>) -> Result<Option<String>> {
+    match res {
+        Ok(w) => Ok(Some(w)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write the export")),
+    }
 }
 
 /// The engine the DOT graph is drawn from, and with `--pod` the processes it shows. Every

@@ -425,44 +425,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             record,
             pod,
             lines,
-        }) => {
-            for o in output.iter().chain(&record) {
-                output::out_path(o)?;
-            }
-            #[cfg(feature = "capture")]
-            {
-                trace::run(
-                    target,
-                    trace::TraceOpts {
-                        format,
-                        seq,
-                        output,
-                        record,
-                        pod,
-                        lines,
-                    },
-                )
-            }
-            #[cfg(not(feature = "capture"))]
-            {
-                let _ = (target, format, seq, output, record, pod, lines);
-                anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
-            }
-        }
+        }) => trace_command(target, format, seq, output, record, pod, lines),
         Some(Command::Record(args)) => record_command(args),
         Some(Command::Replay(args)) => replay::replay(args),
         Some(Command::Export(args)) => export::export(args),
         Some(Command::ImportStrace(args)) => import::import_strace(args),
         Some(Command::Demo(args)) => demo::run(args),
-        Some(Command::Completions { shell }) => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            // clap_complete panics when a write fails (`| head -1`, `> /dev/full`): the
-            // script is made in memory and written as every other output is.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "tracer", &mut script);
-            output::to_stdout(|out| out.write_all(&script))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Completions { shell }) => completions(shell),
         Some(Command::Manpage) => {
             let page = manpage()?;
             output::to_stdout(|out| out.write_all(&page))?;
@@ -471,6 +440,51 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         #[cfg(all(feature = "agent", feature = "capture"))]
         Some(Command::Agent(args)) => agent::run(args),
     }
+}
+
+/// `tracer trace`: its output paths checked before the probes load.
+fn trace_command(
+    target: TargetArgs,
+    format: OutputFormat,
+    seq: bool,
+    output: Option<std::path::PathBuf>,
+    record: Option<std::path::PathBuf>,
+    pod: PodArgs,
+    lines: lines::LineArgs,
+) -> Result<ExitCode> {
+    for o in output.iter().chain(&record) {
+        output::out_path(o)?;
+    }
+    #[cfg(feature = "capture")]
+    {
+        trace::run(
+            target,
+            trace::TraceOpts {
+                format,
+                seq,
+                output,
+                record,
+                pod,
+                lines,
+            },
+        )
+    }
+    #[cfg(not(feature = "capture"))]
+    {
+        let _ = (target, format, seq, output, record, pod, lines);
+        anyhow::bail!("this tracer was built without live capture (feature `capture` off)")
+    }
+}
+
+/// `tracer completions SHELL`.
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    // clap_complete panics when a write fails (`| head -1`, `> /dev/full`): the
+    // script is made in memory and written as every other output is.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "tracer", &mut script);
+    output::to_stdout(|out| out.write_all(&script))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// tracer(1): the command and, in a section each, every subcommand with its synopsis and

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tracer::source::Step;
+use tracer::tracefile::StatsRecord;
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let target = super::trace::live_target(&args.target, &args.pod)?;
@@ -75,24 +76,29 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         if tty {
             tracer::say_inline!("\r\x1b[K");
         }
-        tracer::say!(
-            "tracer: wrote {}: {} events in {:.1} s, {} dropped, {} sequence gaps, {} ({:.1} bytes/event)",
-            args.output.display(),
-            stats.events,
-            started.elapsed().as_secs_f64(),
-            stats.drops,
-            stats.seq_gaps,
-            tracer::names::size(bytes),
-            bytes as f64 / stats.events.max(1) as f64
-        );
-        if stats.decode_errors > 0 {
-            tracer::say!(
-                "tracer: {} records could not be decoded",
-                stats.decode_errors
-            );
-        }
+        say_wrote(&args.output, &stats, bytes, started.elapsed().as_secs_f64());
         let code = super::trace::command_exit_code(&mut cap);
         cap.release_in_background();
         Ok(ExitCode::from(code))
     })
+}
+
+/// The closing lines: what the trace file holds, and the records that could not be decoded.
+fn say_wrote(path: &std::path::Path, stats: &StatsRecord, bytes: u64, secs: f64) {
+    tracer::say!(
+        "tracer: wrote {}: {} events in {:.1} s, {} dropped, {} sequence gaps, {} ({:.1} bytes/event)",
+        path.display(),
+        stats.events,
+        secs,
+        stats.drops,
+        stats.seq_gaps,
+        tracer::names::size(bytes),
+        bytes as f64 / stats.events.max(1) as f64
+    );
+    if stats.decode_errors > 0 {
+        tracer::say!(
+            "tracer: {} records could not be decoded",
+            stats.decode_errors
+        );
+    }
 }

@@ -344,6 +344,68 @@ fn read_payload(src: &mut impl Read, len: u64, buf: &mut Vec<u8>) -> std::io::Re
     Ok(got as u64)
 }
 
+/// What the preamble says: the format version and the header's length and checksum.
+struct Preamble {
+    version: u16,
+    header_len: u64,
+    header_crc: u32,
+}
+
+/// Reads and checks the preamble: the magic, a known version, no flags, a header length
+/// within bounds.
+fn read_preamble(src: &mut impl Read) -> Result<Preamble, TraceFileError> {
+    let mut pre = [0u8; PREAMBLE_LEN];
+    let n = read_full(src, &mut pre).map_err(|e| TraceFileError::Io {
+        offset: 0,
+        error: e,
+    })?;
+    if n < MAGIC.len() || pre[..MAGIC.len()] != MAGIC {
+        return Err(TraceFileError::BadMagic {
+            found: pre[..n.min(MAGIC.len())].to_vec(),
+        });
+    }
+    if n < PREAMBLE_LEN {
+        return Err(TraceFileError::Truncated {
+            offset: n as u64,
+            what: "the preamble",
+            need: PREAMBLE_LEN as u64,
+            have: n as u64,
+        });
+    }
+    let mut p = &pre[MAGIC.len()..];
+    let version = p.get_u16_le();
+    let flags = p.get_u16_le();
+    let header_len = u64::from(p.get_u32_le());
+    let header_crc = p.get_u32_le();
+    if version == 0 || version > FORMAT_VERSION {
+        return Err(TraceFileError::UnknownVersion {
+            offset: 8,
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if flags != 0 {
+        return Err(TraceFileError::Garbage {
+            offset: 10,
+            what: "the preamble flags",
+            expected: "0 (no flags are defined in format version 1)",
+        });
+    }
+    if header_len > MAX_HEADER_LEN {
+        return Err(TraceFileError::ImpossibleLength {
+            offset: 12,
+            what: "header",
+            len: header_len,
+            max: MAX_HEADER_LEN,
+        });
+    }
+    Ok(Preamble {
+        version,
+        header_len,
+        header_crc,
+    })
+}
+
 impl<R: Read> TraceReader<R> {
     /// Reads and checks the preamble and header from `src`.
     pub fn new(src: R) -> Result<Self, TraceFileError> {
@@ -353,48 +415,11 @@ impl<R: Read> TraceReader<R> {
     /// [`TraceReader::new`], verifying checksums or not.
     pub fn with_checksums(mut src: R, checksums: Checksums) -> Result<Self, TraceFileError> {
         let io = |offset| move |e| TraceFileError::Io { offset, error: e };
-        let mut pre = [0u8; PREAMBLE_LEN];
-        let n = read_full(&mut src, &mut pre).map_err(io(0))?;
-        if n < MAGIC.len() || pre[..MAGIC.len()] != MAGIC {
-            return Err(TraceFileError::BadMagic {
-                found: pre[..n.min(MAGIC.len())].to_vec(),
-            });
-        }
-        if n < PREAMBLE_LEN {
-            return Err(TraceFileError::Truncated {
-                offset: n as u64,
-                what: "the preamble",
-                need: PREAMBLE_LEN as u64,
-                have: n as u64,
-            });
-        }
-        let mut p = &pre[MAGIC.len()..];
-        let version = p.get_u16_le();
-        let flags = p.get_u16_le();
-        let header_len = u64::from(p.get_u32_le());
-        let header_crc = p.get_u32_le();
-        if version == 0 || version > FORMAT_VERSION {
-            return Err(TraceFileError::UnknownVersion {
-                offset: 8,
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
-        if flags != 0 {
-            return Err(TraceFileError::Garbage {
-                offset: 10,
-                what: "the preamble flags",
-                expected: "0 (no flags are defined in format version 1)",
-            });
-        }
-        if header_len > MAX_HEADER_LEN {
-            return Err(TraceFileError::ImpossibleLength {
-                offset: 12,
-                what: "header",
-                len: header_len,
-                max: MAX_HEADER_LEN,
-            });
-        }
+        let Preamble {
+            version,
+            header_len,
+            header_crc,
+        } = read_preamble(&mut src)?;
         let mut body = Vec::new();
         let got = read_payload(&mut src, header_len, &mut body).map_err(io(20))?;
         if got < header_len {

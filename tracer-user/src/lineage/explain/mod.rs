@@ -209,95 +209,100 @@ pub fn add_whys(json: &mut Value, stories: &[Story]) {
 mod tests {
     use super::*;
 
-    /// Every kind, listed through an exhaustive match: a new variant fails to build here
-    /// until it is added (and so explained).
-    pub(crate) fn all_kinds() -> Vec<StepKind> {
-        use StepKind as K;
-        let every = [
-            K::ShimStarted,
-            K::ShimParentExited,
-            K::ShimAdopted,
-            K::ShimSubreaper,
-            K::RuntimeStarted,
-            K::InitExec,
-            K::StageRenamed,
-            K::ChildCloned,
-            K::InitCloned,
-            K::IntermediateExited,
-            K::RuntimeExited,
-            K::InitAdopted,
-            K::WorkloadExec,
-            K::InitCgroup,
-            K::ShimReused,
-            K::CniPlugin,
-            K::ExecCloned,
-            K::ExecJoined,
-            K::ExecProgram,
-            K::ExecRuntimeExited,
-            K::ExecAdopted,
-            K::ExecEnded,
-            K::SignalSent,
-            K::OomKilled,
-            K::InitDied,
-            K::InitReaped,
-            K::NamespaceKilled,
-            K::RuntimeDelete,
-            K::CniTeardown,
-            K::ShimExited,
-            K::ShimReaped,
-            K::Restarted,
-            K::Terminated,
-            K::PodStopped,
-            K::DaemonEnded,
-            K::Survived,
-            K::RestartLost,
-            K::DaemonStarted,
-            K::RestartUnchanged,
-        ];
-        for k in every {
-            match k {
-                K::ShimStarted
-                | K::ShimParentExited
-                | K::ShimAdopted
-                | K::ShimSubreaper
-                | K::RuntimeStarted
-                | K::InitExec
-                | K::StageRenamed
-                | K::ChildCloned
-                | K::InitCloned
-                | K::IntermediateExited
-                | K::RuntimeExited
-                | K::InitAdopted
-                | K::WorkloadExec
-                | K::InitCgroup
-                | K::ShimReused
-                | K::CniPlugin
-                | K::ExecCloned
-                | K::ExecJoined
-                | K::ExecProgram
-                | K::ExecRuntimeExited
-                | K::ExecAdopted
-                | K::ExecEnded
-                | K::SignalSent
-                | K::OomKilled
-                | K::InitDied
-                | K::InitReaped
-                | K::NamespaceKilled
-                | K::RuntimeDelete
-                | K::CniTeardown
-                | K::ShimExited
-                | K::ShimReaped
-                | K::Restarted
-                | K::Terminated
-                | K::PodStopped
-                | K::DaemonEnded
-                | K::Survived
-                | K::RestartLost
-                | K::DaemonStarted
-                | K::RestartUnchanged => {}
-            }
+    use StepKind as K;
+
+    /// Every kind (a new one goes here and into [`listed`], which fails to build without it).
+    const EVERY: [StepKind; 39] = [
+        K::ShimStarted,
+        K::ShimParentExited,
+        K::ShimAdopted,
+        K::ShimSubreaper,
+        K::RuntimeStarted,
+        K::InitExec,
+        K::StageRenamed,
+        K::ChildCloned,
+        K::InitCloned,
+        K::IntermediateExited,
+        K::RuntimeExited,
+        K::InitAdopted,
+        K::WorkloadExec,
+        K::InitCgroup,
+        K::ShimReused,
+        K::CniPlugin,
+        K::ExecCloned,
+        K::ExecJoined,
+        K::ExecProgram,
+        K::ExecRuntimeExited,
+        K::ExecAdopted,
+        K::ExecEnded,
+        K::SignalSent,
+        K::OomKilled,
+        K::InitDied,
+        K::InitReaped,
+        K::NamespaceKilled,
+        K::RuntimeDelete,
+        K::CniTeardown,
+        K::ShimExited,
+        K::ShimReaped,
+        K::Restarted,
+        K::Terminated,
+        K::PodStopped,
+        K::DaemonEnded,
+        K::Survived,
+        K::RestartLost,
+        K::DaemonStarted,
+        K::RestartUnchanged,
+    ];
+
+    /// An exhaustive match over the kinds: a new variant fails to build here until added.
+    fn listed(k: StepKind) {
+        match k {
+            K::ShimStarted
+            | K::ShimParentExited
+            | K::ShimAdopted
+            | K::ShimSubreaper
+            | K::RuntimeStarted
+            | K::InitExec
+            | K::StageRenamed
+            | K::ChildCloned
+            | K::InitCloned
+            | K::IntermediateExited
+            | K::RuntimeExited
+            | K::InitAdopted
+            | K::WorkloadExec
+            | K::InitCgroup
+            | K::ShimReused
+            | K::CniPlugin
+            | K::ExecCloned
+            | K::ExecJoined
+            | K::ExecProgram
+            | K::ExecRuntimeExited
+            | K::ExecAdopted
+            | K::ExecEnded
+            | K::SignalSent
+            | K::OomKilled
+            | K::InitDied
+            | K::InitReaped
+            | K::NamespaceKilled
+            | K::RuntimeDelete
+            | K::CniTeardown
+            | K::ShimExited
+            | K::ShimReaped
+            | K::Restarted
+            | K::Terminated
+            | K::PodStopped
+            | K::DaemonEnded
+            | K::Survived
+            | K::RestartLost
+            | K::DaemonStarted
+            | K::RestartUnchanged => {}
         }
-        every.to_vec()
+    }
+
+    /// Every kind, each checked by [`listed`]'s exhaustive match (and so explained).
+    pub(crate) fn all_kinds() -> Vec<StepKind> {
+        EVERY.iter().for_each(|&k| listed(k));
+        EVERY.to_vec()
     }
 
     /// A containerd `runc create` story with one step of `kind` and no facts.
