@@ -606,26 +606,16 @@ fn dot_edges(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{CapturedStr, CloneFlags, Syscall};
+    use crate::event::CapturedStr;
+    use crate::synth;
 
+    /// The exports' clock in these tests: 1 ms, then 1 µs per seq.
     fn ev(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
-        Event::bare(seq, 1_000_000 + seq * 1000, tgid, tgid, comm, kind)
+        synth::event_at(seq, 1_000_000 + seq * 1000, tgid, comm, kind)
     }
 
     fn fork(seq: u64, parent: u32, child: u32, ppid: u32, flags: u64) -> Event {
-        ev(
-            seq,
-            parent,
-            "x",
-            EventKind::Fork {
-                child_tid: child,
-                child_tgid: child,
-                child_ppid: ppid,
-                syscall: Some(Syscall::Clone),
-                flags: Some(CloneFlags(flags)),
-                child_ns: None,
-            },
-        )
+        ev(seq, parent, "x", synth::clone_kind(child, ppid, flags))
     }
 
     /// A shim starts runc, which starts runc init with CLONE_PARENT, then exits: init is

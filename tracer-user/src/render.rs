@@ -650,8 +650,9 @@ mod tests {
     use crate::event::{CapturedStr, CloneFlags};
     use tracer_common::clone_flags as cf;
 
+    /// The lines' events in these tests: no clock, comm `x`.
     fn ev(seq: u64, tid: u32, kind: EventKind) -> Event {
-        Event::bare(seq, 0, tid, tid, "x", kind)
+        crate::synth::event_at(seq, 0, tid, "x", kind)
     }
 
     fn all(events: &[Event]) -> Vec<String> {

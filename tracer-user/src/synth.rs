@@ -16,7 +16,26 @@ pub use storm::{storm_snapshot, Storm};
 pub use stream::{Stream, THREAD_FLAGS};
 
 fn event(seq: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
-    Event::bare(seq, seq * 1_000_000, tgid, tgid, comm, kind)
+    event_at(seq, seq * 1_000_000, tgid, comm, kind)
+}
+
+/// An event of `tgid`'s main thread at `seq`, stamped `ts_ns`: for a test whose output shows
+/// the time (an export's timestamps, a line's stamp).
+pub fn event_at(seq: u64, ts_ns: u64, tgid: u32, comm: &str, kind: EventKind) -> Event {
+    Event::bare(seq, ts_ns, tgid, tgid, comm, kind)
+}
+
+/// A `clone` of process `child` with `flags` whose parent is `ppid` (the caller itself, or
+/// its parent with CLONE_PARENT).
+pub fn clone_kind(child: u32, ppid: u32, flags: u64) -> EventKind {
+    EventKind::Fork {
+        child_tid: child,
+        child_tgid: child,
+        child_ppid: ppid,
+        syscall: Some(Syscall::Clone),
+        flags: Some(CloneFlags(flags)),
+        child_ns: None,
+    }
 }
 
 /// `n` processes in a 4-ary tree under pid 1000: each forked by its parent then exec'd
@@ -31,7 +50,7 @@ pub fn fork_tree(n: u32) -> Vec<Event> {
     for i in 1..n {
         let pid = 1000 + i;
         let parent = 1000 + (i - 1) / 4;
-        next(&mut evs, parent, "", fork_kind(pid, parent));
+        next(&mut evs, parent, "", clone_kind(pid, parent, 0));
         let name = format!("worker-{i}");
         next(
             &mut evs,
@@ -65,7 +84,7 @@ pub fn chain(n: u32) -> Vec<Event> {
     for i in 1..n {
         let (pid, parent) = (1000 + i, 999 + i);
         let seq = evs.len() as u64 + 1;
-        evs.push(event(seq, parent, "", fork_kind(pid, parent)));
+        evs.push(event(seq, parent, "", clone_kind(pid, parent, 0)));
         let name = format!("link-{i}");
         let exec = EventKind::Exec {
             cred: None,
@@ -75,18 +94,6 @@ pub fn chain(n: u32) -> Vec<Event> {
         evs.push(event(seq + 1, pid, &name, exec));
     }
     evs
-}
-
-/// `parent` forking `pid` (a process, not a thread).
-fn fork_kind(pid: u32, parent: u32) -> EventKind {
-    EventKind::Fork {
-        child_tid: pid,
-        child_tgid: pid,
-        child_ppid: parent,
-        syscall: Some(Syscall::Clone),
-        flags: Some(CloneFlags(0)),
-        child_ns: None,
-    }
 }
 
 /// One process (pid 1000) creating `n` threads; with `short_lived` each exits before the next
@@ -129,7 +136,7 @@ pub fn many_threads(n: u32, short_lived: bool) -> Vec<Event> {
 
 /// `parent` forking process `pid` (seq 0: a [`Script`](crate::source::Script) numbers events).
 pub fn fork(parent: u32, pid: u32) -> Event {
-    event(0, parent, "", fork_kind(pid, parent))
+    event(0, parent, "", clone_kind(pid, parent, 0))
 }
 
 /// `pid` exec'ing `path` (its comm becomes the file name).
