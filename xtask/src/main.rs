@@ -263,6 +263,21 @@ fn test_all(tally: &mut Tally) -> Result<()> {
             tally,
         ));
     }
+    // The agent without the probes: its rootless test, built with no aya and no BPF toolchain
+    // (the tests crate's `agent` feature), as an embedder of the agent builds it.
+    keep(run_tests(
+        cargo()
+            .args([
+                "test",
+                "--no-fail-fast",
+                "-p",
+                "tests",
+                "--no-default-features",
+            ])
+            .args(["--features", "agent", "--test", "agent_synthetic"])
+            .env("AYA_BUILD_SKIP", "1"),
+        tally,
+    ));
     // The library's docs: every public item documented, no broken links.
     keep(run(cargo()
         .args(["doc", "--no-deps", "-p", "tracer-user"])
