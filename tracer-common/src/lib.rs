@@ -40,6 +40,111 @@ pub mod maps {
     pub const USED: [&str; 4] = [EVENTS, FOLLOWED, DROPS, SEQ];
 }
 
+/// The probes' classic tracepoint programs, by name, shared by both sides as the maps are: each
+/// program is named after its tracepoint, the loader attaches every row of these tables (a
+/// test of the loader checks the built object has each program), and a new probe is one more
+/// row here beside its program in the probes.
+pub mod tracepoints {
+    /// The group of event kinds that selects a probe (the capture's choice of kinds).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Group {
+        /// Clone flags and clone-family calls.
+        Clone,
+        /// Execs and their argv.
+        Exec,
+        /// exit and exit_group calls.
+        Exit,
+        /// prctl: names and the subreaper flag.
+        Prctl,
+        /// Generated signals.
+        Signal,
+        /// The OOM killer's victims.
+        Oom,
+    }
+
+    /// One tracepoint program: its tracefs category, its name (the program's and the
+    /// tracepoint's), whether the capture fails without it (else a kernel may lack it), and
+    /// the group that selects it (`None`: always attached, the engine needs every death).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Tracepoint {
+        /// tracefs category (`sched`, `task`, `syscalls`...).
+        pub category: &'static str,
+        /// The tracepoint's name, which is also its program's.
+        pub name: &'static str,
+        /// Whether every supported kernel has it.
+        pub required: bool,
+        /// The group that selects it, or `None` when always attached.
+        pub group: Option<Group>,
+    }
+
+    const fn needed(category: &'static str, name: &'static str, g: Group) -> Tracepoint {
+        Tracepoint {
+            category,
+            name,
+            required: true,
+            group: Some(g),
+        }
+    }
+
+    const fn optional(category: &'static str, name: &'static str, g: Group) -> Tracepoint {
+        Tracepoint {
+            category,
+            name,
+            required: false,
+            group: Some(g),
+        }
+    }
+
+    /// Always attached (when their group is selected); births come from the raw
+    /// sched_process_fork, which the loader attaches itself.
+    pub const SCHED: &[Tracepoint] = &[
+        needed("sched", "sched_process_exec", Group::Exec),
+        Tracepoint {
+            category: "sched",
+            name: "sched_process_exit",
+            required: true,
+            group: None,
+        },
+        // Cgroup moves: optional (a kernel without it only loses the cgroup history).
+        Tracepoint {
+            category: "cgroup",
+            name: "cgroup_attach_task",
+            required: false,
+            group: None,
+        },
+        // OOM kills (include/trace/events/oom.h): optional; a kernel without the tracepoint
+        // only loses the victims (their SIGKILL still comes through signal_generate).
+        optional("oom", "mark_victim", Group::Oom),
+    ];
+
+    /// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
+    pub const TASK: &[Tracepoint] = &[
+        needed("task", "task_newtask", Group::Clone),
+        needed("task", "task_rename", Group::Prctl),
+    ];
+
+    /// With syscall probes.
+    pub const SYSCALLS: &[Tracepoint] = &[
+        needed("syscalls", "sys_enter_clone", Group::Clone),
+        needed("syscalls", "sys_exit_clone", Group::Clone),
+        optional("syscalls", "sys_enter_clone3", Group::Clone),
+        optional("syscalls", "sys_exit_clone3", Group::Clone),
+        // fork/vfork exist on x86_64 but not on arm64.
+        optional("syscalls", "sys_enter_fork", Group::Clone),
+        optional("syscalls", "sys_exit_fork", Group::Clone),
+        optional("syscalls", "sys_enter_vfork", Group::Clone),
+        optional("syscalls", "sys_exit_vfork", Group::Clone),
+        needed("syscalls", "sys_enter_execve", Group::Exec),
+        needed("syscalls", "sys_exit_execve", Group::Exec),
+        optional("syscalls", "sys_enter_execveat", Group::Exec),
+        optional("syscalls", "sys_exit_execveat", Group::Exec),
+        needed("syscalls", "sys_enter_exit", Group::Exit),
+        needed("syscalls", "sys_enter_exit_group", Group::Exit),
+        needed("syscalls", "sys_enter_prctl", Group::Prctl),
+        needed("syscalls", "sys_exit_prctl", Group::Prctl),
+    ];
+}
+
 /// Default ring-buffer size in bytes (must be a power of two multiple of the page size).
 pub const DEFAULT_RING_BYTES: u32 = 8 << 20;
 

@@ -54,6 +54,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use tokio::io::unix::AsyncFd;
+use tracer_common::tracepoints::{Group, Tracepoint, SCHED, SYSCALLS, TASK};
 use tracer_common::{maps, ProbeConfig, DEFAULT_RING_BYTES};
 
 pub use crate::source::{CaptureItem, Notice};
@@ -389,84 +390,24 @@ fn refused_for_privilege(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// One tracepoint program of the probe object: the tracepoint it attaches to (its program has
-/// the tracepoint's name), whether the capture fails without it, and the group that selects it
-/// (`None`: always attached, the engine needs every death).
-struct Probe {
-    category: &'static str,
-    name: &'static str,
-    required: bool,
-    kind: Option<EventKindFilter>,
-}
-
-/// A probe the capture needs.
-const fn needed(category: &'static str, name: &'static str, kind: EventKindFilter) -> Probe {
-    Probe {
-        category,
-        name,
-        required: true,
-        kind: Some(kind),
+impl EventKindFilter {
+    /// The probes' group this choice selects.
+    fn group(self) -> Group {
+        match self {
+            EventKindFilter::Clone => Group::Clone,
+            EventKindFilter::Exec => Group::Exec,
+            EventKindFilter::Exit => Group::Exit,
+            EventKindFilter::Prctl => Group::Prctl,
+            EventKindFilter::Signal => Group::Signal,
+            EventKindFilter::Oom => Group::Oom,
+        }
     }
 }
 
-/// A probe the capture does without on a kernel that lacks its tracepoint.
-const fn optional(category: &'static str, name: &'static str, kind: EventKindFilter) -> Probe {
-    Probe {
-        category,
-        name,
-        required: false,
-        kind: Some(kind),
-    }
+/// Whether `p` is attached for the `kinds` chosen.
+fn selected(p: &Tracepoint, kinds: &[EventKindFilter]) -> bool {
+    p.group.is_none_or(|g| kinds.iter().any(|k| k.group() == g))
 }
-
-/// Always attached (when their kind is selected).
-/// (sched_process_fork: [`attach_fork`].)
-const SCHED_PROBES: &[Probe] = &[
-    needed("sched", "sched_process_exec", EventKindFilter::Exec),
-    Probe {
-        category: "sched",
-        name: "sched_process_exit",
-        required: true,
-        kind: None,
-    },
-    // Cgroup moves: optional (a kernel without it only loses the cgroup history).
-    Probe {
-        category: "cgroup",
-        name: "cgroup_attach_task",
-        required: false,
-        kind: None,
-    },
-    // OOM kills (include/trace/events/oom.h): optional; a kernel without the tracepoint only
-    // loses the victims (their SIGKILL still comes through signal_generate).
-    optional("oom", "mark_victim", EventKindFilter::Oom),
-];
-
-/// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
-const TASK_PROBES: &[Probe] = &[
-    needed("task", "task_newtask", EventKindFilter::Clone),
-    needed("task", "task_rename", EventKindFilter::Prctl),
-];
-
-/// [`CaptureBuilder::syscalls`].
-const SYSCALL_PROBES: &[Probe] = &[
-    needed("syscalls", "sys_enter_clone", EventKindFilter::Clone),
-    needed("syscalls", "sys_exit_clone", EventKindFilter::Clone),
-    optional("syscalls", "sys_enter_clone3", EventKindFilter::Clone),
-    optional("syscalls", "sys_exit_clone3", EventKindFilter::Clone),
-    // fork/vfork exist on x86_64 but not on arm64.
-    optional("syscalls", "sys_enter_fork", EventKindFilter::Clone),
-    optional("syscalls", "sys_exit_fork", EventKindFilter::Clone),
-    optional("syscalls", "sys_enter_vfork", EventKindFilter::Clone),
-    optional("syscalls", "sys_exit_vfork", EventKindFilter::Clone),
-    needed("syscalls", "sys_enter_execve", EventKindFilter::Exec),
-    needed("syscalls", "sys_exit_execve", EventKindFilter::Exec),
-    optional("syscalls", "sys_enter_execveat", EventKindFilter::Exec),
-    optional("syscalls", "sys_exit_execveat", EventKindFilter::Exec),
-    needed("syscalls", "sys_enter_exit", EventKindFilter::Exit),
-    needed("syscalls", "sys_enter_exit_group", EventKindFilter::Exit),
-    needed("syscalls", "sys_enter_prctl", EventKindFilter::Prctl),
-    needed("syscalls", "sys_exit_prctl", EventKindFilter::Prctl),
-];
 
 /// Why this kernel cannot run without syscall probes, if it cannot (`cfg` filled by
 /// [`layout::tracepoint_offsets`] and [`layout::btf_offsets`]).
@@ -636,14 +577,10 @@ fn attach_probes(
     notes: &mut Vec<String>,
 ) -> Result<Vec<Link>, CaptureError> {
     let (syscalls, signals, raw_oom) = sets;
-    let extra = if syscalls {
-        SYSCALL_PROBES
-    } else {
-        TASK_PROBES
-    };
+    let extra = if syscalls { SYSCALLS } else { TASK };
     let mut links = vec![attach_fork(ebpf, notes)?];
-    for p in SCHED_PROBES.iter().chain(extra) {
-        if p.kind.is_some_and(|k| !kinds.contains(&k)) {
+    for p in SCHED.iter().chain(extra) {
+        if !selected(p, kinds) {
             continue;
         }
         if p.name == "mark_victim" && raw_oom {
@@ -1374,8 +1311,13 @@ mod tests {
 
     #[test]
     fn every_probe_has_a_kind_and_births_and_deaths_always_stay() {
-        let all = || SCHED_PROBES.iter().chain(TASK_PROBES).chain(SYSCALL_PROBES);
-        let kind = |name: &str| all().find(|p| p.name == name).and_then(|p| p.kind);
+        let all = || SCHED.iter().chain(TASK).chain(SYSCALLS);
+        let kind = |name: &str| {
+            let p = all().find(|p| p.name == name).expect("a probe");
+            EventKindFilter::ALL
+                .into_iter()
+                .find(|k| selected(p, &[*k]) && !selected(p, &[]))
+        };
         for (prog, want) in [
             ("sched_process_exec", EventKindFilter::Exec),
             ("sys_enter_clone3", EventKindFilter::Clone),
@@ -1391,7 +1333,7 @@ mod tests {
         ] {
             assert_eq!(kind(prog), Some(want), "{prog}");
         }
-        let always: Vec<_> = all().filter(|p| p.kind.is_none()).map(|p| p.name).collect();
+        let always: Vec<_> = all().filter(|p| selected(p, &[])).map(|p| p.name).collect();
         // Births are attached by attach_fork, whatever the selection.
         assert_eq!(always, ["sched_process_exit", "cgroup_attach_task"]);
     }
@@ -1406,7 +1348,7 @@ mod tests {
                 "map {name} missing from the probe object"
             );
         }
-        let tables = SCHED_PROBES.iter().chain(TASK_PROBES).chain(SYSCALL_PROBES);
+        let tables = SCHED.iter().chain(TASK).chain(SYSCALLS);
         let raw = [
             "sched_process_fork_raw",
             "sched_process_fork",
