@@ -42,6 +42,9 @@ fn restarting_containerd() -> Script {
         ]))
         .then(Scripted::Processes(restarted))
         .then(Scripted::UntilFollowed(200))
+        // Each wait outlasts the test's segment length, so the three phases land in three
+        // segments however slowly the machine runs the script.
+        .then(Scripted::Wait(Duration::from_millis(1500)))
         .then(Scripted::Events(vec![fork(200, 201), exec(201, SHIM)]))
 }
 
@@ -104,7 +107,7 @@ fn the_agent_rotates_counts_drops_and_follows_a_restarted_daemon_without_root() 
     let cfg = AgentConfig {
         segment_every: Duration::from_secs(1),
         daemon: true,
-        ..config(port, "synthetic", Duration::from_secs(5))
+        ..config(port, "synthetic", Duration::from_secs(8))
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let stop = std::future::pending();
