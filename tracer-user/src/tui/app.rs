@@ -1,6 +1,6 @@
 //! The whole viewer over any terminal: a source task, the [`app_loop`] (input → reducer,
 //! source → ingestion, frames at ≤ 30 fps), drawn on any ratatui [`Backend`] and fed by any
-//! [`UserInput`]. The real terminal ([`super::term`]) and the tests' fake one
+//! [`UserInput`]. The real terminal (`tui/term.rs`) and the tests' fake one
 //! (`tui/fake.rs`: ratatui's `TestBackend` and a script of keys) run the same code.
 
 use std::future::Future;
