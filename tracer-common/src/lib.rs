@@ -75,6 +75,9 @@ pub mod tracepoints {
         pub required: bool,
         /// The group that selects it, or `None` when always attached.
         pub group: Option<Group>,
+        /// Whether the probes also have a typed program for it, `{name}_btf` (tp_btf: the
+        /// arguments read in place, no tracefs record filled), which the loader tries first.
+        pub typed: bool,
     }
 
     const fn needed(category: &'static str, name: &'static str, g: Group) -> Tracepoint {
@@ -83,6 +86,7 @@ pub mod tracepoints {
             name,
             required: true,
             group: Some(g),
+            typed: false,
         }
     }
 
@@ -92,18 +96,24 @@ pub mod tracepoints {
             name,
             required: false,
             group: Some(g),
+            typed: false,
         }
+    }
+
+    const fn typed(t: Tracepoint) -> Tracepoint {
+        Tracepoint { typed: true, ..t }
     }
 
     /// Always attached (when their group is selected); births come from the raw
     /// sched_process_fork, which the loader attaches itself.
     pub const SCHED: &[Tracepoint] = &[
-        needed("sched", "sched_process_exec", Group::Exec),
+        typed(needed("sched", "sched_process_exec", Group::Exec)),
         Tracepoint {
             category: "sched",
             name: "sched_process_exit",
             required: true,
             group: None,
+            typed: true,
         },
         // Cgroup moves: optional (a kernel without it only loses the cgroup history).
         Tracepoint {
@@ -111,6 +121,7 @@ pub mod tracepoints {
             name: "cgroup_attach_task",
             required: false,
             group: None,
+            typed: false,
         },
         // OOM kills (include/trace/events/oom.h): optional; a kernel without the tracepoint
         // only loses the victims (their SIGKILL still comes through signal_generate).
@@ -119,8 +130,8 @@ pub mod tracepoints {
 
     /// Without syscall probes: clone flags and PR_SET_NAME from task tracepoints.
     pub const TASK: &[Tracepoint] = &[
-        needed("task", "task_newtask", Group::Clone),
-        needed("task", "task_rename", Group::Prctl),
+        typed(needed("task", "task_newtask", Group::Clone)),
+        typed(needed("task", "task_rename", Group::Prctl)),
     ];
 
     /// With syscall probes.
@@ -643,6 +654,10 @@ pub struct ProbeConfig {
     pub percpu_counter_count: u32,
     pub signal_oom_score_adj: u32,
     pub page_kb: u32,
+    /// BTF: `linux_binprm::filename`, for the exec probe on the typed (tp_btf) tracepoint,
+    /// whose third argument is the binprm (the classic one copies the name into its record).
+    pub bprm_filename: u32,
+    pub _pad: u32,
 }
 
 impl ProbeConfig {
@@ -726,6 +741,8 @@ impl ProbeConfig {
         percpu_counter_count: NO_OFFSET,
         signal_oom_score_adj: NO_OFFSET,
         page_kb: 4,
+        bprm_filename: NO_OFFSET,
+        _pad: 0,
     };
 }
 
@@ -763,7 +780,7 @@ const _: () = {
     assert!(core::mem::size_of::<CgroupAttach>() == 88 + CGROUP_PATH_LEN);
     assert!(core::mem::size_of::<SignalGenerate>() == 88);
     assert!(core::mem::size_of::<OomVictim>() == 128 + MEMCG_DEPTH * MEMCG_NAME_LEN);
-    assert!(core::mem::size_of::<ProbeConfig>() == 320);
+    assert!(core::mem::size_of::<ProbeConfig>() == 328);
     assert!(core::mem::offset_of!(ProbeConfig, signal_mask) == 184);
     assert!(core::mem::size_of::<PendingClone>() == 16);
 };

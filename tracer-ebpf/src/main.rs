@@ -26,9 +26,9 @@ use aya_ebpf::{
         bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
         bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
-    macros::{map, raw_tracepoint, tracepoint},
+    macros::{btf_tracepoint, map, raw_tracepoint, tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
-    programs::{RawTracePointContext, TracePointContext},
+    programs::{BtfTracePointContext, RawTracePointContext, TracePointContext},
     EbpfContext,
 };
 use aya_log_ebpf::warn;
@@ -768,6 +768,24 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
     let loc: u32 = tp_field(ctx, &CONFIG.exec_filename_loc)?;
     // __data_loc: low 16 bits offset from the record start, high 16 bits length.
     let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
+    sched_exec(old_pid, src)
+}
+
+fn try_sched_exec_btf(ctx: &BtfTracePointContext) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    // TP_PROTO(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm): the name
+    // the classic tracepoint copies into its record is bprm->filename.
+    let old_pid = ctx.arg::<u64>(1) as i32;
+    let bprm: *const u8 = ctx.arg(2);
+    let src: u64 = task_read(bprm, cfg(&CONFIG.bprm_filename)).ok_or(1)?;
+    sched_exec(old_pid, src as *const u8)
+}
+
+/// The exec of the current (traced) task: `old_pid` its tid before, `src` its file's name.
+#[inline(always)]
+fn sched_exec(old_pid: i32, src: *const u8) -> Result<u32, i32> {
     let same = if cfg(&CONFIG.no_syscall_probes) != 0 {
         exec_argv_from_mm(src, old_pid as u32)
     } else {
@@ -914,7 +932,34 @@ pub fn sched_process_exec(ctx: TracePointContext) -> u32 {
     try_sched_exec(&ctx).unwrap_or(1)
 }
 
+/// The typed tracepoint (tp_btf): its arguments read in place, not from a tracefs record.
+#[btf_tracepoint(function = "sched_process_exec")]
+pub fn sched_process_exec_btf(ctx: BtfTracePointContext) -> i32 {
+    try_sched_exec_btf(&ctx).map_or(1, |r| r as i32)
+}
+
 fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
+    let gd_off = cfg(&CONFIG.exit_group_dead);
+    sched_exit(|task| {
+        if gd_off != NO_OFFSET {
+            // SAFETY: offset from this kernel's format file.
+            return Ok((unsafe { ctx.read_at::<u8>(gd_off as usize)? } != 0) as u32);
+        }
+        // Older kernels: the signal struct's live count is already decremented here.
+        let sig: Option<u64> = task_read(task, cfg(&CONFIG.task_signal));
+        Ok(match sig {
+            Some(s) => {
+                (task_read::<i32>(s as *const u8, cfg(&CONFIG.signal_live)) == Some(0)) as u32
+            }
+            None => 0,
+        })
+    })
+}
+
+/// The exit of the current task; `group_dead` says, given the task, whether it is its
+/// process's last thread.
+#[inline(always)]
+fn sched_exit(group_dead: impl FnOnce(*const u8) -> Result<u32, i32>) -> Result<u32, i32> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     if !traced(tgid) {
@@ -931,20 +976,7 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
     // SAFETY: the current task; fields read through probe reads at BTF offsets.
     let task = unsafe { bpf_get_current_task() } as *const u8;
     let exit_code: i32 = task_read(task, cfg(&CONFIG.task_exit_code)).unwrap_or(0);
-    let gd_off = cfg(&CONFIG.exit_group_dead);
-    let group_dead = if gd_off != NO_OFFSET {
-        // SAFETY: offset from this kernel's format file.
-        (unsafe { ctx.read_at::<u8>(gd_off as usize)? } != 0) as u32
-    } else {
-        // Older kernels: the signal struct's live count is already decremented here.
-        let sig: Option<u64> = task_read(task, cfg(&CONFIG.task_signal));
-        match sig {
-            Some(s) => {
-                (task_read::<i32>(s as *const u8, cfg(&CONFIG.signal_live)) == Some(0)) as u32
-            }
-            None => 0,
-        }
-    };
+    let group_dead = group_dead(task)?;
     if group_dead != 0 && cfg(&CONFIG.no_syscall_probes) != 0 {
         report_ancestor_subreaper(task);
     }
@@ -980,6 +1012,13 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     try_sched_exit(&ctx).unwrap_or(1)
 }
 
+/// The typed tracepoint (tp_btf): TP_PROTO(struct task_struct *p, bool group_dead).
+#[btf_tracepoint(function = "sched_process_exit")]
+pub fn sched_process_exit_btf(ctx: BtfTracePointContext) -> i32 {
+    let group_dead = (ctx.arg::<u64>(1) & 0xff != 0) as u32;
+    sched_exit(|_| Ok(group_dead)).map_or(1, |r| r as i32)
+}
+
 // ---- task tracepoints: the "sched" probe set's stand-ins for syscall probes ----------------
 //
 // Any enabled syscall tracepoint puts every syscall of every task on the kernel's slower
@@ -987,12 +1026,17 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
 // task_rename, and PR_SET_CHILD_SUBREAPER from the process's signal_struct.
 
 fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tgid = (pid_tgid >> 32) as u32;
-    if !traced(tgid) {
+    if !traced(current_tgid()) {
         return Ok(0);
     }
-    let flags: u64 = tp_field(ctx, &CONFIG.newtask_flags)?;
+    newtask(tp_field(ctx, &CONFIG.newtask_flags)?)
+}
+
+/// A new task of the current (traced) process, made with clone `flags`.
+#[inline(always)]
+fn newtask(flags: u64) -> Result<u32, i32> {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
     let pending = PendingClone {
         flags: flags & !CSIGNAL,
         syscall: syscall::UNKNOWN,
@@ -1107,6 +1151,15 @@ pub fn task_newtask(ctx: TracePointContext) -> u32 {
     try_newtask(&ctx).unwrap_or(1)
 }
 
+/// The typed tracepoint (tp_btf): TP_PROTO(struct task_struct *task, u64 clone_flags).
+#[btf_tracepoint(function = "task_newtask")]
+pub fn task_newtask_btf(ctx: BtfTracePointContext) -> i32 {
+    if !traced(current_tgid()) {
+        return 0;
+    }
+    newtask(ctx.arg::<u64>(1)).map_or(1, |r| r as i32)
+}
+
 fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced((pid_tgid >> 32) as u32) {
@@ -1117,6 +1170,12 @@ fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
     if pid as u32 != pid_tgid as u32 {
         return Ok(0);
     }
+    rename(|| tp_field(ctx, &CONFIG.rename_newcomm))
+}
+
+/// The current (traced) task renamed itself; `name` reads the new name.
+#[inline(always)]
+fn rename(name: impl FnOnce() -> Result<[u8; 16], i32>) -> Result<u32, i32> {
     // exec renames the task to its file's basename: that is reported as the exec. io_uring
     // and vhost workers name themselves in the kernel: no prctl either.
     // SAFETY: the current task, read through probe reads.
@@ -1127,7 +1186,7 @@ fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
     if bit_set(task, cfg(&CONFIG.task_in_execve_bit)) || pf & (PF_IO_WORKER | PF_USER_WORKER) != 0 {
         return Ok(0);
     }
-    let name: [u8; 16] = tp_field(ctx, &CONFIG.rename_newcomm)?;
+    let name = name()?;
     emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
         addr_of_mut!((*r).option).write(prctl::PR_SET_NAME);
         addr_of_mut!((*r).arg2).write(0);
@@ -1140,6 +1199,33 @@ fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
 #[tracepoint]
 pub fn task_rename(ctx: TracePointContext) -> u32 {
     try_rename(&ctx).unwrap_or(1)
+}
+
+fn try_rename_btf(ctx: &BtfTracePointContext) -> Result<u32, i32> {
+    if !traced(current_tgid()) {
+        return Ok(0);
+    }
+    // TP_PROTO(struct task_struct *task, const char *comm). Renaming another task (a write
+    // to /proc/PID/comm) is not that task's prctl.
+    let task: *const u8 = ctx.arg(0);
+    // SAFETY: the current task pointer, only compared.
+    if task as u64 != unsafe { bpf_get_current_task() } {
+        return Ok(0);
+    }
+    let comm: *const u8 = ctx.arg(1);
+    rename(|| {
+        let mut name = [0u8; 16];
+        // SAFETY: a kernel string read with a probe read into the buffer (NUL-terminated,
+        // as the task's comm is).
+        unsafe { bpf_probe_read_kernel_str_bytes(comm, &mut name) }.map_err(|_| 1)?;
+        Ok(name)
+    })
+}
+
+/// The typed tracepoint (tp_btf): the task and the new name handed over in place.
+#[btf_tracepoint(function = "task_rename")]
+pub fn task_rename_btf(ctx: BtfTracePointContext) -> i32 {
+    try_rename_btf(&ctx).map_or(1, |r| r as i32)
 }
 
 #[cfg(not(test))]

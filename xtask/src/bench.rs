@@ -27,6 +27,9 @@ enum Config {
     /// a before/after pair measured in the same rounds, under the same load.
     FollowBaseline,
     AllBaseline,
+    /// bpftrace counting on the tracepoints the tracer attaches, and nothing else: the floor
+    /// any probe on those tracepoints pays.
+    Floor,
     /// Pod creation: `tracer record --pid <containerd>`.
     RecordDaemon,
     /// Pod creation: the seeds' `strace -f -p <containerd>`.
@@ -45,6 +48,7 @@ impl Config {
             Config::FollowSyscalls => "tracer --syscalls (follow)",
             Config::AllSyscalls => "tracer --all --syscalls",
             Config::Strace => "strace -f (same syscalls)",
+            Config::Floor => "bpftrace, counting only",
             Config::RecordDaemon => "tracer record --pid <containerd>",
             Config::StraceDaemon => "strace -f -p <containerd> (same syscalls)",
         }
@@ -70,30 +74,6 @@ struct Bench {
     baseline: Option<PathBuf>,
     /// The cost of the traced run under way, until its workload time is known.
     last_cost: std::cell::Cell<Option<cost::Cost>>,
-}
-
-/// Sum of `run_time_ns` over the BPF programs `pid` holds (its fds' fdinfo), in seconds.
-fn probe_seconds(pid: u32) -> Option<f64> {
-    let mut ns = 0u64;
-    let mut progs = 0;
-    for fd in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
-        .ok()?
-        .flatten()
-    {
-        let Ok(text) = std::fs::read_to_string(fd.path()) else {
-            continue;
-        };
-        if !text.contains("prog_type:") {
-            continue;
-        }
-        progs += 1;
-        ns += text
-            .lines()
-            .find_map(|l| l.strip_prefix("run_time_ns:"))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    (progs > 0).then_some(ns as f64 / 1e9)
 }
 
 /// Turns on the kernel's per-program run-time accounting; puts the old value back on drop.
@@ -138,6 +118,11 @@ impl Bench {
             | Config::AllNoSignals
             | Config::FollowBaseline
             | Config::AllBaseline => self.run_traced(cfg, &script)?,
+            Config::Floor => {
+                let (status, cost) = cost::floor_run(&self.tmp, &script)?;
+                self.last_cost.set(Some(cost));
+                status
+            }
             Config::RecordDaemon | Config::StraceDaemon => bail!("pod-only configuration"),
             Config::Strace => Command::new("strace")
                 .args([
@@ -870,6 +855,9 @@ pub fn run(root: &Path, runs: u32, only: Option<&str>) -> Result<()> {
     if want("storm") {
         report.push_str(&storm(&b, runs, have_strace)?);
     }
+    if want("cost") {
+        report.push_str(&probe_floor(&b, runs)?);
+    }
     if want("dd") {
         report.push_str(&dd(&b, runs, have_strace)?);
     }
@@ -976,6 +964,45 @@ fn storm(b: &Bench, runs: u32, have_strace: bool) -> Result<String> {
     report.push('\n');
     println!("bench: storm done");
     Ok(report)
+}
+
+/// Section 1's probe floor: the storm untraced, under a bpftrace program that only counts on
+/// the tracer's tracepoints, and under the tracer (follow and `--all`, and the baseline
+/// binary's when given), alternating in each round: every probe's time per call beside the
+/// floor's, the totals' ratio against 1.5x, and what tracing cost against 0.5% of the storm.
+fn probe_floor(b: &Bench, runs: u32) -> Result<String> {
+    let mut configs = vec![Config::Untraced, Config::Floor, Config::Follow, Config::All];
+    if b.baseline.is_some() {
+        configs.extend([Config::FollowBaseline, Config::AllBaseline]);
+    }
+    let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
+    let times = b.paired(&configs, body, runs * 2)?;
+    let all: Vec<_> = b.costs.borrow_mut().drain(..).collect();
+    let mut report = format!(
+        "### Probe floor: the storm's probes beside a counting-only program ({} rounds, load average before: {})\n\n",
+        runs * 2,
+        loadavg()
+    );
+    report.push_str(&table(&configs, &times, &[]));
+    report.push_str(
+        "\nTime inside each probe (kernel.bpf_stats_enabled `run_time_ns` / `run_cnt`, read from \
+         each program's descriptor at the gates around the workload; every call on the host counts, \
+         so both sides see the same background):\n\n",
+    );
+    let tracers: Vec<Config> = configs[2..].to_vec();
+    report.push_str(&cost::floor_table(&all, &tracers, 1000, 1.5));
+    let traced: Vec<_> = all.into_iter().filter(|r| r.0 != Config::Floor).collect();
+    report.push_str(&cost::table(&traced, Some(0.5)));
+    report.push_str(&format!("\nLoad average after: {}\n\n", loadavg()));
+    println!("bench: cost done");
+    Ok(report)
+}
+
+/// /proc/loadavg's three averages.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 /// Section 2: a syscall-heavy process making no traced call (and strace on a tenth of it).

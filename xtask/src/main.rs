@@ -51,8 +51,9 @@ enum Task {
         /// Paired runs per configuration.
         #[arg(long, default_value_t = 15)]
         runs: u32,
-        /// Only one part: storm, dd, throughput, pod, latency, scale, soak, agent, seek or
-        /// crafted (no probes: built without them).
+        /// Only one part: storm, cost (the probes beside a counting-only bpftrace program), dd,
+        /// throughput, pod, latency, scale, soak, agent, seek or crafted (no probes: built
+        /// without them).
         #[arg(long)]
         only: Option<String>,
     },

@@ -59,6 +59,10 @@ const TEST_PACKAGES: &[Need] = &[
         "the agent tests publish to a real JetStream server",
     ),
     ("prometheus", "promtool lints the agent's /metrics"),
+    (
+        "bpftrace",
+        "the bench's probe floor: a program that only counts on the tracer's tracepoints",
+    ),
     ("openssl", "the TLS test makes its CA and certificates"),
     (
         "podman",

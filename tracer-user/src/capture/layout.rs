@@ -379,6 +379,7 @@ fn cred_offsets(btf: &btf_rs::Btf, cfg: &mut ProbeConfig) {
         (a, b) if a != NO_OFFSET && b != NO_OFFSET => a + b,
         _ => NO_OFFSET,
     };
+    cfg.bprm_filename = opt("linux_binprm", "filename");
     cfg.mm_exe_file = opt("mm_struct", "exe_file");
     cfg.file_inode = opt("file", "f_inode");
     cfg.inode_mode = opt("inode", "i_mode");

@@ -48,7 +48,7 @@ pub mod signals;
 use crate::decode::decode;
 use crate::event::Event;
 use aya::maps::{MapData, PerCpuArray, RingBuf};
-use aya::programs::{RawTracePoint, TracePoint};
+use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -569,19 +569,30 @@ fn drain_probe_log(
 /// probe when `signals` too); a required one that fails detaches the others and fails, an
 /// optional one is a note.
 /// `sets`: syscall probes, signals, and the raw mark_victim (the victim task handed over:
-/// [`layout::raw_oom_ready`]) instead of the classic one.
+/// [`layout::raw_oom_ready`]) instead of the classic one. A row's typed program is tried
+/// before its classic one (the exec's only where the kernel's BTF gave the binprm's name).
 fn attach_probes(
     ebpf: &mut Ebpf,
     kinds: &[EventKindFilter],
     sets: (bool, bool, bool),
+    cfg: &ProbeConfig,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Link>, CaptureError> {
     let (syscalls, signals, raw_oom) = sets;
     let extra = if syscalls { SYSCALLS } else { TASK };
     let mut links = vec![attach_fork(ebpf, notes)?];
+    let mut btf = None;
     for p in SCHED.iter().chain(extra) {
         if !selected(p, kinds) {
             continue;
+        }
+        let exec_ok =
+            p.name != "sched_process_exec" || cfg.bprm_filename != tracer_common::NO_OFFSET;
+        if p.typed && exec_ok {
+            if let Some(link) = attach_typed(ebpf, p.name, &mut btf, notes) {
+                links.push(link);
+                continue;
+            }
         }
         if p.name == "mark_victim" && raw_oom {
             match attach_raw(ebpf, "mark_victim_raw", "mark_victim") {
@@ -659,7 +670,7 @@ impl Capture {
         let signals = cfg.signal_mask != 0;
         let raw_oom = layout::raw_oom_ready(&cfg);
         let sets = (syscalls, signals, raw_oom);
-        let links = attach_probes(&mut ebpf, &b.kinds, sets, &mut notes)?;
+        let links = attach_probes(&mut ebpf, &b.kinds, sets, &cfg, &mut notes)?;
         let ring = take_ring(&mut ebpf)?;
         let followed = Followed::new(KernelFollowed::take(&mut ebpf)?);
         let mut cap = Capture {
@@ -1234,6 +1245,43 @@ fn attach_raw(ebpf: &mut Ebpf, prog: &str, name: &str) -> Result<Link, CaptureEr
     Ok(Box::new(link))
 }
 
+/// The typed (tp_btf) program of tracepoint `name`, `{name}_btf`, attached; `None` with a
+/// note when this kernel refuses it (the classic one is attached instead). `btf`: the
+/// kernel's BTF, read at the first call.
+fn attach_typed(
+    ebpf: &mut Ebpf,
+    name: &str,
+    btf: &mut Option<Result<aya::Btf, String>>,
+    notes: &mut Vec<String>,
+) -> Option<Link> {
+    let btf = btf.get_or_insert_with(|| aya::Btf::from_sys_fs().map_err(|e| e.to_string()));
+    let attached = match btf {
+        Ok(btf) => {
+            let prog = format!("{name}_btf");
+            program::<BtfTracePoint>(ebpf, &prog).and_then(|program| {
+                program.load(name, btf).map_err(|e| load_error(&prog, e))?;
+                let id = program
+                    .attach()
+                    .map_err(|e| attach_error(&prog, &format!("tp_btf {name}"), e))?;
+                let link = program.take_link(id).map_err(|e| load_error(&prog, e))?;
+                Ok(Box::new(link) as Link)
+            })
+        }
+        Err(e) => Err(CaptureError::ProbeLoad {
+            program: format!("{name}_btf"),
+            message: format!("the kernel's BTF: {e}"),
+            verifier_log: None,
+        }),
+    };
+    attached
+        .map_err(|e| {
+            notes.push(format!(
+                "typed tracepoint {name} not attached ({e}): the classic one instead"
+            ))
+        })
+        .ok()
+}
+
 /// Detaches every probe at once: each perf-event tracepoint waits for an RCU grace period
 /// when it is detached (perf_trace_event_unreg → tracepoint_synchronize_unregister), so one
 /// after the other they take tens of ms each; side by side the waits overlap.
@@ -1355,10 +1403,21 @@ mod tests {
             "signal_generate",
             "mark_victim_raw",
         ];
-        for name in tables.map(|p| p.name).chain(raw) {
+        for name in tables.clone().map(|p| p.name).chain(raw) {
             assert!(
                 obj.programs.contains_key(name),
                 "program {name} missing from the probe object"
+            );
+        }
+        let typed: Vec<String> = tables
+            .filter(|p| p.typed)
+            .map(|p| format!("{}_btf", p.name))
+            .collect();
+        assert_eq!(typed.len(), 4, "{typed:?}");
+        for name in typed {
+            assert!(
+                obj.programs.contains_key(&name),
+                "typed program {name} missing from the probe object"
             );
         }
     }
