@@ -22,9 +22,9 @@ use core::{
 use aya_ebpf::{
     helpers::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_get_current_task, bpf_get_current_uid_gid, bpf_ktime_get_boot_ns,
-        bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes, bpf_probe_read_user,
-        bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
+        bpf_get_current_task, bpf_get_current_task_btf, bpf_get_current_uid_gid,
+        bpf_ktime_get_boot_ns, bpf_probe_read_kernel, bpf_probe_read_kernel_str_bytes,
+        bpf_probe_read_user, bpf_probe_read_user_buf, bpf_probe_read_user_str_bytes,
     },
     macros::{btf_tracepoint, map, raw_tracepoint, tracepoint},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -147,14 +147,41 @@ fn count_drop() {
     }
 }
 
-/// Reads `task->field` at a BTF-resolved offset.
+/// Reads `task->field` at a BTF-resolved offset (a probe read).
 #[inline(always)]
 fn task_read<T>(task: *const u8, off: u32) -> Option<T> {
-    if task.is_null() || off == NO_OFFSET {
+    read_field::<false, T>(task, off)
+}
+
+/// Reads `base->field` at offset `off`. `TYPED`: a plain load, in a typed (tp_btf) program
+/// where `base` is a BTF-typed kernel pointer and `off` a constant of the frozen CONFIG:
+/// the verifier checks the load against the kernel's type and makes it fault-tolerant, and
+/// no helper is called. Else a probe read.
+#[inline(always)]
+fn read_field<const TYPED: bool, T>(base: *const u8, off: u32) -> Option<T> {
+    if base.is_null() || off == NO_OFFSET {
         return None;
     }
-    // SAFETY: bpf_probe_read_kernel tolerates bad pointers.
-    unsafe { bpf_probe_read_kernel(task.add(off as usize) as *const T) }.ok()
+    if TYPED {
+        // SAFETY: checked by the verifier as above.
+        Some(unsafe { read_volatile(base.add(off as usize) as *const T) })
+    } else {
+        // SAFETY: bpf_probe_read_kernel tolerates bad pointers.
+        unsafe { bpf_probe_read_kernel(base.add(off as usize) as *const T) }.ok()
+    }
+}
+
+/// The current task; BTF-typed (for [`read_field`]'s plain loads) when `TYPED`.
+#[inline(always)]
+fn current_task<const TYPED: bool>() -> *const u8 {
+    // SAFETY: helpers without arguments; the pointer is only read through read_field.
+    unsafe {
+        if TYPED {
+            bpf_get_current_task_btf() as *const u8
+        } else {
+            bpf_get_current_task() as *const u8
+        }
+    }
 }
 
 /// A field of a (non-syscall) tracepoint record at an offset from its tracefs format file.
@@ -184,21 +211,22 @@ fn str_flags<E>(read: Result<usize, E>, buf: &mut [u8], cut: u32, fault: u32) ->
 
 /// A BTF bitfield given as (byte offset << 3) | bit, of the struct at `base`.
 #[inline(always)]
-fn bit_set(base: *const u8, spec: u32) -> bool {
+fn bit_set<const TYPED: bool>(base: *const u8, spec: u32) -> bool {
     if spec == NO_OFFSET {
         return false;
     }
-    task_read::<u8>(base, spec >> 3).is_some_and(|b| b & (1 << (spec & 7)) != 0)
+    read_field::<TYPED, u8>(base, spec >> 3).is_some_and(|b| b & (1 << (spec & 7)) != 0)
 }
 
 /// tgid of the current task's real parent (0 when unreadable).
 #[inline(always)]
-fn current_ppid() -> u32 {
-    // SAFETY: returns the current task pointer; only dereferenced through probe reads.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
-    let parent: Option<u64> = task_read(task, cfg(&CONFIG.task_real_parent));
+fn current_ppid<const TYPED: bool>() -> u32 {
+    let task = current_task::<TYPED>();
+    let parent: Option<u64> = read_field::<TYPED, u64>(task, cfg(&CONFIG.task_real_parent));
     match parent {
-        Some(p) => task_read::<i32>(p as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0) as u32,
+        Some(p) => {
+            read_field::<TYPED, i32>(p as *const u8, cfg(&CONFIG.task_tgid)).unwrap_or(0) as u32
+        }
         None => 0,
     }
 }
@@ -208,7 +236,7 @@ fn current_ppid() -> u32 {
 /// # Safety
 /// `hdr` points at a writable record header.
 #[inline(always)]
-unsafe fn fill_header(hdr: *mut Header, kind: u32, size: usize, seq: u64) {
+unsafe fn fill_header<const TYPED: bool>(hdr: *mut Header, kind: u32, size: usize, seq: u64) {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: the caller's header.
     unsafe {
@@ -219,7 +247,7 @@ unsafe fn fill_header(hdr: *mut Header, kind: u32, size: usize, seq: u64) {
         addr_of_mut!((*hdr).cgroup_id).write(bpf_get_current_cgroup_id());
         addr_of_mut!((*hdr).tgid).write((pid_tgid >> 32) as u32);
         addr_of_mut!((*hdr).tid).write(pid_tgid as u32);
-        addr_of_mut!((*hdr).ppid).write(current_ppid());
+        addr_of_mut!((*hdr).ppid).write(current_ppid::<TYPED>());
         addr_of_mut!((*hdr).uid).write(bpf_get_current_uid_gid() as u32);
         addr_of_mut!((*hdr).comm).write(bpf_get_current_comm().unwrap_or([0; 16]));
     }
@@ -267,16 +295,22 @@ fn emit<T: 'static>(kind: u32, fill: impl FnOnce(*mut T)) {
     emit_waking::<T>(kind, false, fill)
 }
 
+/// [`emit`], the header's task reads typed when `TYPED` (see [`read_field`]).
+#[inline(always)]
+fn emit_as<T: 'static, const TYPED: bool>(kind: u32, fill: impl FnOnce(*mut T)) {
+    emit_from::<T, TYPED>(kind, false, None, fill)
+}
+
 /// [`emit`], waking the reader at once when `now` (else only once enough is waiting).
 #[inline(always)]
 fn emit_waking<T: 'static>(kind: u32, now: bool, fill: impl FnOnce(*mut T)) {
-    emit_from::<T>(kind, now, None, fill)
+    emit_from::<T, false>(kind, now, None, fill)
 }
 
 /// [`emit_waking`], the header copied from `same` (a record just built about the current
 /// task at this same moment) when given, instead of asked of the helpers again.
 #[inline(always)]
-fn emit_from<T: 'static>(
+fn emit_from<T: 'static, const TYPED: bool>(
     kind: u32,
     now: bool,
     same: Option<*const Header>,
@@ -296,7 +330,7 @@ fn emit_from<T: 'static>(
     unsafe {
         match same {
             Some(src) => copy_header(rec as *mut Header, src, kind, size, seq),
-            None => fill_header(rec as *mut Header, kind, size, seq),
+            None => fill_header::<TYPED>(rec as *mut Header, kind, size, seq),
         }
     };
     fill(rec);
@@ -312,7 +346,9 @@ fn emit_from<T: 'static>(
 /// is counted like a failed reserve (its sequence number was taken, so it leaves a gap).
 /// Returns the record's header (in the scratch, whether or not the copy to the ring worked).
 #[inline(always)]
-fn emit_exec(fill: impl FnOnce(*mut ExecScratch) -> usize) -> Option<*const Header> {
+fn emit_exec<const TYPED: bool>(
+    fill: impl FnOnce(*mut ExecScratch) -> usize,
+) -> Option<*const Header> {
     let Some(s) = EXEC_SCRATCH.get_ptr_mut(0) else {
         lose_record();
         return None;
@@ -321,7 +357,7 @@ fn emit_exec(fill: impl FnOnce(*mut ExecScratch) -> usize) -> Option<*const Head
     let rec = unsafe { addr_of_mut!((*s).rec) };
     // SAFETY: `rec` is a whole, writable ExecEnter.
     unsafe {
-        fill_header(
+        fill_header::<TYPED>(
             rec as *mut Header,
             kind::EXEC_ENTER,
             EXEC_ENTER_HEAD,
@@ -489,7 +525,7 @@ fn try_exec_enter(ctx: &TracePointContext, sc: u32) -> Result<u32, i32> {
     };
     let filename: u64 = unsafe { ctx.read_at(fname_off)? };
     let argv: u64 = unsafe { ctx.read_at(argv_off)? };
-    let _ = emit_exec(|s| unsafe {
+    let _ = emit_exec::<false>(|s| unsafe {
         let r = addr_of_mut!((*s).rec);
         let mut flags = exec_head(r, sc, at_flags as u32, dirfd, |buf| {
             bpf_probe_read_user_str_bytes(filename as *const u8, buf).map(|s| s.len())
@@ -768,7 +804,7 @@ fn try_sched_exec(ctx: &TracePointContext) -> Result<u32, i32> {
     let loc: u32 = tp_field(ctx, &CONFIG.exec_filename_loc)?;
     // __data_loc: low 16 bits offset from the record start, high 16 bits length.
     let src = unsafe { (ctx.as_ptr() as *const u8).add((loc & 0xffff) as usize) };
-    sched_exec(old_pid, src)
+    sched_exec::<false>(old_pid, src)
 }
 
 fn try_sched_exec_btf(ctx: &BtfTracePointContext) -> Result<u32, i32> {
@@ -780,20 +816,20 @@ fn try_sched_exec_btf(ctx: &BtfTracePointContext) -> Result<u32, i32> {
     let old_pid = ctx.arg::<u64>(1) as i32;
     let bprm: *const u8 = ctx.arg(2);
     let src: u64 = task_read(bprm, cfg(&CONFIG.bprm_filename)).ok_or(1)?;
-    sched_exec(old_pid, src as *const u8)
+    sched_exec::<true>(old_pid, src as *const u8)
 }
 
 /// The exec of the current (traced) task: `old_pid` its tid before, `src` its file's name.
 #[inline(always)]
-fn sched_exec(old_pid: i32, src: *const u8) -> Result<u32, i32> {
+fn sched_exec<const TYPED: bool>(old_pid: i32, src: *const u8) -> Result<u32, i32> {
     let same = if cfg(&CONFIG.no_syscall_probes) != 0 {
-        exec_argv_from_mm(src, old_pid as u32)
+        exec_argv_from_mm::<TYPED>(src, old_pid as u32)
     } else {
         None
     };
-    emit_from::<SchedExec>(kind::SCHED_EXEC, false, same, |r| unsafe {
+    emit_from::<SchedExec, TYPED>(kind::SCHED_EXEC, false, same, |r| unsafe {
         addr_of_mut!((*r).old_tid).write(old_pid as u32);
-        exec_cred(r);
+        exec_cred::<TYPED>(r);
         let fname = &mut *addr_of_mut!((*r).filename);
         let read = bpf_probe_read_kernel_str_bytes(src, fname).map(|s| s.len());
         let flags = str_flags(
@@ -813,20 +849,21 @@ fn sched_exec(old_pid: i32, src: *const u8) -> Result<u32, i32> {
 /// # Safety
 /// `r` points at a reserved, writable SchedExec.
 #[inline(always)]
-unsafe fn exec_cred(r: *mut SchedExec) {
-    // SAFETY: the current task; every field is read through probe reads at BTF offsets.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
-    let cred: u64 = task_read(task, cfg(&CONFIG.task_cred)).unwrap_or(0);
-    let cred = cred as *const u8;
-    let euid = task_read::<u32>(cred, cfg(&CONFIG.cred_euid));
-    let fsuid = task_read::<u32>(cred, cfg(&CONFIG.cred_fsuid));
-    let userns: u64 = task_read(cred, cfg(&CONFIG.cred_user_ns)).unwrap_or(0);
-    let userns_level = task_read::<u32>(userns as *const u8, cfg(&CONFIG.userns_level));
-    let nsproxy: u64 = task_read(task, cfg(&CONFIG.task_nsproxy)).unwrap_or(0);
-    let mnt: u64 = task_read(nsproxy as *const u8, cfg(&CONFIG.nsproxy_mnt_ns)).unwrap_or(0);
-    let mnt_ns = task_read::<u32>(mnt as *const u8, cfg(&CONFIG.mntns_inum));
-    let pid: u64 = task_read(task, cfg(&CONFIG.task_thread_pid)).unwrap_or(0);
-    let pidns_level = task_read::<u32>(pid as *const u8, cfg(&CONFIG.pid_level));
+unsafe fn exec_cred<const TYPED: bool>(r: *mut SchedExec) {
+    // The current task; every field read at BTF offsets (see read_field).
+    let task = current_task::<TYPED>();
+    let rd = |base: u64, off: &u32| read_field::<TYPED, u64>(base as *const u8, cfg(off));
+    let rd32 = |base: u64, off: &u32| read_field::<TYPED, u32>(base as *const u8, cfg(off));
+    let cred: u64 = rd(task as u64, &CONFIG.task_cred).unwrap_or(0);
+    let euid = rd32(cred, &CONFIG.cred_euid);
+    let fsuid = rd32(cred, &CONFIG.cred_fsuid);
+    let userns: u64 = rd(cred, &CONFIG.cred_user_ns).unwrap_or(0);
+    let userns_level = rd32(userns, &CONFIG.userns_level);
+    let nsproxy: u64 = rd(task as u64, &CONFIG.task_nsproxy).unwrap_or(0);
+    let mnt: u64 = rd(nsproxy, &CONFIG.nsproxy_mnt_ns).unwrap_or(0);
+    let mnt_ns = rd32(mnt, &CONFIG.mntns_inum);
+    let pid: u64 = rd(task as u64, &CONFIG.task_thread_pid).unwrap_or(0);
+    let pidns_level = rd32(pid, &CONFIG.pid_level);
     let mut flags = 0;
     if euid.is_some()
         && fsuid.is_some()
@@ -848,7 +885,7 @@ unsafe fn exec_cred(r: *mut SchedExec) {
         addr_of_mut!((*r).userns_level).write(userns_level.unwrap_or(0));
         addr_of_mut!((*r).pidns_level).write(pidns_level.unwrap_or(0));
         addr_of_mut!((*r).mnt_ns).write(m);
-        addr_of_mut!((*r).cred_flags).write(flags | exe_inode(task, r));
+        addr_of_mut!((*r).cred_flags).write(flags | exe_inode::<TYPED>(task, r));
     }
 }
 
@@ -858,17 +895,18 @@ unsafe fn exec_cred(r: *mut SchedExec) {
 /// # Safety
 /// `r` points at a reserved, writable SchedExec.
 #[inline(always)]
-unsafe fn exe_inode(task: *const u8, r: *mut SchedExec) -> u32 {
-    let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
-    let file: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_exe_file)).unwrap_or(0);
-    let inode: u64 = task_read(file as *const u8, cfg(&CONFIG.file_inode)).unwrap_or(0);
-    let inode = inode as *const u8;
-    let sb: u64 = task_read(inode, cfg(&CONFIG.inode_sb)).unwrap_or(0);
-    let ino = task_read::<u64>(inode, cfg(&CONFIG.inode_ino));
-    let mode = task_read::<u16>(inode, cfg(&CONFIG.inode_mode));
-    let uid = task_read::<u32>(inode, cfg(&CONFIG.inode_uid));
-    let nlink = task_read::<u32>(inode, cfg(&CONFIG.inode_nlink));
-    let dev = task_read::<u32>(sb as *const u8, cfg(&CONFIG.sb_dev));
+unsafe fn exe_inode<const TYPED: bool>(task: *const u8, r: *mut SchedExec) -> u32 {
+    let rd = |base: u64, off: &u32| read_field::<TYPED, u64>(base as *const u8, cfg(off));
+    let rd32 = |base: u64, off: &u32| read_field::<TYPED, u32>(base as *const u8, cfg(off));
+    let mm: u64 = rd(task as u64, &CONFIG.task_mm).unwrap_or(0);
+    let file: u64 = rd(mm, &CONFIG.mm_exe_file).unwrap_or(0);
+    let inode: u64 = rd(file, &CONFIG.file_inode).unwrap_or(0);
+    let sb: u64 = rd(inode, &CONFIG.inode_sb).unwrap_or(0);
+    let ino = rd(inode, &CONFIG.inode_ino);
+    let mode = read_field::<TYPED, u16>(inode as *const u8, cfg(&CONFIG.inode_mode));
+    let uid = rd32(inode, &CONFIG.inode_uid);
+    let nlink = rd32(inode, &CONFIG.inode_nlink);
+    let dev = rd32(sb, &CONFIG.sb_dev);
     let all = ino.is_some() && mode.is_some() && uid.is_some() && nlink.is_some() && dev.is_some();
     // SAFETY: the caller's record.
     unsafe {
@@ -890,15 +928,19 @@ unsafe fn exe_inode(task: *const u8, r: *mut SchedExec) -> u32 {
 /// of up to ARGV_BYTES, reported as the ExecEnter a sys_enter_execve probe would have sent.
 /// Returns that record's header, for the exec record that follows.
 #[inline(always)]
-fn exec_argv_from_mm(filename: *const u8, old_tid: u32) -> Option<*const Header> {
-    // SAFETY: the current task; fields read through probe reads at BTF offsets.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
-    let mm: u64 = task_read(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
-    let start: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_arg_start)).unwrap_or(0);
-    let end: u64 = task_read(mm as *const u8, cfg(&CONFIG.mm_arg_end)).unwrap_or(0);
+fn exec_argv_from_mm<const TYPED: bool>(
+    filename: *const u8,
+    old_tid: u32,
+) -> Option<*const Header> {
+    // The current task; fields read at BTF offsets (see read_field).
+    let task = current_task::<TYPED>();
+    let mm: u64 = read_field::<TYPED, u64>(task, cfg(&CONFIG.task_mm)).unwrap_or(0);
+    let mm = mm as *const u8;
+    let start: u64 = read_field::<TYPED, u64>(mm, cfg(&CONFIG.mm_arg_start)).unwrap_or(0);
+    let end: u64 = read_field::<TYPED, u64>(mm, cfg(&CONFIG.mm_arg_end)).unwrap_or(0);
     // SAFETY: the scratch record; the argument area is read with a probe read, at most
     // ARGV_BYTES into the ARGV_BYTES of `argv`.
-    emit_exec(|s| unsafe {
+    emit_exec::<TYPED>(|s| unsafe {
         let r = addr_of_mut!((*s).rec);
         // The call was made by the thread that is now the leader; a non-leader exec
         // reports it under its old tid, as sys_enter_execve would have.
@@ -940,7 +982,7 @@ pub fn sched_process_exec_btf(ctx: BtfTracePointContext) -> i32 {
 
 fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
     let gd_off = cfg(&CONFIG.exit_group_dead);
-    sched_exit(|task| {
+    sched_exit::<false>(|task| {
         if gd_off != NO_OFFSET {
             // SAFETY: offset from this kernel's format file.
             return Ok((unsafe { ctx.read_at::<u8>(gd_off as usize)? } != 0) as u32);
@@ -959,7 +1001,9 @@ fn try_sched_exit(ctx: &TracePointContext) -> Result<u32, i32> {
 /// The exit of the current task; `group_dead` says, given the task, whether it is its
 /// process's last thread.
 #[inline(always)]
-fn sched_exit(group_dead: impl FnOnce(*const u8) -> Result<u32, i32>) -> Result<u32, i32> {
+fn sched_exit<const TYPED: bool>(
+    group_dead: impl FnOnce(*const u8) -> Result<u32, i32>,
+) -> Result<u32, i32> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     if !traced(tgid) {
@@ -973,14 +1017,14 @@ fn sched_exit(group_dead: impl FnOnce(*const u8) -> Result<u32, i32>) -> Result<
     if cfg(&CONFIG.no_syscall_probes) == 0 {
         remove_if_present(&PENDING_NAME, tid);
     }
-    // SAFETY: the current task; fields read through probe reads at BTF offsets.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
-    let exit_code: i32 = task_read(task, cfg(&CONFIG.task_exit_code)).unwrap_or(0);
+    // The current task; fields read at BTF offsets (see read_field).
+    let task = current_task::<TYPED>();
+    let exit_code = read_field::<TYPED, i32>(task, cfg(&CONFIG.task_exit_code)).unwrap_or(0);
     let group_dead = group_dead(task)?;
     if group_dead != 0 && cfg(&CONFIG.no_syscall_probes) != 0 {
-        report_ancestor_subreaper(task);
+        report_ancestor_subreaper::<TYPED>(task);
     }
-    emit::<SchedExit>(kind::SCHED_EXIT, |r| unsafe {
+    emit_as::<SchedExit, TYPED>(kind::SCHED_EXIT, |r| unsafe {
         addr_of_mut!((*r).exit_code).write(exit_code as u32);
         addr_of_mut!((*r).group_dead).write(group_dead);
     });
@@ -1016,7 +1060,7 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
 #[btf_tracepoint(function = "sched_process_exit")]
 pub fn sched_process_exit_btf(ctx: BtfTracePointContext) -> i32 {
     let group_dead = (ctx.arg::<u64>(1) & 0xff != 0) as u32;
-    sched_exit(|_| Ok(group_dead)).map_or(1, |r| r as i32)
+    sched_exit::<true>(|_| Ok(group_dead)).map_or(1, |r| r as i32)
 }
 
 // ---- task tracepoints: the "sched" probe set's stand-ins for syscall probes ----------------
@@ -1029,12 +1073,12 @@ fn try_newtask(ctx: &TracePointContext) -> Result<u32, i32> {
     if !traced(current_tgid()) {
         return Ok(0);
     }
-    newtask(tp_field(ctx, &CONFIG.newtask_flags)?)
+    newtask::<false>(tp_field(ctx, &CONFIG.newtask_flags)?)
 }
 
 /// A new task of the current (traced) process, made with clone `flags`.
 #[inline(always)]
-fn newtask(flags: u64) -> Result<u32, i32> {
+fn newtask<const TYPED: bool>(flags: u64) -> Result<u32, i32> {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     let pending = PendingClone {
@@ -1047,7 +1091,7 @@ fn newtask(flags: u64) -> Result<u32, i32> {
     // clone, which replaces it, or its exit, which removes it.)
     let _ = PENDING.insert(&(pid_tgid as u32), &pending, 0);
     if flags & CLONE_THREAD == 0 {
-        report_subreaper(tgid);
+        report_subreaper::<TYPED>(tgid);
     }
     Ok(0)
 }
@@ -1057,24 +1101,24 @@ fn newtask(flags: u64) -> Result<u32, i32> {
 /// descendants dies (before the kernel reparents that one's children): before either, nobody
 /// can have been adopted by it.
 #[inline(always)]
-fn report_subreaper(tgid: u32) {
-    // SAFETY: the current task; fields read through probe reads at BTF offsets.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
-    let on = is_subreaper(task, cfg(&CONFIG.signal_subreaper_bit));
+fn report_subreaper<const TYPED: bool>(tgid: u32) {
+    // The current task; fields read at BTF offsets (see read_field).
+    let task = current_task::<TYPED>();
+    let on = is_subreaper::<TYPED>(task, cfg(&CONFIG.signal_subreaper_bit));
     if on && first_report(tgid) {
-        emit_subreaper(true);
+        emit_subreaper::<TYPED>(true);
     } else if !on && remove_if_present(&SUBREAPERS, tgid) {
         // Cleared since it was reported (conmon does so before it runs its exit command, so
         // that command is not reparented to it): say so before this child exists.
-        emit_subreaper(false);
+        emit_subreaper::<TYPED>(false);
     }
 }
 
 /// A `Subreaper` record of the current task's process.
 #[inline(always)]
-fn emit_subreaper(on: bool) {
+fn emit_subreaper<const TYPED: bool>(on: bool) {
     // SAFETY: `r` is the reserved record emit hands over, written field by field.
-    emit::<Subreaper>(kind::SUBREAPER, |r| unsafe {
+    emit_as::<Subreaper, TYPED>(kind::SUBREAPER, |r| unsafe {
         addr_of_mut!((*r).on).write(u32::from(on));
         addr_of_mut!((*r)._pad).write(0);
     });
@@ -1082,9 +1126,9 @@ fn emit_subreaper(on: bool) {
 
 /// Whether `task`'s signal_struct has bitfield `bit` set (is/has_child_subreaper).
 #[inline(always)]
-fn is_subreaper(task: *const u8, bit: u32) -> bool {
-    let sig: u64 = task_read(task, cfg(&CONFIG.task_signal)).unwrap_or(0);
-    sig != 0 && bit_set(sig as *const u8, bit)
+fn is_subreaper<const TYPED: bool>(task: *const u8, bit: u32) -> bool {
+    let sig: u64 = read_field::<TYPED, u64>(task, cfg(&CONFIG.task_signal)).unwrap_or(0);
+    sig != 0 && bit_set::<TYPED>(sig as *const u8, bit)
 }
 
 /// Deletes `key` if it is there (a lock-free lookup first: the delete itself takes the
@@ -1106,8 +1150,8 @@ fn first_report(tgid: u32) -> bool {
 /// (the kernel's find_new_reaper): report it now if it never was. `has_child_subreaper`
 /// says whether there is one at all, so the usual death costs one read.
 #[inline(always)]
-fn report_ancestor_subreaper(task: *const u8) {
-    if !is_subreaper(task, cfg(&CONFIG.signal_has_subreaper_bit)) {
+fn report_ancestor_subreaper<const TYPED: bool>(task: *const u8) {
+    if !is_subreaper::<TYPED>(task, cfg(&CONFIG.signal_has_subreaper_bit)) {
         return;
     }
     let mut t: u64 = task_read(task, cfg(&CONFIG.task_real_parent)).unwrap_or(0);
@@ -1116,7 +1160,7 @@ fn report_ancestor_subreaper(task: *const u8) {
         if t == 0 || tgid <= 1 {
             return;
         }
-        if is_subreaper(t as *const u8, cfg(&CONFIG.signal_subreaper_bit)) {
+        if is_subreaper::<false>(t as *const u8, cfg(&CONFIG.signal_subreaper_bit)) {
             if traced(tgid) && first_report(tgid) {
                 emit_subreaper_of(t as *const u8, tgid);
             }
@@ -1157,7 +1201,7 @@ pub fn task_newtask_btf(ctx: BtfTracePointContext) -> i32 {
     if !traced(current_tgid()) {
         return 0;
     }
-    newtask(ctx.arg::<u64>(1)).map_or(1, |r| r as i32)
+    newtask::<true>(ctx.arg::<u64>(1)).map_or(1, |r| r as i32)
 }
 
 fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
@@ -1170,24 +1214,25 @@ fn try_rename(ctx: &TracePointContext) -> Result<u32, i32> {
     if pid as u32 != pid_tgid as u32 {
         return Ok(0);
     }
-    rename(|| tp_field(ctx, &CONFIG.rename_newcomm))
+    rename::<false>(|| tp_field(ctx, &CONFIG.rename_newcomm))
 }
 
 /// The current (traced) task renamed itself; `name` reads the new name.
 #[inline(always)]
-fn rename(name: impl FnOnce() -> Result<[u8; 16], i32>) -> Result<u32, i32> {
+fn rename<const TYPED: bool>(name: impl FnOnce() -> Result<[u8; 16], i32>) -> Result<u32, i32> {
     // exec renames the task to its file's basename: that is reported as the exec. io_uring
     // and vhost workers name themselves in the kernel: no prctl either.
-    // SAFETY: the current task, read through probe reads.
-    let task = unsafe { bpf_get_current_task() } as *const u8;
+    // The current task; fields read at BTF offsets (see read_field).
+    let task = current_task::<TYPED>();
     const PF_IO_WORKER: u32 = 0x10;
     const PF_USER_WORKER: u32 = 0x4000;
-    let pf: u32 = task_read(task, cfg(&CONFIG.task_flags)).unwrap_or(0);
-    if bit_set(task, cfg(&CONFIG.task_in_execve_bit)) || pf & (PF_IO_WORKER | PF_USER_WORKER) != 0 {
+    let pf: u32 = read_field::<TYPED, u32>(task, cfg(&CONFIG.task_flags)).unwrap_or(0);
+    let in_execve = bit_set::<TYPED>(task, cfg(&CONFIG.task_in_execve_bit));
+    if in_execve || pf & (PF_IO_WORKER | PF_USER_WORKER) != 0 {
         return Ok(0);
     }
     let name = name()?;
-    emit::<PrctlEnter>(kind::PRCTL_ENTER, |r| unsafe {
+    emit_as::<PrctlEnter, TYPED>(kind::PRCTL_ENTER, |r| unsafe {
         addr_of_mut!((*r).option).write(prctl::PR_SET_NAME);
         addr_of_mut!((*r).arg2).write(0);
         addr_of_mut!((*r).name).write(name);
@@ -1213,7 +1258,7 @@ fn try_rename_btf(ctx: &BtfTracePointContext) -> Result<u32, i32> {
         return Ok(0);
     }
     let comm: *const u8 = ctx.arg(1);
-    rename(|| {
+    rename::<true>(|| {
         let mut name = [0u8; 16];
         // SAFETY: a kernel string read with a probe read into the buffer (NUL-terminated,
         // as the task's comm is).

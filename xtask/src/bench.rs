@@ -976,18 +976,20 @@ fn probe_floor(b: &Bench, runs: u32) -> Result<String> {
         configs.extend([Config::FollowBaseline, Config::AllBaseline]);
     }
     let body = "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done";
+    let load_before = loadavg();
     let times = b.paired(&configs, body, runs * 2)?;
     let all: Vec<_> = b.costs.borrow_mut().drain(..).collect();
     let mut report = format!(
-        "### Probe floor: the storm's probes beside a counting-only program ({} rounds, load average before: {})\n\n",
+        "### Probe floor: the storm's probes beside a counting-only program ({} rounds, load average before: {load_before})\n\n",
         runs * 2,
-        loadavg()
     );
     report.push_str(&table(&configs, &times, &[]));
     report.push_str(
         "\nTime inside each probe (kernel.bpf_stats_enabled `run_time_ns` / `run_cnt`, read from \
          each program's descriptor at the gates around the workload; every call on the host counts, \
-         so both sides see the same background):\n\n",
+         so both sides see the same background). The floor is bpftrace counting each call in a map \
+         of its own, on classic tracepoints (bpftrace 0.17 has no raw ones); (raw) marks a tracer \
+         program attached raw or typed (tp_btf):\n\n",
     );
     let tracers: Vec<Config> = configs[2..].to_vec();
     report.push_str(&cost::floor_table(&all, &tracers, 1000, 1.5));

@@ -598,6 +598,113 @@ mod tests {
     }
 
     #[test]
+    fn a_links_fdinfo_names_its_tracepoint_and_says_whether_it_is_raw() {
+        // As 6.18 prints them: aya's raw tracepoint link and its perf-event link.
+        let raw = "pos:\t0\nflags:\t02000002\nlink_type:\traw_tracepoint\nlink_id:\t90\n\
+                   prog_tag:\t52412ecdb5091d1e\nprog_id:\t111\ntp_name:\tsched_process_fork\ncookie:\t0\n";
+        let perf = "link_type:\tperf\nlink_id:\t91\nprog_tag:\td884db188e09f22e\nprog_id:\t112\n\
+                    tp_name:\tsched_process_exec\nevent_type:\ttracepoint\ncookie:\t0\n";
+        assert_eq!(
+            link_target(raw),
+            Some(("sched_process_fork".to_string(), 111, true))
+        );
+        assert_eq!(
+            link_target(perf),
+            Some(("sched_process_exec".to_string(), 112, false))
+        );
+        // A program's own fdinfo is no link.
+        let prog =
+            "prog_type:\t5\nprog_jited:\t1\nprog_id:\t101\nrun_time_ns:\t53567\nrun_cnt:\t112\n";
+        assert_eq!(link_target(prog), None);
+        assert_eq!(fdinfo_field(prog, "run_time_ns"), Some(53567));
+        assert_eq!(fdinfo_field(prog, "run_cnt"), Some(112));
+        assert_eq!(fdinfo_field(prog, "run"), None);
+    }
+
+    #[test]
+    fn a_process_without_bpf_programs_has_no_probe_reading() {
+        assert_eq!(probes(std::process::id()), None);
+    }
+
+    #[test]
+    fn a_probe_delta_is_per_name_and_never_negative() {
+        let p = |name: &str, ns, calls| Probe {
+            name: name.into(),
+            raw: false,
+            ns,
+            calls,
+        };
+        let before = [p("a", 100, 10), p("b", 50, 5)];
+        let after = [p("a", 300, 30), p("b", 50, 5), p("c", 7, 1)];
+        let d = probe_delta(&before, &after);
+        assert_eq!(d, [p("a", 200, 20), p("b", 0, 0), p("c", 7, 1)]);
+    }
+
+    #[test]
+    fn the_floor_table_gives_each_probe_per_call_and_the_ratio_of_the_medians() {
+        use super::super::Config;
+        let run = |probes: Vec<Probe>| Cost {
+            probe: probes.iter().map(|p| p.ns).sum::<u64>() as f64 / 1e9,
+            cpu: 0.0,
+            wall: 1.0,
+            probes,
+        };
+        let p = |name: &str, raw, ns, calls| Probe {
+            name: name.into(),
+            raw,
+            ns,
+            calls,
+        };
+        let runs = vec![
+            (Config::Floor, run(vec![p("exit", 200_000, 1000)])),
+            (Config::Floor, run(vec![p("exit", 400_000, 1000)])),
+            (Config::Follow, run(vec![p("exit", 500_000, 1000)])),
+            (Config::Follow, run(vec![p("exit", 700_000, 1000)])),
+            (Config::FollowBaseline, run(vec![p("exit", 700_000, 1000)])),
+            (
+                Config::All,
+                run(vec![p("exit", 600_000, 1000), p("fork", 0, 0)]),
+            ),
+            (Config::All, run(vec![p("exit", 1_000_000, 1000)])),
+        ];
+        let t = floor_table(&runs, &[Config::Follow, Config::All], 1000, 1.5);
+        // 300 ns a call for the floor; 600 (2.0x) and 800 (2.7x) for the tracer.
+        assert!(
+            t.contains("| exit | 300 | 1000 | 600 | 1000 | 2.0x | 800 | 1000 | 2.7x |"),
+            "{t}"
+        );
+        // A probe that never ran on either side has no row.
+        assert!(!t.contains("| fork |"), "{t}");
+        // Medians of the totals (the upper of two): floor 0.4 ms, follow 0.7 (1.75x), --all 1.0.
+        assert!(
+            t.contains("| bpftrace, counting only | 0.40 | 400 | 1.0x | |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| tracer (follow) | 0.70 | 700 | 1.75x | <= 1.5x: NOT met |"),
+            "{t}"
+        );
+        let cheap = vec![
+            (Config::Floor, run(vec![p("exit", 400_000, 1000)])),
+            (Config::Follow, run(vec![p("exit", 600_000, 1000)])),
+        ];
+        let t = floor_table(&cheap, &[Config::Follow], 1000, 1.5);
+        assert!(t.contains("| 1.50x | <= 1.5x: met |"), "{t}");
+    }
+
+    #[test]
+    fn the_floor_program_counts_on_every_tracepoint_and_does_nothing_else() {
+        let prog = floor_program();
+        assert_eq!(prog.lines().count(), FLOOR_TRACEPOINTS.len());
+        for (cat, name) in FLOOR_TRACEPOINTS {
+            assert!(
+                prog.contains(&format!("tracepoint:{cat}:{name} {{ @{name} = count(); }}")),
+                "{prog}"
+            );
+        }
+    }
+
+    #[test]
     fn the_cost_table_says_met_or_not_by_the_median_share() {
         let run = |probe_ms: f64, cpu_ms: f64| Cost {
             probe: probe_ms / 1e3,
