@@ -649,9 +649,9 @@ mod tests {
             wall: 1.0,
             probes,
         };
-        let p = |name: &str, raw, ns, calls| Probe {
+        let p = |name: &str, ns, calls| Probe {
             name: name.into(),
-            raw,
+            raw: false,
             ns,
             calls,
         };
