@@ -321,3 +321,31 @@ fn damage_is_an_error_unless_salvage_and_a_cut_file_is_a_warning() {
     assert!(text(&out.stderr).contains("neither a trace file nor an strace log"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `view FILE --at SEQ --screenshot`: the frame after the event SEQ names, paused there. The
+/// truth is the storm's definition (see the top): three whole rounds are 27 events, so at
+/// seq 27 the children of rounds 0 to 2 are in the tree and round 3's is not yet.
+#[test]
+fn view_at_seq_prints_the_frame_there() {
+    let dir = temp("view-at");
+    let (path, _) = sample(&dir, 500);
+    let f = path.to_str().unwrap();
+    let shot = |at: &str| {
+        let out = tracer(&["view", f, "--at", at, "--screenshot", "160x45"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let at27 = shot("27");
+    assert!(at27.contains("event 27/500"), "{at27}");
+    for r in 0..3 {
+        assert!(at27.contains(&format!("─ {} ", round_child(r))), "{at27}");
+    }
+    assert!(!at27.contains(&format!("─ {} ", round_child(3))), "{at27}");
+    // Past the last seq: the end.
+    assert!(shot("100000").contains("event 500/500 end"));
+    // A position and the end together make no sense; a word is no seq.
+    for bad in [&["--at", "3", "--end"][..], &["--at", "three"]] {
+        let out = tracer(&[&["view", f][..], bad].concat());
+        assert!(!out.status.success(), "{bad:?} accepted");
+    }
+}

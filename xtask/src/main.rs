@@ -391,7 +391,7 @@ fn live_args(bin: &std::path::Path, target: Vec<String>) -> Vec<String> {
 }
 
 /// `target/release/tracer` without the probes (feature `cli` alone): no BPF toolchain needed.
-fn build_without_probes() -> Result<()> {
+fn build_without_probes(features: &str) -> Result<()> {
     run(cargo()
         .args([
             "build",
@@ -400,7 +400,7 @@ fn build_without_probes() -> Result<()> {
             "tracer-user",
             "--no-default-features",
             "--features",
-            "cli",
+            features,
         ])
         .env("AYA_BUILD_SKIP", "1"))
 }
@@ -409,7 +409,7 @@ fn build_without_probes() -> Result<()> {
 fn demo_instead(why: &str, built: bool) -> Result<()> {
     println!("xtask: cannot trace live: {why}; replaying the bundled demo instead");
     if !built {
-        build_without_probes()?;
+        build_without_probes("cli")?;
     }
     run(Command::new(workspace_root().join("target/release/tracer")).arg("demo"))
 }
@@ -454,7 +454,12 @@ fn dispatch(task: Task) -> Result<()> {
         Task::Test => test(),
         Task::Bench { runs, only } if only.as_deref() == Some("crafted") => {
             // Recordings only: the binary without the probes (no BPF toolchain, no set-up).
-            build_without_probes()?;
+            build_without_probes("cli")?;
+            bench::run(&workspace_root(), runs, only.as_deref())
+        }
+        Task::Bench { runs, only } if only.as_deref() == Some("seek") => {
+            // Recordings in the viewer: without the probes too.
+            build_without_probes("cli,tui")?;
             bench::run(&workspace_root(), runs, only.as_deref())
         }
         Task::Bench { runs, only } => {

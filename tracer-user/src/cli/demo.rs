@@ -173,6 +173,7 @@ fn show(demo: Demo, input: Input, args: &DemoArgs) -> Result<ExitCode> {
             speed: args.speed.filter(|s| *s > 0.0).unwrap_or(1.0),
             paused: false,
             at_end: false,
+            at: None,
             sched_probes,
             guided: !args.free,
             story,

@@ -31,6 +31,11 @@ pub struct PlayArgs {
     /// events.
     #[arg(long)]
     pub end: bool,
+    /// Open the viewer paused at this sequence number: every event up to SEQ applied (the
+    /// event log's `#SEQ`; a SEQ between two events opens after the earlier one). With
+    /// `--screenshot`, that frame.
+    #[arg(long, value_name = "SEQ", conflicts_with_all = ["end", "guided", "story", "quiz"])]
+    pub at: Option<u64>,
     /// Guided, in the viewer: open paused at the first container-birth step with its
     /// explanation; `]` / `[` move between steps.
     #[arg(long, conflicts_with_all = ["step", "end"])]
@@ -65,7 +70,7 @@ pub struct ReplayArgs {
     pub play: PlayArgs,
     /// Print strace-like lines instead of the interactive view (the default when stdout is
     /// not a terminal).
-    #[arg(long, conflicts_with_all = ["guided", "story", "quiz"])]
+    #[arg(long, conflicts_with_all = ["guided", "story", "quiz", "at"])]
     pub no_tui: bool,
     /// Prefix lines with the event sequence number.
     #[arg(long)]
@@ -80,6 +85,7 @@ pub fn view(p: PlayArgs) -> Result<ExitCode> {
     let v = super::tui::ViewOpts {
         paused: p.step,
         at_end: p.end,
+        at: p.at,
         guided: p.guided || p.story.is_some() || p.quiz,
         story: p.story.clone(),
         quiz: p.quiz,
@@ -94,7 +100,8 @@ pub fn view(p: PlayArgs) -> Result<ExitCode> {
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let p = args.play;
     let viewer = std::io::stdout().is_terminal() && !args.no_tui && !p.step;
-    if p.guided || p.story.is_some() || p.quiz || p.screenshot.is_some() || viewer {
+    let shown = p.guided || p.story.is_some() || p.quiz || p.screenshot.is_some() || p.at.is_some();
+    if shown || viewer {
         // The same viewer as `tracer view`, at the asked speed.
         let speed = p.speed.filter(|s| *s > 0.0);
         return view(PlayArgs { speed, ..p });

@@ -15,6 +15,8 @@ pub struct ViewOpts {
     pub paused: bool,
     /// Start at the end.
     pub at_end: bool,
+    /// Start paused after the event with this sequence number (`--at SEQ`).
+    pub at: Option<u64>,
     /// Guided: paused at the first story step, explanations shown.
     pub guided: bool,
     /// `--story`: guided, opened at the story it selects.
@@ -38,6 +40,7 @@ impl ViewOpts {
             speed,
             paused: self.paused,
             at_end: self.at_end,
+            at: self.at,
             sched_probes,
             guided: self.guided,
             story: None,

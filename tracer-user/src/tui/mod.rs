@@ -160,7 +160,7 @@ fn replay_state(
     let mut state = AppState::new_replay(title);
     state.set_sched_probes(opts.sched_probes);
     state.log.time_clock = opts.clock;
-    state.playback.paused = opts.paused;
+    state.playback.paused = opts.paused || opts.at.is_some();
     state.playback.speed = opts.speed;
     open_scoped(&mut state, opts.no_threads, pod);
     state.seed(seed);

@@ -29,6 +29,9 @@ pub struct ReplayOpts {
     pub paused: bool,
     /// Start with every event applied (the final tree) instead of from the first one.
     pub at_end: bool,
+    /// Open paused with every event up to this sequence number applied (`--at SEQ`; over
+    /// `at_end`, under `guided`).
+    pub at: Option<u64>,
     /// Recorded without syscall probes ([`Header::sched_probes`](crate::tracefile::Header::sched_probes)).
     pub sched_probes: bool,
     /// Guided: open paused right after the first story step's event (overrides `at_end`).
@@ -51,6 +54,7 @@ impl Default for ReplayOpts {
             speed: 1.0,
             paused: false,
             at_end: false,
+            at: None,
             sched_probes: false,
             guided: false,
             story: None,
@@ -256,7 +260,7 @@ impl Player {
 }
 
 /// Where a replay opens: guided at the first step of the stories it shows (the pod's or the
-/// container's with `pod`), at the end, or at the start.
+/// container's with `pod`), after the event `--at` names, at the end, or at the start.
 fn open_position(played: &Played, opts: &ReplayOpts, pod: Option<&PodScope>) -> usize {
     let total = played.events.len();
     let shown = || {
@@ -273,6 +277,7 @@ fn open_position(played: &Played, opts: &ReplayOpts, pod: Option<&PodScope>) -> 
         .map(|st| st.seq);
     match first_step {
         Some(seq) if opts.guided => played.after(seq),
+        _ if opts.at.is_some() => opts.at.map_or(total, |seq| played.after(seq)),
         _ if opts.at_end => total,
         _ => 0,
     }
@@ -325,7 +330,7 @@ pub async fn replay(
     let mut p = Player {
         pos: 0,
         sent: 0,
-        paused: opts.paused || opts.guided,
+        paused: opts.paused || opts.guided || opts.at.is_some(),
         speed: opts.speed.clamp(1.0 / 64.0, 4096.0),
         anchor: Instant::now(),
         anchor_vt: 0,

@@ -172,5 +172,6 @@ mod reach_and_quiz;
 mod reducer;
 mod rewind;
 mod screens;
+mod seek;
 mod teaching;
 mod training;
