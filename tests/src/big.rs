@@ -38,6 +38,32 @@ pub fn write(path: &Path, shape: Shape, n: u32) -> Result<usize> {
     Ok(evs.len())
 }
 
+/// The first child's pid in [`write_strace_children`]'s log; the parent is one below.
+pub const STRACE_FIRST_CHILD: u32 = 1001;
+
+/// Writes an `strace -f` log (stderr form, `[pid N]`) of one parent (pid 1000) that forks `n`
+/// children one after the other, each exiting before the next is made: per child the parent's
+/// `clone(...) = N`, the child's `exit_group(0) = ?` and its `+++ exited with 0 +++` (3 lines a
+/// child, no pid reused). Written as it is made, never held whole. The strace rows of the scale
+/// benchmark; returns the lines written.
+pub fn write_strace_children(path: &Path, n: u32) -> Result<u64> {
+    use std::io::Write;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let parent = STRACE_FIRST_CHILD - 1;
+    let call = "clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f3a1c2d3a10)";
+    for i in 0..n {
+        let child = STRACE_FIRST_CHILD + i;
+        writeln!(w, "[pid {parent}] {call} = {child}")?;
+        writeln!(w, "[pid {child}] exit_group(0)                     = ?")?;
+        writeln!(w, "[pid {child}] +++ exited with 0 +++")?;
+    }
+    w.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(u64::from(n) * 3)
+}
+
 /// Daemons (pids 100..164, in the header's snapshot) that spawn the short-lived children of
 /// a busy node.
 const BUSY_DAEMONS: u32 = 64;

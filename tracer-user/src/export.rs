@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -61,13 +60,14 @@ impl Clock {
 /// list per pid: most pids have one record, and a million small lists cost more than the
 /// records' ids.
 pub(crate) struct PidIndex {
-    /// (pid, record) by pid, then record id (creation order).
-    by_pid: Vec<(u32, ProcId)>,
+    /// (pid, record) by pid, then record id (creation order); the id as [`Id32`]: half the
+    /// bytes of a `usize` on a million records.
+    by_pid: Vec<(u32, Id32)>,
 }
 
 impl PidIndex {
     pub(crate) fn new(e: &Engine) -> Self {
-        let mut by_pid: Vec<(u32, ProcId)> = e.processes().map(|p| (p.pid, p.id)).collect();
+        let mut by_pid: Vec<(u32, Id32)> = e.processes().map(|p| (p.pid, Id32::of(p.id))).collect();
         by_pid.sort_unstable();
         PidIndex { by_pid }
     }
@@ -78,9 +78,25 @@ impl PidIndex {
         let ids = &self.by_pid[from..to];
         ids.iter()
             .rev()
-            .map(|&(_, id)| id)
+            .map(|&(_, id)| id.get())
             .find(|&id| e.get(id).is_some_and(|p| p.start_seq <= seq))
-            .or_else(|| ids.first().map(|&(_, id)| id))
+            .or_else(|| ids.first().map(|&(_, id)| id.get()))
+    }
+}
+
+/// A record id in four bytes, for the exports' tables over every record (a recording of
+/// more than 2^32 records does not fit in memory anyway).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Id32(u32);
+
+impl Id32 {
+    /// `id` (saturated at `u32::MAX`, which no record reaches).
+    pub(crate) fn of(id: ProcId) -> Id32 {
+        Id32(u32::try_from(id).unwrap_or(u32::MAX))
+    }
+
+    pub(crate) fn get(self) -> ProcId {
+        self.0 as ProcId
     }
 }
 
@@ -98,42 +114,7 @@ fn track_name(p: &Process) -> String {
     }
 }
 
-/// An exec or a prctl on a process's track, kept until the tracks are written. An exec keeps
-/// its fields, not their JSON: a recording of a million execs would hold a million maps.
-struct Instant {
-    proc: ProcId,
-    t: f64,
-    what: InstantKind,
-}
-
-enum InstantKind {
-    Exec {
-        filename: String,
-        argv: Arc<[String]>,
-        seq: u64,
-    },
-    Prctl {
-        name: String,
-        args: Value,
-    },
-}
-
-impl Instant {
-    fn name_and_args(&self) -> (Cow<'_, str>, Value) {
-        match &self.what {
-            InstantKind::Exec {
-                filename,
-                argv,
-                seq,
-            } => (
-                Cow::Owned(format!("exec {filename}")),
-                json!({ "filename": filename, "argv": &**argv, "seq": seq }),
-            ),
-            InstantKind::Prctl { name, args } => (Cow::Borrowed(name), args.clone()),
-        }
-    }
-}
-
+/// An arrow between two tracks.
 struct Flow {
     from: ProcId,
     to: ProcId,
@@ -143,30 +124,35 @@ struct Flow {
     enclosing: bool,
 }
 
-/// What the Perfetto writer gathers while the engine reads the events.
+/// What the Perfetto writer keeps while the engine reads the events: instants and flows are
+/// written as they happen (the trace-event format puts no order on its events), only the times
+/// adoptions look up are kept until the end.
 #[derive(Default)]
 struct Gathered {
-    instants: Vec<Instant>,
-    flows: Vec<Flow>,
-    /// seq → time of the events that can cause adoptions (exits; forks for corrections).
-    times: Vec<(u64, f64)>,
+    /// seq → time of the events that can cause adoptions (exits; forks for corrections), in
+    /// chunks: no doubling's spare half on a million exits.
+    times: Vec<Vec<(u64, f64)>>,
     t_last: f64,
+    /// Flows written so far (the next one's id).
+    flows: usize,
 }
+
+/// Entries per chunk of [`Gathered::times`].
+const TIMES_CHUNK: usize = 1 << 16;
 
 impl Gathered {
     /// An exec or prctl as an instant on its process's track; the times adoptions look up.
-    fn note_event(&mut self, e: &Engine, ev: &Event, t: f64) {
+    fn note_event<W: Write>(
+        &mut self,
+        e: &Engine,
+        ev: &Event,
+        t: f64,
+        lines: &mut TraceLines<'_, W>,
+    ) -> io::Result<()> {
         if let EventKind::Exec { filename, .. } = &ev.kind {
             if let Some(p) = e.process(ev.tgid) {
-                self.instants.push(Instant {
-                    proc: p.id,
-                    t,
-                    what: InstantKind::Exec {
-                        filename: filename.value.clone(),
-                        argv: p.argv.clone(),
-                        seq: ev.seq,
-                    },
-                });
+                let args = json!({ "filename": filename.value, "argv": &*p.argv, "seq": ev.seq });
+                lines.instant(p.id, t, &format!("exec {}", filename.value), args)?;
             }
         }
         if let (Some(p), Some((option, arg2, name))) = (e.process(ev.tgid), ev.kind.as_prctl()) {
@@ -177,19 +163,27 @@ impl Gathered {
             };
             let args = json!({ "tid": ev.tid, "option": opt, "arg2": arg2,
                                "name": name.map(|n| &n.value), "seq": ev.seq });
-            self.instants.push(Instant {
-                proc: p.id,
-                t,
-                what: InstantKind::Prctl { name: label, args },
-            });
+            lines.instant(p.id, t, &label, args)?;
         }
         if ev.kind.new_task().is_some() || ev.kind.task_end().is_some() {
-            self.times.push((ev.seq, t));
+            if self.times.last().is_none_or(|c| c.len() == TIMES_CHUNK) {
+                self.times.push(Vec::with_capacity(TIMES_CHUNK));
+            }
+            if let Some(chunk) = self.times.last_mut() {
+                chunk.push((ev.seq, t));
+            }
         }
+        Ok(())
     }
 
     /// A flow from its creator to each process the last event made (`before..`).
-    fn note_births(&mut self, e: &Engine, before: usize, t: f64) {
+    fn note_births<W: Write>(
+        &mut self,
+        e: &Engine,
+        before: usize,
+        t: f64,
+        lines: &mut TraceLines<'_, W>,
+    ) -> io::Result<()> {
         for id in before..e.process_count() {
             let Some(p) = e.get(id) else { continue };
             let how = p.born_how();
@@ -203,27 +197,45 @@ impl Gathered {
                     }
                     _ => Cow::Borrowed(how.as_str()),
                 };
-                self.flows.push(Flow {
+                let flow = Flow {
                     from: creator,
                     to: id,
                     t,
                     name,
                     enclosing: false,
-                });
+                };
+                lines.flow(self.flows, &flow)?;
+                self.flows += 1;
             }
         }
+        Ok(())
     }
 
     /// A flow from the old parent to each adopted process, at the time of the event that
     /// caused the adoption.
-    fn note_adoptions(&mut self, e: &Engine) {
-        self.times.sort_by_key(|a| a.0);
-        let times = &self.times;
+    fn note_adoptions<W: Write>(
+        &mut self,
+        e: &Engine,
+        lines: &mut TraceLines<'_, W>,
+    ) -> io::Result<()> {
+        // Chunks are in seq order when the events are; sorted as one otherwise.
+        let mut times = std::mem::take(&mut self.times);
+        let sorted = times.iter().flatten().is_sorted_by_key(|a| a.0);
+        if !sorted {
+            let mut all: Vec<(u64, f64)> = times.drain(..).flatten().collect();
+            all.sort_by_key(|a| a.0);
+            times = vec![all];
+        }
         let time_of = |seq: u64| -> f64 {
-            match times.binary_search_by(|x| x.0.cmp(&seq)) {
-                Ok(i) => times[i].1,
+            // The chunk holding the last time at or before `seq`.
+            let c = times.partition_point(|c| c.first().is_some_and(|x| x.0 <= seq));
+            let Some(chunk) = c.checked_sub(1).and_then(|c| times.get(c)) else {
+                return 0.0;
+            };
+            match chunk.binary_search_by(|x| x.0.cmp(&seq)) {
+                Ok(i) => chunk[i].1,
                 Err(0) => 0.0,
-                Err(i) => times[i - 1].1,
+                Err(i) => chunk[i - 1].1,
             }
         };
         let index = PidIndex::new(e);
@@ -235,21 +247,26 @@ impl Gathered {
                 let Some(from) = index.at(e, l.parent, l.seq) else {
                     continue;
                 };
-                self.flows.push(Flow {
+                let flow = Flow {
                     from,
                     to: p.id,
                     t: time_of(l.seq),
                     name: Cow::Owned(format!("adopted: {}", l.reason_text().unwrap_or_default())),
                     enclosing: true,
-                });
+                };
+                lines.flow(self.flows, &flow)?;
+                self.flows += 1;
             }
         }
+        Ok(())
     }
 }
 
 /// Chrome trace-event JSON (what ui.perfetto.dev and chrome://tracing open): a track per
 /// process named "pid comm role", a slice for each process's lifetime, instant events for
 /// exec and prctl, flow arrows for clone, CLONE_PARENT and adoption. Returns the final engine.
+/// Written as the events are read: the instants and birth arrows as they happen, then the
+/// adoption arrows and the tracks (which need the end).
 pub fn write_perfetto(
     snapshot: &[SnapshotProcess],
     events: impl Iterator<Item = Event>,
@@ -258,32 +275,21 @@ pub fn write_perfetto(
     let mut e = Engine::seeded(snapshot);
     let mut clock = Clock::default();
     let mut gathered = Gathered::default();
+    // One object per line inside {"traceEvents": [...]}.
+    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    let mut lines = TraceLines { out, first: true };
     for ev in events {
         clock.observe(&ev);
         let t = clock.at(ev.ts_ns, ev.seq);
         gathered.t_last = gathered.t_last.max(t);
         let before = e.process_count();
         e.apply(&ev);
-        gathered.note_event(&e, &ev, t);
-        gathered.note_births(&e, before, t);
+        gathered.note_event(&e, &ev, t, &mut lines)?;
+        gathered.note_births(&e, before, t, &mut lines)?;
     }
-    gathered.note_adoptions(&e);
-    // Writing: one object per line inside {"traceEvents": [...]}.
-    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-    let mut lines = TraceLines { out, first: true };
+    gathered.note_adoptions(&e, &mut lines)?;
     for p in e.processes() {
         lines.process_track(p, &clock, gathered.t_last)?;
-    }
-    for i in &gathered.instants {
-        let track = track_id(i.proc);
-        let (name, args) = i.name_and_args();
-        lines.put(
-            json!({"ph": "i", "s": "t", "name": name, "cat": "lifecycle", "pid": track,
-                         "tid": track, "ts": i.t, "args": args}),
-        )?;
-    }
-    for (n, f) in gathered.flows.iter().enumerate() {
-        lines.flow(n, f)?;
     }
     lines.out.write_all(b"\n]}\n")?;
     Ok(e)
@@ -307,6 +313,15 @@ impl<W: Write> TraceLines<'_, W> {
         }
         self.first = false;
         serde_json::to_writer(&mut *self.out, &v).map_err(io::Error::from)
+    }
+
+    /// An instant (an exec, a prctl) on the track of `proc`.
+    fn instant(&mut self, proc: ProcId, t: f64, name: &str, args: Value) -> io::Result<()> {
+        let track = track_id(proc);
+        self.put(
+            json!({"ph": "i", "s": "t", "name": name, "cat": "lifecycle", "pid": track,
+                         "tid": track, "ts": t, "args": args}),
+        )
     }
 
     /// A process's track: its names, its place, and the slice of its lifetime.
@@ -416,11 +431,18 @@ fn creation_parent(e: &Engine, index: &PidIndex, p: &Process) -> Option<ProcId> 
 /// ancestry above the runtime daemon (shells, `timeout`, the recorder) from taking half the
 /// width of a left-to-right graph. Each member maps to (the chain's last process, its first).
 fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId)> {
-    let mut children: HashMap<ProcId, Vec<ProcId>> = HashMap::new();
+    // Per record, its children at birth as far as a chain needs them: none, one (which), or
+    // more. Four bytes a record, not a list per parent.
+    const NONE: u32 = u32::MAX;
+    const MANY: u32 = u32::MAX - 1;
+    let mut child_of = vec![NONE; e.id_bound()];
     let mut adopting: std::collections::HashSet<ProcId> = Default::default();
     for p in e.processes() {
-        if let Some(from) = creation_parent(e, index, p) {
-            children.entry(from).or_default().push(p.id);
+        if let Some(slot) = creation_parent(e, index, p).and_then(|f| child_of.get_mut(f)) {
+            *slot = match *slot {
+                NONE => Id32::of(p.id).0,
+                _ => MANY,
+            };
         }
         adopting.extend(
             p.lineage
@@ -439,13 +461,13 @@ fn plain_chains(e: &Engine, index: &PidIndex) -> HashMap<ProcId, (ProcId, ProcId
                 && !adopting.contains(&id)
         })
     };
-    let only_child = |id: ProcId| match children.get(&id).map(Vec::as_slice) {
-        Some(&[c]) => Some(c),
+    let only_child = |id: ProcId| match child_of.get(id) {
+        Some(&c) if c != NONE && c != MANY => Some(Id32(c).get()),
         _ => None,
     };
     let mut out = HashMap::new();
     for p in e.processes() {
-        // The inverse of `children` is `creation_parent` itself: no map of a million entries.
+        // The inverse of `child_of` is `creation_parent` itself: no map of a million entries.
         if !plain(p.id)
             || creation_parent(e, index, p).is_some_and(|f| plain(f) && only_child(f).is_some())
         {

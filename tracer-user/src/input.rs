@@ -136,13 +136,17 @@ pub fn detect(prefix: &[u8]) -> Result<Kind, &'static str> {
 /// Where recording bytes come from: a file, standard input, or bytes in memory (the demo).
 pub type TraceSource = Box<dyn Read + Send>;
 
+/// An strace log after its sniffed bytes.
+type StraceSource = std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>;
+
 /// JSON lines after their sniffed bytes.
 type JsonSource =
     jsonl::JsonLines<BufReader<std::io::Chain<std::io::Cursor<Vec<u8>>, TraceSource>>>;
 
 enum Source {
     Trace(Box<TraceReader<TraceSource>>),
-    Events(std::vec::IntoIter<Event>),
+    /// An strace log, imported as it is read.
+    Strace(Box<crate::strace::Stream<BufReader<StraceSource>>>),
     /// JSON lines, and their first line read ahead (it names the initial process).
     Json(Box<JsonSource>, Option<Result<Event, jsonl::JsonLineError>>),
     /// A node's NATS stream: its segments (trace files) read one after the other; the first
@@ -191,6 +195,19 @@ pub struct StraceReport {
 }
 
 impl StraceReport {
+    /// What an import's counts say (its events aside).
+    fn of(import: crate::strace::Import) -> StraceReport {
+        StraceReport {
+            lines: import.lines,
+            unreadable: import.unreadable,
+            first_unreadable: import.first_unreadable,
+            initial_pid_unknown: import.initial_pid_unknown,
+            untranslated_senders: import.untranslated_senders,
+            clock: import.clock,
+            initial: import.initial,
+        }
+    }
+
     /// Its lines for [`Input::notes`].
     fn notes(&self) -> Vec<String> {
         let r = self;
@@ -273,23 +290,18 @@ impl Input {
                 Source::Trace(Box::new(reader))
             }
             Kind::StraceLog => {
-                src.read_to_end(&mut prefix).map_err(io)?;
-                // Lossy on bad UTF-8: a log with a stray byte is still a log.
-                let import =
-                    crate::strace::parse_reader(&prefix[..]).map_err(|e| InputError::Strace {
-                        path: path.to_path_buf(),
-                        message: e.to_string(),
-                    })?;
-                report = Some(StraceReport {
-                    lines: import.lines,
-                    unreadable: import.unreadable,
-                    first_unreadable: import.first_unreadable,
-                    initial_pid_unknown: import.initial_pid_unknown,
-                    untranslated_senders: import.untranslated_senders,
-                    clock: import.clock,
-                    initial: import.initial,
-                });
-                Source::Events(import.events.into_iter())
+                // Read as a stream: neither the log's text nor its events are held whole.
+                let chained = std::io::Cursor::new(prefix).chain(src);
+                let mut stream = Box::new(crate::strace::Stream::new(BufReader::with_capacity(
+                    256 << 10,
+                    chained,
+                )));
+                stream.prime().map_err(|e| InputError::Strace {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                })?;
+                report = Some(StraceReport::of(stream.report()));
+                Source::Strace(stream)
             }
             Kind::JsonLines => {
                 let chained = std::io::Cursor::new(prefix).chain(src);
@@ -471,7 +483,7 @@ impl Input {
             Source::Trace(r) => Some(r.header()),
             #[cfg(feature = "nats")]
             Source::Nats { first, .. } => Some(first),
-            Source::Events(_) | Source::Json(..) => None,
+            Source::Strace(_) | Source::Json(..) => None,
         }
     }
 
@@ -524,7 +536,7 @@ impl Input {
             Source::Trace(r) => r.last_stats(),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => current.last_stats(),
-            Source::Events(_) | Source::Json(..) => None,
+            Source::Strace(_) | Source::Json(..) => None,
         }
     }
 
@@ -534,7 +546,7 @@ impl Input {
             Source::Trace(r) => Some(r.tail()),
             #[cfg(feature = "nats")]
             Source::Nats { current, .. } => Some(current.tail()),
-            Source::Events(_) | Source::Json(..) => None,
+            Source::Strace(_) | Source::Json(..) => None,
         }
     }
 
@@ -640,7 +652,18 @@ impl Input {
                     error: e,
                 })
             }),
-            Source::Events(it) => it.next().map(Ok),
+            Source::Strace(stream) => match stream.next_event() {
+                Some(r) => Some(r.map_err(|e| InputError::Strace {
+                    path: self.path.clone(),
+                    message: e.to_string(),
+                })),
+                None => {
+                    // The log ended: its counts are whole now (its initial process is the one
+                    // the engine was seeded with: fixed once the first events were out).
+                    self.strace_report = Some(StraceReport::of(stream.report()));
+                    None
+                }
+            },
             Source::Json(lines, first) => first.take().or_else(|| lines.next()).map(|r| {
                 r.map_err(|error| InputError::JsonLines {
                     path: self.path.clone(),
@@ -753,8 +776,12 @@ impl Loaded {
         }
         if !stopped {
             notes.extend(input.notes(false));
-        } else if let Some(r) = input.strace_report() {
-            // Stopped early by --at: the strace counts are known anyway (the log was read whole).
+        } else if input.kind == Kind::StraceLog {
+            // Stopped early by --at: the rest of the log is read (not applied) for its counts.
+            while let Some(Ok(_)) = input.next_event() {}
+        }
+        if let Some(r) = input.strace_report().filter(|_| stopped) {
+            // Stopped early by --at: the strace counts are known anyway.
             if r.unreadable > 0 {
                 notes.extend(input.notes(true));
             }

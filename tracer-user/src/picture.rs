@@ -227,42 +227,75 @@ struct Col {
 /// every parent that adopted one of them; with `all`, every process that acted (in `scope`).
 fn actors(e: &Engine, stories: &[Story], opts: &PictureOpts) -> Vec<ProcId> {
     let index = PidIndex::new(e);
-    let mut keep: HashSet<ProcId> = HashSet::new();
+    // A flag per record, not a hash set: with `all` every record of a million may be kept.
+    let mut keep = Keep(vec![false; e.id_bound()]);
     if opts.all {
-        keep.extend(
-            e.processes()
-                .filter(|p| view::acted(p))
-                .filter(|p| opts.scope.as_ref().is_none_or(|s| s.contains(&p.id)))
-                .map(|p| p.id),
-        );
+        for p in e
+            .processes()
+            .filter(|p| view::acted(p))
+            .filter(|p| opts.scope.as_ref().is_none_or(|s| s.contains(&p.id)))
+        {
+            keep.insert(p.id);
+        }
     } else {
+        let mut some: HashSet<ProcId> = HashSet::new();
         for st in stories {
             for step in &st.steps {
-                keep.extend(index.at(e, step.pid, step.seq));
+                some.extend(index.at(e, step.pid, step.seq));
             }
         }
-        signals::add_actors(e, &index, stories, &mut keep);
+        signals::add_actors(e, &index, stories, &mut some);
+        for id in some {
+            keep.insert(id);
+        }
     }
-    let core: Vec<ProcId> = keep.iter().copied().collect();
+    let core: Vec<ProcId> = keep.ids().collect();
     for id in core {
         let Some(p) = e.get(id) else { continue };
-        keep.extend(p.creator);
+        if let Some(c) = p.creator {
+            keep.insert(c);
+        }
         for l in p.lineage.iter().skip(1) {
-            keep.extend(index.at(e, l.parent, l.seq));
+            if let Some(a) = index.at(e, l.parent, l.seq) {
+                keep.insert(a);
+            }
         }
     }
     // Every birth arrow starts on a drawn lifeline: each drawn process's parent at birth, up
     // to the first one the recording did not see born.
-    let mut todo: Vec<ProcId> = keep.iter().copied().collect();
+    let mut todo: Vec<ProcId> = keep.ids().collect();
     while let Some(id) = todo.pop() {
         let parent = e.get(id).and_then(|p| p.birth_parent);
         if let Some(b) = parent.filter(|&b| keep.insert(b)) {
             todo.push(b);
         }
     }
-    let mut v: Vec<ProcId> = keep.into_iter().collect();
+    drop(todo);
+    let mut v: Vec<ProcId> = keep.ids().collect();
+    drop(keep);
     v.sort_by_key(|&id| e.get(id).map(|p| (p.start_seq, p.id)));
     v
+}
+
+/// The records [`actors`] keeps, a flag per record id.
+struct Keep(Vec<bool>);
+
+impl Keep {
+    /// Keeps `id`; whether it was not kept before.
+    fn insert(&mut self, id: ProcId) -> bool {
+        if id >= self.0.len() {
+            self.0.resize(id + 1, false);
+        }
+        !std::mem::replace(&mut self.0[id], true)
+    }
+
+    fn ids(&self) -> impl Iterator<Item = ProcId> + '_ {
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|(_, &k)| k)
+            .map(|(id, _)| id)
+    }
 }
 
 fn birth_mark(p: &Process) -> Option<Mark> {

@@ -549,69 +549,106 @@ fn peak_of(tracer: &Path, args: &[&str]) -> Result<(f64, f64)> {
     Ok((start.elapsed().as_secs_f64(), peak as f64 / 1024.0))
 }
 
-/// `tracer tree`, the pictures of every process and the viewer at its end, on a million
-/// processes (and a 200,000-deep chain).
+/// Events the strace importer makes of each child of [`::tests::big::write_strace_children`]'s
+/// log: the parent's clone entry, the fork and the clone's return; the child's exit entry and
+/// its exit.
+const STRACE_EVENTS_PER_CHILD: usize = 5;
+
+/// `tracer tree`, the exports of every process and the viewer at its end, on a million
+/// processes (a trace file, and an strace log of one parent's million exited children) and a
+/// 200,000-deep chain.
 fn scale(b: &Bench) -> Result<String> {
-    use ::tests::big::{write, Shape};
+    use ::tests::big::{write, write_strace_children, Shape};
     let mut s =
         String::from("| recording | command | wall | peak RSS | goal |\n|---|---|---|---|---|\n");
     let cases = [
         (
             "1,000,000 processes (4-ary tree)",
-            Shape::Tree,
+            Some(Shape::Tree),
             1_000_000u32,
-            "tree1m",
+            "tree1m.trace",
         ),
-        ("200,000-deep chain", Shape::Chain, 200_000, "chain200k"),
+        (
+            "1,000,000 exited children of one parent (strace log, 3M lines)",
+            None,
+            1_000_000,
+            "children1m.log",
+        ),
+        (
+            "200,000-deep chain",
+            Some(Shape::Chain),
+            200_000,
+            "chain200k.trace",
+        ),
     ];
-    let mut tree_mib = 0.0;
     for (what, shape, n, name) in cases {
-        let file = b.tmp.join(format!("{name}.trace"));
-        let total = write(&file, shape, n)?;
-        let f = file.to_str().context("temp path")?;
-        let out = b.tmp.join("picture");
-        let o = out.to_str().context("temp path")?;
-        let runs: [(&str, Vec<&str>, &str); 6] = [
-            ("`tree`", vec!["tree", f], "<= 600 MB"),
-            ("`story`", vec!["story", f], "<= 600 MB"),
-            (
-                "`export --format dot`",
-                vec!["export", "--format", "dot", "-o", o, f],
-                "<= 600 MB",
-            ),
-            (
-                "`export --format perfetto`",
-                vec!["export", "--format", "perfetto", "-o", o, f],
-                "<= 600 MB",
-            ),
-            (
-                "`export --all --format svg`",
-                vec!["export", "--all", "--format", "svg", "-o", o, f],
-                "< 30 s, <= 600 MB",
-            ),
-            (
-                "`export --all --format html`",
-                vec!["export", "--all", "--format", "html", "-o", o, f],
-                "< 30 s, <= 600 MB",
-            ),
-        ];
-        for (label, args, goal) in runs {
-            let _ = std::fs::remove_file(&out);
-            let (secs, mib) = peak_of(&b.tracer, &args)?;
-            if label == "`tree`" {
-                tree_mib = mib;
+        let file = b.tmp.join(name);
+        let total = match shape {
+            Some(shape) => write(&file, shape, n)?,
+            None => {
+                write_strace_children(&file, n)?;
+                n as usize * STRACE_EVENTS_PER_CHILD
             }
-            s.push_str(&format!(
-                "| {what} | {label} | {secs:.1} s | {mib:.0} MiB | {goal} |\n"
-            ));
-            println!("bench: scale {name} {label}: {secs:.1} s, {mib:.0} MiB");
+        };
+        let f = file.to_str().context("temp path")?;
+        let tree_mib = scale_rows(b, what, f, &mut s)?;
+        if shape != Some(Shape::Chain) {
+            s.push_str(&scale_viewer(b, what, f, total, tree_mib)?);
         }
-        if shape != Shape::Tree {
-            continue;
-        }
-        s.push_str(&scale_viewer(b, what, f, total, tree_mib)?);
+        let _ = std::fs::remove_file(&file);
     }
     Ok(s)
+}
+
+/// `tree`, `story` and every export of the recording `f` (what it is: `what`), a row each in
+/// `s`; `tree`'s peak (MiB).
+fn scale_rows(b: &Bench, what: &str, f: &str, s: &mut String) -> Result<f64> {
+    let out = b.tmp.join("picture");
+    let o = out.to_str().context("temp path")?;
+    let runs: [(&str, Vec<&str>, &str); 7] = [
+        ("`tree`", vec!["tree", f], "<= 600 MB"),
+        ("`story`", vec!["story", f], "<= 600 MB"),
+        (
+            "`export --format dot`",
+            vec!["export", "--format", "dot", "-o", o, f],
+            "<= 600 MB",
+        ),
+        (
+            "`export --format perfetto`",
+            vec!["export", "--format", "perfetto", "-o", o, f],
+            "<= 600 MB",
+        ),
+        (
+            "`export --format jsonl`",
+            vec!["export", "--format", "jsonl", "-o", o, f],
+            "<= 600 MB",
+        ),
+        (
+            "`export --all --format svg`",
+            vec!["export", "--all", "--format", "svg", "-o", o, f],
+            "< 30 s, <= 600 MB",
+        ),
+        (
+            "`export --all --format html`",
+            vec!["export", "--all", "--format", "html", "-o", o, f],
+            "< 30 s, <= 600 MB",
+        ),
+    ];
+    let mut tree_mib = 0.0;
+    for (label, args, goal) in runs {
+        let _ = std::fs::remove_file(&out);
+        let (secs, mib) = peak_of(&b.tracer, &args)?;
+        if label == "`tree`" {
+            tree_mib = mib;
+        }
+        s.push_str(&format!(
+            "| {what} | {label} | {secs:.1} s | {mib:.0} MiB ({:.0} MB) | {goal} |\n",
+            mib * 1.048_576
+        ));
+        println!("bench: scale {what} {label}: {secs:.1} s, {mib:.0} MiB");
+    }
+    let _ = std::fs::remove_file(&out);
+    Ok(tree_mib)
 }
 
 /// The viewer opened at the end of a scale recording of `total` events (in tmux): the time to
@@ -636,9 +673,10 @@ fn scale_viewer(b: &Bench, what: &str, f: &str, total: usize, tree_mib: f64) -> 
     )?;
     let peak = v.peak_mib()?;
     Ok(format!(
-        "| {what} | `view --end` (in tmux): at the end / peak | {:.0} s to open | {rss:.0} / {peak:.0} MiB | <= 1.2 GB (`tree`: {tree_mib:.0} MiB) |\n\
+        "| {what} | `view --end` (in tmux): at the end / peak | {:.0} s to open | {rss:.0} / {peak:.0} MiB ({:.0} MB) | <= 1.2 GB (`tree`: {tree_mib:.0} MiB) |\n\
          | {what} | `view --end`, one step back (`,`) | {:.1} s | | |\n",
         load.as_secs_f64(),
+        peak * 1.048_576,
         back.as_secs_f64()
     ))
 }

@@ -217,23 +217,30 @@ impl Stories {
 
     /// The anchors whose stories the changed records may change.
     fn invalidate(&mut self, e: &Engine, changed: &[ProcId]) -> BTreeSet<ProcId> {
-        let mut seen = HashSet::new();
+        // A flag per record id and what each record touched taken at once: the first build
+        // sees every record of a million, and a hash set of them, or a key each, would cost
+        // more than the stories.
+        let mut seen = vec![false; e.id_bound()];
         let mut t = Touched::default();
         let mut dirty = BTreeSet::new();
-        for p in changed.iter().filter(|&&id| seen.insert(id)) {
-            let Some(p) = e.get(*p) else { continue };
+        for &id in changed {
+            match seen.get_mut(id) {
+                Some(s) if !*s => *s = true,
+                _ => continue,
+            }
+            let Some(p) = e.get(id) else { continue };
             self.work.changed += 1;
             self.idx.update(p, &mut t);
             self.readers.of_record(p, &mut dirty);
             if is_anchor(p) || self.anchors.contains_key(&p.id) {
                 dirty.insert(p.id);
             }
-        }
-        for k in &t.keys {
-            dirty.extend(self.readers.keys.get(k).into_iter().flatten());
-        }
-        for id in &t.records {
-            dirty.extend(self.readers.full.get(id).into_iter().flatten());
+            for k in t.keys.drain(..) {
+                dirty.extend(self.readers.keys.get(&k).into_iter().flatten());
+            }
+            for id in t.records.drain(..) {
+                dirty.extend(self.readers.full.get(&id).into_iter().flatten());
+            }
         }
         dirty
     }

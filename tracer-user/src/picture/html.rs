@@ -82,25 +82,82 @@ pub fn write_html(
     if stories.is_empty() {
         s.push_str("<p>No container story found.</p>");
     }
+    // Written a section at a time: the page of a million processes is mostly its tree.
+    out.write_all(s.as_bytes())?;
     let one = PictureOpts {
         all: false,
         ..opts.clone()
     };
     for st in stories {
+        s.clear();
         story_section(&mut s, e, st, &one, title)?;
+        out.write_all(s.as_bytes())?;
     }
-    let tree = view::traced_tree_text(e, view::TreeOpts::default());
-    let tree: String = tree
-        .lines()
-        .map(|l| xml_text(l, 300))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let _ = writeln!(
-        s,
-        "<section class=\"story\"><h2>Process tree at the end</h2><pre>{tree}</pre></section></body></html>"
-    );
-    out.write_all(s.as_bytes())?;
+    drop(s);
+    out.write_all(b"<section class=\"story\"><h2>Process tree at the end</h2><pre>")?;
+    let mut lines = EscapedLines {
+        out: &mut *out,
+        line: Vec::new(),
+        first: true,
+    };
+    view::write_tree_text(
+        e,
+        view::TreeOpts::default(),
+        view::TextTree::Traced,
+        &mut lines,
+    )?;
+    lines.finish()?;
+    out.write_all(b"</pre></section></body></html>\n")?;
     Ok(())
+}
+
+/// The tree's text as the page shows it, written as it comes: each line escaped
+/// ([`xml_text`], cut at 300 characters), lines joined by `\n` (a `\r` ending one dropped and
+/// no newline after the last, as `str::lines` and `join` make it).
+struct EscapedLines<'w, W: Write + ?Sized> {
+    out: &'w mut W,
+    /// The line under way (a write may end inside a character).
+    line: Vec<u8>,
+    first: bool,
+}
+
+impl<W: Write + ?Sized> EscapedLines<'_, W> {
+    fn put_line(&mut self) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&self.line);
+        let text = text.strip_suffix('\r').unwrap_or(&text);
+        if !self.first {
+            self.out.write_all(b"\n")?;
+        }
+        self.first = false;
+        self.out.write_all(xml_text(text, 300).as_bytes())?;
+        self.line.clear();
+        Ok(())
+    }
+
+    /// The last line, when the text did not end with a newline.
+    fn finish(mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.put_line()?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write + ?Sized> Write for EscapedLines<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..i]);
+            self.put_line()?;
+            rest = &rest[i + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// One story: its title, its picture, its numbered steps with their explanations.

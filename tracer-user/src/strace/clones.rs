@@ -187,6 +187,11 @@ impl Clones {
         self.recs.insert(id, c);
     }
 
+    /// Every held call, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &CloneRec> + '_ {
+        self.recs.values()
+    }
+
     /// Every held id, oldest first.
     pub fn ids(&self) -> Vec<u64> {
         self.recs.keys().copied().collect()

@@ -139,6 +139,7 @@ mod line;
 mod ours;
 mod pidns;
 mod senders;
+mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -151,6 +152,7 @@ use line::{Body, End, Line, Stamp};
 use tracer_common::clone_flags as cf;
 
 pub use args::unescape;
+pub use stream::{Stream, STREAM_WINDOW};
 
 pub use crate::event::UNKNOWN_PID;
 /// How many unreadable lines [`Import::first_unreadable`] keeps.
@@ -232,36 +234,8 @@ pub fn parse_log(text: &str) -> Result<Import, StraceError> {
 pub fn parse_reader<R: BufRead>(mut reader: R) -> Result<Import, StraceError> {
     let mut p = Parser::new();
     let mut buf: Vec<u8> = Vec::with_capacity(512);
-    let mut too_long = false;
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        };
-        if chunk.is_empty() {
-            if !buf.is_empty() || too_long {
-                p.feed_bytes(&buf, too_long);
-            }
-            break;
-        }
-        let (part, used, eol) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (&chunk[..i], i + 1, true),
-            None => (chunk, chunk.len(), false),
-        };
-        let room = MAX_LINE_BYTES.saturating_sub(buf.len());
-        if part.len() > room {
-            buf.extend_from_slice(&part[..room]);
-            too_long = true;
-        } else {
-            buf.extend_from_slice(part);
-        }
-        reader.consume(used);
-        if eol {
-            p.feed_bytes(&buf, too_long);
-            buf.clear();
-            too_long = false;
-        }
+    while let Some(cut) = stream::read_line(&mut reader, &mut buf)? {
+        p.feed_bytes(&buf, cut);
     }
     p.finish()
 }
@@ -376,6 +350,8 @@ pub struct Parser {
     /// Process → its parent, kept after its exit (bounded): the parent's SIGCHLD comes after
     /// strace printed the exit, and tells which process the receiving thread is of.
     exited_parents: HashMap<u32, u32>,
+    /// What [`Stream`] handed out already (`out.events` holds the events after them).
+    released: stream::Released,
 }
 
 impl Parser {
@@ -496,9 +472,14 @@ impl Parser {
         };
         // `strace CMD` logs open with the command's own execve; a log that opens otherwise
         // (our replayed lines, a cut log) began with a process that already ran.
-        let opens_with_exec = self.out.events.first().is_some_and(|e| {
-            e.tgid == pid && matches!(e.kind, EventKind::ExecEnter { .. } | EventKind::Exec { .. })
-        });
+        let opens_with_exec = match self.released.first {
+            Some(first) => first == (pid, true),
+            None => self
+                .out
+                .events
+                .first()
+                .is_some_and(|e| e.tgid == pid && stream::is_exec(&e.kind)),
+        };
         Some(crate::event::SnapshotProcess {
             pid,
             threads: vec![pid],
@@ -520,9 +501,9 @@ impl Parser {
             return;
         }
         self.understood += 1;
-        let before = self.out.events.len();
+        let before = self.seq;
         self.apply(l);
-        if self.out.events.len() == before {
+        if self.seq == before {
             self.out.skipped += 1;
         }
     }
@@ -563,6 +544,17 @@ impl Parser {
         self.seq += 1;
         let tgid = self.tgid(tid);
         self.pidns.observe(tgid, tid, &kind);
+        if matches!(
+            kind,
+            EventKind::Fork {
+                child_ns: Some(_),
+                ..
+            }
+        ) {
+            // `order_member_pids` reorders such forks' namespace pids at the end of the log.
+            let at = self.emitted();
+            self.released.ns_fork.get_or_insert(at);
+        }
         self.out.events.push(Event {
             seq: self.seq,
             ts_ns: ts,
@@ -644,7 +636,7 @@ impl Parser {
                 }
                 // The clone returned a pid of strace's namespace not seen yet: that pid, if it
                 // shows up later, is the child; this one only if it never does.
-                let at = self.out.events.len();
+                let at = self.emitted();
                 self.clones.update(i, |c| {
                     c.candidate.get_or_insert((pid, at));
                 });
@@ -776,17 +768,21 @@ impl Parser {
                 continue;
             };
             self.clones.update(i, |c| c.candidate = None);
-            if claimed.contains(&pid) || at > self.out.events.len() {
+            // (and the Forks handed out already; a candidate holds its events back: `at` is
+            // never among those)
+            let named = claimed.contains(&pid) || self.released.named(pid);
+            if named || at > self.emitted() || at < self.released.count {
                 continue;
             }
+            let base = self.released.count;
             let end = self.out.events.len();
             self.assign_child(i, pid);
             // Move what assign_child emitted to where the child first appeared; seq stays
             // emission order.
             let emitted = self.out.events.len() - end;
-            self.out.events[at..].rotate_right(emitted);
-            for (k, e) in self.out.events.iter_mut().enumerate().skip(at) {
-                e.seq = k as u64 + 1;
+            self.out.events[at - base..].rotate_right(emitted);
+            for (k, e) in self.out.events.iter_mut().enumerate().skip(at - base) {
+                e.seq = (base + k) as u64 + 1;
             }
         }
     }
@@ -886,7 +882,7 @@ impl Parser {
         if let (Some(ret), Some(ns)) = (c.ret, child_ns.as_mut()) {
             self.pidns.member_pid(c.tgid, ns, ret);
         }
-        let fork_at = self.out.events.len();
+        let fork_at = self.emitted();
         self.emit(
             c.caller,
             ts,
@@ -922,7 +918,9 @@ impl Parser {
     /// Clone `c`, whose child's `Fork` is out already, returned `ret`: the child's pid in its
     /// namespace when it is the caller's inferred one.
     fn member_pid_at(&mut self, c: &CloneRec, ret: i64) {
-        let Some(at) = c.fork_at else { return };
+        let Some(at) = c.fork_at.and_then(|at| at.checked_sub(self.released.count)) else {
+            return;
+        };
         let tgid = c.tgid;
         if let Some(Event {
             kind: EventKind::Fork {

@@ -99,13 +99,15 @@ impl Parser {
             return false;
         };
         self.unclaimed.remove(&tid);
-        if self.initial == Some(tid) {
-            // the process that began the log is the parent, whose thread spoke first
+        if self.initial == Some(tid) && self.released.count == 0 {
+            // the process that began the log is the parent, whose thread spoke first (once
+            // events are handed out, the reader was seeded with the initial process already)
             self.initial = Some(parent);
             self.unclaimed.remove(&parent);
         }
         self.set_thread(tid, parent);
-        // what the thread did so far was its process's (once per thread: bounded)
+        // what the thread did so far was its process's (once per thread: bounded; of what a
+        // `Stream` has not handed out yet)
         for e in self.out.events.iter_mut().filter(|e| e.tid == tid) {
             e.tgid = parent;
         }

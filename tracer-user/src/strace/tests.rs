@@ -12,6 +12,7 @@ mod inferred;
 mod line_forms;
 mod robustness;
 mod signals;
+mod stream;
 
 const THREAD_FLAGS: &str = "CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID";
 
