@@ -130,7 +130,9 @@ fn holds(row: &serde_json::Value, id: &str) -> bool {
         pods.iter().any(|p| {
             p["namespace"] == "default"
                 && p["name"] == id
-                && p["containers"].as_array().is_some_and(|c| c.contains(&"app".into()))
+                && p["containers"]
+                    .as_array()
+                    .is_some_and(|c| c.contains(&"app".into()))
         })
     })
 }
@@ -168,12 +170,30 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     let pid = std::process::id();
     let (pod_a, pod_b) = (format!("fleet-a-{pid}"), format!("fleet-b-{pid}"));
     // Each agent publishes one pod's events only: the two share this host.
-    let scoped = |pod: &str| vec!["--all".to_string(), "--pod".into(), format!("default/{pod}")];
+    let scoped = |pod: &str| {
+        vec![
+            "--all".to_string(),
+            "--pod".into(),
+            format!("default/{pod}"),
+        ]
+    };
     let args_a = scoped(&pod_a);
     let args_b = scoped(&pod_b);
     let args = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>();
-    let _a = agent(&tracer, (nats_port, free_port()), "a", &dir.join("a.log"), &args(&args_a));
-    let mut b = agent(&tracer, (nats_port, free_port()), "b", &dir.join("b.log"), &args(&args_b));
+    let _a = agent(
+        &tracer,
+        (nats_port, free_port()),
+        "a",
+        &dir.join("a.log"),
+        &args(&args_a),
+    );
+    let mut b = agent(
+        &tracer,
+        (nats_port, free_port()),
+        "b",
+        &dir.join("b.log"),
+        &args(&args_b),
+    );
     let ca = Container::run(dir, &pod_a);
     let cb = Container::run(dir, &pod_b);
     wait_for("both pods in `tracer nodes`", 60, || {
@@ -299,7 +319,10 @@ fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
         "tracer_nats_dropped_events_total",
     ];
     let before = settled(metrics_port, &names);
-    assert!(before[0] > 0.0 && before[1] > 0.0, "buffered and dropped: {before:?}");
+    assert!(
+        before[0] > 0.0 && before[1] > 0.0,
+        "buffered and dropped: {before:?}"
+    );
     let _nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
     let mut back = serde_json::Value::Null;
     wait_or(

@@ -209,9 +209,9 @@ fn time_text(ns: u64) -> Option<String> {
 pub fn row(read: &NodeRead, now_ns: u64, window: Duration) -> NodeRow {
     let beat_ns = read.heartbeat.map(|h| h.wall_ns);
     let last_word_ns = beat_ns.max(read.last_event_ns);
-    let interval = read
-        .heartbeat
-        .map_or(heartbeat::DEFAULT_INTERVAL, |h| Duration::from_millis(h.interval_ms));
+    let interval = read.heartbeat.map_or(heartbeat::DEFAULT_INTERVAL, |h| {
+        Duration::from_millis(h.interval_ms)
+    });
     let silent_after = interval.saturating_mul(heartbeat::SILENT_AFTER);
     let state = match last_word_ns {
         None => State::Unknown,

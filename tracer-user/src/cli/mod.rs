@@ -388,7 +388,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Tui(args)) => tui::live(args),
         // `nats://HOST:PORT` without a node: the fleet's nodes.
         #[cfg(feature = "nats")]
-        Some(Command::View(args)) if tracer::fleet::server_of(&args.file.to_string_lossy()).is_ok() => {
+        Some(Command::View(args))
+            if tracer::fleet::server_of(&args.file.to_string_lossy()).is_ok() =>
+        {
             nodes::view(&args.file.to_string_lossy(), args.screenshot)
         }
         Some(Command::View(args)) => replay::view(args),

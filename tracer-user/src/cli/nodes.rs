@@ -28,7 +28,9 @@ pub struct NodesArgs {
 /// than zero, at most a year.
 pub fn duration_arg(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
     let n: f64 = n
         .parse()

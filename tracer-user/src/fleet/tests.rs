@@ -40,8 +40,8 @@ fn create(b: &mut Stream, base: u32, id: &str, pod: &str) -> u32 {
     init
 }
 
-/// A node: a shim whose pod shop/web's container dies and comes back, and pod shop/db's
-/// container running. Events `ts_ns` are `seq × 1000`.
+/// A node: a shim whose pod shop/web's container dies and comes back, pod shop/db's
+/// container running, and pod shop/old's container gone. Events `ts_ns` are `seq × 1000`.
 fn node_events() -> Vec<Event> {
     let mut b = Stream::default();
     b.fork(1, 500);
@@ -52,6 +52,8 @@ fn node_events() -> Vec<Event> {
     b.exit(first, 1);
     create(&mut b, 700, "c2", "web");
     create(&mut b, 800, "c3", "db");
+    let gone = create(&mut b, 900, "c4", "old");
+    b.exit(gone, 0);
     b.events
 }
 
@@ -101,7 +103,11 @@ fn a_live_node_shows_its_pods_restarts_and_deaths() {
     let now = word + 29 * SEC;
     let row = row(&r, now, DEFAULT_WINDOW);
     assert_eq!(row.state, State::Live);
-    assert_eq!(row.last_word_ns, Some(word), "the later of its event and heartbeat");
+    assert_eq!(
+        row.last_word_ns,
+        Some(word),
+        "the later of its event and heartbeat"
+    );
     assert_eq!(row.interval_ms, Some(10_000));
     let pods: Vec<(String, Vec<String>)> = row
         .pods
@@ -111,9 +117,12 @@ fn a_live_node_shows_its_pods_restarts_and_deaths() {
     let app = vec!["app".to_string()];
     assert_eq!(
         pods,
-        [("shop/db".to_string(), app.clone()), ("shop/web".into(), app)]
+        [
+            ("shop/db".to_string(), app.clone()),
+            ("shop/web".into(), app)
+        ]
     );
-    assert_eq!((row.restarts, row.deaths), (1, 1), "{:?}", row.ends);
+    assert_eq!((row.restarts, row.deaths), (1, 2), "{:?}", row.ends);
     // Past three intervals without a word: silent since the last one, its pods as they were.
     let silent = super::row(&r, word + 31 * SEC, DEFAULT_WINDOW);
     assert_eq!(silent.state, State::Silent);

@@ -15,8 +15,8 @@ use ratatui::{Frame, Terminal};
 
 use super::app::UserInput;
 use super::{RealTerminal, ScreenSize, TuiError};
-use crate::fleet::{self, Table};
 pub use crate::fleet::DEFAULT_WINDOW;
+use crate::fleet::{self, Table};
 
 /// What the mode shows: the last table read (or why it could not be), and how far it is
 /// scrolled.
@@ -176,10 +176,16 @@ mod tests {
             table: Some(Ok(t)),
             scroll: 0,
         };
-        let size = ScreenSize { cols: 100, rows: 20 };
+        let size = ScreenSize {
+            cols: 100,
+            rows: 20,
+        };
         let shot = fleet_screenshot(&v, size);
         let lines: Vec<&str> = shot.lines().collect();
-        assert!(lines[0].contains("nats://h:4222 — 2 nodes at 2026-12-04T16:00:05"), "{shot}");
+        assert!(
+            lines[0].contains("nats://h:4222 — 2 nodes at 2026-12-04T16:00:05"),
+            "{shot}"
+        );
         assert!(lines[1].starts_with("a: live; last word"), "{shot}");
         assert!(
             shot.contains("b: silent since 2026-12-04T16:00:00.000000000Z"),
@@ -190,8 +196,14 @@ mod tests {
         let down = TermEvent::Key(KeyCode::Down.into());
         assert_eq!(key(&mut v, down), Some(false));
         let scrolled = fleet_screenshot(&v, size);
-        assert!(scrolled.lines().nth(1).is_some_and(|l| !l.starts_with("a: live")));
-        assert_eq!(key(&mut v, TermEvent::Key(KeyCode::Char('r').into())), Some(true));
+        assert!(scrolled
+            .lines()
+            .nth(1)
+            .is_some_and(|l| !l.starts_with("a: live")));
+        assert_eq!(
+            key(&mut v, TermEvent::Key(KeyCode::Char('r').into())),
+            Some(true)
+        );
         assert_eq!(key(&mut v, TermEvent::Key(KeyCode::Char('q').into())), None);
         v.table = Some(Err("cannot connect\nto x".into()));
         v.scroll = 0;

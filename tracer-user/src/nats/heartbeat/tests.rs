@@ -65,9 +65,7 @@ fn with_beats(id: &str) -> (Vec<Received>, Vec<Heartbeat>) {
 }
 
 /// Reads `msgs` as a stream holding them: the events, the heartbeats heard, the feed.
-fn read(
-    mut msgs: Vec<Received>,
-) -> (Vec<crate::Event>, Vec<(String, Heartbeat)>, SharedFeed) {
+fn read(mut msgs: Vec<Received>) -> (Vec<crate::Event>, Vec<(String, Heartbeat)>, SharedFeed) {
     numbered(&mut msgs);
     let last = msgs.len() as u64;
     let mut feed = Feed::from_messages(msgs, last);
@@ -81,6 +79,8 @@ fn read(
     while let Some(seg) = Feed::next_segment(&feed, true) {
         let mut r = crate::TraceReader::new(seg.unwrap()).unwrap();
         events.extend(r.events().map(|e| e.unwrap()));
+        // Nothing of a heartbeat reached the trace reader: no bytes it had to skip.
+        assert_eq!(r.tail().skipped_bytes, 0, "{:?}", r.tail());
     }
     let heard = heard.lock().unwrap().clone();
     (events, heard, feed)
