@@ -108,6 +108,11 @@ impl Drop for Container {
     }
 }
 
+/// `v` as the `&str`s a command line takes.
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
 /// `tracer nodes URL --format json`.
 fn nodes_json(tracer: &Path, server: &str) -> serde_json::Value {
     let out = tracer_out(tracer, &["nodes", server, "--format", "json"]);
@@ -179,7 +184,7 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     };
     let args_a = scoped(&pod_a);
     let args_b = scoped(&pod_b);
-    let args = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>();
+
     let _a = agent(
         &tracer,
         (nats_port, free_port()),
