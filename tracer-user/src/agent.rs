@@ -181,9 +181,6 @@ impl Shared {
 /// What heartbeats need to know of the publisher.
 #[derive(Debug, Default)]
 struct Beats {
-    /// A heartbeat waits in the outbox: no other is queued (an outage queues one, not one per
-    /// interval).
-    queued: bool,
     /// Publishing fails since then (wall ns), with the events dropped for a full buffer then.
     down: Option<(u64, u64)>,
     /// An outage ended: said by the next heartbeat, at once.
@@ -380,7 +377,7 @@ impl Publisher {
             o.pop();
             before
         };
-        self.shared.beats().stored(m, buffered, dropped);
+        self.shared.beats().stored(buffered, dropped);
         self.backoff = Duration::from_millis(100);
         if self.failing {
             crate::say!("tracer: publishing to {} again", self.server);
@@ -407,12 +404,9 @@ impl Publisher {
 }
 
 impl Beats {
-    /// Message `m` went through, `buffered` events waiting with it and `dropped` dropped in
+    /// A message went through, `buffered` events waiting with it and `dropped` dropped in
     /// all: the end of an outage, if one was on.
-    fn stored(&mut self, m: &Outgoing, buffered: u64, dropped: u64) {
-        if m.part == nats::Part::Heartbeat {
-            self.queued = false;
-        }
+    fn stored(&mut self, buffered: u64, dropped: u64) {
         if let Some((down_ns, dropped_before)) = self.down.take() {
             self.back = Some(nats::heartbeat::Back {
                 down_ns,
@@ -572,20 +566,17 @@ impl Agent {
 }
 
 impl Agent {
-    /// Queues a heartbeat every interval (none while one still waits), and at once after an
-    /// outage, saying what was buffered and dropped during it: after what it buffered.
+    /// Queues a heartbeat every interval (none while one still waits: an outage queues one,
+    /// not one per interval), and at once after an outage, saying what was buffered and
+    /// dropped during it: after what it buffered.
     fn heartbeat(&mut self, src: &impl EventSource) -> Result<(), AgentError> {
         let due = self
             .last_heartbeat
             .is_none_or(|t| t.elapsed() >= self.heartbeat_every);
-        let back = {
-            let mut b = self.shared.beats();
-            if b.back.is_none() && (!due || b.queued) {
-                return Ok(());
-            }
-            b.queued = true;
-            b.back.take()
-        };
+        let back = self.shared.beats().back.take();
+        if back.is_none() && (!due || self.shared.lock().holds_heartbeat()) {
+            return Ok(());
+        }
         let (buffered, dropped) = {
             let o = self.shared.lock();
             (o.buffered_events(), o.dropped_events())

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{Feed, Outgoing, Part, Segment};
+use super::{Feed, Outbox, Outgoing, Part, Segment};
 
 /// Message header holding a heartbeat's text (its payload is empty).
 pub const HEARTBEAT_HEADER: &str = "Tracer-Heartbeat";
@@ -153,6 +153,13 @@ impl Feed {
         if let (Some(f), Some(h)) = (self.heartbeats.as_mut(), Heartbeat::parse(text)) {
             f(id, h);
         }
+    }
+}
+
+impl Outbox {
+    /// A heartbeat waits to be published (the agent queues no other then).
+    pub fn holds_heartbeat(&self) -> bool {
+        self.queue.iter().any(|m| m.part == Part::Heartbeat)
     }
 }
 

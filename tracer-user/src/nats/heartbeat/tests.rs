@@ -159,3 +159,20 @@ fn forged_heartbeats_of_other_segments_end_no_segment_early() {
     assert_eq!(heard.len(), beats.len());
     assert_eq!(crate::nats::lock(&feed).skipped(), 5);
 }
+
+#[test]
+fn an_outbox_tells_a_waiting_heartbeat_whatever_took_it_out() {
+    let (mut seg, head) = Segment::start("n1-run-0".into(), &sample_header()).unwrap();
+    let mut o = Outbox::new(10);
+    o.push_all(head.clone());
+    assert!(!o.holds_heartbeat());
+    o.push_all(seg.heartbeat(&beat(1)));
+    assert!(o.holds_heartbeat());
+    // Published, or dropped with a stream that lost its segment: none waits any more.
+    o.pop();
+    o.pop();
+    assert!(!o.holds_heartbeat());
+    o.push_all(seg.heartbeat(&beat(2)));
+    o.after_stream_lost("n1-run-1", &[]);
+    assert!(!o.holds_heartbeat());
+}
