@@ -60,6 +60,7 @@ fn config(port: u16, node: &str, run: Duration) -> AgentConfig {
         limits: StreamLimits::default(),
         daemon: false,
         deadline: Some(Instant::now() + run),
+        heartbeat: tracer::nats::heartbeat::DEFAULT_INTERVAL,
     }
 }
 

@@ -53,6 +53,9 @@ pub struct AgentConfig {
     /// `--pod`/`-n`/`--container`: only that pod's events are published (the source's
     /// loop leaves the others out, [`SourceLoop::scoped`]); each segment's header says so.
     pub pod: Option<crate::lineage::PodQuery>,
+    /// How often the agent publishes a heartbeat ([`nats::heartbeat`]): its word that it is
+    /// there, with its counters, read by `tracer nodes`.
+    pub heartbeat: Duration,
 }
 
 /// What the agent lost, when it stopped.
@@ -158,6 +161,8 @@ struct Shared {
     /// The stream lost what it held: the capture side starts a new segment (whose header a
     /// reader needs) before anything more is published.
     new_segment: AtomicBool,
+    /// Heartbeats and outages, between the publisher and the capture side.
+    beats: Mutex<Beats>,
 }
 
 impl Shared {
@@ -168,6 +173,18 @@ impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Outbox> {
         self.outbox.lock().unwrap_or_else(|e| e.into_inner())
     }
+    fn beats(&self) -> std::sync::MutexGuard<'_, Beats> {
+        self.beats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What heartbeats need to know of the publisher.
+#[derive(Debug, Default)]
+struct Beats {
+    /// Publishing fails since then (wall ns), with the events dropped for a full buffer then.
+    down: Option<(u64, u64)>,
+    /// An outage ended: said by the next heartbeat, at once.
+    back: Option<nats::heartbeat::Back>,
 }
 
 /// What the publisher knows of the stream it published to, to tell when the server lost it.
@@ -311,6 +328,10 @@ impl Publisher {
     }
 
     async fn fail(&mut self, e: &NatsError) {
+        if !self.failing {
+            let dropped = self.shared.lock().dropped_events();
+            self.shared.beats().down = Some((nats::heartbeat::wall_now_ns(), dropped));
+        }
         report_failure(&mut self.failing, e);
         tokio::time::sleep(self.backoff).await;
         self.backoff = (self.backoff * 2).min(nats::MAX_BACKOFF);
@@ -350,7 +371,13 @@ impl Publisher {
     fn stored(&mut self, m: &Outgoing, ack: nats::Ack) {
         self.tried_before = false;
         self.duplicates.stored();
-        self.shared.lock().pop();
+        let (buffered, dropped) = {
+            let mut o = self.shared.lock();
+            let before = (o.buffered_events(), o.dropped_events());
+            o.pop();
+            before
+        };
+        self.shared.beats().stored(buffered, dropped);
         self.backoff = Duration::from_millis(100);
         if self.failing {
             crate::say!("tracer: publishing to {} again", self.server);
@@ -373,6 +400,21 @@ impl Publisher {
         crate::say!(
             "tracer: NATS: the stream lost what it held (created anew or emptied by the server): {lost} events published before may be lost ({total} so far); starting a new segment"
         );
+    }
+}
+
+impl Beats {
+    /// A message went through, `buffered` events waiting with it and `dropped` dropped in
+    /// all: the end of an outage, if one was on.
+    fn stored(&mut self, buffered: u64, dropped: u64) {
+        if let Some((down_ns, dropped_before)) = self.down.take() {
+            self.back = Some(nats::heartbeat::Back {
+                down_ns,
+                back_ns: nats::heartbeat::wall_now_ns(),
+                buffered,
+                dropped: dropped.saturating_sub(dropped_before),
+            });
+        }
     }
 }
 
@@ -401,6 +443,11 @@ struct Agent {
     last_stats: Instant,
     daemon: bool,
     pod: Option<crate::lineage::PodQuery>,
+    /// Events read from the source, all segments (for heartbeats).
+    events: u64,
+    heartbeat_every: Duration,
+    /// When the last heartbeat was queued (`None`: none yet, one goes at the first tick).
+    last_heartbeat: Option<Instant>,
 }
 
 impl Agent {
@@ -463,6 +510,7 @@ impl Agent {
     fn on_batch(&mut self, batch: &mut Vec<crate::Event>) -> Result<(), AgentError> {
         let seg = self.segment.as_mut().ok_or(AgentError::NoSegment)?;
         let mut metrics = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
+        self.events += batch.len() as u64;
         for ev in batch.drain(..) {
             metrics.observe(&ev);
             self.engine.apply(&ev);
@@ -505,6 +553,7 @@ impl Agent {
                 }
             }
         }
+        self.heartbeat(src)?;
         if self.shared.new_segment.load(Ordering::SeqCst) {
             self.after_stream_lost(src)?;
         } else if self.segment_started.elapsed() >= self.segment_every
@@ -512,6 +561,45 @@ impl Agent {
         {
             self.rotate(src)?;
         }
+        Ok(())
+    }
+}
+
+impl Agent {
+    /// Queues a heartbeat every interval (none while one still waits: an outage queues one,
+    /// not one per interval), and at once after an outage, saying what was buffered and
+    /// dropped during it: after what it buffered.
+    fn heartbeat(&mut self, src: &impl EventSource) -> Result<(), AgentError> {
+        let due = self
+            .last_heartbeat
+            .is_none_or(|t| t.elapsed() >= self.heartbeat_every);
+        let back = self.shared.beats().back.take();
+        if back.is_none() && (!due || self.shared.lock().holds_heartbeat()) {
+            return Ok(());
+        }
+        let (buffered, dropped) = {
+            let o = self.shared.lock();
+            (o.buffered_events(), o.dropped_events())
+        };
+        let h = nats::heartbeat::Heartbeat {
+            interval_ms: u64::try_from(self.heartbeat_every.as_millis()).unwrap_or(u64::MAX),
+            wall_ns: nats::heartbeat::wall_now_ns(),
+            events: self.events,
+            kernel_drops: src.counters().drops,
+            buffered,
+            dropped,
+            back,
+        };
+        if let Some(b) = &back {
+            crate::say!(
+                "tracer: NATS: back; {} events buffered during the outage published after, {} dropped",
+                b.buffered,
+                b.dropped
+            );
+        }
+        let seg = self.segment.as_mut().ok_or(AgentError::NoSegment)?;
+        self.shared.push(seg.heartbeat(&h));
+        self.last_heartbeat = Some(Instant::now());
         Ok(())
     }
 }
@@ -541,6 +629,7 @@ pub async fn run<S: EventSource>(
         forged: AtomicU64::new(0),
         lost_in_stream: AtomicU64::new(0),
         new_segment: AtomicBool::new(false),
+        beats: Mutex::default(),
     });
     // Stopped however `run` returns: an error must not leave it retrying forever.
     let _publishing = AbortOnDrop(tokio::spawn(publisher(
@@ -566,6 +655,9 @@ pub async fn run<S: EventSource>(
         last_stats: now,
         daemon: cfg.daemon,
         pod: cfg.pod.clone(),
+        events: 0,
+        heartbeat_every: cfg.heartbeat,
+        last_heartbeat: None,
     };
     if cfg.pod.is_some() {
         agent.engine.set_scoped();

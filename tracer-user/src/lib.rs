@@ -167,6 +167,8 @@ pub mod tracefile;
 pub mod agent;
 #[cfg(feature = "capture")]
 pub mod capture;
+#[cfg(feature = "nats")]
+pub mod fleet;
 #[cfg(feature = "agent")]
 pub mod metrics;
 #[cfg(feature = "nats")]

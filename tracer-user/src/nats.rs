@@ -29,6 +29,7 @@ pub const STREAM: &str = "TRACER";
 
 pub mod chain;
 pub mod guard;
+pub mod heartbeat;
 /// Message header naming the segment (one trace file) a message belongs to.
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
 /// Message header: `header` (preamble and header) or `frames`.
@@ -214,6 +215,9 @@ pub enum Part {
     Header,
     /// Whole frames that follow it.
     Frames,
+    /// A heartbeat ([`heartbeat`]): no trace bytes, the agent's word that it is there; its
+    /// text travels in [`heartbeat::HEARTBEAT_HEADER`] and the message's payload is empty.
+    Heartbeat,
 }
 
 impl Part {
@@ -222,6 +226,7 @@ impl Part {
         match self {
             Part::Header => "header",
             Part::Frames => "frames",
+            Part::Heartbeat => "heartbeat",
         }
     }
 }
@@ -840,14 +845,23 @@ pub async fn publish(
     subject: &str,
     m: &Outgoing,
 ) -> Result<Ack, NatsError> {
+    // A heartbeat's text goes in a header and its payload is empty: a reader before
+    // heartbeats reads it as a message of the segment without bytes.
+    let (payload, beat) = match m.part {
+        Part::Heartbeat => (Bytes::new(), Some(String::from_utf8_lossy(&m.payload))),
+        _ => (m.payload.clone(), None),
+    };
     let mut msg = jetstream::message::PublishMessage::build()
-        .payload(m.payload.clone())
+        .payload(payload)
         .message_id(m.message_id())
         .header(SEGMENT_HEADER, m.segment.as_str())
         .header(PART_HEADER, m.part.as_str())
         .header(NONCE_HEADER, &*m.segment_nonce);
     if let Some(link) = &m.link {
         msg = msg.header(LINK_HEADER, chain::to_hex(link).as_str());
+    }
+    if let Some(beat) = beat {
+        msg = msg.header(heartbeat::HEARTBEAT_HEADER, &*beat);
     }
     js.send_publish(subject.to_string(), msg)
         .await
@@ -939,6 +953,7 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
     let part = match get(PART_HEADER).as_deref() {
         Some("header") => Some(Part::Header),
         Some("frames") => Some(Part::Frames),
+        Some("heartbeat") => Some(Part::Heartbeat),
         _ => None,
     };
     let segment = get(SEGMENT_HEADER).unwrap_or_default();
@@ -956,7 +971,11 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
         seq,
         nonce,
         link: get(LINK_HEADER).and_then(|l| chain::from_hex(&l)),
-        payload: m.payload.clone(),
+        // A heartbeat's text is its payload here: the chain's digest covers it.
+        payload: match part {
+            Some(Part::Heartbeat) => heartbeat::received_text(get(heartbeat::HEARTBEAT_HEADER)),
+            _ => m.payload.clone(),
+        },
     }
 }
 
@@ -1063,6 +1082,8 @@ pub struct Feed {
     forged: u64,
     /// A segment's messages read again with the same bytes (skipped).
     duplicates: u64,
+    /// Told each heartbeat the chain proves ([`Feed::on_heartbeat`]).
+    heartbeats: Option<heartbeat::HeartbeatFn>,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -1129,6 +1150,7 @@ impl Feed {
             wrong_nonce: 0,
             forged: 0,
             duplicates: 0,
+            heartbeats: None,
         }
     }
 
@@ -1295,6 +1317,11 @@ impl SegmentRead {
                 f.wrong_nonce += 1;
                 return Some(Bytes::new());
             }
+            if m.part == Some(Part::Heartbeat) && self.verifier.is_none() {
+                // An agent without a chain sends no heartbeat: someone else's, never read.
+                f.forged += 1;
+                return Some(Bytes::new());
+            }
             if let Some(v) = &mut self.verifier {
                 match v.check(m.index, m.link, &m.payload) {
                     chain::Verdict::Next => {}
@@ -1312,6 +1339,11 @@ impl SegmentRead {
             f.since_own = 0;
             if !f.held.is_empty() {
                 f.interleaved += 1;
+            }
+            if m.part == Some(Part::Heartbeat) {
+                // Proven by the chain, as every message of the segment: never trace bytes.
+                f.heard(&self.id, &m.payload);
+                return Some(Bytes::new());
             }
             return Some(m.payload);
         }

@@ -42,6 +42,11 @@ pub struct AgentArgs {
     /// Size limit of the stream when the agent creates it.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
     pub stream_max_bytes: i64,
+    /// Publish a heartbeat this often (`10s`, `500ms`, `1m`; a bare number is seconds): the
+    /// agent's counters and wall time, what `tracer nodes` reads; a node is `silent` after 3
+    /// intervals without a word.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::nodes::duration_arg)]
+    pub heartbeat: Duration,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
@@ -131,6 +136,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
                 .duration
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
             pod: args.pod.query(),
+            heartbeat: args.heartbeat,
         };
         tracer::say!(
             "tracer: publishing to {} subject {}",

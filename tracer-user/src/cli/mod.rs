@@ -7,6 +7,8 @@ mod export;
 mod import;
 mod lineage;
 mod lines;
+#[cfg(feature = "nats")]
+mod nodes;
 mod output;
 mod reading;
 #[cfg(feature = "capture")]
@@ -326,6 +328,10 @@ pub enum Command {
         mut_arg("container", |a| a.help(LIVE_SCOPE_CONTAINER_HELP))
     )]
     Agent(agent::AgentArgs),
+    /// Every node that published to a NATS server: its agent's last word, live or silent
+    /// since, its pods then, its restarts and deaths of late (docs/nats.md).
+    #[cfg(feature = "nats")]
+    Nodes(nodes::NodesArgs),
     /// Replay a bundled lab recording (a CRI pod lab by default; no root, no BPF needed), or
     /// write it to a file (`-o`); `demo:NAME` names it wherever a FILE is taken.
     Demo(demo::DemoArgs),
@@ -380,6 +386,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => tui::live(tui::LiveArgs::everything()),
         Some(Command::Tui(args)) => tui::live(args),
+        // `nats://HOST:PORT` without a node: the fleet's nodes.
+        #[cfg(feature = "nats")]
+        Some(Command::View(args))
+            if tracer::fleet::server_of(&args.file.to_string_lossy()).is_ok() =>
+        {
+            nodes::view(&args.file.to_string_lossy(), args.screenshot)
+        }
         Some(Command::View(args)) => replay::view(args),
         Some(Command::Tree {
             file,
@@ -439,6 +452,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         #[cfg(all(feature = "agent", feature = "capture"))]
         Some(Command::Agent(args)) => agent::run(args),
+        #[cfg(feature = "nats")]
+        Some(Command::Nodes(args)) => nodes::run(args),
     }
 }
 

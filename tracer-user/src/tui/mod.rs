@@ -17,6 +17,8 @@
 pub mod action;
 pub mod app;
 mod find;
+#[cfg(feature = "nats")]
+pub mod fleet;
 pub mod msg;
 pub mod quiz;
 pub mod reduce;

@@ -1,0 +1,354 @@
+//! Root tests of `tracer nodes` against real agents and a real nats-server: two agents, one
+//! killed with SIGKILL, read back as `silent since` its last word with the pod it held then;
+//! an agent through a NATS outage, read back as `back since`, with what its own metrics said
+//! it buffered and dropped. Truth from outside the tool: the test's clock at the kill, the
+//! containers' processes in /proc, nats-server's own monitoring (`/jsz`), the agent's
+//! `/metrics`. Run by `cargo xtask test` as root (`--ignored`); the kit is `tests::agent`.
+#![cfg(feature = "capture")]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tests::agent::{prerequisites, scrape, tracer_out, Dirs};
+use tests::busybox_bundle;
+use tests::servers::{
+    free_port, get, sample, start_nats, start_nats_with, two_ports, wait_for, wait_or, Guard,
+};
+use tracer::synth::PodAnnotations;
+
+/// `tracer agent` publishing to `nats_port` as `node`, metrics on `metrics_port`, with `args`
+/// (its target, its scope, its heartbeat); returns once its capture runs (it says where it
+/// publishes after the probes are attached).
+fn agent(tracer: &Path, ports: (u16, u16), node: &str, log: &Path, args: &[&str]) -> Guard {
+    let (nats_port, metrics_port) = ports;
+    let child = Command::new(tracer)
+        .args(["agent", "--node", node, "--nats"])
+        .arg(format!("nats://127.0.0.1:{nats_port}"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("agent log"))
+        .spawn()
+        .expect("start tracer agent");
+    let mut g = Guard(child);
+    let text = || std::fs::read_to_string(log).unwrap_or_default();
+    wait_or(
+        "the agent to capture",
+        60,
+        || {
+            if let Ok(Some(st)) = g.0.try_wait() {
+                panic!("the agent exited ({st}); its log:\n{}", text());
+            }
+            text().contains("publishing to") && scrape(metrics_port).is_some()
+        },
+        text,
+    );
+    g
+}
+
+/// A container `app` of pod `default/ID` sleeping until killed: `runc run` of a busybox
+/// bundle annotated as containerd's CRI plugin annotates it. Deleted when dropped.
+struct Container {
+    id: String,
+    runc: Child,
+    /// The container's init, as `runc state` reports it.
+    init: u32,
+}
+
+impl Container {
+    fn run(dir: &Path, id: &str) -> Container {
+        let bundle = busybox_bundle(&dir.join(id), &["sleep", "600"]).expect("bundle");
+        let config = bundle.join("config.json");
+        let mut c: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
+        c["annotations"] = PodAnnotations::new("default", id).container("app").json();
+        std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("config");
+        let runc = Command::new("runc")
+            .args(["run", "--bundle"])
+            .arg(&bundle)
+            .arg(id)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("runc run");
+        let mut init = 0;
+        wait_for("runc state to report the init", 20, || {
+            let out = Command::new("runc").args(["state", id]).output();
+            init = out
+                .ok()
+                .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+                .and_then(|v| v["pid"].as_u64())
+                .unwrap_or(0) as u32;
+            init > 0
+        });
+        Container {
+            id: id.to_string(),
+            runc,
+            init,
+        }
+    }
+
+    /// Its init is running: /proc says so, not the tool.
+    fn alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.init))
+            .is_ok_and(|s| !s.contains(") Z "))
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = Command::new("runc")
+            .args(["delete", "--force", &self.id])
+            .status();
+        let _ = self.runc.kill();
+        let _ = self.runc.wait();
+    }
+}
+
+/// `v` as the `&str`s a command line takes.
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// `tracer nodes URL --format json`.
+fn nodes_json(tracer: &Path, server: &str) -> serde_json::Value {
+    let out = tracer_out(tracer, &["nodes", server, "--format", "json"]);
+    serde_json::from_str(&out).expect("nodes JSON")
+}
+
+/// The row of `node` in a `nodes` JSON.
+fn row<'a>(t: &'a serde_json::Value, node: &str) -> &'a serde_json::Value {
+    t["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|r| r["node"] == node)
+        .unwrap_or_else(|| panic!("no node {node} in {t}"))
+}
+
+/// Whether `row` lists pod `default/ID` with its container `app`.
+fn holds(row: &serde_json::Value, id: &str) -> bool {
+    row["pods"].as_array().is_some_and(|pods| {
+        pods.iter().any(|p| {
+            p["namespace"] == "default"
+                && p["name"] == id
+                && p["containers"]
+                    .as_array()
+                    .is_some_and(|c| c.contains(&"app".into()))
+        })
+    })
+}
+
+fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as i128
+}
+
+/// nats-server's own word: the subjects (nodes) its stream holds, from its monitoring port.
+fn subjects_held(monitor: u16) -> u64 {
+    let (_, body) = get(monitor, "/jsz?streams=true", Duration::from_secs(5)).expect("/jsz");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("/jsz JSON");
+    v["account_details"][0]["stream_detail"][0]["state"]["num_subjects"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no num_subjects in /jsz: {v}"))
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server and runc"]
+fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
+    if !prerequisites() {
+        return;
+    }
+    let tracer = tests::release_tracer().expect("tracer binary");
+    let dirs = Dirs::new("agent-fleet");
+    let dir = &dirs.dir;
+    let (nats_port, monitor) = two_ports();
+    let monitor_arg = format!("{monitor}");
+    let extra = [std::ffi::OsStr::new("-m"), monitor_arg.as_ref()];
+    let _nats = start_nats_with(nats_port, &dir.join("store"), &dir.join("nats.log"), &extra);
+    let server = format!("nats://127.0.0.1:{nats_port}");
+    let pid = std::process::id();
+    let (pod_a, pod_b) = (format!("fleet-a-{pid}"), format!("fleet-b-{pid}"));
+    // Each agent publishes one pod's events only: the two share this host.
+    let scoped = |pod: &str| {
+        vec![
+            "--heartbeat".to_string(),
+            "2s".into(),
+            "--all".into(),
+            "--pod".into(),
+            format!("default/{pod}"),
+        ]
+    };
+    let args_a = scoped(&pod_a);
+    let args_b = scoped(&pod_b);
+
+    let _a = agent(
+        &tracer,
+        (nats_port, free_port()),
+        "a",
+        &dir.join("a.log"),
+        &args(&args_a),
+    );
+    let mut b = agent(
+        &tracer,
+        (nats_port, free_port()),
+        "b",
+        &dir.join("b.log"),
+        &args(&args_b),
+    );
+    let ca = Container::run(dir, &pod_a);
+    let cb = Container::run(dir, &pod_b);
+    wait_for("both pods in `tracer nodes`", 60, || {
+        let t = nodes_json(&tracer, &server);
+        t["nodes"].as_array().is_some_and(|n| n.len() == 2)
+            && holds(row(&t, "a"), &pod_a)
+            && holds(row(&t, "b"), &pod_b)
+    });
+    assert!(ca.alive() && cb.alive(), "the containers run (/proc)");
+    b.0.kill().expect("SIGKILL agent b");
+    let killed = now_ns();
+    let _ = b.0.wait();
+    // Three of b's intervals (2 s) without a word, and a margin for a loaded machine.
+    std::thread::sleep(Duration::from_secs(10));
+    assert!(cb.alive(), "b's container outlived its agent (/proc)");
+    let t = nodes_json(&tracer, &server);
+    let (ra, rb) = (row(&t, "a"), row(&t, "b"));
+    assert_eq!(ra["state"], "live", "{t}");
+    assert!(holds(ra, &pod_a), "{t}");
+    assert_eq!(rb["state"], "silent", "{t}");
+    assert!(holds(rb, &pod_b), "b's pod at its last word: {t}");
+    let word = i128::from(rb["last_word_ns"].as_u64().expect("last_word_ns"));
+    assert!(
+        word <= killed && killed - word < 6_000_000_000,
+        "b's last word {} is not within its last interval before the kill",
+        rb["last_word"]
+    );
+    assert_eq!(subjects_held(monitor), 2, "nats-server holds two nodes");
+    let text = tracer_out(&tracer, &["nodes", &server]);
+    let since = format!("b: silent since {}", rb["last_word"].as_str().unwrap_or(""));
+    assert!(text.contains(&since), "{text}");
+    assert!(text.contains(&format!("default/{pod_b}: app")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("a: live")), "{text}");
+}
+
+/// A shell following the test's orders: each line written to it starts `/bin/true`. What the
+/// agent follows, so that events come when the test says, not when the host's other work
+/// does.
+struct Spawner {
+    sh: Child,
+}
+
+impl Spawner {
+    fn start() -> Spawner {
+        let sh = Command::new("/bin/sh")
+            .args(["-c", "while read x; do /bin/true; done"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        Spawner { sh }
+    }
+
+    fn spawn(&mut self, n: usize) {
+        let stdin = self.sh.stdin.as_mut().expect("stdin");
+        for _ in 0..n {
+            stdin.write_all(b"x\n").expect("order");
+        }
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        let _ = self.sh.kill();
+        let _ = self.sh.wait();
+    }
+}
+
+/// The agent's metrics, once two scrapes a stats period apart agree on `names`.
+fn settled(metrics_port: u16, names: &[&str]) -> Vec<f64> {
+    let read = || {
+        let m = scrape(metrics_port).unwrap_or_default();
+        names.iter().map(|n| sample(&m, n)).collect::<Vec<f64>>()
+    };
+    let mut last = read();
+    loop {
+        std::thread::sleep(Duration::from_millis(2500));
+        let now = read();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[test]
+#[ignore = "root: loads the probes, starts nats-server"]
+fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
+    if !prerequisites() {
+        return;
+    }
+    let tracer = tests::release_tracer().expect("tracer binary");
+    let dirs = Dirs::new("agent-fleet-outage");
+    let dir: PathBuf = dirs.dir.clone();
+    let (nats_port, metrics_port) = two_ports();
+    let store = dir.join("store");
+    let nats = start_nats(nats_port, &store, &dir.join("nats.log"));
+    let server = format!("nats://127.0.0.1:{nats_port}");
+    let mut spawner = Spawner::start();
+    let pid = spawner.sh.id().to_string();
+    let log = dir.join("agent.log");
+    // A buffer small enough that the outage overflows it: some events dropped.
+    let args = ["--pid", &pid, "--buffer-events", "40", "--heartbeat", "1s"];
+    let _agent = agent(&tracer, (nats_port, metrics_port), "o1", &log, &args);
+    spawner.spawn(3);
+    wait_for("o1 live in `tracer nodes`", 30, || {
+        row(&nodes_json(&tracer, &server), "o1")["state"] == "live"
+    });
+    drop(nats);
+    let agent_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    // Events keep coming while NATS is away, past the 5 s acknowledgement timeout.
+    for _ in 0..40 {
+        spawner.spawn(1);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_or(
+        "the agent to buffer",
+        30,
+        || agent_log().contains("buffering and retrying"),
+        agent_log,
+    );
+    let names = [
+        "tracer_nats_buffered_events",
+        "tracer_nats_dropped_events_total",
+    ];
+    let before = settled(metrics_port, &names);
+    assert!(
+        before[0] > 0.0 && before[1] > 0.0,
+        "buffered and dropped: {before:?}"
+    );
+    let _nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
+    let mut back = serde_json::Value::Null;
+    wait_or(
+        "o1 back in `tracer nodes`",
+        60,
+        || {
+            back = row(&nodes_json(&tracer, &server), "o1")["back"].clone();
+            !back.is_null()
+        },
+        agent_log,
+    );
+    assert_eq!(back["buffered"].as_f64(), Some(before[0]), "{back}");
+    assert_eq!(back["dropped"].as_f64(), Some(before[1]), "{back}");
+    let text = tracer_out(&tracer, &["nodes", &server]);
+    let want = format!(
+        "back since {}, {} events buffered, {} dropped",
+        back["since"].as_str().unwrap_or(""),
+        before[0],
+        before[1]
+    );
+    assert!(text.contains(&want), "{want}\n{text}");
+}
