@@ -210,7 +210,10 @@ fn signals(rate: f64, secs: f64) {
         }
         done += RUN;
     }
-    println!("signals {done} seconds {:.3}", start.elapsed().as_secs_f64());
+    println!(
+        "signals {done} seconds {:.3}",
+        start.elapsed().as_secs_f64()
+    );
 }
 
 /// Lifetimes of `mode` over `workers` threads: at `rate` per second in all (0: unpaced)

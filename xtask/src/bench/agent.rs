@@ -369,7 +369,11 @@ impl RateRow {
     /// The rate every run sustained (the slowest run's), when nothing was lost and, for a
     /// paced rate, every run made at least 95% of it.
     fn sustained(&self) -> Option<f64> {
-        let slowest = self.runs.iter().map(|r| r.generated).fold(f64::MAX, f64::min);
+        let slowest = self
+            .runs
+            .iter()
+            .map(|r| r.generated)
+            .fold(f64::MAX, f64::min);
         let reached = self.target == 0 || slowest >= 0.95 * self.target as f64;
         (self.drops() == 0.0 && self.gaps == 0 && reached).then_some(slowest)
     }
@@ -447,6 +451,12 @@ fn rate_run(b: &Bench, plan: &Plan, actor: &Path, g: Generator, target: u64) -> 
     let events = (last.events - first.events).max(1.0);
     let source = format!("nats://127.0.0.1:{}/{node}", server.port);
     let (_, _, gaps) = replayed(&b.tracer, &source)?;
+    // Said as soon as known: a run cut short still shows what it read back.
+    println!(
+        "bench: agent {} {target}: {gaps} stream gaps, {:.1} stream B/event, {hwm:.1} MiB VmHWM",
+        g.key(),
+        (last.stream_bytes - first.stream_bytes) as f64 / events
+    );
     Ok(RateRow {
         target,
         runs,
@@ -573,17 +583,28 @@ struct Outcome {
 }
 
 /// One generator: alone (no agent) for the warm-up's length, each rate, the reference file.
-fn generator_section(b: &Bench, plan: &Plan, actor: &Path, g: Generator) -> Result<(String, Outcome)> {
+fn generator_section(
+    b: &Bench,
+    plan: &Plan,
+    actor: &Path,
+    g: Generator,
+) -> Result<(String, Outcome)> {
     let alone_secs = plan.warmup.max(5.0);
     let (made, secs) = generate(actor, &g.step(0, alone_secs))?;
     let alone = made as f64 * g.per_unit() / secs;
-    println!("bench: agent {}: the generator alone makes {alone:.0} events/s", g.key());
+    println!(
+        "bench: agent {}: the generator alone makes {alone:.0} events/s",
+        g.key()
+    );
     let mut rows = Vec::new();
     for &target in g.rates() {
         rows.push(rate_run(b, plan, actor, g, target)?);
     }
     let file = record_bytes_per_event(b, actor, g, alone_secs)?;
-    let sustained = rows.iter().filter_map(RateRow::sustained).fold(0.0, f64::max);
+    let sustained = rows
+        .iter()
+        .filter_map(RateRow::sustained)
+        .fold(0.0, f64::max);
     let worst_cpu = rows
         .iter()
         .map(|r| spread(&r.runs, |f| f.cpu_per_10k).0)
