@@ -267,6 +267,20 @@ fn parse_fields<const N: usize>(step: &str, rest: &str) -> [String; N] {
     })
 }
 
+/// `pace:MODE:RATE:SECS[:WORKERS]`.
+fn pace(step: &str) {
+    let rest = &step[5..];
+    let [mode, rate, secs] = parse_fields(step, rest);
+    let workers = field_after(step, rest, 3);
+    lifetimes(
+        &mode,
+        number(step, &rate),
+        number(step, &secs),
+        u64::MAX,
+        workers,
+    );
+}
+
 /// The optional field after the first `n` of `rest`, as a number.
 fn field_after(step: &str, rest: &str, n: usize) -> Option<u64> {
     let field = rest.split(':').nth(n)?;
@@ -445,11 +459,7 @@ fn main() {
                         std::thread::spawn(|| ()).join().expect("thread");
                     }
                 }
-                s if s.starts_with("pace:") => {
-                    let [mode, rate, secs] = parse_fields(s, &s[5..]);
-                    let workers = field_after(s, &s[5..], 3);
-                    lifetimes(&mode, number(s, &rate), number(s, &secs), u64::MAX, workers);
-                }
+                s if s.starts_with("pace:") => pace(s),
                 s if s.starts_with("burst:") => {
                     let [mode, n] = parse_fields(s, &s[6..]);
                     lifetimes(&mode, 0.0, f64::INFINITY, number(s, &n) as u64, None);
