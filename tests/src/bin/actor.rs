@@ -22,12 +22,19 @@
 //!   exec-fail       execve("/nonexistent/actor") → ENOENT
 //!   storm:N         N × fork() whose children exit at once
 //!   threads:N       N × a thread that exits at once (the cheapest clone/exit burst)
-//!   pace:MODE:RATE:SECS
+//!   pace:MODE:RATE:SECS[:WORKERS]
 //!                   lifetimes of MODE (`vfork`: a vfork() child that exits at once and is
-//!                   reaped; `fork`: the same with fork(); `thread`: a thread that exits and is
-//!                   joined) at RATE lifetimes/s in all (0: as fast as it can) for SECS
-//!                   seconds, over one worker thread per CPU; prints `lifetimes N seconds S`
+//!                   reaped; `fork`: the same with fork(); `thread`: a std thread that exits and
+//!                   is joined; `clone-thread`: a bare clone(CLONE_THREAD) on a stack kept for
+//!                   reuse, whose child only exits, waited for on its cleared tid, the
+//!                   cheapest thread lifetime) at RATE lifetimes/s in all (0: as fast as it
+//!                   can) for SECS seconds, over WORKERS threads (default one per CPU); prints
+//!                   `lifetimes N seconds S`
 //!   burst:MODE:N    N lifetimes of MODE as fast as it can, over the workers; prints the same
+//!   signals:RATE:SECS
+//!                   kill(getpid(), SIGUSR1) with a handler that does nothing, from the main
+//!                   thread (the one a process-directed signal wakes), at RATE signals/s (0:
+//!                   as fast as it can) for SECS seconds; prints `signals N seconds S`
 //!   exit:N          exit_group(N)
 //!   sigkill         kill(getpid(), SIGKILL)
 //!   cgroup:DIR      move into the cgroup at DIR (writes its pid to DIR/cgroup.procs); exits
@@ -102,6 +109,7 @@ fn lifetime(mode: &str) {
         "vfork" => vfork_exit(0),
         "fork" => fork_exit(0),
         "thread" => std::thread::spawn(|| ()).join().expect("thread"),
+        "clone-thread" => CLONE_STACK.with(|stack| clone_thread(&mut stack.borrow_mut())),
         other => {
             eprintln!("actor: unknown lifetime mode {other}");
             std::process::exit(2);
@@ -109,12 +117,112 @@ fn lifetime(mode: &str) {
     }
 }
 
-/// Lifetimes of `mode` over one worker per CPU: at `rate` per second in all (0: unpaced)
+thread_local! {
+    /// Each worker's stack for its `clone-thread` children, one at a time.
+    static CLONE_STACK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 64 << 10]);
+}
+
+/// What a `clone-thread` child runs: nothing (glibc's clone then calls the exit syscall).
+extern "C" fn thread_body(_: *mut libc::c_void) -> libc::c_int {
+    0
+}
+
+/// A thread that only exits, created by a bare clone() on `stack` (as pthread_create does,
+/// without its stack allocation, TLS set-up and the Rust runtime's guard pages), then waited
+/// for as pthread_join does: the kernel clears its tid word at its exit and wakes the futex.
+fn clone_thread(stack: &mut [u8]) {
+    let flags = libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM
+        | libc::CLONE_PARENT_SETTID
+        | libc::CLONE_CHILD_CLEARTID;
+    let tid = std::sync::atomic::AtomicI32::new(0);
+    // The stack grows down from its end, kept 16-byte aligned.
+    let top = (stack.as_mut_ptr() as usize + stack.len()) & !15;
+    // SAFETY: the child runs `thread_body` alone on `stack`, which nothing else uses until the
+    // child is gone (waited for below, before this returns); it touches no memory of ours but
+    // that stack and `tid`, which the kernel writes at its start and clears at its exit.
+    let pid = unsafe {
+        libc::clone(
+            thread_body,
+            top as *mut libc::c_void,
+            flags,
+            std::ptr::null_mut(),
+            tid.as_ptr(),
+            std::ptr::null_mut::<libc::c_void>(),
+            tid.as_ptr(),
+        )
+    };
+    if pid < 0 {
+        eprintln!("actor: clone: {}", std::io::Error::last_os_error());
+        std::process::exit(1);
+    }
+    // CLONE_PARENT_SETTID wrote the tid before clone returned; it is 0 once the child is gone.
+    loop {
+        let v = tid.load(std::sync::atomic::Ordering::Acquire);
+        if v == 0 {
+            break;
+        }
+        // SAFETY: a futex wait on a live aligned i32, woken by the kernel when it clears it.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                tid.as_ptr(),
+                libc::FUTEX_WAIT,
+                v,
+                std::ptr::null::<libc::timespec>(),
+            )
+        };
+    }
+}
+
+extern "C" fn on_usr1(_: libc::c_int) {}
+
+/// kill(getpid(), SIGUSR1) at `rate` signals/s (0: unpaced) for `secs` seconds, from this
+/// (the main) thread, the one the kernel picks first for a process-directed signal: no
+/// other thread is woken. Paced by schedule in runs of 64, the clock read once a run.
+fn signals(rate: f64, secs: f64) {
+    // SAFETY: installing a handler that does nothing (async-signal-safe).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+    const RUN: u64 = 64;
+    let start = std::time::Instant::now();
+    let mut done = 0u64;
+    loop {
+        let t = start.elapsed().as_secs_f64();
+        if t >= secs {
+            break;
+        }
+        if rate > 0.0 && done as f64 >= t * rate {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+            continue;
+        }
+        for _ in 0..RUN {
+            // SAFETY: a signal to ourselves that our handler takes.
+            unsafe { libc::kill(libc::getpid(), libc::SIGUSR1) };
+        }
+        done += RUN;
+    }
+    println!(
+        "signals {done} seconds {:.3}",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// Lifetimes of `mode` over `workers` threads: at `rate` per second in all (0: unpaced)
 /// until `secs` have passed or `count` lifetimes were made, whichever comes first. Pacing is
 /// by schedule (lifetimes due so far), so a worker that fell behind catches up. Prints what
 /// it made and how long it took, for the bench's sustained rate.
-fn lifetimes(mode: &str, rate: f64, secs: f64, count: u64) {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+fn lifetimes(mode: &str, rate: f64, secs: f64, count: u64, workers: Option<u64>) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let workers = workers.unwrap_or(cpus).max(1);
     let start = std::time::Instant::now();
     let made: u64 = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
@@ -149,13 +257,34 @@ fn worker(mode: &str, rate: f64, secs: f64, quota: u64, start: std::time::Instan
     done
 }
 
-/// `MODE:RATE:SECS` (pace) or `MODE:N` (burst), parsed; exits 2 when malformed.
+/// `MODE:RATE:SECS` (pace) or `MODE:N` (burst), parsed; exits 2 when malformed. Fields past
+/// `N` are left out (see [`field_after`]).
 fn parse_fields<const N: usize>(step: &str, rest: &str) -> [String; N] {
-    let v: Vec<String> = rest.split(':').map(str::to_string).collect();
+    let v: Vec<String> = rest.split(':').take(N).map(str::to_string).collect();
     v.try_into().unwrap_or_else(|_| {
         eprintln!("actor: bad step {step}");
         std::process::exit(2)
     })
+}
+
+/// `pace:MODE:RATE:SECS[:WORKERS]`.
+fn pace(step: &str) {
+    let rest = &step[5..];
+    let [mode, rate, secs] = parse_fields(step, rest);
+    let workers = field_after(step, rest, 3);
+    lifetimes(
+        &mode,
+        number(step, &rate),
+        number(step, &secs),
+        u64::MAX,
+        workers,
+    );
+}
+
+/// The optional field after the first `n` of `rest`, as a number.
+fn field_after(step: &str, rest: &str, n: usize) -> Option<u64> {
+    let field = rest.split(':').nth(n)?;
+    Some(number(step, field) as u64)
 }
 
 fn number(step: &str, field: &str) -> f64 {
@@ -330,13 +459,14 @@ fn main() {
                         std::thread::spawn(|| ()).join().expect("thread");
                     }
                 }
-                s if s.starts_with("pace:") => {
-                    let [mode, rate, secs] = parse_fields(s, &s[5..]);
-                    lifetimes(&mode, number(s, &rate), number(s, &secs), u64::MAX);
-                }
+                s if s.starts_with("pace:") => pace(s),
                 s if s.starts_with("burst:") => {
                     let [mode, n] = parse_fields(s, &s[6..]);
-                    lifetimes(&mode, 0.0, f64::INFINITY, number(s, &n) as u64);
+                    lifetimes(&mode, 0.0, f64::INFINITY, number(s, &n) as u64, None);
+                }
+                s if s.starts_with("signals:") => {
+                    let [rate, secs] = parse_fields(s, &s[8..]);
+                    signals(number(s, &rate), number(s, &secs));
                 }
                 s if s.starts_with("exit:") => {
                     let code: i32 = s[5..].parse().expect("exit:N");
