@@ -199,9 +199,13 @@ impl Cluster {
             &format!("/jsz?{query}"),
             Duration::from_secs(5),
         )?;
-        status
-            .contains(" 200 ")
-            .then(|| serde_json::from_str(&body).ok())?
+        if !status.contains(" 200 ") {
+            return None;
+        }
+        // Go sends a body of more than 2 KiB chunked.
+        serde_json::from_str(&body)
+            .ok()
+            .or_else(|| serde_json::from_slice(&dechunked(body.as_bytes())?).ok())
     }
 
     /// The meta leader server `i` knows of, when it knows a cluster of `size`.
@@ -270,6 +274,22 @@ impl Cluster {
                 format!("== {}\n{text}", l.display())
             })
             .collect()
+    }
+}
+
+/// An HTTP/1.1 chunked body's bytes (`SIZE\r\nBYTES\r\n`... up to a chunk of size 0).
+fn dechunked(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = body.windows(2).position(|w| w == b"\r\n")?;
+        let size = std::str::from_utf8(&body[..eol]).ok()?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        let chunk = body.get(eol + 2..eol + 2 + size)?;
+        out.extend_from_slice(chunk);
+        body = body.get(eol + 4 + size..)?;
     }
 }
 

@@ -80,7 +80,7 @@ fn kubectl_finds_the_plugin_and_runs_it_on_nats_reads() {
     let server = format!("nats://127.0.0.1:{}", w.nats_port);
     wait_for("the marker in the node's stream", 30, || {
         let (ok, out, _) = plugin.kubectl(&["tracer", "tree", &w.url(), "--format", "json"], &[]);
-        ok && out.contains(&format!("\"pid\":{later}"))
+        ok && holds(&out, "pid", later)
     });
     for run in runs(&w, &server, &id, init_pid) {
         let mut args = vec!["tracer"];
@@ -100,7 +100,7 @@ fn kubectl_finds_the_plugin_and_runs_it_on_nats_reads() {
 fn runs(w: &World, server: &str, pod: &str, init_pid: u32) -> Vec<Run> {
     let env = || vec![("TRACER_NATS", server.to_string())];
     let has_init = move |out: &str| {
-        out.contains(&format!("\"init_pid\":{init_pid}"))
+        holds(out, "init_pid", init_pid)
             .then_some(())
             .ok_or(format!("no story of the init {init_pid}"))
     };
@@ -110,7 +110,7 @@ fn runs(w: &World, server: &str, pod: &str, init_pid: u32) -> Vec<Run> {
             args: args(&["tree", &w.url(), "--format", "json"]),
             env: vec![],
             check: Box::new(move |out: &str| {
-                out.contains(&format!("\"pid\":{init_pid}"))
+                holds(out, "pid", init_pid)
                     .then_some(())
                     .ok_or(format!("the container init {init_pid} is not in the tree"))
             }),
@@ -121,13 +121,34 @@ fn runs(w: &World, server: &str, pod: &str, init_pid: u32) -> Vec<Run> {
             check: Box::new(has_init),
         },
         Run {
-            args: args(&["story", "--nats", server, "--pod", pod, "--namespace=default"]),
+            // The flag wins over the environment (which names no server).
+            args: args(&[
+                "story",
+                "--nats",
+                server,
+                "--pod",
+                pod,
+                "--namespace=default",
+                "--format",
+                "json",
+            ]),
             env: vec![("TRACER_NATS", "nats://127.0.0.1:1".into())],
-            check: Box::new(move |out: &str| {
-                out.contains(&format!("pod default/{pod}"))
-                    .then_some(())
-                    .ok_or(format!("no story of pod default/{pod}"))
-            }),
+            check: Box::new(has_init),
         },
     ]
+}
+
+/// Whether the JSON document `out` has, anywhere, an object whose `key` is `value`.
+fn holds(out: &str, key: &str, value: u32) -> bool {
+    fn walk(v: &serde_json::Value, key: &str, value: u32) -> bool {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.get(key) == Some(&serde_json::json!(value))
+                    || m.values().any(|v| walk(v, key, value))
+            }
+            serde_json::Value::Array(a) => a.iter().any(|v| walk(v, key, value)),
+            _ => false,
+        }
+    }
+    serde_json::from_str(out).is_ok_and(|v: serde_json::Value| walk(&v, key, value))
 }

@@ -819,10 +819,12 @@ async fn connect_with(
         FirstConnect::Fail => o.connection_timeout(Duration::from_secs(5)),
     };
     let client = unless_violated(&shown, &watch, async {
-        o.connect(targets).await.map_err(|error| NatsError::Connect {
-            server: shown.clone(),
-            error,
-        })
+        o.connect(targets)
+            .await
+            .map_err(|error| NatsError::Connect {
+                server: shown.clone(),
+                error,
+            })
     })
     .await?;
     Ok((client, watch))
@@ -1697,7 +1699,10 @@ pub(crate) mod tests {
             servers("nats://a:1, b:2,tls://c:3,d:4"),
             ["nats://a:1", "nats://b:2", "tls://c:3", "tls://d:4"]
         );
-        assert_eq!(servers(&want.server), ["nats://a:1", "nats://b:2", "nats://c:3"]);
+        assert_eq!(
+            servers(&want.server),
+            ["nats://a:1", "nats://b:2", "nats://c:3"]
+        );
     }
 
     #[test]

@@ -129,7 +129,10 @@ mod tests {
         assert_eq!(take_servers(agent.clone()), (agent, None));
 
         let env = Some(OsString::from("nats://env:1"));
-        let flag = parse(os(&["k", "tree", "--nats", "nats://a:1,b:2", "-n", "ns"]), env.clone());
+        let flag = parse(
+            os(&["k", "tree", "--nats", "nats://a:1,b:2", "-n", "ns"]),
+            env.clone(),
+        );
         let Some(super::super::Command::Tree { file, .. }) = flag.expect("parsed").command else {
             panic!("not tree");
         };
@@ -153,8 +156,17 @@ mod tests {
 
     #[test]
     fn server_only_commands_take_the_servers_alone() {
-        let with = with_servers(&os(&["k", "nodes", "--format", "json"]), OsStr::new("nats://a:1/"));
-        assert_eq!(with, Some(os(&["k", "nodes", "nats://a:1", "--format", "json"])));
-        assert_eq!(with_servers(&os(&["k", "--help"]), OsStr::new("nats://a:1")), None);
+        let with = with_servers(
+            &os(&["k", "nodes", "--format", "json"]),
+            OsStr::new("nats://a:1/"),
+        );
+        assert_eq!(
+            with,
+            Some(os(&["k", "nodes", "nats://a:1", "--format", "json"]))
+        );
+        assert_eq!(
+            with_servers(&os(&["k", "--help"]), OsStr::new("nats://a:1")),
+            None
+        );
     }
 }
