@@ -54,8 +54,11 @@ impl Plugin {
 struct Run {
     args: Vec<String>,
     env: Vec<(&'static str, String)>,
-    check: Box<dyn Fn(&str) -> Result<(), String>>,
+    check: Check,
 }
+
+/// What a run's stdout must show: why not, when it does not.
+type Check = Box<dyn Fn(&str) -> Result<(), String>>;
 
 #[test]
 #[ignore = "root: loads the probes, starts nats-server and runc; runs kubectl"]
