@@ -21,12 +21,25 @@ pub fn start_agent(
     log: &Path,
     env: &[(&str, &Path)],
 ) -> Guard {
+    let nats = format!("nats://127.0.0.1:{nats_port}");
+    start_agent_with(tracer, (&nats, metrics_port), node, log, env, &[])
+}
+
+/// [`start_agent`] publishing to `nats` (one server or a list), with `extra` arguments.
+pub fn start_agent_with(
+    tracer: &Path,
+    (nats, metrics_port): (&str, u16),
+    node: &str,
+    log: &Path,
+    env: &[(&str, &Path)],
+    extra: &[&str],
+) -> Guard {
     let log_path = log;
     let log = std::fs::File::create(log_path).expect("agent log");
     let child = Command::new(tracer)
         .envs(env.iter().copied())
-        .args(["agent", "--all", "--node", node, "--nats"])
-        .arg(format!("nats://127.0.0.1:{nats_port}"))
+        .args(["agent", "--all", "--node", node, "--nats", nats])
+        .args(extra)
         .arg("--listen")
         .arg(format!("127.0.0.1:{metrics_port}"))
         .stdout(Stdio::null())

@@ -45,7 +45,8 @@ fn manifest_run(nats_port: u16) -> tests::deploy::PodmanRun {
     let url = format!("nats://127.0.0.1:{nats_port}");
     let cluster = tests::deploy::Cluster {
         fields: [("spec.nodeName", "n1"), ("status.podIP", "127.0.0.1")].into(),
-        env: [("NATS_URL", url.as_str())].into(),
+        // One loopback server: a stream of one copy (the manifest asks a cluster for 3).
+        env: [("NATS_URL", url.as_str()), ("NATS_REPLICAS", "1")].into(),
     };
     tests::deploy::daemonset_run(
         &tests::workspace_root().join("deploy/daemonset.yaml"),

@@ -56,6 +56,13 @@ fn the_static_binary_runs_with_no_library_and_matches_its_checksum() {
             .current_dir(&dir),
     );
     assert!(ok, "sha256sum -c: {out}{err}");
+    // kubectl's plugin: a link to the binary beside it, as the .deb installs it.
+    let link = std::fs::read_link(dir.join("kubectl-tracer")).expect("target/dist/kubectl-tracer");
+    assert_eq!(
+        link,
+        Path::new("tracer"),
+        "kubectl-tracer links to {link:?}"
+    );
     // An empty root: no libc, no loader, no Rust, no LLVM. A dynamic binary cannot start here.
     let root = tests::temp_dir("dist-root").expect("temp dir");
     std::fs::copy(&tracer, root.join("tracer")).expect("copy");
@@ -98,6 +105,7 @@ fn the_deb_installs_traces_and_removes_cleanly() {
     assert!(!dpkg_installed("tracer"));
     for gone in [
         "/usr/bin/tracer",
+        "/usr/bin/kubectl-tracer",
         "/usr/share/man/man1/tracer.1.gz",
         "/usr/share/bash-completion/completions/tracer",
     ] {
@@ -110,6 +118,7 @@ fn check_installed(bin: &Path) {
     let (_, files, _) = output(Command::new("dpkg").args(["-L", "tracer"]));
     for want in [
         "/usr/bin/tracer",
+        "/usr/bin/kubectl-tracer",
         "/usr/share/man/man1/tracer.1.gz",
         "/usr/share/bash-completion/completions/tracer",
         "/usr/share/zsh/vendor-completions/_tracer",
@@ -122,6 +131,18 @@ fn check_installed(bin: &Path) {
     }
     let (ok, version, err) = output(Command::new(bin).arg("--version"));
     assert!(ok && version.starts_with("tracer "), "{version}{err}");
+    let plugin = bin.with_file_name("kubectl-tracer");
+    let target = std::fs::read_link(&plugin).expect("/usr/bin/kubectl-tracer is a link");
+    assert_eq!(
+        plugin.with_file_name(target),
+        bin,
+        "kubectl-tracer links elsewhere"
+    );
+    let (ok, help, err) = output(Command::new(&plugin).arg("--help"));
+    assert!(
+        ok && help.contains("kubectl tracer"),
+        "kubectl-tracer --help: {help}{err}"
+    );
     let (ok, man, err) = output(Command::new("zcat").arg("/usr/share/man/man1/tracer.1.gz"));
     assert!(ok && man.contains(".TH tracer"), "man page: {err}");
     // A short live trace from the installed path: the probes are in the binary.

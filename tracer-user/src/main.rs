@@ -2,14 +2,13 @@
 
 mod cli;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp(None)
         .init();
-    let args = match cli::Cli::try_parse() {
+    let args = match cli::parse() {
         Ok(args) => args,
         Err(e) => return cli::parse_error(e),
     };

@@ -162,10 +162,12 @@ pub fn subject(node: &str) -> String {
 /// The node of `nats://HOST:PORT/*`: every node that published.
 pub const ALL_NODES: &str = "*";
 
-/// A node's stream as a recording: `nats://HOST:PORT/NODE` (or `/*`: every node).
+/// A node's stream as a recording: `nats://HOST:PORT/NODE` (or `/*`: every node). The
+/// servers of a cluster are a list, `nats://HOST:PORT,HOST:PORT,.../NODE` (each may be
+/// written `nats://HOST:PORT` too): the reader connects to any one that answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NatsSource {
-    /// `nats://HOST:PORT`.
+    /// `nats://HOST:PORT`, or `nats://HOST:PORT,HOST:PORT,...` ([`servers`] splits it).
     pub server: String,
     /// The node.
     pub node: String,
@@ -187,25 +189,50 @@ impl NatsSource {
         s.starts_with("nats://")
     }
 
-    /// Parses `nats://HOST:PORT/NODE`.
+    /// Parses `nats://HOST:PORT/NODE`, or a list of servers before the node
+    /// (`nats://HOST:PORT,HOST:PORT/NODE`; `nats://HOST:PORT,nats://HOST:PORT/NODE` too).
     pub fn parse(s: &str) -> Result<NatsSource, NatsError> {
-        let rest = s
-            .strip_prefix("nats://")
-            .ok_or_else(|| NatsError::BadUrl(s.to_string()))?;
-        let (host, node) = rest
-            .split_once('/')
-            .ok_or_else(|| NatsError::BadUrl(s.to_string()))?;
-        if host.is_empty() || host.contains(['/', '@', '?', '#']) {
-            return Err(NatsError::BadUrl(s.to_string()));
+        let bad = || NatsError::BadUrl(s.to_string());
+        let rest = s.strip_prefix("nats://").ok_or_else(bad)?;
+        let (hosts, node) = rest.rsplit_once('/').ok_or_else(bad)?;
+        let hosts: Vec<&str> = hosts
+            .split(',')
+            .map(|h| h.strip_prefix("nats://").unwrap_or(h))
+            .collect();
+        let bad_host = |h: &&str| h.is_empty() || h.contains(['/', '@', '?', '#']);
+        if hosts.len() > MAX_SERVERS || hosts.iter().any(bad_host) {
+            return Err(bad());
         }
         if node != ALL_NODES {
             check_node(node)?;
         }
         Ok(NatsSource {
-            server: format!("nats://{host}"),
+            server: format!("nats://{}", hosts.join(",")),
             node: node.to_string(),
         })
     }
+}
+
+/// Most servers in one list (a cluster's seed servers; the client learns the rest when
+/// connected directly).
+pub const MAX_SERVERS: usize = 32;
+
+/// The servers of a list, each a URL the client takes: `nats://A:4222,nats://B:4222` and
+/// `nats://A:4222,B:4222` both give `["nats://A:4222", "nats://B:4222"]` (an item without a
+/// scheme takes the one before it). Items are trimmed; empty ones are left out.
+pub fn servers(list: &str) -> Vec<String> {
+    let mut scheme = "nats";
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item.split_once("://") {
+            Some((s, _)) => {
+                scheme = s;
+                out.push(item.to_string());
+            }
+            None => out.push(format!("{scheme}://{item}")),
+        }
+    }
+    out
 }
 
 /// Which part of a segment a message holds.
@@ -554,6 +581,9 @@ pub struct StreamLimits {
     pub max_bytes: i64,
     /// Messages older than this go.
     pub max_age: Duration,
+    /// Copies of each message the servers of a JetStream cluster keep (1 to 5; more than 1
+    /// needs a cluster of at least that many servers).
+    pub replicas: usize,
 }
 
 impl Default for StreamLimits {
@@ -561,9 +591,13 @@ impl Default for StreamLimits {
         StreamLimits {
             max_bytes: 1 << 30,
             max_age: Duration::from_secs(7 * 24 * 3600),
+            replicas: 1,
         }
     }
 }
+
+/// Most replicas JetStream keeps of a stream.
+pub const MAX_REPLICAS: usize = 5;
 
 /// When the first connection fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -751,17 +785,9 @@ async fn connect_with(
     let mut o = auth_options().await?.max_reconnects(None);
     // Messages name the server without the credentials its URL may hold.
     let shown = guard::shown(server);
-    let relay_err = |error| NatsError::Relay {
-        server: shown.clone(),
-        error,
-    };
-    let plain = guard::plain_server(server).map_err(relay_err)?;
-    let relay = match plain.filter(|_| !tls_configured()) {
-        Some(p) => Some(guard::start(&p).await.map_err(relay_err)?),
-        None => None,
-    };
-    if relay.is_some() {
-        // Servers a cluster advertises would be connected to directly, past the relay.
+    let (targets, watch) = relayed(server).await?;
+    if watch.is_some() {
+        // Servers a cluster advertises would be connected to directly, past the relays.
         o = o.ignore_discovered_servers();
     }
     if let Some(prefix) = inbox {
@@ -797,37 +823,116 @@ async fn connect_with(
             .connection_timeout(Duration::from_secs(2)),
         FirstConnect::Fail => o.connection_timeout(Duration::from_secs(5)),
     };
-    let (target, watch) = match relay {
-        Some(r) => (r.url, Some(r.failed)),
-        None => (server.to_string(), None),
-    };
     let client = unless_violated(&shown, &watch, async {
-        o.connect(target).await.map_err(|error| NatsError::Connect {
-            server: shown.clone(),
-            error,
-        })
+        o.connect(targets)
+            .await
+            .map_err(|error| NatsError::Connect {
+                server: shown.clone(),
+                error,
+            })
     })
     .await?;
     Ok((client, watch))
 }
 
-/// The stream, created with `limits` when missing (an existing one is used as configured).
+/// What the client connects to for the servers of `list` ([`servers`]): each plain-text
+/// server through a [`guard`] relay of its own (unless TLS is configured), the others as
+/// they are; with the relays' reports merged into one.
+async fn relayed(list: &str) -> Result<(Vec<String>, Violations), NatsError> {
+    let all = servers(list);
+    if all.is_empty() || all.len() > MAX_SERVERS {
+        return Err(NatsError::BadUrl(guard::shown(list)));
+    }
+    let mut targets = Vec::new();
+    let mut watches = Vec::new();
+    for server in all {
+        let relay_err = |error| NatsError::Relay {
+            server: guard::shown(&server),
+            error,
+        };
+        let plain = guard::plain_server(&server).map_err(relay_err)?;
+        match plain.filter(|_| !tls_configured()) {
+            Some(p) => {
+                let r = guard::start(&p).await.map_err(relay_err)?;
+                targets.push(r.url);
+                watches.push(r.failed);
+            }
+            None => targets.push(server),
+        }
+    }
+    Ok((targets, merged(watches)))
+}
+
+/// One report for several relays: the first violation any of them saw. Each forwarder ends
+/// when the merged report is let go of, which lets its relay end too.
+fn merged(mut watches: Vec<tokio::sync::watch::Receiver<Option<guard::Violation>>>) -> Violations {
+    if watches.len() <= 1 {
+        return watches.pop();
+    }
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    for mut w in watches {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = w.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                    _ = tx.closed() => return,
+                }
+                if let Some(v) = w.borrow_and_update().clone() {
+                    let _ = tx.send(Some(v));
+                }
+            }
+        });
+    }
+    Some(rx)
+}
+
+/// The stream, created with `limits` when missing (an existing one is used as configured:
+/// one with other replicas than `limits.replicas` is said once, never recreated, which would
+/// lose what it holds).
 pub async fn ensure_stream(
     js: &jetstream::Context,
     limits: StreamLimits,
 ) -> Result<stream::Stream, NatsError> {
-    js.get_or_create_stream(stream::Config {
-        name: STREAM.to_string(),
-        subjects: vec!["tracer.*.events".to_string()],
-        max_bytes: limits.max_bytes,
-        max_age: limits.max_age,
-        storage: stream::StorageType::File,
-        discard: stream::DiscardPolicy::Old,
-        duplicate_window: Duration::from_secs(120),
-        ..Default::default()
-    })
-    .await
-    .map_err(js_err("creating the stream"))
+    let stream = js
+        .get_or_create_stream(stream::Config {
+            name: STREAM.to_string(),
+            subjects: vec!["tracer.*.events".to_string()],
+            max_bytes: limits.max_bytes,
+            max_age: limits.max_age,
+            storage: stream::StorageType::File,
+            discard: stream::DiscardPolicy::Old,
+            duplicate_window: Duration::from_secs(120),
+            num_replicas: limits.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(js_err("creating the stream"))?;
+    let has = stream.cached_info().config.num_replicas;
+    if let Some(line) = replicas_note(has, limits.replicas) {
+        crate::say!("tracer: {line}");
+    }
+    Ok(stream)
+}
+
+/// The line that says the stream has `has` replicas, not the `wanted` ones: once per process
+/// and pair (the agent opens the stream again every few seconds).
+fn replicas_note(has: usize, wanted: usize) -> Option<String> {
+    static TOLD: Mutex<Option<(usize, usize)>> = Mutex::new(None);
+    // A stream created before replicas were set says 0: the server keeps one copy.
+    let has = has.max(1);
+    let mut told = TOLD.lock().unwrap_or_else(|e| e.into_inner());
+    if has == wanted || *told == Some((has, wanted)) {
+        return None;
+    }
+    *told = Some((has, wanted));
+    Some(format!(
+        "the stream {STREAM} exists with {has} replica(s), not the {wanted} asked: used as it is (change it with `nats stream edit {STREAM} --replicas {wanted}`)"
+    ))
 }
 
 /// JetStream's acknowledgement of a publish.
@@ -1602,6 +1707,45 @@ pub(crate) mod tests {
         let all = NatsSource::parse("nats://h:1/*").unwrap();
         assert!(all.is_all_nodes());
         assert_eq!(all.with_node("n2"), "nats://h:1/n2");
+    }
+
+    #[test]
+    fn a_cluster_is_a_list_of_servers() {
+        let want = NatsSource {
+            server: "nats://a:1,b:2,c:3".into(),
+            node: "n1".into(),
+        };
+        assert_eq!(NatsSource::parse("nats://a:1,b:2,c:3/n1").unwrap(), want);
+        assert_eq!(
+            NatsSource::parse("nats://a:1,nats://b:2,nats://c:3/n1").unwrap(),
+            want
+        );
+        // The node's URL of a list reads back as the same list.
+        assert_eq!(NatsSource::parse(&want.with_node("n1")).unwrap(), want);
+        for bad in ["nats://a:1,,b:2/n1", "nats://a:1,/n1", "nats://a:1,u@b/n1"] {
+            assert!(NatsSource::parse(bad).is_err(), "{bad}");
+        }
+        let many = vec!["h:1"; MAX_SERVERS + 1].join(",");
+        assert!(NatsSource::parse(&format!("nats://{many}/n1")).is_err());
+        assert_eq!(
+            servers("nats://a:1, b:2,tls://c:3,d:4"),
+            ["nats://a:1", "nats://b:2", "tls://c:3", "tls://d:4"]
+        );
+        assert_eq!(
+            servers(&want.server),
+            ["nats://a:1", "nats://b:2", "nats://c:3"]
+        );
+    }
+
+    #[test]
+    fn other_replicas_are_said_once() {
+        assert_eq!(replicas_note(3, 3), None);
+        // A stream of one copy reports 0 or 1.
+        assert_eq!(replicas_note(0, 1), None);
+        let line = replicas_note(1, 3).expect("said");
+        assert!(line.contains("1 replica(s), not the 3 asked"), "{line}");
+        assert_eq!(replicas_note(1, 3), None, "said again");
+        assert!(replicas_note(3, 1).is_some());
     }
 
     pub(crate) fn frames(n: u64) -> Outgoing {

@@ -1,7 +1,7 @@
 //! `cargo xtask dist` and `cargo xtask image`: what a node gets. `target/dist/` holds a static
 //! `tracer` (musl, probes embedded: runs where there is no Rust, LLVM or libc of a given
-//! version), its sha256, its man page and shell completions, and a Debian package of them
-//! (cargo-deb). The image is `deploy/Containerfile` built on `target/dist/` into the local
+//! version), its sha256, the `kubectl-tracer` link to it (kubectl's plugin), its man page and
+//! shell completions, and a Debian package of them (cargo-deb, which installs the link too). The image is `deploy/Containerfile` built on `target/dist/` into the local
 //! podman storage: `FROM scratch`, so nothing is pulled.
 
 use anyhow::{bail, ensure, Context, Result};
@@ -16,6 +16,9 @@ use crate::{cargo, run, workspace_root};
 /// The image `cargo xtask image` builds (deploy/daemonset.yaml names the same).
 pub const IMAGE: &str = "localhost/tracer:latest";
 
+/// The link `dist` ships beside the binary (and the .deb installs): kubectl's plugin name.
+pub const PLUGIN_LINK: &str = "kubectl-tracer";
+
 /// Where `dist` writes.
 pub fn dist_dir() -> PathBuf {
     workspace_root().join("target/dist")
@@ -27,7 +30,8 @@ pub fn dist() -> Result<PathBuf> {
     build_dist()
 }
 
-/// Builds `target/dist/`: the static binary, its sha256, docs and completions, the .deb.
+/// Builds `target/dist/`: the static binary, its sha256, the kubectl plugin's link, docs and
+/// completions, the .deb.
 pub fn build_dist() -> Result<PathBuf> {
     let binary = build_static()?;
     let out = dist_dir();
@@ -38,6 +42,11 @@ pub fn build_dist() -> Result<PathBuf> {
     std::fs::copy(&binary, &tracer)
         .with_context(|| format!("cannot copy {} to {}", binary.display(), tracer.display()))?;
     write_sha256(&tracer)?;
+    // kubectl runs `kubectl tracer` as the program of this name on the PATH: the same binary,
+    // which answers to its name.
+    let plugin = out.join(PLUGIN_LINK);
+    std::os::unix::fs::symlink("tracer", &plugin)
+        .with_context(|| format!("cannot link {}", plugin.display()))?;
     // cargo-deb finds assets under the target's release directory by the `target/release/`
     // prefix (tracer-user's [package.metadata.deb]); the same files are kept in dist/share.
     let share = binary.with_file_name("share");

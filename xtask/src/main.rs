@@ -57,8 +57,8 @@ enum Task {
         #[arg(long)]
         only: Option<String>,
     },
-    /// The node package in target/dist/: a static `tracer` (probes embedded), its sha256, man
-    /// page, shell completions and a .deb.
+    /// The node package in target/dist/: a static `tracer` (probes embedded), its sha256, the
+    /// `kubectl-tracer` link (kubectl's plugin), man page, shell completions and a .deb.
     Dist,
     /// `dist`, then deploy/Containerfile built into the local podman storage as
     /// localhost/tracer:latest (FROM scratch: nothing pulled).

@@ -68,7 +68,33 @@ const TEST_PACKAGES: &[Need] = &[
         "podman",
         "the image is built and the DaemonSet's container run with podman",
     ),
+    (
+        "kubernetes-client",
+        "kubectl finds the `kubectl tracer` plugin and runs it in its test",
+    ),
 ];
+
+/// Packages of a program another package may already give (Google Cloud's `kubectl`
+/// package, say, which owns /usr/bin/kubectl too: dpkg would refuse to overwrite it): not
+/// installed when that program is on the PATH, whoever installed it.
+const PROGRAM_OF: &[(&str, &str)] = &[("kubernetes-client", "kubectl")];
+
+/// `needs` without the packages whose program is already there ([`PROGRAM_OF`]).
+fn not_provided(needs: &[Need]) -> Vec<Need> {
+    let on_path = |program: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+    };
+    needs
+        .iter()
+        .copied()
+        .filter(|(pkg, _)| {
+            !PROGRAM_OF
+                .iter()
+                .any(|(p, program)| p == pkg && on_path(program))
+        })
+        .collect()
+}
 
 /// What `cargo xtask dist` needs on top of running: a static (musl) build, whose C parts
 /// (ring's) need musl's compiler wrapper.
@@ -130,6 +156,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 fn apt_packages(needs: &[Need]) -> Result<()> {
+    let needs = &not_provided(needs);
     if tests::packages::install("setup", needs)? == 0 {
         let names: Vec<&str> = needs.iter().map(|(p, _)| *p).collect();
         ok(&format!("apt packages ({})", names.join(" ")));

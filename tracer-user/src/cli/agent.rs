@@ -13,9 +13,16 @@ use tracer::nats::{self, StreamLimits};
 
 #[derive(clap::Args, Debug)]
 pub struct AgentArgs {
-    /// NATS server (`nats://HOST:PORT`); the client reconnects for as long as the agent runs.
-    #[arg(long, value_name = "URL")]
+    /// NATS server (`nats://HOST:PORT`), or a cluster's servers as a list
+    /// (`nats://A:4222,nats://B:4222,...`): the client reconnects, to any of them, for as long
+    /// as the agent runs.
+    #[arg(long, value_name = "URL[,URL...]")]
     pub nats: String,
+    /// Copies of the stream the NATS cluster keeps, when the agent creates it (1 to 5; more
+    /// than 1 needs a JetStream cluster). An existing stream is used as it is (a stream with
+    /// other replicas is said).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=nats::MAX_REPLICAS as i64))]
+    pub replicas: u8,
     /// This node's name (the subject `tracer.NODE.events`): letters, digits, `-`, `_`.
     #[arg(long, value_name = "NAME")]
     pub node: String,
@@ -84,13 +91,33 @@ fn find_daemon() -> Option<(u32, &'static str)> {
     agent::daemon_in(&procs)
 }
 
+/// `--nats`: one server or a list, each `nats://HOST:PORT` (an item may leave out the
+/// scheme). Checked here: the client would refuse a bad one only later, and the agent retry
+/// it forever.
+fn check_servers(list: &str) -> Result<()> {
+    let servers = nats::servers(list);
+    if servers.is_empty() || servers.len() > nats::MAX_SERVERS {
+        anyhow::bail!(
+            "--nats takes nats://HOST:PORT, or a list of at most {} (nats://A:4222,nats://B:4222)",
+            nats::MAX_SERVERS
+        );
+    }
+    for s in &servers {
+        let shown = nats::guard::shown(s);
+        let Some(rest) = s.strip_prefix("nats://") else {
+            anyhow::bail!("--nats: {shown}: each server is nats://HOST:PORT");
+        };
+        if rest.contains('/') {
+            anyhow::bail!("--nats: {shown}: each server is nats://HOST:PORT, with no path");
+        }
+        nats::guard::plain_server(s).map_err(|e| anyhow::anyhow!("--nats: {shown}: {e}"))?;
+    }
+    Ok(())
+}
+
 pub fn run(args: AgentArgs) -> Result<ExitCode> {
     nats::check_node(&args.node)?;
-    if !args.nats.starts_with("nats://") || args.nats["nats://".len()..].contains('/') {
-        anyhow::bail!("--nats takes nats://HOST:PORT");
-    }
-    // The client would refuse it only later, and the agent retry it forever.
-    nats::guard::plain_server(&args.nats).map_err(|e| anyhow::anyhow!("--nats: {e}"))?;
+    check_servers(&args.nats)?;
     // Before connecting anywhere: a node agent without the capabilities fails at once, naming
     // them, instead of publishing an empty stream.
     tracer::capture::check_privileges()?;
@@ -129,6 +156,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
             segment_every: Duration::from_secs(args.segment_secs.max(1)),
             limits: StreamLimits {
                 max_bytes: args.stream_max_bytes,
+                replicas: args.replicas.into(),
                 ..StreamLimits::default()
             },
             daemon,

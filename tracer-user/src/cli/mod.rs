@@ -5,6 +5,7 @@ mod agent;
 mod demo;
 mod export;
 mod import;
+mod kubectl;
 mod lineage;
 mod lines;
 #[cfg(feature = "nats")]
@@ -343,6 +344,16 @@ pub enum Command {
     /// Print the man page (roff) on stdout; the node package installs it as tracer(1).
     #[command(hide = true)]
     Manpage,
+}
+
+/// The command line: `tracer`'s, or `kubectl tracer`'s when the binary runs as
+/// `kubectl-tracer` (kubectl's plugin, [`kubectl`]).
+pub fn parse() -> Result<Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match args.first().is_some_and(|a| kubectl::is_plugin(a)) {
+        true => kubectl::parse(args, std::env::var_os(kubectl::ENV_NATS)),
+        false => Cli::try_parse_from(args),
+    }
 }
 
 /// What a command line clap did not run means: `--help` and `--version` are printed as every

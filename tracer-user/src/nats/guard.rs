@@ -148,8 +148,29 @@ pub fn plain_server(server: &str) -> std::io::Result<Option<Plain>> {
 }
 
 /// `server` as messages show it: without the credentials a URL may hold (`USER:PASS@`,
-/// `TOKEN@`) nor its query string, which end up in logs otherwise.
+/// `TOKEN@`) nor its query string, which end up in logs otherwise. A list of servers
+/// (`A,B,...`) is shown item by item.
 pub fn shown(server: &str) -> String {
+    let items: Vec<String> = server.split(',').map(shown_one).collect();
+    items.join(",")
+}
+
+/// Whether `item` of a list reads as `[SCHEME://]HOST[:PORT][?...]` with no credentials: an
+/// item that does not may be the start of a password with a comma in it.
+fn plain_item(item: &str) -> bool {
+    let item = item.split_once('?').map_or(item, |(s, _)| s);
+    let host = item.split_once("://").map_or(item, |(_, h)| h);
+    match host.rsplit_once(':') {
+        _ if host.contains('@') => false,
+        Some((h, port)) => !h.is_empty() && port.bytes().all(|b| b.is_ascii_digit()),
+        None => !host.is_empty(),
+    }
+}
+
+fn shown_one(server: &str) -> String {
+    if !server.contains('@') && !plain_item(server) {
+        return "***".to_string();
+    }
     let server = server.split_once('?').map_or(server, |(s, _)| s);
     let (scheme, rest) = match server.split_once("://") {
         Some((scheme, rest)) => (format!("{scheme}://"), rest),
@@ -348,6 +369,9 @@ mod tests {
         assert_eq!(shown("nats://u:p@w@h:1?token=t"), "nats://***@h:1");
         assert_eq!(shown("tok@h:1"), "***@h:1");
         assert_eq!(shown("nats://h:1"), "nats://h:1");
+        assert_eq!(shown("nats://a:1,u:p@b:2,c"), "nats://a:1,***@b:2,c");
+        // A password with a comma: its first part is not shown either.
+        assert_eq!(shown("nats://u:p,q@h:1"), "***,***@h:1");
         for s in ["tls://h:4222", "ws://h:1", "wss://h:1"] {
             assert!(plain_server(s).unwrap().is_none(), "{s}");
         }
