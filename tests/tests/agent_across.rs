@@ -246,11 +246,7 @@ fn a_pod_replaced_on_another_node_is_told_across_nodes_with_its_gap() {
     // The replacement's shim is born a few events after the other daemon's last job.
     let gap_ms = (first as i64) - (end as i64);
     assert!((4000..4050).contains(&gap_ms), "{gap_ms}");
-    let (ea, eb) = (n.a.clone(), n.b.clone());
-    let a = std::thread::spawn(move || agent_run(port, "a", ea, Duration::from_secs(3)));
-    let b = std::thread::spawn(move || agent_run(port, "b", eb, Duration::from_secs(3)));
-    a.join().expect("agent a");
-    b.join().expect("agent b");
+    publish(port, &n);
     let all = format!("nats://127.0.0.1:{port}/*");
     // The gap on the wall clock: the scripts' boot times (event i at i + 1 ms) on each node's
     // clock.
@@ -314,8 +310,15 @@ fn a_pod_replaced_on_another_node_is_told_across_nodes_with_its_gap() {
         "{js}"
     );
 
+    namespace_tree(&tracer, &all, &n);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tree nats://…/* -n shop`: the namespace's pods on both nodes, each node's own processes;
+/// a namespace no node holds is one line and exit 1.
+fn namespace_tree(tracer: &Path, all: &str, n: &Nodes) {
     // `tree … -n shop`: the namespace's pods on both nodes, each node's own processes.
-    let tree = stdout(&tracer, &["tree", &all, "-n", "shop", "--format", "json"]);
+    let tree = stdout(tracer, &["tree", all, "-n", "shop", "--format", "json"]);
     let tree: serde_json::Value = serde_json::from_str(&tree).expect("JSON");
     let per_node: Vec<(String, bool)> = tree["nodes"]
         .as_array()
@@ -337,12 +340,20 @@ fn a_pod_replaced_on_another_node_is_told_across_nodes_with_its_gap() {
         .collect();
     assert_eq!(per_node, [("a".into(), true), ("b".into(), true)], "{tree}");
     // A namespace no node holds is one line and exit 1.
-    let none = run(&tracer, &["tree", &all, "-n", "prod"]);
+    let none = run(tracer, &["tree", all, "-n", "prod"]);
     assert_eq!(none.status.code(), Some(1));
     let err = String::from_utf8_lossy(&none.stderr);
     assert!(
         err.contains("every pod of namespace prod not found on any of the 2 nodes"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Agents `a` and `b` publish their nodes' events at once, for 3 s.
+fn publish(port: u16, n: &Nodes) {
+    let (ea, eb) = (n.a.clone(), n.b.clone());
+    let a = std::thread::spawn(move || agent_run(port, "a", ea, Duration::from_secs(3)));
+    let b = std::thread::spawn(move || agent_run(port, "b", eb, Duration::from_secs(3)));
+    a.join().expect("agent a");
+    b.join().expect("agent b");
 }

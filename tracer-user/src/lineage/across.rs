@@ -153,7 +153,7 @@ pub fn tell(nodes: &[NodeEngine<'_>], q: &PodQuery) -> Result<Across, PodError> 
         let stories = cache[s.node].get_or_insert_with(|| super::stories(n.engine));
         parts.push(part(n, stories, &s.key, q.container.as_deref()));
     }
-    parts.sort_by(|a, b| order(a).cmp(&order(b)));
+    parts.sort_by_key(order);
     let replaced = replacements(&parts);
     let mut told = Across { parts, replaced };
     if chained {
