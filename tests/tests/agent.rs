@@ -126,8 +126,8 @@ impl PodReads {
             .as_array()
             .expect("processes");
         assert!(in_ns.iter().any(|p| p["pid"] == init_pid), "{ns}");
-        assert_eq!(story["nodes"][0]["node"], "n1", "{story}");
-        let births: Vec<&serde_json::Value> = story["nodes"][0]["story"]["stories"]
+        assert_eq!(story["parts"][0]["node"], "n1", "{story}");
+        let births: Vec<&serde_json::Value> = story["parts"][0]["stories"]
             .as_array()
             .expect("stories")
             .iter()

@@ -819,6 +819,29 @@ pub fn nodes_with_pod(
     pod: &crate::lineage::PodQuery,
     at: Option<u64>,
 ) -> Result<PodSearch, InputError> {
+    read_nodes(src, at, &|e| crate::lineage::pod::has_pod(e, pod))
+}
+
+/// Every node of `src`'s server that holds something the across-nodes story of `pod` may
+/// tell ([`crate::lineage::across::holds`]: the pod, a pod of its family, of its namespace),
+/// read whole.
+#[cfg(feature = "nats")]
+pub fn nodes_across(
+    src: &crate::nats::NatsSource,
+    pod: &crate::lineage::PodQuery,
+) -> Result<PodSearch, InputError> {
+    read_nodes(src, None, &|e| crate::lineage::across::holds(e, pod))
+}
+
+/// Reads each node of `src`'s server through the engine, one after the other (up to event
+/// `at` when given), and keeps those `keep` wants; the others' engines are dropped as soon as
+/// read, so at most the kept ones and one more are held. Only listing the nodes can fail.
+#[cfg(feature = "nats")]
+pub fn read_nodes(
+    src: &crate::nats::NatsSource,
+    at: Option<u64>,
+    keep: &dyn Fn(&Engine) -> bool,
+) -> Result<PodSearch, InputError> {
     let server = src.server.clone();
     let nodes = crate::nats::block_on(async move { crate::nats::nodes(&server).await }).map_err(
         |error| InputError::Nats {
@@ -834,7 +857,7 @@ pub fn nodes_with_pod(
     for node in nodes {
         let url = src.with_node(&node);
         match Loaded::read(Path::new(&url), at) {
-            Ok(l) if crate::lineage::pod::has_pod(&l.engine, pod) => search.found.push((node, l)),
+            Ok(l) if keep(&l.engine) => search.found.push((node, l)),
             Ok(_) => {}
             Err(e) => search.unreadable.push((node, e)),
         }

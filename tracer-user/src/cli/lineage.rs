@@ -3,7 +3,7 @@
 use super::output::to_output;
 use super::reading::select_pod;
 #[cfg(feature = "nats")]
-use super::reading::{all_nodes, nodes_with_pod};
+use super::reading::{all_nodes, needs_pod, nodes_across, nodes_with_pod};
 use super::OutputFormat;
 use anyhow::Result;
 use std::path::Path;
@@ -187,73 +187,78 @@ fn numbered(stories: Vec<Story>, sel: Option<&str>, file: &Path) -> Result<Vec<(
 pub fn story(a: StoryArgs<'_>) -> Result<()> {
     #[cfg(feature = "nats")]
     if let Some(src) = all_nodes(a.file)? {
-        let found = nodes_with_pod(&src, a.pod.as_ref(), None, true)?;
-        let per_node = found.into_iter().map(|(n, l)| (Some(n), l.engine));
-        return show_stories(&a, per_node.collect());
+        return story_across(&a, &src);
     }
     let engine = load_engine(a.file, None)?.engine;
-    show_stories(&a, vec![(None, engine)])
+    show_stories(&a, &engine)
 }
 
-/// The stories (and runtime restarts) of one recording, or of each node named.
-fn show_stories(a: &StoryArgs<'_>, engines: Vec<(Option<String>, Engine)>) -> Result<()> {
-    use tracer::lineage::restart::runtime_restarts;
-    let mut shown = Vec::new();
-    for (node, engine) in engines {
-        let mut stories = tracer::lineage::stories(&engine);
-        let mut restarts = runtime_restarts(&engine);
-        let at = node.as_deref().map_or(a.file, Path::new);
-        if let Some(q) = &a.pod {
-            let pod = select_pod(at, &engine, q)?;
-            stories.retain(|st| tracer::lineage::story_in_pod(st, &pod));
-            restarts.clear();
-        }
-        if a.story.is_some() {
-            restarts.clear();
-        }
-        let stories = numbered(stories, a.story, at)?;
-        shown.push((node, stories, restarts));
+/// `tracer story nats://HOST:PORT/* --pod NAME` (or `-n NS`): the pod's life on every node
+/// that held it, in wall-clock order, its replacements linked (`lineage::across`).
+#[cfg(feature = "nats")]
+fn story_across(a: &StoryArgs<'_>, src: &tracer::nats::NatsSource) -> Result<()> {
+    use tracer::lineage::across::{tell, NodeEngine};
+    let q = needs_pod(a.pod.as_ref())?;
+    let found = nodes_across(src, q)?;
+    let nodes: Vec<NodeEngine<'_>> = found
+        .iter()
+        .map(|(node, l)| NodeEngine {
+            node,
+            engine: &l.engine,
+        })
+        .collect();
+    let shown = || tracer::escape::path(a.file);
+    let mut told = tell(&nodes, q).map_err(|e| anyhow::Error::new(e).context(shown()))?;
+    if let Some(sel) = a.story {
+        told.retain_story(sel)
+            .map_err(|e| anyhow::anyhow!("{}: --story: {e}", shown()))?;
     }
     to_output(a.output, |out| match a.format {
+        OutputFormat::Text => out.write_all(told.text(a.explain).as_bytes()),
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &told.json(a.explain))?;
+            writeln!(out)
+        }
+    })
+}
+
+/// The stories (and runtime restarts) of one recording.
+fn show_stories(a: &StoryArgs<'_>, engine: &Engine) -> Result<()> {
+    use tracer::lineage::restart::runtime_restarts;
+    let mut stories = tracer::lineage::stories(engine);
+    let mut restarts = runtime_restarts(engine);
+    if let Some(q) = &a.pod {
+        let pod = select_pod(a.file, engine, q)?;
+        stories.retain(|st| tracer::lineage::story_in_pod(st, &pod));
+        restarts.clear();
+    }
+    if a.story.is_some() {
+        restarts.clear();
+    }
+    let stories = numbered(stories, a.story, a.file)?;
+    to_output(a.output, |out| match a.format {
         OutputFormat::Text => {
-            for (node, stories, _) in &shown {
-                if let Some(node) = node {
-                    writeln!(out, "node {node}:")?;
-                }
-                if stories.is_empty() {
-                    writeln!(out, "no container birth found")?;
-                }
-                // A runtime restart is a story of the list (its own header and steps).
-                let list: Vec<(usize, &Story)> = stories.iter().map(|(n, s)| (*n, s)).collect();
-                out.write_all(numbered_story_text(&list, a.explain).as_bytes())?;
+            if stories.is_empty() {
+                writeln!(out, "no container birth found")?;
             }
-            Ok(())
+            // A runtime restart is a story of the list (its own header and steps).
+            let list: Vec<(usize, &Story)> = stories.iter().map(|(n, s)| (*n, s)).collect();
+            out.write_all(numbered_story_text(&list, a.explain).as_bytes())
         }
         OutputFormat::Json => {
-            let mut list = Vec::new();
-            for (node, stories, restarts) in &shown {
-                let (numbers, stories): (Vec<usize>, Vec<Story>) = stories.iter().cloned().unzip();
-                let mut json = story_json(&stories);
-                if a.explain {
-                    tracer::lineage::explain::add_whys(&mut json, &stories);
-                }
-                // Each story's number, as `--story` takes it.
-                if let Some(list) = json["stories"].as_array_mut() {
-                    for (v, n) in list.iter_mut().zip(&numbers) {
-                        v["number"] = serde_json::json!(n);
-                    }
-                }
-                json["runtime_restarts"] =
-                    serde_json::to_value(restarts).map_err(std::io::Error::from)?;
-                list.push(match node {
-                    Some(n) => serde_json::json!({ "node": n, "story": json }),
-                    None => json,
-                });
+            let (numbers, stories): (Vec<usize>, Vec<Story>) = stories.iter().cloned().unzip();
+            let mut json = story_json(&stories);
+            if a.explain {
+                tracer::lineage::explain::add_whys(&mut json, &stories);
             }
-            let json = match shown.first() {
-                Some((None, _, _)) => list.swap_remove(0),
-                _ => serde_json::json!({ "nodes": list }),
-            };
+            // Each story's number, as `--story` takes it.
+            if let Some(list) = json["stories"].as_array_mut() {
+                for (v, n) in list.iter_mut().zip(&numbers) {
+                    v["number"] = serde_json::json!(n);
+                }
+            }
+            json["runtime_restarts"] =
+                serde_json::to_value(restarts).map_err(std::io::Error::from)?;
             serde_json::to_writer_pretty(&mut *out, &json)?;
             writeln!(out)
         }

@@ -32,11 +32,40 @@ pub(super) fn nodes_with_pod(
     at: Option<u64>,
     say_notes: bool,
 ) -> Result<Vec<(String, Loaded)>> {
-    use anyhow::Context;
-    let pod = pod.context(
-        "nats://HOST:PORT/* reads every node: say which pod with --pod NAME (or -n NS: every pod of a namespace)",
-    )?;
+    let pod = needs_pod(pod)?;
     let search = tracer::input::nodes_with_pod(src, pod, at)?;
+    searched(src, pod, search, say_notes)
+}
+
+/// The nodes of `src` whose streams hold anything the across-nodes story of `pod` tells (the
+/// pod, the pods of its family, of its namespace), each read whole, their warnings printed.
+#[cfg(feature = "nats")]
+pub(super) fn nodes_across(
+    src: &tracer::nats::NatsSource,
+    pod: &PodQuery,
+) -> Result<Vec<(String, Loaded)>> {
+    let search = tracer::input::nodes_across(src, pod)?;
+    searched(src, pod, search, true)
+}
+
+/// `--pod` or `-n`, which `nats://HOST:PORT/*` needs.
+#[cfg(feature = "nats")]
+pub(super) fn needs_pod(pod: Option<&PodQuery>) -> Result<&PodQuery> {
+    use anyhow::Context;
+    pod.context(
+        "nats://HOST:PORT/* reads every node: say which pod with --pod NAME (or -n NS: every pod of a namespace)",
+    )
+}
+
+/// What a search of every node found: unreadable nodes (and with `say_notes` the found
+/// nodes' input notes) said on stderr; none found is the error.
+#[cfg(feature = "nats")]
+fn searched(
+    src: &tracer::nats::NatsSource,
+    pod: &PodQuery,
+    search: tracer::input::PodSearch,
+    say_notes: bool,
+) -> Result<Vec<(String, Loaded)>> {
     for (node, e) in &search.unreadable {
         tracer::say!("tracer: warning: {}: {e}", src.with_node(node));
     }

@@ -5,6 +5,7 @@
 //! give the current tree with each process's lineage history, runtime [`Role`]s and the
 //! container-birth [`Story`]s. [`view`] renders the tree and stories as text and JSON.
 
+pub mod across;
 pub mod bundle;
 mod cow;
 mod death;

@@ -100,6 +100,40 @@ pub fn has_pod(e: &Engine, m: &(impl PodMatch + ?Sized)) -> bool {
     e.processes().any(|p| in_pod(p, m))
 }
 
+/// The owner prefix of a ReplicaSet's pod, `<deployment>-<rs hash>-` of
+/// `<deployment>-<rs hash>-<suffix>`: what a pod and the one its ReplicaSet made in its place
+/// share. The hash (the pod-template-hash) is 1 to 10 and the suffix 5 lowercase letters or
+/// digits, as the ReplicaSet controller names them; `None` for any other name.
+pub fn owner_prefix(name: &str) -> Option<&str> {
+    let word = |s: &str, len: std::ops::RangeInclusive<usize>| {
+        len.contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    };
+    let (head, suffix) = name.rsplit_once('-')?;
+    let (deployment, hash) = head.rsplit_once('-')?;
+    (!deployment.is_empty() && word(hash, 1..=10) && word(suffix, 5..=5))
+        .then(|| &name[..head.len() + 1])
+}
+
+/// The family a pod's name puts it in across nodes: its ReplicaSet's owner prefix
+/// ([`owner_prefix`]), else its own name (a StatefulSet's pod keeps its name wherever it
+/// runs again).
+pub fn family(name: &str) -> &str {
+    owner_prefix(name).unwrap_or(name)
+}
+
+/// Does `query` name the family of pod `name` without naming the pod itself: its ReplicaSet's
+/// pods (`web-7d9f8b6c4d` for `web-7d9f8b6c4d-abcde`) or its Deployment's (`web`)?
+pub fn names_family(query: &str, name: &str) -> bool {
+    let Some(prefix) = owner_prefix(name) else {
+        return false;
+    };
+    let rs = &prefix[..prefix.len() - 1];
+    let deployment = rs.rsplit_once('-').map_or(rs, |(d, _)| d);
+    !query.is_empty() && (query == rs || query == deployment)
+}
+
 /// How a user names a pod: `--pod`, `-n/--namespace`, `--container`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodQuery {
@@ -274,14 +308,14 @@ pub(super) fn listed(what: &str, names: &[String]) -> String {
 
 /// A pod as a recording shows it: `namespace/name`, uid, sandbox ids.
 #[derive(Debug, Default)]
-struct PodSeen {
-    uid: String,
-    sandbox_ids: BTreeSet<String>,
-    containers: BTreeSet<String>,
+pub(super) struct PodSeen {
+    pub(super) uid: String,
+    pub(super) sandbox_ids: BTreeSet<String>,
+    pub(super) containers: BTreeSet<String>,
 }
 
 /// Every pod the recording's bundles named, by `(namespace, name)`.
-fn pods_seen(e: &Engine) -> BTreeMap<PodKey, PodSeen> {
+pub(super) fn pods_seen(e: &Engine) -> BTreeMap<PodKey, PodSeen> {
     let mut pods: BTreeMap<PodKey, PodSeen> = BTreeMap::new();
     for f in e.processes().filter_map(PodFacts::of_process) {
         let seen = pods
@@ -304,10 +338,10 @@ pub fn resolve(e: &Engine, q: &PodQuery) -> Result<SelectedPod, PodError> {
 }
 
 /// A pod's key in [`pods_seen`]: `(namespace, name)`.
-type PodKey = (String, String);
+pub(super) type PodKey = (String, String);
 
 /// `namespace/name`.
-fn key_text((ns, name): &PodKey) -> String {
+pub(super) fn key_text((ns, name): &PodKey) -> String {
     format!("{ns}/{name}")
 }
 
@@ -389,7 +423,10 @@ fn resolve_namespace(
 }
 
 /// [`resolve`] among `pods`.
-fn resolve_in(pods: &BTreeMap<PodKey, PodSeen>, q: &PodQuery) -> Result<SelectedPod, PodError> {
+pub(super) fn resolve_in(
+    pods: &BTreeMap<PodKey, PodSeen>,
+    q: &PodQuery,
+) -> Result<SelectedPod, PodError> {
     if let Some(ns) = q.namespace.as_deref().filter(|_| q.every_pod()) {
         return resolve_namespace(pods, ns, q);
     }
@@ -626,6 +663,33 @@ mod tests {
         }));
         assert!(PodScope::Found(sel(Some("nginx"))).selects(&f));
         assert!(!PodScope::Found(sel(Some("sidecar"))).selects(&f));
+    }
+
+    #[test]
+    fn a_replicasets_pod_has_an_owner_prefix_and_its_family_answers_to_it() {
+        let pod = "web-7d9f8b6c4d-abcde";
+        assert_eq!(owner_prefix(pod), Some("web-7d9f8b6c4d-"));
+        assert_eq!(owner_prefix("my-web-5f6d-x2z4q"), Some("my-web-5f6d-"));
+        // A StatefulSet's pod, a bare name, a suffix not of 5, a hash too long, upper case.
+        for other in [
+            "db-0",
+            "web",
+            "web-abcde",
+            "web-7d9f-abcd",
+            "w-7d9f8b6c4d1-abcde",
+            "web-7D9F-abcde",
+            "-7d9f-abcde",
+        ] {
+            assert_eq!(owner_prefix(other), None, "{other}");
+            assert_eq!(family(other), other);
+        }
+        assert_eq!(family(pod), "web-7d9f8b6c4d-");
+        for yes in ["web-7d9f8b6c4d", "web"] {
+            assert!(names_family(yes, pod), "{yes}");
+        }
+        for no in ["", "web-7d9f", "web-7d9f8b6c4d-", "we", pod] {
+            assert!(!names_family(no, pod), "{no}");
+        }
     }
 
     #[test]

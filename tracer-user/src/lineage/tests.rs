@@ -501,3 +501,6 @@ mod runtime_restart;
 
 // ---- each explanation right for its variant (explain/) ----
 mod explain;
+
+// ---- one pod's life across nodes (across.rs) ----
+mod across;
