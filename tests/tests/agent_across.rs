@@ -164,6 +164,7 @@ fn agent_run(port: u16, node: &str, events: Vec<Event>, run: Duration) {
         limits: StreamLimits::default(),
         daemon: false,
         deadline: Some(Instant::now() + run),
+        heartbeat: tracer::nats::heartbeat::DEFAULT_INTERVAL,
     };
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
