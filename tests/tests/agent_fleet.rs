@@ -1,6 +1,7 @@
-//! Root tests of `tracer nodes` against real agents and a real nats-server: two agents, one
-//! killed with SIGKILL, read back as `silent since` its last word with the pod it held then;
-//! an agent through a NATS outage, read back as `back since`, with what its own metrics said
+//! Root tests of `tracer nodes` against real agents and real nats-servers: two agents on a
+//! 3-server JetStream cluster, one agent killed with SIGKILL and then one server, the dead
+//! agent read back from the two servers left as `silent since` its last word with the pod it
+//! held then; an agent through a NATS outage, read back as `back since`, with what its own metrics said
 //! it buffered and dropped. Truth from outside the tool: the test's clock at the kill, the
 //! containers' processes in /proc, nats-server's own monitoring (`/jsz`), the agent's
 //! `/metrics`. Run by `cargo xtask test` as root (`--ignored`); the kit is `tests::agent`.
@@ -13,19 +14,22 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tests::agent::{prerequisites, scrape, tracer_out, Dirs};
 use tests::busybox_bundle;
-use tests::servers::{
-    free_port, get, sample, start_nats, start_nats_with, two_ports, wait_for, wait_or, Guard,
-};
+use tests::servers::{free_port, sample, start_nats, two_ports, wait_for, wait_or, Cluster, Guard};
 use tracer::synth::PodAnnotations;
 
-/// `tracer agent` publishing to `nats_port` as `node`, metrics on `metrics_port`, with `args`
+/// `tracer agent` publishing to the servers `nats` (a URL or a list) as `node`, metrics on `metrics_port`, with `args`
 /// (its target, its scope, its heartbeat); returns once its capture runs (it says where it
 /// publishes after the probes are attached).
-fn agent(tracer: &Path, ports: (u16, u16), node: &str, log: &Path, args: &[&str]) -> Guard {
-    let (nats_port, metrics_port) = ports;
+fn agent(
+    tracer: &Path,
+    nats: &str,
+    metrics_port: u16,
+    node: &str,
+    log: &Path,
+    args: &[&str],
+) -> Guard {
     let child = Command::new(tracer)
-        .args(["agent", "--node", node, "--nats"])
-        .arg(format!("nats://127.0.0.1:{nats_port}"))
+        .args(["agent", "--node", node, "--nats", nats])
         .arg("--listen")
         .arg(format!("127.0.0.1:{metrics_port}"))
         .args(args)
@@ -119,14 +123,12 @@ fn nodes_json(tracer: &Path, server: &str) -> serde_json::Value {
     serde_json::from_str(&out).expect("nodes JSON")
 }
 
-/// The row of `node` in a `nodes` JSON.
+/// The row of `node` in a `nodes` JSON (`null` while the node has not published).
 fn row<'a>(t: &'a serde_json::Value, node: &str) -> &'a serde_json::Value {
     t["nodes"]
         .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|r| r["node"] == node)
-        .unwrap_or_else(|| panic!("no node {node} in {t}"))
+        .and_then(|rows| rows.iter().find(|r| r["node"] == node))
+        .unwrap_or(&serde_json::Value::Null)
 }
 
 /// Whether `row` lists pod `default/ID` with its container `app`.
@@ -149,10 +151,10 @@ fn now_ns() -> i128 {
         .as_nanos() as i128
 }
 
-/// nats-server's own word: the subjects (nodes) its stream holds, from its monitoring port.
-fn subjects_held(monitor: u16) -> u64 {
-    let (_, body) = get(monitor, "/jsz?streams=true", Duration::from_secs(5)).expect("/jsz");
-    let v: serde_json::Value = serde_json::from_str(&body).expect("/jsz JSON");
+/// nats-server's own word: the subjects (nodes) the stream holds on server `i` of the
+/// cluster, from its monitoring port.
+fn subjects_held(cluster: &Cluster, i: usize) -> u64 {
+    let v = cluster.jsz(i, "streams=true").expect("/jsz");
     v["account_details"][0]["stream_detail"][0]["state"]["num_subjects"]
         .as_u64()
         .unwrap_or_else(|| panic!("no num_subjects in /jsz: {v}"))
@@ -167,11 +169,9 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     let tracer = tests::release_tracer().expect("tracer binary");
     let dirs = Dirs::new("agent-fleet");
     let dir = &dirs.dir;
-    let (nats_port, monitor) = two_ports();
-    let monitor_arg = format!("{monitor}");
-    let extra = [std::ffi::OsStr::new("-m"), monitor_arg.as_ref()];
-    let _nats = start_nats_with(nats_port, &dir.join("store"), &dir.join("nats.log"), &extra);
-    let server = format!("nats://127.0.0.1:{nats_port}");
+    // A cluster is what a fleet publishes to: three servers, the stream kept on each.
+    let mut cluster = Cluster::start(3, dir);
+    let servers = cluster.urls(&[0, 1, 2]);
     let pid = std::process::id();
     let (pod_a, pod_b) = (format!("fleet-a-{pid}"), format!("fleet-b-{pid}"));
     // Each agent publishes one pod's events only: the two share this host.
@@ -179,32 +179,35 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
         vec![
             "--heartbeat".to_string(),
             "2s".into(),
+            "--replicas".into(),
+            "3".into(),
             "--all".into(),
             "--pod".into(),
             format!("default/{pod}"),
         ]
     };
-    let args_a = scoped(&pod_a);
-    let args_b = scoped(&pod_b);
-
+    let (args_a, args_b) = (scoped(&pod_a), scoped(&pod_b));
+    let log = |n: &str| dir.join(format!("{n}.log"));
     let _a = agent(
         &tracer,
-        (nats_port, free_port()),
+        &servers,
+        free_port(),
         "a",
-        &dir.join("a.log"),
+        &log("a"),
         &args(&args_a),
     );
     let mut b = agent(
         &tracer,
-        (nats_port, free_port()),
+        &servers,
+        free_port(),
         "b",
-        &dir.join("b.log"),
+        &log("b"),
         &args(&args_b),
     );
     let ca = Container::run(dir, &pod_a);
     let cb = Container::run(dir, &pod_b);
     wait_for("both pods in `tracer nodes`", 60, || {
-        let t = nodes_json(&tracer, &server);
+        let t = nodes_json(&tracer, &servers);
         t["nodes"].as_array().is_some_and(|n| n.len() == 2)
             && holds(row(&t, "a"), &pod_a)
             && holds(row(&t, "b"), &pod_b)
@@ -213,10 +216,13 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     b.0.kill().expect("SIGKILL agent b");
     let killed = now_ns();
     let _ = b.0.wait();
+    // One server of the cluster dies too: the fleet is read from the two left.
+    cluster.kill(0);
+    let left = cluster.urls(&[1, 2]);
     // Three of b's intervals (2 s) without a word, and a margin for a loaded machine.
     std::thread::sleep(Duration::from_secs(10));
     assert!(cb.alive(), "b's container outlived its agent (/proc)");
-    let t = nodes_json(&tracer, &server);
+    let t = nodes_json(&tracer, &left);
     let (ra, rb) = (row(&t, "a"), row(&t, "b"));
     assert_eq!(ra["state"], "live", "{t}");
     assert!(holds(ra, &pod_a), "{t}");
@@ -228,8 +234,9 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
         "b's last word {} is not within its last interval before the kill",
         rb["last_word"]
     );
-    assert_eq!(subjects_held(monitor), 2, "nats-server holds two nodes");
-    let text = tracer_out(&tracer, &["nodes", &server]);
+    let held = [1, 2].map(|i| subjects_held(&cluster, i));
+    assert_eq!(held, [2, 2], "the servers left hold two nodes");
+    let text = tracer_out(&tracer, &["nodes", &left]);
     let since = format!("b: silent since {}", rb["last_word"].as_str().unwrap_or(""));
     assert!(text.contains(&since), "{text}");
     assert!(text.contains(&format!("default/{pod_b}: app")), "{text}");
@@ -303,7 +310,7 @@ fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
     let log = dir.join("agent.log");
     // A buffer small enough that the outage overflows it: some events dropped.
     let args = ["--pid", &pid, "--buffer-events", "40", "--heartbeat", "1s"];
-    let _agent = agent(&tracer, (nats_port, metrics_port), "o1", &log, &args);
+    let _agent = agent(&tracer, &server, metrics_port, "o1", &log, &args);
     spawner.spawn(3);
     wait_for("o1 live in `tracer nodes`", 30, || {
         row(&nodes_json(&tracer, &server), "o1")["state"] == "live"

@@ -97,9 +97,9 @@ fn kubectl_finds_the_plugin_and_runs_it_on_nats_reads() {
     }
 }
 
-/// Every `kubectl tracer` run of the test: a node's stream named whole, and a pod found on
-/// every node with the servers from the environment or `--nats`, kubectl's `-n` and
-/// `--namespace` both.
+/// Every `kubectl tracer` run of the test: a node's stream named whole, a pod found on every
+/// node with the servers from the environment or `--nats`, kubectl's `-n` and `--namespace`
+/// both, and the fleet's nodes.
 fn runs(w: &World, server: &str, pod: &str, init_pid: u32) -> Vec<Run> {
     let env = || vec![("TRACER_NATS", server.to_string())];
     let has_init = move |out: &str| {
@@ -137,6 +137,19 @@ fn runs(w: &World, server: &str, pod: &str, init_pid: u32) -> Vec<Run> {
             ]),
             env: vec![("TRACER_NATS", "nats://127.0.0.1:1".into())],
             check: Box::new(has_init),
+        },
+        Run {
+            // The fleet: the servers from the environment, no node named.
+            args: args(&["nodes", "--format", "json"]),
+            env: env(),
+            check: Box::new(|out: &str| {
+                let v: serde_json::Value = serde_json::from_str(out).map_err(|e| e.to_string())?;
+                let rows = v["nodes"].as_array().ok_or("no nodes")?;
+                rows.iter()
+                    .any(|r| r["node"] == "n1" && r["state"] == "live")
+                    .then_some(())
+                    .ok_or("node n1 is not live".to_string())
+            }),
         },
     ]
 }

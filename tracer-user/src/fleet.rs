@@ -35,7 +35,7 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(3600);
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {
     /// Not `nats://HOST:PORT`.
-    #[error("not a NATS server ({0}): expected nats://HOST:PORT")]
+    #[error("not a NATS server ({0}): expected nats://HOST:PORT[,HOST:PORT...]")]
     BadUrl(String),
     /// Listing the nodes failed.
     #[error(transparent)]
@@ -308,15 +308,13 @@ pub struct Table {
     pub nodes: Vec<NodeRow>,
 }
 
-/// `nats://HOST:PORT` checked (no node, no path).
+/// `nats://HOST:PORT` or a cluster's list (`nats://A:4222,B:4222`), checked (no node, no
+/// path: a `/` in a host is refused by the parse), as the list readers connect to.
 pub fn server_of(url: &str) -> Result<String, FleetError> {
-    let bad = || FleetError::BadUrl(url.to_string());
     let trimmed = url.strip_suffix('/').unwrap_or(url);
-    let src = NatsSource::parse(&format!("{trimmed}/*")).map_err(|_| bad())?;
-    if src.server != trimmed {
-        return Err(bad());
-    }
-    Ok(src.server)
+    NatsSource::parse(&format!("{trimmed}/*"))
+        .map(|src| src.server)
+        .map_err(|_| FleetError::BadUrl(url.to_string()))
 }
 
 /// Every node of `server` (`nats://HOST:PORT`) now: each stream read whole (a node that

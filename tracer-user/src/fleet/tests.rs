@@ -202,7 +202,17 @@ fn hostile_names_are_escaped_and_pods_bounded() {
 fn only_a_server_is_a_fleet() {
     assert_eq!(server_of("nats://h:4222").unwrap(), "nats://h:4222");
     assert_eq!(server_of("nats://h:4222/").unwrap(), "nats://h:4222");
-    for bad in ["nats://h:4222/n1", "http://h", "nats://", "nats://u@h/"] {
+    // A cluster's list, with or without each item's scheme.
+    for list in ["nats://a:1,nats://b:2", "nats://a:1,b:2"] {
+        assert_eq!(server_of(list).unwrap(), "nats://a:1,b:2");
+    }
+    for bad in [
+        "nats://h:4222/n1",
+        "http://h",
+        "nats://",
+        "nats://u@h/",
+        "nats://a:1,b:2/n1",
+    ] {
         assert!(server_of(bad).is_err(), "{bad}");
     }
 }
