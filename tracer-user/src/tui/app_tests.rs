@@ -345,3 +345,60 @@ fn the_log_dims_a_task_end_by_its_event_never_by_its_text() {
         "the exec line is dim for its argv"
     );
 }
+
+/// A node's recording: one process forked from pid 1 that execs `path`.
+fn node_recording(pid: u32, path: &str) -> Recording {
+    let events = [crate::synth::fork(1, pid), crate::synth::exec(pid, path)];
+    Recording {
+        events: events.iter().cloned().collect(),
+        seed: vec![crate::synth::process(1, 0, "init")],
+        title: "nats://server/*".into(),
+        tail: None,
+        pod: None,
+    }
+}
+
+#[tokio::test]
+async fn across_nodes_the_node_keys_reopen_the_next_and_previous_node_round_the_list() {
+    let names = vec!["alpha".to_string(), "beta".to_string()];
+    let mut opened = Vec::new();
+    let mut open = |i: usize| {
+        opened.push(i);
+        let rec = match i {
+            0 => node_recording(40, "/bin/alphaproc"),
+            _ => node_recording(40, "/bin/betaproc"),
+        };
+        let at_end = ReplayOpts {
+            at_end: true,
+            ..ReplayOpts::default()
+        };
+        Ok((rec, at_end))
+    };
+    let (mut term, screen) = terminal(120, 30);
+    let steps = vec![
+        shows("node alpha (1/2)"),
+        shows("alphaproc"),
+        char('}'),
+        shows("node beta (2/2)"),
+        shows("betaproc"),
+        Step::Lacks("alphaproc".into()),
+        // Past the last node: round to the first.
+        char('}'),
+        shows("node alpha (1/2)"),
+        shows("alphaproc"),
+        Step::Lacks("betaproc".into()),
+        char('{'),
+        shows("node beta (2/2)"),
+        shows("betaproc"),
+        char('q'),
+    ];
+    let mut keys = Keys::new(&screen, steps);
+    let app = super::app::nodes_app(&names, &mut open, &mut term, &mut keys, false);
+    let state = tokio::time::timeout(STUCK, app)
+        .await
+        .expect("the viewer did not end on q")
+        .expect("the viewer failed");
+    assert_eq!(keys.left(), 0, "the viewer ended before the script did");
+    assert!(state.quit);
+    assert_eq!(opened, [0, 1, 0, 1], "each switch opens the node asked for");
+}
