@@ -312,6 +312,7 @@ fn a_pod_replaced_on_another_node_is_told_across_nodes_with_its_gap() {
     );
 
     namespace_tree(&tracer, &all, &n);
+    namespace_view(&tracer, &all);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -348,6 +349,16 @@ fn namespace_tree(tracer: &Path, all: &str, n: &Nodes) {
         err.contains("every pod of namespace prod not found on any of the 2 nodes"),
         "{err}"
     );
+}
+
+/// `view nats://…/* -n shop`: one node at a time, node a first (node-name order), the
+/// nodes on the status bar; its frame is node a's (the pod's stop, which node b never saw).
+fn namespace_view(tracer: &Path, all: &str) {
+    let args = ["view", all, "-n", "shop", "--end", "--screenshot", "120x30"];
+    let shot = stdout(tracer, &args);
+    assert!(shot.contains("│ node a (1/2) │ pod shop/*"), "{shot}");
+    assert!(shot.contains("1061 runc [oci-runtime kill]"), "{shot}");
+    assert!(!shot.contains("node b"), "{shot}");
 }
 
 /// Agents `a` and `b` publish their nodes' events at once, for 3 s.
