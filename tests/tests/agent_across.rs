@@ -312,12 +312,11 @@ fn a_pod_replaced_on_another_node_is_told_across_nodes_with_its_gap() {
     );
 
     namespace_tree(&tracer, &all, &n);
-    namespace_view(&tracer, &all);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `tree nats://…/* -n shop`: the namespace's pods on both nodes, each node's own processes;
-/// a namespace no node holds is one line and exit 1.
+/// a namespace no node holds is one line and exit 1. Then the namespace's view.
 fn namespace_tree(tracer: &Path, all: &str, n: &Nodes) {
     // `tree … -n shop`: the namespace's pods on both nodes, each node's own processes.
     let tree = stdout(tracer, &["tree", all, "-n", "shop", "--format", "json"]);
@@ -349,6 +348,7 @@ fn namespace_tree(tracer: &Path, all: &str, n: &Nodes) {
         err.contains("every pod of namespace prod not found on any of the 2 nodes"),
         "{err}"
     );
+    namespace_view(tracer, all);
 }
 
 /// `view nats://…/* -n shop`: one node at a time, node a first (node-name order), the

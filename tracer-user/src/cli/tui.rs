@@ -73,14 +73,7 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     }
     #[cfg(feature = "nats")]
     if let Some(src) = super::reading::all_nodes(file)? {
-        let found = super::reading::nodes_with_pod(&src, v.pod.as_ref(), None, false)?;
-        let mut names: Vec<String> = found.into_iter().map(|(n, _)| n).collect();
-        if names.len() > 1 {
-            names.sort();
-            return view_nodes(&src, &names, speed, v);
-        }
-        let url = names.first().map(|n| src.with_node(n)).unwrap_or_default();
-        return view_followed(&url, speed, v);
+        return view_across(&src, speed, v);
     }
     let (file, _) = &super::reading::one_source(file, v.pod.as_ref())?;
     #[cfg(feature = "nats")]
@@ -181,6 +174,20 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `tracer view nats://HOST:PORT/*`: the one node holding the pod or namespace followed, or
+/// several one at a time ([`view_nodes`]).
+#[cfg(feature = "nats")]
+fn view_across(src: &tracer::nats::NatsSource, speed: f64, v: ViewOpts) -> Result<ExitCode> {
+    let found = super::reading::nodes_with_pod(src, v.pod.as_ref(), None, false)?;
+    let mut names: Vec<String> = found.into_iter().map(|(n, _)| n).collect();
+    if names.len() > 1 {
+        names.sort();
+        return view_nodes(src, &names, speed, v);
+    }
+    let url = names.first().map(|n| src.with_node(n)).unwrap_or_default();
+    view_followed(&url, speed, v)
+}
+
 /// `tracer view nats://HOST:PORT/* -n NS` where several nodes hold the pod or namespace:
 /// one node at a time (pids of different nodes collide), each followed as
 /// [`view_followed`] follows one, `{`/`}` switching in node-name order (`names`, sorted).
@@ -215,7 +222,7 @@ fn view_nodes(
     if let Some(size) = v.screenshot {
         let (rec, opts) = open(0).map_err(anyhow::Error::msg)?;
         let node = tracer::tui::NodePlace {
-            name: names[0].clone(),
+            name: names.first().cloned().unwrap_or_default(),
             at: 0,
             of: names.len(),
             switch_to: None,
