@@ -316,7 +316,7 @@ fn a_pod_replaced_on_another_node_is_told_across_nodes_with_its_gap() {
 }
 
 /// `tree nats://…/* -n shop`: the namespace's pods on both nodes, each node's own processes;
-/// a namespace no node holds is one line and exit 1.
+/// a namespace no node holds is one line and exit 1. Then the namespace's view.
 fn namespace_tree(tracer: &Path, all: &str, n: &Nodes) {
     // `tree … -n shop`: the namespace's pods on both nodes, each node's own processes.
     let tree = stdout(tracer, &["tree", all, "-n", "shop", "--format", "json"]);
@@ -348,6 +348,17 @@ fn namespace_tree(tracer: &Path, all: &str, n: &Nodes) {
         err.contains("every pod of namespace prod not found on any of the 2 nodes"),
         "{err}"
     );
+    namespace_view(tracer, all);
+}
+
+/// `view nats://…/* -n shop`: one node at a time, node a first (node-name order), the
+/// nodes on the status bar; its frame is node a's (the pod's stop, which node b never saw).
+fn namespace_view(tracer: &Path, all: &str) {
+    let args = ["view", all, "-n", "shop", "--end", "--screenshot", "120x30"];
+    let shot = stdout(tracer, &args);
+    assert!(shot.contains("│ node a (1/2) │ pod shop/*"), "{shot}");
+    assert!(shot.contains("1061 runc [oci-runtime kill]"), "{shot}");
+    assert!(!shot.contains("node b"), "{shot}");
 }
 
 /// Agents `a` and `b` publish their nodes' events at once, for 3 s.

@@ -71,6 +71,10 @@ pub fn view(file: &Path, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if !(speed.is_finite() && speed > 0.0) {
         anyhow::bail!("--speed must be a positive number");
     }
+    #[cfg(feature = "nats")]
+    if let Some(src) = super::reading::all_nodes(file)? {
+        return view_across(&src, speed, v);
+    }
     let (file, _) = &super::reading::one_source(file, v.pod.as_ref())?;
     #[cfg(feature = "nats")]
     if let Some(url) = file
@@ -167,6 +171,67 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
         pod: v.pod.map(PodScope::Typed),
     };
     say_score(&tracer::tui::run_replay(rec, opts)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `tracer view nats://HOST:PORT/*`: the one node holding the pod or namespace followed, or
+/// several one at a time ([`view_nodes`]).
+#[cfg(feature = "nats")]
+fn view_across(src: &tracer::nats::NatsSource, speed: f64, v: ViewOpts) -> Result<ExitCode> {
+    let found = super::reading::nodes_with_pod(src, v.pod.as_ref(), None, false)?;
+    let mut names: Vec<String> = found.into_iter().map(|(n, _)| n).collect();
+    if names.len() > 1 {
+        names.sort();
+        return view_nodes(src, &names, speed, v);
+    }
+    let url = names.first().map(|n| src.with_node(n)).unwrap_or_default();
+    view_followed(&url, speed, v)
+}
+
+/// `tracer view nats://HOST:PORT/* -n NS` where several nodes hold the pod or namespace:
+/// one node at a time (pids of different nodes collide), each followed as
+/// [`view_followed`] follows one, `{`/`}` switching in node-name order (`names`, sorted).
+#[cfg(feature = "nats")]
+fn view_nodes(
+    src: &tracer::nats::NatsSource,
+    names: &[String],
+    speed: f64,
+    v: ViewOpts,
+) -> Result<ExitCode> {
+    if v.story.is_some() {
+        anyhow::bail!("--story is for a stored recording: a followed stream's stories grow");
+    }
+    let urls: Vec<String> = names.iter().map(|n| src.with_node(n)).collect();
+    let mut open = |i: usize| {
+        let url = urls.get(i).map(String::as_str).unwrap_or_default();
+        // On a thread of its own: the follow reads the stream's start blocking, which the
+        // viewer's runtime may not do.
+        let f = std::thread::scope(|s| s.spawn(|| tracer::input::follow_nats(url)).join())
+            .map_err(|_| format!("{}: reading the stream failed", tracer::escape::escape(url)))?
+            .map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
+        let opts = v.replay_opts(speed, f.sched_probes, f.clock);
+        let rec = tracer::tui::Recording {
+            events: f.history,
+            seed: f.seed,
+            title: url.to_string(),
+            tail: Some(f.tail),
+            pod: v.pod.clone().map(PodScope::Typed),
+        };
+        Ok((rec, opts))
+    };
+    if let Some(size) = v.screenshot {
+        let (rec, opts) = open(0).map_err(anyhow::Error::msg)?;
+        let node = tracer::tui::NodePlace {
+            name: names.first().cloned().unwrap_or_default(),
+            at: 0,
+            of: names.len(),
+            switch_to: None,
+        };
+        let shot = tracer::tui::screenshot_node(rec, &opts, size, Some(node));
+        super::output::print_screenshot(&shot)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    say_score(&tracer::tui::run_nodes(names, &mut open)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -86,6 +86,10 @@ pub enum Action {
     StepBack,
     /// [: previous story step.
     PrevStoryStep,
+    /// }: across nodes, the next node holding the pod or namespace.
+    NextNode,
+    /// {: across nodes, the previous one.
+    PrevNode,
     /// ]: next story step.
     NextStoryStep,
     /// +: replay faster.
@@ -165,7 +169,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
         "[ ] Q",
         "previous / next step of the selected story · Q quiz",
     ),
-    ("+ -", "replay speed ×2 / ÷2"),
+    ("+ - { }", "replay speed ×2 / ÷2 · { } previous / next node"),
     ("g G", "replay: start / end (live: first / last row)"),
     ("mouse", "wheel scrolls the pane under it; click selects"),
     ("?", "this help"),
@@ -267,6 +271,8 @@ pub fn key_action(k: &KeyEvent, s: &AppState) -> Option<Action> {
         KeyCode::Char(',') => Action::StepBack,
         KeyCode::Char('[') => Action::PrevStoryStep,
         KeyCode::Char(']') => Action::NextStoryStep,
+        KeyCode::Char('}') => Action::NextNode,
+        KeyCode::Char('{') => Action::PrevNode,
         KeyCode::Char('+') | KeyCode::Char('=') => Action::Faster,
         KeyCode::Char('-') | KeyCode::Char('_') => Action::Slower,
         KeyCode::Char('g') => Action::Start,

@@ -12,6 +12,7 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 
 use super::msg::{Control, Msg, CHANNEL_CAPACITY};
+use super::state::NodePlace;
 use super::{action, draw, reduce, save, source};
 use super::{AppState, LiveOpts, Recording, ReplayOpts, TuiError, FRAME, INGEST_BUDGET};
 
@@ -36,9 +37,55 @@ pub async fn replay_app<B: Backend>(
 where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
+    replay_node(rec, opts, None, term, input, color).await
+}
+
+/// Across nodes: node `names[i]`'s recording, as `open(i)` makes it (with how it opens), replayed on `term`; the
+/// user's `{`/`}` reopens the view on the node before or after it, until the user quits (or
+/// the input ends). A node that cannot be opened ends the viewer with its error.
+pub async fn nodes_app<B: Backend>(
+    names: &[String],
+    open: &mut super::OpenNode<'_>,
+    term: &mut Terminal<B>,
+    input: &mut impl UserInput,
+    color: bool,
+) -> Result<AppState, TuiError>
+where
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let mut at = 0;
+    loop {
+        let (rec, opts) = open(at).map_err(TuiError::Node)?;
+        let node = NodePlace {
+            name: names.get(at).cloned().unwrap_or_default(),
+            at,
+            of: names.len(),
+            switch_to: None,
+        };
+        let state = replay_node(rec, opts, Some(node), term, input, color).await?;
+        match state.node.as_ref().and_then(|n| n.switch_to) {
+            Some(next) if !state.quit => at = next,
+            _ => return Ok(state),
+        }
+    }
+}
+
+/// [`replay_app`], of one node of several when `node` says which.
+async fn replay_node<B: Backend>(
+    rec: Recording,
+    opts: ReplayOpts,
+    node: Option<NodePlace>,
+    term: &mut Terminal<B>,
+    input: &mut impl UserInput,
+    color: bool,
+) -> Result<AppState, TuiError>
+where
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
     let (ctl_tx, ctl_rx) = mpsc::channel(64);
     let mut state = super::replay_state(rec.title, rec.pod.clone(), &rec.seed, &opts);
+    state.node = node;
     state.playback.following = rec.tail.is_some();
     state.view.color = color;
     let replay = source::replay(rec.events, rec.seed, opts, rec.pod, tx, ctl_rx, rec.tail);
@@ -102,7 +149,8 @@ where
                 None => source_open = false,
             },
         }
-        if state.quit {
+        // A switch of node: the caller reopens the view on the node asked for.
+        if state.quit || state.node.as_ref().is_some_and(|n| n.switch_to.is_some()) {
             break;
         }
     }

@@ -345,3 +345,70 @@ fn the_log_dims_a_task_end_by_its_event_never_by_its_text() {
         "the exec line is dim for its argv"
     );
 }
+
+/// A node's recording: one process forked from pid 1 that execs `path`.
+fn node_recording(pid: u32, path: &str) -> Recording {
+    let events = [crate::synth::fork(1, pid), crate::synth::exec(pid, path)];
+    Recording {
+        events: events.iter().cloned().collect(),
+        seed: vec![crate::synth::process(1, 0, "init")],
+        title: "nats://server/*".into(),
+        tail: None,
+        pod: None,
+    }
+}
+
+/// Node `name`'s frame: its place on the status bar, its own process and no other node's.
+fn on(name: &str, place: &str) -> Vec<Step> {
+    let mut v = vec![
+        shows(format!("node {name} ({place})")),
+        shows(format!("{name}proc")),
+    ];
+    for other in ["alpha", "beta", "gamma"]
+        .into_iter()
+        .filter(|o| *o != name)
+    {
+        v.push(Step::Lacks(format!("{other}proc")));
+    }
+    v
+}
+
+#[tokio::test]
+async fn across_nodes_the_node_keys_reopen_the_next_and_previous_node_round_the_list() {
+    let names: Vec<String> = ["alpha", "beta", "gamma"].map(String::from).into();
+    let mut opened = Vec::new();
+    let mut open = |i: usize| {
+        opened.push(i);
+        let path = format!("/bin/{}proc", names[i]);
+        let at_end = ReplayOpts {
+            at_end: true,
+            ..ReplayOpts::default()
+        };
+        Ok((node_recording(40, &path), at_end))
+    };
+    let mut steps = on("alpha", "1/3");
+    steps.push(char('}'));
+    steps.extend(on("beta", "2/3"));
+    steps.push(char('}'));
+    steps.extend(on("gamma", "3/3"));
+    // Past the last node: round to the first, and back from the first to the last.
+    steps.push(char('}'));
+    steps.extend(on("alpha", "1/3"));
+    steps.push(char('{'));
+    steps.extend(on("gamma", "3/3"));
+    steps.push(char('q'));
+    let (mut term, screen) = terminal(120, 30);
+    let mut keys = Keys::new(&screen, steps);
+    let app = super::app::nodes_app(&names, &mut open, &mut term, &mut keys, false);
+    let state = tokio::time::timeout(STUCK, app)
+        .await
+        .expect("the viewer did not end on q")
+        .expect("the viewer failed");
+    assert_eq!(keys.left(), 0, "the viewer ended before the script did");
+    assert!(state.quit);
+    assert_eq!(
+        opened,
+        [0, 1, 2, 0, 2],
+        "each switch opens the node asked for"
+    );
+}

@@ -45,9 +45,9 @@ pub use action::Action;
 pub use app::UserInput;
 pub use msg::{Control, Msg, CHANNEL_CAPACITY};
 pub use reduce::reduce;
-pub use shot::{screenshot, ScreenSize};
+pub use shot::{screenshot, screenshot_node, ScreenSize};
 pub use source::{Recorder, ReplayOpts};
-pub use state::{AppState, Mode};
+pub use state::{AppState, Mode, NodePlace};
 pub use ui::draw;
 
 use crate::lineage::PodScope;
@@ -70,6 +70,9 @@ pub enum TuiError {
     /// the viewer) failed.
     #[error("cannot set up the terminal")]
     Terminal(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Across nodes: a node's recording could not be opened (the line says which and why).
+    #[error("{0}")]
+    Node(String),
     /// Drawing a frame failed.
     #[error("cannot draw")]
     Draw(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -147,6 +150,25 @@ pub fn run_replay(rec: Recording, opts: ReplayOpts) -> Result<quiz::Quiz, TuiErr
         let mut t = RealTerminal::open()?;
         let state =
             app::replay_app(rec, opts, &mut t.guard.term, &mut t.input, color_allowed()).await;
+        drop(t);
+        state.map(|s| s.quiz)
+    })
+}
+
+/// Across nodes: opens node `i` (of the list the viewer got, in node-name order) for the
+/// viewer (with how it opens: its clock and probes are the node's), or says in one line why
+/// it cannot.
+pub type OpenNode<'a> = dyn FnMut(usize) -> Result<(Recording, ReplayOpts), String> + 'a;
+
+/// Replays one node of `names` at a time (`open` opens each) until the user quits; `{`/`}`
+/// switch nodes. Needs a terminal.
+pub fn run_nodes(names: &[String], open: &mut OpenNode<'_>) -> Result<quiz::Quiz, TuiError> {
+    require_terminal()?;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let mut t = RealTerminal::open()?;
+        let (term, input) = (&mut t.guard.term, &mut t.input);
+        let state = app::nodes_app(names, open, term, input, color_allowed()).await;
         drop(t);
         state.map(|s| s.quiz)
     })

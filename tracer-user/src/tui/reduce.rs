@@ -72,6 +72,8 @@ pub fn reduce(s: &mut AppState, a: Action) -> Vec<Control> {
         | Action::Start
         | Action::End => playback_key(s, a, &mut out),
         Action::ToggleQuiz => toggle_quiz(s),
+        Action::NextNode => switch_node(s, true),
+        Action::PrevNode => switch_node(s, false),
         Action::QuizDigit(_) | Action::QuizBackspace | Action::QuizAnswer | Action::QuizPass => {
             quiz_key(s, a, &mut out)
         }
@@ -686,4 +688,16 @@ fn jump_to_step(s: &mut AppState, k: usize, out: &mut Vec<Control>) {
         out.push(Control::Pause(true));
         out.push(Control::Seek(seq));
     }
+}
+
+/// Across nodes: asks the app loop for the next (or previous) node, wrapping round; nothing
+/// with one node or none.
+fn switch_node(s: &mut AppState, next: bool) {
+    let Some(n) = s.node.as_mut().filter(|n| n.of > 1) else {
+        return;
+    };
+    n.switch_to = Some(match next {
+        true => (n.at + 1) % n.of,
+        false => (n.at + n.of - 1) % n.of,
+    });
 }

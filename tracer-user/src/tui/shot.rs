@@ -39,7 +39,18 @@ impl std::str::FromStr for ScreenSize {
 /// The viewer's first frame on `rec` opened with `opts` (guided: at the first story step),
 /// at `size`, as plain text: one line per row, trailing blanks trimmed, no colours.
 pub fn screenshot(rec: Recording, opts: &ReplayOpts, size: ScreenSize) -> String {
+    screenshot_node(rec, opts, size, None)
+}
+
+/// [`screenshot`] of one node of several (`node` says which, on the status bar).
+pub fn screenshot_node(
+    rec: Recording,
+    opts: &ReplayOpts,
+    size: ScreenSize,
+    node: Option<super::state::NodePlace>,
+) -> String {
     let mut state = super::replay_state(rec.title, rec.pod.clone(), &rec.seed, opts);
+    state.node = node;
     for m in opening(rec.events, &rec.seed, opts, rec.pod.as_ref()) {
         state.ingest(m);
     }

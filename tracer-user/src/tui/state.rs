@@ -657,6 +657,22 @@ pub struct AppState {
     pub clock: Clock,
     /// Guided replay's quiz: the question open, the answers and the score.
     pub quiz: super::quiz::Quiz,
+    /// Across nodes (`view nats://HOST:PORT/*`): the node shown, of which.
+    pub node: Option<NodePlace>,
+}
+
+/// Which node of several a view across nodes shows (one at a time: pids of different nodes
+/// collide), and the one the user asked for next: the app loop then reopens its source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodePlace {
+    /// The node's name as its stream says it (escaped and bounded when drawn).
+    pub name: String,
+    /// Its index among the nodes, in node-name order.
+    pub at: usize,
+    /// How many nodes hold what the view shows.
+    pub of: usize,
+    /// The node `{`/`}` asked for.
+    pub switch_to: Option<usize>,
 }
 
 impl AppState {
@@ -680,6 +696,7 @@ impl AppState {
             status: Status::new(),
             view: View::new(),
             clock: Clock::new(),
+            node: None,
         };
         s.push_snapshot();
         s

@@ -1005,6 +1005,12 @@ fn status_head(s: &AppState) -> Vec<Span<'static>> {
         Span::styled(title, Style::new().add_modifier(Modifier::BOLD)),
         sep(),
     ];
+    if let Some(n) = &s.node {
+        // The name comes from the stream: escaped, and bounded so the place stays in view.
+        let name = clipped(&escape(&n.name), 24);
+        v.push(Span::raw(format!("node {name} ({}/{})", n.at + 1, n.of)));
+        v.push(sep());
+    }
     if let Some(scope) = &s.pod {
         v.push(Span::raw(scope_text(scope)));
         v.push(sep());
