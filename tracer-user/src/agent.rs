@@ -181,8 +181,13 @@ impl Shared {
 /// What heartbeats need to know of the publisher.
 #[derive(Debug, Default)]
 struct Beats {
-    /// Publishing fails since then (wall ns), with the events dropped for a full buffer then.
+    /// Publishing fails since then (wall ns), with the events dropped for a full buffer when
+    /// the last message went through.
     down: Option<(u64, u64)>,
+    /// Events dropped for a full buffer when the last message went through: an outage's drops
+    /// start there, not at the first failure seen (a publish waits for its acknowledgement
+    /// first, and the buffer may overflow meanwhile).
+    dropped_at_store: u64,
     /// An outage ended: said by the next heartbeat, at once.
     back: Option<nats::heartbeat::Back>,
 }
@@ -329,8 +334,8 @@ impl Publisher {
 
     async fn fail(&mut self, e: &NatsError) {
         if !self.failing {
-            let dropped = self.shared.lock().dropped_events();
-            self.shared.beats().down = Some((nats::heartbeat::wall_now_ns(), dropped));
+            let mut beats = self.shared.beats();
+            beats.down = Some((nats::heartbeat::wall_now_ns(), beats.dropped_at_store));
         }
         report_failure(&mut self.failing, e);
         tokio::time::sleep(self.backoff).await;
@@ -407,6 +412,7 @@ impl Beats {
     /// A message went through, `buffered` events waiting with it and `dropped` dropped in
     /// all: the end of an outage, if one was on.
     fn stored(&mut self, buffered: u64, dropped: u64) {
+        self.dropped_at_store = dropped;
         if let Some((down_ns, dropped_before)) = self.down.take() {
             self.back = Some(nats::heartbeat::Back {
                 down_ns,

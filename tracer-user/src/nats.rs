@@ -1578,19 +1578,42 @@ async fn ordered_messages(
         Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => return Ok(None),
         Err(e) => return Err(js_err("finding the last message")(e)),
     };
-    let consumer = stream
-        .create_consumer(jetstream::consumer::pull::OrderedConfig {
-            filter_subject: subject,
-            deliver_policy: jetstream::consumer::DeliverPolicy::All,
-            // Pulls of at most 4 s, so idle heartbeats every 2 s: a consumer a restarted
-            // server lost is recreated after two missed ones, not the client's 30 s.
-            max_expires: PULL_EXPIRES,
-            ..Default::default()
-        })
-        .await
-        .map_err(js_err("creating a consumer"))?;
+    let config = jetstream::consumer::pull::OrderedConfig {
+        filter_subject: subject,
+        deliver_policy: jetstream::consumer::DeliverPolicy::All,
+        // Pulls of at most 4 s, so idle heartbeats every 2 s: a consumer a restarted
+        // server lost is recreated after two missed ones, not the client's 30 s.
+        max_expires: PULL_EXPIRES,
+        ..Default::default()
+    };
+    let consumer = create_consumer(&stream, config).await?;
     let msgs = consumer.messages().await.map_err(js_err("reading"))?;
     Ok(Some((last, msgs)))
+}
+
+/// Attempts at creating a consumer that time out before the reader gives up: in a cluster
+/// that just lost a server, the request waits for the stream's new leader.
+const CONSUMER_ATTEMPTS: u32 = 3;
+
+/// `stream.create_consumer(config)`, tried again (at most [`CONSUMER_ATTEMPTS`] in all) while
+/// the request times out; any other error at once.
+async fn create_consumer(
+    stream: &stream::Stream,
+    config: jetstream::consumer::pull::OrderedConfig,
+) -> Result<jetstream::consumer::Consumer<jetstream::consumer::pull::OrderedConfig>, NatsError> {
+    let mut attempt = 1;
+    loop {
+        match stream.create_consumer(config.clone()).await {
+            Ok(c) => return Ok(c),
+            Err(e)
+                if attempt < CONSUMER_ATTEMPTS
+                    && e.kind() == stream::ConsumerErrorKind::TimedOut =>
+            {
+                attempt += 1;
+            }
+            Err(e) => return Err(js_err("creating a consumer")(e)),
+        }
+    }
 }
 
 /// Reads the node's messages in order into `tx` until the end (or forever), or the reader
