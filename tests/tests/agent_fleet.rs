@@ -155,13 +155,20 @@ fn subjects_held(cluster: &Cluster, i: usize) -> u64 {
         .unwrap_or_else(|| panic!("no num_subjects in /jsz: {v}"))
 }
 
-/// `tracer agent` as `node` on the cluster `servers` (`--replicas 3`, 2 s heartbeats),
-/// publishing pod `default/POD`'s events only: the test's agents share this host.
-fn scoped_agent(tracer: &Path, servers: &str, dir: &Path, node: &str, pod: &str) -> Guard {
+/// `tracer agent` as `node` on the cluster `servers` (`--replicas 3`, a heartbeat every
+/// `beat`), publishing pod `default/POD`'s events only: the test's agents share this host.
+fn scoped_agent(
+    tracer: &Path,
+    servers: &str,
+    dir: &Path,
+    node: &str,
+    pod: &str,
+    beat: &str,
+) -> Guard {
     let pod = format!("default/{pod}");
     let args = [
         "--heartbeat",
-        "2s",
+        beat,
         "--replicas",
         "3",
         "--all",
@@ -186,8 +193,10 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     let servers = cluster.urls(&[0, 1, 2]);
     let pid = std::process::id();
     let (pod_a, pod_b) = (format!("fleet-a-{pid}"), format!("fleet-b-{pid}"));
-    let _a = scoped_agent(&tracer, &servers, dir, "a", &pod_a);
-    let mut b = scoped_agent(&tracer, &servers, dir, "b", &pod_b);
+    // Each node is judged by its own interval: a's long one keeps it live however loaded
+    // the machine; b's short one makes its silence quick to see.
+    let _a = scoped_agent(&tracer, &servers, dir, "a", &pod_a, "10s");
+    let mut b = scoped_agent(&tracer, &servers, dir, "b", &pod_b, "2s");
     let ca = Container::run(dir, &pod_a);
     let cb = Container::run(dir, &pod_b);
     wait_for("both pods in `tracer nodes`", 60, || {
@@ -224,8 +233,8 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     assert!(holds(rb, &pod_b), "b's pod at its last word: {t}");
     let word = i128::from(rb["last_word_ns"].as_u64().expect("last_word_ns"));
     assert!(
-        word <= killed && killed - word < 6_000_000_000,
-        "b's last word {} is not within its last interval before the kill",
+        word <= killed && killed - word < 10_000_000_000,
+        "b's last word {} is not within its last intervals before the kill",
         rb["last_word"]
     );
     let held = [1, 2].map(|i| subjects_held(&cluster, i));
