@@ -27,14 +27,7 @@ fn create(b: &mut Stream, base: u32, id: &str, pod: &str) -> u32 {
     b.events
         .push(Event::bare(seq, seq * 1000, rt, rt, "runc", meta));
     b.fork_full(rt, rt, parent, parent, 0, Some(Syscall::Clone), Some(vf));
-    b.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
-    b.rename(parent, parent, "runc:[0:PARENT]");
-    b.clone(parent, child, cf::CLONE_PARENT);
-    b.rename(child, child, "runc:[1:CHILD]");
-    b.clone(child, init, cf::CLONE_PARENT);
-    b.rename(init, init, "runc:[2:INIT]");
-    b.exit(child, 0);
-    b.exit(parent, 0);
+    b.runc_init_stages(parent, child, init);
     b.exit(rt, 0);
     b.exec_comm(init, init, "/bin/app", &["/bin/app"], "app");
     init

@@ -290,14 +290,7 @@ fn runc_create(b: &mut Stream, shim: u32, base: u32, id: &str, workload: &str) -
     ];
     b.exec(rt, "/usr/bin/runc", &argv);
     b.fork_full(rt, rt, parent, parent, 0, Some(Syscall::Clone), Some(vf));
-    b.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
-    b.rename(parent, parent, "runc:[0:PARENT]");
-    b.clone(parent, child, cf::CLONE_PARENT);
-    b.rename(child, child, "runc:[1:CHILD]");
-    b.clone(child, init, cf::CLONE_PARENT);
-    b.rename(init, init, "runc:[2:INIT]");
-    b.exit(child, 0);
-    b.exit(parent, 0);
+    b.runc_init_stages(parent, child, init);
     b.exit(rt, 0);
     b.exec_comm(init, init, workload, &[workload], roles::basename(workload));
     init

@@ -146,6 +146,21 @@ impl Stream {
         self.exec_comm(pid, pid, filename, argv, "")
     }
 
+    /// `runc init`'s stages once its first process `parent` is forked: it execs `runc init`
+    /// and names itself `runc:[0:PARENT]`, clones `child` (`runc:[1:CHILD]`) with
+    /// CLONE_PARENT, which clones `init` (`runc:[2:INIT]`) with CLONE_PARENT; then CHILD and
+    /// PARENT exit (runc's libcontainer/nsenter/nsexec.c).
+    pub fn runc_init_stages(&mut self, parent: u32, child: u32, init: u32) {
+        self.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
+        self.rename(parent, parent, "runc:[0:PARENT]");
+        self.clone(parent, child, cf::CLONE_PARENT);
+        self.rename(child, child, "runc:[1:CHILD]");
+        self.clone(child, init, cf::CLONE_PARENT);
+        self.rename(init, init, "runc:[2:INIT]");
+        self.exit(child, 0);
+        self.exit(parent, 0);
+    }
+
     /// Thread `tid` of `pid` calls prctl(PR_SET_NAME, `name`).
     pub fn rename(&mut self, pid: u32, tid: u32, name: &str) -> u64 {
         let kind = EventKind::PrctlEnter {

@@ -9,14 +9,7 @@ use crate::lineage::explain::check::{failures, whys};
 fn runc_stages(b: &mut Stream, rt: u32) {
     let (parent, child, init) = (rt + 1, rt + 2, rt + 3);
     b.fork(rt, parent);
-    b.exec_comm(parent, parent, "/proc/self/exe", &["runc", "init"], "exe");
-    b.rename(parent, parent, "runc:[0:PARENT]");
-    b.clone(parent, child, cf::CLONE_PARENT);
-    b.rename(child, child, "runc:[1:CHILD]");
-    b.clone(child, init, cf::CLONE_PARENT);
-    b.rename(init, init, "runc:[2:INIT]");
-    b.exit(child, 0);
-    b.exit(parent, 0);
+    b.runc_init_stages(parent, child, init);
 }
 
 /// A `runc run` in the foreground from a shell: no shim, INIT never adopted, its death's
