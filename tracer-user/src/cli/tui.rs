@@ -161,17 +161,28 @@ fn view_followed(url: &str, speed: f64, v: ViewOpts) -> Result<ExitCode> {
     if v.story.is_some() {
         anyhow::bail!("--story is for a stored recording: a followed stream's stories grow");
     }
-    let f = tracer::input::follow_nats(url)?;
+    let (rec, opts) = followed_recording(url, tracer::input::follow_nats(url)?, speed, &v);
+    say_score(&tracer::tui::run_replay(rec, opts)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A followed node's stream `f` (from `url`) as the viewer's recording, with its options.
+#[cfg(feature = "nats")]
+fn followed_recording(
+    url: &str,
+    f: tracer::input::Followed,
+    speed: f64,
+    v: &ViewOpts,
+) -> (tracer::tui::Recording, tracer::tui::ReplayOpts) {
     let opts = v.replay_opts(speed, f.sched_probes, f.clock);
     let rec = tracer::tui::Recording {
         events: f.history,
         seed: f.seed,
         title: url.to_string(),
         tail: Some(f.tail),
-        pod: v.pod.map(PodScope::Typed),
+        pod: v.pod.clone().map(PodScope::Typed),
     };
-    say_score(&tracer::tui::run_replay(rec, opts)?);
-    Ok(ExitCode::SUCCESS)
+    (rec, opts)
 }
 
 /// `tracer view nats://HOST:PORT/*`: the one node holding the pod or namespace followed, or
@@ -209,15 +220,7 @@ fn view_nodes(
         let f = std::thread::scope(|s| s.spawn(|| tracer::input::follow_nats(url)).join())
             .map_err(|_| format!("{}: reading the stream failed", tracer::escape::escape(url)))?
             .map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
-        let opts = v.replay_opts(speed, f.sched_probes, f.clock);
-        let rec = tracer::tui::Recording {
-            events: f.history,
-            seed: f.seed,
-            title: url.to_string(),
-            tail: Some(f.tail),
-            pod: v.pod.clone().map(PodScope::Typed),
-        };
-        Ok((rec, opts))
+        Ok(followed_recording(url, f, speed, &v))
     };
     if let Some(size) = v.screenshot {
         let (rec, opts) = open(0).map_err(anyhow::Error::msg)?;
