@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::bins::release_tracer;
 use crate::prereq::{require_program, require_root};
 use crate::servers::{get, start_nats, two_ports, wait_for, wait_or, Guard};
-use crate::{busybox_bundle, release_tracer, temp_dir};
+use crate::{busybox_bundle, temp_dir};
 use tracer::synth::PodAnnotations;
 
 /// `tracer agent --all` publishing to `nats_port` as `node`, metrics on `metrics_port`, with

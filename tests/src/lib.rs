@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod big;
+pub mod bins;
 pub mod deploy;
 pub mod labs;
 pub mod packages;
@@ -191,20 +192,6 @@ pub fn workspace_root() -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default()
-}
-
-/// The release `tracer` binary the labs record with; built when missing.
-pub fn release_tracer() -> Result<PathBuf> {
-    let bin = workspace_root().join("target/release/tracer");
-    if !bin.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = std::process::Command::new(cargo)
-            .args(["build", "--release", "-p", "tracer-user"])
-            .current_dir(workspace_root())
-            .status()?;
-        anyhow::ensure!(st.success(), "cargo build --release -p tracer-user failed");
-    }
-    Ok(bin)
 }
 
 /// Rewrites a lab recording small enough to bundle: every event kept; the /proc snapshot

@@ -167,26 +167,9 @@ fn agent_run(port: u16, node: &str, events: Vec<Event>, run: Duration) {
     assert_eq!((report.buffer_drops, report.unsent), (0, 0), "{node}");
 }
 
-/// The `tracer` binary with the NATS readers, built (`cli`, `nats`) into a target directory
-/// of its own (the test's `cargo test` holds the main one).
+/// The `tracer` binary with the NATS readers (`nodes` is there only with them).
 fn tracer_bin() -> PathBuf {
-    let ws = tests::workspace_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ws.join("target"))
-        .join("agent-across");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = Command::new(cargo)
-        .current_dir(&ws)
-        .args(["build", "-q", "-p", "tracer-user", "--bin", "tracer"])
-        .args(["--no-default-features", "--features", "cli,nats"])
-        .arg("--target-dir")
-        .arg(&target)
-        .env("AYA_BUILD_SKIP", "1")
-        .status()
-        .expect("cargo build");
-    assert!(st.success(), "building tracer failed");
-    target.join("debug/tracer")
+    tests::bins::debug_tracer("cli,nats", "nodes", "agent-across")
 }
 
 /// Wall time minus boot time on `node`'s clock, as its first segment's header says (each

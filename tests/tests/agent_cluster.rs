@@ -23,7 +23,7 @@ fn a_replicated_stream_outlives_its_leader() {
     if !prerequisites() {
         return;
     }
-    let tracer = tests::release_tracer().expect("tracer binary");
+    let tracer = tests::bins::release_tracer().expect("tracer binary");
     let dirs = Dirs::new("agent-cluster");
     let dir = dirs.dir.clone();
     let mut cluster = Cluster::start(3, &dir);

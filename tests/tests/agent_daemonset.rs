@@ -6,8 +6,8 @@
 use std::process::{Command, Stdio};
 
 use tests::agent::{assert_runc_run_birth, prerequisites, runc_run, scrape, tracer_out, Dirs};
+use tests::bins::release_tracer;
 use tests::prereq::require_program;
-use tests::release_tracer;
 use tests::servers::{free_port, listening, sample, start_nats, wait_or};
 
 /// The image `cargo xtask image` builds (before the root tests in `cargo xtask test`).

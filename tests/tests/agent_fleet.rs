@@ -185,7 +185,7 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     if !prerequisites() {
         return;
     }
-    let tracer = tests::release_tracer().expect("tracer binary");
+    let tracer = tests::bins::release_tracer().expect("tracer binary");
     let dirs = Dirs::new("agent-fleet");
     let dir = &dirs.dir;
     // A cluster is what a fleet publishes to: three servers, the stream kept on each.
@@ -320,7 +320,7 @@ fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
     if !prerequisites() {
         return;
     }
-    let tracer = tests::release_tracer().expect("tracer binary");
+    let tracer = tests::bins::release_tracer().expect("tracer binary");
     let dirs = Dirs::new("agent-fleet-outage");
     let dir: PathBuf = dirs.dir.clone();
     let (nats_port, metrics_port) = two_ports();

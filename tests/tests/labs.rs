@@ -41,7 +41,7 @@ fn record(s: Scenario) -> Recorded {
 fn record_with(s: Scenario, set: impl FnOnce(&mut Lab)) -> Recorded {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert!(tests::is_root(), "the lab tests need root");
-    let tracer = tests::release_tracer().expect("release tracer binary");
+    let tracer = tests::bins::release_tracer().expect("release tracer binary");
     let trace = tests::workspace_root()
         .join("target/labs")
         .join(format!("test-{}.trace", s.name()));

@@ -13,7 +13,7 @@ use tests::temp_dir;
 const DAY_NS: i128 = 86_400_000_000_000;
 
 fn tracer() -> PathBuf {
-    tests::release_tracer().expect("release tracer binary")
+    tests::bins::release_tracer().expect("release tracer binary")
 }
 
 fn now_ns() -> i128 {

@@ -390,7 +390,7 @@ fn ring_overflow_drops_are_counted_exactly() {
 fn sigint_stops_a_busy_system_wide_trace() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
-    let tracer = tests::release_tracer().expect("release tracer binary");
+    let tracer = tests::bins::release_tracer().expect("release tracer binary");
     use std::os::unix::process::CommandExt;
     // Its own process group, so the loop and the actor it runs go together.
     let mut load = Command::new("sh")
@@ -544,7 +544,7 @@ fn own_ancestry() -> Vec<(u32, u32)> {
 /// `tracer record [--snapshot all] -o FILE -- true`: the header's `snapshot` value, the
 /// snapshot, and the tracer's pid.
 fn record_true(extra: &[&str]) -> (Option<String>, Vec<tracer::lineage::SnapshotProcess>, u32) {
-    let tracer = tests::release_tracer().expect("release tracer");
+    let tracer = tests::bins::release_tracer().expect("release tracer");
     let dir = temp_dir("snapshot").expect("temp dir");
     let trace = dir.join("true.trace");
     let child = std::process::Command::new(&tracer)

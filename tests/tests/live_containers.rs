@@ -199,7 +199,7 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
     if which("runc").is_none() {
         panic!("runc is not installed (cargo xtask setup installs it)");
     }
-    let tracer = tests::release_tracer().expect("release tracer");
+    let tracer = tests::bins::release_tracer().expect("release tracer");
     let dir = temp_dir("k8s").expect("temp dir");
     let bundle = busybox_bundle(&dir, &["sh", "-c", "sleep 0.2"]).expect("bundle");
     let leaf = format!("tracer-test-web-7d9f-nginx-{}", std::process::id());

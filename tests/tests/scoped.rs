@@ -121,7 +121,7 @@ fn record_pod_holds_a_pod_started_later_and_nothing_else() {
         which("runc").is_some(),
         "runc is not installed (cargo xtask setup installs it)"
     );
-    let tracer = tests::release_tracer().expect("release tracer");
+    let tracer = tests::bins::release_tracer().expect("release tracer");
     let me = std::process::id();
     let dir = temp_dir("scoped-pod").expect("temp dir");
     let (pod, other) = (format!("web-{me}"), format!("other-{me}"));
@@ -299,7 +299,7 @@ fn tree_of(tracer: &Path, file: &Path) -> (BTreeMap<u32, u32>, u64) {
 #[test]
 #[ignore = "root"]
 fn trace_json_lines_and_its_record_read_back_as_the_same_tree() {
-    let tracer = tests::release_tracer().expect("release tracer");
+    let tracer = tests::bins::release_tracer().expect("release tracer");
     let dir = temp_dir("scoped-json").expect("temp dir");
     let (tracer_pid, truth) = trace_sh(&tracer, &dir);
     assert_eq!(truth.len(), 4, "{truth:?}");

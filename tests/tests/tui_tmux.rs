@@ -3,84 +3,19 @@
 //! SIGTERM) the terminal must be back to a usable shell (alternate screen left, cooked mode).
 //! tmux is a prerequisite (tests/src/prereq.rs): missing, the test fails unless opted out.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tests::tmux::{Tmux, CEILING};
 
 fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace")
-        .to_path_buf()
+    tests::workspace_root()
 }
 
-fn newest_mtime(dir: &Path) -> SystemTime {
-    let mut newest = SystemTime::UNIX_EPOCH;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
-                newest = newest.max(m);
-            }
-        }
-    }
-    newest
-}
-
-/// A `tracer` binary with live capture: target/release/tracer, which `cargo xtask test` builds
-/// right before the root tests (target/debug/tracer may be the engine-only build by then).
-fn capture_tracer_bin() -> PathBuf {
-    let ws = workspace();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ws.join("target"));
-    let src = newest_mtime(&ws.join("tracer-user/src"));
-    let bin = target.join("release/tracer");
-    let fresh = bin
-        .metadata()
-        .and_then(|m| m.modified())
-        .is_ok_and(|m| m >= src);
-    assert!(fresh, "{} is missing or older than the sources: run `cargo build --release -p tracer-user` (cargo xtask test does)", bin.display());
-    bin
-}
-
-/// The `tracer` binary: target/debug/tracer when it is newer than the sources, else one
-/// built (without capture) into a target dir of its own (the main one is locked by the
-/// running `cargo test`).
+/// The viewer needs no capture: the debug build when fresh, else one of its own.
 fn tracer_bin() -> PathBuf {
-    let ws = workspace();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ws.join("target"));
-    let src = newest_mtime(&ws.join("tracer-user/src"));
-    let main = target.join("debug/tracer");
-    if main
-        .metadata()
-        .and_then(|m| m.modified())
-        .is_ok_and(|m| m >= src)
-    {
-        return main;
-    }
-    let own = target.join("tui-tmux");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = Command::new(cargo)
-        .current_dir(&ws)
-        .args(["build", "-q", "-p", "tracer-user", "--bin", "tracer"])
-        .args(["--no-default-features", "--features", "cli"])
-        .arg("--target-dir")
-        .arg(&own)
-        .status()
-        .expect("cargo build");
-    assert!(st.success(), "building tracer failed");
-    own.join("debug/tracer")
+    tests::bins::debug_tracer("cli", "view", "tui-tmux")
 }
 
 #[test]
@@ -171,7 +106,7 @@ fn tui_live_in_tmux() {
     if !tests::prereq::require_program("tmux", "tmux") || !tests::prereq::require_root() {
         return;
     }
-    let bin = capture_tracer_bin();
+    let bin = tests::bins::capture_tracer();
     let t = Tmux::start("live", 120, 35);
     t.wait_for(&["$"]);
     t.type_text(&format!(

@@ -76,18 +76,6 @@ pub fn lab(args: LabArgs) -> Result<()> {
     show(&tracer, &out.trace, !args.no_tui)
 }
 
-/// Whether `tracer --help` lists `name` as a subcommand (the TUI commands live on another
-/// branch; this picks them up when the binary has them).
-pub fn has_subcommand(tracer: &Path, name: &str) -> bool {
-    let Ok(out) = Command::new(tracer).arg("--help").output() else {
-        return false;
-    };
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .any(|l| l.split_whitespace().next() == Some(name))
-}
-
 /// Shows a recording: the interactive view when asked for and available, else the tree and
 /// the container-birth stories. The one place that decides.
 pub fn show(tracer: &Path, trace: &Path, tui: bool) -> Result<()> {
@@ -96,7 +84,7 @@ pub fn show(tracer: &Path, trace: &Path, tui: bool) -> Result<()> {
         anyhow::ensure!(st.success(), "tracer {} failed ({st})", args.join(" "));
         Ok(())
     };
-    if tui && has_subcommand(tracer, "view") {
+    if tui && tests::bins::has_subcommand(tracer, "view") {
         return tracer_cmd(&["view"]);
     }
     println!("\n== tracer tree --traced {}\n", trace.display());

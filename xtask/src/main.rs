@@ -304,32 +304,18 @@ fn root_tests(tally: &mut Tally, keep: &mut impl FnMut(Result<()>)) -> Result<()
     run(cargo().args(["build", "--release", "-p", "tracer-user"]))?;
     // The node package and image the deploy tests install and run.
     keep(dist::build_image());
+    // Every integration test's ignored (root) ones, the tests crate's and the library's (the
+    // follow_lineage example, the capture stream, a recording killed with SIGKILL, outputs
+    // aimed at devices and other users' files). The same packages as the first `cargo test`
+    // (the default members, so the same features): a `-p` here would unify features anew
+    // and build every test binary a second time. `--test '*'` leaves out the library's own
+    // ignored generators (fuzz seeds, big recordings), which need their variables.
     keep(run_tests(
         cargo().args([
             "test",
             "--no-fail-fast",
-            "-p",
-            "tests",
-            "--",
-            "--ignored",
-            "--test-threads=1",
-        ]),
-        tally,
-    ));
-    // The library's root tests: the follow_lineage example, the capture stream, a
-    // recording killed with SIGKILL, outputs aimed at devices and other users' files.
-    keep(run_tests(
-        cargo().args([
-            "test",
-            "--no-fail-fast",
-            "-p",
-            "tracer-user",
             "--test",
-            "examples",
-            "--test",
-            "record_sigkill",
-            "--test",
-            "cli_outputs",
+            "*",
             "--",
             "--ignored",
             "--test-threads=1",
@@ -382,7 +368,7 @@ fn run_tracer(args: Vec<String>) -> Result<()> {
 /// The live command for a target: the interactive view when the binary has it, else
 /// strace-like lines. The one place that decides.
 fn live_args(bin: &std::path::Path, target: Vec<String>) -> Vec<String> {
-    let view = if lab::has_subcommand(bin, "tui") {
+    let view = if tests::bins::has_subcommand(bin, "tui") {
         "tui"
     } else {
         "trace"

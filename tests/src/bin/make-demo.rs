@@ -10,7 +10,7 @@ use tests::labs::{Lab, Scenario};
 
 fn main() -> Result<()> {
     let root = tests::workspace_root();
-    let tracer = tests::release_tracer()?;
+    let tracer = tests::bins::release_tracer()?;
     let which = std::env::args().nth(1).unwrap_or_else(|| "pod".into());
     // `lifecycle` is the pod lab with its third pod.
     let lifecycle = which == "lifecycle";
