@@ -35,7 +35,7 @@ fn a_replicated_stream_outlives_its_leader() {
         "cl",
         &agent_log,
         &[],
-        &["--replicas", "3"],
+        &["--all", "--replicas", "3"],
     );
     let tag = format!("tracer-cluster-{}", std::process::id());
     let before = marker(&format!("{tag}-before"));

@@ -12,46 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tests::agent::{prerequisites, scrape, tracer_out, Dirs};
+use tests::agent::{prerequisites, scrape, start_agent_with, tracer_out, Dirs};
 use tests::busybox_bundle;
 use tests::servers::{free_port, sample, start_nats, two_ports, wait_for, wait_or, Cluster, Guard};
 use tracer::synth::PodAnnotations;
-
-/// `tracer agent` publishing to the servers `nats` (a URL or a list) as `node`, metrics on `metrics_port`, with `args`
-/// (its target, its scope, its heartbeat); returns once its capture runs (it says where it
-/// publishes after the probes are attached).
-fn agent(
-    tracer: &Path,
-    nats: &str,
-    metrics_port: u16,
-    node: &str,
-    log: &Path,
-    args: &[&str],
-) -> Guard {
-    let child = Command::new(tracer)
-        .args(["agent", "--node", node, "--nats", nats])
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{metrics_port}"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).expect("agent log"))
-        .spawn()
-        .expect("start tracer agent");
-    let mut g = Guard(child);
-    let text = || std::fs::read_to_string(log).unwrap_or_default();
-    wait_or(
-        "the agent to capture",
-        60,
-        || {
-            if let Ok(Some(st)) = g.0.try_wait() {
-                panic!("the agent exited ({st}); its log:\n{}", text());
-            }
-            text().contains("publishing to") && scrape(metrics_port).is_some()
-        },
-        text,
-    );
-    g
-}
 
 /// A container `app` of pod `default/ID` sleeping until killed: `runc run` of a busybox
 /// bundle annotated as containerd's CRI plugin annotates it. Deleted when dropped.
@@ -176,7 +140,7 @@ fn scoped_agent(
         &pod,
     ];
     let log = dir.join(format!("{node}.log"));
-    agent(tracer, servers, free_port(), node, &log, &args)
+    start_agent_with(tracer, (servers, free_port()), node, &log, &[], &args)
 }
 
 #[test]
@@ -332,7 +296,7 @@ fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
     let log = dir.join("agent.log");
     // A buffer small enough that the outage overflows it: some events dropped.
     let args = ["--pid", &pid, "--buffer-events", "40", "--heartbeat", "1s"];
-    let _agent = agent(&tracer, &server, metrics_port, "o1", &log, &args);
+    let _agent = start_agent_with(&tracer, (&server, metrics_port), "o1", &log, &[], &args);
     spawner.spawn(3);
     wait_for("o1 live in `tracer nodes`", 30, || {
         row(&nodes_json(&tracer, &server), "o1")["state"] == "live"
