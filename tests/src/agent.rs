@@ -4,7 +4,7 @@
 //! fails the test it runs in on an error.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::bins::release_tracer;
@@ -156,41 +156,73 @@ impl World {
     }
 }
 
-/// `runc run` of a busybox container sleeping a little, annotated as container `app` of pod
-/// `default/ID`; returns (runc's pid, the container
-/// init's pid as `runc state` reports it while it runs).
+/// Container `app` of pod `default/ID`: `runc run` of a busybox bundle made in `dir`, named
+/// and annotated as containerd's CRI plugin annotates its bundles. Deleted when dropped.
+pub struct PodContainer {
+    pub id: String,
+    pub runc: Child,
+    /// The container's init, as `runc state` reports it.
+    pub init: u32,
+}
+
+impl PodContainer {
+    /// Started running `argv`; returns once `runc state` names its init.
+    pub fn run(dir: &Path, id: &str, argv: &[&str]) -> PodContainer {
+        let bundle = busybox_bundle(dir, argv).expect("bundle");
+        let config = bundle.join("config.json");
+        let mut c: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
+        c["annotations"] = PodAnnotations::new("default", id).container("app").json();
+        std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("write config");
+        let runc = Command::new("runc")
+            .args(["run", "--bundle"])
+            .arg(&bundle)
+            .arg(id)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("runc run");
+        let mut init = 0;
+        wait_for("runc state to report the init", 20, || {
+            let out = Command::new("runc").args(["state", id]).output();
+            init = out
+                .ok()
+                .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+                .and_then(|v| v["pid"].as_u64())
+                .unwrap_or(0) as u32;
+            init > 0
+        });
+        PodContainer {
+            id: id.to_string(),
+            runc,
+            init,
+        }
+    }
+
+    /// Its init is running: /proc says so, not the tool.
+    pub fn alive(&self) -> bool {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.init))
+            .is_ok_and(|s| !s.contains(") Z "))
+    }
+}
+
+impl Drop for PodContainer {
+    fn drop(&mut self) {
+        let _ = Command::new("runc")
+            .args(["delete", "--force", &self.id])
+            .status();
+        let _ = self.runc.kill();
+        let _ = self.runc.wait();
+    }
+}
+
+/// A [`PodContainer`] sleeping a little, run to its end; returns (runc's pid, the container
+/// init's pid as `runc state` reported it while it ran).
 pub fn runc_run(dir: &Path, id: &str) -> (u32, u32) {
-    let bundle = busybox_bundle(dir, &["sleep", "2"]).expect("bundle");
-    // Named as a Kubernetes pod, as containerd's CRI plugin names its bundles.
-    let config = bundle.join("config.json");
-    let mut c: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
-    c["annotations"] = PodAnnotations::new("default", id).container("app").json();
-    std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("write config");
-    let mut runc = Command::new("runc")
-        .args(["run", "--bundle"])
-        .arg(&bundle)
-        .arg(id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("runc run");
-    let mut init = None;
-    wait_for("runc state to report the init", 20, || {
-        let out = Command::new("runc").args(["state", id]).output();
-        init = out
-            .ok()
-            .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
-            .and_then(|v| v["pid"].as_u64())
-            .filter(|p| *p > 0);
-        init.is_some()
-    });
-    let st = runc.wait().expect("runc exit");
-    let _ = Command::new("runc")
-        .args(["delete", "--force", id])
-        .status();
+    let mut c = PodContainer::run(dir, id, &["sleep", "2"]);
+    let st = c.runc.wait().expect("runc exit");
     assert!(st.success(), "runc run failed: {st}");
-    (runc.id(), init.expect("init pid") as u32)
+    (c.runc.id(), c.init)
 }
 
 /// In `tree` (JSON, read from `url`), the container init was born by CLONE_PARENT from runc's

@@ -76,11 +76,24 @@ pub fn start_nats(port: u16, store: &Path, log: &Path) -> Guard {
 
 /// [`start_nats`] with more server options.
 pub fn start_nats_with(port: u16, store: &Path, log: &Path, extra: &[&std::ffi::OsStr]) -> Guard {
-    let log = std::fs::File::create(log).expect("nats log");
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+    let mut cmd = Command::new("nats-server");
+    cmd.args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(store)
-        .args(extra)
+        .args(extra);
+    spawn_nats(cmd, port, log)
+}
+
+/// `nats-server` without JetStream on 127.0.0.1:`port`: nothing answers a `$JS.API` request
+/// there unless a test subscribes to it (a stream's leader that never answers, say).
+pub fn start_core_nats(port: u16, log: &Path) -> Guard {
+    let mut cmd = Command::new("nats-server");
+    cmd.args(["-a", "127.0.0.1", "-p", &port.to_string()]);
+    spawn_nats(cmd, port, log)
+}
+
+fn spawn_nats(mut cmd: Command, port: u16, log: &Path) -> Guard {
+    let log = std::fs::File::create(log).expect("nats log");
+    let child = cmd
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

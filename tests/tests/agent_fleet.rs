@@ -12,74 +12,47 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tests::agent::{prerequisites, scrape, start_agent_with, tracer_out, Dirs};
-use tests::busybox_bundle;
+use tests::agent::{prerequisites, scrape, start_agent_with, tracer_out, Dirs, PodContainer};
 use tests::servers::{free_port, sample, start_nats, two_ports, wait_for, wait_or, Cluster, Guard};
-use tracer::synth::PodAnnotations;
-
-/// A container `app` of pod `default/ID` sleeping until killed: `runc run` of a busybox
-/// bundle annotated as containerd's CRI plugin annotates it. Deleted when dropped.
-struct Container {
-    id: String,
-    runc: Child,
-    /// The container's init, as `runc state` reports it.
-    init: u32,
-}
-
-impl Container {
-    fn run(dir: &Path, id: &str) -> Container {
-        let bundle = busybox_bundle(&dir.join(id), &["sleep", "600"]).expect("bundle");
-        let config = bundle.join("config.json");
-        let mut c: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&config).expect("config.json")).expect("JSON");
-        c["annotations"] = PodAnnotations::new("default", id).container("app").json();
-        std::fs::write(&config, serde_json::to_vec(&c).expect("JSON")).expect("config");
-        let runc = Command::new("runc")
-            .args(["run", "--bundle"])
-            .arg(&bundle)
-            .arg(id)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("runc run");
-        let mut init = 0;
-        wait_for("runc state to report the init", 20, || {
-            let out = Command::new("runc").args(["state", id]).output();
-            init = out
-                .ok()
-                .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
-                .and_then(|v| v["pid"].as_u64())
-                .unwrap_or(0) as u32;
-            init > 0
-        });
-        Container {
-            id: id.to_string(),
-            runc,
-            init,
-        }
-    }
-
-    /// Its init is running: /proc says so, not the tool.
-    fn alive(&self) -> bool {
-        std::fs::read_to_string(format!("/proc/{}/stat", self.init))
-            .is_ok_and(|s| !s.contains(") Z "))
-    }
-}
-
-impl Drop for Container {
-    fn drop(&mut self) {
-        let _ = Command::new("runc")
-            .args(["delete", "--force", &self.id])
-            .status();
-        let _ = self.runc.kill();
-        let _ = self.runc.wait();
-    }
-}
 
 /// `tracer nodes URL --format json`.
 fn nodes_json(tracer: &Path, server: &str) -> serde_json::Value {
     let out = tracer_out(tracer, &["nodes", server, "--format", "json"]);
     serde_json::from_str(&out).expect("nodes JSON")
+}
+
+/// Waits until `ok` holds of `tracer nodes` read from `servers`, which may fail meanwhile (a
+/// cluster that lost a server answers once its stream's new leader is elected, however long
+/// a loaded machine takes); the last answer or error is in the failure. Returns the answer.
+fn wait_for_nodes(
+    what: &str,
+    tracer: &Path,
+    servers: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let last = std::cell::RefCell::new(Err(String::new()));
+    let read = || {
+        let out = Command::new(tracer)
+            .args(["nodes", servers, "--format", "json"])
+            .output()
+            .expect("run tracer nodes");
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+    };
+    wait_or(
+        what,
+        90,
+        || {
+            let got = read();
+            let done = got.as_ref().is_ok_and(&ok);
+            *last.borrow_mut() = got;
+            done
+        },
+        || format!("the last answer: {:?}", last.borrow()),
+    );
+    last.into_inner().expect("the answer waited for")
 }
 
 /// The row of `node` in a `nodes` JSON (`null` while the node has not published).
@@ -161,8 +134,8 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     // the machine; b's short one makes its silence quick to see.
     let _a = scoped_agent(&tracer, &servers, dir, "a", &pod_a, "10s");
     let mut b = scoped_agent(&tracer, &servers, dir, "b", &pod_b, "2s");
-    let ca = Container::run(dir, &pod_a);
-    let cb = Container::run(dir, &pod_b);
+    let ca = PodContainer::run(&dir.join(&pod_a), &pod_a, &["sleep", "600"]);
+    let cb = PodContainer::run(&dir.join(&pod_b), &pod_b, &["sleep", "600"]);
     wait_for("both pods in `tracer nodes`", 60, || {
         let t = nodes_json(&tracer, &servers);
         t["nodes"].as_array().is_some_and(|n| n.len() == 2)
@@ -176,19 +149,22 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     cluster.wait_for_meta_leader(3);
     let left = cluster.urls(&[1, 2]);
     let live = |t: &serde_json::Value, n: &str| row(t, n)["state"] == "live";
-    wait_for("a and b live through the servers left", 90, || {
-        let t = nodes_json(&tracer, &left);
-        live(&t, "a") && live(&t, "b")
-    });
+    wait_for_nodes(
+        "a and b live through the servers left",
+        &tracer,
+        &left,
+        |t| live(t, "a") && live(t, "b"),
+    );
     b.0.kill().expect("SIGKILL agent b");
     let killed = now_ns();
     let _ = b.0.wait();
     // Three of b's intervals (2 s) without a word.
-    let mut t = serde_json::Value::Null;
-    wait_for("b silent, read from the servers left", 60, || {
-        t = nodes_json(&tracer, &left);
-        row(&t, "b")["state"] == "silent"
-    });
+    let t = wait_for_nodes(
+        "b silent, read from the servers left",
+        &tracer,
+        &left,
+        |t| row(t, "b")["state"] == "silent",
+    );
     assert!(cb.alive(), "b's container outlived its agent (/proc)");
     let (ra, rb) = (row(&t, "a"), row(&t, "b"));
     assert_eq!(ra["state"], "live", "{t}");

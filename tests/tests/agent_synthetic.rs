@@ -2,14 +2,15 @@
 //! `tracer agent` runs over the capture) publishing a scripted containerd's life to a real
 //! `nats-server -js` (Debian's package), read back segment by segment. What the script did is
 //! the truth: every event it emitted, once, in order; the drops it counted; the daemon it
-//! restarted followed again.
+//! restarted followed again. And a reader against a stream whose leader does not answer:
+//! asked again, a bounded number of times (the server's own delivery count is the truth).
 #![cfg(feature = "agent")]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tests::prereq::require_program;
-use tests::servers::{free_port, sample, start_nats, wait_for};
+use tests::servers::{free_port, sample, start_core_nats, start_nats, wait_for};
 use tests::temp_dir;
 use tracer::agent::{self, AgentConfig};
 use tracer::event::{Event, EventKind};
@@ -415,4 +416,73 @@ fn duplicate_acknowledgements_without_end_back_off() {
     assert!((2..=20).contains(&tries), "{tries} publishes");
     assert!(report.unsent > 0, "{report:?}");
     assert_eq!(report.foreign_duplicates, tries, "each one counted");
+}
+
+/// A real `nats-server` without JetStream where the test alone answers stream-info requests:
+/// the first `silent` of them go unanswered, as while a cluster's stream elects its new
+/// leader; the rest get [`STREAM_INFO`]. Returns what a reader's `nodes` made of it and how
+/// many requests the server delivered.
+fn nodes_with_silent_leader(silent: u64) -> (Result<Vec<String>, String>, u64) {
+    use futures_util::StreamExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = temp_dir(&format!("silent-leader-{silent}")).expect("temp dir");
+    let port = free_port();
+    let _nats = start_core_nats(port, &dir.join("nats.log"));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let asked = Arc::new(AtomicU64::new(0));
+    let counted = asked.clone();
+    let client = rt.block_on(async {
+        let client = async_nats::connect(format!("127.0.0.1:{port}"))
+            .await
+            .expect("connect");
+        let info = format!("$JS.API.STREAM.INFO.{}", tracer::nats::STREAM);
+        let mut sub = client.subscribe(info).await.expect("subscribe");
+        client.flush().await.expect("flush");
+        let answering = client.clone();
+        tokio::spawn(async move {
+            while let Some(m) = sub.next().await {
+                let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+                if let (Some(reply), true) = (m.reply, n > silent) {
+                    let _ = answering.publish(reply, STREAM_INFO.into()).await;
+                }
+            }
+        });
+        client
+    });
+    let url = format!("nats://127.0.0.1:{port}");
+    let got = rt
+        .block_on(tracer::nats::nodes(&url))
+        .map_err(|e| e.to_string());
+    drop(client);
+    let _ = std::fs::remove_dir_all(&dir);
+    (got, asked.load(Ordering::SeqCst))
+}
+
+/// A reader opening the stream while its leader does not answer asks again: one silence
+/// (one request timed out) and the next answer is read as the stream's.
+#[test]
+fn a_reader_asks_again_while_the_streams_leader_is_silent() {
+    if !require_program("nats-server", "nats-server") {
+        return;
+    }
+    let (got, asked) = nodes_with_silent_leader(1);
+    assert_eq!(got, Ok(Vec::new()));
+    // The open asked twice, listing the subjects once more.
+    assert_eq!(asked, 3);
+}
+
+/// A leader that never answers: a bounded number of requests, then one line naming what
+/// failed and why.
+#[test]
+fn a_reader_gives_up_on_a_silent_leader_in_a_bounded_number_of_tries() {
+    if !require_program("nats-server", "nats-server") {
+        return;
+    }
+    let (got, asked) = nodes_with_silent_leader(u64::MAX);
+    let err = got.expect_err("no stream");
+    assert!(
+        err.contains("opening the stream") && err.contains("timed out") && !err.contains('\n'),
+        "{err}"
+    );
+    assert_eq!(asked, u64::from(tracer::nats::LEADER_ATTEMPTS));
 }

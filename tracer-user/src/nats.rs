@@ -1093,9 +1093,19 @@ async fn jetstream_reader(
 }
 
 async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsError> {
-    js.get_stream(STREAM)
-        .await
-        .map_err(js_err("opening the stream"))
+    while_leaderless("opening the stream", info_timed_out, || {
+        js.get_stream(STREAM)
+    })
+    .await
+}
+
+/// The stream's info request went unanswered in time (not refused, not a JetStream error).
+fn info_timed_out(e: &jetstream::context::GetStreamError) -> bool {
+    use std::error::Error;
+    e.kind() == jetstream::context::GetStreamErrorKind::Request
+        && e.source()
+            .and_then(|s| s.downcast_ref::<jetstream::context::RequestError>())
+            .is_some_and(|r| r.kind() == jetstream::context::RequestErrorKind::TimedOut)
 }
 
 /// The nodes that have messages in the stream, sorted; names that are not valid node names
@@ -1591,29 +1601,43 @@ async fn ordered_messages(
     Ok(Some((last, msgs)))
 }
 
-/// Attempts at creating a consumer that time out before the reader gives up: in a cluster
-/// that just lost a server, the request waits for the stream's new leader.
-const CONSUMER_ATTEMPTS: u32 = 3;
+/// Attempts at a JetStream request that times out before a reader gives up: in a cluster
+/// that just lost the server leading the stream, its info and consumer requests wait for the
+/// new leader (nats-server answers neither while the stream's group elects one).
+pub const LEADER_ATTEMPTS: u32 = 3;
 
-/// `stream.create_consumer(config)`, tried again (at most [`CONSUMER_ATTEMPTS`] in all) while
-/// the request times out; any other error at once.
+/// `request()`, tried again (at most [`LEADER_ATTEMPTS`] in all) while `timed_out` says its
+/// error is a timeout; any other error at once, as `what` failed.
+async fn while_leaderless<T, E, Fut>(
+    what: &'static str,
+    timed_out: fn(&E) -> bool,
+    mut request: impl FnMut() -> Fut,
+) -> Result<T, NatsError>
+where
+    Fut: std::future::Future<Output = Result<T, E>>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut attempt = 1;
+    loop {
+        match request().await {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < LEADER_ATTEMPTS && timed_out(&e) => attempt += 1,
+            Err(e) => return Err(js_err(what)(e)),
+        }
+    }
+}
+
+/// `stream.create_consumer(config)`, tried again while the request times out.
 async fn create_consumer(
     stream: &stream::Stream,
     config: jetstream::consumer::pull::OrderedConfig,
 ) -> Result<jetstream::consumer::Consumer<jetstream::consumer::pull::OrderedConfig>, NatsError> {
-    let mut attempt = 1;
-    loop {
-        match stream.create_consumer(config.clone()).await {
-            Ok(c) => return Ok(c),
-            Err(e)
-                if attempt < CONSUMER_ATTEMPTS
-                    && e.kind() == stream::ConsumerErrorKind::TimedOut =>
-            {
-                attempt += 1;
-            }
-            Err(e) => return Err(js_err("creating a consumer")(e)),
-        }
-    }
+    while_leaderless(
+        "creating a consumer",
+        |e: &stream::ConsumerError| e.kind() == stream::ConsumerErrorKind::TimedOut,
+        || stream.create_consumer(config.clone()),
+    )
+    .await
 }
 
 /// Reads the node's messages in order into `tx` until the end (or forever), or the reader
