@@ -30,6 +30,8 @@ pub fn start_agent(
 /// `metrics_port`, with `args` (its target and scope, its heartbeat, its stream); returns once
 /// its capture runs. It says where it publishes only after the probes are attached: a line,
 /// not a count of events, so a scoped agent on a quiet host is ready as soon as any other.
+/// Its first message reaches the stream a moment later: a reader waits for it
+/// ([`wait_for_nodes`], as [`World::start`] does).
 pub fn start_agent_with(
     tracer: &Path,
     (nats, metrics_port): (&str, u16),
@@ -89,6 +91,48 @@ pub fn tracer_out(tracer: &Path, args: &[&str]) -> String {
     succeed(Command::new(tracer).args(args))
 }
 
+/// Waits until `ok` holds of `tracer nodes` read from `servers`, which may fail meanwhile (a
+/// cluster that lost a server answers once its stream's new leader is elected, however long
+/// a loaded machine takes); the last answer or error is in the failure. Returns the answer.
+pub fn wait_for_nodes(
+    what: &str,
+    tracer: &Path,
+    servers: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let last = std::cell::RefCell::new(Err(String::new()));
+    let read = || {
+        let out = Command::new(tracer)
+            .args(["nodes", servers, "--format", "json"])
+            .output()
+            .expect("run tracer nodes");
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+    };
+    wait_or(
+        what,
+        90,
+        || {
+            let got = read();
+            let done = got.as_ref().is_ok_and(&ok);
+            *last.borrow_mut() = got;
+            done
+        },
+        || format!("the last answer: {:?}", last.borrow()),
+    );
+    last.into_inner().expect("the answer waited for")
+}
+
+/// The row of `node` in a `nodes` JSON (`null` while the node has not published).
+pub fn row<'a>(t: &'a serde_json::Value, node: &str) -> &'a serde_json::Value {
+    t["nodes"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["node"] == node))
+        .unwrap_or(&serde_json::Value::Null)
+}
+
 /// Root, nats-server, promtool and runc: what every agent test needs.
 pub fn prerequisites() -> bool {
     require_root()
@@ -141,6 +185,12 @@ impl World {
             &dir.join("agent.log"),
             &[],
         );
+        // A reader needs the node's first message in the stream: the agent publishes from a
+        // task of its own, a moment after its capture runs.
+        let url = format!("nats://127.0.0.1:{nats_port}");
+        wait_for_nodes("n1's first message in the stream", &tracer, &url, |t| {
+            !row(t, "n1").is_null()
+        });
         World {
             agent,
             nats,

@@ -6,6 +6,7 @@
 //! `cargo xtask test` as root (`--ignored`).
 #![cfg(feature = "capture")]
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -82,7 +83,7 @@ fn a_replicated_stream_outlives_its_leader() {
     let metrics = scrape(metrics_port).expect("metrics");
     // Stopped, the agent drains its buffer, ends its segment and says what it could not send.
     agent.terminate();
-    let out = export(&tracer, &url, &[]);
+    let out = export_settled(&tracer, &url, &cluster);
     let log = log_of(&agent_log);
     assert!(
         log.contains("0 for a full buffer, 0 unsent, 0 lost by the stream"),
@@ -94,6 +95,24 @@ fn a_replicated_stream_outlives_its_leader() {
         new_leader, leader,
         "the killed server still leads the stream"
     );
+}
+
+/// An export of `url` that succeeded: a loaded cluster that lost a server may still be moving
+/// its leaders, so the read is asked again (90 s at most) until one succeeds.
+fn export_settled(tracer: &Path, url: &str, cluster: &Cluster) -> std::process::Output {
+    let mut out = None;
+    wait_or(
+        "an export through the servers left",
+        90,
+        || {
+            let o = export(tracer, url, &[]);
+            let ok = o.status.success();
+            out = Some(o);
+            ok
+        },
+        || cluster.logs_text(),
+    );
+    out.expect("an export")
 }
 
 /// The export of `url` is whole and holds each marker's exec; the agent's counters say

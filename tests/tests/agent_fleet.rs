@@ -12,56 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tests::agent::{prerequisites, scrape, start_agent_with, tracer_out, Dirs, PodContainer};
-use tests::servers::{free_port, sample, start_nats, two_ports, wait_for, wait_or, Cluster, Guard};
-
-/// `tracer nodes URL --format json`.
-fn nodes_json(tracer: &Path, server: &str) -> serde_json::Value {
-    let out = tracer_out(tracer, &["nodes", server, "--format", "json"]);
-    serde_json::from_str(&out).expect("nodes JSON")
-}
-
-/// Waits until `ok` holds of `tracer nodes` read from `servers`, which may fail meanwhile (a
-/// cluster that lost a server answers once its stream's new leader is elected, however long
-/// a loaded machine takes); the last answer or error is in the failure. Returns the answer.
-fn wait_for_nodes(
-    what: &str,
-    tracer: &Path,
-    servers: &str,
-    ok: impl Fn(&serde_json::Value) -> bool,
-) -> serde_json::Value {
-    let last = std::cell::RefCell::new(Err(String::new()));
-    let read = || {
-        let out = Command::new(tracer)
-            .args(["nodes", servers, "--format", "json"])
-            .output()
-            .expect("run tracer nodes");
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-        }
-        serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
-    };
-    wait_or(
-        what,
-        90,
-        || {
-            let got = read();
-            let done = got.as_ref().is_ok_and(&ok);
-            *last.borrow_mut() = got;
-            done
-        },
-        || format!("the last answer: {:?}", last.borrow()),
-    );
-    last.into_inner().expect("the answer waited for")
-}
-
-/// The row of `node` in a `nodes` JSON (`null` while the node has not published).
-fn row<'a>(t: &'a serde_json::Value, node: &str) -> &'a serde_json::Value {
-    t["nodes"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["node"] == node))
-        .unwrap_or(&serde_json::Value::Null)
-}
+use tests::agent::{
+    prerequisites, row, scrape, start_agent_with, tracer_out, wait_for_nodes, Dirs, PodContainer,
+};
+use tests::servers::{free_port, sample, start_nats, two_ports, wait_or, Cluster, Guard};
 
 /// Whether `row` lists pod `default/ID` with its container `app`.
 fn holds(row: &serde_json::Value, id: &str) -> bool {
@@ -136,11 +90,10 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
     let mut b = scoped_agent(&tracer, &servers, dir, "b", &pod_b, "2s");
     let ca = PodContainer::run(&dir.join(&pod_a), &pod_a, &["sleep", "600"]);
     let cb = PodContainer::run(&dir.join(&pod_b), &pod_b, &["sleep", "600"]);
-    wait_for("both pods in `tracer nodes`", 60, || {
-        let t = nodes_json(&tracer, &servers);
+    wait_for_nodes("both pods in `tracer nodes`", &tracer, &servers, |t| {
         t["nodes"].as_array().is_some_and(|n| n.len() == 2)
-            && holds(row(&t, "a"), &pod_a)
-            && holds(row(&t, "b"), &pod_b)
+            && holds(row(t, "a"), &pod_a)
+            && holds(row(t, "b"), &pod_b)
     });
     assert!(ca.alive() && cb.alive(), "the containers run (/proc)");
     // One server of the cluster dies: the agents go on through the two left once the
@@ -274,8 +227,8 @@ fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
     let args = ["--pid", &pid, "--buffer-events", "40", "--heartbeat", "1s"];
     let _agent = start_agent_with(&tracer, (&server, metrics_port), "o1", &log, &[], &args);
     spawner.spawn(3);
-    wait_for("o1 live in `tracer nodes`", 30, || {
-        row(&nodes_json(&tracer, &server), "o1")["state"] == "live"
+    wait_for_nodes("o1 live in `tracer nodes`", &tracer, &server, |t| {
+        row(t, "o1")["state"] == "live"
     });
     drop(nats);
     let agent_log = || std::fs::read_to_string(&log).unwrap_or_default();
@@ -300,16 +253,10 @@ fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
         "buffered and dropped: {before:?}"
     );
     let _nats = start_nats(nats_port, &store, &dir.join("nats2.log"));
-    let mut back = serde_json::Value::Null;
-    wait_or(
-        "o1 back in `tracer nodes`",
-        60,
-        || {
-            back = row(&nodes_json(&tracer, &server), "o1")["back"].clone();
-            !back.is_null()
-        },
-        agent_log,
-    );
+    let t = wait_for_nodes("o1 back in `tracer nodes`", &tracer, &server, |t| {
+        !row(t, "o1")["back"].is_null()
+    });
+    let back = &row(&t, "o1")["back"];
     assert_eq!(back["buffered"].as_f64(), Some(before[0]), "{back}");
     assert_eq!(back["dropped"].as_f64(), Some(before[1]), "{back}");
     let text = tracer_out(&tracer, &["nodes", &server]);
