@@ -14,9 +14,7 @@ use std::time::Duration;
 
 use tests::agent::{export, has_exec, marker, prerequisites, scrape, start_agent_with, Dirs};
 use tests::servers::{free_port, sample, wait_or, Cluster};
-
-/// The stream every agent publishes to.
-const STREAM: &str = "TRACER";
+use tracer::nats::STREAM;
 
 #[test]
 #[ignore = "root: loads the probes, starts a 3-server nats-server cluster"]

@@ -49,13 +49,25 @@ async fn replay(
     let (mut term, screen) = terminal(size.0, size.1);
     let mut keys = Keys::new(&screen, steps);
     let app = super::app::replay_app(rec, opts, &mut term, &mut keys, false);
-    let state = tokio::time::timeout(STUCK, app)
+    let state = to_quit(app).await;
+    script_done(&state, &keys);
+    (state, screen)
+}
+
+/// The viewer `app` run to its end, which must come (on `q`) and be no failure.
+async fn to_quit(
+    app: impl std::future::Future<Output = Result<AppState, super::TuiError>>,
+) -> AppState {
+    tokio::time::timeout(STUCK, app)
         .await
         .expect("the viewer did not end on q")
-        .expect("the viewer failed");
+        .expect("the viewer failed")
+}
+
+/// The viewer quit once its script was played whole.
+fn script_done(state: &AppState, keys: &Keys) {
     assert_eq!(keys.left(), 0, "the viewer ended before the script did");
     assert!(state.quit);
-    (state, screen)
 }
 
 #[tokio::test]
@@ -400,12 +412,8 @@ async fn across_nodes_the_node_keys_reopen_the_next_and_previous_node_round_the_
     let (mut term, screen) = terminal(120, 30);
     let mut keys = Keys::new(&screen, steps);
     let app = super::app::nodes_app(&names, &mut open, &mut term, &mut keys, false);
-    let state = tokio::time::timeout(STUCK, app)
-        .await
-        .expect("the viewer did not end on q")
-        .expect("the viewer failed");
-    assert_eq!(keys.left(), 0, "the viewer ended before the script did");
-    assert!(state.quit);
+    let state = to_quit(app).await;
+    script_done(&state, &keys);
     assert_eq!(
         opened,
         [0, 1, 2, 0, 2],
