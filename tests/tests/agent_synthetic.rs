@@ -3,19 +3,20 @@
 //! `nats-server -js` (Debian's package), read back segment by segment. What the script did is
 //! the truth: every event it emitted, once, in order; the drops it counted; the daemon it
 //! restarted followed again. And a reader against a stream whose leader does not answer:
-//! asked again, a bounded number of times (the server's own delivery count is the truth).
+//! asked again, a bounded number of times (the server's own delivery count is the truth);
+//! a reader of a 3-server cluster that lost one, whatever server its consumer is placed on.
 #![cfg(feature = "agent")]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tests::prereq::require_program;
-use tests::servers::{free_port, sample, start_core_nats, start_nats, wait_for};
+use tests::servers::{free_port, sample, start_core_nats, start_nats, wait_for, Cluster};
 use tests::temp_dir;
 use tracer::agent::{self, AgentConfig};
 use tracer::event::{Event, EventKind};
 use tracer::metrics::Metrics;
-use tracer::nats::{Feed, Follow, NatsSource, StreamLimits};
+use tracer::nats::{Feed, Follow, NatsSource, StreamLimits, LEADER_WAITS};
 use tracer::source::{Script, Scripted};
 use tracer::synth::{exec, exit, fork, process};
 use tracer::tracefile::{Header, StatsRecord, TraceReader};
@@ -484,5 +485,54 @@ fn a_reader_gives_up_on_a_silent_leader_in_a_bounded_number_of_tries() {
         err.contains("opening the stream") && err.contains("timed out") && !err.contains('\n'),
         "{err}"
     );
-    assert_eq!(asked, u64::from(tracer::nats::LEADER_ATTEMPTS));
+    assert_eq!(asked, LEADER_WAITS.len() as u64);
+}
+
+/// Reads the events of `url` now: all of them, or what failed.
+fn read_url(url: &str) -> Result<Vec<Event>, String> {
+    let input = tracer::Input::open(std::path::Path::new(url)).map_err(|e| e.to_string())?;
+    input.collect::<Result<_, _>>().map_err(|e| e.to_string())
+}
+
+/// Reads through a JetStream cluster that lost one of its three servers. Each read creates
+/// an ordered consumer, and Debian's nats-server (2.9.10) places it on any of the stream's
+/// three servers, the dead one too, where its creation is never answered: one read in three
+/// until the reader asks again. Every read gets every event the agent published.
+#[test]
+fn every_read_through_a_cluster_that_lost_a_server_gets_the_events() {
+    const READS: usize = 12;
+    if !require_program("nats-server", "nats-server") {
+        return;
+    }
+    let dir = temp_dir("agent-placed").expect("temp dir");
+    let mut cluster = Cluster::start(3, &dir);
+    let host = vec![process(1, 0, "init"), process(100, 1, "containerd")];
+    let script = Script::new(Some(100), host).then(Scripted::Events(vec![
+        fork(100, 101),
+        exec(101, SHIM),
+        exit(101, 0),
+    ]));
+    let cfg = AgentConfig {
+        server: cluster.urls(&[0, 1, 2]),
+        limits: StreamLimits {
+            replicas: 3,
+            ..StreamLimits::default()
+        },
+        ..config(0, "placed", Duration::from_secs(2))
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let metrics = Arc::new(Mutex::new(Metrics::new()));
+    let report = rt
+        .block_on(agent::run(script, cfg, metrics, std::future::pending()))
+        .expect("agent");
+    assert_eq!(report.unsent, 0, "{report:?}");
+    cluster.kill(0);
+    cluster.wait_for_meta_leader(3);
+    let url = cluster.reader_url(&[1, 2], "placed");
+    for read in 1..=READS {
+        let seqs = read_url(&url).map(|evs| evs.iter().map(|e| e.seq).collect::<Vec<_>>());
+        assert_eq!(seqs, Ok(vec![1, 2, 3]), "read {read} of {READS}");
+    }
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -76,6 +76,16 @@ pub enum NatsError {
         /// In the message, so not also the source (a chain would say it twice).
         error: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A JetStream request went unanswered each time it was asked ([`LEADER_WAITS`]).
+    #[error("{what}: timed out: no answer to {asked} requests in {} s", waited.as_secs())]
+    Unanswered {
+        /// What was being done.
+        what: &'static str,
+        /// How many times it was asked.
+        asked: usize,
+        /// How long the reader waited in all.
+        waited: Duration,
+    },
     /// A one-off read heard nothing for this long: the stream ended there.
     #[error("reading: no message for {0:?}")]
     Quiet(Duration),
@@ -1093,7 +1103,7 @@ async fn jetstream_reader(
 }
 
 async fn open_stream(js: &jetstream::Context) -> Result<stream::Stream, NatsError> {
-    while_leaderless("opening the stream", info_timed_out, || {
+    while_unanswered("opening the stream", info_timed_out, || {
         js.get_stream(STREAM)
     })
     .await
@@ -1601,14 +1611,29 @@ async fn ordered_messages(
     Ok(Some((last, msgs)))
 }
 
-/// Attempts at a JetStream request that times out before a reader gives up: in a cluster
-/// that just lost the server leading the stream, its info and consumer requests wait for the
-/// new leader (nats-server answers neither while the stream's group elects one).
-pub const LEADER_ATTEMPTS: u32 = 3;
+/// How long a reader waits for each answer to a JetStream request before asking again, and
+/// so how many times it asks (30 s in all) before it gives up. nats-server leaves two
+/// requests unanswered for a while in a cluster that just lost a server:
+/// - a stream's info and consumer requests while the stream's group elects a new leader;
+/// - the creation of an ordered (R1, ephemeral) consumer that it placed on the lost server:
+///   nats-server before 2.9.12 (Debian 12 ships 2.9.10) picks any of the stream's peers, a
+///   dead one too (`createGroupForConsumer` in server/jetstream_cluster.go), so one
+///   creation in three times out while one of three servers is down, and each new request
+///   is placed anew.
+///
+/// Short first waits make many tries (a lost placement costs a second, not the client's
+/// 5 s); the later, longer ones leave a slow server time to answer.
+pub const LEADER_WAITS: [Duration; 9] = {
+    const fn s(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+    [s(1), s(1), s(2), s(2), s(4), s(5), s(5), s(5), s(5)]
+};
 
-/// `request()`, tried again (at most [`LEADER_ATTEMPTS`] in all) while `timed_out` says its
-/// error is a timeout; any other error at once, as `what` failed.
-async fn while_leaderless<T, E, Fut>(
+/// `request()`, asked again (once per [`LEADER_WAITS`]) while it goes unanswered: within
+/// that wait, or with an error `timed_out` says is a timeout; any other error at once, as
+/// `what` failed.
+async fn while_unanswered<T, E, Fut>(
     what: &'static str,
     timed_out: fn(&E) -> bool,
     mut request: impl FnMut() -> Fut,
@@ -1617,14 +1642,20 @@ where
     Fut: std::future::Future<Output = Result<T, E>>,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut attempt = 1;
-    loop {
-        match request().await {
-            Ok(v) => return Ok(v),
-            Err(e) if attempt < LEADER_ATTEMPTS && timed_out(&e) => attempt += 1,
-            Err(e) => return Err(js_err(what)(e)),
+    for wait in LEADER_WAITS {
+        match tokio::time::timeout(wait, request()).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) if !timed_out(&e) => return Err(js_err(what)(e)),
+            // Dropping the request abandons it; a consumer the server creates after all
+            // goes after its inactive threshold (30 s) unread.
+            Ok(Err(_)) | Err(_) => {}
         }
     }
+    Err(NatsError::Unanswered {
+        what,
+        asked: LEADER_WAITS.len(),
+        waited: LEADER_WAITS.iter().sum(),
+    })
 }
 
 /// `stream.create_consumer(config)`, tried again while the request times out.
@@ -1632,7 +1663,7 @@ async fn create_consumer(
     stream: &stream::Stream,
     config: jetstream::consumer::pull::OrderedConfig,
 ) -> Result<jetstream::consumer::Consumer<jetstream::consumer::pull::OrderedConfig>, NatsError> {
-    while_leaderless(
+    while_unanswered(
         "creating a consumer",
         |e: &stream::ConsumerError| e.kind() == stream::ConsumerErrorKind::TimedOut,
         || stream.create_consumer(config.clone()),
