@@ -80,20 +80,20 @@ pub fn debug_tracer(features: &str, needs: &str, own: &str) -> PathBuf {
     own.join("debug/tracer")
 }
 
+/// What to do about a release `tracer` that is missing or older than the sources.
+const STALE: &str = "is missing or older than the sources: run `cargo build --release -p \
+                     tracer-user` (cargo xtask test does)";
+
 /// The release `tracer` with live capture, which `cargo xtask test` builds right before the
 /// root tests; a test that needs it fails when it is missing or older than the sources.
 pub fn capture_tracer() -> PathBuf {
     let bin = target_dir().join("release/tracer");
-    assert!(
-        fresh(&bin),
-        "{} is missing or older than the sources: run `cargo build --release -p tracer-user` \
-         (cargo xtask test does)",
-        bin.display()
-    );
+    assert!(fresh(&bin), "{} {STALE}", bin.display());
     bin
 }
 
-/// The release `tracer` binary the labs record with; built when missing.
+/// The release `tracer` binary the labs record with; built when missing, refused when older
+/// than the sources (a test would try the code before the change).
 pub fn release_tracer() -> Result<PathBuf> {
     let bin = target_dir().join("release/tracer");
     if !bin.is_file() {
@@ -104,5 +104,6 @@ pub fn release_tracer() -> Result<PathBuf> {
             .status()?;
         ensure!(st.success(), "cargo build --release -p tracer-user failed");
     }
+    ensure!(fresh(&bin), "{} {STALE}", bin.display());
     Ok(bin)
 }

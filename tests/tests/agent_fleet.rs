@@ -137,25 +137,15 @@ fn a_killed_agent_is_silent_since_its_last_word_with_the_pods_it_held() {
 
 /// `tracer nodes` as text says what its JSON row `rb` of the killed b says: silent since its
 /// last word, with b's pod, and a live.
-/// A read may still time out while the servers left settle (that node's row then says it
-/// cannot be read): the text is read again until it agrees, for a bounded time.
 fn text_agrees(tracer: &Path, servers: &str, rb: &serde_json::Value, pod_b: &str) {
     let since = format!("b: silent since {}", rb["last_word"].as_str().unwrap_or(""));
     let pod = format!("default/{pod_b}: app");
-    let last = std::cell::RefCell::new(String::new());
-    wait_or(
-        "`tracer nodes` as text to agree with its JSON",
-        60,
-        || {
-            let text = tracer_out(tracer, &["nodes", servers]);
-            let ok = text.contains(&since)
-                && text.contains(&pod)
-                && text.lines().any(|l| l.starts_with("a: live"));
-            *last.borrow_mut() = text;
-            ok
-        },
-        || last.borrow().clone(),
+    let text = tracer_out(tracer, &["nodes", servers]);
+    assert!(
+        text.contains(&since) && text.contains(&pod),
+        "b's row: {since:?} with {pod:?}\n{text}"
     );
+    assert!(text.lines().any(|l| l.starts_with("a: live")), "{text}");
 }
 
 /// A shell following the test's orders: each line written to it starts `/bin/true`. What the

@@ -76,16 +76,14 @@ pub enum NatsError {
         /// In the message, so not also the source (a chain would say it twice).
         error: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// A JetStream request went unanswered each time it was asked ([`LEADER_WAITS`]).
-    #[error("{what}: timed out: no answer to {asked} requests in {} s", waited.as_secs())]
-    Unanswered {
-        /// What was being done.
-        what: &'static str,
-        /// How many times it was asked.
-        asked: usize,
-        /// How long the reader waited in all.
-        waited: Duration,
-    },
+    /// A JetStream request went unanswered each time it was asked ([`LEADER_WAITS`]); it
+    /// holds what was being done.
+    #[error(
+        "{0}: timed out: no answer to {asked} requests in {secs} s",
+        asked = LEADER_WAITS.len(),
+        secs = LEADER_WAITS.iter().sum::<Duration>().as_secs()
+    )]
+    Unanswered(&'static str),
     /// A one-off read heard nothing for this long: the stream ended there.
     #[error("reading: no message for {0:?}")]
     Quiet(Duration),
@@ -1651,11 +1649,7 @@ where
             Ok(Err(_)) | Err(_) => {}
         }
     }
-    Err(NatsError::Unanswered {
-        what,
-        asked: LEADER_WAITS.len(),
-        waited: LEADER_WAITS.iter().sum(),
-    })
+    Err(NatsError::Unanswered(what))
 }
 
 /// `stream.create_consumer(config)`, tried again while the request times out.
