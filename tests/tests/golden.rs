@@ -6,6 +6,9 @@
 use std::path::PathBuf;
 use tracer::lineage::{Engine, How, Role, StepKind};
 
+#[path = "golden/corpus.rs"]
+mod corpus;
+
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/strace")

@@ -171,6 +171,8 @@ pub struct Input {
     pub kind: Kind,
     source: Source,
     strace_report: Option<StraceReport>,
+    /// An `strace -ff` set: its files, and whether they were merged by time (`ff.rs`).
+    ff_set: Option<(usize, bool)>,
 }
 
 /// What the strace importer could not read (lines are never fatal unless none was understood).
@@ -188,6 +190,10 @@ pub struct StraceReport {
     /// Signals whose sender is a pid of a container's namespace the log never tied to one of
     /// its own pids (their sender is 0, unknown).
     pub untranslated_senders: usize,
+    /// Lines joined to the line before them (a wrapped or cut log).
+    pub rejoined: usize,
+    /// Shell prompt lines skipped.
+    pub prompts: usize,
     /// What the log's time stamps mean.
     pub clock: crate::clock::Clock,
     /// The process the log shows but never creates (see [`crate::strace::Import::initial`]).
@@ -203,6 +209,8 @@ impl StraceReport {
             first_unreadable: import.first_unreadable,
             initial_pid_unknown: import.initial_pid_unknown,
             untranslated_senders: import.untranslated_senders,
+            rejoined: import.rejoined,
+            prompts: import.prompts,
             clock: import.clock,
             initial: import.initial,
         }
@@ -226,6 +234,15 @@ impl StraceReport {
                 "lines without a pid belong to the initial process, whose pid the log never shows: shown as pid {} (\"initial process\")",
                 crate::strace::UNKNOWN_PID
             ));
+        }
+        if r.rejoined > 0 {
+            notes.push(format!(
+                "{} lines re-joined to the line before them (the log was wrapped, or a removed line had cut them)",
+                r.rejoined
+            ));
+        }
+        if r.prompts > 0 {
+            notes.push(format!("{} shell prompt lines skipped", r.prompts));
         }
         if r.untranslated_senders > 0 {
             notes.push(format!(
@@ -257,7 +274,21 @@ impl Input {
         let file: TraceSource = if path.as_os_str() == "-" {
             Box::new(std::io::stdin())
         } else {
-            Box::new(File::open(path).map_err(io)?)
+            match File::open(path) {
+                Ok(f) => Box::new(f),
+                // `strace -ff -o PREFIX` wrote PREFIX.PID files, not PREFIX
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let Some(files) = ff::files_of(path).map_err(io)? else {
+                        return Err(io(e));
+                    };
+                    let merged = ff::Merged::new(files).map_err(io)?;
+                    let set = (merged.files(), merged.by_time());
+                    let mut input = Input::from_reader(path, Box::new(merged))?;
+                    input.ff_set = Some(set);
+                    return Ok(input);
+                }
+                Err(e) => return Err(io(e)),
+            }
         };
         Input::from_reader(path, file)
     }
@@ -315,6 +346,7 @@ impl Input {
             kind,
             source,
             strace_report: report,
+            ff_set: None,
         })
     }
 
@@ -331,6 +363,7 @@ impl Input {
             kind: Kind::TraceFile,
             source: Source::Trace(Box::new(reader)),
             strace_report: None,
+            ff_set: None,
         })
     }
 
@@ -374,6 +407,7 @@ impl Input {
             },
             path,
             strace_report: None,
+            ff_set: None,
         })
     }
 
@@ -609,6 +643,15 @@ impl Input {
     pub fn notes(&self, stopped_by_error: bool) -> Vec<String> {
         let input = self;
         let mut notes = Vec::new();
+        match input.ff_set {
+            Some((n, true)) => notes.push(format!(
+                "{n} files of an strace -ff set read as one log, merged by their time stamps (line numbers count the merged lines)"
+            )),
+            Some((n, false)) => notes.push(format!(
+                "{n} files of an strace -ff set read as one log, one after another in pid order: they have no -t/-tt/-ttt time stamps, so what happened between processes is not in order"
+            )),
+            None => {}
+        }
         if let Some(r) = input.strace_report() {
             notes.extend(r.notes());
         }
@@ -957,6 +1000,8 @@ impl Iterator for Input {
     }
 }
 
+/// `strace -ff` sets read as one log.
+pub mod ff;
 pub mod jsonl;
 
 #[cfg(all(test, feature = "nats"))]

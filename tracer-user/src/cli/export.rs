@@ -51,6 +51,10 @@ pub struct ExportArgs {
     /// bundled demo; `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with
     /// `--pod`).
     pub file: PathBuf,
+    /// The other files of an `strace -ff -o PREFIX` set, given one by one (`PREFIX.*`); the
+    /// set can also be named by PREFIX alone.
+    #[arg(value_name = "MORE")]
+    pub more: Vec<PathBuf>,
     /// What to write.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
@@ -97,7 +101,8 @@ fn is_picture(args: &ExportArgs) -> Result<bool> {
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
     let picture = is_picture(&args)?;
     let query = args.pod.query();
-    let (source, keep) = source_and_pod(&args.file, query.as_ref())?;
+    let file = super::reading::one_recording(&args.file, &args.more)?;
+    let (source, keep) = source_and_pod(&file, query.as_ref())?;
     let mut input = open_input(&source)?;
     let snapshot = input.snapshot();
     let mut err = None;

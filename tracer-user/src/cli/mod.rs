@@ -249,6 +249,10 @@ pub enum Command {
         /// `demo:NAME` a bundled demo; `nats://HOST:PORT/NODE` a node's stream
         /// (`nats://HOST:PORT/*` with `--pod`).
         file: std::path::PathBuf,
+        /// The other files of an `strace -ff -o PREFIX` set, given one by one (`PREFIX.*`);
+        /// the set can also be named by PREFIX alone.
+        #[arg(value_name = "MORE")]
+        more: Vec<std::path::PathBuf>,
         /// text: a pstree-like tree with roles, adoptions and exits; json: every process with
         /// its lineage (docs/lineage.md).
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -282,6 +286,10 @@ pub enum Command {
         /// `demo:NAME` a bundled demo; `nats://HOST:PORT/NODE` a node's stream
         /// (`nats://HOST:PORT/*` with `--pod`).
         file: std::path::PathBuf,
+        /// The other files of an `strace -ff -o PREFIX` set, given one by one (`PREFIX.*`);
+        /// the set can also be named by PREFIX alone.
+        #[arg(value_name = "MORE")]
+        more: Vec<std::path::PathBuf>,
         /// text: a header per story, a line per step; json: the stories and their steps.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
@@ -407,6 +415,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::View(args)) => replay::view(args),
         Some(Command::Tree {
             file,
+            more,
             format,
             output,
             at,
@@ -415,7 +424,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             root,
             pod,
         }) => lineage::tree(lineage::TreeArgs {
-            file: &file,
+            file: &reading::one_recording(&file, &more)?,
             format,
             output: output.as_deref(),
             at,
@@ -427,13 +436,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         .map(|()| ExitCode::SUCCESS),
         Some(Command::Story {
             file,
+            more,
             format,
             output,
             explain,
             pod,
             story,
         }) => lineage::story(lineage::StoryArgs {
-            file: &file,
+            file: &reading::one_recording(&file, &more)?,
             format,
             output: output.as_deref(),
             explain,

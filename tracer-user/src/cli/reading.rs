@@ -2,7 +2,7 @@
 //! `demo:NAME` included), events up to the first error, `--pod`'s pod and events, and how
 //! the input ended.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use tracer::demo::Demo;
 use tracer::input::{Input, InputError, Loaded};
@@ -205,6 +205,55 @@ pub(super) fn finish_input(input: &Input, err: Option<InputError>, salvage: bool
         Err(anyhow::Error::new(e)
             .context("the file is damaged (use --salvage to keep every good frame before it)"))
     }
+}
+
+/// The recording a command's `FILE [MORE...]` names: FILE, or for the files of one
+/// `strace -ff -o PREFIX` set given one by one (the shell's `PREFIX.*`), the set (named by its
+/// PREFIX, which `Input::open` reads as one log). Every file of the set must be given.
+pub(super) fn one_recording(file: &Path, more: &[PathBuf]) -> Result<PathBuf> {
+    if more.is_empty() {
+        return Ok(file.to_path_buf());
+    }
+    let prefix_of = |p: &Path| -> Option<PathBuf> {
+        let name = p.file_name()?.to_str()?;
+        let (prefix, pid) = name.rsplit_once('.')?;
+        (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.with_file_name(prefix))
+    };
+    let shown = tracer::escape::path;
+    let prefix = prefix_of(file).with_context(|| {
+        format!(
+            "one recording is read at a time: {} is not a file of an strace -ff set (PREFIX.PID)",
+            shown(file)
+        )
+    })?;
+    let all = || std::iter::once(file).chain(more.iter().map(PathBuf::as_path));
+    for p in all() {
+        if prefix_of(p).as_deref() != Some(prefix.as_path()) {
+            anyhow::bail!(
+                "{} is not a file of the strace -ff set {}.*",
+                shown(p),
+                shown(&prefix)
+            );
+        }
+    }
+    // (one directory: each file's prefix, its directory included, is the same)
+    let mut given: Vec<&std::ffi::OsStr> = all().filter_map(Path::file_name).collect();
+    let set = tracer::input::ff::files_of(&prefix)?.unwrap_or_default();
+    let mut on_disk: Vec<&std::ffi::OsStr> =
+        set.iter().filter_map(|(_, p)| p.file_name()).collect();
+    given.sort();
+    given.dedup();
+    on_disk.sort();
+    if given != on_disk || std::fs::symlink_metadata(&prefix).is_ok() {
+        anyhow::bail!(
+            "give every file of the strace -ff set ({}.*: {} files), or its prefix {} alone",
+            shown(&prefix),
+            on_disk.len(),
+            shown(&prefix)
+        );
+    }
+    Ok(prefix)
 }
 
 /// The recording at `path`, told apart by content. `demo:NAME` always names a bundled demo,

@@ -18,6 +18,10 @@ pub struct PlayArgs {
     /// bundled demo; `nats://HOST:PORT/NODE` a node's stream (`nats://HOST:PORT/*` with
     /// `--pod`; the viewer follows a node's stream live).
     pub file: PathBuf,
+    /// The other files of an `strace -ff -o PREFIX` set, given one by one (`PREFIX.*`); the
+    /// set can also be named by PREFIX alone.
+    #[arg(value_name = "MORE")]
+    pub more: Vec<PathBuf>,
     /// Playback speed: 1 = original timing, 2 = twice as fast; printed, 0 = as fast as
     /// possible. Default: 1 in the viewer; printed, 1 when stdout is a terminal, else as fast
     /// as possible.
@@ -94,7 +98,7 @@ pub fn view(p: PlayArgs) -> Result<ExitCode> {
         no_threads: p.no_threads,
         screenshot: p.screenshot,
     };
-    super::tui::view(&p.file, speed, v)
+    super::tui::view(&super::reading::one_recording(&p.file, &p.more)?, speed, v)
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
@@ -106,7 +110,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         let speed = p.speed.filter(|s| *s > 0.0);
         return view(PlayArgs { speed, ..p });
     }
-    let (file, keep) = source_and_pod(&p.file, p.pod.query().as_ref())?;
+    let file = super::reading::one_recording(&p.file, &p.more)?;
+    let (file, keep) = source_and_pod(&file, p.pod.query().as_ref())?;
     let input = open_input(&file)?;
     let opts = PaceOpts {
         speed: if p.end { Some(0.0) } else { p.speed },

@@ -900,7 +900,10 @@ impl Engine {
     // ---- births, execs, names ----
 
     fn on_born(&mut self, a: &Actor, b: &Birth) {
-        let creator = self.task(a);
+        let creator = match self.late_creator(a.pid) {
+            Some(id) => id,
+            None => self.task(a),
+        };
         let comm = if a.comm.is_empty() {
             self.tree.thread_comm(creator, a.tid)
         } else {
@@ -955,6 +958,24 @@ impl Engine {
         // the parent of a CLONE_PARENT child.
         self.tree[id].has_child_subreaper = self.subreaper_above(creator);
         self.tree.register_namespace(id);
+        // Told after its parent's end: it was made before it, and that end's exit_notify()
+        // handed it to the parent's reaper (forget_original_parent()).
+        if let Some(dead) = parent_id.filter(|&p| self.tree[p].exited) {
+            if let Some(r) = super::reaper::orphans(&self.tree, dead) {
+                self.reparent(r, a.seq);
+            }
+        }
+    }
+
+    /// The record a birth by `pid` came from when `pid` has ended and no other process took
+    /// it: the source told the birth late (an strace log names a child by its first line,
+    /// which may come after its creator's exit). `None` after a loss of events, where the
+    /// pid may be a new process whose birth was lost.
+    fn late_creator(&self, pid: u32) -> Option<ProcId> {
+        if self.lost || self.tree.live(pid).is_some() {
+            return None;
+        }
+        self.tree.newest(pid).filter(|&id| self.tree[id].exited)
     }
 
     /// The parent the source reported (the probe's is the kernel's word), else copy_process()'s
@@ -974,6 +995,9 @@ impl Engine {
             cparent
         } else if parent == 0 {
             None
+        } else if let Some(dead) = self.late_creator(parent) {
+            // a birth told after the parent's end (see late_creator)
+            Some(dead)
         } else {
             Some(self.live_or_placeholder(parent, a.seq, a.ts_ns))
         };

@@ -265,6 +265,7 @@ mod tests {
             ts: 0,
             candidate: None,
             fork_at: None,
+            enter_at: None,
         }
     }
 

@@ -36,9 +36,11 @@ pub(crate) enum Body<'a> {
         args: &'a str,
         end: End,
     },
-    /// `<... name resumed>rest`.
+    /// `<... name resumed>rest`: `args` the arguments printed at the call's exit (strace
+    /// before 5.3 printed all of clone's there: `<... clone resumed> child_stack=..., flags=...)`).
     Resumed {
         syscall: Option<Syscall>,
+        args: &'a str,
         end: End,
     },
     /// `+++ exited with N +++`.
@@ -258,7 +260,7 @@ fn take_pid<'a>(s: &'a str, comm_end: &str) -> Option<(u32, &'a str)> {
     Some((pid, rest))
 }
 
-fn parse_stamp(tok: &str) -> Option<Stamp> {
+pub(crate) fn parse_stamp(tok: &str) -> Option<Stamp> {
     let (int, frac) = match tok.split_once('.') {
         Some((i, f)) => (i, f),
         None => (tok, ""),
@@ -357,18 +359,18 @@ fn resumed_body(r: &str) -> Option<Body<'_>> {
     }
     let rest = r.get(close + " resumed>".len()..)?;
     let syscall = Syscall::from_name(name);
-    let end = if syscall.is_some() {
+    let (args, end) = if syscall.is_some() {
         match tail_marker(rest) {
-            Some((_, end)) => end,
+            Some((args, end)) => (args, end),
             None => {
                 let close = find_close(rest, 1)?;
-                returned(rest.get(close + 1..)?)?
+                (rest.get(..close)?, returned(rest.get(close + 1..)?)?)
             }
         }
     } else {
-        End::Returned(None) // not followed: the value is not needed
+        ("", End::Returned(None)) // not followed: the value is not needed
     };
-    Some(Body::Resumed { syscall, end })
+    Some(Body::Resumed { syscall, args, end })
 }
 
 /// `name(args) = ret`, or `name(args <unfinished ...>`.

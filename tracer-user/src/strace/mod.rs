@@ -135,6 +135,7 @@
 
 mod args;
 mod clones;
+mod flags;
 mod line;
 mod ours;
 mod pidns;
@@ -142,6 +143,7 @@ mod senders;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod text;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
@@ -195,6 +197,12 @@ pub struct Import {
     /// What the log's time stamps mean (the first stamp seen tells): `-ttt` epoch, `-t`/`-tt`
     /// time of day, `-r` relative, or none.
     pub clock: crate::clock::Clock,
+    /// Lines joined to the line before them: the log was wrapped (mail, a terminal, a web
+    /// page) or a removed line had cut them (`text.rs`). A line cut by strace's own attach
+    /// notice is not counted.
+    pub rejoined: usize,
+    /// Shell prompt lines skipped (`$ strace ...` pasted with the log).
+    pub prompts: usize,
     /// The initial process, which the log shows but never creates: the command `strace CMD`
     /// started (`launched`: its start precedes the log, as a command's does in a trace
     /// file's snapshot) or the first process `strace -p` attached to. What a reader seeds its
@@ -215,6 +223,17 @@ pub enum StraceError {
     /// Reading the log failed.
     #[error("reading the strace log: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// When the line of an `strace -ff` file (no pid prefix) was written, for merging the files
+/// of a set: `Some((absolute, ns))`, the stamp of `-t`/`-tt`/`-ttt` (absolute: ns since
+/// midnight or the epoch) or of `-r` (not absolute: the time since the file's line before).
+pub fn ff_stamp(line: &str) -> Option<(bool, u64)> {
+    let tok = line.trim_start().split(' ').next()?;
+    match line::parse_stamp(tok)? {
+        Stamp::Epoch(ns) | Stamp::TimeOfDay(ns) => Some((true, ns)),
+        Stamp::Relative(ns) => Some((false, ns)),
+    }
 }
 
 /// Parses a whole strace log.
@@ -265,6 +284,8 @@ struct CloneRec {
     /// Its child's `Fork`, emitted before the return (index in the events): the return
     /// value gives it its pid in an inferred namespace.
     fork_at: Option<usize>,
+    /// Its `CloneEnter`, whose flags the call's return line gives (index in the events).
+    enter_at: Option<usize>,
 }
 
 impl CloneRec {
@@ -304,9 +325,11 @@ pub struct Parser {
     ts_ns: u64,
     last_tod: Option<u64>,
     day_offset: u64,
-    // a line cut by a spliced attach notice, and the notices to apply after it
-    /// (line number where it started, text, how many notices cut it so far)
-    carry: Option<(usize, String, u32)>,
+    /// A line held for its continuation (`text.rs`: cut by a spliced attach notice, or
+    /// wrapped), and the notices to apply after it.
+    carry: Option<text::Carry>,
+    /// How a pasted log was set in its page (`text.rs`).
+    paste: text::Paste,
     deferred: Vec<Body<'static>>,
     // tasks
     /// Tasks seen and not exited (a pid seen again after its exit is a new task: pid reuse).
@@ -363,6 +386,9 @@ impl Parser {
     /// Feeds one line of bytes (lossy UTF-8). `cut`: the line was longer than the caller kept.
     pub fn feed_bytes(&mut self, bytes: &[u8], cut: bool) {
         if cut {
+            if let Some(c) = self.carry.take() {
+                self.flush(c);
+            }
             self.out.lines += 1;
             let text = String::from_utf8_lossy(bytes);
             self.unreadable(self.out.lines, &text);
@@ -370,58 +396,6 @@ impl Parser {
         }
         let text = String::from_utf8_lossy(bytes);
         self.feed_line(&text);
-    }
-
-    /// Feeds one line (without its `\n`).
-    pub fn feed_line(&mut self, raw: &str) {
-        self.out.lines += 1;
-        let no = self.out.lines;
-        let carried = self.carry.take();
-        let mut joined;
-        let mut text: &str = raw;
-        if let Some((_, prefix, _)) = &carried {
-            joined = String::with_capacity(prefix.len() + raw.len());
-            joined.push_str(prefix);
-            joined.push_str(raw);
-            text = &joined;
-        }
-        // An attach notice spliced into the line: the text before it continues on the next line.
-        if let Some(at) = line::find_spliced_notice(text) {
-            if let Some(Line {
-                body: notice @ Body::Attached { .. },
-                ..
-            }) = text.get(at..).and_then(line::parse_line)
-            {
-                self.deferred.push(to_static(notice));
-                self.understood += 1; // the notice itself
-                let prefix = text.get(..at).unwrap_or("");
-                let (first_no, cuts) = carried.as_ref().map_or((no, 1), |c| (c.0, c.2 + 1));
-                if prefix.len() <= MAX_CARRY_BYTES && cuts <= MAX_CARRY_CUTS {
-                    self.carry = Some((first_no, prefix.to_owned(), cuts));
-                    return;
-                }
-                // not a real split any more (crafted input): stop joining
-                self.unreadable(first_no, prefix);
-                self.apply_deferred();
-                return;
-            }
-        }
-        match line::parse_line(text) {
-            Some(l) => self.apply_counted(l),
-            None => {
-                if let Some((first_no, prefix, _)) = carried {
-                    // The continuation did not fit: take the two halves apart.
-                    self.unreadable(first_no, &prefix);
-                    match line::parse_line(raw) {
-                        Some(l) => self.apply_counted(l),
-                        None => self.unreadable(no, raw),
-                    }
-                } else {
-                    self.unreadable(no, raw);
-                }
-            }
-        }
-        self.apply_deferred();
     }
 
     fn apply_deferred(&mut self) {
@@ -438,11 +412,8 @@ impl Parser {
 
     /// Ends the import: resolves what is still open and returns the result.
     pub fn finish(mut self) -> Result<Import, StraceError> {
-        if let Some((no, prefix, _)) = self.carry.take() {
-            match line::parse_line(&prefix) {
-                Some(l) => self.apply_counted(l),
-                None => self.unreadable(no, &prefix),
-            }
+        if let Some(c) = self.carry.take() {
+            self.flush(c);
         }
         self.apply_deferred();
         for id in self.clones.ids() {
@@ -590,8 +561,9 @@ impl Parser {
         if !self.live.insert(pid) {
             return;
         }
-        // a new task: an exited process's parent no longer speaks for this pid
+        // a new task: an exited process's parent and namespace no longer speak for this pid
         self.exited_parents.remove(&pid);
+        self.pidns.reused(pid);
         if let Some(tgid) = self.tgid_of.remove(&pid) {
             // stale: the pid was a thread that vanished without an exit line
             if let Some(set) = self.threads.get_mut(&tgid) {
@@ -862,8 +834,10 @@ impl Parser {
         } else {
             self.nested.remove(&child);
             child_ns = self.pidns.born(c.tgid, c.caller, child, c.flags);
-            let new_ns = child_ns.is_some_and(|ns| ns.ns_pid == 1);
-            if new_ns || self.nested.contains(&c.tgid) {
+            // (a caller that exited before its child spoke is no longer in `nested`: the
+            // child's namespace says it)
+            let below = child_ns.is_some_and(|ns| ns.ns_pid == 1 || ns.level > 0);
+            if below || self.nested.contains(&c.tgid) {
                 self.nested.insert(child);
             }
         }
@@ -1125,8 +1099,16 @@ impl Parser {
             Body::Call { syscall: None, .. } => {}
             Body::Resumed {
                 syscall: Some(sc),
+                args,
                 end,
-            } => self.resumed(tid, ts, sc, end),
+            } => {
+                // strace before 5.3: clone's arguments come with its return
+                let late = sc.creates_task().then(|| clone_args(sc, args)).flatten();
+                if let Some(flags) = late {
+                    self.flags_at_return(tid, flags);
+                }
+                self.resumed(tid, ts, sc, end, late)
+            }
             Body::Resumed { syscall: None, .. } => {}
             Body::Exited(code) => self.exit(tid, ts, ((code as u32) & 0xff) << 8),
             Body::Killed { signal, core } => {
@@ -1153,7 +1135,9 @@ impl Parser {
     fn call(&mut self, tid: u32, ts: u64, sc: Syscall, args: &str, end: End) {
         match sc {
             Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
-                let (flags, exit_signal) = clone_args(sc, args);
+                let parsed = clone_args(sc, args);
+                let (flags, exit_signal) = parsed.unwrap_or_default();
+                let enter_at = self.emitted();
                 self.emit(
                     tid,
                     ts,
@@ -1164,7 +1148,11 @@ impl Parser {
                     },
                 );
                 let set_tid = sc == Syscall::Clone3 && args.contains("set_tid=");
-                let id = self.new_clone(tid, ts, sc, Some(flags), set_tid);
+                let id = self.new_clone(tid, ts, sc, parsed.map(|p| p.0), set_tid);
+                if parsed.is_none() {
+                    // its flags come at its return: the entry is written again then
+                    self.clones.update(id, |c| c.enter_at = Some(enter_at));
+                }
                 if let Some(child) = self.stated.remove(&tid) {
                     self.clones.update(id, |c| c.child = Some(child));
                 }
@@ -1219,11 +1207,13 @@ impl Parser {
             }
         }
         if let End::Returned(ret) = end {
-            self.resumed(tid, ts, sc, End::Returned(ret));
+            self.resumed(tid, ts, sc, End::Returned(ret), None);
         }
     }
 
-    fn resumed(&mut self, tid: u32, ts: u64, sc: Syscall, end: End) {
+    /// A call of `tid` returns (`late`: a clone's flags printed only now, when its call is not
+    /// in the log).
+    fn resumed(&mut self, tid: u32, ts: u64, sc: Syscall, end: End, late: Option<(u64, u32)>) {
         let ret = match end {
             End::Returned(r) => r,
             // resumed and cut again: still in flight
@@ -1240,7 +1230,7 @@ impl Parser {
                 let id = match pending {
                     Some(Pending::Clone(id)) if self.clones.get(id).is_some() => id,
                     // the call itself is not in the log
-                    _ => self.new_clone(tid, ts, sc, None, false),
+                    _ => self.new_clone(tid, ts, sc, late.map(|f| f.0), false),
                 };
                 self.clone_returned(tid, ts, sc, id, ret);
             }
@@ -1326,6 +1316,7 @@ impl Parser {
             ts,
             candidate: None,
             fork_at: None,
+            enter_at: None,
         });
         id
     }
@@ -1490,23 +1481,25 @@ fn to_static(b: Body<'_>) -> Body<'static> {
     }
 }
 
-/// (flags without the signal, exit signal) of a clone-family call.
-fn clone_args(sc: Syscall, args: &str) -> (u64, u32) {
+/// (flags without the signal, exit signal) of a clone-family call; `None` when the text
+/// names none (strace before 5.3 printed clone's arguments only at its exit: a call cut by
+/// another task's line is `clone( <unfinished ...>`, its flags in the resumed line).
+fn clone_args(sc: Syscall, args: &str) -> Option<(u64, u32)> {
+    let first = args::split_top(args).next().map(str::trim).unwrap_or("");
     match sc {
-        Syscall::Fork => (0, 17),
-        Syscall::Vfork => (cf::CLONE_VM | cf::CLONE_VFORK, 17),
+        Syscall::Fork => Some((0, 17)),
+        Syscall::Vfork => Some((cf::CLONE_VM | cf::CLONE_VFORK, 17)),
         Syscall::Clone => match args::keyed(args, "flags") {
-            Some(f) => args::parse_flags_lenient(f),
+            Some(f) => Some(args::parse_flags_lenient(f)),
             // no key names (raw form): flags are the first argument on x86-64
-            None => args::split_top(args)
-                .next()
-                .map(args::parse_flags_lenient)
-                .unwrap_or((0, 0)),
+            None if !first.is_empty() && !first.contains('=') => {
+                Some(args::parse_flags_lenient(first))
+            }
+            None => None,
         },
         Syscall::Clone3 => {
-            let first = args::split_top(args).next().unwrap_or("");
             // `{flags=..., exit_signal=SIGCHLD, ...} => {parent_tid=[5]}`
-            let inner = first.strip_prefix('{').unwrap_or("");
+            let inner = first.strip_prefix('{')?;
             let inner = match inner.find('}') {
                 Some(end) => inner.get(..end).unwrap_or(""),
                 None => inner,
@@ -1517,9 +1510,9 @@ fn clone_args(sc: Syscall, args: &str) -> (u64, u32) {
             let sig = args::keyed(inner, "exit_signal")
                 .and_then(args::parse_signal)
                 .unwrap_or(sig_in_flags);
-            (flags, sig)
+            Some((flags, sig))
         }
-        _ => (0, 0),
+        _ => Some((0, 0)),
     }
 }
 

@@ -47,6 +47,9 @@ pub(super) struct NsInference {
     /// yet: the next child is its pid 1). The kernel keeps it as the task's
     /// pid_ns_for_children (kernel/nsproxy.c), so every later child goes there too.
     for_children: HashMap<u32, Option<PidNs>>,
+    /// Processes that exited → their namespace: a child the log names only after its
+    /// creator's exit (its first line came later) was made in that namespace.
+    exited: HashMap<u32, PidNs>,
 }
 
 impl NsInference {
@@ -101,7 +104,7 @@ impl NsInference {
             Some(OciCommand::Create | OciCommand::Run)
         );
         let init_stage = self.child_stage.contains(&tid) && has(cf::CLONE_PARENT) && creates;
-        let parent_ns = self.ns_of.get(&tgid).copied();
+        let parent_ns = self.caller_ns(tgid);
         let unshared = self.for_children.get(&tid).copied();
         let ns = if let Some(Some(ns)) = unshared {
             Some(PidNs { ns_pid: 0, ..ns })
@@ -131,7 +134,7 @@ impl NsInference {
     /// `ret` is the child's pid in the caller's namespace (whatever namespace the child went
     /// to), so it is learnt when the caller's namespace is an inferred one.
     pub fn named(&mut self, caller: u32, ret: i64, child: u32) {
-        let Some(ns) = self.ns_of.get(&caller) else {
+        let Some(ns) = self.caller_ns(caller) else {
             return;
         };
         if let Some(pid) = u32::try_from(ret).ok().filter(|&p| p > 0) {
@@ -150,7 +153,7 @@ impl NsInference {
     /// A clone of process `caller` returned `ret` for a child in namespace `ns`: when that is
     /// the caller's own inferred namespace, `ret` is the child's pid there.
     pub fn member_pid(&self, caller: u32, ns: &mut PidNs, ret: i64) {
-        let same = self.ns_of.get(&caller).is_some_and(|c| c.inum == ns.inum);
+        let same = self.caller_ns(caller).is_some_and(|c| c.inum == ns.inum);
         if let Some(pid) = u32::try_from(ret)
             .ok()
             .filter(|&p| p > 0 && same && ns.ns_pid == 0)
@@ -170,6 +173,20 @@ impl NsInference {
     /// The namespace process `tgid` is in, when the log implies one.
     pub fn ns_of(&self, tgid: u32) -> Option<PidNs> {
         self.ns_of.get(&tgid).copied()
+    }
+
+    /// The namespace a clone of process `tgid` made its child in: its own, also after its
+    /// exit (a child the log names late was made before it).
+    fn caller_ns(&self, tgid: u32) -> Option<PidNs> {
+        self.ns_of
+            .get(&tgid)
+            .or_else(|| self.exited.get(&tgid))
+            .copied()
+    }
+
+    /// Pid `pid` names a new task: what an exited process of that pid left is not its.
+    pub fn reused(&mut self, pid: u32) {
+        self.exited.remove(&pid);
     }
 
     /// Pid `ns_pid` of namespace `ns` as the log names that process; `None` when no clone the
@@ -202,7 +219,12 @@ impl NsInference {
     pub fn gone(&mut self, tid: u32) {
         self.child_stage.remove(&tid);
         self.for_children.remove(&tid);
-        self.ns_of.remove(&tid);
+        if let Some(ns) = self.ns_of.remove(&tid) {
+            if self.exited.len() >= MAX_TRACKED {
+                self.exited.clear();
+            }
+            self.exited.insert(tid, ns);
+        }
         self.runtime_cmd.remove(&tid);
     }
 }

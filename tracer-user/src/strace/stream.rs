@@ -95,7 +95,7 @@ impl Parser {
             limit = limit.min(at);
         }
         for c in self.clones.iter() {
-            for at in [c.candidate.map(|(_, at)| at), c.fork_at]
+            for at in [c.candidate.map(|(_, at)| at), c.fork_at, c.enter_at]
                 .into_iter()
                 .flatten()
             {
@@ -124,6 +124,8 @@ impl Parser {
             first_unreadable: o.first_unreadable.clone(),
             initial_pid_unknown: self.anon,
             untranslated_senders: o.untranslated_senders,
+            rejoined: o.rejoined,
+            prompts: o.prompts,
             clock: o.clock,
             initial: self.initial_process(),
         }
