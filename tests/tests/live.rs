@@ -672,3 +672,96 @@ fn a_recordings_snapshot_holds_the_lineage_and_the_runtime_only() {
     );
     drop((outsider, daemon));
 }
+
+/// The live viewer's state after `d` of a whole-host capture: its start snapshot (read from
+/// /proc after the probes attached, as `tracer tui --all` reads it) and every event since,
+/// through the viewer's own source loop.
+fn live_view(d: std::time::Duration) -> tracer::tui::AppState {
+    use tracer::capture::{CaptureBuilder, Target};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let cap = CaptureBuilder::new(Target::All).start().expect("capture");
+        let (tx, mut rx) = tokio::sync::mpsc::channel(tracer::tui::CHANNEL_CAPACITY);
+        let mut state = tracer::tui::AppState::new_live("live test");
+        let source = tracer::tui::source::live(cap, tx, None);
+        tokio::pin!(source);
+        let deadline = tokio::time::sleep(d);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut source => break,
+                _ = &mut deadline => break,
+                msg = rx.recv() => match msg {
+                    Some(m) => state.ingest(m),
+                    None => break,
+                },
+            }
+        }
+        state
+    })
+}
+
+/// One pid, one record, in the live viewer, while a shell forks, execs and exits sleeps and
+/// `true` as fast as it can during the start snapshot: a process made between the probes' attach and
+/// its /proc read is both in the snapshot and in the ring buffer, and is one process. Truth
+/// from the kernel: pids are not reused within a run (pid_max is far above what one run
+/// makes), so a pid with two records, or a reuse warning, is a duplicate.
+#[test]
+#[ignore = "root"]
+fn the_live_tree_has_one_record_per_process_made_during_its_snapshot() {
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .expect("pid_max")
+        .trim()
+        .parse()
+        .expect("pid_max");
+    for run in 1..=10 {
+        let mut storm = Command::new("sh")
+            .args(["-c", "while :; do /bin/sleep 0.02 & /bin/sleep 0.02 & /bin/sleep 0.02 & /bin/true & wait; done"])
+            .process_group(0)
+            .spawn()
+            .expect("storm");
+        let state = live_view(std::time::Duration::from_millis(1500));
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::kill(-(storm.id() as i32), libc::SIGKILL) };
+        let _ = storm.wait();
+        let e = &state.engine;
+        let mut per_pid = std::collections::HashMap::<u32, Vec<String>>::new();
+        for p in e.processes() {
+            per_pid
+                .entry(p.pid)
+                .or_default()
+                .push(tracer::lineage::view::node_label(p, Default::default()));
+        }
+        let twice: Vec<_> = per_pid.iter().filter(|(_, v)| v.len() > 1).collect();
+        let made = e
+            .processes()
+            .filter(|p| p.ppid == storm.id() && matches!(p.name().as_str(), "true" | "sleep"))
+            .count();
+        assert!(
+            made < pid_max as usize / 2,
+            "run {run}: pids may have been reused"
+        );
+        assert!(
+            made > 20,
+            "run {run}: the storm made {made} processes the viewer saw"
+        );
+        assert!(
+            twice.is_empty(),
+            "run {run}: pids with two records: {twice:?}"
+        );
+        let reuse = e
+            .warnings()
+            .iter()
+            .filter(|w| matches!(w.kind, tracer::lineage::WarningKind::PidReuse { .. }))
+            .count();
+        assert_eq!(reuse, 0, "run {run}: {:?}", e.warnings());
+        // The storm's shell itself: one live record, under this test, as /proc says.
+        let sh = e.process(storm.id()).expect("the storm's shell");
+        assert_eq!(sh.ppid, std::process::id(), "run {run}");
+    }
+}

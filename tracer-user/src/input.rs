@@ -194,6 +194,8 @@ pub struct StraceReport {
     pub rejoined: usize,
     /// Shell prompt lines skipped.
     pub prompts: usize,
+    /// Execs whose result the log does not hold.
+    pub unfinished_execs: usize,
     /// What the log's time stamps mean.
     pub clock: crate::clock::Clock,
     /// The process the log shows but never creates (see [`crate::strace::Import::initial`]).
@@ -211,6 +213,7 @@ impl StraceReport {
             untranslated_senders: import.untranslated_senders,
             rejoined: import.rejoined,
             prompts: import.prompts,
+            unfinished_execs: import.unfinished_execs,
             clock: import.clock,
             initial: import.initial,
         }
@@ -243,6 +246,12 @@ impl StraceReport {
         }
         if r.prompts > 0 {
             notes.push(format!("{} shell prompt lines skipped", r.prompts));
+        }
+        if r.unfinished_execs > 0 {
+            notes.push(format!(
+                "{} execs whose result is not in the log (it ends in the call): each taken as what its process ran, marked \"exec result not in the recording\"",
+                r.unfinished_execs
+            ));
         }
         if r.untranslated_senders > 0 {
             notes.push(format!(
@@ -818,6 +827,7 @@ impl Loaded {
             engine.apply(&ev);
         }
         if !stopped {
+            engine.end_of_input();
             notes.extend(input.notes(false));
         } else if input.kind == Kind::StraceLog {
             // Stopped early by --at: the rest of the log is read (not applied) for its counts.

@@ -441,7 +441,15 @@ fn row_of(p: &Process, story: Option<&Story>) -> Row {
         (None, Some(c)) => c,
         (None, None) => view::marks(p, false)
             .iter()
-            .filter(|m| matches!(m, view::Mark::NsPid(_) | view::Mark::Placeholder))
+            .filter(|m| {
+                matches!(
+                    m,
+                    view::Mark::NsPid(_)
+                        | view::Mark::Placeholder
+                        | view::Mark::ParentUnknown
+                        | view::Mark::ParentInferred
+                )
+            })
             .map(|m| m.text())
             .collect::<String>()
             .trim()

@@ -162,8 +162,9 @@ fn check(log: &str) {
     for p in engine.processes() {
         let pid = pid_of(p.pid);
         *records.entry(pid).or_default() += 1;
-        // An excerpt that cut a thread's creation shows it as a process of unknown parent.
-        let untold = !e.whole && p.ppid == 0 && p.born_how() == How::Unknown;
+        // An excerpt that cut a thread's creation shows it as a process of unknown parent, or
+        // made by a clone whose flags it cut (said so).
+        let untold = !e.whole && (told_unknown(p) || flags_unknown(p));
         if !truth_pids.contains(&pid) && pid != 1 && !untold {
             let what = if t.threads.contains_key(&p.pid) {
                 "a thread"
@@ -183,6 +184,7 @@ fn check(log: &str) {
         let at = if Some(tp.pid) == alias { 0 } else { tp.pid };
         let judged = Judged {
             entry: e,
+            threads: &t.threads,
             engine,
             pid_of: &pid_of,
         };
@@ -192,19 +194,30 @@ fn check(log: &str) {
         let Some((proc_, _)) = engine.thread_of(*tid) else {
             continue; // a thread the log never names
         };
-        if proc_.pid != *pid && proc_.pid == *tid && !e.whole {
+        let shown_alone =
+            |p: &tracer::lineage::Process| told_unknown(p) || flags_unknown(p) || p.pid == *tid;
+        if proc_.pid != *pid && !e.whole && t.threads.get(&proc_.pid) == Some(pid) {
+            continue; // made by a thread of its process that the excerpt shows alone
+        }
+        if proc_.pid != *pid && proc_.pid == *tid && !e.whole && shown_alone(proc_) {
             continue; // an excerpt may not tell a thread it shows alone
         }
         if proc_.pid != *pid {
             problems.push(format!("thread {tid} of {pid} is taken as {}'s", proc_.pid));
         }
     }
+    // The truth's process of a task: a thread's, or its own.
+    let process_of = |tid: u32| t.threads.get(&tid).copied().unwrap_or(tid);
     for w in engine.warnings() {
-        if matches!(
-            w.kind,
-            WarningKind::Disagreement { .. } | WarningKind::SigchldDisagreement { .. }
-        ) {
-            problems.push(format!("warning: {w}"));
+        match w.kind {
+            // An excerpt that cut the threads' creations shows two threads of the parent
+            // apart: the model's parent and the one that dequeued the SIGCHLD.
+            WarningKind::SigchldDisagreement { model, kernel, .. }
+                if !e.whole && process_of(model) == process_of(kernel) => {}
+            WarningKind::Disagreement { .. } | WarningKind::SigchldDisagreement { .. } => {
+                problems.push(format!("warning: {w}"))
+            }
+            _ => {}
         }
     }
     assert!(
@@ -216,15 +229,47 @@ fn check(log: &str) {
     );
 }
 
+/// A parent the engine does not know is said so: a process whose birth is not in the log, or
+/// one adopted by a pid namespace's init the log never shows.
+fn told_unknown(p: &tracer::lineage::Process) -> bool {
+    use tracer::lineage::{Reaper, Reason};
+    p.born_how() == How::Unknown
+        || p.last_adoption().is_some_and(|a| {
+            matches!(
+                a.reason,
+                Some(Reason::ParentExited {
+                    reaper: Reaper::NsInitUnseen,
+                    ..
+                })
+            )
+        })
+}
+
+/// Made by a clone whose flags the log does not show (the call's line was cut): a thread or
+/// a process, as far as the log tells, and said so.
+fn flags_unknown(p: &tracer::lineage::Process) -> bool {
+    p.lineage
+        .first()
+        .is_some_and(|l| l.flags.is_none() && l.how != How::Unknown)
+}
+
 /// What one log's processes are judged in.
 struct Judged<'a> {
     entry: &'a Entry,
+    /// The truth's threads (tid → process).
+    threads: &'a HashMap<u32, u32>,
     engine: &'a Engine,
     /// The log's pid of the truth's (the initial process's 0 stands for its pid).
     pid_of: &'a dyn Fn(u32) -> u32,
 }
 
 impl Judged<'_> {
+    /// An excerpt may take a thread of the parent for the parent: the SIGCHLD's receiver
+    /// (any thread of the parent's group may dequeue it) shown alone.
+    fn thread_of(&self, shown: u32, parent: u32) -> bool {
+        !self.entry.whole && self.threads.get(&shown) == Some(&parent)
+    }
+
     /// One process of the truth against the engine's newest record of its pid (`at`: 0 for
     /// the initial process whose pid the log never shows).
     fn process(
@@ -255,9 +300,9 @@ impl Judged<'_> {
             if ppid != 0 {
                 problems.push(format!("{name}: parent {ppid} (the log cannot show it)"));
             }
-        } else if ppid != tp.parent && (e.whole || ppid != 0) {
+        } else if ppid != tp.parent && (e.whole || ppid != 0) && !self.thread_of(ppid, tp.parent) {
             problems.push(format!("{name}: parent {ppid} (kernel: {})", tp.parent));
-        } else if ppid == 0 && p.born_how() != How::Unknown {
+        } else if ppid == 0 && !told_unknown(p) {
             problems.push(format!("{name}: parent unknown, not told as such"));
         }
         match (tp.status, p.exited, p.exit_status) {
@@ -270,6 +315,14 @@ impl Judged<'_> {
             }
             _ => {}
         }
+        // Whether it ran in a pid namespace below the host's (the log shows none: inferred)
+        let nested = p.pidns.is_some_and(|ns| ns.level > 0);
+        if (tp.level > 0) != nested && (e.whole || nested) {
+            problems.push(format!(
+                "{name}: in a nested pid namespace: {nested} (kernel: level {})",
+                tp.level
+            ));
+        }
         // A whole log ends with the role the process ended with; an excerpt may stop before
         // it, or know none.
         let got = p.role.map(Role::name);
@@ -278,6 +331,33 @@ impl Judged<'_> {
             problems.push(format!("{name}: role {got:?} (expected {last:?})"));
         }
     }
+}
+
+/// strace killed while the shim's execve was in the call: what it tried to run is what it
+/// ran, as far as the log tells, and said so; its role is the shim's.
+#[test]
+fn an_exec_cut_by_the_logs_end_is_told_with_the_role_its_argv_names() {
+    let e = manifest()
+        .into_iter()
+        .find(|e| e.log == "ctr-attach-cut.log")
+        .unwrap();
+    let loaded = load(&e);
+    let text = std::fs::read_to_string(dir().join(&e.log)).unwrap();
+    let last = text.lines().last().unwrap();
+    let pid: u32 = last
+        .strip_prefix("[pid ")
+        .and_then(|r| r.split(']').next())
+        .and_then(|p| p.trim().parse().ok())
+        .expect("the last line is a task's");
+    let p = loaded.engine.process(pid).expect("the shim");
+    assert!(p.exec_unconfirmed(), "{:?}", p.execs);
+    assert_eq!(p.exe.as_deref(), Some("/usr/bin/containerd-shim-runc-v2"));
+    assert_eq!(p.role, Some(Role::Shim));
+    let label = tracer::lineage::view::node_label(p, Default::default());
+    assert!(
+        label.contains("(exec result not in the recording)"),
+        "{label}"
+    );
 }
 
 /// Every row of the manifest has its test below, and its files are there.
@@ -331,4 +411,5 @@ corpus_tests! {
     runc_stderr_old => "runc-stderr-old.log",
     clone_parent_old => "clone-parent-old.log",
     ctr_attach_old => "ctr-attach-old.log",
+    ctr_attach_cut => "ctr-attach-cut.log",
 }

@@ -113,6 +113,16 @@ pub(super) enum Sigchld {
     AgreedAdopted(Option<Adoption>),
     /// It agrees once the model's adoption of the child is taken back (`adoption_undone`).
     AgreedUndone(Option<Undo>),
+    /// The model did not know the child's parent (the source never showed its birth): the
+    /// process notified is it (do_notify_parent() signals the parent's thread group).
+    ParentInferred {
+        /// The child.
+        child: ProcId,
+        /// The notified process's record (`None`: the source named it only here).
+        parent: Option<ProcId>,
+        /// Its pid.
+        parent_pid: u32,
+    },
     /// The kernel notified another process: the model was wrong.
     Disagreed {
         /// The child.
@@ -211,6 +221,9 @@ fn check_sigchld(tree: &Tree, rec: &SignalRecord) -> Sigchld {
     // sender's thread is the exiting child itself; an strace log's si_pid has no thread.
     let zombies_handed_over =
         c.children.iter().any(|&k| tree[k].exited) && handed_over(Some(child));
+    if let Some(inferred) = parent_from_sigchld(tree, child, rec.target, receiver) {
+        return inferred;
+    }
     let exiting = c.exited && rec.sender_tid != 0 && rec.code <= si_code::CLD_DUMPED;
     if exiting && model != receiver && !zombies_handed_over && handed_over(c.parent) {
         return Sigchld::AgreedAdopted(reaper::adopted_while_exiting(tree, child));
@@ -232,6 +245,21 @@ fn check_sigchld(tree: &Tree, rec: &SignalRecord) -> Sigchld {
         model,
         kernel: receiver,
     }
+}
+
+/// A child whose parent the model never knew (no birth in the source, no parent reported)
+/// notified `receiver`: that is its parent (or the process of the thread that dequeued it).
+fn parent_from_sigchld(tree: &Tree, child: ProcId, target: u32, receiver: u32) -> Option<Sigchld> {
+    let c = &tree[child];
+    if c.ppid != 0 || c.parent.is_some() || receiver == 0 || receiver == c.pid {
+        return None;
+    }
+    let parent = tree.record_of_tid(target).or_else(|| tree.live(receiver));
+    Some(Sigchld::ParentInferred {
+        child,
+        parent,
+        parent_pid: receiver,
+    })
 }
 
 /// `child`'s exit tracepoint came after its parent's, so the model handed it to the

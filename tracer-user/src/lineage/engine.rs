@@ -250,6 +250,8 @@ pub struct Engine {
     clock: crate::clock::Clock,
     /// `ts_ns` of the event being applied: the time of every record it makes.
     now_ts: u64,
+    /// Records of the start snapshot no event has acted on yet (`unborn`).
+    untouched: std::collections::HashSet<ProcId>,
 }
 
 impl Engine {
@@ -486,6 +488,7 @@ impl Engine {
                 self.end_process(old, None, seq, 0);
             }
             let id = self.seed_one(s, seq);
+            self.untouched.insert(id);
             ids.push((id, s.ppid));
         }
         for &(id, ppid) in &ids {
@@ -573,6 +576,11 @@ impl Engine {
 
     /// Applies one kernel transition (what [`Engine::apply`] makes of an event).
     pub fn step(&mut self, t: &Transition) {
+        if !self.untouched.is_empty() {
+            if let Some(id) = self.tree.live(t.actor().pid) {
+                self.untouched.remove(&id);
+            }
+        }
         match t {
             Transition::Alive(a) => {
                 self.task(a);
@@ -927,21 +935,24 @@ impl Engine {
             }
             return;
         }
-        if let Some(old) = self.tree.live(b.child_tid) {
-            self.warn(a.seq, WarningKind::PidReuse { pid: b.child_tid });
-            self.end_process(old, None, a.seq, a.ts_ns);
-        }
-        let (parent_pid, parent_id) = self.birth_parent(creator, b, a);
         let how = birth_how(b);
-        let id = self.tree.new_record(b.child_tid, how, a.seq, a.ts_ns);
-        let into = b.flags.is_some_and(|f| f.contains(cf::CLONE_INTO_CGROUP));
-        self.inherit_image(id, creator, comm, into);
+        let id = match self.tree.live(b.child_tid) {
+            // The source showed the process before its birth: one process, one record.
+            Some(old) if self.unborn(old) => old,
+            Some(old) => {
+                self.warn(a.seq, WarningKind::PidReuse { pid: b.child_tid });
+                self.end_process(old, None, a.seq, a.ts_ns);
+                self.new_child(creator, b, comm, how, a)
+            }
+            None => self.new_child(creator, b, comm, how, a),
+        };
+        let (parent_pid, parent_id) = self.birth_parent(creator, b, a);
         let cpid = self.tree[creator].pid;
         let p = &mut self.tree[id];
         p.born_syscall = b.syscall;
         p.creator = Some(creator);
         p.birth_parent = parent_id;
-        p.pidns = b.ns;
+        p.pidns = b.ns.or(p.pidns);
         p.lineage[0] = LineageEntry {
             how,
             parent: parent_pid,
@@ -964,6 +975,28 @@ impl Engine {
             if let Some(r) = super::reaper::orphans(&self.tree, dead) {
                 self.reparent(r, a.seq);
             }
+        }
+    }
+
+    /// A new record for the child of a birth, with its creator's image.
+    fn new_child(&mut self, creator: ProcId, b: &Birth, comm: Comm, how: How, a: &Actor) -> ProcId {
+        let id = self.tree.new_record(b.child_tid, how, a.seq, a.ts_ns);
+        let into = b.flags.is_some_and(|f| f.contains(cf::CLONE_INTO_CGROUP));
+        self.inherit_image(id, creator, comm, into);
+        id
+    }
+
+    /// A live record whose birth the source had not shown, which a birth now names: a
+    /// placeholder the source made of the process's first events (an strace log names a
+    /// child by its first line, which may come before its creator's clone returns), or a
+    /// process of the start snapshot no event has touched yet (read from /proc after the
+    /// probes attached: its birth was in the ring buffer already). Not after a loss of
+    /// events, where the pid may have been reused unseen.
+    fn unborn(&self, id: ProcId) -> bool {
+        match self.tree[id].born_how() {
+            How::Unknown => true,
+            How::Snapshot => !self.lost && self.untouched.contains(&id),
+            _ => false,
         }
     }
 
@@ -1056,13 +1089,45 @@ impl Engine {
         p.euid = x.cred.map_or(u32::MAX, |c| c.euid);
         p.standing = super::identity::standing(x.cred.as_ref());
         if let Some(exe) = &x.exe {
+            // the result of an exec taken as run at the end of an input came after all
+            if p.exec_unconfirmed() {
+                p.execs.pop();
+            }
             p.execs.push(ExecRecord {
                 seq: a.seq,
                 ts_ns: a.ts_ns,
                 exe: exe.clone(),
+                unconfirmed: false,
             });
         }
         self.classify_exec(id, a.seq);
+    }
+
+    /// The input ended (its last event applied): an exec whose call the source showed but not
+    /// its result (an strace log cut in `execve(...) <unfinished ...>`) is what the process
+    /// tried to run: taken as its exec, marked [`ExecRecord::unconfirmed`], its role what
+    /// its argv names (credentials permitting, as for any exec). Call it once the input is
+    /// read whole; a later event for the same call takes its place.
+    pub fn end_of_input(&mut self) {
+        for (tid, x) in self.adapter.take_unfinished_execs() {
+            let Some(id) = self.tree.record_of_tid(tid) else {
+                continue;
+            };
+            let p = &self.tree[id];
+            let a = Actor {
+                seq: self.last_seq.unwrap_or(0),
+                ts_ns: self.now_ts,
+                pid: p.pid,
+                tid,
+                ppid: 0,
+                comm: Comm::default(),
+                uid: p.uid,
+            };
+            self.on_exec(&a, &x);
+            if let Some(last) = self.tree[id].execs.last_mut() {
+                last.unconfirmed = true;
+            }
+        }
     }
 
     /// Role and container id after an exec. What the name and argv claim counts only when
@@ -1259,6 +1324,19 @@ impl Engine {
                     self.unadopt(u);
                 }
                 self.sigchld.agreed += 1;
+            }
+            Sigchld::ParentInferred {
+                child,
+                parent,
+                parent_pid,
+            } => {
+                self.sigchld.agreed += 1;
+                let parent = match parent {
+                    Some(id) => id,
+                    None => self.placeholder(parent_pid, 0, a.seq, a.ts_ns),
+                };
+                self.tree.set_parent(child, Some(parent), parent_pid);
+                self.tree[child].rare_mut().parent_from_sigchld = Some(a.seq);
             }
             Sigchld::Disagreed { pid, model, kernel } => {
                 self.sigchld.disagreed += 1;

@@ -262,6 +262,9 @@ pub struct ExecRecord {
     pub ts_ns: u64,
     /// The file exec'd.
     pub exe: Arc<str>,
+    /// The source showed the call but not its result (an strace log cut in the call): what
+    /// the process tried to run, taken as run ([`super::Engine::end_of_input`]).
+    pub unconfirmed: bool,
 }
 
 /// A PR_SET_NAME.
@@ -384,6 +387,9 @@ pub(crate) struct Rare {
     pub init_exec_seq: Option<u64>,
     /// The exec from an oci-init stage into the workload.
     pub workload_exec_seq: Option<u64>,
+    /// Its parent was unknown (the source never showed its birth) until its SIGCHLD named it:
+    /// the seq of that signal.
+    pub parent_from_sigchld: Option<u64>,
 }
 
 impl Process {
@@ -588,6 +594,22 @@ impl Process {
     /// The exec from an oci-init stage into the workload.
     pub fn workload_exec_seq(&self) -> Option<u64> {
         self.rare.as_ref().and_then(|r| r.workload_exec_seq)
+    }
+
+    /// Its parent was unknown until its SIGCHLD named it: the seq of that signal.
+    pub fn parent_from_sigchld(&self) -> Option<u64> {
+        self.rare.as_ref().and_then(|r| r.parent_from_sigchld)
+    }
+
+    /// The source showed it do something of its own (an exec, a rename, a thread, an exit),
+    /// not only named it as another's parent.
+    pub fn acted(&self) -> bool {
+        !self.execs.is_empty() || self.exited || self.threads.len() > 1 || self.rare.is_some()
+    }
+
+    /// Its latest exec's result is not in the recording (see [`ExecRecord::unconfirmed`]).
+    pub fn exec_unconfirmed(&self) -> bool {
+        self.execs.last().is_some_and(|x| x.unconfirmed)
     }
 
     /// The rare fields, to set one (boxed at the first).

@@ -262,6 +262,28 @@ impl Adapter {
         }
     }
 
+    /// The exec attempts whose outcome never came (the source ended), by tid: each as the
+    /// exec it would be.
+    pub(crate) fn take_unfinished_execs(&mut self) -> Vec<(u32, ExecDone)> {
+        let mut v: Vec<(u32, ExecDone)> = self
+            .pending_exec
+            .drain()
+            .map(|(tid, p)| {
+                let exe = (!p.filename.is_empty()).then(|| Arc::from(p.filename.as_str()));
+                let x = ExecDone {
+                    old_tid: tid,
+                    exe,
+                    argv: p.argv,
+                    truncated: p.truncated,
+                    cred: None,
+                };
+                (tid, x)
+            })
+            .collect();
+        v.sort_by_key(|(tid, _)| *tid);
+        v
+    }
+
     /// Holds an exec's argv until its outcome; whether older ones were dropped to stay bounded.
     fn exec_enter(
         &mut self,

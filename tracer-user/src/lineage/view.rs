@@ -5,7 +5,7 @@ use std::fmt::{self, Write};
 use serde_json::{json, Value};
 
 use crate::clock::Clock;
-use crate::event::ExitStatus;
+use crate::event::{ExitStatus, Syscall};
 
 use super::ending::{Death, SignalRecord};
 use super::engine::{Engine, Warning, WarningKind};
@@ -63,6 +63,18 @@ pub enum Mark<'a> {
     NsPid(u32),
     /// `(placeholder)`: a pid the source named but never showed being created.
     Placeholder,
+    /// `(parent not in the recording)`: a process the source showed acting whose birth and
+    /// parent it never showed.
+    ParentUnknown,
+    /// `(made by a clone whose flags are not in the recording)`: a thread or a process, as
+    /// far as the source tells (an strace log cut before the call's line).
+    FlagsUnknown,
+    /// `(exec result not in the recording)`: its latest exec's call is in the recording but
+    /// not its result ([`super::process::ExecRecord::unconfirmed`]).
+    ExecUnconfirmed,
+    /// `(parent inferred from its SIGCHLD)`: its birth is not in the recording, and the
+    /// process its SIGCHLD went to is its parent (do_notify_parent()).
+    ParentInferred,
     /// An strace log's initial process whose pid the log never shows.
     InitialProcess,
     /// `(the recording machine's init)`: the host's PID 1 when its name is no init system's
@@ -98,6 +110,10 @@ impl Mark<'_> {
             Mark::Uid(u) => format!(" (uid {u})"),
             Mark::NsPid(n) => format!(" (pid {n} in container)"),
             Mark::Placeholder => " (placeholder)".into(),
+            Mark::ParentUnknown => " (parent not in the recording)".into(),
+            Mark::ParentInferred => " (parent inferred from its SIGCHLD)".into(),
+            Mark::ExecUnconfirmed => " (exec result not in the recording)".into(),
+            Mark::FlagsUnknown => " (made by a clone whose flags are not in the recording)".into(),
             Mark::InitialProcess => " (initial process: its pid is not in the log)".into(),
             Mark::MachineInit => " (the recording machine's init)".into(),
             Mark::Subreaper => " (subreaper)".into(),
@@ -134,7 +150,11 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
         // Only an strace log makes one: lines without a pid whose owner never showed its pid.
         v.push(Mark::InitialProcess);
     } else if p.born_how() == How::Unknown {
-        v.push(Mark::Placeholder);
+        v.push(match (p.parent_from_sigchld(), p.ppid, p.acted()) {
+            (Some(_), _, _) => Mark::ParentInferred,
+            (None, 0, true) if p.pid != 1 => Mark::ParentUnknown,
+            _ => Mark::Placeholder,
+        });
     }
     if p.machine_init().is_some() {
         v.push(Mark::MachineInit);
@@ -144,6 +164,13 @@ pub fn marks(p: &Process, threads: bool) -> Vec<Mark<'_>> {
     }
     if let Some(l) = p.lineage.first().filter(|l| l.how == How::CloneParent) {
         v.push(Mark::CloneParent(l.caller));
+    }
+    if p.exec_unconfirmed() {
+        v.push(Mark::ExecUnconfirmed);
+    }
+    let clone = matches!(p.born_syscall, Some(Syscall::Clone | Syscall::Clone3));
+    if clone && p.lineage.first().is_some_and(|l| l.flags.is_none()) {
+        v.push(Mark::FlagsUnknown);
     }
     if let Some(a) = p.last_adoption() {
         v.push(match a.reason {
@@ -387,6 +414,8 @@ fn process_json(clock: &Clock, p: &Process) -> Value {
     v["exec_seq"] = json!(exec.map(|x| x.seq));
     v["exec_ts_ns"] = json!(exec.map(|x| x.ts_ns));
     v["exec_time"] = json!(exec.and_then(|x| clock.rfc3339(x.ts_ns)));
+    v["exec_result_unknown"] = json!(p.exec_unconfirmed());
+    v["parent_from_sigchld"] = json!(p.parent_from_sigchld());
     v["exit_ts_ns"] = json!(p.exit_ts_ns);
     v["exit_time"] = json!(p.exit_ts_ns.and_then(|t| clock.rfc3339(t)));
     let moves = p.cgroup_moves().iter().map(

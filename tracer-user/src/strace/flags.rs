@@ -64,7 +64,8 @@ impl Parser {
                 Some(EventKind::Fork { child_ns, .. }) => child_ns.filter(|ns| ns.ns_pid == 1),
                 _ => None,
             };
-            let ns = made.or_else(|| self.pidns.born(c.tgid, c.caller, child, c.flags));
+            let nested = self.nested.contains(&c.tgid);
+            let ns = made.or_else(|| self.pidns.born(c.tgid, c.caller, child, c.flags, nested));
             if ns.is_some_and(|ns| ns.ns_pid == 1 || ns.level > 0) || self.nested.contains(&c.tgid)
             {
                 self.nested.insert(child);

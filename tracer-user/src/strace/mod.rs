@@ -144,6 +144,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 mod text;
+mod threads;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::BufRead;
@@ -203,6 +204,9 @@ pub struct Import {
     pub rejoined: usize,
     /// Shell prompt lines skipped (`$ strace ...` pasted with the log).
     pub prompts: usize,
+    /// Execs whose call is in the log but not their result (the log ends in the call):
+    /// readers take each as what its process ran ([`crate::lineage::Engine::end_of_input`]).
+    pub unfinished_execs: usize,
     /// The initial process, which the log shows but never creates: the command `strace CMD`
     /// started (`launched`: its start precedes the log, as a command's does in a trace
     /// file's snapshot) or the first process `strace -p` attached to. What a reader seeds its
@@ -355,6 +359,8 @@ pub struct Parser {
     /// (tgid, threads of it not yet seen) from `attached with M threads`.
     /// Entries leave when their count reaches 0, so the front is always the one to fill.
     unannounced: VecDeque<(u32, u32)>,
+    /// Threads taken on that count alone, until the log says otherwise (`threads.rs`).
+    tentative: threads::Tentative,
     pending: HashMap<u32, Pending>,
     clones: clones::Clones,
     next_clone: u64,
@@ -416,6 +422,12 @@ impl Parser {
             self.flush(c);
         }
         self.apply_deferred();
+        self.exit_groups_at_end();
+        self.out.unfinished_execs = self
+            .pending
+            .values()
+            .filter(|p| matches!(p, Pending::Exec { .. }))
+            .count();
         for id in self.clones.ids() {
             if let Some(caller) = self.clones.get(id).map(|c| c.caller) {
                 self.fallback_identity(caller);
@@ -594,7 +606,7 @@ impl Parser {
                 if slot.1 == 0 {
                     self.unannounced.pop_front();
                 }
-                self.set_thread(pid, tgid);
+                self.tentative_thread(pid, tgid);
                 return;
             }
         }
@@ -787,6 +799,12 @@ impl Parser {
         else {
             return;
         };
+        let thread = self.clones.get(i).is_some_and(CloneRec::makes_thread);
+        if thread {
+            self.thread_confirmed(n);
+        } else {
+            self.untangle(n);
+        }
         if self.unclaimed.contains(&n) {
             // the child spoke first, nobody could be named its creator then
             self.assign_child(i, n);
@@ -833,7 +851,8 @@ impl Parser {
             self.set_thread(child, child_tgid);
         } else {
             self.nested.remove(&child);
-            child_ns = self.pidns.born(c.tgid, c.caller, child, c.flags);
+            let nested = self.nested.contains(&c.tgid);
+            child_ns = self.pidns.born(c.tgid, c.caller, child, c.flags, nested);
             // (a caller that exited before its child spoke is no longer in `nested`: the
             // child's namespace says it)
             let below = child_ns.is_some_and(|ns| ns.ns_pid == 1 || ns.level > 0);
@@ -1133,6 +1152,7 @@ impl Parser {
     }
 
     fn call(&mut self, tid: u32, ts: u64, sc: Syscall, args: &str, end: End) {
+        self.calls_after_exit_group(tid);
         match sc {
             Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
                 let parsed = clone_args(sc, args);
@@ -1179,6 +1199,9 @@ impl Parser {
                 }
             }
             Syscall::Exit | Syscall::ExitGroup => {
+                if sc == Syscall::ExitGroup {
+                    self.exit_group_called(tid);
+                }
                 let code = args
                     .trim()
                     .split(',')
@@ -1243,6 +1266,9 @@ impl Parser {
                     Some(0) => {
                         if old_tid != tid {
                             self.exec_takeover(tid, old_tid);
+                        } else {
+                            // it exec'd as itself: it leads its process (threads.rs)
+                            self.untangle(tid);
                         }
                         self.emit(
                             tid,

@@ -8,7 +8,12 @@
 //!   `runc run`): INIT is pid 1 of a new namespace. Under `runc exec` the stages join the
 //!   container's namespace instead (setns), so nothing is inferred there;
 //! * any other child is in its creator's namespace, with a pid there that the log does not
-//!   show (0: unknown). A process whose namespace nothing implies gets none.
+//!   show (0: unknown). A process whose namespace nothing implies gets none;
+//! * a process the log shows to be in a nested namespace (its clones return that namespace's
+//!   pids: `nested` in the parser) whose namespace the log never made — an excerpt that cut
+//!   runc's stages, a log attached inside a container — is in a namespace of its own whose
+//!   init the log never shows, and so are its children: an orphan among them goes to that
+//!   unseen init (its parent unknown), never to the host's pid 1.
 //!
 //! An inferred namespace gets an id of its own ([`PidNs::inferred`], numbered in order of
 //! appearance), never a kernel inode.
@@ -88,8 +93,17 @@ impl NsInference {
         self.child_stage.insert(tid);
     }
 
-    /// The namespace of a new process `child` created by thread `tid` of `tgid`.
-    pub fn born(&mut self, tgid: u32, tid: u32, child: u32, flags: Option<u64>) -> Option<PidNs> {
+    /// The namespace of a new process `child` created by thread `tid` of `tgid`; `nested`: the
+    /// log shows `tgid` in a namespace below strace's (its clones return that namespace's
+    /// pids) though not how it got there (an excerpt, a log attached inside a container).
+    pub fn born(
+        &mut self,
+        tgid: u32,
+        tid: u32,
+        child: u32,
+        flags: Option<u64>,
+        nested: bool,
+    ) -> Option<PidNs> {
         if self.ns_of.len() >= MAX_TRACKED {
             self.ns_of.clear();
         }
@@ -104,7 +118,10 @@ impl NsInference {
             Some(OciCommand::Create | OciCommand::Run)
         );
         let init_stage = self.child_stage.contains(&tid) && has(cf::CLONE_PARENT) && creates;
-        let parent_ns = self.caller_ns(tgid);
+        let parent_ns = match self.caller_ns(tgid) {
+            None if nested => Some(self.unseen(tgid)),
+            ns => ns,
+        };
         let unshared = self.for_children.get(&tid).copied();
         let ns = if let Some(Some(ns)) = unshared {
             Some(PidNs { ns_pid: 0, ..ns })
@@ -127,6 +144,15 @@ impl NsInference {
             }
             None => self.ns_of.remove(&child),
         };
+        ns
+    }
+
+    /// The namespace of `tgid`, nested where the log never showed the namespace made: one of
+    /// its own, whose init and depth are unknown (level 1), and `tgid`'s pid there unknown.
+    fn unseen(&mut self, tgid: u32) -> PidNs {
+        self.next_id += 1;
+        let ns = PidNs::inferred(self.next_id, 1, 0);
+        self.ns_of.insert(tgid, ns);
         ns
     }
 

@@ -32,6 +32,10 @@ impl Parser {
         }
         let target = self.tgid(tid);
         let mut sender = self.sender(target, &s);
+        if child_exit && sender != 0 {
+            // only a process's end notifies its parent (threads.rs)
+            self.untangle(sender);
+        }
         let untranslated = s.strace_pid.is_none() && s.si_pid.is_some_and(|n| n > 0);
         if sender == 0 && child_exit && untranslated {
             if let Some(child) = self.exit_just_before(target, &s) {

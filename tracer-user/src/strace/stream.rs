@@ -126,6 +126,7 @@ impl Parser {
             untranslated_senders: o.untranslated_senders,
             rejoined: o.rejoined,
             prompts: o.prompts,
+            unfinished_execs: o.unfinished_execs,
             clock: o.clock,
             initial: self.initial_process(),
         }

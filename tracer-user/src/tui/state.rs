@@ -939,6 +939,10 @@ impl AppState {
                 }
             }
         }
+        if self.mode == Mode::Replay && self.playback.pos >= self.playback.total.max(1) {
+            // the recording's end: an exec whose result is not in it is taken as run
+            self.engine.end_of_input();
+        }
         if self.mode == Mode::Live {
             let recent = &mut self.capture.window.1;
             while recent.len() > LIVE_EVENTS_CAP {

@@ -176,6 +176,10 @@ fn mark_style(s: &AppState, m: &Mark<'_>, base: Style) -> Style {
         Mark::Threads(_)
         | Mark::Uid(_)
         | Mark::Placeholder
+        | Mark::ParentUnknown
+        | Mark::ParentInferred
+        | Mark::FlagsUnknown
+        | Mark::ExecUnconfirmed
         | Mark::InitialProcess
         | Mark::MachineInit
         | Mark::Exit(_) => base,
