@@ -190,6 +190,24 @@ fn check(log: &str) {
         };
         judged.process(tp, at, &roles[&tp.pid], &mut problems);
     }
+    // A process and its parent at the same nesting level are in one namespace (a child's
+    // namespace is its parent's or one below it).
+    let level: HashMap<u32, u32> = t.procs.iter().map(|p| (p.pid, p.level)).collect();
+    for tp in t.procs.iter().filter(|p| p.level > 0 && e.whole) {
+        if level.get(&tp.parent) != Some(&tp.level) {
+            continue;
+        }
+        let ns = |pid: u32| engine.process(pid).and_then(|p| p.pidns).map(|n| n.inum);
+        if ns(tp.pid) != ns(tp.parent) {
+            problems.push(format!(
+                "{} and its parent {} are in one pid namespace (engine: {:?}, {:?})",
+                tp.pid,
+                tp.parent,
+                ns(tp.pid),
+                ns(tp.parent)
+            ));
+        }
+    }
     for (tid, pid) in &t.threads {
         let Some((proc_, _)) = engine.thread_of(*tid) else {
             continue; // a thread the log never names

@@ -10,12 +10,17 @@ use tracer::tracefile::{CaptureMode, Header, TraceWriter};
 pub struct ImportArgs {
     /// An `strace -f` log (or a trace file or `demo:NAME`, re-encoded); `-` reads stdin.
     pub log: PathBuf,
+    /// The other files of an `strace -ff -o PREFIX` set, given one by one (`PREFIX.*`); the
+    /// set can also be named by PREFIX alone.
+    #[arg(value_name = "MORE")]
+    pub more: Vec<PathBuf>,
     /// Trace file to write.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
 }
 
-pub fn import_strace(args: ImportArgs) -> Result<ExitCode> {
+pub fn import_strace(mut args: ImportArgs) -> Result<ExitCode> {
+    args.log = super::reading::one_recording(&args.log, &args.more)?;
     let mut input = open_input(&args.log)?;
     let mut header = Header::for_this_host(CaptureMode::Import {
         format: input.kind.name().to_string(),

@@ -8,6 +8,7 @@ use EventKind as K;
 
 mod calls;
 mod fixtures;
+mod found;
 mod inferred;
 mod line_forms;
 mod robustness;

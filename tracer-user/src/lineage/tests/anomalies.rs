@@ -247,3 +247,31 @@ fn snapshot_seeds_processes_marked_as_such() {
     assert_eq!(ppid(&e, 400), 200);
     assert!(e.warnings().is_empty());
 }
+
+/// A live view reads /proc after its probes attached: a process made in between is in its
+/// snapshot and its birth is in the stream after it. One process, one record; a snapshot
+/// process that events touched and that ended is a reused pid's predecessor, as before.
+#[test]
+fn a_snapshot_process_whose_birth_comes_after_the_snapshot_is_one_record() {
+    let snap = [
+        crate::synth::process(1, 0, "init"),
+        crate::synth::process(60, 1, "bash"),
+        crate::synth::process(70, 1, "old"),
+    ];
+    let mut b = Stream::default();
+    b.fork(1, 60);
+    b.exec(60, "/bin/sleep", &["sleep"]);
+    b.exit(60, 0);
+    b.exit(70, 0);
+    b.fork(1, 70);
+    let mut e = Engine::seeded(&snap);
+    b.events.iter().for_each(|ev| e.apply(ev));
+    let records = |pid| e.processes().filter(|p| p.pid == pid).count();
+    assert_eq!((records(60), records(70)), (1, 2));
+    let p = e.process(60).unwrap();
+    assert_eq!(
+        (p.name().as_str(), p.born_how(), p.exited),
+        ("sleep", How::Fork, true)
+    );
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}

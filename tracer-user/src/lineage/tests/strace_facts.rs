@@ -128,3 +128,78 @@ fn a_pid_1_that_is_no_init_system_is_the_recording_machines_init() {
         "the recording machine's init (a\\33[2J)"
     );
 }
+
+/// A child named only after its parent's exit (an strace log names a child by its first line)
+/// was born before that exit: it is the dead parent's, and that exit handed it to the reaper
+/// of its pid namespace (find_new_reaper() never leaves it) — no second record of the parent.
+#[test]
+fn a_birth_told_after_the_parents_exit_is_that_exits_orphan() {
+    let ns = |pid| Some(PidNs::inferred(1, 1, pid));
+    let mut b = Stream::default();
+    b.fork(1, 10);
+    b.born(10, 20, 10, 0, ns(1)); // the namespace's init
+    b.born(20, 21, 20, 0, ns(2)); // the subshell
+    b.exit(21, 0);
+    b.born(21, 22, 21, 0, ns(3)); // its child, told late
+    let e = b.engine();
+    assert_eq!(e.processes().filter(|p| p.pid == 21).count(), 1);
+    let orphan = e.process(22).expect("the orphan");
+    assert_eq!(orphan.ppid, 20, "{:?}", orphan.lineage);
+    assert!(orphan.last_adoption().is_some());
+    assert!(e.warnings().is_empty(), "{:?}", e.warnings());
+}
+
+/// A process whose birth the log lost: the process its SIGCHLD went to is its parent, said
+/// so; a SIGCHLD to another process than a known parent is still a disagreement.
+#[test]
+fn a_sigchld_names_the_parent_the_log_did_not_show() {
+    let mut b = Stream::default();
+    b.fork(1, 30);
+    b.exec(40, "/bin/sleep", &["sleep"]); // birth not in the log
+    b.exit(40, 0);
+    b.logged_sigchld(40, 30);
+    b.fork(30, 41);
+    b.exit(41, 0);
+    b.logged_sigchld(41, 1);
+    let e = b.engine();
+    let p = e.process(40).unwrap();
+    assert_eq!((p.ppid, p.parent_from_sigchld().is_some()), (30, true));
+    let label = view::node_label(p, Default::default());
+    assert!(
+        label.contains("(parent inferred from its SIGCHLD)"),
+        "{label}"
+    );
+    let disagreed = e.warnings().iter().any(|w| {
+        matches!(
+            w.kind,
+            WarningKind::SigchldDisagreement {
+                pid: 41,
+                model: 30,
+                kernel: 1
+            }
+        )
+    });
+    assert!(disagreed, "{:?}", e.warnings());
+}
+
+/// An exec whose result the input never gave is what its process ran, once the input ends;
+/// a later result takes its place.
+#[test]
+fn an_exec_without_its_result_is_taken_as_run_at_the_inputs_end() {
+    let mut b = Stream::default();
+    b.fork(1, 50);
+    b.exec_enter(
+        50,
+        50,
+        "/usr/bin/containerd-shim-runc-v2",
+        &["containerd-shim-runc-v2", "-id", "c1"],
+    );
+    let mut e = b.engine();
+    assert_eq!(e.process(50).unwrap().role, None);
+    e.end_of_input();
+    let p = e.process(50).unwrap();
+    assert!(p.exec_unconfirmed());
+    assert_eq!(p.role, Some(Role::Shim));
+    e.end_of_input(); // once
+    assert_eq!(e.process(50).unwrap().execs.len(), 1);
+}
