@@ -250,8 +250,6 @@ pub struct Engine {
     clock: crate::clock::Clock,
     /// `ts_ns` of the event being applied: the time of every record it makes.
     now_ts: u64,
-    /// Records of the start snapshot no event has acted on yet (`unborn`).
-    untouched: std::collections::HashSet<ProcId>,
 }
 
 impl Engine {
@@ -488,7 +486,6 @@ impl Engine {
                 self.end_process(old, None, seq, 0);
             }
             let id = self.seed_one(s, seq);
-            self.untouched.insert(id);
             ids.push((id, s.ppid));
         }
         for &(id, ppid) in &ids {
@@ -576,11 +573,6 @@ impl Engine {
 
     /// Applies one kernel transition (what [`Engine::apply`] makes of an event).
     pub fn step(&mut self, t: &Transition) {
-        if !self.untouched.is_empty() {
-            if let Some(id) = self.tree.live(t.actor().pid) {
-                self.untouched.remove(&id);
-            }
-        }
         match t {
             Transition::Alive(a) => {
                 self.task(a);
@@ -989,13 +981,18 @@ impl Engine {
     /// A live record whose birth the source had not shown, which a birth now names: a
     /// placeholder the source made of the process's first events (an strace log names a
     /// child by its first line, which may come before its creator's clone returns), or a
-    /// process of the start snapshot no event has touched yet (read from /proc after the
-    /// probes attached: its birth was in the ring buffer already). Not after a loss of
-    /// events, where the pid may have been reused unseen.
+    /// process of the start snapshot still as /proc showed it (read after the probes
+    /// attached: its birth was in the ring buffer already; a process acts only after its
+    /// birth, so one that exec'd, renamed, moved or made a child since is another). Not
+    /// after a loss of events, where the pid may have been reused unseen.
     fn unborn(&self, id: ProcId) -> bool {
-        match self.tree[id].born_how() {
+        let p = &self.tree[id];
+        match p.born_how() {
             How::Unknown => true,
-            How::Snapshot => !self.lost && self.untouched.contains(&id),
+            How::Snapshot => {
+                let seeded = |c: &ProcId| self.tree[*c].born_how() == How::Snapshot;
+                !self.lost && p.as_made() && p.children.iter().all(seeded)
+            }
             _ => false,
         }
     }

@@ -607,6 +607,12 @@ impl Process {
         !self.execs.is_empty() || self.exited || self.threads.len() > 1 || self.rare.is_some()
     }
 
+    /// Nothing of its own has been recorded since it was made (no exec, rename, signal, move,
+    /// subreaper...): a snapshot record still as /proc showed it.
+    pub(crate) fn as_made(&self) -> bool {
+        self.execs.is_empty() && self.rare.is_none()
+    }
+
     /// Its latest exec's result is not in the recording (see [`ExecRecord::unconfirmed`]).
     pub fn exec_unconfirmed(&self) -> bool {
         self.execs.last().is_some_and(|x| x.unconfirmed)
