@@ -456,3 +456,35 @@ fn replay_and_view_share_their_flags() {
     let out = ok(&["replay", "demo:pod", "--no-tui", "--paused", "--pod", "web"]);
     assert!(out.contains("execve("), "{out}");
 }
+
+/// An `strace -ff -o PREFIX` set is one recording wherever a FILE is taken: by its prefix, or
+/// every file given (`PREFIX.*`); a part of the set, or a file of another, is one line.
+#[test]
+fn an_strace_ff_set_is_one_recording_by_its_prefix_or_all_its_files() {
+    let dir = temp("conventions", "ff");
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/strace/corpus");
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&corpus).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("unshare-ff.log.") {
+            std::fs::copy(e.path(), dir.join(format!("x.{pid}"))).unwrap();
+            files.push(format!("x.{pid}"));
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    let by_prefix = tracer_in(&dir, &["tree", "x"]);
+    assert!(by_prefix.status.success(), "{}", text(&by_prefix.stderr));
+    assert!(text(&by_prefix.stderr).contains("files of an strace -ff set"));
+    let mut all = vec!["tree"];
+    all.extend(files.iter().map(String::as_str));
+    let by_files = tracer_in(&dir, &all);
+    assert_eq!(text(&by_files.stdout), text(&by_prefix.stdout));
+    // the orphan of the double fork under the namespace's init, as in the whole log
+    assert!(text(&by_prefix.stdout).contains("adopted"), "{}", text(&by_prefix.stdout));
+    let part = tracer_in(&dir, &["tree", &files[0], &files[1]]);
+    assert_eq!(part.status.code(), Some(1));
+    assert!(one_line_error(&part, 1).contains("give every file of the strace -ff set"));
+    let other = tracer_in(&dir, &["tree", &files[0], "elsewhere.log"]);
+    assert!(one_line_error(&other, 1).contains("is not a file of the strace -ff set"));
+}

@@ -199,7 +199,7 @@ pub(crate) fn parse_line(raw: &str) -> Option<Line<'_>> {
         let rest = rest.strip_prefix(']')?;
         line.pid = Some(pid);
         s = rest.trim_start_matches(' ');
-    } else if s.as_bytes()[0].is_ascii_digit() {
+    } else if s.as_bytes().first().is_some_and(u8::is_ascii_digit) {
         let digits = s.bytes().take_while(u8::is_ascii_digit).count();
         let after = s.as_bytes().get(digits).copied();
         if matches!(after, Some(b' ') | Some(b'<')) {
