@@ -481,7 +481,11 @@ fn an_strace_ff_set_is_one_recording_by_its_prefix_or_all_its_files() {
     let by_files = tracer_in(&dir, &all);
     assert_eq!(text(&by_files.stdout), text(&by_prefix.stdout));
     // the orphan of the double fork under the namespace's init, as in the whole log
-    assert!(text(&by_prefix.stdout).contains("adopted"), "{}", text(&by_prefix.stdout));
+    assert!(
+        text(&by_prefix.stdout).contains("adopted"),
+        "{}",
+        text(&by_prefix.stdout)
+    );
     let part = tracer_in(&dir, &["tree", &files[0], &files[1]]);
     assert_eq!(part.status.code(), Some(1));
     assert!(one_line_error(&part, 1).contains("give every file of the strace -ff set"));

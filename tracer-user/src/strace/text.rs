@@ -154,14 +154,26 @@ pub(super) fn parse(text: &str) -> Option<Line<'_>> {
     }
 }
 
-/// A line that parses may still be cut: inside the comment after its return value.
-fn reads_whole(text: &str) -> bool {
-    let Some(at) = text.rfind(") = ") else {
-        return true;
+/// A line that parses may still be cut: a call of a syscall the importer does not follow (read
+/// up to its name) without its return, or inside the comment after its return value.
+fn reads_whole(text: &str, l: &Line<'_>) -> bool {
+    let Some(at) = return_at(text) else {
+        let call = matches!(l.body, Body::Call { .. });
+        return !call || text.trim_end().ends_with("...>");
     };
-    let tail = &text.as_bytes()[at + 4..];
+    let tail = &text.as_bytes()[at..];
     let open = tail.iter().filter(|&&b| b == b'(').count();
     open <= tail.iter().filter(|&&b| b == b')').count()
+}
+
+/// Where the text after a call's return value starts: after the last `)`, spaces (strace
+/// pads to a column), `=`.
+fn return_at(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    (0..b.len()).rev().filter(|&i| b[i] == b')').find_map(|i| {
+        let spaces = b[i + 1..].iter().take_while(|&&c| c == b' ').count();
+        (spaces > 0 && b.get(i + 1 + spaces) == Some(&b'=')).then_some(i + 2 + spaces)
+    })
 }
 
 /// What the start of a line of strace's looks like: a pid prefix or column, a stamp, a
@@ -205,7 +217,7 @@ impl Parser {
             let joined = format!("{}{sep}{text}", c.text);
             // (a line cut by a notice is taken as soon as the join parses, as strace wrote it)
             if line::find_spliced_notice(&joined).is_some()
-                || parse(&joined).is_some_and(|_| c.cuts > 0 || reads_whole(&joined))
+                || parse(&joined).is_some_and(|l| c.cuts > 0 || reads_whole(&joined, &l))
             {
                 if c.cuts == 0 {
                     self.out.rejoined += 1 + c.pieces.len();
@@ -262,7 +274,7 @@ impl Parser {
             }
         }
         let parsed = parse(text);
-        let whole = parsed.is_some() && reads_whole(text);
+        let whole = parsed.as_ref().is_some_and(|l| reads_whole(text, l));
         let may_hold = from.is_none() && text.len() <= MAX_CARRY_BYTES;
         if !whole && may_hold && (parsed.is_some() || looks_like_start(text)) {
             self.carry = Some(Carry {
@@ -345,17 +357,27 @@ mod tests {
         }
     }
 
+    fn whole(text: &str) -> bool {
+        parse(text).is_some_and(|l| reads_whole(text, &l))
+    }
+
     #[test]
     fn a_line_cut_in_its_comment_does_not_read_whole() {
-        assert!(!reads_whole(
-            "1 execve(\"/x\", [], 0x0) = -1 ENOENT (No such"
-        ));
-        assert!(reads_whole(
+        assert!(!whole("1 execve(\"/x\", [], 0x0) = -1 ENOENT (No such"));
+        assert!(whole(
             "1 execve(\"/x\", [], 0x0) = -1 ENOENT (No such file or directory)"
         ));
-        assert!(reads_whole("1 exit_group(0) = ?"));
-        assert!(reads_whole(
+        assert!(whole("1 exit_group(0) = ?"));
+        assert!(whole("1 exit_group(3)               = ?"));
+        assert!(whole(
             "--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED} ---"
         ));
+        assert!(whole(
+            "1 execve(\"/x\", [], 0x0 /* 1 var */ <unfinished ...>"
+        ));
+        // a call the importer does not follow is read up to its name: it needs its return
+        assert!(!whole("1 unshare(CLONE_NEWNS|CLONE_NEWUTS|CL"));
+        assert!(whole("1 unshare(CLONE_NEWNS|CLONE_NEWUTS) = 0"));
+        assert!(whole("1 wait4(-1,  <unfinished ...>"));
     }
 }
