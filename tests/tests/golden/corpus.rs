@@ -149,95 +149,27 @@ fn check(log: &str) {
     let t = truth(&e.truth);
     let loaded = load(e);
     let engine = &loaded.engine;
-    let roles = expected_roles(&t);
-    let mut problems = Vec::new();
     // The process strace started, when the log never shows its pid: the importer's
     // "initial process" (pid 0) is it.
     let root = t.procs.iter().find(|p| !p.created).map(|p| p.pid);
     let alias = root.filter(|&r| engine.process(r).is_none() && engine.process(0).is_some());
     let pid_of = |pid: u32| if pid == 0 { alias.unwrap_or(0) } else { pid };
-    let truth_pids: HashSet<u32> = t.procs.iter().map(|p| p.pid).collect();
-    // One record per pid (the truth's count: a pid the kernel reused is two).
-    let mut records: HashMap<u32, usize> = HashMap::new();
-    for p in engine.processes() {
-        let pid = pid_of(p.pid);
-        *records.entry(pid).or_default() += 1;
-        // An excerpt that cut a thread's creation shows it as a process of unknown parent, or
-        // made by a clone whose flags it cut (said so).
-        let untold = !e.whole && (told_unknown(p) || flags_unknown(p));
-        if !truth_pids.contains(&pid) && pid != 1 && !untold {
-            let what = if t.threads.contains_key(&p.pid) {
-                "a thread"
-            } else {
-                "no process of the run"
-            };
-            problems.push(format!("record {} {} is {what}", p.pid, p.name()));
-        }
-    }
-    for (pid, n) in &records {
-        let want = t.procs.iter().filter(|p| p.pid == *pid).count().max(1);
-        if *n > want {
-            problems.push(format!("pid {pid}: {n} records, the kernel made {want}"));
-        }
-    }
+    let judged = Judged {
+        entry: e,
+        truth: &t,
+        engine,
+        pid_of: &pid_of,
+    };
+    let mut problems = Vec::new();
+    judged.records(&mut problems);
+    let roles = expected_roles(&t);
     for tp in &t.procs {
         let at = if Some(tp.pid) == alias { 0 } else { tp.pid };
-        let judged = Judged {
-            entry: e,
-            threads: &t.threads,
-            engine,
-            pid_of: &pid_of,
-        };
         judged.process(tp, at, &roles[&tp.pid], &mut problems);
     }
-    // A process and its parent at the same nesting level are in one namespace (a child's
-    // namespace is its parent's or one below it).
-    let level: HashMap<u32, u32> = t.procs.iter().map(|p| (p.pid, p.level)).collect();
-    for tp in t.procs.iter().filter(|p| p.level > 0 && e.whole) {
-        if level.get(&tp.parent) != Some(&tp.level) {
-            continue;
-        }
-        let ns = |pid: u32| engine.process(pid).and_then(|p| p.pidns).map(|n| n.inum);
-        if ns(tp.pid) != ns(tp.parent) {
-            problems.push(format!(
-                "{} and its parent {} are in one pid namespace (engine: {:?}, {:?})",
-                tp.pid,
-                tp.parent,
-                ns(tp.pid),
-                ns(tp.parent)
-            ));
-        }
-    }
-    for (tid, pid) in &t.threads {
-        let Some((proc_, _)) = engine.thread_of(*tid) else {
-            continue; // a thread the log never names
-        };
-        let shown_alone =
-            |p: &tracer::lineage::Process| told_unknown(p) || flags_unknown(p) || p.pid == *tid;
-        if proc_.pid != *pid && !e.whole && t.threads.get(&proc_.pid) == Some(pid) {
-            continue; // made by a thread of its process that the excerpt shows alone
-        }
-        if proc_.pid != *pid && proc_.pid == *tid && !e.whole && shown_alone(proc_) {
-            continue; // an excerpt may not tell a thread it shows alone
-        }
-        if proc_.pid != *pid {
-            problems.push(format!("thread {tid} of {pid} is taken as {}'s", proc_.pid));
-        }
-    }
-    // The truth's process of a task: a thread's, or its own.
-    let process_of = |tid: u32| t.threads.get(&tid).copied().unwrap_or(tid);
-    for w in engine.warnings() {
-        match w.kind {
-            // An excerpt that cut the threads' creations shows two threads of the parent
-            // apart: the model's parent and the one that dequeued the SIGCHLD.
-            WarningKind::SigchldDisagreement { model, kernel, .. }
-                if !e.whole && process_of(model) == process_of(kernel) => {}
-            WarningKind::Disagreement { .. } | WarningKind::SigchldDisagreement { .. } => {
-                problems.push(format!("warning: {w}"))
-            }
-            _ => {}
-        }
-    }
+    judged.namespaces(&mut problems);
+    judged.threads(&mut problems);
+    judged.warnings(&mut problems);
     assert!(
         problems.is_empty(),
         "{log} against {}.truth.txt:\n  {}\nnotes: {:?}",
@@ -274,8 +206,7 @@ fn flags_unknown(p: &tracer::lineage::Process) -> bool {
 /// What one log's processes are judged in.
 struct Judged<'a> {
     entry: &'a Entry,
-    /// The truth's threads (tid → process).
-    threads: &'a HashMap<u32, u32>,
+    truth: &'a Truth,
     engine: &'a Engine,
     /// The log's pid of the truth's (the initial process's 0 stands for its pid).
     pid_of: &'a dyn Fn(u32) -> u32,
@@ -285,7 +216,96 @@ impl Judged<'_> {
     /// An excerpt may take a thread of the parent for the parent: the SIGCHLD's receiver
     /// (any thread of the parent's group may dequeue it) shown alone.
     fn thread_of(&self, shown: u32, parent: u32) -> bool {
-        !self.entry.whole && self.threads.get(&shown) == Some(&parent)
+        !self.entry.whole && self.truth.threads.get(&shown) == Some(&parent)
+    }
+
+    /// One record per pid (the truth's count: a pid the kernel reused is two), and none for
+    /// a task that is no process of the run.
+    fn records(&self, problems: &mut Vec<String>) {
+        let (e, t) = (self.entry, self.truth);
+        let truth_pids: HashSet<u32> = t.procs.iter().map(|p| p.pid).collect();
+        let mut records: HashMap<u32, usize> = HashMap::new();
+        for p in self.engine.processes() {
+            let pid = (self.pid_of)(p.pid);
+            *records.entry(pid).or_default() += 1;
+            // An excerpt that cut a thread's creation shows it as a process of unknown
+            // parent, or made by a clone whose flags it cut (said so).
+            let untold = !e.whole && (told_unknown(p) || flags_unknown(p));
+            if !truth_pids.contains(&pid) && pid != 1 && !untold {
+                let what = match t.threads.contains_key(&p.pid) {
+                    true => "a thread",
+                    false => "no process of the run",
+                };
+                problems.push(format!("record {} {} is {what}", p.pid, p.name()));
+            }
+        }
+        for (pid, n) in &records {
+            let want = t.procs.iter().filter(|p| p.pid == *pid).count().max(1);
+            if *n > want {
+                problems.push(format!("pid {pid}: {n} records, the kernel made {want}"));
+            }
+        }
+    }
+
+    /// A process and its parent at the same nesting level are in one namespace (a child's
+    /// namespace is its parent's or one below it).
+    fn namespaces(&self, problems: &mut Vec<String>) {
+        let t = self.truth;
+        let level: HashMap<u32, u32> = t.procs.iter().map(|p| (p.pid, p.level)).collect();
+        let ns = |pid: u32| {
+            self.engine
+                .process(pid)
+                .and_then(|p| p.pidns)
+                .map(|n| n.inum)
+        };
+        for tp in t.procs.iter().filter(|p| p.level > 0 && self.entry.whole) {
+            if level.get(&tp.parent) == Some(&tp.level) && ns(tp.pid) != ns(tp.parent) {
+                problems.push(format!(
+                    "{} and its parent {} are in one pid namespace (engine: {:?}, {:?})",
+                    tp.pid,
+                    tp.parent,
+                    ns(tp.pid),
+                    ns(tp.parent)
+                ));
+            }
+        }
+    }
+
+    /// Each thread of the truth the log names is its process's.
+    fn threads(&self, problems: &mut Vec<String>) {
+        let (whole, t) = (self.entry.whole, self.truth);
+        for (tid, pid) in &t.threads {
+            let Some((proc_, _)) = self.engine.thread_of(*tid) else {
+                continue; // a thread the log never names
+            };
+            let shown_alone =
+                |p: &tracer::lineage::Process| told_unknown(p) || flags_unknown(p) || p.pid == *tid;
+            if proc_.pid == *pid
+                // made by a thread of its process that the excerpt shows alone
+                || (!whole && t.threads.get(&proc_.pid) == Some(pid))
+                // an excerpt may not tell a thread it shows alone
+                || (!whole && proc_.pid == *tid && shown_alone(proc_))
+            {
+                continue;
+            }
+            problems.push(format!("thread {tid} of {pid} is taken as {}'s", proc_.pid));
+        }
+    }
+
+    /// No model/kernel disagreement. An excerpt that cut the threads' creations shows two
+    /// threads of a parent apart: the model's parent and the one that dequeued the SIGCHLD.
+    fn warnings(&self, problems: &mut Vec<String>) {
+        let process_of = |tid: u32| self.truth.threads.get(&tid).copied().unwrap_or(tid);
+        for w in self.engine.warnings() {
+            match w.kind {
+                WarningKind::SigchldDisagreement { model, kernel, .. }
+                    if !self.entry.whole && process_of(model) == process_of(kernel) => {}
+                WarningKind::Disagreement { .. } | WarningKind::SigchldDisagreement { .. } => {
+                    problems.push(format!("warning: {w}"))
+                }
+                _ => {}
+            }
+        }
     }
 
     /// One process of the truth against the engine's newest record of its pid (`at`: 0 for

@@ -1155,28 +1155,7 @@ impl Parser {
         self.calls_after_exit_group(tid);
         match sc {
             Syscall::Clone | Syscall::Clone3 | Syscall::Fork | Syscall::Vfork => {
-                let parsed = clone_args(sc, args);
-                let (flags, exit_signal) = parsed.unwrap_or_default();
-                let enter_at = self.emitted();
-                self.emit(
-                    tid,
-                    ts,
-                    EventKind::CloneEnter {
-                        syscall: sc,
-                        flags: CloneFlags(flags),
-                        exit_signal,
-                    },
-                );
-                let set_tid = sc == Syscall::Clone3 && args.contains("set_tid=");
-                let id = self.new_clone(tid, ts, sc, parsed.map(|p| p.0), set_tid);
-                if parsed.is_none() {
-                    // its flags come at its return: the entry is written again then
-                    self.clones.update(id, |c| c.enter_at = Some(enter_at));
-                }
-                if let Some(child) = self.stated.remove(&tid) {
-                    self.clones.update(id, |c| c.child = Some(child));
-                }
-                self.pending.insert(tid, Pending::Clone(id));
+                self.clone_call(tid, ts, sc, args)
             }
             Syscall::Execve | Syscall::Execveat => {
                 let kind = exec_args(sc, args);
@@ -1232,6 +1211,30 @@ impl Parser {
         if let End::Returned(ret) = end {
             self.resumed(tid, ts, sc, End::Returned(ret), None);
         }
+    }
+
+    /// `tid` calls a clone-family syscall: its entry, and the call held until its child and
+    /// return are known.
+    fn clone_call(&mut self, tid: u32, ts: u64, sc: Syscall, args: &str) {
+        let parsed = clone_args(sc, args);
+        let (flags, exit_signal) = parsed.unwrap_or_default();
+        let enter_at = self.emitted();
+        let enter = EventKind::CloneEnter {
+            syscall: sc,
+            flags: CloneFlags(flags),
+            exit_signal,
+        };
+        self.emit(tid, ts, enter);
+        let set_tid = sc == Syscall::Clone3 && args.contains("set_tid=");
+        let id = self.new_clone(tid, ts, sc, parsed.map(|p| p.0), set_tid);
+        if parsed.is_none() {
+            // its flags come at its return: the entry is written again then
+            self.clones.update(id, |c| c.enter_at = Some(enter_at));
+        }
+        if let Some(child) = self.stated.remove(&tid) {
+            self.clones.update(id, |c| c.child = Some(child));
+        }
+        self.pending.insert(tid, Pending::Clone(id));
     }
 
     /// A call of `tid` returns (`late`: a clone's flags printed only now, when its call is not
