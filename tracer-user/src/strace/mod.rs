@@ -1514,21 +1514,21 @@ fn to_static(b: Body<'_>) -> Body<'static> {
 /// names none (strace before 5.3 printed clone's arguments only at its exit: a call cut by
 /// another task's line is `clone( <unfinished ...>`, its flags in the resumed line).
 fn clone_args(sc: Syscall, args: &str) -> Option<(u64, u32)> {
-    let first = args::split_top(args).next().map(str::trim).unwrap_or("");
+    let first = || args::split_top(args).next().map(str::trim).unwrap_or("");
     match sc {
         Syscall::Fork => Some((0, 17)),
         Syscall::Vfork => Some((cf::CLONE_VM | cf::CLONE_VFORK, 17)),
         Syscall::Clone => match args::keyed(args, "flags") {
             Some(f) => Some(args::parse_flags_lenient(f)),
             // no key names (raw form): flags are the first argument on x86-64
-            None if !first.is_empty() && !first.contains('=') => {
-                Some(args::parse_flags_lenient(first))
+            None if !first().is_empty() && !first().contains('=') => {
+                Some(args::parse_flags_lenient(first()))
             }
             None => None,
         },
         Syscall::Clone3 => {
             // `{flags=..., exit_signal=SIGCHLD, ...} => {parent_tid=[5]}`
-            let inner = first.strip_prefix('{')?;
+            let inner = first().strip_prefix('{')?;
             let inner = match inner.find('}') {
                 Some(end) => inner.get(..end).unwrap_or(""),
                 None => inner,

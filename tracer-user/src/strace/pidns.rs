@@ -212,7 +212,9 @@ impl NsInference {
 
     /// Pid `pid` names a new task: what an exited process of that pid left is not its.
     pub fn reused(&mut self, pid: u32) {
-        self.exited.remove(&pid);
+        if !self.exited.is_empty() {
+            self.exited.remove(&pid);
+        }
     }
 
     /// Pid `ns_pid` of namespace `ns` as the log names that process; `None` when no clone the

@@ -3,7 +3,8 @@
 //! at 72–80 columns, quoted with `> `, indented, coloured by `grep --color`, a tag such as
 //! `strace: ` before every line, a shell prompt above them. What is done to each line:
 //!
-//! * ANSI escape sequences (CSI `ESC [ ... letter`, and other `ESC x` pairs) are removed;
+//! * ANSI escape sequences (CSI `ESC [ ... letter`, and other `ESC x` pairs) are removed
+//!   from a line that does not read with them;
 //! * in a log whose first line starts with `>` (a mail quote), the quote markers `> ` are
 //!   removed from every line;
 //! * a line `strace: LINE`, where LINE reads as a line of strace's other than its own notices,
@@ -51,14 +52,10 @@ pub(super) struct Paste {
     indent: Option<usize>,
 }
 
-/// The line's text with what a paste added taken off: ANSI sequences, a mail quote, the
-/// page's indentation.
+/// The line's text with what a paste added taken off: a mail quote, the page's indentation.
 pub(super) fn clean<'a>(raw: &'a str, paste: &mut Paste) -> Cow<'a, str> {
     let mut text = Cow::Borrowed(raw);
-    if raw.contains('\x1b') {
-        text = Cow::Owned(strip_ansi(raw));
-    }
-    if text.trim().is_empty() {
+    if text.bytes().all(|b| b.is_ascii_whitespace()) {
         return text;
     }
     if *paste.quoted.get_or_insert_with(|| text.starts_with('>')) && text.starts_with('>') {
@@ -72,8 +69,12 @@ pub(super) fn clean<'a>(raw: &'a str, paste: &mut Paste) -> Cow<'a, str> {
         paste.indent = Some(text.len() - text.trim_start_matches([' ', '\t']).len());
     }
     let indent = paste.indent.unwrap_or(0);
-    let lead = text.len() - text.trim_start_matches([' ', '\t']).len();
-    if indent > 0 && lead >= indent {
+    let lead = || {
+        text.bytes()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count()
+    };
+    if indent > 0 && lead() >= indent {
         text = match text {
             Cow::Borrowed(t) => Cow::Borrowed(&t[indent..]),
             Cow::Owned(t) => Cow::Owned(t[indent..].to_owned()),
@@ -157,9 +158,16 @@ pub(super) fn parse(text: &str) -> Option<Line<'_>> {
 /// A line that parses may still be cut: a call of a syscall the importer does not follow (read
 /// up to its name) without its return, or inside the comment after its return value.
 fn reads_whole(text: &str, l: &Line<'_>) -> bool {
+    if !matches!(l.body, Body::Call { .. }) {
+        return true;
+    }
+    // most calls end in their return value (`= 3`, `= ?`) or a marker (`...>`)
+    let last = text.trim_end().as_bytes().last().copied().unwrap_or(b' ');
+    if last.is_ascii_digit() || matches!(last, b'?' | b'>') {
+        return true;
+    }
     let Some(at) = return_at(text) else {
-        let call = matches!(l.body, Body::Call { .. });
-        return !call || text.trim_end().ends_with("...>");
+        return text.trim_end().ends_with("...>");
     };
     let tail = &text.as_bytes()[at..];
     let open = tail.iter().filter(|&&b| b == b'(').count();
@@ -170,10 +178,15 @@ fn reads_whole(text: &str, l: &Line<'_>) -> bool {
 /// pads to a column), `=`.
 fn return_at(text: &str) -> Option<usize> {
     let b = text.as_bytes();
-    (0..b.len()).rev().filter(|&i| b[i] == b')').find_map(|i| {
+    let mut end = b.len();
+    while let Some(i) = text.get(..end)?.rfind(')') {
         let spaces = b[i + 1..].iter().take_while(|&&c| c == b' ').count();
-        (spaces > 0 && b.get(i + 1 + spaces) == Some(&b'=')).then_some(i + 2 + spaces)
-    })
+        if spaces > 0 && b.get(i + 1 + spaces) == Some(&b'=') {
+            return Some(i + 2 + spaces);
+        }
+        end = i;
+    }
+    None
 }
 
 /// What the start of a line of strace's looks like: a pid prefix or column, a stamp, a
@@ -243,10 +256,6 @@ impl Parser {
 
     /// A line (or a join, `from` the carry it came from): applied, held, or unreadable.
     fn take_line(&mut self, no: usize, text: &str, from: Option<Carry>) {
-        if from.is_none() && is_prompt(text) && parse(text).is_none() {
-            self.out.prompts += 1;
-            return;
-        }
         // An attach notice spliced into the line: the text before it continues on the next line.
         if let Some(at) = line::find_spliced_notice(text) {
             if let Some(Line {
@@ -274,6 +283,15 @@ impl Parser {
             }
         }
         let parsed = parse(text);
+        if parsed.is_none() && text.contains('\x1b') {
+            // coloured (`grep --color`, a terminal capture): no line of strace's reads with
+            // the escapes in it
+            return self.take_line(no, &strip_ansi(text), from);
+        }
+        if parsed.is_none() && from.is_none() && is_prompt(text) {
+            self.out.prompts += 1;
+            return;
+        }
         let whole = parsed.as_ref().is_some_and(|l| reads_whole(text, l));
         let may_hold = from.is_none() && text.len() <= MAX_CARRY_BYTES;
         if !whole && may_hold && (parsed.is_some() || looks_like_start(text)) {
@@ -315,10 +333,9 @@ mod tests {
 
     #[test]
     fn ansi_sequences_and_quotes_are_taken_off() {
-        let mut p = Paste::default();
         let coloured = "\x1b[01;31m\x1b[K123\x1b[m\x1b[K execve(\"/bin/true\", [], 0x0) = 0";
         assert_eq!(
-            clean(coloured, &mut p),
+            strip_ansi(coloured),
             "123 execve(\"/bin/true\", [], 0x0) = 0"
         );
         let mut p = Paste::default();
