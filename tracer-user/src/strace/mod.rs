@@ -34,7 +34,11 @@
 //!   and the commands' warnings call it "the initial process", not a pid.
 //! * Thread ids map to process ids through the CLONE_THREAD clones seen. `Process N attached
 //!   with M threads` (`strace -p`) announces only N: the next M-1 unknown pids that appear
-//!   without a notice or a matching clone are taken as N's threads.
+//!   without a notice or a matching clone are taken as N's threads, tentatively: one the log
+//!   later shows to lead a process of its own is taken back (`threads.rs`).
+//!
+//! Logs as people find them — pasted, wrapped, excerpts, `-ff` sets, strace before 5.3 — are
+//! read by the rules of docs/strace-import.md (`text.rs`, `flags.rs`, `threads.rs`).
 //! * A pid seen again after its `+++ exited` line is a new task (pid reuse).
 //! * A `Fork`'s `child_ppid` is the parent copy_process gives the child: the caller's process,
 //!   or with CLONE_PARENT or CLONE_THREAD the caller's parent when the log created the caller
@@ -856,7 +860,7 @@ impl Parser {
             // (a caller that exited before its child spoke is no longer in `nested`: the
             // child's namespace says it)
             let below = child_ns.is_some_and(|ns| ns.ns_pid == 1 || ns.level > 0);
-            if below || self.nested.contains(&c.tgid) {
+            if below || nested {
                 self.nested.insert(child);
             }
         }
