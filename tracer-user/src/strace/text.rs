@@ -285,8 +285,12 @@ impl Parser {
         let parsed = parse(text);
         if parsed.is_none() && text.contains('\x1b') {
             // coloured (`grep --color`, a terminal capture): no line of strace's reads with
-            // the escapes in it
-            return self.take_line(no, &strip_ansi(text), from);
+            // the escapes in it. A line that is none of strace's without them either is kept
+            // unreadable as it came (its escapes shown escaped).
+            let plain = strip_ansi(text);
+            if parse(&plain).is_some() || looks_like_start(&plain) {
+                return self.take_line(no, &plain, from);
+            }
         }
         if parsed.is_none() && from.is_none() && is_prompt(text) {
             self.out.prompts += 1;
