@@ -21,7 +21,7 @@ use crate::escape::{angled, escape, quoted as quote};
 use crate::event::{Event, EventKind, ExitStatus, OomInfo, SignalInfo, SignalResult, Syscall};
 use crate::lineage::Engine;
 use crate::names;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// `-Y` / `--decode-pids=`: what a pid is printed with.
@@ -106,6 +106,11 @@ pub struct LineRenderer {
     pub decode: Decode,
     /// Which lines print (`-e trace=`, `-e signal=`).
     pub filter: LineFilter,
+    /// The processes traced, when not every one is (a command and what it creates): a signal
+    /// prints only at one of them, as strace prints a signal only where it dequeues it. The
+    /// probes also report what a traced process sends outside (its SIGCHLD to the tracer
+    /// that started it), which is no traced task's line.
+    pub traced: Option<HashSet<u32>>,
 }
 
 fn ret_text(syscall: Syscall, ret: i64, child: Option<u32>, pidns: bool) -> String {
@@ -269,7 +274,7 @@ impl LineRenderer {
     pub fn render_in(&mut self, ev: &Event, engine: Option<&Engine>) -> Vec<String> {
         let cx = Ctx { engine };
         let mut lines = Vec::new();
-        if !self.filter.shows(ev) || self.orphan_exit(ev) {
+        if !self.keep_traced(ev) || !self.filter.shows(ev) || self.orphan_exit(ev) {
             if matches!(ev.kind, EventKind::TaskExit { .. }) {
                 self.forget(ev.tid);
             }
@@ -354,6 +359,29 @@ impl LineRenderer {
             // No exit will come: only successful ones are seen.
             self.syscall_exit(cx, ev, Syscall::Prctl, 0, lines);
         }
+    }
+
+    /// Follows the traced set through `ev`; false for a signal whose receiver is outside it.
+    fn keep_traced(&mut self, ev: &Event) -> bool {
+        let Some(traced) = self.traced.as_mut() else {
+            return true;
+        };
+        match &ev.kind {
+            EventKind::Fork { child_tgid, .. } if traced.contains(&ev.tgid) => {
+                traced.insert(*child_tgid);
+            }
+            EventKind::TaskExit {
+                group_dead: true, ..
+            } => {
+                traced.remove(&ev.tgid);
+            }
+            EventKind::Signal(i) => {
+                let receiver = if i.target != 0 { i.target } else { ev.tgid };
+                return traced.contains(&receiver);
+            }
+            _ => {}
+        }
+        true
     }
 
     /// A return whose call `-e trace=` left out (a prctl that was not a rename).
@@ -1012,6 +1040,33 @@ mod forms {
 
     fn one(r: &mut LineRenderer, ev: &Event, e: Option<&Engine>) -> String {
         r.render_in(ev, e).join("\n")
+    }
+
+    /// A traced command's signals print where it receives them, and what it sends outside
+    /// (its SIGCHLD to the tracer that started it) prints nowhere, as under strace.
+    #[test]
+    fn a_signal_prints_only_at_a_traced_receiver() {
+        let mut r = LineRenderer {
+            traced: Some([200].into()),
+            ..LineRenderer::new()
+        };
+        let chld = |from, to| synth::kill(from, to, libc::SIGCHLD, 1, SignalResult::Delivered);
+        let shown = |r: &mut LineRenderer, ev: &Event| !r.render(ev).is_empty();
+        assert!(shown(&mut r, &synth::fork(200, 201)));
+        assert!(shown(
+            &mut r,
+            &synth::kill(150, 201, 15, 0, SignalResult::Delivered)
+        ));
+        assert!(shown(&mut r, &synth::exit(201, 0)));
+        assert!(shown(&mut r, &chld(201, 200)));
+        assert!(shown(&mut r, &synth::exit(200, 0)));
+        assert!(!shown(&mut r, &chld(200, 100)), "to the tracer");
+        assert!(!shown(
+            &mut r,
+            &synth::kill(150, 201, 15, 0, SignalResult::Ignored)
+        ));
+        let mut every = LineRenderer::new();
+        assert!(shown(&mut every, &chld(200, 100)), "no traced set: all");
     }
 
     #[test]

@@ -166,7 +166,8 @@ pub fn run(args: TargetArgs, o: TraceOpts) -> Result<ExitCode> {
         let deadline = args
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
-        let renderer = o.lines.renderer(clock, o.seq, !cap.syscall_probes())?;
+        let mut renderer = o.lines.renderer(clock, o.seq, !cap.syscall_probes())?;
+        renderer.traced = traced_roots(&cap);
         let mut emit = Emit {
             format: o.format,
             engine: renderer.decode.any().then(names_engine),
@@ -206,6 +207,15 @@ pub fn run(args: TargetArgs, o: TraceOpts) -> Result<ExitCode> {
         cap.release_in_background();
         Ok(ExitCode::from(code))
     })
+}
+
+/// The processes a capture traces from its start, what they create joining them (None: all).
+fn traced_roots(cap: &Capture) -> Option<std::collections::HashSet<u32>> {
+    match cap.target() {
+        Target::All => None,
+        Target::Pid(pid) => Some([*pid].into()),
+        Target::Command(_) => Some(cap.child_pid().into_iter().collect()),
+    }
 }
 
 /// The engine whose view of each process gives the names `-Y` prints, as the events go by,

@@ -5,7 +5,7 @@
 //! or `-r`'s, which count from each file's line before) cannot be merged by time: they are
 //! read whole, one after another, in pid order, and the input says so.
 //!
-//! Bounded: at most [`MAX_FILES`] files, at most [`OPEN_AT_ONCE`] open at a time (the others
+//! Bounded: at most `MAX_FILES` files, at most `OPEN_AT_ONCE` open at a time (the others
 //! are opened again where they were left).
 
 use std::cmp::Reverse;
