@@ -387,3 +387,125 @@ fn frames_forged_ahead_by_a_reader_of_the_stream_are_dropped_unread_and_hide_not
         "the reader did not report the forgery: {stderr}"
     );
 }
+
+/// A server that greets each client, answers its pings (so the connection stays up) and
+/// every other line it sends (a subscription, a publish and its payload) with `n` `-ERR`
+/// lines.
+fn erring_server(n: usize) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || err_each_line(conn, n));
+        }
+    });
+    port
+}
+
+fn err_each_line(conn: std::net::TcpStream, n: usize) {
+    use std::io::BufRead;
+    let mut out = match conn.try_clone() {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let info = "INFO {\"server_id\":\"flood\",\"version\":\"2.10.0\",\"proto\":1,\"headers\":true,\"max_payload\":1048576}\r\n";
+    let errs = "-ERR 'flood'\r\n".repeat(n);
+    if out.write_all(info.as_bytes()).is_err() {
+        return;
+    }
+    for line in std::io::BufReader::new(conn)
+        .split(b'\n')
+        .map_while(Result::ok)
+    {
+        let reply = match &line[..] {
+            l if l.starts_with(b"PING") => "PONG\r\n",
+            l if l.starts_with(b"CONNECT") || l.starts_with(b"PONG") => continue,
+            _ => errs.as_str(),
+        };
+        if out.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Lines of `text` that are not blank.
+fn lines_of(text: &str) -> usize {
+    text.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+/// A server answering every request with a hundred `-ERR` lines: the agent and a reader say
+/// each burst in a line and a count, not a line per error.
+#[test]
+#[ignore = "root: loads the probes"]
+fn an_error_flood_is_a_line_and_a_count_per_burst() {
+    if !tests::prereq::require_root() {
+        return;
+    }
+    let port = erring_server(100);
+    let url = format!("nats://127.0.0.1:{port}");
+    let tracer = tests::bins::release_tracer().expect("release tracer");
+    let dirs = tests::agent::Dirs::new("agent-flood");
+    let log = dirs.dir.join("agent.log");
+    let metrics = tests::servers::free_port();
+    let mut agent =
+        tests::agent::start_agent_with(&tracer, (&url, metrics), "flood", &log, &[], &["--all"]);
+    std::thread::sleep(Duration::from_secs(10));
+    agent.terminate();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.contains("flood"),
+        "the server's errors were never said:\n{text}"
+    );
+    assert!(lines_of(&text) <= 30, "{} lines:\n{text}", lines_of(&text));
+    let reader = Command::new(&tracer)
+        .args(["tree", &format!("{url}/flood")])
+        .stdin(Stdio::null())
+        .output()
+        .expect("tracer tree");
+    let err = String::from_utf8_lossy(&reader.stderr);
+    assert!(!reader.status.success(), "{err}");
+    assert!(lines_of(&err) <= 30, "{} lines:\n{err}", lines_of(&err));
+}
+
+/// A thousand junk subjects named like nodes beside one agent's: `tracer nodes` lists the
+/// agent's node alone and says how many subjects it skipped.
+#[test]
+#[ignore = "root: loads the probes, starts nats-server"]
+fn a_subject_flood_is_skipped_and_counted() {
+    if !prerequisites() {
+        return;
+    }
+    let w = World::start("agent-subjects");
+    let (rt, js) = jetstream(w.nats_port);
+    rt.block_on(async {
+        for i in 0..1000 {
+            let subject = format!("tracer.flood{i:04}.events");
+            let ack = js.publish(subject, "junk".into()).await.expect("publish");
+            ack.await.expect("stored");
+        }
+    });
+    let server = format!("nats://127.0.0.1:{}", w.nats_port);
+    let out = Command::new(&w.tracer)
+        .args(["nodes", &server, "--format", "json"])
+        .output()
+        .expect("tracer nodes");
+    assert!(out.status.success(), "{out:?}");
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: Vec<&str> = t["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|r| r["node"].as_str())
+        .collect();
+    // Bounded messages: the first names, not a thousand rows.
+    assert_eq!(
+        names,
+        ["n1"],
+        "{} nodes: {:?}",
+        names.len(),
+        &names[..names.len().min(5)]
+    );
+    assert_eq!(t["not_agents"], 1000);
+    let text = tracer_out(&w.tracer, &["nodes", &server]);
+    assert!(text.contains("(1000 subjects skipped"), "{text}");
+}

@@ -453,6 +453,7 @@ fn nodes_with_silent_leader(silent: u64) -> (Result<Vec<String>, String>, u64) {
     let url = format!("nats://127.0.0.1:{port}");
     let got = rt
         .block_on(tracer::nats::nodes(&url))
+        .map(|list| list.nodes)
         .map_err(|e| e.to_string());
     drop(client);
     let _ = std::fs::remove_dir_all(&dir);

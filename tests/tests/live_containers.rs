@@ -3,6 +3,7 @@
 //! Run by `cargo xtask test` as root (`--ignored`).
 #![cfg(feature = "capture")]
 
+use std::path::Path;
 use tests::{busybox_bundle, capture_command, temp_dir, which, Captured, RING};
 use tracer::event::clone_flags as cf;
 use tracer::synth::PodAnnotations;
@@ -206,15 +207,7 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
     annotate_as_a_pod(&bundle, &leaf);
     let id = format!("tracer-k8s-{}", std::process::id());
     let trace = dir.join("k8s.trace");
-    let rec = std::process::Command::new(&tracer)
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .args(["--", "runc", "run", "--bundle"])
-        .arg(&bundle)
-        .arg(&id)
-        .output()
-        .expect("tracer record");
+    let rec = record_runc_run(&tracer, &trace, (&bundle, &dir), &id);
     remove_container(&id, None);
     assert!(rec.status.success(), "{rec:?}");
     let tree_json = |extra: &[&str]| {
@@ -272,6 +265,47 @@ fn pod_names_and_cgroups_come_from_the_recording_alone() {
         .expect("runc run");
     let rt_cg = runtime["cgroup"].as_str().expect("runtime cgroup");
     assert!(!rt_cg.is_empty() && !rt_cg.contains(&leaf), "{rt_cg}");
+}
+
+/// `runc run --bundle eb` run from eb's directory: the relative bundle is the runtime's
+/// working directory's, and the recording names the pod its config.json annotates.
+#[test]
+#[ignore = "root"]
+fn a_relative_bundle_names_its_pod() {
+    assert!(
+        which("runc").is_some(),
+        "runc is not installed (cargo xtask setup installs it)"
+    );
+    let tracer = tests::bins::release_tracer().expect("release tracer");
+    let dir = temp_dir("k8s-rel").expect("temp dir");
+    let bundle = busybox_bundle(&dir, &["sh", "-c", "sleep 0.2"]).expect("bundle");
+    let leaf = format!("tracer-test-rel-{}", std::process::id());
+    annotate_as_a_pod(&bundle, &leaf);
+    let (from, name) = (
+        bundle.parent().expect("parent"),
+        bundle.file_name().expect("name"),
+    );
+    let id = format!("tracer-k8s-rel-{}", std::process::id());
+    let trace = dir.join("rel.trace");
+    let rec = record_runc_run(&tracer, &trace, (Path::new(name), from), &id);
+    remove_container(&id, None);
+    remove_test_cgroup(&leaf);
+    assert!(rec.status.success(), "{rec:?}");
+    let out = std::process::Command::new(&tracer)
+        .arg("tree")
+        .arg(&trace)
+        .args(["--format", "json", "--pod", "shop/web-7d9f"])
+        .output()
+        .expect("tracer tree");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{out:?}");
+    let tree: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let procs = tree["processes"].as_array().expect("processes");
+    let init = procs
+        .iter()
+        .find(|p| p["ns_pid"] == 1)
+        .expect("the container init");
+    assert_eq!(init["container_name"], "nginx", "{init}");
 }
 
 // ---- signals and OOM kills -------------------------------------------------------------------
@@ -346,6 +380,25 @@ fn assert_orphan_adopted_by_the_init(c: &Captured, orphan: &Seen, init: &Seen) {
         .collect();
     assert!(others.len() >= 2, "subshell and orphan at least");
     assert!(others.iter().all(|q| q.ns_pid().is_some_and(|n| n > 1)));
+}
+
+/// `tracer record -o TRACE -- runc run --bundle BUNDLE ID`, run in `cwd`.
+fn record_runc_run(
+    tracer: &Path,
+    trace: &Path,
+    (bundle, cwd): (&Path, &Path),
+    id: &str,
+) -> std::process::Output {
+    std::process::Command::new(tracer)
+        .arg("record")
+        .arg("-o")
+        .arg(trace)
+        .args(["--", "runc", "run", "--bundle"])
+        .arg(bundle)
+        .arg(id)
+        .current_dir(cwd)
+        .output()
+        .expect("tracer record")
 }
 
 /// Names the bundle's container `nginx` of pod `shop/web-7d9f`, as containerd's CRI plugin

@@ -3,7 +3,7 @@
 //! capture; tests run it over a synthetic source ([`crate::source::Script`]), without root.
 
 use crate::event::SnapshotProcess;
-use crate::lineage::identity::{standing, Standing};
+use crate::lineage::identity::{standing, Refusal, Standing};
 use crate::lineage::Retention;
 use crate::metrics::Metrics;
 use crate::nats::{self, NatsError, Outbox, Outgoing, Segment, StreamLimits};
@@ -85,8 +85,12 @@ pub struct DaemonCandidate {
     pub pid: u32,
     /// The daemon it is named like.
     pub name: &'static str,
-    /// What /proc said of its credentials and executable.
+    /// What /proc said of its credentials and executable: trusted only when it is root by
+    /// its real uid and runs that daemon's installed file.
     pub standing: Standing,
+    /// Trusted shims of its kind run on the node (containerd-shims for containerd and
+    /// dockerd, conmons for crio and podman): it is the runtime the node's containers use.
+    pub has_shims: bool,
 }
 
 /// Every process of `procs` named like one of [`DAEMONS`] (by comm), in that order. podman has
@@ -96,43 +100,66 @@ pub fn daemon_candidates(procs: &[SnapshotProcess]) -> Vec<DaemonCandidate> {
     let is = |p: &SnapshotProcess, d: &str| {
         p.comm == d && (d != "podman" || p.argv.iter().skip(1).any(|a| a == "service"))
     };
+    let trusted_runs = |program| {
+        procs.iter().any(|p| {
+            p.cred.and_then(|c| c.program) == Some(program)
+                && standing(p.cred.as_ref(), p.uid) == Standing::Trusted
+        })
+    };
     DAEMONS
         .iter()
-        .flat_map(|d| {
-            procs
-                .iter()
-                .filter(move |p| is(p, d))
-                .map(move |p| DaemonCandidate {
-                    pid: p.pid,
-                    name: d,
-                    standing: standing(p.cred.as_ref()),
-                })
+        .flat_map(|d| procs.iter().filter(move |p| is(p, d)).map(move |p| (d, p)))
+        .map(|(d, p)| {
+            let program = p.cred.and_then(|c| c.program);
+            let standing = match standing(p.cred.as_ref(), p.uid) {
+                // root's, but another file than that daemon's: `cp /bin/sleep containerd`
+                Standing::Trusted if program.is_some_and(|x| x.daemon_name() != Some(*d)) => {
+                    Standing::Refused(Refusal::NotInstalled)
+                }
+                s => s,
+            };
+            DaemonCandidate {
+                pid: p.pid,
+                name: d,
+                standing,
+                has_shims: program.and_then(|x| x.shim()).is_some_and(trusted_runs),
+            }
         })
         .collect()
 }
 
-/// The daemon to follow: the first candidate the kernel's word trusts — root of the host's
-/// namespaces, running a file only root may change ([`standing`]); a name alone (a copy of
-/// `sleep` called `containerd`, run by anyone) never is.
+/// The daemon to follow: a candidate the kernel's word trusts ([`standing`]: root by its real
+/// uid, of the host's namespaces, running the daemon's installed file) — the first with shims
+/// of its kind on the node, else the first; a name alone (a copy of `sleep` called
+/// `containerd`, a setuid program run by anyone under a daemon's name) never is.
 pub fn daemon_in(procs: &[SnapshotProcess]) -> Option<(u32, &'static str)> {
-    daemon_candidates(procs)
-        .into_iter()
-        .find(|c| c.standing == Standing::Trusted)
-        .map(|c| (c.pid, c.name))
+    chosen(&daemon_candidates(procs)).map(|c| (c.pid, c.name))
+}
+
+fn chosen(all: &[DaemonCandidate]) -> Option<DaemonCandidate> {
+    let trusted = || all.iter().filter(|c| c.standing == Standing::Trusted);
+    trusted()
+        .find(|c| c.has_shims)
+        .or_else(|| trusted().next())
+        .copied()
 }
 
 /// One line per candidate passed over, for the operator: `pid 4242 is named containerd but
 /// is not followed: it is not root`.
 pub fn passed_over(procs: &[SnapshotProcess]) -> Vec<String> {
-    let chosen = daemon_in(procs).map(|c| c.0);
-    daemon_candidates(procs)
-        .into_iter()
-        .filter(|c| Some(c.pid) != chosen)
+    let all = daemon_candidates(procs);
+    let chosen = chosen(&all);
+    all.iter()
+        .filter(|c| Some(c.pid) != chosen.map(|c| c.pid))
         .map(|c| {
-            let why = match c.standing {
-                Standing::Refused(r) => r.text(),
-                Standing::Unverified => "its credentials could not be read",
-                Standing::Trusted => "another trusted one came first",
+            let why = match (c.standing, chosen) {
+                (Standing::Refused(r), _) => r.text().to_string(),
+                (Standing::Unverified, _) => "its credentials could not be read".to_string(),
+                (Standing::Trusted, Some(w)) if w.has_shims && !c.has_shims => format!(
+                    "no shims of its kind run, and {} (pid {}) has them",
+                    w.name, w.pid
+                ),
+                (Standing::Trusted, _) => "another trusted one came first".to_string(),
             };
             format!(
                 "pid {} is named {} but is not followed: {why}",
@@ -264,11 +291,14 @@ const STREAM_CHECK: Duration = Duration::from_secs(2);
 
 /// Connects (retrying) and publishes forever.
 async fn publisher(server: String, node: String, limits: StreamLimits, shared: Arc<Shared>) {
+    let burst = nats::burst::Shared::default();
     let client = loop {
         match nats::connect_node(&server, &node).await {
             Ok(c) => break c,
             Err(e) => {
-                crate::say!("tracer: {e}; retrying");
+                for line in nats::burst::offer(&burst, format!("{e}; retrying")) {
+                    crate::say!("tracer: {line}");
+                }
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
@@ -778,5 +808,57 @@ mod tests {
         // Alone, or unreadable, it is never followed.
         assert_eq!(daemon_in(&procs[..1]), None);
         assert_eq!(daemon_in(&[daemon(7, None)]), None);
+    }
+
+    /// The capture's judgment of the file decides: nobody's setuid program named containerd
+    /// is refused by its real uid, root's other file by its inode; of two trusted daemons the
+    /// one whose shims run is followed, and the operator is told why the other is not.
+    #[test]
+    fn the_daemon_followed_runs_its_installed_file_and_has_the_nodes_shims() {
+        use crate::lineage::identity::Program;
+        let proc_of = |pid: u32, comm: &str, uid: u32, program| SnapshotProcess {
+            pid,
+            ppid: 1,
+            uid,
+            comm: comm.into(),
+            cred: Some(crate::event::ExecCred {
+                program: Some(program),
+                ..crate::synth::root_cred()
+            }),
+            ..Default::default()
+        };
+        let setuid = proc_of(40, "containerd", 65534, Program::Other);
+        let copy = proc_of(41, "containerd", 0, Program::Other);
+        let crio_named_containerd = proc_of(42, "containerd", 0, Program::Crio);
+        let crio = proc_of(50, "crio", 0, Program::Crio);
+        let procs = [
+            setuid.clone(),
+            copy.clone(),
+            crio_named_containerd,
+            crio.clone(),
+        ];
+        assert_eq!(daemon_in(&procs), Some((50, "crio")));
+        assert_eq!(
+            passed_over(&procs),
+            [
+                "pid 40 is named containerd but is not followed: it is root only by a setuid exec (its real uid is not 0)",
+                "pid 41 is named containerd but is not followed: its executable is not the runtime's installed file",
+                "pid 42 is named containerd but is not followed: its executable is not the runtime's installed file",
+            ]
+        );
+        let containerd = proc_of(60, "containerd", 0, Program::Containerd);
+        let conmon = proc_of(70, "conmon", 0, Program::Conmon);
+        let procs = [containerd.clone(), crio.clone(), conmon.clone()];
+        assert_eq!(daemon_in(&procs), Some((50, "crio")));
+        assert_eq!(
+            passed_over(&procs),
+            ["pid 60 is named containerd but is not followed: no shims of its kind run, and crio (pid 50) has them"]
+        );
+        // nobody's conmon is no shim of crio's.
+        let fake = proc_of(71, "conmon", 65534, Program::Conmon);
+        assert_eq!(
+            daemon_in(&[containerd, crio, fake]),
+            Some((60, "containerd"))
+        );
     }
 }

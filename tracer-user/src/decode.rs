@@ -98,6 +98,8 @@ fn exec_cred(r: &SchedExec) -> Option<ExecCred> {
         mnt_ns: r.mnt_ns,
         host_mnt: r.cred_flags & credflag::HOST_MNT != 0,
         exe,
+        // judged by the capture, which knows the host's installed files
+        program: None,
     })
 }
 

@@ -7,6 +7,7 @@ use std::fmt;
 pub use tracer_common::{clone_flags, prctl as prctl_opt};
 
 mod kind;
+pub mod program;
 pub use kind::{EventKind, Kind, KindRow};
 
 /// Which syscall an event belongs to.
@@ -453,6 +454,11 @@ pub struct ExecCred {
     /// The file it runs, when read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exe: Option<ExeFile>,
+    /// The runtime program that file is, as the capture judged it by its device and inode
+    /// ([`program::Installed`]); None where nothing judged it (an older
+    /// recording, an unread executable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<program::Program>,
 }
 
 /// The inode of a process's executable (`mm->exe_file`, `/proc/PID/exe`).
@@ -469,6 +475,15 @@ pub struct ExeFile {
     /// Its hard links: 0 for a memfd (runc re-executes itself from a sealed one) or a deleted
     /// file, which no other process can open by a path to write.
     pub nlink: u32,
+}
+
+impl ExeFile {
+    /// Only root can change the file: owned by root and not writable by group or others —
+    /// unless it has no name left (a memfd, as runc re-executes itself from a sealed one, or
+    /// a deleted file), which nobody can open by a path to write.
+    pub fn roots_alone(&self) -> bool {
+        self.uid == 0 && (self.mode & 0o022 == 0 || self.nlink == 0)
+    }
 }
 
 /// What the kernel did with a generated signal (include/trace/events/signal.h `TRACE_SIGNAL_*`).

@@ -306,6 +306,10 @@ pub struct Table {
     pub window_secs: u64,
     /// One row per node that published, by name.
     pub nodes: Vec<NodeRow>,
+    /// Subjects named like a node's whose first message is none of an agent's.
+    pub not_agents: usize,
+    /// Nodes past [`crate::nats::MAX_NODES`], left out.
+    pub left_out: usize,
 }
 
 /// `nats://HOST:PORT` or a cluster's list (`nats://A:4222,B:4222`), checked (no node, no
@@ -317,28 +321,67 @@ pub fn server_of(url: &str) -> Result<String, FleetError> {
         .map_err(|_| FleetError::BadUrl(url.to_string()))
 }
 
-/// Every node of `server` (`nats://HOST:PORT`) now: each stream read whole (a node that
-/// cannot be read is a row with its error).
+/// Nodes read at once.
+pub const READERS: usize = 8;
+/// The most a table waits for its nodes; a node not read by then is a row saying so.
+pub const READ_WITHIN: Duration = Duration::from_secs(60);
+
+/// Every node of `server` (`nats://HOST:PORT`) now: each stream read whole, [`READERS`] at a
+/// time, within [`READ_WITHIN`] (a node that cannot be read is a row with its error).
 pub fn table(server: &str, window: Duration) -> Result<Table, FleetError> {
     let server = server_of(server)?;
     let s = server.clone();
-    let nodes = crate::nats::block_on(async move { crate::nats::nodes(&s).await })?;
-    let rows = nodes
-        .iter()
-        .map(|node| match read_node(&server, node) {
-            Ok(read) => row(&read, heartbeat::wall_now_ns(), window),
-            Err(e) => unreadable(node, &e),
-        })
-        .collect();
+    let list = crate::nats::block_on(async move { crate::nats::nodes(&s).await })?;
     Ok(Table {
         now: time_text(heartbeat::wall_now_ns()),
         window_secs: window.as_secs(),
-        nodes: rows,
+        nodes: read_all(&server, &list.nodes, window),
+        not_agents: list.not_agents,
+        left_out: list.left_out,
     })
 }
 
-/// The row of a node that could not be read.
-fn unreadable(node: &str, e: &InputError) -> NodeRow {
+/// The rows of `nodes`, in their order, read by [`READERS`] threads; those not read within
+/// [`READ_WITHIN`] say so (their threads are let go, and take no other node).
+fn read_all(server: &str, nodes: &[String], window: Duration) -> Vec<NodeRow> {
+    use std::collections::VecDeque;
+    let queue: Arc<Mutex<VecDeque<(usize, String)>>> =
+        Arc::new(Mutex::new(nodes.iter().cloned().enumerate().collect()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..READERS.min(nodes.len()) {
+        let (queue, tx, server) = (queue.clone(), tx.clone(), server.to_string());
+        std::thread::spawn(move || loop {
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            let Some((i, node)) = next else { return };
+            let row = match read_node(&server, &node) {
+                Ok(read) => row(&read, heartbeat::wall_now_ns(), window),
+                Err(e) => unreadable(&node, e.to_string()),
+            };
+            if tx.send((i, row)).is_err() {
+                return;
+            }
+        });
+    }
+    drop(tx);
+    let deadline = std::time::Instant::now() + READ_WITHIN;
+    let mut rows: Vec<Option<NodeRow>> = nodes.iter().map(|_| None).collect();
+    for _ in 0..nodes.len() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((i, r)) => rows[i] = Some(r),
+            Err(_) => break,
+        }
+    }
+    queue.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let late = format!("not read within {}s", READ_WITHIN.as_secs());
+    rows.into_iter()
+        .zip(nodes)
+        .map(|(r, node)| r.unwrap_or_else(|| unreadable(node, late.clone())))
+        .collect()
+}
+
+/// The row of a node that could not be read, and why.
+fn unreadable(node: &str, error: String) -> NodeRow {
     NodeRow {
         node: node.to_string(),
         state: State::Unknown,
@@ -352,7 +395,7 @@ fn unreadable(node: &str, e: &InputError) -> NodeRow {
         restarts: 0,
         deaths: 0,
         ends: Vec::new(),
-        error: Some(e.to_string()),
+        error: Some(error),
         notes: Vec::new(),
     }
 }

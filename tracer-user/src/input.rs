@@ -902,6 +902,7 @@ pub fn read_nodes(
             error,
         },
     )?;
+    let nodes = nodes.nodes;
     let mut search = PodSearch {
         nodes: nodes.len(),
         found: Vec::new(),

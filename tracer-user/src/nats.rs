@@ -27,6 +27,7 @@ use crate::tracefile::{Header, TraceFileError, TraceWriter};
 /// The JetStream stream every node publishes to.
 pub const STREAM: &str = "TRACER";
 
+pub mod burst;
 pub mod chain;
 pub mod guard;
 pub mod heartbeat;
@@ -716,16 +717,17 @@ pub async fn connect(server: &str, first: FirstConnect) -> Result<async_nats::Cl
 fn report_violations(server: &str, watch: Violations) {
     let Some(mut w) = watch else { return };
     let server = server.to_string();
+    let burst = burst::Shared::default();
     tokio::spawn(async move {
         while w.changed().await.is_ok() {
             if let Some(v) = w.borrow_and_update().clone() {
-                crate::say!(
-                    "tracer: {}",
-                    NatsError::Protocol {
-                        server: server.clone(),
-                        violation: v
-                    }
-                );
+                let e = NatsError::Protocol {
+                    server: server.clone(),
+                    violation: v,
+                };
+                for line in burst::offer(&burst, e.to_string()) {
+                    crate::say!("tracer: {line}");
+                }
             }
         }
     });
@@ -802,6 +804,7 @@ async fn connect_with(
         o = o.custom_inbox_prefix(prefix);
     }
     let server_name = shown.clone();
+    let burst = burst::Shared::default();
     o = o.event_callback(move |event| {
         let text = match (&event, &notes) {
             (async_nats::Event::Disconnected, Some(_)) => {
@@ -818,10 +821,11 @@ async fn connect_with(
             )),
             _ => None,
         };
-        match (text, &notes) {
-            (Some(text), Some(notes)) => say(notes, text),
-            (Some(text), None) => crate::say!("tracer: {text}"),
-            _ => {}
+        for text in text.map(|t| burst::offer(&burst, t)).unwrap_or_default() {
+            match &notes {
+                Some(notes) => say(notes, text),
+                None => crate::say!("tracer: {text}"),
+            }
         }
         async {}
     });
@@ -1116,32 +1120,90 @@ fn info_timed_out(e: &jetstream::context::GetStreamError) -> bool {
             .is_some_and(|r| r.kind() == jetstream::context::RequestErrorKind::TimedOut)
 }
 
-/// The nodes that have messages in the stream, sorted; names that are not valid node names
-/// (published by something else) are left out.
-pub async fn nodes(server: &str) -> Result<Vec<String>, NatsError> {
+/// Subjects of the stream looked at at most when listing its nodes.
+pub const MAX_SUBJECTS: usize = 100_000;
+/// Nodes listed at most (by name); the others are counted.
+pub const MAX_NODES: usize = 256;
+/// Subjects whose first message is looked at together.
+const FIRST_LOOKS: usize = 16;
+
+/// The nodes of a stream, as [`nodes`] lists them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeList {
+    /// Node names, sorted: subjects whose first message is one of an agent's segments.
+    pub nodes: Vec<String>,
+    /// Subjects named like a node's whose first message is none of an agent's (junk someone
+    /// published there), or whose name is no node's.
+    pub not_agents: usize,
+    /// Nodes past [`MAX_NODES`], left out (the last by name).
+    pub left_out: usize,
+}
+
+/// The nodes that have messages in the stream: subjects `tracer.NODE.events` whose first
+/// message an agent's segment could have begun with, sorted, at most [`MAX_NODES`].
+pub async fn nodes(server: &str) -> Result<NodeList, NatsError> {
     let (js, watch) = jetstream_reader(server, None).await?;
     unless_violated(server, &watch, nodes_of(&js)).await
 }
 
-async fn nodes_of(js: &jetstream::Context) -> Result<Vec<String>, NatsError> {
+async fn nodes_of(js: &jetstream::Context) -> Result<NodeList, NatsError> {
     use futures_util::StreamExt;
     let stream = open_stream(js).await?;
     let mut subjects = stream
         .info_with_subjects("tracer.*.events")
         .await
         .map_err(js_err("listing the subjects"))?;
-    let mut out = Vec::new();
+    let mut named = Vec::new();
+    let mut list = NodeList::default();
     while let Some(s) = subjects.next().await {
         let (subject, _) = s.map_err(js_err("listing the subjects"))?;
         let node = subject
             .strip_prefix("tracer.")
             .and_then(|s| s.strip_suffix(".events"));
-        if let Some(node) = node.filter(|n| check_node(n).is_ok()) {
-            out.push(node.to_string());
+        match node.filter(|n| check_node(n).is_ok()) {
+            Some(n) if named.len() < MAX_SUBJECTS => named.push(n.to_string()),
+            _ => list.not_agents += 1,
         }
     }
-    out.sort();
-    Ok(out)
+    let looks = named.into_iter().map(|node| {
+        let stream = &stream;
+        async move {
+            let first = stream
+                .get_first_raw_message_by_subject(subject(&node), 0)
+                .await;
+            (first.is_ok_and(|m| agent_began(&node, &m)), node)
+        }
+    });
+    let mut looked: Vec<(bool, String)> = futures_util::stream::iter(looks)
+        .buffer_unordered(FIRST_LOOKS)
+        .collect()
+        .await;
+    looked.sort_by(|a, b| a.1.cmp(&b.1));
+    for (agents, node) in looked {
+        match (agents, list.nodes.len() < MAX_NODES) {
+            (false, _) => list.not_agents += 1,
+            (true, true) => list.nodes.push(node),
+            (true, false) => list.left_out += 1,
+        }
+    }
+    Ok(list)
+}
+
+/// Whether `m`, the first message stored for `node`, is one an agent of that node publishes:
+/// a message of one of its segments (`NODE-RUN-N`), and the trace file's magic when it is a
+/// segment's header (the stream's limits may have dropped a segment's first messages).
+fn agent_began(node: &str, m: &jetstream::message::StreamMessage) -> bool {
+    let get = |name: &str| m.headers.get(name).map(|v| v.as_str().to_string());
+    let ours = get(SEGMENT_HEADER).is_some_and(|id| {
+        id.strip_prefix(node)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|rest| !rest.is_empty())
+    });
+    match get(PART_HEADER).as_deref() {
+        Some("header") => ours && m.payload.starts_with(&crate::tracefile::MAGIC),
+        Some("frames" | "heartbeat") => ours,
+        _ => false,
+    }
 }
 
 /// How far a reader reads a node's stream.
@@ -2092,6 +2154,7 @@ pub(crate) mod tests {
         ] {
             let server = hostile_server(then).await;
             let r = tokio::time::timeout(Duration::from_secs(20), nodes(&server)).await;
+            let r = r.map(|r| r.map(|l| l.nodes));
             match r.expect("the reader gave up in time") {
                 Err(NatsError::Protocol { violation, .. }) => assert_eq!(violation, want),
                 other => panic!("{other:?}"),

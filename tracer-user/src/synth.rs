@@ -206,6 +206,7 @@ pub fn root_cred() -> crate::event::ExecCred {
             mode: 0o100_755,
             nlink: 1,
         }),
+        program: None,
     }
 }
 

@@ -38,9 +38,19 @@ fn read_config(dir: Option<&str>, cwd: &Path) -> Option<Vec<u8>> {
 /// the runtime's mount namespace, so an agent in a container of its own reads it without
 /// mounting the runtime's state directories (this needs ptrace read access to the runtime:
 /// CAP_SYS_PTRACE when the runtime has capabilities the reader lacks). An absolute path is
-/// also tried as it is, in case the runtime exited before the read; a relative one needs the
-/// runtime's working directory, which is gone with it.
-fn runtime_view(proc_root: &Path, pid: u32, dir: Option<&str>) -> Vec<(PathBuf, Option<String>)> {
+/// also tried as it is, in case the runtime exited before the read.
+///
+/// A relative one is the runtime's working directory's, as it was at its exec: `cwd/DIR`
+/// while the runtime has not moved; its working directory itself once it is there (runc
+/// chdirs into its bundle before it reads `config.json`, so by the time the read comes the
+/// runtime's `cwd` usually is `…/DIR`); else its parent's `cwd/DIR` (the working directory the
+/// runtime inherited at its fork), once the runtime is gone.
+fn runtime_view(
+    proc_root: &Path,
+    pid: u32,
+    ppid: u32,
+    dir: Option<&str>,
+) -> Vec<(PathBuf, Option<String>)> {
     let proc_pid = proc_root.join(pid.to_string());
     match dir {
         Some(d) if Path::new(d).is_absolute() => {
@@ -50,15 +60,52 @@ fn runtime_view(proc_root: &Path, pid: u32, dir: Option<&str>) -> Vec<(PathBuf, 
                 (PathBuf::from("/"), Some(below)),
             ]
         }
-        rel => vec![(proc_pid.join("cwd"), rel.map(str::to_string))],
+        rel => {
+            let cwd = proc_pid.join("cwd");
+            let mut views = vec![(cwd.clone(), rel.map(str::to_string))];
+            if let Some(r) = rel {
+                if std::fs::read_link(&cwd).is_ok_and(|at| ends_with_dir(&at, r)) {
+                    views.push((cwd, None));
+                }
+                if ppid != 0 {
+                    let parent = proc_root.join(ppid.to_string()).join("cwd");
+                    views.push((parent, Some(r.to_string())));
+                }
+            }
+            views
+        }
     }
 }
 
-/// The config.json of runtime `pid`'s bundle `dir` from every place of [`runtime_view`] that
-/// has a readable one, best first (the model takes the first that parses: a file half
-/// written in one place does not hide the other).
-pub(crate) fn runtime_configs(proc_root: &Path, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
-    runtime_view(proc_root, pid, dir)
+/// Whether directory `at` is where relative path `rel` leads from one of its ancestors: its
+/// last components are `rel`'s (`.` components and trailing slashes aside; a `..` never
+/// matches).
+fn ends_with_dir(at: &Path, rel: &str) -> bool {
+    use std::path::Component;
+    let parts: Vec<_> = Path::new(rel).components().collect();
+    let plain = parts
+        .iter()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let names: Vec<_> = parts
+        .iter()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect();
+    plain && !names.is_empty() && {
+        let tail: Vec<_> = at.components().rev().take(names.len()).collect();
+        tail.len() == names.len() && tail.iter().rev().zip(names).all(|(a, b)| a == b)
+    }
+}
+
+/// The config.json of runtime `pid`'s (child of `ppid`) bundle `dir` from every place of
+/// [`runtime_view`] that has a readable one, best first (the model takes the first that
+/// parses: a file half written in one place does not hide the other).
+pub(crate) fn runtime_configs(
+    proc_root: &Path,
+    pid: u32,
+    ppid: u32,
+    dir: Option<&str>,
+) -> Vec<Vec<u8>> {
+    runtime_view(proc_root, pid, ppid, dir)
         .into_iter()
         .filter_map(|(base, rel)| read_config(rel.as_deref(), &base))
         .collect()
@@ -105,7 +152,7 @@ mod tests {
             !Path::new(&bundle).exists(),
             "{bundle} must not exist on this root"
         );
-        let got = runtime_configs(&dir.join("proc"), 42, Some(&bundle))
+        let got = runtime_configs(&dir.join("proc"), 42, 0, Some(&bundle))
             .into_iter()
             .next();
         // Only root-owned bundles are read: written by root, this one is.
@@ -116,5 +163,64 @@ mod tests {
             assert_eq!(bytes, cfg.as_bytes());
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `runc run --bundle eb` from /x: read as /x/eb before runc moves, as its working
+    /// directory once it is in eb, as its parent's /x/eb once it is gone; a `..` or another
+    /// directory of the same depth is never taken for it.
+    #[test]
+    fn a_relative_bundle_is_the_runtimes_working_directorys() {
+        let root = std::env::temp_dir().join(format!("tracer-relbundle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (x, proc_root) = (root.join("x"), root.join("proc"));
+        std::fs::create_dir_all(x.join("eb")).unwrap();
+        for pid in ["42", "7"] {
+            std::fs::create_dir_all(proc_root.join(pid)).unwrap();
+        }
+        let views = |cwd: Option<&Path>, parent: Option<&Path>| {
+            for (pid, to) in [("42", cwd), ("7", parent)] {
+                let link = proc_root.join(pid).join("cwd");
+                let _ = std::fs::remove_file(&link);
+                if let Some(to) = to {
+                    std::os::unix::fs::symlink(to, &link).unwrap();
+                }
+            }
+            runtime_view(&proc_root, 42, 7, Some("eb"))
+        };
+        let cwd42 = proc_root.join("42/cwd");
+        let cwd7 = proc_root.join("7/cwd");
+        let eb = Some("eb".to_string());
+        assert_eq!(
+            views(Some(&x), Some(&x)),
+            [(cwd42.clone(), eb.clone()), (cwd7.clone(), eb.clone())]
+        );
+        let moved = views(Some(&x.join("eb")), None);
+        assert_eq!(
+            moved,
+            [
+                (cwd42.clone(), eb.clone()),
+                (cwd42.clone(), None),
+                (cwd7.clone(), eb.clone())
+            ]
+        );
+        assert!(!views(Some(&root.join("ebx")), None).contains(&(cwd42.clone(), None)));
+        assert!(ends_with_dir(Path::new("/a/b/eb"), "./b/eb/"));
+        assert!(!ends_with_dir(Path::new("/a/eb"), "../eb"));
+        assert!(!ends_with_dir(Path::new("/a/eb"), "."));
+        // The config is read through each in turn: here, only the parent's view has one.
+        std::fs::write(x.join("eb/config.json"), "{}").unwrap();
+        let _ = views(Some(&root), Some(&x));
+        let got = runtime_configs(&proc_root, 42, 7, Some("eb"));
+        // SAFETY: geteuid has no preconditions.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        assert_eq!(
+            got,
+            if as_root {
+                vec![b"{}".to_vec()]
+            } else {
+                vec![]
+            }
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -38,8 +38,8 @@ impl Default for ProcHost {
 }
 
 impl Host for ProcHost {
-    fn bundle_configs(&self, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
-        bundle::runtime_configs(&self.root, pid, dir)
+    fn bundle_configs(&self, pid: u32, ppid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
+        bundle::runtime_configs(&self.root, pid, ppid, dir)
     }
     fn oom_victim(&self, info: &mut OomInfo) {
         oom::enrich_at(&self.root, info)

@@ -46,7 +46,8 @@ pub mod procfs;
 pub mod signals;
 
 use crate::decode::decode;
-use crate::event::Event;
+use crate::event::program::Installed;
+use crate::event::{Event, EventKind};
 use aya::maps::{MapData, PerCpuArray, RingBuf};
 use aya::programs::{BtfTracePoint, RawTracePoint, TracePoint};
 use aya::{Ebpf, EbpfLoader};
@@ -457,6 +458,8 @@ pub struct Capture {
     followed: Followed<KernelFollowed>,
     /// What the loop's enrichment stage reads: this host's `/proc`.
     host: ProcHost,
+    /// The runtimes' installed files, read at the start: what program each exec runs.
+    programs: Installed,
     /// The command's pidfd, readable once it exited: the reader drains at once then.
     child_exit: Option<AsyncFd<OwnedFd>>,
     /// The ring buffer's size, for a recording's header.
@@ -685,6 +688,7 @@ impl Capture {
             decode_errors: 0,
             followed,
             host: ProcHost::new(),
+            programs: procfs::installed_programs(),
             child_exit: None,
             ring_bytes: b.ring_bytes,
             snapshot: b.snapshot,
@@ -827,8 +831,14 @@ impl Capture {
         Ok(())
     }
 
-    /// Bookkeeping for events just read: the followed set.
-    fn observe(&mut self, out: &[Event], start: usize) {
+    /// Bookkeeping for events just read: each exec's program judged by its file, the followed
+    /// set.
+    fn observe(&mut self, out: &mut [Event], start: usize) {
+        for ev in &mut out[start..] {
+            if let EventKind::Exec { cred: Some(c), .. } = &mut ev.kind {
+                c.program = c.exe.map(|x| self.programs.program_of(&x));
+            }
+        }
         if self.following() {
             self.followed.observe(&out[start..]);
         }

@@ -1,5 +1,6 @@
 //! /proc snapshot of the processes that exist when tracing starts.
 
+use crate::event::program::{Installed, Program, CNI_DIRS, INSTALLED};
 use crate::event::{ExeFile, ExecCred, PidNs, SnapshotProcess};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -24,13 +25,16 @@ pub fn read_process(root: &Path, pid: u32) -> Option<SnapshotProcess> {
 /// The user and mount namespaces of the host: PID 1's, or where even root may not read PID
 /// 1's links (a VM's init kept from ptrace), kthreadd's (PID 2: kernel threads run in the
 /// initial namespaces, init_nsproxy), else the tracer's own. A process in others is a
-/// container's, whatever its uid.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// container's, whatever its uid. With them, the runtimes' files installed on the host, which
+/// say what program a process runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostNs {
     /// `/proc/1/ns/user`'s inode (0 when unreadable).
     pub user: u64,
     /// `/proc/1/ns/mnt`'s inode (0 when unreadable).
     pub mnt: u64,
+    /// [`installed_programs`], read with them.
+    pub programs: Installed,
 }
 
 impl HostNs {
@@ -50,10 +54,45 @@ impl HostNs {
         HostNs {
             user: read("user").unwrap_or(0),
             mnt: read("mnt").unwrap_or(0),
+            programs: installed_programs(),
         }
     }
 }
 
+/// Files read from one CNI directory at most (a plugin directory holds a few dozen).
+const MAX_CNI_FILES: usize = 512;
+
+/// The runtimes' files on this host by device and inode: each of [`INSTALLED`]'s paths and the
+/// files of [`CNI_DIRS`] (symlinks followed: the kernel runs the file they lead to), when it is
+/// a regular file in a directory only root may change (a group that may rename files there
+/// could put any file of root's, hard-linked, at a runtime's path).
+pub fn installed_programs() -> Installed {
+    let mut table = Installed::default();
+    let mut add = |path: &Path, program| {
+        let safe_dir = path
+            .parent()
+            .and_then(|d| fs::metadata(d).ok())
+            .is_some_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0);
+        match fs::metadata(path) {
+            Ok(m) if safe_dir && m.is_file() => table.add(m.dev(), m.ino(), program),
+            _ => {}
+        }
+    };
+    for (program, paths) in INSTALLED {
+        for path in *paths {
+            add(Path::new(path), *program);
+        }
+    }
+    for dir in CNI_DIRS {
+        let Ok(entries) = fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten().take(MAX_CNI_FILES) {
+            add(&e.path(), Program::CniPlugin);
+        }
+    }
+    table
+}
 /// The inode of the process at `dir`'s namespace `kind` (`ns/mnt` → `mnt:[INUM]`).
 pub fn ns_inode(dir: &Path, kind: &str) -> Option<u64> {
     let link = fs::read_link(dir.join("ns").join(kind)).ok()?;
@@ -97,6 +136,7 @@ fn cred_of(dir: &Path, status: &str, pidns: Option<PidNs>, host: &HostNs) -> Opt
         pidns_level: pidns?.level,
         mnt_ns: mnt as u32,
         host_mnt: host.mnt != 0 && mnt == host.mnt,
+        program: exe.map(|x| host.programs.program_of(&x)),
         exe,
     })
 }
@@ -256,8 +296,11 @@ mod tests {
     #[test]
     fn the_hosts_namespaces_are_pid_1s_else_kthreadds_else_our_own() {
         let kthreadd = Some("2 (kthreadd) S 0 0 0");
-        let host = |e: &[(&str, Option<&str>, Option<&str>)]| HostNs::of(fake_proc(e).path());
-        let both = |n| HostNs { user: n, mnt: n };
+        let host = |e: &[(&str, Option<&str>, Option<&str>)]| {
+            let h = HostNs::of(fake_proc(e).path());
+            (h.user, h.mnt)
+        };
+        let both = |n| (n, n);
         let me = ("self", None, Some("300"));
         assert_eq!(
             host(&[("1", None, Some("100")), ("2", kthreadd, Some("200")), me]),

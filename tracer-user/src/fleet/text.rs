@@ -110,5 +110,18 @@ pub fn render(t: &Table) -> String {
             out.push('\n');
         }
     }
+    if t.left_out > 0 {
+        let max = crate::nats::MAX_NODES;
+        out.push_str(&format!(
+            "({} more nodes left out: at most {max} are listed)\n",
+            t.left_out
+        ));
+    }
+    if t.not_agents > 0 {
+        out.push_str(&format!(
+            "({} subjects skipped: their first message is none of an agent's)\n",
+            t.not_agents
+        ));
+    }
     out
 }

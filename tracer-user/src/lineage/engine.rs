@@ -13,7 +13,7 @@ use super::process::{
     argv_of, ExecRecord, How, LineageEntry, ProcId, Process, Reaper, Reason, Rename,
 };
 use super::reaper::{Adoption, NewReaper, Reparenting};
-use super::roles::{basename, classify, is_cni_plugin_name, InitStage, Role};
+use super::roles::{basename, classify, classify_program, is_cni_plugin_name, InitStage, Role};
 use super::transition::{Actor, Adapter, Birth, ExecDone, Transition};
 use super::tree::{Ancestors, NewParent, Tree};
 
@@ -528,7 +528,8 @@ impl Engine {
         p.cgroup = s.cgroup.as_deref().map(Arc::from);
         p.uid = s.uid;
         p.euid = s.cred.map_or(u32::MAX, |c| c.euid);
-        p.standing = super::identity::standing(s.cred.as_ref());
+        p.program = s.cred.and_then(|c| c.program);
+        p.standing = super::identity::standing(s.cred.as_ref(), s.uid);
         let named = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
         // A running sandbox's or container's process is seen without the init stage it came
         // from: a pause inside a container keeps its role; a claim to speak needs standing.
@@ -538,9 +539,11 @@ impl Engine {
                 super::identity::Refusal::ContainerPidNs | super::identity::Refusal::ContainerMntNs
             )
         );
-        if let Some(c) =
-            named.filter(|c| p.standing.may_speak() || (inside && c.role == Role::Sandbox))
-        {
+        let granted = match (p.program, p.standing.may_speak()) {
+            (Some(prog), true) => classify_program(prog, p.comm.as_bytes(), &p.argv),
+            _ => named.filter(|c| p.standing.may_speak() || (inside && c.role == Role::Sandbox)),
+        };
+        if let Some(c) = granted {
             p.role = Some(c.role);
             p.container_id = c.container_id.map(Arc::from);
         }
@@ -1047,12 +1050,13 @@ impl Engine {
         );
         let (k8s, cgroup) = (c.k8s.clone(), c.cgroup.clone().filter(|_| !into_cgroup));
         // copy_creds(): the child runs with its creator's credentials until it execs.
-        let (uid, euid, standing) = (c.uid, c.euid, c.standing);
+        let (uid, euid, standing, program) = (c.uid, c.euid, c.standing, c.program);
         let p = &mut self.tree[id];
         p.k8s = k8s;
         p.uid = uid;
         p.euid = euid;
         p.standing = standing;
+        p.program = program;
         p.cgroup = cgroup;
         p.comm = comm;
         p.threads[0].comm = comm;
@@ -1084,7 +1088,9 @@ impl Engine {
         p.argv_truncated = x.truncated;
         p.uid = a.uid;
         p.euid = x.cred.map_or(u32::MAX, |c| c.euid);
-        p.standing = super::identity::standing(x.cred.as_ref());
+        let cred = x.cred.map(|c| super::identity::reexec(c, p.program));
+        p.program = cred.and_then(|c| c.program);
+        p.standing = super::identity::standing(cred.as_ref(), a.uid);
         if let Some(exe) = &x.exe {
             // the result of an exec taken as run at the end of an input came after all
             if p.exec_unconfirmed() {
@@ -1136,8 +1142,14 @@ impl Engine {
         let prev = p.role;
         let standing = p.standing;
         let named = classify(p.comm.as_bytes(), p.exe.as_deref(), &p.argv);
-        let classified = named.clone().filter(|c| speaks_as(c.role, prev, standing));
+        // The file decides where the capture judged it; a source that could not judge (an
+        // strace log, an older recording) has the name's word, standing permitting.
+        let classified = match (p.program, standing.may_speak()) {
+            (Some(prog), true) => classify_program(prog, p.comm.as_bytes(), &p.argv),
+            _ => named.clone().filter(|c| speaks_as(c.role, prev, standing)),
+        };
         let cni = named.is_none()
+            && p.program.is_none()
             && standing.may_speak()
             && is_cni_plugin_name(p.exe.as_deref(), &p.argv)
             && self.runtime_ancestor(id);

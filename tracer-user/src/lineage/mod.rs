@@ -46,7 +46,7 @@ pub use process::{
     adoption_kind, AdoptionTotals, CgroupMove, ExecRecord, How, LineageEntry, ProcId, Process,
     Reaper, Reason, Rename, SmallList, Thread, ADOPTION_KINDS,
 };
-pub use roles::{basename, classify, Classified, InitStage, OciCommand, Role};
+pub use roles::{basename, classify, classify_program, Classified, InitStage, OciCommand, Role};
 pub use select::{select_story, StoryChoiceError};
 pub use stories::{stories, Stories, Work as StoryWork};
 pub use story::{Facts, Parent, Phase, StepKind, Story, StoryKind, StoryStep};

@@ -328,6 +328,9 @@ pub struct Process {
     /// Whether the kernel's word on its credentials and executable lets it speak for a
     /// container (a role, a container id, a pod): [`super::identity::standing`].
     pub standing: super::identity::Standing,
+    /// The runtime program its executable is, as the capture judged the file (a child's is
+    /// its creator's until it execs); `None` where nothing judged it.
+    pub program: Option<super::identity::Program>,
     /// Its cgroup (in the reported hierarchy): from /proc at the start, inherited at fork
     /// (cgroup_fork), changed by moves. `None` when unknown.
     pub cgroup: Option<Arc<str>>,
@@ -430,6 +433,7 @@ impl Process {
             uid: u32::MAX,
             euid: u32::MAX,
             standing: super::identity::Standing::Unverified,
+            program: None,
             cgroup: None,
             lineage: SmallList::one(LineageEntry {
                 how,

@@ -1,5 +1,6 @@
 //! Container-runtime roles and container ids, from names, exe paths and argv alone.
 
+use super::identity::Program;
 use std::fmt;
 
 /// The last path component (`/usr/bin/runc` → `runc`).
@@ -265,6 +266,34 @@ pub fn classify(comm: &[u8], exe: Option<&str>, argv: &[String]) -> Option<Class
         });
     }
     None
+}
+
+/// The role of a process whose executable is `program` (the capture's judgment of the file
+/// the kernel exec'd): the program decides the role, argv only its detail (a subcommand, a
+/// container id) and comm only runc init's stages (its renames). `None` for [`Program::Other`]
+/// and for podman, which is not a role of its own.
+pub fn classify_program(program: Program, comm: &[u8], argv: &[String]) -> Option<Classified> {
+    let role = |role| Classified {
+        role,
+        container_id: None,
+    };
+    match program {
+        Program::Runc | Program::Crun => Some(match InitStage::from_comm(comm) {
+            Some(stage) => role(Role::OciInit { stage: Some(stage) }),
+            None => classify_oci(argv),
+        }),
+        Program::ContainerdShim => Some(Classified {
+            role: Role::Shim,
+            container_id: opt_value(argv, &["-id", "--id"]),
+        }),
+        Program::Conmon => Some(Classified {
+            role: Role::Shim,
+            container_id: opt_value(argv, &["-c", "--cid"]),
+        }),
+        Program::Containerd | Program::Crio | Program::Dockerd => Some(role(Role::RuntimeDaemon)),
+        Program::CniPlugin => Some(role(Role::CniPlugin)),
+        Program::Podman | Program::Other => None,
+    }
 }
 
 /// The reference plugins of containernetworking/plugins (main, ipam, meta), as runtimes find

@@ -19,8 +19,9 @@ use crate::lineage::bundle;
 /// What the enrichment stage reads of the host a live source runs on.
 pub trait Host {
     /// The bytes of runtime `pid`'s bundle config (`dir/config.json`; `None`: its working
-    /// directory) from each place it can be read, best first, as that runtime sees it.
-    fn bundle_configs(&self, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>>;
+    /// directory; a relative `dir` is its working directory's, which it inherited from its
+    /// parent `ppid`) from each place it can be read, best first, as that runtime sees it.
+    fn bundle_configs(&self, pid: u32, ppid: u32, dir: Option<&str>) -> Vec<Vec<u8>>;
     /// Fills the memory cgroup of OOM victim `info.tid` and that cgroup's limit, where the
     /// host still shows them (left `None` otherwise).
     fn oom_victim(&self, info: &mut OomInfo);
@@ -60,6 +61,6 @@ fn container_meta(ev: &Event, host: &dyn Host) -> Option<Event> {
         return None;
     };
     let (container_id, dir) = bundle::bundle_of(&filename.value, argv)?;
-    let configs = host.bundle_configs(ev.tgid, dir.as_deref());
+    let configs = host.bundle_configs(ev.tgid, ev.ppid, dir.as_deref());
     bundle::container_meta(ev, container_id, &configs)
 }

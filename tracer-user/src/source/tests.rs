@@ -19,7 +19,7 @@ struct FakeHost {
 }
 
 impl Host for FakeHost {
-    fn bundle_configs(&self, pid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
+    fn bundle_configs(&self, pid: u32, _ppid: u32, dir: Option<&str>) -> Vec<Vec<u8>> {
         let mut asked = self.asked.lock().unwrap();
         asked.push((pid, dir.map(str::to_string)));
         vec![b"{\"annotations\":".to_vec(), CONFIG.to_vec()]

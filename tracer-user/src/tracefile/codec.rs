@@ -263,13 +263,17 @@ pub(crate) fn encode_header(b: &mut impl BufMut, h: &Header) {
 }
 
 /// An exec's credentials: euid, fsuid, the user and pid namespaces' levels, the mount
-/// namespace, a marker (1: it is the host's, 2: the executable follows), then the executable's
-/// device, inode, owner, mode and links.
+/// namespace, a marker (1: it is the host's, 2: the executable follows, 4 (version 6): the
+/// program it is follows), then the executable's device, inode, owner, mode and links, then
+/// the program's byte.
 fn put_cred(b: &mut impl BufMut, c: &ExecCred) {
     for v in [c.euid, c.fsuid, c.userns_level, c.pidns_level, c.mnt_ns] {
         put_varint(b, u64::from(v));
     }
-    b.put_u8(u8::from(c.host_mnt) | (u8::from(c.exe.is_some()) << 1));
+    let marker = u8::from(c.host_mnt)
+        | (u8::from(c.exe.is_some()) << 1)
+        | (u8::from(c.program.is_some()) << 2);
+    b.put_u8(marker);
     if let Some(x) = &c.exe {
         put_varint(b, x.dev);
         put_varint(b, x.ino);
@@ -277,15 +281,24 @@ fn put_cred(b: &mut impl BufMut, c: &ExecCred) {
             put_varint(b, u64::from(v));
         }
     }
+    if let Some(p) = c.program {
+        b.put_u8(p.code());
+    }
 }
 
-fn get_cred(c: &mut Cur<'_>) -> DResult<ExecCred> {
+/// The format version that added an exec's program to its credentials.
+pub(crate) const CRED_PROGRAM_SINCE: u16 = 6;
+
+fn get_cred(c: &mut Cur<'_>, version: u16) -> DResult<ExecCred> {
     let euid = c.u32v("exec euid")?;
     let fsuid = c.u32v("exec fsuid")?;
     let userns_level = c.u32v("exec user namespace level")?;
     let pidns_level = c.u32v("exec pid namespace level")?;
     let mnt_ns = c.u32v("exec mount namespace")?;
-    let marker = get_small(c, 3, "an exec credentials marker (0-3)")?;
+    let marker = match version >= CRED_PROGRAM_SINCE {
+        true => get_small(c, 7, "an exec credentials marker (0-7)")?,
+        false => get_small(c, 3, "an exec credentials marker (0-3)")?,
+    };
     let exe = if marker & 2 != 0 {
         Some(ExeFile {
             dev: c.varint("executable device")?,
@@ -297,6 +310,13 @@ fn get_cred(c: &mut Cur<'_>) -> DResult<ExecCred> {
     } else {
         None
     };
+    let program = if marker & 4 != 0 {
+        let last = crate::event::program::Program::ALL.len() as u8 - 1;
+        let code = get_small(c, last, "an executable's program (0-9)")?;
+        crate::event::program::Program::from_code(code)
+    } else {
+        None
+    };
     Ok(ExecCred {
         euid,
         fsuid,
@@ -305,6 +325,7 @@ fn get_cred(c: &mut Cur<'_>) -> DResult<ExecCred> {
         mnt_ns,
         host_mnt: marker & 1 != 0,
         exe,
+        program,
     })
 }
 
@@ -421,7 +442,7 @@ fn get_snapshot_appendix(
         for p in snapshot.iter_mut() {
             p.uid = c.u32v("snapshot uid")?;
             if get_small(c, 1, "a snapshot credentials marker (0-1)")? != 0 {
-                p.cred = Some(get_cred(c)?);
+                p.cred = Some(get_cred(c, format_version)?);
             }
         }
     }
@@ -899,7 +920,7 @@ fn get_oom(c: &mut Cur<'_>) -> DResult<OomInfo> {
 pub(crate) fn decode_event(c: &mut Cur<'_>, ctx: &mut Ctx) -> DResult<Event> {
     let tag = get_tag(c, ctx)?;
     let (seq, ts_ns, tgid, tid) = get_context(c, ctx, tag)?;
-    let kind = get_kind(c, tag & 0x0f)?;
+    let kind = get_kind(c, tag & 0x0f, ctx.version)?;
     Ok(Event {
         seq,
         ts_ns,
@@ -979,7 +1000,7 @@ fn get_comm(c: &mut Cur<'_>) -> DResult<Comm> {
 }
 
 /// The fields of the kind whose code is `code` (checked by [`get_tag`]).
-fn get_kind(c: &mut Cur<'_>, code: u8) -> DResult<EventKind> {
+fn get_kind(c: &mut Cur<'_>, code: u8, version: u16) -> DResult<EventKind> {
     let kind = match code {
         K_EXEC_CRED => Some(Kind::Exec),
         code => Kind::from_code(code),
@@ -1005,7 +1026,7 @@ fn get_kind(c: &mut Cur<'_>, code: u8) -> DResult<EventKind> {
             old_tid: c.u32v("exec old tid")?,
             filename: get_captured(c, "exec filename")?,
             cred: match code {
-                K_EXEC_CRED => Some(get_cred(c)?),
+                K_EXEC_CRED => Some(get_cred(c, version)?),
                 _ => None,
             },
         },

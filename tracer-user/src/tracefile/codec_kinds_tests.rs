@@ -53,7 +53,7 @@ fn every_kind_is_written_with_its_rows_code_and_named_by_its_row() {
 /// kinds that version has.
 #[test]
 fn a_kind_is_refused_before_its_format_version() {
-    let version = super::super::FORMAT_VERSION;
+    let version = crate::event::Kind::NEWEST_FORMAT;
     assert!(version >= K_EXEC_CRED_SINCE);
     for v in 2..version {
         let next = format!("before format version {})", v + 1);
@@ -137,4 +137,30 @@ fn recordings_of_older_tracers_are_written_again_byte_for_byte() {
         }
     }
     assert!(frames >= files.len(), "{frames} frames");
+}
+
+/// An exec's program (format version 6) reads back as written; in a version 5 file the
+/// marker bit that announces it is damage, and an unknown program's byte is too.
+#[test]
+fn an_execs_program_is_version_6s() {
+    use crate::event::program::Program;
+    let mut cred = crate::synth::root_cred();
+    cred.program = Some(Program::Runc);
+    let mut ev = crate::synth::exec(7, "/usr/bin/runc");
+    if let EventKind::Exec { cred: c, .. } = &mut ev.kind {
+        *c = Some(cred);
+    }
+    let bytes = encode(std::slice::from_ref(&ev));
+    assert_eq!(
+        decode_all(&bytes, CRED_PROGRAM_SINCE).unwrap(),
+        [ev.clone()]
+    );
+    let marker = "an exec credentials marker (0-3)";
+    assert_eq!(decode_all(&bytes, 5), Err(DecodeError(marker)));
+    let last = bytes.len() - 1;
+    assert_eq!(bytes[last], Program::Runc.code());
+    let mut bad = bytes.clone();
+    bad[last] = Program::ALL.len() as u8;
+    let err = "an executable's program (0-9)";
+    assert_eq!(decode_all(&bad, CRED_PROGRAM_SINCE), Err(DecodeError(err)));
 }

@@ -37,8 +37,11 @@ use std::time::Duration;
 /// line-ending conversion.
 pub const MAGIC: [u8; 8] = *b"\x89TRACER\n";
 /// The format version this tracer writes and the newest it reads (it reads every older one):
-/// the newest one a kind of the kind table needs (version 5 added the last, `subreaper`).
-pub const FORMAT_VERSION: u16 = crate::event::Kind::NEWEST_FORMAT;
+/// version 6 added the program an exec's executable is to its credentials, after the newest
+/// one a kind of the kind table needs (version 5 added the last, `subreaper`).
+pub const FORMAT_VERSION: u16 = 6;
+const _: () = assert!(FORMAT_VERSION >= crate::event::Kind::NEWEST_FORMAT);
+const _: () = assert!(FORMAT_VERSION >= codec::CRED_PROGRAM_SINCE);
 /// The first version whose frames start with [`FRAME_SYNC`] and carry a number, the count of
 /// events before them and a header checksum, so a reader skips a damaged frame and goes on.
 pub const FRAMED_VERSION: u16 = 2;

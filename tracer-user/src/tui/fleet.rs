@@ -170,6 +170,8 @@ mod tests {
             now: Some("2026-12-04T16:00:05.000000000Z".into()),
             window_secs: 3600,
             nodes: vec![node("a", State::Live), node("b", State::Silent)],
+            not_agents: 0,
+            left_out: 0,
         };
         let mut v = FleetView {
             server: "nats://h:4222".into(),

@@ -63,6 +63,15 @@ fn speaks_for_none(e: &Engine, pid: u32) {
     );
 }
 
+/// A shim's argv naming the victim container, as a fake gives it.
+const SHIM_ARGV: [&str; 5] = [
+    "containerd-shim-runc-v2",
+    "-namespace",
+    "k8s.io",
+    "-id",
+    CID,
+];
+
 fn refused(e: &Engine, pid: u32) -> Option<identity::Refusal> {
     e.warnings().iter().find_map(|w| match w.kind {
         WarningKind::RoleRefused { pid: p, why, .. } if p == pid => Some(why),
@@ -118,13 +127,7 @@ fn nobodys_exec_a_shim_name_with_the_victims_id_changes_nothing() {
     let from = b.events.len();
     // `exec -a containerd-shim-runc-v2 sleep … -id VICTIM`: argv[0] and comm lie.
     b.fork(1, 6000);
-    let argv = [
-        "containerd-shim-runc-v2",
-        "-namespace",
-        "k8s.io",
-        "-id",
-        CID,
-    ];
+    let argv = SHIM_ARGV;
     b.exec_comm(6000, 6000, "/usr/bin/sleep", &argv, "containerd-shim");
     b.fork(6000, 6001);
     b.exec(6001, "/tmp/cryptominer", &["cryptominer"]);
@@ -198,4 +201,78 @@ fn renaming_to_a_runtime_name_makes_no_role() {
     let e = b.engine();
     speaks_for_none(&e, 7000);
     assert_eq!(stories(&e).len(), 1);
+}
+
+/// Each exec of `b` judged as the capture judges it on a node whose runtimes are installed at
+/// their paths: runc's own re-exec (`/proc/self/exe`) is runc's file; anything else is
+/// none of theirs.
+fn judged(b: &mut Stream) {
+    use identity::Program;
+    for ev in &mut b.events {
+        if let EventKind::Exec {
+            cred: Some(c),
+            filename,
+            ..
+        } = &mut ev.kind
+        {
+            c.program = Some(match filename.value.as_str() {
+                "/usr/bin/containerd-shim-runc-v2" => Program::ContainerdShim,
+                "/usr/bin/runc" | "/proc/self/exe" => Program::Runc,
+                _ => Program::Other,
+            });
+        }
+    }
+}
+
+#[test]
+fn the_runtimes_installed_files_tell_the_story_their_names_told() {
+    let by_name = told(&trusted_node().engine());
+    let mut b = trusted_node();
+    judged(&mut b);
+    let e = b.engine();
+    assert_eq!(told(&e), by_name);
+    assert!(!by_name.0.is_empty(), "no story");
+    let init = e.process(1013).expect("init");
+    assert_eq!(init.role, Some(Role::Container));
+}
+
+#[test]
+fn a_setuid_program_or_roots_other_file_under_a_runtime_name_speaks_for_none() {
+    let before = told(&trusted_node().engine());
+    let mut b = trusted_node();
+    let from = b.events.len();
+    let argv = SHIM_ARGV;
+    // nobody's `exec -a containerd-shim-runc-v2 /usr/bin/chfn`: setuid root, real uid nobody.
+    b.fork(1, 7000);
+    b.exec_comm(7000, 7000, "/usr/bin/chfn", &argv, "containerd-shim");
+    // root's `sleep` through a symlink named like the shim.
+    b.fork(1, 7001);
+    b.exec_comm(
+        7001,
+        7001,
+        "/tmp/containerd-shim-runc-v2",
+        &argv,
+        "containerd-shim",
+    );
+    // root's real runc, run as the shim by name: runc it is (its file), with no shim's id.
+    b.fork(1, 7002);
+    b.exec_comm(7002, 7002, "/usr/bin/runc", &argv, "containerd-shim");
+    as_cred(&mut b, from, 0, root_cred());
+    for ev in b.events[from..].iter_mut().filter(|ev| ev.tgid == 7000) {
+        ev.uid = 65534;
+    }
+    judged(&mut b);
+    let e = b.engine();
+    speaks_for_none(&e, 7000);
+    speaks_for_none(&e, 7001);
+    assert_eq!(refused(&e, 7000), Some(identity::Refusal::SetId));
+    assert_eq!(refused(&e, 7001), Some(identity::Refusal::NotInstalled));
+    let runc = e.process(7002).expect("runc");
+    assert!(
+        matches!(runc.role, Some(Role::OciRuntime { .. })),
+        "{:?}",
+        runc.role
+    );
+    assert_eq!(runc.container_id, None);
+    assert_eq!(told(&e), before, "the real container's story changed");
 }

@@ -143,30 +143,34 @@ mod prop {
             arb_cstr(),
             any::<[u32; 6]>(),
             any::<(bool, bool, u64, u64)>(),
+            proptest::option::of(0..crate::event::program::Program::ALL.len()),
         )
-            .prop_map(|(old_tid, filename, ids, (host_mnt, exe, dev, ino))| {
-                let exe = exe.then_some(crate::event::ExeFile {
-                    dev,
-                    ino,
-                    uid: ids[5],
-                    mode: ids[4],
-                    nlink: ids[3],
-                });
-                let cred = crate::event::ExecCred {
-                    euid: ids[0],
-                    fsuid: ids[1],
-                    userns_level: ids[2],
-                    pidns_level: ids[3],
-                    mnt_ns: ids[4],
-                    host_mnt,
-                    exe,
-                };
-                EventKind::Exec {
-                    old_tid,
-                    filename,
-                    cred: Some(cred),
-                }
-            })
+            .prop_map(
+                |(old_tid, filename, ids, (host_mnt, exe, dev, ino), program)| {
+                    let exe = exe.then_some(crate::event::ExeFile {
+                        dev,
+                        ino,
+                        uid: ids[5],
+                        mode: ids[4],
+                        nlink: ids[3],
+                    });
+                    let cred = crate::event::ExecCred {
+                        euid: ids[0],
+                        fsuid: ids[1],
+                        userns_level: ids[2],
+                        pidns_level: ids[3],
+                        mnt_ns: ids[4],
+                        host_mnt,
+                        exe,
+                        program: program.map(|i| crate::event::program::Program::ALL[i]),
+                    };
+                    EventKind::Exec {
+                        old_tid,
+                        filename,
+                        cred: Some(cred),
+                    }
+                },
+            )
     }
 
     prop_compose! {
