@@ -204,12 +204,33 @@ fn time_text(ns: u64) -> Option<String> {
     clock::rfc3339(i128::from(ns))
 }
 
+/// How far ahead of the reader's clock a node's word may be dated: beyond it, a heartbeat, an
+/// event or a story is no word of the node's (a forger's, or a clock far off), and is said.
+pub const MAX_SKEW: Duration = Duration::from_secs(300);
+
 /// The row of a node read, at wall time `now_ns`, counting restarts and deaths since
-/// `window` before it.
+/// `window` before it; what is dated more than [`MAX_SKEW`] after `now_ns` is left out and
+/// said in its notes.
 pub fn row(read: &NodeRead, now_ns: u64, window: Duration) -> NodeRow {
-    let beat_ns = read.heartbeat.map(|h| h.wall_ns);
-    let last_word_ns = beat_ns.max(read.last_event_ns);
-    let interval = read.heartbeat.map_or(heartbeat::DEFAULT_INTERVAL, |h| {
+    let ahead = now_ns.saturating_add(nanos(MAX_SKEW));
+    let mut notes = read.notes.clone();
+    let mut refuse = |what: &str, ns: u64| {
+        let at = time_text(ns).unwrap_or_else(|| ns.to_string());
+        notes.push(format!(
+            "{what} is dated {at}, more than {} s after this reader's clock: not taken as the node's word",
+            MAX_SKEW.as_secs()
+        ));
+    };
+    let beat = read.heartbeat.filter(|h| h.wall_ns <= ahead);
+    if let (Some(h), None) = (read.heartbeat, beat) {
+        refuse("its last heartbeat", h.wall_ns);
+    }
+    let last_event = read.last_event_ns.filter(|&t| t <= ahead);
+    if let (Some(t), None) = (read.last_event_ns, last_event) {
+        refuse("its last event", t);
+    }
+    let last_word_ns = beat.map(|h| h.wall_ns).max(last_event);
+    let interval = beat.map_or(heartbeat::DEFAULT_INTERVAL, |h| {
         Duration::from_millis(h.interval_ms)
     });
     let silent_after = interval.saturating_mul(heartbeat::SILENT_AFTER);
@@ -220,15 +241,21 @@ pub fn row(read: &NodeRead, now_ns: u64, window: Duration) -> NodeRow {
     };
     let (pods, pods_left_out) = live_pods(&read.engine);
     let since = now_ns.saturating_sub(nanos(window));
-    let ends = ends_since(&read.engine, since);
+    let (ends, later) = ends_between(&read.engine, since, ahead);
+    if later > 0 {
+        notes.push(format!(
+            "{later} restarts or deaths dated more than {} s after this reader's clock: not counted",
+            MAX_SKEW.as_secs()
+        ));
+    }
     NodeRow {
         node: read.node.clone(),
         state,
         last_word: last_word_ns.and_then(time_text),
         last_word_ns,
-        interval_ms: read.heartbeat.map(|h| h.interval_ms),
-        heartbeat: read.heartbeat,
-        back: read.back.map(|b| BackRow {
+        interval_ms: beat.map(|h| h.interval_ms),
+        heartbeat: beat,
+        back: read.back.filter(|b| b.back_ns <= ahead).map(|b| BackRow {
             since: time_text(b.back_ns),
             down_since: time_text(b.down_ns),
             buffered: b.buffered,
@@ -240,7 +267,7 @@ pub fn row(read: &NodeRead, now_ns: u64, window: Duration) -> NodeRow {
         deaths: ends.iter().filter(|e| e.phase == "death").count(),
         ends: ends.into_iter().take(MAX_ENDS).collect(),
         error: None,
-        notes: read.notes.clone(),
+        notes,
     }
 }
 
@@ -277,16 +304,20 @@ pub fn live_pods(e: &Engine) -> (Vec<PodRow>, usize) {
     (rows, left_out)
 }
 
-/// The restarts and deaths of containers whose story starts at or after `since_ns` (wall),
-/// in order; all of them when the recording has no wall clock.
-fn ends_since(e: &Engine, since_ns: u64) -> Vec<EndRow> {
+/// The restarts and deaths of containers whose story starts from `since_ns` to `until_ns`
+/// (wall), in order (all of them when the recording has no wall clock), and how many start
+/// after `until_ns`.
+fn ends_between(e: &Engine, since_ns: u64, until_ns: u64) -> (Vec<EndRow>, usize) {
     let clock = e.clock();
-    stories(e)
+    let mut later = 0;
+    let ends = stories(e)
         .into_iter()
         .filter(|s| matches!(s.phase, Phase::Restart | Phase::Death))
         .filter(|s| {
             let at = s.steps.first().and_then(|st| clock.epoch_ns(st.ts_ns));
-            at.is_none_or(|t| t >= i128::from(since_ns))
+            let ahead = at.is_some_and(|t| t > i128::from(until_ns));
+            later += usize::from(ahead);
+            !ahead && at.is_none_or(|t| t >= i128::from(since_ns))
         })
         .map(|s| EndRow {
             phase: s.phase.as_str(),
@@ -294,7 +325,8 @@ fn ends_since(e: &Engine, since_ns: u64) -> Vec<EndRow> {
             pod: s.pod,
             container: s.container_name,
         })
-        .collect()
+        .collect();
+    (ends, later)
 }
 
 /// The fleet of a server at one moment.

@@ -139,6 +139,44 @@ fn restarts_and_deaths_before_the_window_are_left_out() {
     assert_eq!(row.state, State::Live);
 }
 
+/// A dead node's stream with a heartbeat and deaths dated hours ahead of the reader (a
+/// forger's, or a clock far off): not live, no death counted in the window, and said.
+#[test]
+fn a_word_dated_past_the_skew_is_not_the_nodes() {
+    let evs = node_events();
+    let last_ts = evs.last().unwrap().ts_ns;
+    let hours = 3 * 3600 * SEC;
+    let r = read("a", stream("a-run-0", &evs, &[beat(T0 + last_ts + hours)]));
+    // The reader's clock: well after the node's events, hours before the forged heartbeat.
+    let now = T0 + last_ts + 600 * SEC;
+    let row = row(&r, now, DEFAULT_WINDOW);
+    assert_eq!(row.state, State::Silent, "{:?}", row.notes);
+    assert_eq!(row.last_word_ns, Some(T0 + last_ts));
+    assert_eq!((row.heartbeat, row.interval_ms), (None, None));
+    assert!(
+        row.notes
+            .iter()
+            .any(|n| n.starts_with("its last heartbeat is dated")),
+        "{:?}",
+        row.notes
+    );
+    // The node's events themselves dated ahead: none is its word, its ends not counted.
+    let early = T0 - hours;
+    let ahead = super::row(&r, early, DEFAULT_WINDOW);
+    assert_eq!(
+        (ahead.state, ahead.restarts, ahead.deaths),
+        (State::Unknown, 0, 0)
+    );
+    assert!(
+        ahead
+            .notes
+            .iter()
+            .any(|n| n.contains("restarts or deaths dated more than 300 s")),
+        "{:?}",
+        ahead.notes
+    );
+}
+
 #[test]
 fn an_agent_back_from_an_outage_says_what_it_buffered_and_dropped() {
     let back = Back {
