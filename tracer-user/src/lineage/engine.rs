@@ -250,6 +250,17 @@ pub struct Engine {
     clock: crate::clock::Clock,
     /// `ts_ns` of the event being applied: the time of every record it makes.
     now_ts: u64,
+    /// A runtime's bundle identity that came with its exec's call, before the exec: judged
+    /// once the exec says what file the process runs (one per pid; dropped at its end).
+    pending_meta: StdHashMap<u32, PendingMeta>,
+}
+
+/// [`Engine::container_meta`]'s arguments, held until the caller's exec.
+#[derive(Clone, Debug)]
+struct PendingMeta {
+    by: Actor,
+    cid: Arc<str>,
+    identity: super::k8s::K8sIdentity,
 }
 
 impl Engine {
@@ -623,6 +634,21 @@ impl Engine {
         }
     }
 
+    /// A bundle identity refused for `why`: its runtime may not speak for a container.
+    fn refuse_meta(&mut self, runtime: ProcId, by: &Actor, why: super::identity::Refusal) {
+        let (pid, uid) = (by.pid, self.tree[runtime].uid);
+        let role = self.tree[runtime]
+            .role
+            .unwrap_or(Role::OciRuntime { subcommand: None });
+        let kind = WarningKind::RoleRefused {
+            pid,
+            uid,
+            role,
+            why,
+        };
+        self.warn(by.seq, kind);
+    }
+
     /// cgroup_attach_task(): `tid`'s process is now in `path`.
     fn cgroup_moved(&mut self, tid: u32, path: &Arc<str>, by: &Actor) {
         // A task the stream never showed: nothing to attach the move to.
@@ -656,20 +682,21 @@ impl Engine {
         if identity.is_empty() {
             return;
         }
+        if self.tree[runtime].standing
+            == super::identity::Standing::Refused(super::identity::Refusal::NotInstalled)
+        {
+            // The bundle comes with the exec call, before the exec: the file it runs is told
+            // by the exec (the program then judged), not by what the caller ran before.
+            let pending = PendingMeta {
+                by: *by,
+                cid: cid.clone(),
+                identity: identity.clone(),
+            };
+            self.pending_meta.insert(by.pid, pending);
+            return;
+        }
         if let super::identity::Standing::Refused(why) = self.tree[runtime].standing {
-            let (pid, uid) = (by.pid, self.tree[runtime].uid);
-            let role = self.tree[runtime]
-                .role
-                .unwrap_or(Role::OciRuntime { subcommand: None });
-            self.warn(
-                by.seq,
-                WarningKind::RoleRefused {
-                    pid,
-                    uid,
-                    role,
-                    why,
-                },
-            );
+            self.refuse_meta(runtime, by, why);
             return;
         }
         if by.uid != 0 && by.uid != u32::MAX {
@@ -1104,6 +1131,15 @@ impl Engine {
             });
         }
         self.classify_exec(id, a.seq);
+        if let Some(m) = self.pending_meta.remove(&a.pid) {
+            match self.tree[id].standing {
+                // Still none of the runtimes' files: refused as any claim is.
+                super::identity::Standing::Refused(
+                    why @ super::identity::Refusal::NotInstalled,
+                ) => self.refuse_meta(id, &m.by, why),
+                _ => self.container_meta(id, &m.by, &m.cid, &m.identity),
+            }
+        }
     }
 
     /// The input ended (its last event applied): an exec whose call the source showed but not
@@ -1267,6 +1303,9 @@ impl Engine {
             None => self.placeholder(a.pid, a.ppid, a.seq, a.ts_ns),
         };
         self.tree.thread_died(id, a.tid);
+        if group_dead {
+            self.pending_meta.remove(&a.pid);
+        }
         // After exit_group() the other threads still run until the kernel's SIGKILL reaches
         // them (a Go runtime's threads finish their syscalls): the process ends with the last.
         let p = &self.tree[id];

@@ -276,3 +276,42 @@ fn a_setuid_program_or_roots_other_file_under_a_runtime_name_speaks_for_none() {
     assert_eq!(runc.container_id, None);
     assert_eq!(told(&e), before, "the real container's story changed");
 }
+
+/// A bundle's pod comes with the runtime's exec call, before the exec: it is the runtime's
+/// when the exec runs the runtime's file (a root shell running `runc run`), and nobody's
+/// when it runs another (root's copy of busybox named runc).
+#[test]
+fn a_bundles_pod_is_judged_by_the_file_its_caller_execs() {
+    use crate::synth::PodAnnotations;
+    let run = |pid: u32, file: &str| {
+        let mut b = Stream::default();
+        b.fork(1, pid - 1);
+        b.exec(pid - 1, "/bin/bash", &["bash"]);
+        b.fork(pid - 1, pid);
+        let argv = ["runc", "run", "--bundle", "/b", CID];
+        b.exec_enter(pid, pid, file, &argv);
+        let meta = PodAnnotations::new("shop", "web")
+            .named("app")
+            .meta(pid, CID);
+        b.push(pid, pid, "bash", meta);
+        let kind = EventKind::Exec {
+            cred: None,
+            old_tid: pid,
+            filename: crate::event::CapturedStr::new(file),
+        };
+        b.push(pid, pid, "runc", kind);
+        as_cred(&mut b, 0, 0, root_cred());
+        judged(&mut b);
+        let e = b.engine();
+        let pod = e
+            .process(pid)
+            .and_then(|p| p.k8s.clone())
+            .and_then(|k| k.pod.clone());
+        (pod.map(|p| p.name.to_string()), refused(&e, pid))
+    };
+    assert_eq!(run(801, "/usr/bin/runc"), (Some("web".into()), None));
+    assert_eq!(
+        run(901, "/tmp/runc"),
+        (None, Some(identity::Refusal::NotInstalled))
+    );
+}
