@@ -40,9 +40,14 @@ pub fn start_agent_with(
     env: &[(&str, &Path)],
     args: &[&str],
 ) -> Guard {
+    // The node's key beside the log: each test's agent a node of its own, nothing written to
+    // the machine's /var/lib/tracer.
+    let key = log.with_extension("nk");
     let child = Command::new(tracer)
         .envs(env.iter().copied())
         .args(["agent", "--node", node, "--nats", nats])
+        .arg("--key")
+        .arg(&key)
         .args(args)
         .arg("--listen")
         .arg(format!("127.0.0.1:{metrics_port}"))

@@ -38,6 +38,9 @@ impl PodmanRun {
 pub struct Cluster<'a> {
     pub fields: BTreeMap<&'a str, &'a str>,
     pub env: BTreeMap<&'a str, &'a str>,
+    /// hostPath directories given another place on this machine (a test's own directory
+    /// for the node's key, not the machine's /var/lib/tracer).
+    pub host_paths: BTreeMap<&'a str, &'a str>,
 }
 
 /// Reads the manifest at `path` and translates its DaemonSet's single container.
@@ -66,7 +69,7 @@ fn translate(pod: &Yaml, cluster: &Cluster) -> Result<PodmanRun> {
     if let Some(mem) = c["resources"]["limits"]["memory"].as_str() {
         flags.push(format!("--memory={}", memory_bytes(mem)?));
     }
-    flags.extend(volume_flags(pod, c)?);
+    flags.extend(volume_flags(pod, c, cluster)?);
     let env = environment(c, cluster)?;
     flags.extend(env.iter().map(|(k, v)| format!("--env={k}={v}")));
     if let Some(cmd) = c["command"].as_vec() {
@@ -155,14 +158,14 @@ fn cap_name(cap: &str) -> String {
 
 /// hostPath volumes mounted where the container's volumeMounts say; any other kind of volume
 /// is refused (the test could not give it what a cluster would).
-fn volume_flags(pod: &Yaml, c: &Yaml) -> Result<Vec<String>> {
+fn volume_flags(pod: &Yaml, c: &Yaml, cluster: &Cluster) -> Result<Vec<String>> {
     let mut host_paths = BTreeMap::new();
     for v in pod["volumes"].as_vec().into_iter().flatten() {
         let name = v["name"].as_str().context("a volume without a name")?;
         let Some(path) = v["hostPath"]["path"].as_str() else {
             bail!("volume {name} is not a hostPath volume");
         };
-        host_paths.insert(name, path);
+        host_paths.insert(name, cluster.host_paths.get(path).copied().unwrap_or(path));
     }
     let mut flags = Vec::new();
     for m in c["volumeMounts"].as_vec().into_iter().flatten() {
@@ -275,6 +278,7 @@ mod tests {
         let cluster = Cluster {
             fields: [("spec.nodeName", "n1"), ("status.podIP", "127.0.0.1")].into(),
             env: [("NATS_URL", "nats://127.0.0.1:4222")].into(),
+            host_paths: [("/var/lib/tracer", "/tmp/keys")].into(),
         };
         daemonset_run(
             &crate::workspace_root().join("deploy/daemonset.yaml"),
@@ -294,6 +298,7 @@ mod tests {
             "--security-opt=no-new-privileges",
             "--volume=/sys/kernel/btf:/sys/kernel/btf:ro",
             "--volume=/sys/kernel/tracing:/sys/kernel/tracing:ro",
+            "--volume=/tmp/keys:/var/lib/tracer",
             "--env=NODE_NAME=n1",
         ] {
             assert!(

@@ -158,6 +158,7 @@ fn agent_run(port: u16, node: &str, events: Vec<Event>, run: Duration) {
         daemon: false,
         deadline: Some(Instant::now() + run),
         heartbeat: tracer::nats::heartbeat::DEFAULT_INTERVAL,
+        key: Some(Arc::new(tracer::nats::sign::NodeKey::generate())),
     };
     let metrics = Arc::new(Mutex::new(Metrics::new()));
     let rt = tokio::runtime::Runtime::new().expect("runtime");

@@ -43,10 +43,16 @@ impl Container {
 /// host's: the manifest asks for the host network), publishing to `nats_port`.
 fn manifest_run(nats_port: u16) -> tests::deploy::PodmanRun {
     let url = format!("nats://127.0.0.1:{nats_port}");
+    // The node's key in a directory of the test's (made as the kubelet makes a
+    // DirectoryOrCreate hostPath), not the machine's /var/lib/tracer.
+    let keys = std::env::temp_dir().join(format!("tracer-daemonset-key-{nats_port}"));
+    std::fs::create_dir_all(&keys).expect("key directory");
+    let keys = keys.to_string_lossy().into_owned();
     let cluster = tests::deploy::Cluster {
         fields: [("spec.nodeName", "n1"), ("status.podIP", "127.0.0.1")].into(),
         // One loopback server: a stream of one copy (the manifest asks a cluster for 3).
         env: [("NATS_URL", url.as_str()), ("NATS_REPLICAS", "1")].into(),
+        host_paths: [("/var/lib/tracer", keys.as_str())].into(),
     };
     tests::deploy::daemonset_run(
         &tests::workspace_root().join("deploy/daemonset.yaml"),

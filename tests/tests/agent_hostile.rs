@@ -273,15 +273,62 @@ fn a_forged_segment_in_the_stream_is_reported_and_hides_none_of_the_agents_event
     assert!(out.status.success(), "{stderr}");
     assert!(has_exec(&out, before) && has_exec(&out, after), "{stderr}");
     assert!(
-        stderr.contains("came after another segment had started"),
+        stderr.contains("segments or heartbeats forged: not signed by node n1's key"),
         "the reader did not report the forged segment: {stderr}"
     );
-    // The forged events are read as their own segment, after the agent's: reported, not
-    // hidden, and hiding nothing.
+    // The forged segment is never the node's word: its event is not read.
     let forged = jsonl(&String::from_utf8_lossy(&out.stdout))
         .iter()
         .any(|e| e["tgid"] == FORGED_PID);
-    assert!(forged, "the forged segment's event is missing: {stderr}");
+    assert!(!forged, "the forged segment's event was read: {stderr}");
+}
+
+/// A forger with publish rights on n1's subject, who reads the stream: a whole segment of
+/// its own (its nonce, its chain) whose heartbeat says the node beats every millisecond and
+/// was last heard an hour ago, signed by a key of its own. `tracer nodes` shows n1 live with
+/// its agent's interval, and says what was forged.
+#[test]
+#[ignore = "root: loads the probes, starts nats-server"]
+fn a_forged_heartbeat_is_never_the_nodes_word() {
+    use tracer::nats;
+    if !prerequisites() {
+        return;
+    }
+    let w = World::start("agent-forged-beat");
+    let (rt, js) = jetstream(w.nats_port);
+    rt.block_on(async {
+        let id = format!("n1-{}-0", nats::random_id());
+        let key = std::sync::Arc::new(nats::sign::NodeKey::generate());
+        let header = tracer::tracefile::Header::default();
+        let (mut seg, mut msgs) =
+            nats::Segment::start_signed(id, &header, Some(key)).expect("segment");
+        let beat = nats::heartbeat::Heartbeat {
+            interval_ms: 1,
+            wall_ns: nats::heartbeat::wall_now_ns() - 3_600_000_000_000,
+            ..Default::default()
+        };
+        msgs.extend(seg.heartbeat(&beat));
+        for m in &msgs {
+            nats::publish(&js, &nats::subject("n1"), m)
+                .await
+                .expect("publish");
+        }
+    });
+    let server = format!("nats://127.0.0.1:{}", w.nats_port);
+    let out = Command::new(&w.tracer)
+        .args(["nodes", &server, "--format", "json"])
+        .output()
+        .expect("tracer nodes");
+    assert!(out.status.success(), "{out:?}");
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let n1 = tests::agent::row(&t, "n1");
+    assert_eq!(n1["state"], "live", "{n1}");
+    assert_eq!(n1["interval_ms"], 10_000, "{n1}");
+    let notes = n1["notes"].to_string();
+    assert!(
+        notes.contains("forged: not signed by node n1's key"),
+        "{notes}"
+    );
 }
 
 /// Frames numbered 0 to `n` - 1 with no events, then frame `n` holding an exec by

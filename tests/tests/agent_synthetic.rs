@@ -63,6 +63,7 @@ fn config(port: u16, node: &str, run: Duration) -> AgentConfig {
         daemon: false,
         deadline: Some(Instant::now() + run),
         heartbeat: tracer::nats::heartbeat::DEFAULT_INTERVAL,
+        key: Some(Arc::new(tracer::nats::sign::NodeKey::generate())),
     }
 }
 

@@ -56,6 +56,9 @@ pub struct AgentConfig {
     /// How often the agent publishes a heartbeat ([`nats::heartbeat`]): its word that it is
     /// there, with its counters, read by `tracer nodes`.
     pub heartbeat: Duration,
+    /// The node's key, which signs each segment's header and every heartbeat
+    /// ([`nats::sign`]); `None` publishes unsigned segments, as agents before signatures.
+    pub key: Option<Arc<nats::sign::NodeKey>>,
 }
 
 /// What the agent lost, when it stopped.
@@ -465,6 +468,7 @@ fn report_failure(failing: &mut bool, e: &nats::NatsError) {
 /// The capture side: segments, the engine behind the metrics, and when to do what.
 struct Agent {
     node: String,
+    key: Option<Arc<nats::sign::NodeKey>>,
     run_id: String,
     segment_no: u64,
     segment: Option<Segment>,
@@ -528,7 +532,7 @@ impl Agent {
         let header = self.header(src);
         let id = format!("{}-{}-{}", self.node, self.run_id, self.segment_no);
         self.segment_no += 1;
-        let (seg, head) = Segment::start(id, &header)?;
+        let (seg, head) = Segment::start_signed(id, &header, self.key.clone())?;
         self.shared.push(head.clone());
         self.head = head;
         self.segment = Some(seg);
@@ -677,6 +681,7 @@ pub async fn run<S: EventSource>(
     let now = Instant::now();
     let mut agent = Agent {
         node: cfg.node.clone(),
+        key: cfg.key.clone(),
         // Random: segment and message ids an outsider cannot predict.
         run_id: nats::random_id(),
         segment_no: 0,

@@ -666,13 +666,14 @@ impl Input {
         }
         notes.extend(input.stream_notes());
         #[cfg(feature = "nats")]
-        if let Source::Nats { earlier, .. } = &input.source {
+        if let Source::Nats { earlier, feed, .. } = &input.source {
             notes.extend(
                 earlier
                     .warnings()
                     .into_iter()
                     .map(|w| format!("earlier segments: {w}")),
             );
+            notes.extend(signature_notes(&crate::nats::lock(feed)));
         }
         if let Some(tail) = input.tail() {
             notes.extend(tail.warnings());
@@ -1076,4 +1077,27 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// What a NATS feed's signatures said: segments or heartbeats forged under another key (or
+/// unsigned where the node signs), and a key taken on first use (sign.rs).
+#[cfg(feature = "nats")]
+fn signature_notes(feed: &crate::nats::Feed) -> Vec<String> {
+    let mut notes = Vec::new();
+    let pin = feed.pin();
+    if feed.forged_signed() > 0 {
+        notes.push(format!(
+            "{} segments or heartbeats forged: not signed by node {}'s key (published by someone else on its subject; not read)",
+            feed.forged_signed(),
+            crate::escape::escape(&pin.node)
+        ));
+    }
+    if let (true, Some(k)) = (pin.first_use, &pin.key) {
+        notes.push(format!(
+            "node {}'s key taken on first use: {} (give --trust-keys a file naming it to pin it)",
+            crate::escape::escape(&pin.node),
+            crate::escape::escape(k)
+        ));
+    }
+    notes
 }

@@ -31,6 +31,7 @@ pub mod burst;
 pub mod chain;
 pub mod guard;
 pub mod heartbeat;
+pub mod sign;
 /// Message header naming the segment (one trace file) a message belongs to.
 pub const SEGMENT_HEADER: &str = "Tracer-Segment";
 /// Message header: `header` (preamble and header) or `frames`.
@@ -288,6 +289,9 @@ pub struct Outgoing {
     pub payload: Bytes,
     /// Events in it.
     pub events: u64,
+    /// The node key's public key and signature (hex), on a signed segment's header message
+    /// and heartbeats ([`sign`]).
+    pub signed: Option<(Arc<str>, String)>,
 }
 
 impl Outgoing {
@@ -479,11 +483,22 @@ pub struct Segment {
     chain: chain::Chain,
     next_index: u64,
     events_taken: u64,
+    /// The node's key, which signs its header message and heartbeats, and its public key.
+    signer: Option<(Arc<sign::NodeKey>, Arc<str>)>,
 }
 
 impl Segment {
     /// Starts segment `id` with `header`; returns it and its header messages.
     pub fn start(id: String, header: &Header) -> Result<(Segment, Vec<Outgoing>), NatsError> {
+        Segment::start_signed(id, header, None)
+    }
+
+    /// [`Segment::start`], its header message and heartbeats signed by `key` when given.
+    pub fn start_signed(
+        id: String,
+        header: &Header,
+        key: Option<Arc<sign::NodeKey>>,
+    ) -> Result<(Segment, Vec<Outgoing>), NatsError> {
         let buf = Taken::default();
         let writer = TraceWriter::new(buf.clone(), header)?;
         let mut seg = Segment {
@@ -494,6 +509,10 @@ impl Segment {
             chain: chain::Chain::new(),
             next_index: 0,
             events_taken: 0,
+            signer: key.map(|k| {
+                let public = Arc::from(k.public());
+                (k, public)
+            }),
         };
         let bytes = seg.buf.take();
         let head = seg.messages(Part::Header, bytes, 0);
@@ -508,7 +527,7 @@ impl Segment {
         (0..n)
             .map(|i| {
                 let end = ((i + 1) * MAX_MESSAGE).min(bytes.len());
-                let m = Outgoing {
+                let mut m = Outgoing {
                     segment: self.id.clone(),
                     part,
                     index: self.next_index,
@@ -517,11 +536,29 @@ impl Segment {
                     link: self.chain.link(self.next_index),
                     payload: bytes.slice((i * MAX_MESSAGE).min(end)..end),
                     events: if i + 1 == n { events } else { 0 },
+                    signed: None,
                 };
+                m.signed = self.signature_of(&m);
                 self.next_index += 1;
                 m
             })
             .collect()
+    }
+
+    /// The key and signature of `m` when it is a signed segment's first message or a heartbeat
+    /// ([`sign::header_statement`], [`sign::heartbeat_statement`]).
+    fn signature_of(&self, m: &Outgoing) -> Option<(Arc<str>, String)> {
+        let (key, public) = self.signer.as_ref()?;
+        let statement = match m.part {
+            Part::Header if m.index == 0 => {
+                sign::header_statement(&m.segment, &m.segment_nonce, m.link.as_ref(), &m.payload)
+            }
+            Part::Heartbeat => {
+                sign::heartbeat_statement(&m.segment, m.index, m.link.as_ref(), &m.payload)
+            }
+            _ => return None,
+        };
+        Some((public.clone(), key.sign(&statement)))
     }
 
     /// The segment's id (`NODE-RUN-N`).
@@ -980,6 +1017,11 @@ pub async fn publish(
     if let Some(beat) = beat {
         msg = msg.header(heartbeat::HEARTBEAT_HEADER, &*beat);
     }
+    if let Some((key, sig)) = &m.signed {
+        msg = msg
+            .header(sign::KEY_HEADER, &**key)
+            .header(sign::SIGNATURE_HEADER, sig.as_str());
+    }
     js.send_publish(subject.to_string(), msg)
         .await
         .map_err(|e| match e.kind() {
@@ -1049,6 +1091,8 @@ pub struct Received {
     pub nonce: Option<String>,
     /// [`LINK_HEADER`], when it has a well-formed one.
     pub link: Option<chain::Link>,
+    /// [`sign::KEY_HEADER`] and [`sign::SIGNATURE_HEADER`], when it has both, bounded.
+    pub signed: Option<(String, String)>,
     /// The bytes.
     pub payload: Bytes,
 }
@@ -1088,6 +1132,9 @@ fn received(m: &async_nats::Message, seq: u64) -> Received {
         seq,
         nonce,
         link: get(LINK_HEADER).and_then(|l| chain::from_hex(&l)),
+        signed: get(sign::KEY_HEADER)
+            .zip(get(sign::SIGNATURE_HEADER))
+            .filter(|(k, s)| k.len() <= sign::MAX_KEY_TEXT && s.len() <= 128),
         // A heartbeat's text is its payload here: the chain's digest covers it.
         payload: match part {
             Some(Part::Heartbeat) => heartbeat::received_text(get(heartbeat::HEARTBEAT_HEADER)),
@@ -1190,8 +1237,9 @@ async fn nodes_of(js: &jetstream::Context) -> Result<NodeList, NatsError> {
 }
 
 /// Whether `m`, the first message stored for `node`, is one an agent of that node publishes:
-/// a message of one of its segments (`NODE-RUN-N`), and the trace file's magic when it is a
-/// segment's header (the stream's limits may have dropped a segment's first messages).
+/// a message of one of its segments (`NODE-RUN-N`); when it is a segment's header, a trace
+/// file's magic and a good signature ([`sign`]); any message of a segment when the stream's
+/// limits dropped its first ones (the chain and signature are checked when it is read).
 fn agent_began(node: &str, m: &jetstream::message::StreamMessage) -> bool {
     let get = |name: &str| m.headers.get(name).map(|v| v.as_str().to_string());
     let ours = get(SEGMENT_HEADER).is_some_and(|id| {
@@ -1200,7 +1248,21 @@ fn agent_began(node: &str, m: &jetstream::message::StreamMessage) -> bool {
             .is_some_and(|rest| !rest.is_empty())
     });
     match get(PART_HEADER).as_deref() {
-        Some("header") => ours && m.payload.starts_with(&crate::tracefile::MAGIC),
+        Some("header") => {
+            ours && m.payload.starts_with(&crate::tracefile::MAGIC) && {
+                // Signed by the node's trusted key when the operator gave one, else by any key:
+                // anyone can shape a header, nobody else can sign one.
+                let (key, sig) = (get(sign::KEY_HEADER), get(sign::SIGNATURE_HEADER));
+                let segment = get(SEGMENT_HEADER).unwrap_or_default();
+                let nonce = get(NONCE_HEADER).unwrap_or_default();
+                let link = get(LINK_HEADER).and_then(|l| chain::from_hex(&l));
+                let st = sign::header_statement(&segment, &nonce, link.as_ref(), &m.payload);
+                let trusted = sign::trusted().and_then(|t| t.get(node));
+                key.zip(sig).is_some_and(|(k, s)| {
+                    trusted.is_none_or(|t| t == k) && sign::verify(&k, &st, &s)
+                })
+            }
+        }
         Some("frames" | "heartbeat") => ours,
         _ => false,
     }
@@ -1269,6 +1331,11 @@ pub struct Feed {
     duplicates: u64,
     /// Told each heartbeat the chain proves ([`Feed::on_heartbeat`]).
     heartbeats: Option<heartbeat::HeartbeatFn>,
+    /// The node read and the key it is pinned to ([`sign`]).
+    keys: sign::Pin,
+    /// Segments not signed by the node's key, or heartbeats not signed by their segment's
+    /// (not read).
+    forged_signed: u64,
 }
 
 /// Where a following reader says how its connection fares (a lost server, and its return).
@@ -1298,6 +1365,7 @@ impl Feed {
     pub fn open(src: &NatsSource, follow: Follow) -> Result<Feed, NatsError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(FEED_MESSAGES);
         let src = src.clone();
+        let node = src.node.clone();
         let notes = Notes::default();
         let pump_notes = notes.clone();
         std::thread::Builder::new()
@@ -1310,6 +1378,7 @@ impl Feed {
         match rx.recv() {
             Ok(Fed::Start(last)) => Ok(Feed {
                 notes,
+                keys: sign::Pin::for_node(&node),
                 ..Feed::new(rx, last)
             }),
             Ok(Fed::Failed(e)) => Err(e),
@@ -1336,7 +1405,21 @@ impl Feed {
             forged: 0,
             duplicates: 0,
             heartbeats: None,
+            keys: sign::Pin::default(),
+            forged_signed: 0,
         }
+    }
+
+    /// Reads as node `node`'s feed: its key pinned as [`sign::Pin::for_node`] says.
+    pub fn as_node(mut self, node: &str) -> Feed {
+        self.keys = sign::Pin::for_node(node);
+        self
+    }
+
+    /// Segments under another key than the node's (or unsigned once it is pinned), and
+    /// heartbeats not signed by their segment's key: never read as the node's.
+    pub fn forged_signed(&self) -> u64 {
+        self.forged_signed
     }
 
     /// A feed of messages already at hand (tests, and anything that has them in memory), as
@@ -1443,8 +1526,10 @@ impl Feed {
                 return None;
             }
             match f.recv()? {
+                Ok(m) if m.starts_segment() && !f.signed_by_node(&m) => f.forged_signed += 1,
                 Ok(m) if m.starts_segment() => {
                     return Some(Ok(SegmentRead {
+                        key: m.signed.as_ref().map(|(k, _)| k.clone()),
                         feed: feed.clone(),
                         verifier: m.link.map(|l| chain::Verifier::new(l, &m.payload)),
                         id: m.segment,
@@ -1470,6 +1555,9 @@ pub struct SegmentRead {
     /// Its first message's link: every other message of it must prove itself against it
     /// (`None`: an agent before proof chains, read with the nonce check alone).
     verifier: Option<chain::Verifier>,
+    /// The key that signed its header message: its heartbeats must be signed by it too
+    /// (`None`: an agent before signatures).
+    key: Option<String>,
     buf: Bytes,
 }
 
@@ -1526,8 +1614,13 @@ impl SegmentRead {
                 f.interleaved += 1;
             }
             if m.part == Some(Part::Heartbeat) {
-                // Proven by the chain, as every message of the segment: never trace bytes.
-                f.heard(&self.id, &m.payload);
+                // Proven by the chain, as every message of the segment: never trace bytes;
+                // the node's word only when its segment's key signed it.
+                if sign::heartbeat_signed(self.key.as_deref(), &self.id, &m) {
+                    f.heard(&self.id, &m.payload);
+                } else {
+                    f.forged_signed += 1;
+                }
                 return Some(Bytes::new());
             }
             return Some(m.payload);
@@ -1892,6 +1985,7 @@ pub(crate) mod tests {
             link: None,
             payload: Bytes::new(),
             events: n,
+            signed: None,
         }
     }
 
@@ -2001,6 +2095,7 @@ pub(crate) mod tests {
             seq: 0,
             nonce: Some(m.segment_nonce.to_string()),
             link: m.link,
+            signed: m.signed.as_ref().map(|(k, s)| (k.to_string(), s.clone())),
             payload: m.payload.clone(),
         }
     }

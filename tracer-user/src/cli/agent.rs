@@ -54,6 +54,10 @@ pub struct AgentArgs {
     /// intervals without a word.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::nodes::duration_arg)]
     pub heartbeat: Duration,
+    /// The node's signing key: made there (0600, its directory 0700) on the first start,
+    /// read after; its public key is what readers trust (`--trust-keys`, docs/nats.md).
+    #[arg(long, value_name = "FILE", default_value = tracer::nats::sign::DEFAULT_KEY_FILE)]
+    pub key: std::path::PathBuf,
     /// Stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
@@ -124,6 +128,9 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
     if let Some(note) = tracer::capture::ptrace_note() {
         tracer::say!("tracer: warning: {note}");
     }
+    // Before capturing: a key that cannot be read or made is the operator's to fix.
+    let key = nats::sign::load_or_create(&args.key)?;
+    tracer::say!("tracer: node {} signs with key {}", args.node, key.public());
     let target = agent_target(&args);
     let daemon = args.pid.is_none() && !args.all && matches!(target, Target::Pid(_));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -165,6 +172,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
                 .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0))),
             pod: args.pod.query(),
             heartbeat: args.heartbeat,
+            key: Some(std::sync::Arc::new(key)),
         };
         tracer::say!(
             "tracer: publishing to {} subject {}",

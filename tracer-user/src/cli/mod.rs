@@ -90,6 +90,12 @@ impl From<Snapshot> for tracer::capture::procfs::SnapshotScope {
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Read NATS streams pinning each node to the key this file names (lines `NODE KEY`, the
+    /// public keys agents print at their start): a segment or heartbeat under another key is
+    /// forged. Without it, a node's first key read is pinned, and said.
+    #[cfg(feature = "nats")]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trust_keys: Option<std::path::PathBuf>,
 }
 
 /// Which processes a live command follows.
@@ -402,6 +408,10 @@ pub fn exit_code_for(e: &anyhow::Error) -> u8 {
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    #[cfg(feature = "nats")]
+    if let Some(path) = &cli.trust_keys {
+        tracer::nats::sign::trust(tracer::nats::sign::TrustedKeys::load(path)?);
+    }
     match cli.command {
         None => tui::live(tui::LiveArgs::everything()),
         Some(Command::Tui(args)) => tui::live(args),

@@ -96,6 +96,7 @@ fn a_forged_segment_start_inside_a_segment_is_reported_and_the_segment_read_whol
         seq: 0,
         nonce: None,
         link: None,
+        signed: None,
         payload: Bytes::from_static(b"not a trace file"),
     };
     msgs.insert(3, forged);

@@ -96,17 +96,17 @@ impl Default for Chain {
     }
 }
 
-/// Hex of a link, as it goes in a message header.
-pub fn to_hex(l: &Link) -> String {
-    l.iter().map(|b| format!("{b:02x}")).collect()
+/// Hex of bytes (a link, a signature), as they go in a message header.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A link from its hex; `None` for anything else (hostile header values).
-pub fn from_hex(s: &str) -> Option<Link> {
-    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+/// `N` bytes from their hex; `None` for anything else (hostile header values).
+pub fn from_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    if s.len() != 2 * N || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    let mut out = [0u8; 16];
+    let mut out = [0u8; N];
     for (i, o) in out.iter_mut().enumerate() {
         *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
@@ -243,7 +243,7 @@ mod tests {
             &"g".repeat(32),
             "é",
         ] {
-            assert_eq!(from_hex(bad), None, "{bad}");
+            assert_eq!(from_hex::<16>(bad), None, "{bad}");
         }
     }
 

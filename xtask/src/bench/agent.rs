@@ -191,6 +191,8 @@ impl AgentRun {
         let log = b.tmp.join(format!("agent-{node}.log"));
         let child = Command::new(&b.tracer)
             .args(["agent", "--all", "--node", node])
+            .arg("--key")
+            .arg(b.tmp.join(format!("agent-{node}.nk")))
             .args(extra)
             // Room for a whole rate's runs (a 500k/s signal stream is ~4 MB/s): the stream
             // read back for gaps must not have lost its oldest messages to the size limit.
