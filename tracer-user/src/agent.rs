@@ -299,7 +299,7 @@ async fn publisher(server: String, node: String, limits: StreamLimits, shared: A
         match nats::connect_node(&server, &node).await {
             Ok(c) => break c,
             Err(e) => {
-                for line in nats::burst::offer(&burst, format!("{e}; retrying")) {
+                for line in nats::burst::offer(&burst, "connect", format!("{e}; retrying")) {
                     crate::say!("tracer: {line}");
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;

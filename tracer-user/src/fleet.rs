@@ -90,6 +90,18 @@ pub fn read_feed(node: &str, mut feed: Feed) -> Result<NodeRead, InputError> {
         }
     }
     let (beat, back) = *heard.lock().unwrap_or_else(|e| e.into_inner());
+    let mut notes = input.notes(cut);
+    if let Some(crate::nats::sign::Pin {
+        first_use: true,
+        key: Some(k),
+        ..
+    }) = input.key_pin()
+    {
+        notes.push(format!(
+            "key taken on first use: {} (pin it with --trust-keys)",
+            crate::escape::escape(&k)
+        ));
+    }
     Ok(NodeRead {
         node: node.to_string(),
         last_event_ns: last_ts
@@ -98,7 +110,7 @@ pub fn read_feed(node: &str, mut feed: Feed) -> Result<NodeRead, InputError> {
         engine,
         heartbeat: beat,
         back,
-        notes: input.notes(cut),
+        notes,
     })
 }
 

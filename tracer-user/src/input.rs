@@ -506,6 +506,15 @@ impl Input {
         }
     }
 
+    /// How a NATS stream's node key was pinned (sign.rs); `None` for other inputs.
+    #[cfg(feature = "nats")]
+    pub fn key_pin(&self) -> Option<crate::nats::sign::Pin> {
+        match &self.source {
+            Source::Nats { feed, .. } => Some(crate::nats::lock(feed).pin().clone()),
+            _ => None,
+        }
+    }
+
     /// Messages of a NATS stream read again with the same bytes (skipped).
     pub fn duplicate_messages(&self) -> u64 {
         match &self.source {
@@ -1012,6 +1021,31 @@ impl Iterator for Input {
     }
 }
 
+/// What a NATS feed's signatures said: segments or heartbeats forged under another key (or
+/// unsigned where the node signs), and then the key taken on first use (sign.rs).
+#[cfg(feature = "nats")]
+fn signature_notes(feed: &crate::nats::Feed) -> Vec<String> {
+    let mut notes = Vec::new();
+    let pin = feed.pin();
+    if feed.forged_signed() > 0 {
+        notes.push(format!(
+            "{} segments or heartbeats forged: not signed by node {}'s key (published by someone else on its subject; not read)",
+            feed.forged_signed(),
+            crate::escape::escape(&pin.node)
+        ));
+    }
+    // Said where it matters: beside a forgery (which key won), and in `tracer nodes`
+    // (`Input::key_pin`), not on every read of a node that signs as it always did.
+    if let (true, true, Some(k)) = (feed.forged_signed() > 0, pin.first_use, &pin.key) {
+        notes.push(format!(
+            "node {}'s key taken on first use: {} (give --trust-keys a file naming it to pin it)",
+            crate::escape::escape(&pin.node),
+            crate::escape::escape(k)
+        ));
+    }
+    notes
+}
+
 /// `strace -ff` sets read as one log.
 pub mod ff;
 pub mod jsonl;
@@ -1079,25 +1113,3 @@ mod tests {
     }
 }
 
-/// What a NATS feed's signatures said: segments or heartbeats forged under another key (or
-/// unsigned where the node signs), and a key taken on first use (sign.rs).
-#[cfg(feature = "nats")]
-fn signature_notes(feed: &crate::nats::Feed) -> Vec<String> {
-    let mut notes = Vec::new();
-    let pin = feed.pin();
-    if feed.forged_signed() > 0 {
-        notes.push(format!(
-            "{} segments or heartbeats forged: not signed by node {}'s key (published by someone else on its subject; not read)",
-            feed.forged_signed(),
-            crate::escape::escape(&pin.node)
-        ));
-    }
-    if let (true, Some(k)) = (pin.first_use, &pin.key) {
-        notes.push(format!(
-            "node {}'s key taken on first use: {} (give --trust-keys a file naming it to pin it)",
-            crate::escape::escape(&pin.node),
-            crate::escape::escape(k)
-        ));
-    }
-    notes
-}

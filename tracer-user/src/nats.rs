@@ -762,7 +762,7 @@ fn report_violations(server: &str, watch: Violations) {
                     server: server.clone(),
                     violation: v,
                 };
-                for line in burst::offer(&burst, e.to_string()) {
+                for line in burst::offer(&burst, "violation", e.to_string()) {
                     crate::say!("tracer: {line}");
                 }
             }
@@ -845,20 +845,24 @@ async fn connect_with(
     o = o.event_callback(move |event| {
         let text = match (&event, &notes) {
             (async_nats::Event::Disconnected, Some(_)) => {
-                Some(format!("{server_name}: disconnected; reconnecting"))
+                Some(("lost", format!("{server_name}: disconnected; reconnecting")))
             }
             (async_nats::Event::Connected, Some(_)) => {
-                Some(format!("{server_name}: connected again"))
+                Some(("back", format!("{server_name}: connected again")))
             }
             // A refusal (a permissions violation, say) is why publishes go unacknowledged:
             // said once per refusal, the server's words escaped.
-            (async_nats::Event::ServerError(e), _) => Some(format!(
-                "{server_name}: the server refused: {}",
-                crate::escape::escape(&e.to_string())
+            (async_nats::Event::ServerError(e), _) => Some((
+                "refused",
+                format!(
+                    "{server_name}: the server refused: {}",
+                    crate::escape::escape(&e.to_string())
+                ),
             )),
             _ => None,
         };
-        for text in text.map(|t| burst::offer(&burst, t)).unwrap_or_default() {
+        let lines = text.map(|(kind, t)| burst::offer(&burst, kind, t));
+        for text in lines.unwrap_or_default() {
             match &notes {
                 Some(notes) => say(notes, text),
                 None => crate::say!("tracer: {text}"),

@@ -2,7 +2,8 @@
 //! request with `-ERR` lines, or a connection can flap, thousands of times a second; each
 //! line escaped is still a line. The first of a burst is said as it comes; the others are
 //! counted and said as one line with the count and the latest, at most once every [`QUIET`]
-//! while the burst lasts and when the next burst starts.
+//! while the burst lasts and when the next burst starts. Each kind of report has its bursts
+//! ([`offer`]): a flood of refusals does not hide that the connection was lost.
 
 use std::time::{Duration, Instant};
 
@@ -49,13 +50,15 @@ impl Burst {
     }
 }
 
-/// A [`Burst`] shared by the callbacks of one connection.
-pub type Shared = std::sync::Arc<std::sync::Mutex<Burst>>;
+/// The bursts of one connection's reports, one per kind (a refusal, a lost connection, its
+/// return, a failed connect): a kind's repeats are counted, another kind is said as it
+/// comes (the kinds are the tool's words; the server's text is only in the lines).
+pub type Shared = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<&'static str, Burst>>>;
 
-/// The lines to say now for `text`, through `b`.
-pub fn offer(b: &Shared, text: String) -> Vec<String> {
+/// The lines to say now for `text`, of kind `kind`, through `b`.
+pub fn offer(b: &Shared, kind: &'static str, text: String) -> Vec<String> {
     let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
-    b.offer(Instant::now(), text)
+    b.entry(kind).or_default().offer(Instant::now(), text)
 }
 
 #[cfg(test)]
