@@ -1112,4 +1112,3 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
-

@@ -69,11 +69,12 @@ const MAX_CNI_FILES: usize = 512;
 pub fn installed_programs() -> Installed {
     let mut table = Installed::default();
     let mut add = |path: &Path, program| {
-        let safe_dir = path
+        let Some(at) = on_host(path) else { return };
+        let safe_dir = at
             .parent()
             .and_then(|d| fs::metadata(d).ok())
             .is_some_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0);
-        match fs::metadata(path) {
+        match fs::metadata(&at) {
             Ok(m) if safe_dir && m.is_file() => table.add(m.dev(), m.ino(), program),
             _ => {}
         }
@@ -84,15 +85,41 @@ pub fn installed_programs() -> Installed {
         }
     }
     for dir in CNI_DIRS {
-        let Ok(entries) = fs::read_dir(dir) else {
+        let Some(entries) = on_host(Path::new(dir)).and_then(|d| fs::read_dir(d).ok()) else {
             continue;
         };
         for e in entries.flatten().take(MAX_CNI_FILES) {
-            add(&e.path(), Program::CniPlugin);
+            add(&Path::new(dir).join(e.file_name()), Program::CniPlugin);
         }
     }
     table
 }
+
+/// `path` as the host's PID 1 sees it: through `/proc/1/root` (an agent in a container of
+/// its own, in the host's pid namespace, sees the node's files there), its symbolic links
+/// followed there too (an absolute target would otherwise resolve in the agent's root); the
+/// path itself where `/proc/1/root` cannot be read.
+fn on_host(path: &Path) -> Option<std::path::PathBuf> {
+    let root = Path::new("/proc/1/root");
+    if fs::symlink_metadata(root.join("usr")).is_err() {
+        return Some(path.to_path_buf());
+    }
+    let mut p = path.to_path_buf();
+    for _ in 0..8 {
+        let at = root.join(p.strip_prefix("/").unwrap_or(&p));
+        let m = fs::symlink_metadata(&at).ok()?;
+        if !m.file_type().is_symlink() {
+            return Some(at);
+        }
+        let target = fs::read_link(&at).ok()?;
+        p = match target.is_absolute() {
+            true => target,
+            false => p.parent()?.join(target),
+        };
+    }
+    None
+}
+
 /// The inode of the process at `dir`'s namespace `kind` (`ns/mnt` → `mnt:[INUM]`).
 pub fn ns_inode(dir: &Path, kind: &str) -> Option<u64> {
     let link = fs::read_link(dir.join("ns").join(kind)).ok()?;
