@@ -835,7 +835,11 @@ impl Capture {
     /// set.
     fn observe(&mut self, out: &mut [Event], start: usize) {
         for ev in &mut out[start..] {
-            if let EventKind::Exec { cred: Some(c), .. } = &mut ev.kind {
+            // No runtime file seen at all (a root the host's files are not in): nothing to
+            // judge by, so the exec stays unjudged, as before judgments.
+            if let (EventKind::Exec { cred: Some(c), .. }, false) =
+                (&mut ev.kind, self.programs.is_empty())
+            {
                 c.program = c.exe.map(|x| self.programs.program_of(&x));
             }
         }

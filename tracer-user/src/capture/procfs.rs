@@ -163,7 +163,9 @@ fn cred_of(dir: &Path, status: &str, pidns: Option<PidNs>, host: &HostNs) -> Opt
         pidns_level: pidns?.level,
         mnt_ns: mnt as u32,
         host_mnt: host.mnt != 0 && mnt == host.mnt,
-        program: exe.map(|x| host.programs.program_of(&x)),
+        program: exe
+            .filter(|_| !host.programs.is_empty())
+            .map(|x| host.programs.program_of(&x)),
         exe,
     })
 }
